@@ -1,0 +1,60 @@
+/**
+ * Checks made before any shard starts. Each failure is a ConfigError, so the
+ * CLI exits 2 with one line and nothing is spent.
+ */
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { ConfigError, type RunSettings } from "../config/schema.ts";
+
+/** Oldest Bun whose behaviour shardguard was measured against (inspector test events, --no-orphans). */
+export const MIN_BUN_VERSION = "1.4.4";
+
+/** Facts learned by {@link preflight}. */
+export interface PreflightResult {
+  bunVersion: string;
+}
+
+/** Compares dotted versions numerically; negative when a < b. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pb = b.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
+  for (let i = 0; i < 3; i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/**
+ * Verifies that the output locations are writable and that Bun runs and is
+ * recent enough.
+ *
+ * @throws ConfigError naming what is wrong and what is accepted
+ */
+export async function preflight(settings: RunSettings): Promise<PreflightResult> {
+  for (const [what, dir] of [
+    ["--out", settings.out],
+    ["--junit directory", path.dirname(settings.junit)],
+    ["--json directory", path.dirname(settings.json)],
+  ] as const) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      accessSync(dir, constants.W_OK);
+      const probe = path.join(dir, `.shardguard-write-test-${process.pid}`);
+      writeFileSync(probe, "");
+      rmSync(probe);
+    } catch (error) {
+      throw new ConfigError(`invalid ${what} ${JSON.stringify(dir)}: expected a writable directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  }
+  const probe = spawnSync(settings.bun, ["--version"], { encoding: "utf8", timeout: 10_000 });
+  const version = probe.stdout?.trim() ?? "";
+  if (probe.status !== 0 || !/^\d+\.\d+\.\d+/.test(version)) {
+    throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: it did not answer --version like Bun does`);
+  }
+  if (compareVersions(version, MIN_BUN_VERSION) < 0) {
+    throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} is older than ${MIN_BUN_VERSION}, the oldest supported`);
+  }
+  return { bunVersion: version };
+}

@@ -1,0 +1,193 @@
+/**
+ * Resolves run settings from their four sources.
+ *
+ * Precedence: flag > environment > bunfig.toml `[shardguard]` > default
+ * (issue #2). Everything is validated here, before planning, so that a bad
+ * value exits 2 without a single child process having started.
+ */
+import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { parse as parseToml } from "smol-toml";
+import type { ParsedArgs } from "./args.ts";
+import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "./schema.ts";
+
+/** Keys of `[shardguard]` that are not plain settings. */
+const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
+
+/** Inputs to {@link resolveSettings}; injectable so tests need no real process state. */
+export interface ResolveInputs {
+  args: ParsedArgs;
+  env: Record<string, string | undefined>;
+  cwd: string;
+  /** Bun used when nothing names one: the runtime running shardguard. */
+  defaultBun: string;
+}
+
+/** The `[shardguard]` table of a bunfig.toml, or an empty object when there is none. */
+export interface BunfigTable {
+  table: Record<string, unknown>;
+  /** Path of the bunfig.toml read, for error messages; null when absent. */
+  file: string | null;
+}
+
+/**
+ * Reads `[shardguard]` from `<root>/bunfig.toml`.
+ *
+ * @throws ConfigError when the file exists but is not valid TOML or the table is not a table
+ */
+export function readBunfigTable(root: string): BunfigTable {
+  const file = path.join(root, "bunfig.toml");
+  if (!existsSync(file)) return { table: {}, file: null };
+  let doc: Record<string, unknown>;
+  try {
+    doc = parseToml(readFileSync(file, "utf8")) as Record<string, unknown>;
+  } catch (error) {
+    const first = String((error as Error).message).split("\n")[0];
+    throw new ConfigError(`${file} is not valid TOML: ${first}`);
+  }
+  const table = doc.shardguard;
+  if (table === undefined) return { table: {}, file };
+  if (typeof table !== "object" || table === null || Array.isArray(table)) {
+    throw new ConfigError(`${file}: [shardguard] must be a table`);
+  }
+  return { table: table as Record<string, unknown>, file };
+}
+
+function stringList(value: unknown, where: string): string[] {
+  if (!Array.isArray(value) || !value.every((v) => typeof v === "string" && v.length > 0)) {
+    throw new ConfigError(`invalid ${where} ${JSON.stringify(value)}: expected an array of non-empty strings`);
+  }
+  return value as string[];
+}
+
+/**
+ * Merges flags, environment, bunfig.toml and defaults into {@link RunSettings}.
+ *
+ * Relative paths from flags and the environment are resolved against `cwd`;
+ * relative paths from bunfig.toml against the root it was read from.
+ *
+ * @throws ConfigError with one line naming the key, the value and what is accepted
+ */
+export function resolveSettings(inputs: ResolveInputs): RunSettings {
+  const { args, env, cwd } = inputs;
+  const rootSpec = SETTINGS.find((s) => s.key === "root")!;
+  const rootRaw = args.values.get("root") ?? nonEmpty(env[rootSpec.env]);
+  const root = path.resolve(cwd, rootRaw ?? ".");
+  const rootSource = args.values.has("root") ? "--root" : rootRaw !== undefined ? rootSpec.env : "current directory";
+  if (!existsSync(root) || !statSync(root).isDirectory()) {
+    throw new ConfigError(`invalid ${rootSource} ${JSON.stringify(rootRaw ?? root)}: expected an existing directory`);
+  }
+  try {
+    accessSync(root, constants.R_OK | constants.X_OK);
+  } catch {
+    throw new ConfigError(`invalid ${rootSource} ${JSON.stringify(rootRaw ?? root)}: directory is not readable`);
+  }
+
+  const bunfig = readBunfigTable(root);
+  const tomlWhere = (key: string) => `${bunfig.file ? path.basename(bunfig.file) : "bunfig.toml"} [shardguard] ${key}`;
+  const known = new Set<string>([
+    ...SETTINGS.flatMap((s) => (s.toml ? [s.toml] : [])),
+    ...Object.values(BOOLEAN_FLAGS).map((b) => b.toml),
+    ...TABLE_KEYS,
+  ]);
+  for (const key of Object.keys(bunfig.table)) {
+    if (!known.has(key)) {
+      throw new ConfigError(`unknown key ${tomlWhere(key)}; accepted keys: ${[...known].sort().join(", ")}`);
+    }
+  }
+
+  /** Picks the highest-precedence raw value of a setting and parses it. */
+  const pick = (spec: SettingSpec): { value: number | string; from: "flag" | "env" | "toml" } | undefined => {
+    const flagValue = args.values.get(spec.key);
+    if (flagValue !== undefined) return { value: parseSettingValue(spec, flagValue, spec.flag), from: "flag" };
+    const envValue = nonEmpty(env[spec.env]);
+    if (envValue !== undefined) return { value: parseSettingValue(spec, envValue, spec.env), from: "env" };
+    if (spec.toml && spec.toml in bunfig.table) {
+      return { value: parseSettingValue(spec, bunfig.table[spec.toml], tomlWhere(spec.toml)), from: "toml" };
+    }
+    return undefined;
+  };
+  const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
+  const num = (key: SettingSpec["key"], fallback: number) => (pick(spec(key))?.value as number | undefined) ?? fallback;
+  const pathSetting = (key: SettingSpec["key"], fallback: string) => {
+    const picked = pick(spec(key));
+    if (!picked) return fallback;
+    return path.resolve(picked.from === "toml" ? root : cwd, picked.value as string);
+  };
+
+  const out = pathSetting("out", path.join(root, DEFAULTS.outDirName));
+  const bunPicked = pick(spec("bun"));
+  const bun = bunPicked
+    ? resolveExecutable(bunPicked.value as string, bunPicked.from === "toml" ? root : cwd, env)
+    : inputs.defaultBun;
+  checkExecutable(bun, bunPicked ? spec("bun").flag : "the running Bun");
+
+  const patterns =
+    args.patterns.length > 0
+      ? args.patterns
+      : "patterns" in bunfig.table
+        ? stringList(bunfig.table.patterns, tomlWhere("patterns"))
+        : [];
+  const bunArgs =
+    args.bunArgs.length > 0
+      ? args.bunArgs
+      : "bun-args" in bunfig.table
+        ? stringList(bunfig.table["bun-args"], tomlWhere("bun-args"))
+        : [];
+
+  const eventsToml = bunfig.table["test-events"];
+  if (eventsToml !== undefined && typeof eventsToml !== "boolean") {
+    throw new ConfigError(`invalid ${tomlWhere("test-events")} ${JSON.stringify(eventsToml)}: expected true or false`);
+  }
+  const noEventsEnv = nonEmpty(env[BOOLEAN_FLAGS["--no-test-events"].env]);
+  if (noEventsEnv !== undefined && !["0", "1", "true", "false"].includes(noEventsEnv)) {
+    throw new ConfigError(
+      `invalid ${BOOLEAN_FLAGS["--no-test-events"].env} ${JSON.stringify(noEventsEnv)}: expected 1, 0, true or false`,
+    );
+  }
+  const testEvents = args.booleans.has("--no-test-events")
+    ? false
+    : noEventsEnv !== undefined
+      ? !(noEventsEnv === "1" || noEventsEnv === "true")
+      : (eventsToml as boolean | undefined) ?? true;
+
+  return {
+    root,
+    jobs: num("jobs", DEFAULTS.jobs),
+    timeoutMs: num("timeout", DEFAULTS.timeoutSeconds * 1000),
+    graceMs: num("grace", DEFAULTS.graceSeconds * 1000),
+    filesPerShard: num("filesPerShard", DEFAULTS.filesPerShard),
+    out,
+    junit: pathSetting("junit", path.join(out, "junit.xml")),
+    json: pathSetting("json", path.join(out, "report.json")),
+    bun,
+    patterns,
+    bunArgs,
+    testEvents,
+    heartbeatMs: num("heartbeat", DEFAULTS.heartbeatSeconds * 1000),
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/** A bare command name ("bun") is looked up on PATH; anything with a slash is a path. */
+function resolveExecutable(value: string, base: string, env: Record<string, string | undefined>): string {
+  if (value.includes("/")) return path.resolve(base, value);
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, value);
+    if (existsSync(candidate)) return candidate;
+  }
+  return value;
+}
+
+function checkExecutable(file: string, source: string): void {
+  try {
+    accessSync(file, constants.X_OK);
+    if (!statSync(file).isFile()) throw new Error("not a file");
+  } catch {
+    throw new ConfigError(`invalid ${source} ${JSON.stringify(file)}: expected an executable Bun binary`);
+  }
+}

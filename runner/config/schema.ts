@@ -1,0 +1,126 @@
+/**
+ * Run settings: their names, their sources and the rules each value must meet.
+ *
+ * One table ({@link SETTINGS}) drives the flag parser, the environment reader,
+ * the bunfig.toml reader and the error messages, so a setting cannot be
+ * accepted in one place and rejected in another.
+ */
+import { z } from "zod";
+
+/** Final, validated settings of one run. Times are milliseconds, paths absolute. */
+export interface RunSettings {
+  /** Directory test files are discovered in and children run in. */
+  root: string;
+  /** Shard processes running at once. */
+  jobs: number;
+  /** Wall-clock limit per shard, ms. */
+  timeoutMs: number;
+  /** Delay between SIGTERM and SIGKILL of a shard's process group, ms. */
+  graceMs: number;
+  filesPerShard: number;
+  /** Directory holding junit.xml, report.json and logs/. */
+  out: string;
+  junit: string;
+  json: string;
+  /** The Bun executable each shard runs. */
+  bun: string;
+  /** Globs (relative to root) selecting test files; empty means the default pattern. */
+  patterns: string[];
+  /** Flags passed unchanged to every `bun test` child. */
+  bunArgs: string[];
+  /** Whether per-test events are collected over Bun's inspector socket. */
+  testEvents: boolean;
+  /** Seconds between CI heartbeat lines for a long-running shard, ms. */
+  heartbeatMs: number;
+}
+
+/** How a raw setting value is parsed from a flag, environment variable or TOML value. */
+type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool";
+
+/** One setting: its flag, environment variable, bunfig.toml key and value rule. */
+export interface SettingSpec {
+  key: keyof RunSettings | "timeout" | "grace" | "heartbeat";
+  flag: string;
+  env: string;
+  /** Key in bunfig.toml's `[shardguard]` table; null when it cannot be set there. */
+  toml: string | null;
+  kind: Kind;
+  help: string;
+}
+
+/** Every setting that may come from a flag, the environment or `[shardguard]` in bunfig.toml. */
+export const SETTINGS: readonly SettingSpec[] = [
+  { key: "root", flag: "--root", env: "SHARDGUARD_ROOT", toml: null, kind: "path", help: "directory to discover tests in and run them from (default: current directory)" },
+  { key: "jobs", flag: "--jobs", env: "SHARDGUARD_JOBS", toml: "jobs", kind: "posint", help: "shard processes at once (default 4)" },
+  { key: "timeout", flag: "--timeout", env: "SHARDGUARD_TIMEOUT", toml: "timeout", kind: "seconds", help: "wall-clock seconds per shard before its process group is killed (default 1800)" },
+  { key: "grace", flag: "--grace", env: "SHARDGUARD_GRACE", toml: "grace", kind: "nonnegSeconds", help: "seconds between SIGTERM and SIGKILL (default 5)" },
+  { key: "filesPerShard", flag: "--files-per-shard", env: "SHARDGUARD_FILES_PER_SHARD", toml: "files-per-shard", kind: "posint", help: "test files per shard process (default 1)" },
+  { key: "out", flag: "--out", env: "SHARDGUARD_OUT", toml: "out", kind: "path", help: "output directory (default .shardguard under root)" },
+  { key: "junit", flag: "--junit", env: "SHARDGUARD_JUNIT", toml: "junit", kind: "path", help: "JUnit XML path (default OUT/junit.xml)" },
+  { key: "json", flag: "--json", env: "SHARDGUARD_JSON", toml: "json", kind: "path", help: "JSON report path (default OUT/report.json)" },
+  { key: "bun", flag: "--bun", env: "SHARDGUARD_BUN", toml: "bun", kind: "path", help: "Bun executable for the shards (default: the Bun running shardguard)" },
+  { key: "heartbeat", flag: "--heartbeat", env: "SHARDGUARD_HEARTBEAT", toml: "heartbeat", kind: "seconds", help: "seconds between progress lines for a long-running shard without a TTY (default 60)" },
+];
+
+/** Boolean flags (no value). `--no-test-events` turns the inspector channel off. */
+export const BOOLEAN_FLAGS = {
+  "--no-test-events": { env: "SHARDGUARD_NO_TEST_EVENTS", toml: "test-events" },
+} as const;
+
+export const DEFAULTS = {
+  jobs: 4,
+  timeoutSeconds: 1800,
+  graceSeconds: 5,
+  filesPerShard: 1,
+  heartbeatSeconds: 60,
+  outDirName: ".shardguard",
+} as const;
+
+/** Largest accepted timeout: setTimeout cannot hold more than 2^31-1 ms (about 24.8 days). */
+const MAX_MS = 2 ** 31 - 1;
+
+const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
+  posint: {
+    schema: z.coerce.number().int().positive().max(10_000),
+    accepted: "a whole number from 1 to 10000",
+  },
+  seconds: {
+    schema: z.coerce.number().positive().max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)).pipe(z.number().int().positive()),
+    accepted: `a number of seconds greater than 0 (at most ${Math.floor(MAX_MS / 1000)})`,
+  },
+  nonnegSeconds: {
+    schema: z.coerce.number().nonnegative().max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)),
+    accepted: "a number of seconds, 0 or more",
+  },
+  path: { schema: z.string().min(1), accepted: "a non-empty path" },
+  bool: { schema: z.boolean(), accepted: "true or false" },
+};
+
+/**
+ * Parses one raw value of a setting.
+ *
+ * @param raw a flag or environment string, or a TOML value (number, string, boolean)
+ * @returns the parsed value: ms for time settings, a number for counts, a string for paths
+ * @throws ConfigError naming the source, the value and what is accepted
+ */
+export function parseSettingValue(spec: SettingSpec, raw: unknown, source: string): number | string {
+  const rule = kindSchemas[spec.kind];
+  // `z.coerce.number()` would read "" and booleans as 0/1; reject such inputs first.
+  const looksNumeric =
+    (typeof raw === "number" && Number.isFinite(raw)) ||
+    (typeof raw === "string" && /^\s*[+]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw));
+  const needsNumber = spec.kind !== "path" && spec.kind !== "bool";
+  const result = needsNumber && !looksNumeric ? null : rule.schema.safeParse(raw);
+  if (!result || !result.success) {
+    throw new ConfigError(`invalid ${source} ${JSON.stringify(raw)}: expected ${rule.accepted}`);
+  }
+  return result.data as number | string;
+}
+
+/**
+ * A usage or configuration error: the CLI prints its message as one line and
+ * exits 2 before any child process starts (GUIDE §3).
+ */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}

@@ -1,0 +1,566 @@
+/**
+ * The inspector event channel: a client for the WebSocket that a
+ * `bun --inspect-wait=ws+unix://<socket> test …` child serves on a unix
+ * socket, reduced to the per-test events shardguard needs.
+ *
+ * Protocol (GUIDE §1 "Inspector test events", measured on Bun 1.4.4):
+ *   1. the child creates the socket file a few ms after spawn and waits;
+ *   2. we send `TestReporter.enable` (id 1) and `LifecycleReporter.enable`
+ *      (id 2) and wait for their `{"result":{},"id":N}` replies;
+ *   3. we send `Inspector.initialized` (id 3) and the tests start;
+ *   4. the child pushes `TestReporter.found|start|end` and
+ *      `LifecycleReporter.error` notifications;
+ *   5. the socket closes (code 1006) when the child exits. The last events
+ *      of a run may be lost, so consumers must treat missing data as
+ *      "unknown", never as success (see `model.ts`).
+ *
+ * This module owns the wire format: {@link TestEventSchema} is the one zod
+ * definition of an event; the journal and the model import it from here.
+ */
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, chmodSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import WebSocket from "ws";
+import { z } from "zod";
+
+// ---------------------------------------------------------------------------
+// Event schema
+// ---------------------------------------------------------------------------
+
+const testId = z.number().int().nonnegative();
+
+/**
+ * `TestReporter.found`: one test or describe block, sent for every block of a
+ * file before any of its tests run. `url` is the absolute path of the file,
+ * `line` 1-based, `parentId` the enclosing describe (absent at top level).
+ * Unknown extra fields are kept (loose objects) so the journal stays raw.
+ */
+export const FoundEventSchema = z.object({
+  method: z.literal("TestReporter.found"),
+  params: z.looseObject({
+    id: testId,
+    url: z.string(),
+    line: z.number().int().nonnegative().optional(),
+    name: z.string(),
+    type: z.enum(["test", "describe"]),
+    parentId: testId.optional(),
+  }),
+});
+
+/** `TestReporter.start`: one attempt of a test begins (sent again for each `--retry` attempt). */
+export const StartEventSchema = z.object({
+  method: z.literal("TestReporter.start"),
+  params: z.looseObject({ id: testId }),
+});
+
+/** Bun's final verdict on a test, as sent in `TestReporter.end`. */
+export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
+export type BunEndStatus = (typeof BUN_END_STATUSES)[number];
+
+/**
+ * `TestReporter.end`: the final attempt of a test finished. `elapsed` is in
+ * **nanoseconds** and covers the final attempt only. Skipped and todo tests
+ * get an `end` (elapsed 0) without any `start`. A failed attempt that is
+ * retried gets no `end`; the next `start` of the same id marks it.
+ */
+export const EndEventSchema = z.object({
+  method: z.literal("TestReporter.end"),
+  params: z.looseObject({
+    id: testId,
+    status: z.enum(BUN_END_STATUSES),
+    elapsed: z.number().nonnegative(),
+  }),
+});
+
+/**
+ * `LifecycleReporter.error`: an error Bun printed, either a failing
+ * assertion inside a running test or an "unhandled error between tests"
+ * (e.g. a top-level `throw` in a test file). Carries no test id.
+ * `urls[i]` pairs with `lineColumns[2i]` (line) and `lineColumns[2i+1]`
+ * (column), both 1-based. A per-test timeout sends no error event.
+ */
+export const ErrorEventSchema = z.object({
+  method: z.literal("LifecycleReporter.error"),
+  params: z.looseObject({
+    message: z.string(),
+    name: z.string().optional(),
+    urls: z.array(z.string()).optional(),
+    lineColumns: z.array(z.number()).optional(),
+    sourceLines: z.array(z.string()).optional(),
+  }),
+});
+
+/** Any event shardguard consumes, discriminated by `method`. */
+export const TestEventSchema = z.discriminatedUnion("method", [
+  FoundEventSchema,
+  StartEventSchema,
+  EndEventSchema,
+  ErrorEventSchema,
+]);
+export type TestEvent = z.infer<typeof TestEventSchema>;
+export type FoundEvent = z.infer<typeof FoundEventSchema>;
+export type StartEvent = z.infer<typeof StartEventSchema>;
+export type EndEvent = z.infer<typeof EndEventSchema>;
+export type ErrorEvent = z.infer<typeof ErrorEventSchema>;
+
+const EVENT_METHODS: ReadonlySet<string> = new Set([
+  "TestReporter.found",
+  "TestReporter.start",
+  "TestReporter.end",
+  "LifecycleReporter.error",
+]);
+
+/** What one inspector message turned out to be. */
+export type ParsedMessage =
+  | { kind: "event"; event: TestEvent }
+  /** A JSON-RPC reply to one of our requests; `error` when the child refused it. */
+  | { kind: "response"; id: number; error?: string }
+  /** Valid JSON with a method we do not consume (e.g. `Console.*`). */
+  | { kind: "ignored"; method: string }
+  /** A known method whose params do not match the schema. */
+  | { kind: "invalid"; method: string; issue: string }
+  /** Not JSON, or JSON that is not an object. */
+  | { kind: "malformed" };
+
+/**
+ * Classifies one raw inspector message. Pure; never throws.
+ */
+export function parseInspectorMessage(text: string): ParsedMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { kind: "malformed" };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { kind: "malformed" };
+  const record = value as Record<string, unknown>;
+  if (typeof record.method === "string") {
+    if (!EVENT_METHODS.has(record.method)) return { kind: "ignored", method: record.method };
+    const parsed = TestEventSchema.safeParse(record);
+    if (!parsed.success) {
+      return { kind: "invalid", method: record.method, issue: parsed.error.issues[0]?.message ?? "invalid" };
+    }
+    return { kind: "event", event: parsed.data };
+  }
+  if (typeof record.id === "number") {
+    if (record.error !== undefined) {
+      return { kind: "response", id: record.id, error: JSON.stringify(record.error) };
+    }
+    return { kind: "response", id: record.id };
+  }
+  return { kind: "malformed" };
+}
+
+// ---------------------------------------------------------------------------
+// Socket paths
+// ---------------------------------------------------------------------------
+
+/**
+ * Longest unix socket path the kernel accepts, in bytes, excluding the
+ * terminating NUL: `sizeof(sockaddr_un.sun_path) - 1`, which is 108 - 1 on
+ * Linux and 104 - 1 on macOS and the BSDs.
+ */
+export const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
+
+/** The longest socket file name {@link socketPathFor} is expected to produce ("99999.sock"). */
+const SOCKET_NAME_RESERVE = "99999.sock".length;
+
+/** Thrown when a socket path would exceed {@link MAX_SOCKET_PATH_BYTES}. */
+export class SocketPathTooLongError extends Error {
+  override readonly name = "SocketPathTooLongError";
+  constructor(
+    readonly socketPath: string,
+    readonly bytes: number,
+  ) {
+    super(
+      `unix socket path is ${bytes} bytes, over the ${MAX_SOCKET_PATH_BYTES}-byte limit of ${process.platform}: ${socketPath}`,
+    );
+  }
+}
+
+function byteLength(path: string): number {
+  return Buffer.byteLength(path, "utf8");
+}
+
+/**
+ * Creates (or re-uses) a private directory for the inspector sockets of a
+ * run and returns its absolute path.
+ *
+ * The directory is `<runDir>/sock` when socket paths inside it stay under
+ * {@link MAX_SOCKET_PATH_BYTES}; otherwise (deep run directories) a fresh
+ * `sg-XXXXXX` directory under `os.tmpdir()`, which the caller removes at the
+ * end of the run. Either way the directory has mode 0700 and belongs to the
+ * current user, checked with `lstat` after creation, so no other local user
+ * can connect to a child's inspector (which can evaluate code in the child).
+ *
+ * @throws Error when the directory exists but is a symlink, not a directory,
+ *   owned by someone else, or its mode cannot be made 0700.
+ * @throws SocketPathTooLongError when even the tmpdir fallback is too long.
+ */
+export function socketDirFor(runDir: string): string {
+  const preferred = join(runDir, "sock");
+  if (byteLength(preferred) + 1 + SOCKET_NAME_RESERVE <= MAX_SOCKET_PATH_BYTES) {
+    mkdirSync(runDir, { recursive: true });
+    try {
+      mkdirSync(preferred, { mode: 0o700 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    return assertPrivateDir(preferred);
+  }
+  const fallback = mkdtempSync(join(tmpdir(), "sg-"));
+  const probe = join(fallback, "x".repeat(SOCKET_NAME_RESERVE));
+  if (byteLength(probe) > MAX_SOCKET_PATH_BYTES) throw new SocketPathTooLongError(probe, byteLength(probe));
+  return assertPrivateDir(fallback);
+}
+
+function assertPrivateDir(dir: string): string {
+  let stat = lstatSync(dir);
+  if (!stat.isDirectory()) throw new Error(`socket directory ${dir} is not a directory (or is a symlink)`);
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid) {
+    throw new Error(`socket directory ${dir} belongs to uid ${stat.uid}, not to the current user (uid ${uid})`);
+  }
+  if ((stat.mode & 0o777) !== 0o700) {
+    chmodSync(dir, 0o700);
+    stat = lstatSync(dir);
+    if ((stat.mode & 0o777) !== 0o700) {
+      throw new Error(`socket directory ${dir} has mode ${(stat.mode & 0o777).toString(8)}, expected 700`);
+    }
+  }
+  return dir;
+}
+
+/**
+ * Returns `<dir>/<name>.sock`, ready for `--inspect-wait=ws+unix://<path>`.
+ *
+ * A socket file left at that path by an earlier child is removed: Bun 1.4.4
+ * does not replace it but fails with "Failed to start inspector: EADDRINUSE"
+ * and exits 1 without running any test (measured).
+ *
+ * @param name a short file-name-safe token such as the shard index.
+ * @throws SocketPathTooLongError when the path exceeds {@link MAX_SOCKET_PATH_BYTES}.
+ * @throws Error when `name` is not a plain file name, or something other
+ *   than a socket already exists at the path.
+ */
+export function socketPathFor(dir: string, name: string | number): string {
+  const token = String(name);
+  if (!/^[A-Za-z0-9._-]+$/.test(token) || token === "." || token === "..") {
+    throw new Error(`socket name must be a plain file name, got ${JSON.stringify(token)}`);
+  }
+  const path = join(dir, `${token}.sock`);
+  const bytes = byteLength(path);
+  if (bytes > MAX_SOCKET_PATH_BYTES) throw new SocketPathTooLongError(path, bytes);
+  let existing;
+  try {
+    existing = lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return path;
+    throw error;
+  }
+  if (!existing.isSocket()) throw new Error(`refusing to replace ${path}: it exists and is not a socket`);
+  unlinkSync(path);
+  return path;
+}
+
+// ---------------------------------------------------------------------------
+// The client
+// ---------------------------------------------------------------------------
+
+/** Options of {@link connectTestEvents}. */
+export interface ConnectOptions {
+  /** Absolute path of the unix socket given to `--inspect-wait=ws+unix://…`. */
+  socketPath: string;
+  /**
+   * Budget in ms for the whole handshake: waiting for the socket file,
+   * connecting (retried), and both `*.enable` replies.
+   */
+  connectTimeoutMs: number;
+  /**
+   * Called synchronously for every valid event, in arrival order. An
+   * exception thrown here is caught and counted (`handlerErrors`), never
+   * propagated into the socket's event loop.
+   */
+  onEvent: (event: TestEvent) => void;
+  /** Aborting rejects a pending connect and closes an open channel. */
+  signal?: AbortSignal;
+}
+
+/** Counters of one channel, for diagnostics and the report's reason lines. */
+export interface ChannelStats {
+  /** ms from the call to {@link connectTestEvents} to the `Inspector.initialized` send. */
+  connectMs: number;
+  /** Valid events delivered to `onEvent`. */
+  events: number;
+  /** Messages that were not JSON objects. */
+  malformed: number;
+  /** Known methods whose params failed schema validation (dropped). */
+  invalid: number;
+  /** Messages with methods we do not consume (dropped). */
+  ignored: number;
+  /** Exceptions thrown by `onEvent` (caught). */
+  handlerErrors: number;
+  /** WebSocket close code once closed (1006 when the child exited), else null. */
+  closeCode: number | null;
+}
+
+/** An open event channel returned by {@link connectTestEvents}. */
+export interface EventChannel {
+  /**
+   * Resolves when the socket has closed, for whatever reason (child exit,
+   * {@link EventChannel.close}, abort). Never rejects. All events have been
+   * delivered to `onEvent` by then.
+   */
+  readonly closed: Promise<void>;
+  /** Closes the socket immediately. Idempotent; `closed` then resolves. */
+  close(): void;
+  /** A snapshot of the counters. */
+  stats(): ChannelStats;
+}
+
+/**
+ * Thrown (as a rejection) by {@link connectTestEvents} when the handshake
+ * did not complete within `connectTimeoutMs`, the child refused a request,
+ * the socket closed during the handshake, or the signal aborted. The caller
+ * treats it as "per-test data missing" for the shard.
+ */
+export class InspectorConnectError extends Error {
+  override readonly name = "InspectorConnectError";
+  constructor(
+    message: string,
+    readonly socketPath: string,
+    /** ms spent before giving up. */
+    readonly waitedMs: number,
+    /** Why: `timeout`, `refused` (a JSON-RPC error reply), `closed`, or `aborted`. */
+    readonly reason: "timeout" | "refused" | "closed" | "aborted",
+  ) {
+    super(message);
+  }
+}
+
+/** Pause between connection attempts while the child has not bound the socket yet. */
+const RETRY_INTERVAL_MS = 5;
+
+function rawToText(data: WebSocket.RawData | string): string {
+  if (typeof data === "string") return data;
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
+  return data.toString("utf8");
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
+
+/**
+ * One connection attempt, bounded by `remainingMs`. Resolves with the open
+ * socket, or rejects with the transport error (ENOENT, ECONNREFUSED, …).
+ */
+function openOnce(url: string, remainingMs: number, signal: AbortSignal | undefined): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    let settled = false;
+    const finish = (error: Error | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      ws.off("open", onOpen);
+      ws.off("close", onClose);
+      if (error) {
+        ws.off("error", onError);
+        // Keep a no-op listener: a late 'error' without one would throw.
+        ws.on("error", () => {});
+        try {
+          ws.terminate();
+        } catch {
+          // already closed
+        }
+        reject(error);
+      } else {
+        ws.off("error", onError);
+        resolve(ws);
+      }
+    };
+    const onOpen = () => finish(undefined);
+    const onError = (error: Error) => finish(error);
+    const onClose = (code: number) => finish(new Error(`closed with code ${code} before opening`));
+    const onAbort = () => finish(new Error("aborted"));
+    const timer = setTimeout(() => finish(new Error("attempt timed out")), Math.max(1, remainingMs));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    ws.on("open", onOpen);
+    ws.on("error", onError);
+    ws.on("close", onClose);
+  });
+}
+
+/**
+ * Connects to a `bun --inspect-wait=ws+unix://<socketPath> test …` child,
+ * enables the `TestReporter` and `LifecycleReporter` domains, releases the
+ * child with `Inspector.initialized`, and streams validated events to
+ * `onEvent` until the socket closes.
+ *
+ * Waiting: the socket file appears a few ms after spawn, and can exist a
+ * moment before the child listens (ECONNREFUSED), so the connection is
+ * retried every few ms until `connectTimeoutMs` has passed. The same overall
+ * deadline bounds the `*.enable` replies. Never hangs past the deadline.
+ *
+ * Messages that are not JSON are counted (`malformed`), events with unknown
+ * methods are ignored, events that fail validation are counted (`invalid`);
+ * none of these throw.
+ *
+ * @throws InspectorConnectError (as a rejection) naming the socket and the
+ *   ms waited, when the handshake did not complete.
+ */
+export async function connectTestEvents(options: ConnectOptions): Promise<EventChannel> {
+  const { socketPath, connectTimeoutMs, onEvent, signal } = options;
+  const started = performance.now();
+  const deadline = started + connectTimeoutMs;
+  const url = `ws+unix://${socketPath}`;
+  const waited = () => Math.round(performance.now() - started);
+  const fail = (reason: InspectorConnectError["reason"], detail: string) =>
+    new InspectorConnectError(
+      `inspector handshake with ${socketPath} failed after ${waited()} ms (timeout ${connectTimeoutMs} ms): ${detail}`,
+      socketPath,
+      waited(),
+      reason,
+    );
+
+  // 1. Connect, retrying until the child listens.
+  let ws: WebSocket | undefined;
+  let lastError = "the socket file never appeared";
+  while (ws === undefined) {
+    if (signal?.aborted) throw fail("aborted", "aborted by the caller");
+    const remaining = deadline - performance.now();
+    if (remaining <= 0) throw fail("timeout", `could not connect (last error: ${lastError})`);
+    if (!existsSync(socketPath)) {
+      await sleep(Math.min(RETRY_INTERVAL_MS, remaining));
+      continue;
+    }
+    try {
+      ws = await openOnce(url, remaining, signal);
+    } catch (error) {
+      lastError = describeError(error);
+      await sleep(Math.min(RETRY_INTERVAL_MS, deadline - performance.now()));
+    }
+  }
+  const socket = ws;
+
+  // 2. Wire up the permanent handlers before sending anything.
+  const stats: ChannelStats = {
+    connectMs: 0,
+    events: 0,
+    malformed: 0,
+    invalid: 0,
+    ignored: 0,
+    handlerErrors: 0,
+    closeCode: null,
+  };
+  const pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    resolveClosed = resolve;
+  });
+  let isClosed = false;
+
+  socket.on("message", (data: WebSocket.RawData) => {
+    const parsed = parseInspectorMessage(rawToText(data));
+    switch (parsed.kind) {
+      case "event":
+        stats.events += 1;
+        try {
+          onEvent(parsed.event);
+        } catch {
+          stats.handlerErrors += 1;
+        }
+        break;
+      case "response": {
+        const waiter = pending.get(parsed.id);
+        if (waiter) {
+          pending.delete(parsed.id);
+          if (parsed.error !== undefined) waiter.reject(fail("refused", `request ${parsed.id} was refused: ${parsed.error}`));
+          else waiter.resolve();
+        }
+        break;
+      }
+      case "ignored":
+        stats.ignored += 1;
+        break;
+      case "invalid":
+        stats.invalid += 1;
+        break;
+      case "malformed":
+        stats.malformed += 1;
+        break;
+    }
+  });
+  socket.on("error", () => {
+    // A transport error is always followed by 'close'; that is where we react.
+  });
+  socket.on("close", (code: number) => {
+    isClosed = true;
+    stats.closeCode = code;
+    for (const [id, waiter] of pending) waiter.reject(fail("closed", `socket closed (code ${code}) before reply ${id}`));
+    pending.clear();
+    signal?.removeEventListener("abort", onAbort);
+    resolveClosed();
+  });
+  const close = () => {
+    if (isClosed) return;
+    try {
+      socket.terminate();
+    } catch {
+      // already closing
+    }
+  };
+  const onAbort = () => close();
+  signal?.addEventListener("abort", onAbort, { once: true });
+
+  const request = (id: number, method: string) =>
+    new Promise<void>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      socket.send(JSON.stringify({ id, method }));
+    });
+
+  // 3. Enable the domains; wait for both replies within the deadline.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopWaiting: ((error: Error) => void) | undefined;
+  const onAbortDuringHandshake = () => stopWaiting?.(fail("aborted", "aborted by the caller"));
+  try {
+    if (signal?.aborted) throw fail("aborted", "aborted by the caller");
+    const giveUp = new Promise<never>((_, reject) => {
+      stopWaiting = reject;
+      timer = setTimeout(
+        () => reject(fail("timeout", "no reply to TestReporter.enable / LifecycleReporter.enable")),
+        Math.max(0, deadline - performance.now()),
+      );
+    });
+    signal?.addEventListener("abort", onAbortDuringHandshake, { once: true });
+    await Promise.race([
+      Promise.all([request(1, "TestReporter.enable"), request(2, "LifecycleReporter.enable")]),
+      giveUp,
+    ]);
+  } catch (error) {
+    pending.clear();
+    close();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbortDuringHandshake);
+  }
+
+  // 4. Release the child. Its reply (id 3) is not awaited: events follow it.
+  socket.send(JSON.stringify({ id: 3, method: "Inspector.initialized" }));
+  stats.connectMs = Math.round((performance.now() - started) * 10) / 10;
+
+  return {
+    closed,
+    close,
+    stats: () => ({ ...stats }),
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * The event journal: every inspector event of a shard, one JSON object per
+ * line, in `<shard log name>.events.jsonl` next to the shard's log. It lets
+ * a report be rebuilt (or a hang be diagnosed) from disk after the run, and
+ * it is written as a stream so nothing accumulates in memory.
+ *
+ * Lines hold the validated events exactly as {@link TestEventSchema} parses
+ * them (unknown fields kept), so `readJournal` → `TestEventModel.fromEvents`
+ * rebuilds the same per-test state, except clock values (replay time).
+ */
+import { closeSync, createWriteStream, fchmodSync, openSync, type WriteStream } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { TestEventSchema, type TestEvent } from "./inspector.ts";
+
+/**
+ * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;
+ * a name without `.log` gets `.events.jsonl` appended.
+ */
+export function journalPathFor(logPath: string): string {
+  return logPath.endsWith(".log") ? `${logPath.slice(0, -".log".length)}.events.jsonl` : `${logPath}.events.jsonl`;
+}
+
+/**
+ * An append-only writer. Opened with mode 0600 (re-applied with `fchmod` if
+ * the file already existed). Writes are buffered by the stream; a write
+ * error does not throw but is kept in {@link EventJournal.error} and stops
+ * further writes, so a full disk never takes the run down.
+ */
+export class EventJournal {
+  private readonly stream: WriteStream;
+  private failure: Error | undefined;
+  private ended = false;
+  private lines = 0;
+
+  private constructor(
+    /** Absolute or relative path of the `.events.jsonl` file. */
+    readonly path: string,
+    fd: number,
+  ) {
+    this.stream = createWriteStream(path, { fd, autoClose: true });
+    this.stream.on("error", (error) => {
+      this.failure ??= error;
+    });
+  }
+
+  /**
+   * Opens (creating or appending to) the journal at `path`.
+   * @throws Error from `open(2)` (missing directory, permissions).
+   */
+  static open(path: string): EventJournal {
+    const fd = openSync(path, "a", 0o600);
+    try {
+      fchmodSync(fd, 0o600);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    return new EventJournal(path, fd);
+  }
+
+  /** Appends one event as one line. No-op after {@link close} or a write error. */
+  append(event: TestEvent): void {
+    if (this.ended || this.failure) return;
+    this.lines += 1;
+    this.stream.write(`${JSON.stringify(event)}\n`);
+  }
+
+  /** Number of lines handed to the stream. */
+  get linesWritten(): number {
+    return this.lines;
+  }
+
+  /** The first write error, if any; the journal is then incomplete. */
+  get error(): Error | undefined {
+    return this.failure;
+  }
+
+  /** Flushes and closes the file. Resolves (never rejects) once it is closed or has failed. */
+  close(): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    this.ended = true;
+    return new Promise((resolve) => {
+      if (this.stream.destroyed) {
+        resolve();
+        return;
+      }
+      this.stream.once("close", () => resolve());
+      this.stream.end();
+    });
+  }
+}
+
+/** The journal writer type, under the name the runner uses. */
+export type Journal = EventJournal;
+
+/**
+ * Opens (creating or appending to) the journal at `path`, mode 0600.
+ * Async for the caller's convenience; the open itself is synchronous.
+ * @throws Error from `open(2)` (as a rejection).
+ */
+export async function openJournal(path: string): Promise<Journal> {
+  return EventJournal.open(path);
+}
+
+/** What {@link readJournalDetailed} found besides the events. */
+export interface JournalRead {
+  events: TestEvent[];
+  /** Complete lines that were not valid events (not JSON, or schema mismatch). */
+  invalidLines: number;
+  /** True when the file did not end with a newline and its last line was unusable (a write cut short). */
+  truncatedTail: boolean;
+}
+
+/**
+ * Reads a journal, skipping lines that do not parse or validate. A last
+ * line cut short by a crash is tolerated (counted in `truncatedTail`).
+ * @throws Error from reading the file (e.g. ENOENT).
+ */
+export async function readJournalDetailed(path: string): Promise<JournalRead> {
+  const text = await readFile(path, "utf8");
+  const lines = text.split("\n");
+  const last = lines.pop() ?? "";
+  const result: JournalRead = { events: [], invalidLines: 0, truncatedTail: false };
+  const parseLine = (line: string): TestEvent | undefined => {
+    try {
+      const parsed = TestEventSchema.safeParse(JSON.parse(line));
+      return parsed.success ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  for (const line of lines) {
+    if (line.trim() === "") continue;
+    const event = parseLine(line);
+    if (event) result.events.push(event);
+    else result.invalidLines += 1;
+  }
+  if (last.trim() !== "") {
+    const event = parseLine(last);
+    if (event) result.events.push(event);
+    else result.truncatedTail = true;
+  }
+  return result;
+}
+
+/**
+ * Reads the events of a journal in written order (see {@link readJournalDetailed}).
+ * @throws Error from reading the file (e.g. ENOENT).
+ */
+export async function readJournal(path: string): Promise<TestEvent[]> {
+  return (await readJournalDetailed(path)).events;
+}

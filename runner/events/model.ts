@@ -1,0 +1,507 @@
+/**
+ * The event model: folds inspector events (see `inspector.ts`) into one
+ * state per test, and answers "what ran, what is running, what never
+ * started" at any moment — while the child runs, after it exited, or after
+ * it was killed.
+ *
+ * Ground rules (GUIDE §3):
+ * - A test is `passed` only when Bun sent `TestReporter.end` with
+ *   `status: "pass"`. Missing events (the tail of a run is often lost, a
+ *   killed child sends nothing more) leave a test in phase `found` or
+ *   `running` with no status; the model never fills that gap. Turning those
+ *   phases into `timed-out` / `crashed` / `never-started` is the runner's
+ *   job, because only the runner knows why the child ended
+ *   (see {@link toTestResult}, which cannot produce `passed` for them).
+ * - Bun's own per-test timeout (`--timeout`, or the third argument of
+ *   `test()`) is a plain failure with failure type `"timeout"`; the result
+ *   status `timed-out` is reserved for shardguard's wall-clock kill.
+ *
+ * Measured event order (Bun 1.4.4): all `found` events of a file arrive
+ * before its first `start`; each attempt of a test sends `start`; only the
+ * final attempt sends `end`; skipped and todo tests send `end` without
+ * `start`; an error during a test arrives between its `start` and the next
+ * `start`/`end`. With `--rerun-each N` every run of a file gets new ids
+ * (new `found` events), so the same name can appear N times.
+ */
+import { relative, isAbsolute, sep } from "node:path";
+import type { AttemptFailure, Failure, TestResult, TestStatus } from "../results/model.ts";
+import type { BunEndStatus, ErrorEvent, TestEvent } from "./inspector.ts";
+
+/**
+ * Where a test is in its life, from the events received so far:
+ * - `found`: Bun registered it (`TestReporter.found`) and no `start` or
+ *   `end` arrived. Either it has not run yet, or the child stopped (or its
+ *   last events were lost) before it ran.
+ * - `running`: its latest attempt sent `start` and no `end` followed. While
+ *   the child lives, it is running now; after the child ended, it was
+ *   interrupted — or it finished and its `end` was lost. Never a pass.
+ * - `ended`: Bun sent `end`; `status` holds Bun's verdict.
+ */
+export type TestPhase = "found" | "running" | "ended";
+
+/**
+ * Bun's verdict mapped onto the result model's statuses:
+ * pass→passed, fail→failed, timeout→failed (failure type "timeout"),
+ * skip→skipped, todo→todo.
+ */
+export type EndedStatus = Extract<TestStatus, "passed" | "failed" | "skipped" | "todo">;
+
+/** One `LifecycleReporter.error`, as attributed by the model. */
+export interface EventError {
+  /** Error class name from Bun (e.g. "Error"); "Error" when Bun sent none. */
+  name: string;
+  /** Bun's message text (may contain newlines and ANSI-free diff output). */
+  message: string;
+  /** Stack locations Bun sent, files relative to the model root, 1-based line/column. */
+  locations: ErrorLocation[];
+  /** 1-based attempt of the test it was attributed to; 0 for errors outside tests. */
+  attempt: number;
+}
+
+/** A source location of an error; `line`/`column` are 1-based, absent when Bun sent none. */
+export interface ErrorLocation {
+  file: string;
+  line?: number;
+  column?: number;
+}
+
+/** An error that arrived while no test was running (load-time throw, hook error). */
+export interface OutsideError extends EventError {
+  /**
+   * Best guess of the test file it belongs to: the first location whose file
+   * has `found` tests, else the first location; undefined when Bun sent none.
+   */
+  file: string | undefined;
+}
+
+/** The per-test state. Snapshots: later events do not mutate a returned object. */
+export interface TestState {
+  /** Bun's id for this test within the child (unique per child process). */
+  readonly id: number;
+  /** The test's own name. */
+  readonly name: string;
+  /** Names of the enclosing describe blocks, outermost first. */
+  readonly describePath: readonly string[];
+  /** `outer > inner > name`, the result model's `name`. */
+  readonly fullName: string;
+  /** Absolute file path as Bun sent it. */
+  readonly url: string;
+  /** File path relative to the model root, forward slashes. */
+  readonly file: string;
+  /** 1-based line of the `test(...)` call, when Bun sent it. */
+  readonly line: number | undefined;
+  readonly phase: TestPhase;
+  /** Number of `start` events: 0 for skip/todo/never started, 2+ after retries. */
+  readonly attempts: number;
+  /** Set only in phase `ended`. */
+  readonly status: EndedStatus | undefined;
+  /** Bun's raw `end` status, set only in phase `ended`. */
+  readonly bunStatus: BunEndStatus | undefined;
+  /** Why the final attempt failed; set only when `status` is `failed`. */
+  readonly failure: Failure | undefined;
+  /** `end.elapsed` (ns) converted to ms: the final attempt only; set only in phase `ended`. */
+  readonly durationMs: number | undefined;
+  /** Clock value (ms) at the latest `start`; undefined when never started. */
+  readonly startedAtMs: number | undefined;
+  /** Clock value (ms) at `end`; undefined unless `ended`. */
+  readonly endedAtMs: number | undefined;
+  /** Every error attributed to this test, all attempts, in arrival order. */
+  readonly errors: readonly EventError[];
+  /**
+   * One entry per attempt that was followed by another `start` of the same
+   * test (Bun only retries a failed attempt), in order. Its message is the
+   * attempt's errors, or a note that Bun reported none (a timed-out attempt
+   * sends no error event).
+   */
+  readonly attemptFailures: readonly AttemptFailure[];
+  /** True when `status` is passed and at least one earlier attempt failed. */
+  readonly flaky: boolean;
+}
+
+/** Options of {@link TestEventModel}. */
+export interface ModelOptions {
+  /** Absolute directory that file paths are made relative to (the run root). */
+  root: string;
+  /**
+   * Monotonic clock in ms, read when a `start` or `end` is applied.
+   * Default `performance.now()`. Tests inject a fake one.
+   */
+  now?: () => number;
+}
+
+interface Attempt {
+  errors: EventError[];
+}
+
+interface TestRecord {
+  id: number;
+  name: string;
+  url: string;
+  file: string;
+  line: number | undefined;
+  parentId: number | undefined;
+  phase: TestPhase;
+  bunStatus: BunEndStatus | undefined;
+  elapsedNs: number | undefined;
+  startedAtMs: number | undefined;
+  endedAtMs: number | undefined;
+  startSeq: number;
+  attempts: Attempt[];
+  failedAttempts: AttemptFailure[];
+}
+
+interface DescribeRecord {
+  name: string;
+  parentId: number | undefined;
+}
+
+/** Most anomalies kept; the count keeps going. */
+const MAX_ANOMALIES = 100;
+
+const STATUS_OF: Record<BunEndStatus, EndedStatus> = {
+  pass: "passed",
+  fail: "failed",
+  timeout: "failed",
+  skip: "skipped",
+  todo: "todo",
+};
+
+/**
+ * Accumulates events into per-test state. Feed it with {@link apply} in
+ * arrival order (live from the channel, or replayed from the journal);
+ * query it at any time.
+ */
+export class TestEventModel {
+  private readonly root: string;
+  private readonly now: () => number;
+  private readonly tests_ = new Map<number, TestRecord>();
+  private readonly describes = new Map<number, DescribeRecord>();
+  private readonly foundByFile = new Map<string, number>();
+  private readonly outside: OutsideError[] = [];
+  private readonly anomalyList: string[] = [];
+  private anomalyCount = 0;
+  private seq = 0;
+  private eventCount = 0;
+
+  constructor(options: ModelOptions) {
+    this.root = options.root;
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  /** Builds a model from a recorded event list (e.g. `readJournal`). Clock values are replay times. */
+  static fromEvents(events: Iterable<TestEvent>, options: ModelOptions): TestEventModel {
+    const model = new TestEventModel(options);
+    for (const event of events) model.apply(event);
+    return model;
+  }
+
+  /**
+   * Applies one event. Never throws: inconsistent input (an id never found,
+   * a `start` for a describe, a duplicate `found`) is recorded in
+   * {@link anomalies} and otherwise ignored.
+   */
+  apply(event: TestEvent): void {
+    this.eventCount += 1;
+    switch (event.method) {
+      case "TestReporter.found": {
+        const { id, url, line, name, type, parentId } = event.params;
+        if (this.tests_.has(id) || this.describes.has(id)) {
+          this.anomaly(`duplicate found for id ${id}`);
+          return;
+        }
+        if (type === "describe") {
+          this.describes.set(id, { name, parentId });
+          return;
+        }
+        const file = this.relativeFile(url);
+        this.foundByFile.set(file, (this.foundByFile.get(file) ?? 0) + 1);
+        this.tests_.set(id, {
+          id,
+          name,
+          url,
+          file,
+          line,
+          parentId,
+          phase: "found",
+          bunStatus: undefined,
+          elapsedNs: undefined,
+          startedAtMs: undefined,
+          endedAtMs: undefined,
+          startSeq: 0,
+          attempts: [],
+          failedAttempts: [],
+        });
+        return;
+      }
+      case "TestReporter.start": {
+        const record = this.testFor(event.params.id, "start");
+        if (!record) return;
+        const previous = record.attempts.at(-1);
+        if (record.phase === "running" && previous) {
+          // A new start while the previous attempt never ended: Bun retried it,
+          // which it only does after a failure.
+          record.failedAttempts.push(attemptFailure(previous, record.attempts.length));
+        } else if (record.phase === "ended") {
+          this.anomaly(`start after end for test ${record.id}; treated as a new attempt`);
+          record.bunStatus = undefined;
+          record.elapsedNs = undefined;
+          record.endedAtMs = undefined;
+        }
+        record.attempts.push({ errors: [] });
+        record.phase = "running";
+        record.startedAtMs = this.now();
+        record.startSeq = ++this.seq;
+        return;
+      }
+      case "TestReporter.end": {
+        const record = this.testFor(event.params.id, "end");
+        if (!record) return;
+        if (record.phase === "ended") {
+          this.anomaly(`second end for test ${record.id}; the later one wins`);
+        }
+        record.phase = "ended";
+        record.bunStatus = event.params.status;
+        record.elapsedNs = event.params.elapsed;
+        record.endedAtMs = this.now();
+        return;
+      }
+      case "LifecycleReporter.error": {
+        const current = this.runningRecord();
+        const attempt = current?.attempts.at(-1);
+        if (current && attempt) {
+          attempt.errors.push(this.toEventError(event, current.attempts.length));
+          return;
+        }
+        const error = this.toEventError(event, 0);
+        const known = error.locations.find((location) => this.foundByFile.has(location.file));
+        this.outside.push({ ...error, file: (known ?? error.locations[0])?.file });
+        return;
+      }
+    }
+  }
+
+  /** Every test (describes excluded) in the order Bun sent `found`. */
+  tests(): TestState[] {
+    return [...this.tests_.values()].map((record) => this.snapshot(record));
+  }
+
+  /** One test by Bun id, or undefined. */
+  test(id: number): TestState | undefined {
+    const record = this.tests_.get(id);
+    return record ? this.snapshot(record) : undefined;
+  }
+
+  /**
+   * The test running now: of the tests in phase `running`, the one started
+   * last. With `test.concurrent` several may be running; see
+   * {@link unfinished}. Undefined when none is.
+   */
+  running(): TestState | undefined {
+    const record = this.runningRecord();
+    return record ? this.snapshot(record) : undefined;
+  }
+
+  /** Every test in phase `running`, in found order. */
+  unfinished(): TestState[] {
+    return this.tests().filter((test) => test.phase === "running");
+  }
+
+  /** Number of tests (not describes) found in `file` (relative to the root), or in all files. */
+  foundCount(file?: string): number {
+    if (file === undefined) return this.tests_.size;
+    return this.foundByFile.get(file) ?? 0;
+  }
+
+  /** Relative paths of the files with found tests, in first-found order. */
+  files(): string[] {
+    return [...this.foundByFile.keys()];
+  }
+
+  /**
+   * Errors that arrived while no test was running: a top-level `throw` in a
+   * test file (its tests are then found but never started), or a hook error.
+   * Bun 1.4.4 sends none for an unresolvable import or a syntax error.
+   */
+  errorsOutsideTests(): readonly OutsideError[] {
+    return [...this.outside];
+  }
+
+  /** Inconsistencies seen while applying events (first 100), for diagnostics. */
+  anomalies(): { count: number; first: readonly string[] } {
+    return { count: this.anomalyCount, first: [...this.anomalyList] };
+  }
+
+  /** Number of events applied. */
+  eventsApplied(): number {
+    return this.eventCount;
+  }
+
+  private anomaly(text: string): void {
+    this.anomalyCount += 1;
+    if (this.anomalyList.length < MAX_ANOMALIES) this.anomalyList.push(text);
+  }
+
+  private testFor(id: number, what: string): TestRecord | undefined {
+    const record = this.tests_.get(id);
+    if (record) return record;
+    this.anomaly(this.describes.has(id) ? `${what} for describe ${id}` : `${what} for unknown id ${id}`);
+    return undefined;
+  }
+
+  private runningRecord(): TestRecord | undefined {
+    let latest: TestRecord | undefined;
+    for (const record of this.tests_.values()) {
+      if (record.phase === "running" && (latest === undefined || record.startSeq > latest.startSeq)) latest = record;
+    }
+    return latest;
+  }
+
+  private relativeFile(url: string): string {
+    if (!isAbsolute(url)) return url.split(sep).join("/");
+    return relative(this.root, url).split(sep).join("/");
+  }
+
+  private toEventError(event: ErrorEvent, attempt: number): EventError {
+    const { message, name, urls = [], lineColumns = [] } = event.params;
+    const locations = urls.map((url, index): ErrorLocation => {
+      const location: ErrorLocation = { file: this.relativeFile(url) };
+      const line = lineColumns[index * 2];
+      const column = lineColumns[index * 2 + 1];
+      if (line !== undefined && line > 0) location.line = line;
+      if (column !== undefined && column > 0) location.column = column;
+      return location;
+    });
+    return { name: name ?? "Error", message, locations, attempt };
+  }
+
+  private describePath(record: TestRecord): string[] {
+    const names: string[] = [];
+    const seen = new Set<number>();
+    let parentId = record.parentId;
+    while (parentId !== undefined && !seen.has(parentId)) {
+      seen.add(parentId);
+      const parent = this.describes.get(parentId);
+      if (!parent) break;
+      names.unshift(parent.name);
+      parentId = parent.parentId;
+    }
+    return names;
+  }
+
+  private snapshot(record: TestRecord): TestState {
+    const describePath = this.describePath(record);
+    const ended = record.phase === "ended";
+    const status = ended && record.bunStatus ? STATUS_OF[record.bunStatus] : undefined;
+    const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
+    const failedAttempts = [...record.failedAttempts];
+    return {
+      id: record.id,
+      name: record.name,
+      describePath,
+      fullName: [...describePath, record.name].join(" > "),
+      url: record.url,
+      file: record.file,
+      line: record.line,
+      phase: record.phase,
+      attempts: record.attempts.length,
+      status,
+      bunStatus: ended ? record.bunStatus : undefined,
+      failure: status === "failed" ? finalFailure(record, durationMs) : undefined,
+      durationMs,
+      startedAtMs: record.startedAtMs,
+      endedAtMs: ended ? record.endedAtMs : undefined,
+      errors: record.attempts.flatMap((attempt) => attempt.errors),
+      attemptFailures: failedAttempts,
+      flaky: status === "passed" && failedAttempts.length > 0,
+    };
+  }
+}
+
+function joinMessages(errors: readonly EventError[]): string {
+  return errors.map((error) => error.message.trimEnd()).join("\n\n");
+}
+
+function attemptFailure(attempt: Attempt, number: number): AttemptFailure {
+  const first = attempt.errors[0];
+  if (!first) {
+    return {
+      type: "unknown",
+      message: `attempt ${number} failed; Bun reported no error for it (a per-test timeout sends none)`,
+    };
+  }
+  return { type: first.name, message: joinMessages(attempt.errors) };
+}
+
+function formatLocations(errors: readonly EventError[]): string {
+  const lines: string[] = [];
+  for (const error of errors) {
+    for (const location of error.locations) {
+      const position = location.line === undefined ? "" : `:${location.line}${location.column === undefined ? "" : `:${location.column}`}`;
+      lines.push(`    at ${location.file}${position}`);
+    }
+  }
+  return lines.join("\n");
+}
+
+function finalFailure(record: TestRecord, durationMs: number | undefined): Failure {
+  const errors = record.attempts.at(-1)?.errors ?? [];
+  const ran = durationMs === undefined ? "" : ` (ran ${Math.round(durationMs)} ms)`;
+  if (record.bunStatus === "timeout") {
+    const failure: Failure = { type: "timeout", message: `exceeded Bun's per-test timeout${ran}` };
+    if (errors.length > 0) failure.details = joinMessages(errors);
+    return failure;
+  }
+  const first = errors[0];
+  if (!first) {
+    return { type: "failed", message: `Bun reported the test as failed; no error message was received${ran}` };
+  }
+  const failure: Failure = { type: first.name, message: joinMessages(errors) };
+  const where = formatLocations(errors);
+  if (where) failure.details = `${failure.message}\n${where}`;
+  return failure;
+}
+
+/**
+ * The result-model status for a test that did not reach `ended`, chosen by
+ * the runner from what it knows about the child (it killed it → `timed-out`;
+ * it died → `crashed`; the test never started → `never-started`). `passed`
+ * is deliberately not allowed.
+ */
+export interface NotEndedVerdict {
+  status: Exclude<TestStatus, "passed" | "skipped" | "todo" | "skipped-by-diff">;
+  failure: Failure;
+}
+
+/**
+ * Converts a test state into a {@link TestResult}. Tests in phase `ended`
+ * keep Bun's verdict; others take `notEnded(state)` — the caller decides,
+ * and cannot decide `passed`. `durationMs` is 0 when unknown. For a test
+ * still running, pass the clock to get the time it has run so far.
+ */
+export function toTestResult(
+  state: TestState,
+  notEnded: (state: TestState) => NotEndedVerdict,
+  now?: () => number,
+): TestResult {
+  const base = {
+    name: state.fullName,
+    file: state.file,
+    ...(state.line === undefined ? {} : { line: state.line }),
+    retries: Math.max(0, state.attempts - 1),
+    attemptFailures: [...state.attemptFailures],
+    synthetic: false,
+  };
+  if (state.phase === "ended" && state.status !== undefined) {
+    return {
+      ...base,
+      status: state.status,
+      durationMs: state.durationMs ?? 0,
+      ...(state.failure ? { failure: state.failure } : {}),
+      flaky: state.flaky,
+    };
+  }
+  const verdict = notEnded(state);
+  const runningFor =
+    state.phase === "running" && state.startedAtMs !== undefined && now ? Math.max(0, now() - state.startedAtMs) : 0;
+  return { ...base, status: verdict.status, durationMs: runningFor, failure: verdict.failure, flaky: false };
+}

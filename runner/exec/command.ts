@@ -1,0 +1,53 @@
+/**
+ * The command line and environment of one shard child.
+ */
+import path from "node:path";
+
+/** Environment variable set in every shard child (and inherited by its descendants). */
+export const SHARD_ENV = {
+  /** `<runId>:<shard index>`: marks a process as belonging to a shard of a run. */
+  cookie: "SHARDGUARD_RUN",
+  /** "1" inside shard children: the preset preload must never take over there. */
+  inShard: "SHARDGUARD_SHARD",
+} as const;
+
+/** Absolute path of the child preload that lets inspector events drain. */
+export const YIELD_PRELOAD = path.join(import.meta.dir, "..", "child", "yield-events.ts");
+
+/** Inputs of {@link shardArgv}. Paths absolute. */
+export interface CommandInputs {
+  bun: string;
+  root: string;
+  /** Planned files, relative to root. */
+  files: readonly string[];
+  /** Where Bun writes this shard's JUnit report. */
+  junitPath: string;
+  /** Unix socket for inspector events; null turns events off. */
+  socketPath: string | null;
+  /** User flags for `bun test`, passed unchanged. */
+  bunArgs: readonly string[];
+}
+
+/**
+ * Builds `bun [--inspect-wait=…] --no-orphans test [--preload …] <abs files> <user flags> --reporter=junit --reporter-outfile=…`.
+ *
+ * Files are passed as absolute paths because Bun reads positional arguments
+ * as substring filters, not paths (GUIDE §1). `--no-orphans` makes the child
+ * exit, and kill its descendants, if the runner itself dies. Our reporter
+ * flags come last so a user's own `--reporter` cannot take the JUnit away.
+ */
+export function shardArgv(inputs: CommandInputs): string[] {
+  const argv = [inputs.bun];
+  if (inputs.socketPath) argv.push(`--inspect-wait=ws+unix://${inputs.socketPath}`);
+  argv.push("--no-orphans", "test");
+  if (inputs.socketPath) argv.push("--preload", YIELD_PRELOAD);
+  for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
+  argv.push(...inputs.bunArgs);
+  argv.push("--reporter=junit", `--reporter-outfile=${inputs.junitPath}`);
+  return argv;
+}
+
+/** True when the user's flags include `--pass-with-no-tests`. */
+export function passesWithNoTests(bunArgs: readonly string[]): boolean {
+  return bunArgs.includes("--pass-with-no-tests");
+}

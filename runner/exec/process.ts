@@ -1,0 +1,282 @@
+/**
+ * The only module that spawns and kills processes.
+ *
+ * A shard child runs detached (its own process group, so one signal reaches
+ * every descendant that stayed in the group) with stdin from /dev/null.
+ * Its stdout and stderr are spooled to a log file as they arrive; the parent
+ * never holds a shard's output in memory.
+ *
+ * Kill sequence, after Bazel's test encyclopedia and Jest's worker: at the
+ * wall-clock deadline SIGTERM the group, after the grace period SIGKILL the
+ * group. When the child exits by itself the group is SIGKILLed anyway, since
+ * grandchildren left behind would otherwise outlive the run. The outcome is
+ * decided when the child exits: the pipes get a short bounded drain and are
+ * then destroyed, because a grandchild that escaped the group may hold them
+ * open forever.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, type WriteStream } from "node:fs";
+import { onExit } from "signal-exit";
+
+/**
+ * Lifecycle of one shard process, in order. A process moves forward only.
+ *
+ * - `pending`: created, not spawned.
+ * - `running`: spawned, no signal sent by us.
+ * - `terminating`: SIGTERM sent to the group (deadline or cancel), grace running.
+ * - `killing`: SIGKILL sent to the group.
+ * - `draining`: the child exited; output pipes get a bounded drain.
+ * - `finished`: pipes closed, log flushed, group swept; outcome final.
+ * - `spawn-failed`: the OS refused to start it.
+ */
+export type ProcessState = "pending" | "running" | "terminating" | "killing" | "draining" | "finished" | "spawn-failed";
+
+/** Why shardguard signalled a process group, if it did. */
+export type KillReason = "timeout" | "cancel";
+
+/** What to run and how to supervise it. Times in ms. */
+export interface ProcessSpec {
+  argv: readonly string[];
+  cwd: string;
+  env: Record<string, string | undefined>;
+  /** Where every byte of stdout and stderr goes (appended; mode 0600). */
+  logPath: string;
+  /** Wall-clock limit from spawn, ms. */
+  timeoutMs: number;
+  /** SIGTERM → SIGKILL delay, ms. */
+  graceMs: number;
+  /** How long pipes may stay open after the child exits, ms (default 500). */
+  drainMs?: number;
+  /** Called on every state change. */
+  onState?: (state: ProcessState) => void;
+}
+
+/** How a supervised process ended. */
+export interface ProcessOutcome {
+  /** Exit code, or null when ended by a signal or never spawned. */
+  exitCode: number | null;
+  /** Name of the terminating signal, e.g. "SIGKILL"; null otherwise. */
+  signal: NodeJS.Signals | null;
+  /** Set when shardguard signalled the group before the child exited. */
+  killedBy: KillReason | null;
+  /** True when the grace period ran out and SIGKILL was needed. */
+  escalated: boolean;
+  /** Spawn to exit on a monotonic clock, ms. */
+  durationMs: number;
+  /** Wall-clock time of the spawn. */
+  startedAt: Date;
+  pid: number | null;
+  /** Set when the process could not be spawned (e.g. ENOENT). */
+  spawnError: string | null;
+  /** Bytes written to the log. */
+  logBytes: number;
+  /** Set when the log could not be fully written (disk full, permissions). */
+  logError: string | null;
+  /** True when a pipe was still open after the drain and was cut. */
+  pipesCut: boolean;
+}
+
+/** Process groups alive right now, killed on any exit path of the runner we can see. */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // signal-exit runs this on normal exit, uncaught exceptions and fatal
+  // signals; only SIGKILL of the runner escapes it (children run with
+  // --no-orphans for that case).
+  onExit(() => {
+    killAllGroups("SIGKILL");
+  });
+}
+
+/** Sends `signal` to every live shard process group. Returns how many were signalled. */
+export function killAllGroups(signal: NodeJS.Signals): number {
+  let count = 0;
+  for (const pgid of liveGroups) if (signalGroup(pgid, signal)) count++;
+  return count;
+}
+
+/** Signals a whole process group; false when it no longer exists. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A supervised shard process. Create with {@link startProcess}; await
+ * {@link ShardProcess.done} for the outcome.
+ */
+export class ShardProcess {
+  state: ProcessState = "pending";
+  readonly done: Promise<ProcessOutcome>;
+  private child: ChildProcess | null = null;
+  private killedBy: KillReason | null = null;
+  private escalated = false;
+  private timers: ReturnType<typeof setTimeout>[] = [];
+  private readonly t0 = performance.now();
+  private readonly startedAt = new Date();
+  private log: WriteStream;
+  private logBytes = 0;
+  private logError: string | null = null;
+
+  constructor(private readonly spec: ProcessSpec) {
+    installExitHook();
+    this.log = createWriteStream(spec.logPath, { flags: "a", mode: 0o600 });
+    this.log.on("error", (error) => {
+      // A full disk must never change a verdict or crash the run.
+      this.logError ??= error.message;
+    });
+    this.done = this.run();
+  }
+
+  /** Process id of the child (also its process group id); null before spawn. */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
+  }
+
+  /** Milliseconds since spawn on a monotonic clock. */
+  elapsedMs(): number {
+    return performance.now() - this.t0;
+  }
+
+  /**
+   * Starts the SIGTERM → grace → SIGKILL sequence for the whole group.
+   * Idempotent; the first reason wins.
+   */
+  terminate(reason: KillReason): void {
+    if (this.state !== "running" || !this.child?.pid) return;
+    this.killedBy = reason;
+    this.setState("terminating");
+    signalGroup(this.child.pid, "SIGTERM");
+    this.timers.push(setTimeout(() => this.killNow(), this.spec.graceMs));
+  }
+
+  /** SIGKILLs the whole group at once (second Ctrl-C, grace expired). */
+  killNow(reason: KillReason = "cancel"): void {
+    if (!this.child?.pid || (this.state !== "running" && this.state !== "terminating")) return;
+    this.killedBy ??= reason;
+    if (this.state === "terminating") this.escalated = true;
+    this.setState("killing");
+    signalGroup(this.child.pid, "SIGKILL");
+  }
+
+  private setState(state: ProcessState): void {
+    this.state = state;
+    this.spec.onState?.(state);
+  }
+
+  private async run(): Promise<ProcessOutcome> {
+    const [command, ...args] = this.spec.argv;
+    let child: ChildProcess;
+    try {
+      child = spawn(command!, args, {
+        cwd: this.spec.cwd,
+        env: this.spec.env,
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+    } catch (error) {
+      return this.spawnFailed((error as Error).message);
+    }
+    this.child = child;
+    const spawned = await new Promise<string | null>((resolve) => {
+      child.once("spawn", () => resolve(null));
+      child.once("error", (error) => resolve(error.message));
+    });
+    if (spawned !== null || !child.pid) return this.spawnFailed(spawned ?? "no pid");
+    const pgid = child.pid;
+    liveGroups.add(pgid);
+    this.setState("running");
+
+    for (const stream of [child.stdout!, child.stderr!]) {
+      stream.on("data", (chunk: Buffer) => {
+        this.logBytes += chunk.length;
+        if (this.logError) return;
+        // Respect the disk: pause the pipe while the log catches up, so memory
+        // stays bounded however fast the child prints.
+        if (!this.log.write(chunk)) {
+          stream.pause();
+          this.log.once("drain", () => stream.resume());
+        }
+      });
+      stream.on("error", () => {});
+    }
+
+    this.timers.push(setTimeout(() => this.terminate("timeout"), this.spec.timeoutMs));
+
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+    });
+    const durationMs = this.elapsedMs();
+    for (const timer of this.timers) clearTimeout(timer);
+    this.setState("draining");
+    // Leftover grandchildren that stayed in the group die here, which also
+    // closes most pipes they hold.
+    signalGroup(pgid, "SIGKILL");
+    liveGroups.delete(pgid);
+    const pipesCut = await this.drain(child);
+    await new Promise<void>((resolve) => this.log.end(() => resolve()));
+    this.setState("finished");
+    return {
+      exitCode: exit.code,
+      signal: exit.signal,
+      killedBy: this.killedBy,
+      escalated: this.escalated,
+      durationMs,
+      startedAt: this.startedAt,
+      pid: pgid,
+      spawnError: null,
+      logBytes: this.logBytes,
+      logError: this.logError,
+      pipesCut,
+    };
+  }
+
+  /** Waits up to drainMs for both pipes to end, then destroys them. True if one was cut. */
+  private async drain(child: ChildProcess): Promise<boolean> {
+    const streams = [child.stdout!, child.stderr!];
+    const ended = Promise.all(
+      streams.map((s) => (s.readableEnded || s.destroyed ? Promise.resolve() : new Promise<void>((r) => { s.once("end", r); s.once("close", r); }))),
+    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<"cut">((resolve) => {
+      timer = setTimeout(() => resolve("cut"), this.spec.drainMs ?? 500);
+    });
+    const result = await Promise.race([ended.then(() => "ended" as const), timedOut]);
+    clearTimeout(timer);
+    for (const s of streams) {
+      s.removeAllListeners("data");
+      s.destroy();
+    }
+    return result === "cut";
+  }
+
+  private spawnFailed(message: string): ProcessOutcome {
+    this.setState("spawn-failed");
+    this.log.end();
+    return {
+      exitCode: null,
+      signal: null,
+      killedBy: null,
+      escalated: false,
+      durationMs: 0,
+      startedAt: this.startedAt,
+      pid: null,
+      spawnError: message,
+      logBytes: 0,
+      logError: null,
+      pipesCut: false,
+    };
+  }
+}
+
+/** Spawns a supervised shard process; see {@link ShardProcess}. */
+export function startProcess(spec: ProcessSpec): ShardProcess {
+  return new ShardProcess(spec);
+}

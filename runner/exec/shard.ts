@@ -1,0 +1,187 @@
+/**
+ * Runs one planned shard end to end: spawn under supervision, collect the
+ * evidence (process outcome, Bun's JUnit, inspector events), decide.
+ */
+import { readFile, rm } from "node:fs/promises";
+import path from "node:path";
+import { connectTestEvents, socketPathFor, type EventChannel } from "../events/inspector.ts";
+import { openJournal, type Journal } from "../events/journal.ts";
+import { TestEventModel } from "../events/model.ts";
+import { toEventEvidence } from "../events/evidence.ts";
+import type { PlannedShard } from "../plan/plan.ts";
+import { readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
+import type { ShardResult } from "../results/model.ts";
+import { decideShard, type EventEvidence } from "../results/verdict.ts";
+import { passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
+import { startProcess, type ShardProcess } from "./process.ts";
+
+/** Budget for the inspector handshake, ms. Past it the shard runs without events. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/** Paths and settings shared by every shard of a run. */
+export interface ShardContext {
+  runId: string;
+  root: string;
+  bun: string;
+  bunArgs: readonly string[];
+  timeoutMs: number;
+  graceMs: number;
+  logDir: string;
+  /** Private directory for Bun's per-shard JUnit files. */
+  junitDir: string;
+  /** Private (0700) directory for inspector sockets; null when events are off. */
+  socketDir: string | null;
+  env: Record<string, string | undefined>;
+  /** Per-shard environment additions (presets), merged over `env`. */
+  shardEnv?: (shard: PlannedShard) => Record<string, string>;
+}
+
+/** Live view of a running shard, for progress displays. */
+export interface RunningShard {
+  shard: PlannedShard;
+  process: ShardProcess;
+  model: TestEventModel | null;
+  logPath: string;
+  /** Set when the event channel could not be established. */
+  eventsProblem: string | null;
+}
+
+/** Hooks the caller gets while a shard runs. */
+export interface ShardHooks {
+  onStart?: (running: RunningShard) => void;
+  onWarning?: (shard: PlannedShard, message: string) => void;
+}
+
+/** Log path of a shard: `<logDir>/shard-<n>-<slug>.log`. */
+export function shardLogPath(logDir: string, shard: PlannedShard): string {
+  return path.join(logDir, `shard-${shard.index}-${shard.slug}.log`);
+}
+
+/**
+ * Runs one shard and returns its final result. Never throws for anything the
+ * child does; a spawn failure becomes a never-started result.
+ *
+ * @param cancelled returns the cancelling signal name once the run is cancelled
+ */
+export async function runShard(
+  ctx: ShardContext,
+  shard: PlannedShard,
+  hooks: ShardHooks,
+  register: (running: ShardProcess) => () => void,
+  cancelled: () => string | null,
+): Promise<ShardResult> {
+  const logPath = shardLogPath(ctx.logDir, shard);
+  const junitPath = path.join(ctx.junitDir, `shard-${shard.index}.xml`);
+  const env = {
+    ...ctx.env,
+    ...(ctx.shardEnv?.(shard) ?? {}),
+    [SHARD_ENV.cookie]: `${ctx.runId}:${shard.index}`,
+    [SHARD_ENV.inShard]: "1",
+  };
+  const running: RunningShard = { shard, process: null as unknown as ShardProcess, model: null, logPath, eventsProblem: null };
+
+  /** One attempt; returns null when the event channel failed and the child was stopped before any test ran. */
+  const attempt = async (withEvents: boolean) => {
+    await rm(junitPath, { force: true });
+    const socketPath = withEvents && ctx.socketDir ? socketPathFor(ctx.socketDir, shard.index) : null;
+    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
+    const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => performance.now() }) : null;
+    const journal: Journal | null = socketPath ? await openJournal(logPath.replace(/\.log$/, ".events.jsonl")) : null;
+    const proc = startProcess({ argv, cwd: ctx.root, env, logPath, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs });
+    const unregister = register(proc);
+    running.process = proc;
+    running.model = model;
+    if (!cancelled()) hooks.onStart?.(running);
+
+    let channel: EventChannel | null = null;
+    if (socketPath && model) {
+      const abort = new AbortController();
+      void proc.done.then(() => abort.abort());
+      try {
+        channel = await connectTestEvents({
+          socketPath,
+          connectTimeoutMs: CONNECT_TIMEOUT_MS,
+          signal: abort.signal,
+          onEvent: (event) => {
+            model.apply(event);
+            journal?.append(event);
+          },
+        });
+      } catch (error) {
+        running.eventsProblem = (error as Error).message;
+        // With --inspect-wait the child holds its tests until a debugger
+        // attaches, so no test has run yet: stop it and run the shard again
+        // without events, rather than lose the shard (issue #3).
+        proc.killNow("cancel");
+        await proc.done;
+        unregister();
+        await journal?.close();
+        return null;
+      }
+    }
+    const outcome = await proc.done;
+    unregister();
+    if (channel) {
+      // The socket closes when the child exits; never wait on a stuck one.
+      await Promise.race([channel.closed, new Promise((r) => setTimeout(r, 1_000))]);
+      channel.close();
+    }
+    await journal?.close();
+    return { outcome, model, connected: channel !== null };
+  };
+
+  let result = await attempt(ctx.socketDir !== null);
+  if (result === null && !cancelled()) {
+    hooks.onWarning?.(shard, `no per-test events (${running.eventsProblem}); running it again without them`);
+    result = await attempt(false);
+  }
+  if (result === null) {
+    const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
+    return decideShard({
+      index: shard.index, slug: shard.slug, files: shard.files,
+      process: { started: false, notStartedReason: reason, exitCode: null, signal: null, killedBy: null, escalated: false, durationMs: 0, startedAt: null },
+      junit: null, events: null, passWithNoTests: false, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, logPath, logIncomplete: false,
+    });
+  }
+  const { outcome, model, connected } = result;
+
+  let junit: BunJUnitFile[] | null = null;
+  let junitProblem: string | undefined;
+  try {
+    junit = readBunJUnit(await readFile(junitPath, "utf8"));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
+  }
+
+  const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
+  const cancelSignal = cancelled();
+  const decided = decideShard({
+    index: shard.index,
+    slug: shard.slug,
+    files: shard.files,
+    process: {
+      started: outcome.spawnError === null,
+      ...(outcome.spawnError !== null ? { notStartedReason: `could not start: ${outcome.spawnError}` } : {}),
+      exitCode: outcome.exitCode,
+      signal: outcome.signal,
+      killedBy: outcome.killedBy,
+      escalated: outcome.escalated,
+      durationMs: outcome.durationMs,
+      startedAt: outcome.spawnError === null ? outcome.startedAt.toISOString() : null,
+      ...(cancelSignal ? { cancelSignal } : {}),
+    },
+    junit,
+    ...(junitProblem ? { junitProblem } : {}),
+    events,
+    passWithNoTests: passesWithNoTests(ctx.bunArgs),
+    timeoutMs: ctx.timeoutMs,
+    graceMs: ctx.graceMs,
+    logPath: outcome.spawnError === null ? logPath : null,
+    logIncomplete: outcome.logError !== null,
+  });
+  if (running.eventsProblem && decided.status !== "passed") {
+    decided.reason += `; per-test data missing (${running.eventsProblem})`;
+  }
+  return decided;
+}

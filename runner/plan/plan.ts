@@ -1,0 +1,146 @@
+/**
+ * Planning: which test files run, and how they are grouped into shards.
+ *
+ * Pure apart from reading the file tree; no process is started here.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, statSync } from "node:fs";
+import path from "node:path";
+import fg from "fast-glob";
+import { ConfigError } from "../config/schema.ts";
+
+/**
+ * Bun's own test-file naming (`bun test` docs: `*.test.*`, `*_test.*`,
+ * `*.spec.*`, `*_spec.*` with a JS/TS extension).
+ */
+export const DEFAULT_PATTERN = "**/*{.test,_test,.spec,_spec}.{ts,tsx,js,jsx,mjs,cjs}";
+
+/** Directories never searched: dependencies, VCS data and shardguard's own output. */
+export const ALWAYS_IGNORED = ["**/node_modules/**", "**/.git/**", "**/.shardguard/**"];
+
+/** A planned shard: files run together by one `bun test` child. */
+export interface PlannedShard {
+  /** 1-based position in the plan. */
+  index: number;
+  /** Stable, filesystem-safe name derived from the file paths (same files → same slug). */
+  slug: string;
+  /** Paths relative to the root, forward slashes, sorted. */
+  files: string[];
+}
+
+/** A file the plan considered and left out, with the reason. */
+export interface ExcludedFile {
+  file: string;
+  reason: string;
+}
+
+/** The plan of a run: shards in order, plus what was left out and why. */
+export interface Plan {
+  root: string;
+  /** The patterns used (the default pattern when none were given). */
+  patterns: string[];
+  shards: PlannedShard[];
+  /** Why each file is in: the first pattern it matched. */
+  included: Map<string, string>;
+  excluded: ExcludedFile[];
+}
+
+/** Inputs of {@link planRun}. */
+export interface PlanOptions {
+  root: string;
+  patterns: readonly string[];
+  filesPerShard: number;
+  /** Extra ignore globs, relative to the root (e.g. the output directory). */
+  ignore?: readonly string[];
+}
+
+/**
+ * Discovers files matching the patterns, dedupes, sorts them and groups them
+ * into shards of at most `filesPerShard` files.
+ *
+ * A pattern naming an existing directory means "the default pattern inside
+ * it"; a pattern naming an existing file means that file.
+ *
+ * @throws ConfigError "no test files matched" when nothing matches: a run that
+ *   executes nothing must never look like a pass (issue #2)
+ */
+export function planRun(options: PlanOptions): Plan {
+  const patterns = options.patterns.length > 0 ? [...options.patterns] : [DEFAULT_PATTERN];
+  const included = new Map<string, string>();
+  const excluded: ExcludedFile[] = [];
+  for (const pattern of patterns) {
+    const glob = expandPattern(options.root, pattern);
+    const matches = fg.sync(glob, {
+      cwd: options.root,
+      ignore: [...ALWAYS_IGNORED, ...(options.ignore ?? [])],
+      onlyFiles: true,
+      dot: false,
+      followSymbolicLinks: false,
+    });
+    if (matches.length === 0) {
+      excluded.push({ file: pattern, reason: "pattern matched no file (node_modules, .git and .shardguard are never searched)" });
+    }
+    for (const match of matches) {
+      const rel = match.split(path.sep).join("/");
+      if (included.has(rel)) continue;
+      included.set(rel, pattern === glob ? `matches ${pattern}` : `matches ${pattern} (${glob})`);
+    }
+  }
+  if (included.size === 0) {
+    throw new ConfigError(`no test files matched ${patterns.map((p) => JSON.stringify(p)).join(", ")} under ${options.root}`);
+  }
+  const files = [...included.keys()].sort(compareStable);
+  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard), included, excluded };
+}
+
+/** Byte-wise comparison: the same order on every machine and locale. */
+function compareStable(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function expandPattern(root: string, pattern: string): string {
+  const clean = pattern.replace(/\\/g, "/").replace(/^\.\//, "");
+  if (fg.isDynamicPattern(clean)) return clean;
+  const full = path.resolve(root, clean);
+  if (existsSync(full) && statSync(full).isDirectory()) {
+    const rel = path.relative(root, full).split(path.sep).join("/");
+    return rel === "" ? DEFAULT_PATTERN : `${fg.escapePath(rel)}/${DEFAULT_PATTERN}`;
+  }
+  if (path.isAbsolute(clean)) return fg.escapePath(path.relative(root, clean).split(path.sep).join("/"));
+  return fg.escapePath(clean);
+}
+
+/**
+ * Groups sorted files into shards of `size` files, in order.
+ *
+ * @param files relative paths, already deduplicated and sorted
+ * @param size files per shard, at least 1
+ */
+export function groupIntoShards(files: readonly string[], size: number): PlannedShard[] {
+  const per = Math.max(1, Math.floor(size));
+  const shards: PlannedShard[] = [];
+  for (let i = 0; i < files.length; i += per) {
+    const group = files.slice(i, i + per);
+    shards.push({ index: shards.length + 1, slug: shardSlug(group), files: group });
+  }
+  return shards;
+}
+
+const TEST_SUFFIX = /([._](test|spec))?\.(ts|tsx|js|jsx|mjs|cjs)$/;
+
+/**
+ * A stable, filesystem-safe name for a shard: the first file's path without
+ * its test suffix, non-alphanumerics as "-", plus "-and-N-more" for
+ * multi-file shards. Long names are cut and given a short hash so two shards
+ * never share a slug.
+ */
+export function shardSlug(files: readonly string[]): string {
+  const first = (files[0] ?? "shard").replace(TEST_SUFFIX, "");
+  let slug = first.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-+|-+$/g, "").toLowerCase() || "shard";
+  if (files.length > 1) slug += `-and-${files.length - 1}-more`;
+  if (slug.length > 80) {
+    const hash = createHash("sha256").update(files.join("\n")).digest("hex").slice(0, 8);
+    slug = `${slug.slice(0, 71)}-${hash}`;
+  }
+  return slug;
+}

@@ -1,0 +1,261 @@
+/**
+ * JUnit XML writer: a {@link RunReport} → one document that validates
+ * against docs/schemas/junit-10-extended.xsd and that the CI consumers
+ * listed in GUIDE §2 read the same way.
+ *
+ * Layout rules and why:
+ * - One flat `<testsuite>` per test file, even when the file ran in several
+ *   shards: some consumers read only top-level suites, so describe blocks go
+ *   into the testcase name (`outer > inner > test`), never into nesting.
+ * - Every suite has at least one `<testcase>`: consumers count testcases and
+ *   some drop empty suites, which would hide a file that never ran. A planned
+ *   file without any test entry gets one synthetic testcase carrying the
+ *   shard's verdict.
+ * - Suite counts are computed from the elements written, so they cannot
+ *   disagree with what a consumer counts.
+ * - A testcase never holds both `<skipped>` and `<failure>`/`<error>`
+ *   (consumers disagree on what that means).
+ * - Names are unique per suite (a repeat gets " (2)", " (3)", …) because
+ *   GitLab merges testcases that share suite, classname and name.
+ * - `time` is seconds with exactly 3 decimals: the XSD's SUREFIRE_TIME
+ *   pattern allows neither exponents nor NaN.
+ */
+import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
+import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";
+
+/** Default cap for a failure's message and details text: 64 KiB of UTF-8. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024;
+
+/** Options of {@link renderJUnit}. */
+export interface JUnitOptions {
+  /**
+   * Bytes (UTF-8, after sanitizing) kept of each failure/error message and
+   * body; the tail is kept and the cut names the shard's log. Default 64 KiB.
+   */
+  maxOutputBytes?: number;
+}
+
+/** Name of the testcase that stands for a whole file without per-test data. */
+export const WHOLE_FILE_TESTCASE = "(whole file)";
+
+/** One test in its suite, with the shard it ran in (for the log path and timestamp). */
+interface Entry {
+  test: TestResult;
+  shard: ShardResult;
+}
+
+/** One child element of a testcase, as the table in GUIDE §2 maps our statuses. */
+interface Outcome {
+  element: "failure" | "error" | "skipped" | "flakyFailure";
+  type?: string;
+  message?: string;
+  body?: string;
+}
+
+/**
+ * Renders the report as a JUnit XML document (UTF-8 text with XML
+ * declaration, trailing newline).
+ *
+ * Root `<testsuites name="shardguard">` carries the totals, the run's
+ * duration (seconds) and start time. Status → testcase content:
+ * passed → nothing (plus one `<flakyFailure>` per failed attempt when flaky);
+ * failed → `<failure>`; skipped → `<skipped/>`; todo → `<skipped type="todo"/>`;
+ * skipped-by-diff → `<skipped type="skipped-by-diff" message=reason/>`;
+ * timed-out / crashed / never-started → `<error type="timeout" | "crash" |
+ * "never-started">`. All text is sanitized (see sanitize.ts).
+ *
+ * Pure; does not validate the report.
+ * @throws RangeError when `maxOutputBytes` is not a non-negative integer.
+ */
+export function renderJUnit(report: RunReport, options: JUnitOptions = {}): string {
+  const maxBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  if (!Number.isInteger(maxBytes) || maxBytes < 0) {
+    throw new RangeError(`maxOutputBytes must be a non-negative integer, got ${maxBytes}`);
+  }
+
+  const totals = { tests: 0, failures: 0, errors: 0, skipped: 0 };
+  const suites: string[] = [];
+  for (const [file, entries] of groupByFile(report.shards)) {
+    const cases = uniqueNames(entries).map(({ entry, name }) => renderTestcase(entry, name, file, maxBytes));
+    const counts = { tests: cases.length, failures: 0, errors: 0, skipped: 0 };
+    for (const c of cases) {
+      counts.failures += c.counts.failures;
+      counts.errors += c.counts.errors;
+      counts.skipped += c.counts.skipped;
+    }
+    totals.tests += counts.tests;
+    totals.failures += counts.failures;
+    totals.errors += counts.errors;
+    totals.skipped += counts.skipped;
+    const timeMs = entries.reduce((sum, e) => sum + e.test.durationMs, 0);
+    const startedAt = entries.map((e) => e.shard.startedAt).filter((s): s is string => s !== null).sort()[0];
+    suites.push(
+      `  <testsuite${attrs({
+        name: file,
+        tests: counts.tests,
+        failures: counts.failures,
+        errors: counts.errors,
+        skipped: counts.skipped,
+        time: formatSeconds(timeMs),
+        timestamp: startedAt ?? report.startedAt,
+        file,
+      })}>\n${cases.map((c) => c.xml).join("")}  </testsuite>\n`,
+    );
+  }
+
+  const rootAttrs = attrs({
+    name: "shardguard",
+    tests: totals.tests,
+    failures: totals.failures,
+    errors: totals.errors,
+    skipped: totals.skipped,
+    time: formatSeconds(report.durationMs),
+    timestamp: report.startedAt,
+  });
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites${rootAttrs}>\n${suites.join("")}</testsuites>\n`;
+}
+
+/**
+ * Milliseconds → seconds with exactly 3 decimals ("1.234"). Anything that is
+ * not a finite non-negative number becomes "0.000"; values are capped well
+ * below the point where `toFixed` switches to exponent notation.
+ */
+export function formatSeconds(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return "0.000";
+  return (Math.min(ms, 1e15) / 1000).toFixed(3);
+}
+
+/**
+ * Test entries by file, files in order of first appearance. A planned file
+ * that has no test entry in its shard gets a synthetic one built from the
+ * shard's status, so that it still shows up as a suite.
+ */
+function groupByFile(shards: readonly ShardResult[]): Map<string, Entry[]> {
+  const byFile = new Map<string, Entry[]>();
+  const add = (file: string, entry: Entry) => {
+    const list = byFile.get(file);
+    if (list === undefined) byFile.set(file, [entry]);
+    else list.push(entry);
+  };
+  for (const shard of shards) {
+    const seen = new Set<string>();
+    for (const test of shard.tests) {
+      seen.add(test.file);
+      add(test.file, { test, shard });
+    }
+    for (const file of shard.files) {
+      if (!seen.has(file)) add(file, { test: wholeFileTest(shard, file), shard });
+    }
+  }
+  return byFile;
+}
+
+/** The stand-in test for a planned file without per-test data; its status is the shard's. */
+function wholeFileTest(shard: ShardResult, file: string): TestResult {
+  const test: TestResult = {
+    name: WHOLE_FILE_TESTCASE,
+    file,
+    status: shard.status,
+    durationMs: 0,
+    retries: 0,
+    flaky: false,
+    attemptFailures: [],
+    synthetic: true,
+  };
+  // A shard that "failed" with a planned file missing from Bun's output: the
+  // file had no tests or did not load (see ShardResult.status in the model).
+  if (shard.status === "failed") test.failure = { type: "no-tests", message: shard.reason };
+  return test;
+}
+
+/**
+ * Sanitized testcase names, unique within a suite. Names are compared after
+ * sanitizing (two raw names may differ only in colour codes). A repeat gets
+ * the first free " (n)" suffix, n ≥ 2, that no other test in the suite
+ * already uses as its own name.
+ */
+function uniqueNames(entries: readonly Entry[]): { entry: Entry; name: string }[] {
+  const safe = entries.map((e) => xmlSafe(e.test.name));
+  const taken = new Set(safe);
+  const used = new Set<string>();
+  return entries.map((entry, i) => {
+    const base = safe[i] ?? "";
+    let name = base;
+    if (used.has(name)) {
+      let n = 2;
+      while (taken.has(`${base} (${n})`) || used.has(`${base} (${n})`)) n += 1;
+      name = `${base} (${n})`;
+    }
+    used.add(name);
+    return { entry, name };
+  });
+}
+
+function renderTestcase(
+  { test, shard }: Entry,
+  name: string,
+  file: string,
+  maxBytes: number,
+): { xml: string; counts: { failures: number; errors: number; skipped: number } } {
+  const note = shard.logPath === null ? "no log was written" : `full log: ${shard.logPath}`;
+  const cap = (text: string) => capText(xmlSafe(text), maxBytes, note);
+  const outcomes = outcomesOf(test, shard);
+  const counts = { failures: 0, errors: 0, skipped: 0 };
+  const children = outcomes.map((o) => {
+    if (o.element === "failure") counts.failures += 1;
+    else if (o.element === "error") counts.errors += 1;
+    else if (o.element === "skipped") counts.skipped += 1;
+    const head = `<${o.element}${attrs({
+      type: o.type,
+      message: o.message === undefined ? undefined : cap(o.message),
+    })}`;
+    return o.body === undefined || o.body === ""
+      ? `      ${head}/>\n`
+      : `      ${head}>${xmlText(cap(o.body))}</${o.element}>\n`;
+  });
+  const open = `    <testcase${attrs({
+    name,
+    classname: file,
+    file,
+    line: test.line,
+    time: formatSeconds(test.durationMs),
+  })}`;
+  const xml = children.length === 0 ? `${open}/>\n` : `${open}>\n${children.join("")}    </testcase>\n`;
+  return { xml, counts };
+}
+
+/** The GUIDE §2 status table. Each status yields elements of one kind only. */
+function outcomesOf(test: TestResult, shard: ShardResult): Outcome[] {
+  const failure = test.failure;
+  const message = failure?.message || shard.reason;
+  const error = (type: string): Outcome[] => [{ element: "error", type, message, body: failure?.details }];
+  switch (test.status) {
+    case "passed":
+      return test.flaky
+        ? test.attemptFailures.map((a) => ({ element: "flakyFailure", type: a.type, message: a.message }))
+        : [];
+    case "failed":
+      return [{ element: "failure", type: failure?.type ?? "failure", message, body: failure?.details }];
+    case "skipped":
+      return [{ element: "skipped" }];
+    case "todo":
+      return [{ element: "skipped", type: "todo" }];
+    case "skipped-by-diff":
+      return [{ element: "skipped", type: "skipped-by-diff", message }];
+    case "timed-out":
+      return error("timeout");
+    case "crashed":
+      return error("crash");
+    case "never-started":
+      return error("never-started");
+  }
+}
+
+/** ` k="v"` for each defined value, values sanitized and escaped. */
+function attrs(values: Record<string, string | number | undefined>): string {
+  let out = "";
+  for (const [key, value] of Object.entries(values)) {
+    if (value !== undefined) out += ` ${key}="${xmlAttr(String(value))}"`;
+  }
+  return out;
+}

@@ -1,0 +1,125 @@
+/**
+ * Text safety for reports.
+ *
+ * Test names and failure messages are written by tests, so they can contain
+ * anything: terminal colour codes, NUL bytes, half of a surrogate pair.
+ * XML 1.0 only admits the code points of its `Char` production:
+ *
+ *     Char ::= #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+ *
+ * and the rule applies to character references as well: `&#27;` is just as
+ * fatal as a raw ESC byte. One such character makes the whole JUnit file
+ * unreadable for CI (GUIDE §2), so every string goes through
+ * {@link xmlSafe} before it is escaped.
+ */
+
+/**
+ * Terminal escape sequences (ECMA-48), matched whole so that no `[31m`
+ * debris is left behind:
+ * - CSI: `ESC [` (or the 8-bit U+009B) parameters, intermediates, one final byte;
+ * - OSC, DCS, SOS, PM, APC: `ESC ]`, `ESC P`, `ESC X`, `ESC ^`, `ESC _` up to
+ *   the string terminator (BEL or `ESC \`); an unterminated one loses only its
+ *   introducer, so the text after it stays readable;
+ * - any other `ESC` + intermediates + final byte (e.g. `ESC c`, `ESC (B`),
+ *   and a lone ESC.
+ */
+const ANSI_SEQUENCE =
+  /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[\x20-\x2f]*[\x30-\x7e]?/g;
+
+/**
+ * Everything outside XML 1.0's `Char` production. With the `u` flag a
+ * well-formed surrogate pair is one code point, so the surrogate range here
+ * only matches lone halves.
+ */
+const NOT_XML_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+
+/** What an illegal code point becomes: U+FFFD REPLACEMENT CHARACTER. */
+export const REPLACEMENT_CHAR = "\uFFFD";
+
+/** Removes terminal escape sequences (colours, cursor moves, hyperlinks, titles). */
+export function stripAnsi(text: string): string {
+  return text.replace(ANSI_SEQUENCE, "");
+}
+
+/**
+ * Replaces every code point that XML 1.0 forbids (C0 controls other than
+ * tab, LF and CR; U+FFFE and U+FFFF; lone surrogates) with U+FFFD, so that the
+ * reader sees that something was there.
+ */
+export function replaceIllegalXmlChars(text: string): string {
+  return text.replace(NOT_XML_CHAR, REPLACEMENT_CHAR);
+}
+
+/** {@link stripAnsi}, then {@link replaceIllegalXmlChars}: the result is legal XML 1.0 character data once escaped. */
+export function xmlSafe(text: string): string {
+  return replaceIllegalXmlChars(stripAnsi(text));
+}
+
+/**
+ * Escapes text content. `>` is escaped too, so a `]]>` from a test never
+ * appears literally (we never use CDATA, so nothing needs splitting), and CR
+ * becomes `&#13;` because XML parsers turn a raw CR into LF.
+ * Input must already be {@link xmlSafe}.
+ */
+export function escapeXmlText(text: string): string {
+  return text.replace(/[&<>\r]/g, (c) => TEXT_ESCAPES[c] ?? c);
+}
+
+/**
+ * Escapes an attribute value for use inside double or single quotes. Tab, LF
+ * and CR become character references because attribute-value normalization
+ * would otherwise turn each into a space. Input must already be {@link xmlSafe}.
+ */
+export function escapeXmlAttr(text: string): string {
+  return text.replace(/[&<>"'\t\n\r]/g, (c) => ATTR_ESCAPES[c] ?? c);
+}
+
+const TEXT_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;" };
+const ATTR_ESCAPES: Record<string, string> = {
+  ...TEXT_ESCAPES,
+  '"': "&quot;",
+  "'": "&apos;",
+  "\t": "&#9;",
+  "\n": "&#10;",
+};
+
+/** Any string → escaped, legal XML 1.0 text content. */
+export function xmlText(text: string): string {
+  return escapeXmlText(xmlSafe(text));
+}
+
+/** Any string → escaped, legal XML 1.0 attribute value (without the quotes). */
+export function xmlAttr(text: string): string {
+  return escapeXmlAttr(xmlSafe(text));
+}
+
+/**
+ * Caps `text` at `maxBytes` bytes of UTF-8, keeping the tail (the end of a
+ * failure or log is where the error usually is) and putting a one-line
+ * marker in front that says how many bytes were cut and, via `note`, where
+ * the full text is (e.g. `"full log: .shardguard/logs/3-a.log"`).
+ *
+ * - Text within the limit is returned unchanged.
+ * - The result, marker included, is at most `maxBytes` bytes, unless the
+ *   marker alone is longer; then only the marker is returned.
+ * - The cut never splits a code point.
+ *
+ * @throws RangeError when `maxBytes` is negative or not an integer.
+ */
+export function capText(text: string, maxBytes: number, note: string): string {
+  if (!Number.isInteger(maxBytes) || maxBytes < 0) {
+    throw new RangeError(`capText: maxBytes must be a non-negative integer, got ${maxBytes}`);
+  }
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= maxBytes) return text;
+
+  const marker = (cut: number) => `[shardguard: first ${cut} bytes cut; ${note}]\n`;
+  // Reserve room for the widest possible count, so the real marker always fits.
+  const budget = maxBytes - Buffer.byteLength(marker(bytes.length), "utf8");
+  if (budget <= 0) return marker(bytes.length);
+
+  let start = bytes.length - budget;
+  // UTF-8 continuation bytes look like 10xxxxxx; move forward to a code point start.
+  while (start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start += 1;
+  return marker(start) + bytes.subarray(start).toString("utf8");
+}

@@ -1,0 +1,205 @@
+/**
+ * The result model: the one definition of what a run produced.
+ *
+ * Every reporter (JUnit, JSON, console) consumes these types and nothing else.
+ * The zod schemas are the source of truth; `docs/report.schema.json` is
+ * generated from {@link RunReportSchema} (see `runner/report/json-schema.ts`)
+ * and a test checks that the committed file matches.
+ *
+ * Units: every duration is in milliseconds (`…Ms`), every timestamp is an
+ * ISO-8601 string in UTC.
+ */
+import { z } from "zod";
+
+/** Version of the JSON report layout; bump on any breaking change. */
+export const REPORT_SCHEMA_VERSION = 1;
+
+/**
+ * Final state of one shard (one `bun test` child process).
+ *
+ * - `passed`: exited 0 on its own and Bun's JUnit lists every planned file.
+ * - `failed`: Bun itself reported failures (exit 1 with per-test data, a load
+ *   error, or a file without tests).
+ * - `timed-out`: killed by shardguard at the wall-clock deadline.
+ * - `crashed`: ended without complete per-test data, or by a signal
+ *   shardguard did not send (including `process.exit(0)` mid-file).
+ * - `never-started`: planned but never spawned (cancellation, spawn failure).
+ * - `skipped-by-diff`: a preset's diff selection proved none of its tests
+ *   were selected; counts as success.
+ */
+export const SHARD_STATUSES = [
+  "passed",
+  "failed",
+  "timed-out",
+  "crashed",
+  "never-started",
+  "skipped-by-diff",
+] as const;
+export const ShardStatusSchema = z.enum(SHARD_STATUSES);
+export type ShardStatus = z.infer<typeof ShardStatusSchema>;
+
+/**
+ * Final state of one test case. `timed-out`, `crashed` and `never-started`
+ * only come from shardguard's own knowledge (it killed the process, or the
+ * process ended early); Bun never reports them.
+ */
+export const TEST_STATUSES = [
+  "passed",
+  "failed",
+  "skipped",
+  "todo",
+  "timed-out",
+  "crashed",
+  "never-started",
+  "skipped-by-diff",
+] as const;
+export const TestStatusSchema = z.enum(TEST_STATUSES);
+export type TestStatus = z.infer<typeof TestStatusSchema>;
+
+/** Why a test did not pass: the message is one human sentence or Bun's error text. */
+export const FailureSchema = z.object({
+  /** e.g. "AssertionError", "timeout", "crash", "never-started", "no-tests", "load-error". */
+  type: z.string(),
+  message: z.string(),
+  /** Longer text (stack, Bun's failure body); may be capped. */
+  details: z.string().optional(),
+});
+export type Failure = z.infer<typeof FailureSchema>;
+
+/** One failed attempt of a test that was retried (`--retry N`). */
+export const AttemptFailureSchema = z.object({
+  type: z.string(),
+  message: z.string(),
+});
+export type AttemptFailure = z.infer<typeof AttemptFailureSchema>;
+
+export const TestResultSchema = z.object({
+  /** Test name with its describe path, joined by " > " (outer > inner > test). */
+  name: z.string(),
+  /** File path relative to the run root, with forward slashes. */
+  file: z.string(),
+  line: z.number().int().nonnegative().optional(),
+  status: TestStatusSchema,
+  /** Wall time of the final attempt; 0 when it never ran. */
+  durationMs: z.number().nonnegative(),
+  failure: FailureSchema.optional(),
+  /** Number of attempts after the first (0 when it ran once). */
+  retries: z.number().int().nonnegative().default(0),
+  /** True when at least one attempt failed and the final one passed. */
+  flaky: z.boolean().default(false),
+  /** Failed attempts before the final one (for `<flakyFailure>`). */
+  attemptFailures: z.array(AttemptFailureSchema).default([]),
+  /** True when this entry stands for a whole file without per-test data. */
+  synthetic: z.boolean().default(false),
+});
+export type TestResult = z.infer<typeof TestResultSchema>;
+
+export const ShardResultSchema = z.object({
+  /** 1-based position in the plan. */
+  index: z.number().int().positive(),
+  /** Stable, filesystem-safe name derived from the shard's files. */
+  slug: z.string(),
+  /** Planned files, relative to the run root. */
+  files: z.array(z.string()).min(1),
+  status: ShardStatusSchema,
+  /** The child's exit code; null when it ended by a signal or never ran. */
+  exitCode: z.number().int().nullable(),
+  /** The signal that ended the child (e.g. "SIGKILL"); null otherwise. */
+  signal: z.string().nullable(),
+  /** The signal shardguard sent to the process group, if any. */
+  killedBy: z.enum(["timeout", "cancel"]).nullable(),
+  /** From spawn to exit; 0 for shards that never started. */
+  durationMs: z.number().nonnegative(),
+  startedAt: z.string().nullable(),
+  /** Path of the full child output on disk; null when it never started. */
+  logPath: z.string().nullable(),
+  /** True when the log on disk is known to be incomplete (write error). */
+  logIncomplete: z.boolean().default(false),
+  /** One human sentence, e.g. "killed after 1800 s wall-clock timeout". */
+  reason: z.string(),
+  /** Where the per-test entries came from. */
+  testSource: z.enum(["junit", "events", "junit+events", "synthetic"]),
+  tests: z.array(TestResultSchema),
+});
+export type ShardResult = z.infer<typeof ShardResultSchema>;
+
+const countsShape = <T extends readonly string[]>(keys: T) =>
+  z.object(Object.fromEntries(keys.map((k) => [k, z.number().int().nonnegative()])) as {
+    [K in T[number]]: z.ZodNumber;
+  });
+
+export const SummarySchema = z.object({
+  shards: countsShape(SHARD_STATUSES).extend({ total: z.number().int().nonnegative() }),
+  tests: countsShape(TEST_STATUSES).extend({
+    total: z.number().int().nonnegative(),
+    flaky: z.number().int().nonnegative(),
+  }),
+});
+export type Summary = z.infer<typeof SummarySchema>;
+
+export const RunReportSchema = z.object({
+  schemaVersion: z.literal(REPORT_SCHEMA_VERSION),
+  runId: z.string(),
+  /** True once every shard reached a final state and the run ended normally. */
+  completed: z.boolean(),
+  /** Set when the run was cancelled: "SIGINT" or "SIGTERM". */
+  cancelledBy: z.enum(["SIGINT", "SIGTERM"]).nullable(),
+  startedAt: z.string(),
+  finishedAt: z.string().nullable(),
+  durationMs: z.number().nonnegative(),
+  /** The run's exit code; null while the run is still going. */
+  exitCode: z.number().int().nullable(),
+  root: z.string(),
+  tool: z.object({ name: z.literal("shardguard"), version: z.string() }),
+  bun: z.object({ version: z.string(), path: z.string() }),
+  settings: z.object({
+    jobs: z.number().int().positive(),
+    timeoutMs: z.number().int().positive(),
+    graceMs: z.number().int().nonnegative(),
+    filesPerShard: z.number().int().positive(),
+    bunArgs: z.array(z.string()),
+  }),
+  summary: SummarySchema,
+  shards: z.array(ShardResultSchema),
+});
+export type RunReport = z.infer<typeof RunReportSchema>;
+
+/** Zero counts for every shard and test status. */
+export function emptySummary(): Summary {
+  const zeros = <T extends readonly string[]>(keys: T) =>
+    Object.fromEntries(keys.map((k) => [k, 0])) as { [K in T[number]]: number };
+  return {
+    shards: { ...zeros(SHARD_STATUSES), total: 0 },
+    tests: { ...zeros(TEST_STATUSES), total: 0, flaky: 0 },
+  };
+}
+
+/** Counts shards and tests by status. Pure; the report's `summary` field. */
+export function summarize(shards: readonly ShardResult[]): Summary {
+  const summary = emptySummary();
+  for (const shard of shards) {
+    summary.shards[shard.status] += 1;
+    summary.shards.total += 1;
+    for (const test of shard.tests) {
+      summary.tests[test.status] += 1;
+      summary.tests.total += 1;
+      if (test.flaky) summary.tests.flaky += 1;
+    }
+  }
+  return summary;
+}
+
+/**
+ * Shard statuses that count as success for the exit code (GUIDE §3:
+ * skipped-by-diff counts as passed).
+ */
+export const SUCCESSFUL_SHARD_STATUSES: ReadonlySet<ShardStatus> = new Set(["passed", "skipped-by-diff"]);
+
+/** Exit codes of a run (GUIDE §3). */
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  sigint: 130,
+  sigterm: 143,
+} as const;

@@ -1,0 +1,236 @@
+/**
+ * The run: plan in, reports out. Orchestrates the job pool, the console
+ * reporter and the report writers; spawning and killing stay in
+ * exec/process.ts, verdicts in results/verdict.ts.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import type { RunSettings } from "./config/schema.ts";
+import { socketDirFor } from "./events/inspector.ts";
+import { runPool } from "./exec/pool.ts";
+import type { ShardProcess } from "./exec/process.ts";
+import { runShard, shardLogPath, type RunningShard } from "./exec/shard.ts";
+import type { Plan, PlannedShard } from "./plan/plan.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "./results/model.ts";
+import { decideShard } from "./results/verdict.ts";
+import { writeFileAtomic } from "./report/atomic.ts";
+import { endLine, logTail, startLine, summaryLines, type Out } from "./report/console.ts";
+import { renderJson } from "./report/json.ts";
+import { renderJUnit } from "./report/junit.ts";
+
+/** shardguard's version, reported in every JSON report. */
+export const TOOL_VERSION = "0.1.0";
+
+/** Inputs of a run. */
+export interface RunInputs {
+  settings: RunSettings;
+  plan: Plan;
+  /** Version string of the Bun that runs the shards (from preflight). */
+  bunVersion: string;
+  /** Environment given to every shard child. */
+  env: Record<string, string | undefined>;
+  out: Out;
+  /** Per-shard environment additions (presets). */
+  shardEnv?: (shard: PlannedShard) => Record<string, string>;
+  /** Shards decided before the run (e.g. skipped-by-diff); they are not spawned. */
+  predecided?: ShardResult[];
+}
+
+/** Result of a finished run. */
+export interface RunResult {
+  exitCode: number;
+  report: RunReport;
+}
+
+/** Makes a sortable, unique run id: `20261130T154226Z-1a2b3c`. */
+export function newRunId(now = new Date()): string {
+  return `${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomBytes(3).toString("hex")}`;
+}
+
+/**
+ * One run of a plan. Call {@link Run.start} once; {@link Run.cancel} from a
+ * signal handler stops it (no new shard starts, running groups get SIGTERM
+ * then SIGKILL after the grace period); a second cancel kills at once.
+ */
+export class Run {
+  readonly runId = newRunId();
+  private cancelledBy: "SIGINT" | "SIGTERM" | null = null;
+  private readonly live = new Set<ShardProcess>();
+  readonly running = new Map<number, RunningShard>();
+  private readonly results = new Map<number, ShardResult>();
+  private readonly startedAt = new Date();
+  private readonly t0 = performance.now();
+  /** Report writes run one after another, so an older snapshot never lands last. */
+  private writing: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly inputs: RunInputs) {}
+
+  /** Requests cancellation; the second request SIGKILLs every running group at once. */
+  cancel(signal: "SIGINT" | "SIGTERM"): void {
+    if (this.cancelledBy) {
+      for (const proc of this.live) proc.killNow("cancel");
+      return;
+    }
+    this.cancelledBy = signal;
+    this.inputs.out.line(`shardguard: ${signal} received: starting no new shard, stopping ${this.live.size} running (again to kill at once)`);
+    for (const proc of this.live) proc.terminate("cancel");
+  }
+
+  /** Runs every planned shard and writes both reports. Never throws for what a child does. */
+  async start(): Promise<RunResult> {
+    const { settings, plan, out } = this.inputs;
+    const runDir = path.join(settings.out, "runs", this.runId);
+    const logDir = path.join(settings.out, "logs");
+    const junitDir = path.join(runDir, "junit");
+    await mkdir(logDir, { recursive: true });
+    await mkdir(junitDir, { recursive: true, mode: 0o700 });
+    const socketDir = settings.testEvents ? socketDirFor(runDir) : null;
+    for (const shard of plan.shards) await rm(shardLogPath(logDir, shard), { force: true });
+    for (const done of this.inputs.predecided ?? []) this.results.set(done.index, done);
+
+    const toRun = plan.shards.filter((s) => !this.results.has(s.index));
+    const total = plan.shards.length;
+    out.line(
+      `shardguard: run ${this.runId}: ${total} shard${total === 1 ? "" : "s"} (${plan.included.size} files), ` +
+        `${toRun.length} to run, jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s`,
+    );
+    await this.writeReports(false);
+
+    const ctx = {
+      runId: this.runId,
+      root: settings.root,
+      bun: settings.bun,
+      bunArgs: settings.bunArgs,
+      timeoutMs: settings.timeoutMs,
+      graceMs: settings.graceMs,
+      logDir,
+      junitDir,
+      socketDir,
+      env: this.inputs.env,
+      ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
+    };
+    await runPool(
+      toRun,
+      settings.jobs,
+      async (shard) => {
+        const result = await runShard(
+          ctx,
+          shard,
+          {
+            onStart: (running) => {
+              this.running.set(shard.index, running);
+              out.line(startLine(shard, total, settings.timeoutMs, running.logPath));
+            },
+            onWarning: (s, message) => out.line(`[${s.index}/${total}] WARNING ${message}`),
+          },
+          (proc) => {
+            this.live.add(proc);
+            // A cancel that raced with the spawn still reaches this shard.
+            if (this.cancelledBy) proc.terminate("cancel");
+            return () => this.live.delete(proc);
+          },
+          () => this.cancelledBy,
+        );
+        this.running.delete(shard.index);
+        this.results.set(shard.index, result);
+        out.line(endLine(result, total));
+        if (!SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath) {
+          const tail = await logTail(result.logPath);
+          if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+        }
+        await this.writeReports(false);
+        return result;
+      },
+      () => this.cancelledBy !== null,
+    );
+
+    const report = await this.writeReports(true);
+    for (const line of summaryLines(report, { junit: settings.junit, json: settings.json })) out.line(line);
+    if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
+    return { exitCode: report.exitCode ?? EXIT.failed, report };
+  }
+
+  /** Every planned shard, in plan order: decided, or not (yet) started. */
+  private shardResults(final: boolean): ShardResult[] {
+    const { settings } = this.inputs;
+    return this.inputs.plan.shards.map((shard) => {
+      const done = this.results.get(shard.index);
+      if (done) return done;
+      const reason = this.cancelledBy
+        ? `run cancelled (${this.cancelledBy}) before this shard started`
+        : final
+          ? "never started"
+          : this.running.has(shard.index)
+            ? "still running when this report was written"
+            : "queued: not started when this report was written";
+      return decideShard({
+        index: shard.index,
+        slug: shard.slug,
+        files: shard.files,
+        process: { started: false, notStartedReason: reason, exitCode: null, signal: null, killedBy: null, escalated: false, durationMs: 0, startedAt: null },
+        junit: null,
+        events: null,
+        passWithNoTests: false,
+        timeoutMs: settings.timeoutMs,
+        graceMs: settings.graceMs,
+        logPath: null,
+        logIncomplete: false,
+      });
+    });
+  }
+
+  /**
+   * Writes junit.xml and report.json atomically. Called after every shard so
+   * the files on disk are valid and honest whenever the runner dies.
+   */
+  private writeReports(final: boolean): Promise<RunReport> {
+    const next = this.writing.then(() => this.writeReportsNow(final));
+    this.writing = next.catch(() => {});
+    return next;
+  }
+
+  private async writeReportsNow(final: boolean): Promise<RunReport> {
+    const { settings } = this.inputs;
+    const shards = this.shardResults(final);
+    const allGood = shards.every((s) => SUCCESSFUL_SHARD_STATUSES.has(s.status));
+    const exitCode = !final
+      ? null
+      : this.cancelledBy === "SIGINT"
+        ? EXIT.sigint
+        : this.cancelledBy === "SIGTERM"
+          ? EXIT.sigterm
+          : allGood
+            ? EXIT.ok
+            : EXIT.failed;
+    const report: RunReport = {
+      schemaVersion: REPORT_SCHEMA_VERSION,
+      runId: this.runId,
+      completed: final && this.cancelledBy === null,
+      cancelledBy: this.cancelledBy,
+      startedAt: this.startedAt.toISOString(),
+      finishedAt: final ? new Date().toISOString() : null,
+      durationMs: performance.now() - this.t0,
+      exitCode,
+      root: settings.root,
+      tool: { name: "shardguard", version: TOOL_VERSION },
+      bun: { version: this.inputs.bunVersion, path: settings.bun },
+      settings: {
+        jobs: settings.jobs,
+        timeoutMs: settings.timeoutMs,
+        graceMs: settings.graceMs,
+        filesPerShard: settings.filesPerShard,
+        bunArgs: [...settings.bunArgs],
+      },
+      summary: summarize(shards),
+      shards,
+    };
+    try {
+      await writeFileAtomic(settings.junit, renderJUnit(report));
+      await writeFileAtomic(settings.json, renderJson(report));
+    } catch (error) {
+      this.inputs.out.line(`shardguard: could not write the reports: ${(error as Error).message}`);
+    }
+    return report;
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * readBunJUnit against the JUnit files that real `bun test` children write.
+ * The fixture test files are written to a temp dir and run with the same Bun
+ * binary that runs this test.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BunJUnitParseError, readBunJUnit, type BunJUnitFile } from "../runner/results/bun-junit.ts";
+import type { TestResult } from "../runner/results/model.ts";
+
+// Line numbers matter: the assertions below refer to them.
+const MIXED = `import { describe, expect, test } from "bun:test";
+test("first", () => { expect(1).toBe(1); });
+describe("outer", () => {
+  describe("inner", () => {
+    test("passes", () => { expect(2).toBe(2); });
+  });
+  test("slow", async () => { await Bun.sleep(60); });
+});
+test("fails", () => { expect(1).toBe(2); });
+test.skip("is skipped", () => {});
+test.todo("is todo");
+test("hostile", () => { throw new TypeError("\\x1b[31mred\\x1b[0m \\x01 <&> ]]> \\u{1F600}"); });
+test("last", () => {});
+`;
+
+const ONLY_DESCRIBES = `import { describe, test } from "bun:test";
+describe("a", () => {
+  test("x", () => {});
+  describe("b", () => {
+    test("y", () => {});
+  });
+});
+`;
+
+const ONE_TEST = `import { test } from "bun:test";
+test("alone", () => {});
+`;
+
+let dir = "";
+let files: BunJUnitFile[] = [];
+let rawXml = "";
+
+function runBunTest(cwd: string, relFiles: string[], outfile: string): number {
+  const child = Bun.spawnSync({
+    cmd: [
+      process.execPath,
+      "test",
+      "--reporter=junit",
+      `--reporter-outfile=${outfile}`,
+      // Positional arguments are substring filters (GUIDE §1): pass absolute paths.
+      ...relFiles.map((f) => join(cwd, f)),
+    ],
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  return child.exitCode ?? -1;
+}
+
+function byName(file: BunJUnitFile | undefined, name: string): TestResult {
+  const found = file?.tests.find((t) => t.name === name);
+  if (found === undefined) throw new Error(`no test named ${JSON.stringify(name)} in ${file?.file}`);
+  return found;
+}
+
+beforeAll(() => {
+  dir = realpathSync(mkdtempSync(join(tmpdir(), "shardguard-bun-junit-")));
+  mkdirSync(join(dir, "t", "sub"), { recursive: true });
+  writeFileSync(join(dir, "t", "mixed.test.ts"), MIXED);
+  writeFileSync(join(dir, "t", "sub", "describes.test.ts"), ONLY_DESCRIBES);
+  writeFileSync(join(dir, "t", "one.test.ts"), ONE_TEST);
+  const outfile = join(dir, "junit.xml");
+  const exitCode = runBunTest(dir, ["t/mixed.test.ts", "t/sub/describes.test.ts", "t/one.test.ts"], outfile);
+  expect(exitCode).toBe(1); // "fails" and "hostile" fail
+  rawXml = readFileSync(outfile, "utf8");
+  files = readBunJUnit(rawXml);
+}, 30_000);
+
+afterAll(() => {
+  if (dir !== "") rmSync(dir, { recursive: true, force: true });
+});
+
+describe("readBunJUnit on real bun test output", () => {
+  test("one entry per file, paths relative to the child's cwd", () => {
+    expect(files.map((f) => f.file).sort()).toEqual(["t/mixed.test.ts", "t/one.test.ts", "t/sub/describes.test.ts"]);
+    for (const f of files) for (const t of f.tests) expect(t.file).toBe(f.file);
+  });
+
+  test("describe paths come from the nesting, in definition order", () => {
+    const mixed = files.find((f) => f.file === "t/mixed.test.ts");
+    expect(mixed?.tests.map((t) => t.name)).toEqual([
+      "first",
+      "outer > inner > passes",
+      "outer > slow",
+      "fails",
+      "is skipped",
+      "is todo",
+      "hostile",
+      "last",
+    ]);
+    const describes = files.find((f) => f.file === "t/sub/describes.test.ts");
+    expect(describes?.tests.map((t) => t.name)).toEqual(["a > x", "a > b > y"]);
+    const one = files.find((f) => f.file === "t/one.test.ts");
+    expect(one?.tests.map((t) => [t.name, t.status])).toEqual([["alone", "passed"]]);
+  });
+
+  test("statuses passed / failed / skipped / todo", () => {
+    const mixed = files.find((f) => f.file === "t/mixed.test.ts");
+    expect(mixed?.tests.map((t) => t.status)).toEqual([
+      "passed",
+      "passed",
+      "passed",
+      "failed",
+      "skipped",
+      "todo",
+      "failed",
+      "passed",
+    ]);
+    for (const t of mixed?.tests ?? []) {
+      expect(t.failure !== undefined).toBe(t.status === "failed");
+      // Bun's JUnit has no retry data.
+      expect([t.retries, t.flaky, t.attemptFailures, t.synthetic]).toEqual([0, false, [], false]);
+    }
+  });
+
+  test("failure type, message and details", () => {
+    const mixed = files.find((f) => f.file === "t/mixed.test.ts");
+    const fails = byName(mixed, "fails");
+    expect(fails.failure?.type).toBe("AssertionError");
+    expect(fails.failure?.message).toContain("Expected: 2");
+    expect(fails.failure?.message).toContain("Received: 1");
+    // Numeric character references (&#10;) are decoded.
+    expect(fails.failure?.message).toContain("\n");
+    expect(fails.failure?.details).toContain("t/mixed.test.ts:9");
+
+    const hostile = byName(mixed, "hostile");
+    expect(hostile.failure?.type).toBe("TypeError");
+    expect(hostile.failure?.message).toContain("<&> ]]> \u{1F600}");
+  });
+
+  test("line numbers and durations", () => {
+    const mixed = files.find((f) => f.file === "t/mixed.test.ts");
+    expect(byName(mixed, "first").line).toBe(2);
+    expect(byName(mixed, "outer > inner > passes").line).toBe(5);
+    expect(byName(mixed, "fails").line).toBe(9);
+    expect(byName(mixed, "last").line).toBe(13);
+    const slow = byName(mixed, "outer > slow").durationMs;
+    expect(slow).toBeGreaterThanOrEqual(50);
+    expect(slow).toBeLessThan(10_000);
+    expect(byName(mixed, "is todo").durationMs).toBe(0);
+    for (const t of mixed?.tests ?? []) expect(Number.isFinite(t.durationMs) && t.durationMs >= 0).toBe(true);
+  });
+
+  test("a truncated file is a BunJUnitParseError with a one-line message", () => {
+    const truncated = rawXml.slice(0, Math.floor(rawXml.length / 2));
+    let caught: unknown;
+    try {
+      readBunJUnit(truncated);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(BunJUnitParseError);
+    expect((caught as Error).message).not.toContain("\n");
+  });
+});
+
+describe("readBunJUnit on hand-written input", () => {
+  test("control characters and escape sequences survive parsing", () => {
+    const xml = `<?xml version="1.0"?>
+<testsuites><testsuite name="x.test.ts" file="x.test.ts">
+  <testcase name="c&#27;[1mbold" time="0.5" line="7"><failure type="Error" message="a&#x1b;[31mb&#0;\u0001c">body&#27;[0m&#10;\u0007end &amp;amp;</failure></testcase>
+</testsuite></testsuites>`;
+    const [file] = readBunJUnit(xml);
+    const [t] = file?.tests ?? [];
+    expect(t?.name).toBe("c\x1b[1mbold");
+    expect(t?.durationMs).toBe(500);
+    expect(t?.line).toBe(7);
+    expect(t?.failure).toEqual({ type: "Error", message: "a\x1b[31mb\x00\x01c", details: "body\x1b[0m\n\x07end &amp;" });
+  });
+
+  test("<error> counts as failed; a file with no tests and an empty run are fine", () => {
+    const xml = `<testsuites>
+  <testsuite name="e.test.ts"><testcase name="boom"><error message="load failed"/></testcase></testsuite>
+  <testsuite name="empty.test.ts"/>
+</testsuites>`;
+    expect(readBunJUnit(xml)).toEqual([
+      {
+        file: "e.test.ts",
+        tests: [
+          {
+            name: "boom",
+            file: "e.test.ts",
+            status: "failed",
+            durationMs: 0,
+            failure: { type: "error", message: "load failed" },
+            retries: 0,
+            flaky: false,
+            attemptFailures: [],
+            synthetic: false,
+          },
+        ],
+      },
+      { file: "empty.test.ts", tests: [] },
+    ]);
+    expect(readBunJUnit(`<testsuites name="bun test" tests="0"/>`)).toEqual([]);
+  });
+
+  test("backslashes in paths become forward slashes", () => {
+    const [file] = readBunJUnit(`<testsuites><testsuite name="t\\w.test.ts" file="t\\w.test.ts"><testcase name="a"/></testsuite></testsuites>`);
+    expect(file?.file).toBe("t/w.test.ts");
+    expect(file?.tests[0]?.file).toBe("t/w.test.ts");
+  });
+
+  test.each([
+    ["mismatched tags", "<testsuites><testsuite></testsuites>"],
+    ["empty text", ""],
+    ["not XML", "Segmentation fault"],
+    ["wrong root", "<testsuite name='a'/>"],
+    ["two roots", "<testsuites/><testsuites/>"],
+  ])("%s → BunJUnitParseError", (_label, xml) => {
+    expect(() => readBunJUnit(xml)).toThrow(BunJUnitParseError);
+  });
+});

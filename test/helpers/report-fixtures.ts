@@ -1,0 +1,69 @@
+/**
+ * Builders for valid RunReport objects in tests. Each builder fills the
+ * fields a test does not care about with plausible values; the report's
+ * summary is computed from its shards.
+ */
+import {
+  REPORT_SCHEMA_VERSION,
+  summarize,
+  type RunReport,
+  type ShardResult,
+  type TestResult,
+} from "../../runner/results/model.ts";
+
+/** A test result; defaults: passed, 12.5 ms, line 1, not retried. */
+export function makeTest(fields: Partial<TestResult> & Pick<TestResult, "name" | "file">): TestResult {
+  return {
+    status: "passed",
+    durationMs: 12.5,
+    line: 1,
+    retries: 0,
+    flaky: false,
+    attemptFailures: [],
+    synthetic: false,
+    ...fields,
+  };
+}
+
+/** A shard; defaults: passed, exit 0, files = the files of its tests (or one placeholder file). */
+export function makeShard(fields: Partial<ShardResult> & Pick<ShardResult, "index">): ShardResult {
+  const tests = fields.tests ?? [];
+  const files = fields.files ?? [...new Set(tests.map((t) => t.file))];
+  return {
+    slug: `shard-${fields.index}`,
+    files: files.length > 0 ? files : [`test/placeholder-${fields.index}.test.ts`],
+    status: "passed",
+    exitCode: 0,
+    signal: null,
+    killedBy: null,
+    durationMs: 1500,
+    startedAt: "2025-01-02T03:04:05.000Z",
+    logPath: `.shardguard/logs/${fields.index}.log`,
+    logIncomplete: false,
+    reason: "exited 0",
+    testSource: "junit",
+    tests,
+    ...fields,
+  };
+}
+
+/** A completed run with the given shards. */
+export function makeReport(shards: ShardResult[], fields: Partial<RunReport> = {}): RunReport {
+  return {
+    schemaVersion: REPORT_SCHEMA_VERSION,
+    runId: "run-1",
+    completed: true,
+    cancelledBy: null,
+    startedAt: "2025-01-02T03:04:00.000Z",
+    finishedAt: "2025-01-02T03:05:00.000Z",
+    durationMs: 60_000,
+    exitCode: 1,
+    root: ".",
+    tool: { name: "shardguard", version: "0.1.0" },
+    bun: { version: "1.4.4", path: "bun" },
+    settings: { jobs: 2, timeoutMs: 1_800_000, graceMs: 5000, filesPerShard: 1, bunArgs: [] },
+    summary: summarize(shards),
+    shards,
+    ...fields,
+  };
+}
