@@ -315,3 +315,26 @@ function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitF
   }
   return { ...base, status, reason, testSource: enriched ? "junit+events" : "junit", tests };
 }
+
+/**
+ * The result of a shard a preset's diff selection left out: never spawned,
+ * a success for the exit code (GUIDE §3), never conflated with never-started.
+ */
+export function skippedByDiff(shard: { index: number; slug: string; files: string[] }, reason: string): ShardResult {
+  return {
+    index: shard.index,
+    slug: shard.slug,
+    files: shard.files,
+    status: "skipped-by-diff",
+    exitCode: null,
+    signal: null,
+    killedBy: null,
+    durationMs: 0,
+    startedAt: null,
+    logPath: null,
+    logIncomplete: false,
+    reason,
+    testSource: "synthetic",
+    tests: shard.files.map((file) => synthetic(file, "skipped-by-diff", { type: "skipped-by-diff", message: reason })),
+  };
+}

@@ -1,0 +1,241 @@
+/**
+ * End-to-end: the real CLI runs real `bun test` children on fixture files in
+ * temp directories; assertions read the JSON and JUnit it wrote.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { XMLParser } from "fast-xml-parser";
+import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun } from "./helpers/cli.ts";
+import { validateJUnitXml } from "./helpers/xsd.ts";
+import type { RunReport } from "../runner/results/model.ts";
+
+describe("the issue's three-file run: spin, fail, pass with --jobs 2 --timeout 3 --grace 1", () => {
+  let dir: string;
+  let run: CliRun;
+  let report: RunReport;
+  beforeAll(async () => {
+    dir = makeSuite(fixtureFiles("spin", "fail", "pass"));
+    run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "3", "--grace", "1"]);
+    report = readReport(dir);
+  });
+
+  test("finishes in under 8 s with exit 1", () => {
+    expect(run.code).toBe(1);
+    expect(run.ms).toBeLessThan(8_000);
+  });
+
+  test("report.json gives timed-out / failed / passed", () => {
+    expect(shardOf(report, "spin.test.ts").status).toBe("timed-out");
+    expect(shardOf(report, "spin.test.ts").reason).toContain("killed after 3 s wall-clock timeout");
+    expect(shardOf(report, "fail.test.ts").status).toBe("failed");
+    expect(shardOf(report, "pass.test.ts").status).toBe("passed");
+    expect(report.completed).toBe(true);
+    expect(report.exitCode).toBe(1);
+  });
+
+  test("the spinning file's tests are passed / timed-out / never-started", () => {
+    const tests = shardOf(report, "spin.test.ts").tests;
+    expect(tests.map((t) => [t.name, t.status])).toEqual([
+      ["before", "passed"],
+      ["spins forever", "timed-out"],
+      ["after", "never-started"],
+    ]);
+    expect(tests[1]!.durationMs).toBeGreaterThan(2_000);
+  });
+
+  test("junit.xml is valid against the XSD and lists every planned file", async () => {
+    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+    const verdict = await validateJUnitXml(xml);
+    expect(verdict.errors).toEqual([]);
+    expect(verdict.valid).toBe(true);
+    const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(xml);
+    const suites = doc.testsuites.testsuite as { "@_name": string }[];
+    expect(suites.map((s) => s["@_name"]).sort()).toEqual(["fail.test.ts", "pass.test.ts", "spin.test.ts"]);
+    expect(xml).toContain('type="timeout"');
+    expect(xml).toContain('type="never-started"');
+  });
+
+  test("no process of the run is left alive", () => {
+    expect(survivors(report.runId)).toEqual([]);
+  });
+
+  test("each shard's output is on disk in its own log", () => {
+    for (const shard of report.shards) {
+      expect(shard.logPath).not.toBeNull();
+      expect(existsSync(shard.logPath!)).toBe(true);
+    }
+    expect(readFileSync(shardOf(report, "fail.test.ts").logPath!, "utf8")).toContain("fails an assertion");
+  });
+});
+
+describe("verdicts come from exit status, Bun's JUnit and events, never from printed text", () => {
+  let dir: string;
+  let run: CliRun;
+  let report: RunReport;
+  beforeAll(async () => {
+    dir = makeSuite(
+      fixtureFiles("exit0", "load-error", "throw-at-load", "no-tests", "all-skipped", "fake-summary", "fake-fail-line", "grandchild", "holds-stdout", "flaky"),
+    );
+    run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "20", "--grace", "1", "--", "--retry", "1"]);
+    report = readReport(dir);
+  });
+  afterAll(() => {
+    // The setsid sleeper of holds-stdout escapes the process group by design;
+    // issue #5's sweep is what kills it. Don't leave it behind in CI.
+    for (const pid of survivors(report.runId)) process.kill(pid, "SIGKILL");
+  });
+
+  test("the run exits 1 and every planned file is in the report", () => {
+    expect(run.code).toBe(1);
+    expect(report.shards.length).toBe(10);
+    expect(report.summary.shards.total).toBe(10);
+  });
+
+  test("process.exit(0) mid-file is crashed: passed / crashed / never-started", () => {
+    const shard = shardOf(report, "exit0.test.ts");
+    expect(shard.status).toBe("crashed");
+    expect(shard.exitCode).toBe(0);
+    expect(shard.tests.map((t) => t.status)).toEqual(["passed", "crashed", "never-started"]);
+  });
+
+  test("a file that fails to load is failed with its error message", () => {
+    const missing = shardOf(report, "load-error.test.ts");
+    expect(missing.status).toBe("failed");
+    expect(missing.tests[0]!.failure?.type).toBe("load-error");
+    const thrown = shardOf(report, "throw-at-load.test.ts");
+    expect(thrown.status).toBe("failed");
+    expect(thrown.tests[0]!.failure?.message).toContain("configuration missing at load time");
+  });
+
+  test("a file with no tests is failed: no tests found", () => {
+    const shard = shardOf(report, "no-tests.test.ts");
+    expect(shard.status).toBe("failed");
+    expect(shard.tests[0]!.failure?.message).toBe("no tests found");
+  });
+
+  test("a file whose tests are all skipped passes", () => {
+    const shard = shardOf(report, "all-skipped.test.ts");
+    expect(shard.status).toBe("passed");
+    expect(shard.tests.map((t) => t.status).sort()).toEqual(["skipped", "todo"]);
+  });
+
+  test("a fake summary line does not turn a failure into a pass, nor a fake (fail) line a pass into a failure", () => {
+    expect(shardOf(report, "fake-summary.test.ts").status).toBe("failed");
+    expect(shardOf(report, "fake-fail-line.test.ts").status).toBe("passed");
+  });
+
+  test("a grandchild left in the group is killed with it, and the shard still passes", () => {
+    expect(shardOf(report, "grandchild.test.ts").status).toBe("passed");
+  });
+
+  test("a grandchild holding stdout open does not hold the shard", () => {
+    const shard = shardOf(report, "holds-stdout.test.ts");
+    expect(shard.status).toBe("passed");
+    expect(shard.durationMs).toBeLessThan(10_000);
+  });
+
+  test("a test that passes on its retry is flaky, with one flakyFailure", async () => {
+    const shard = shardOf(report, "flaky.test.ts");
+    expect(shard.status).toBe("passed");
+    const flaky = shard.tests.find((t) => t.name === "flaky under retry")!;
+    expect(flaky).toMatchObject({ status: "passed", flaky: true, retries: 1 });
+    expect(flaky.attemptFailures).toHaveLength(1);
+    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+    expect(xml.match(/<flakyFailure /g)?.length).toBe(1);
+    expect((await validateJUnitXml(xml)).valid).toBe(true);
+  });
+
+  test("--pass-with-no-tests makes a file without tests pass", async () => {
+    const solo = makeSuite(fixtureFiles("no-tests"));
+    const result = await runCli(["run", "--root", solo, "--", "--pass-with-no-tests"]);
+    expect(result.code).toBe(0);
+    expect(readReport(solo).shards[0]!.status).toBe("passed");
+  });
+});
+
+describe("kills", () => {
+  test("a spin that ignores SIGTERM is SIGKILLed after the grace period, group and all", async () => {
+    const dir = makeSuite(fixtureFiles("spin-ignores-sigterm", "pass"));
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "2", "--grace", "1"]);
+    const report = readReport(dir);
+    const shard = shardOf(report, "spin-ignores-sigterm.test.ts");
+    expect(run.code).toBe(1);
+    expect(shard.status).toBe("timed-out");
+    expect(shard.signal).toBe("SIGKILL");
+    expect(shard.reason).toContain("SIGKILL after 1 s grace period");
+    expect(shard.tests[0]!.status).toBe("timed-out");
+    // Later shards still run after a timeout.
+    expect(shardOf(report, "pass.test.ts").status).toBe("passed");
+    expect(survivors(report.runId)).toEqual([]);
+    // timeout + grace + 1 s bound for the wedged shard, plus the pass shard and start-up.
+    expect(shard.durationMs).toBeLessThan(2_000 + 1_000 + 1_000);
+  });
+
+  test("SIGINT mid-run: exit 130, unstarted shards never-started, nothing survives", async () => {
+    const f = fixtureFiles("slow-pass", "pass", "fail");
+    // Sorted plan order: a-slow first, so the two others are still queued.
+    const dir = makeSuite({ "a-slow.test.ts": f["slow-pass.test.ts"]!, "b-pass.test.ts": f["pass.test.ts"]!, "c-fail.test.ts": f["fail.test.ts"]! });
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30", "--grace", "1"], {
+      onLine: { match: /START a-slow/, then: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 300) },
+    });
+    expect(run.code).toBe(130);
+    const report = readReport(dir);
+    expect(report.cancelledBy).toBe("SIGINT");
+    expect(report.completed).toBe(false);
+    expect(report.exitCode).toBe(130);
+    const slow = shardOf(report, "a-slow.test.ts");
+    expect(slow.status).toBe("crashed");
+    expect(slow.reason).toContain("run cancelled");
+    expect(slow.tests[0]!.status).not.toBe("passed");
+    const never = report.shards.filter((s) => s.status === "never-started");
+    expect(never.length).toBe(2);
+    for (const shard of never) expect(shard.tests[0]!.failure?.message).toContain("run cancelled (SIGINT)");
+    expect(await waitFor(() => survivors(report.runId).length === 0, 2_000)).toBe(true);
+    expect(run.ms).toBeLessThan(6_000);
+  });
+});
+
+describe("nothing runs when the input is wrong", () => {
+  test("zero matching files exits 2 with 'no test files matched'", async () => {
+    const dir = makeSuite({ "readme.md": "no tests here" });
+    const run = await runCli(["run", "--root", dir]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("no test files matched");
+    expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+  });
+
+  test("an invalid value exits 2 with one line naming it, and no child starts", async () => {
+    const dir = makeSuite(fixtureFiles("marker"));
+    const marker = path.join(dir, "marker.txt");
+    for (const [args, env, needle] of [
+      [["--jobs", "0"], {}, "--jobs"],
+      [["--timeout", "soon"], {}, "--timeout"],
+      [[], { SHARDGUARD_GRACE: "-1" }, "SHARDGUARD_GRACE"],
+      [["--bogus"], {}, "--bogus"],
+    ] as const) {
+      const run = await runCli(["run", "--root", dir, ...args], { env: { ...env, SG_MARKER: marker } });
+      expect(run.code).toBe(2);
+      const lines = run.stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(needle);
+      expect(existsSync(marker)).toBe(false);
+      expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+    }
+  });
+});
+
+describe("hostile test names", () => {
+  test("ANSI, control characters, ]]>, emoji and a 5000-character name still make valid XML", async () => {
+    const dir = makeSuite(fixtureFiles("hostile-names"));
+    const run = await runCli(["run", "--root", dir]);
+    expect(run.code).toBe(1);
+    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+    const verdict = await validateJUnitXml(xml);
+    expect(verdict.errors).toEqual([]);
+    expect(xml).not.toMatch(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/);
+    const report = readReport(dir);
+    expect(report.shards[0]!.tests.length).toBe(3);
+    expect(report.shards[0]!.tests.some((t) => t.name.endsWith("x".repeat(5000)))).toBe(true);
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * Test helpers that run the real `shardguard` CLI as a child process on
+ * fixture suites written into temp directories.
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { RunReport } from "../../runner/results/model.ts";
+import { RunReportSchema } from "../../runner/results/model.ts";
+
+export const REPO = path.resolve(import.meta.dir, "..", "..");
+export const CLI = path.join(REPO, "runner", "cli.ts");
+export const FIXTURES = path.join(REPO, "test", "fixtures", "suites");
+
+/** Creates a temp dir holding `files` (relative path → contents). */
+export function makeSuite(files: Record<string, string>, prefix = "sg-suite-"): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  for (const [rel, text] of Object.entries(files)) {
+    const full = path.join(dir, rel);
+    mkdirSync(path.dirname(full), { recursive: true });
+    writeFileSync(full, text);
+  }
+  return dir;
+}
+
+/**
+ * Reads fixture files `test/fixtures/suites/<name>.fixture.ts` and returns them
+ * as `<name>.test.ts` entries for {@link makeSuite}. Fixtures are stored under
+ * another suffix so this repository's own `bun test` never runs them.
+ */
+export function fixtureFiles(...names: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) out[`${name}.test.ts`] = readFileSync(path.join(FIXTURES, `${name}.fixture.ts`), "utf8");
+  return out;
+}
+
+/** Outcome of one CLI process. `ms` is wall time on a monotonic clock. */
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** Options of {@link runCli}. */
+export interface CliOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  /** Called once the CLI has printed a line matching this, with the child. */
+  onLine?: { match: RegExp; then: (pid: number) => void };
+  /** Hard limit for the CLI process, ms; the test fails past it. */
+  limitMs?: number;
+}
+
+/** Runs `bun runner/cli.ts ...args` and collects its output. */
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd ?? REPO,
+    env: { ...process.env, NO_COLOR: "1", ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  let fired = false;
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (options.onLine && !fired && options.onLine.match.test(stdout)) {
+      fired = true;
+      options.onLine.then(child.pid!);
+    }
+  });
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const limit = setTimeout(() => child.kill("SIGKILL"), options.limitMs ?? 60_000);
+  return new Promise((resolve) => {
+    child.on("close", (code, signal) => {
+      clearTimeout(limit);
+      resolve({ code, signal, stdout, stderr, ms: performance.now() - t0 });
+    });
+  });
+}
+
+/** Reads and validates `<dir>/.shardguard/report.json` (or the given path). */
+export function readReport(dir: string, file = path.join(dir, ".shardguard", "report.json")): RunReport {
+  return RunReportSchema.parse(JSON.parse(readFileSync(file, "utf8")));
+}
+
+/** The report's shard for a file (relative path). */
+export function shardOf(report: RunReport, file: string) {
+  const shard = report.shards.find((s) => s.files.includes(file));
+  if (!shard) throw new Error(`no shard for ${file} in report`);
+  return shard;
+}
+
+/**
+ * Pids of live processes whose environment carries `SHARDGUARD_RUN=<runId>:`,
+ * i.e. descendants of this run's shards (Linux /proc). Zombies are ignored.
+ */
+export function survivors(runId: string): number[] {
+  const needle = `SHARDGUARD_RUN=${runId}:`;
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (/\) Z /.test(stat)) continue;
+      const environ = readFileSync(`/proc/${entry}/environ`, "utf8");
+      if (environ.split("\0").some((kv) => kv.startsWith(needle))) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
+
+/** Waits until `check()` is true or `ms` passes; returns the last value. */
+export async function waitFor<T>(check: () => T, ms: number, stepMs = 50): Promise<T> {
+  const end = performance.now() + ms;
+  let value = check();
+  while (!value && performance.now() < end) {
+    await Bun.sleep(stepMs);
+    value = check();
+  }
+  return value;
+}
