@@ -120,6 +120,8 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     const reason = p.notStartedReason ?? "never started";
     return {
       ...base,
+      durationMs: 0,
+      startedAt: null,
       status: "never-started",
       reason,
       testSource: "synthetic",

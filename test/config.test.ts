@@ -1,0 +1,80 @@
+/**
+ * Settings: precedence flag > environment > bunfig.toml > default, and one
+ * clear line for every bad value (table-driven).
+ */
+import { describe, expect, test } from "bun:test";
+import path from "node:path";
+import { parseArgs } from "../runner/config/args.ts";
+import { resolveSettings } from "../runner/config/load.ts";
+import { ConfigError } from "../runner/config/schema.ts";
+import { makeSuite } from "./helpers/cli.ts";
+
+const resolve = (argv: string[], env: Record<string, string> = {}, bunfig?: string) => {
+  const dir = makeSuite(bunfig === undefined ? { "a.test.ts": "" } : { "a.test.ts": "", "bunfig.toml": bunfig }, "sg-config-");
+  return { dir, settings: resolveSettings({ args: parseArgs(argv, "run"), env, cwd: dir, defaultBun: process.execPath }) };
+};
+
+describe("precedence", () => {
+  test("defaults", () => {
+    const { dir, settings } = resolve([]);
+    expect(settings).toMatchObject({ root: dir, jobs: 4, timeoutMs: 1_800_000, graceMs: 5_000, filesPerShard: 1, testEvents: true });
+    expect(settings.out).toBe(path.join(dir, ".shardguard"));
+    expect(settings.junit).toBe(path.join(dir, ".shardguard", "junit.xml"));
+    expect(settings.json).toBe(path.join(dir, ".shardguard", "report.json"));
+    expect(settings.bun).toBe(process.execPath);
+  });
+
+  test("bunfig.toml overrides defaults, the environment overrides bunfig, a flag overrides both", () => {
+    const toml = '[shardguard]\njobs = 2\ntimeout = 60\ngrace = 1.5\nout = "reports"\nbun-args = ["--retry", "1"]\n';
+    expect(resolve([], {}, toml).settings).toMatchObject({ jobs: 2, timeoutMs: 60_000, graceMs: 1_500, bunArgs: ["--retry", "1"] });
+    const fromToml = resolve([], {}, toml);
+    expect(fromToml.settings.out).toBe(path.join(fromToml.dir, "reports"));
+    expect(resolve([], { SHARDGUARD_JOBS: "3" }, toml).settings.jobs).toBe(3);
+    expect(resolve(["--jobs", "5"], { SHARDGUARD_JOBS: "3" }, toml).settings.jobs).toBe(5);
+    expect(resolve(["--jobs=6"], {}, toml).settings.jobs).toBe(6);
+    expect(resolve(["--", "--bail"], {}, toml).settings.bunArgs).toEqual(["--bail"]);
+  });
+
+  test("--no-test-events, its variable and its bunfig key", () => {
+    expect(resolve(["--no-test-events"]).settings.testEvents).toBe(false);
+    expect(resolve([], { SHARDGUARD_NO_TEST_EVENTS: "1" }).settings.testEvents).toBe(false);
+    expect(resolve([], {}, "[shardguard]\ntest-events = false\n").settings.testEvents).toBe(false);
+  });
+});
+
+describe("bad input: one line naming the key, the value and what is accepted", () => {
+  const cases: [string, string[], Record<string, string>, string | undefined, RegExp][] = [
+    ["zero jobs", ["--jobs", "0"], {}, undefined, /--jobs "0": expected a whole number/],
+    ["negative jobs", ["--jobs", "-3"], {}, undefined, /--jobs needs a value|--jobs "-3"/],
+    ["fractional jobs", ["--jobs", "1.5"], {}, undefined, /--jobs "1.5"/],
+    ["non-numeric timeout", ["--timeout", "ten"], {}, undefined, /--timeout "ten": expected a number of seconds/],
+    ["zero timeout", ["--timeout", "0"], {}, undefined, /--timeout "0"/],
+    ["negative grace in env", [], { SHARDGUARD_GRACE: "-1" }, undefined, /SHARDGUARD_GRACE "-1"/],
+    ["empty-ish env number", [], { SHARDGUARD_JOBS: "four" }, undefined, /SHARDGUARD_JOBS "four"/],
+    ["unknown bunfig key", [], {}, "[shardguard]\njbos = 2\n", /unknown key bunfig.toml \[shardguard\] jbos/],
+    ["bunfig string for a number", [], {}, '[shardguard]\njobs = "many"\n', /\[shardguard\] jobs "many"/],
+    ["bunfig boolean for a number", [], {}, "[shardguard]\ntimeout = true\n", /\[shardguard\] timeout true/],
+    ["bunfig patterns not a list", [], {}, '[shardguard]\npatterns = "x"\n', /patterns "x": expected an array/],
+    ["broken TOML", [], {}, "[shardguard\n", /is not valid TOML/],
+    ["unknown flag", ["--jbos", "2"], {}, undefined, /unknown flag --jbos/],
+    ["missing value", ["--jobs"], {}, undefined, /flag --jobs needs a value/],
+    ["repeated flag", ["--jobs", "1", "--jobs", "2"], {}, undefined, /given twice/],
+    ["missing root", ["--root", "/nonexistent/sg-root"], {}, undefined, /--root "\/nonexistent\/sg-root": expected an existing directory/],
+    ["bun that is not executable", ["--bun", "/nonexistent/bun"], {}, undefined, /--bun "\/nonexistent\/bun": expected an executable/],
+    ["bad events variable", [], { SHARDGUARD_NO_TEST_EVENTS: "maybe" }, undefined, /SHARDGUARD_NO_TEST_EVENTS "maybe"/],
+  ];
+  for (const [name, argv, env, toml, message] of cases) {
+    test(name, () => {
+      let error: unknown;
+      try {
+        resolve(argv, env, toml);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      const text = (error as Error).message;
+      expect(text).toMatch(message);
+      expect(text.includes("\n")).toBe(false);
+    });
+  }
+});

@@ -1,0 +1,57 @@
+/** Planning: discovery with Bun's naming, dedupe, stable order, shards and slugs. */
+import { describe, expect, test } from "bun:test";
+import { ConfigError } from "../runner/config/schema.ts";
+import { groupIntoShards, planRun, shardSlug } from "../runner/plan/plan.ts";
+import { makeSuite } from "./helpers/cli.ts";
+
+const tree = () =>
+  makeSuite({
+    "b.test.ts": "",
+    "a_test.js": "",
+    "sub/c.spec.tsx": "",
+    "sub/d_spec.mjs": "",
+    "helper.ts": "",
+    "notes.test.md": "",
+    "node_modules/pkg/x.test.ts": "",
+    ".shardguard/logs/y.test.ts": "",
+  });
+
+describe("planRun", () => {
+  test("finds Bun's test-file names, skips node_modules and output, sorts byte-wise", () => {
+    const plan = planRun({ root: tree(), patterns: [], filesPerShard: 1 });
+    expect(plan.shards.map((s) => s.files[0])).toEqual(["a_test.js", "b.test.ts", "sub/c.spec.tsx", "sub/d_spec.mjs"]);
+    expect(plan.shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
+  });
+
+  test("overlapping patterns are deduplicated, and each file says why it is in", () => {
+    const plan = planRun({ root: tree(), patterns: ["sub", "sub/*.tsx", "b.test.ts"], filesPerShard: 10 });
+    expect(plan.shards).toHaveLength(1);
+    expect(plan.shards[0]!.files).toEqual(["b.test.ts", "sub/c.spec.tsx", "sub/d_spec.mjs"]);
+    expect(plan.included.get("sub/c.spec.tsx")).toContain("matches sub");
+    expect(plan.included.get("b.test.ts")).toBe("matches b.test.ts");
+  });
+
+  test("a pattern matching nothing is listed as excluded; nothing at all is a ConfigError", () => {
+    const plan = planRun({ root: tree(), patterns: ["b.test.ts", "missing/*.test.ts"], filesPerShard: 1 });
+    expect(plan.excluded.map((e) => e.file)).toEqual(["missing/*.test.ts"]);
+    expect(() => planRun({ root: tree(), patterns: ["nothing/**"], filesPerShard: 1 })).toThrow(ConfigError);
+    expect(() => planRun({ root: makeSuite({ "x.md": "" }), patterns: [], filesPerShard: 1 })).toThrow(/no test files matched/);
+  });
+});
+
+describe("shards and slugs", () => {
+  test("files-per-shard groups in order", () => {
+    const shards = groupIntoShards(["a", "b", "c", "d", "e"], 2);
+    expect(shards.map((s) => s.files)).toEqual([["a", "b"], ["c", "d"], ["e"]]);
+  });
+
+  test("slugs are stable, safe and distinct for long names", () => {
+    expect(shardSlug(["test/skill-e2e-review.test.ts"])).toBe("test-skill-e2e-review");
+    expect(shardSlug(["a.test.ts", "b.test.ts", "c.test.ts"])).toBe("a-and-2-more");
+    const long1 = shardSlug([`${"x".repeat(100)}1.test.ts`]);
+    const long2 = shardSlug([`${"x".repeat(100)}2.test.ts`]);
+    expect(long1.length).toBeLessThanOrEqual(80);
+    expect(long1).not.toBe(long2);
+    expect(shardSlug(["dir with spaces/ü.test.ts"])).toMatch(/^[a-z0-9-]+$/);
+  });
+});
