@@ -4,13 +4,14 @@
  * exec/process.ts, verdicts in results/verdict.ts.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import type { RunSettings } from "./config/schema.ts";
 import { socketDirFor } from "./events/inspector.ts";
 import { runPool } from "./exec/pool.ts";
-import type { ShardProcess } from "./exec/process.ts";
-import { runShard, shardLogPath, type RunningShard } from "./exec/shard.ts";
+import { isAlive, processesWithEnv, sweepCookie, type Escapee, type ShardProcess } from "./exec/process.ts";
+import { SHARD_ENV } from "./exec/command.ts";
+import { runShard, type RunningShard } from "./exec/shard.ts";
 import type { Plan, PlannedShard } from "./plan/plan.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "./results/model.ts";
 import { decideShard } from "./results/verdict.ts";
@@ -18,6 +19,7 @@ import { writeFileAtomic } from "./report/atomic.ts";
 import { endLine, logTail, startLine, summaryLines, type Out } from "./report/console.ts";
 import { renderJson } from "./report/json.ts";
 import { renderJUnit } from "./report/junit.ts";
+import { prepareRunDirs } from "./report/run-dirs.ts";
 
 /** shardguard's version, reported in every JSON report. */
 export const TOOL_VERSION = "0.1.0";
@@ -63,6 +65,8 @@ export class Run {
   private readonly t0 = performance.now();
   /** Report writes run one after another, so an older snapshot never lands last. */
   private writing: Promise<unknown> = Promise.resolve();
+  private runDir: string | null = null;
+  private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
 
   constructor(private readonly inputs: RunInputs) {}
 
@@ -80,13 +84,9 @@ export class Run {
   /** Runs every planned shard and writes both reports. Never throws for what a child does. */
   async start(): Promise<RunResult> {
     const { settings, plan, out } = this.inputs;
-    const runDir = path.join(settings.out, "runs", this.runId);
-    const logDir = path.join(settings.out, "logs");
-    const junitDir = path.join(runDir, "junit");
-    await mkdir(logDir, { recursive: true });
-    await mkdir(junitDir, { recursive: true, mode: 0o700 });
+    const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
+    this.runDir = runDir;
     const socketDir = settings.testEvents ? socketDirFor(runDir) : null;
-    for (const shard of plan.shards) await rm(shardLogPath(logDir, shard), { force: true });
     for (const done of this.inputs.predecided ?? []) this.results.set(done.index, done);
 
     const toRun = plan.shards.filter((s) => !this.results.has(s.index));
@@ -95,6 +95,10 @@ export class Run {
       `shardguard: run ${this.runId}: ${total} shard${total === 1 ? "" : "s"} (${plan.included.size} files), ` +
         `${toRun.length} to run, jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s`,
     );
+    this.sweeps.staleRuns = sweepStaleRuns();
+    if (this.sweeps.staleRuns.length > 0) {
+      out.line(`shardguard: killed ${this.sweeps.staleRuns.length} process(es) left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns)}`);
+    }
     await this.writeReports(false);
 
     const ctx = {
@@ -135,6 +139,9 @@ export class Run {
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
         out.line(endLine(result, total));
+        if (result.escapees.length > 0) {
+          out.line(`[${shard.index}/${total}] killed ${result.escapees.length} process(es) that escaped the process group: ${describe(result.escapees)}`);
+        }
         if (!SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath) {
           const tail = await logTail(result.logPath);
           if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
@@ -145,6 +152,11 @@ export class Run {
       () => this.cancelledBy !== null,
     );
 
+    // Anything of this run still alive (a shard's sweep raced a fork) dies now.
+    this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
+    if (this.sweeps.endOfRun.length > 0) {
+      out.line(`shardguard: killed ${this.sweeps.endOfRun.length} leftover process(es) of this run: ${describe(this.sweeps.endOfRun)}`);
+    }
     const report = await this.writeReports(true);
     for (const line of summaryLines(report, { junit: settings.junit, json: settings.json })) out.line(line);
     if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
@@ -223,14 +235,45 @@ export class Run {
         bunArgs: [...settings.bunArgs],
       },
       summary: summarize(shards),
+      sweeps: { staleRuns: strip(this.sweeps.staleRuns), endOfRun: strip(this.sweeps.endOfRun) },
       shards,
     };
     try {
-      await writeFileAtomic(settings.junit, renderJUnit(report));
-      await writeFileAtomic(settings.json, renderJson(report));
+      const xml = renderJUnit(report);
+      const json = renderJson(report);
+      // The run's own copy first, then the stable paths (last finisher wins).
+      if (this.runDir) {
+        await writeFileAtomic(path.join(this.runDir, "junit.xml"), xml);
+        await writeFileAtomic(path.join(this.runDir, "report.json"), json);
+      }
+      await writeFileAtomic(settings.junit, xml);
+      await writeFileAtomic(settings.json, json);
     } catch (error) {
       this.inputs.out.line(`shardguard: could not write the reports: ${(error as Error).message}`);
     }
     return report;
   }
+}
+
+const strip = (list: Escapee[]) => list.map(({ pid, command }) => ({ pid, command }));
+const describe = (list: Escapee[]) => list.map((e) => `${e.pid} ${e.command.slice(0, 60)}`).join("; ");
+
+/**
+ * Kills shard processes of earlier runs whose runner is gone (it was
+ * SIGKILLed, or its machine slept through --no-orphans). A process belongs
+ * to a run by its cookie; the run's runner pid travels beside it.
+ */
+function sweepStaleRuns(): Escapee[] {
+  const killed: Escapee[] = [];
+  for (const proc of processesWithEnv(`${SHARD_ENV.cookie}=`, "prefix")) {
+    const runner = Number(proc.env.get(SHARD_ENV.runnerPid));
+    if (Number.isInteger(runner) && runner > 0 && isAlive(runner)) continue;
+    try {
+      process.kill(proc.pid, "SIGKILL");
+      killed.push(proc);
+    } catch {
+      // Already gone.
+    }
+  }
+  return killed;
 }

@@ -103,6 +103,7 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
     const missing = shardOf(report, "load-error.test.ts");
     expect(missing.status).toBe("failed");
     expect(missing.tests[0]!.failure?.type).toBe("load-error");
+    expect(missing.tests[0]!.failure?.message).toContain("this-module-does-not-exist");
     const thrown = shardOf(report, "throw-at-load.test.ts");
     expect(thrown.status).toBe("failed");
     expect(thrown.tests[0]!.failure?.message).toContain("configuration missing at load time");

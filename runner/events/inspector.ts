@@ -17,9 +17,9 @@
  * This module owns the wire format: {@link TestEventSchema} is the one zod
  * definition of an event; the journal and the model import it from here.
  */
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, chmodSync, unlinkSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import WebSocket from "ws";
 import { z } from "zod";
 
@@ -165,6 +165,14 @@ export const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
 /** The longest socket file name {@link socketPathFor} is expected to produce ("99999.sock"). */
 const SOCKET_NAME_RESERVE = "99999.sock".length;
 
+/**
+ * Characters a socket path may contain. Measured on Bun 1.4.4: a space in
+ * the path makes the child fail with "Failed to start inspector" (its URL
+ * parsing), and a `:` makes the `ws` client cut the path at the colon
+ * (`ws+unix://<socket>:<request path>` syntax) and connect to the wrong file.
+ */
+const SAFE_SOCKET_PATH = /^[A-Za-z0-9._\/-]+$/;
+
 /** Thrown when a socket path would exceed {@link MAX_SOCKET_PATH_BYTES}. */
 export class SocketPathTooLongError extends Error {
   override readonly name = "SocketPathTooLongError";
@@ -186,20 +194,23 @@ function byteLength(path: string): number {
  * Creates (or re-uses) a private directory for the inspector sockets of a
  * run and returns its absolute path.
  *
- * The directory is `<runDir>/sock` when socket paths inside it stay under
- * {@link MAX_SOCKET_PATH_BYTES}; otherwise (deep run directories) a fresh
+ * The directory is `<runDir>/sock` (absolute) when socket paths inside it
+ * stay under {@link MAX_SOCKET_PATH_BYTES} and use only safe characters;
+ * otherwise (deep run directories, spaces or colons in the path) a fresh
  * `sg-XXXXXX` directory under `os.tmpdir()`, which the caller removes at the
- * end of the run. Either way the directory has mode 0700 and belongs to the
- * current user, checked with `lstat` after creation, so no other local user
- * can connect to a child's inspector (which can evaluate code in the child).
+ * end of the run (it is not under `runDir`). Either way the directory has
+ * mode 0700 and belongs to the current user, checked with `lstat` after
+ * creation, so no other local user can connect to a child's inspector
+ * (which can evaluate code in the child).
  *
  * @throws Error when the directory exists but is a symlink, not a directory,
  *   owned by someone else, or its mode cannot be made 0700.
  * @throws SocketPathTooLongError when even the tmpdir fallback is too long.
+ * @throws Error when the tmpdir fallback contains unsafe characters.
  */
 export function socketDirFor(runDir: string): string {
-  const preferred = join(runDir, "sock");
-  if (byteLength(preferred) + 1 + SOCKET_NAME_RESERVE <= MAX_SOCKET_PATH_BYTES) {
+  const preferred = join(resolve(runDir), "sock");
+  if (SAFE_SOCKET_PATH.test(preferred) && byteLength(preferred) + 1 + SOCKET_NAME_RESERVE <= MAX_SOCKET_PATH_BYTES) {
     mkdirSync(runDir, { recursive: true });
     try {
       mkdirSync(preferred, { mode: 0o700 });
@@ -208,10 +219,24 @@ export function socketDirFor(runDir: string): string {
     }
     return assertPrivateDir(preferred);
   }
-  const fallback = mkdtempSync(join(tmpdir(), "sg-"));
+  const fallback = mkdtempSync(join(resolve(tmpdir()), "sg-"));
   const probe = join(fallback, "x".repeat(SOCKET_NAME_RESERVE));
-  if (byteLength(probe) > MAX_SOCKET_PATH_BYTES) throw new SocketPathTooLongError(probe, byteLength(probe));
-  return assertPrivateDir(fallback);
+  try {
+    if (byteLength(probe) > MAX_SOCKET_PATH_BYTES) throw new SocketPathTooLongError(probe, byteLength(probe));
+    assertSafeCharacters(fallback);
+    return assertPrivateDir(fallback);
+  } catch (error) {
+    rmSync(fallback, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+function assertSafeCharacters(path: string): void {
+  if (!SAFE_SOCKET_PATH.test(path)) {
+    throw new Error(
+      `unix socket path ${JSON.stringify(path)} contains characters Bun's inspector or the ws client cannot handle (only A-Z a-z 0-9 . _ / - are safe)`,
+    );
+  }
 }
 
 function assertPrivateDir(dir: string): string {
@@ -240,17 +265,19 @@ function assertPrivateDir(dir: string): string {
  *
  * @param name a short file-name-safe token such as the shard index.
  * @throws SocketPathTooLongError when the path exceeds {@link MAX_SOCKET_PATH_BYTES}.
- * @throws Error when `name` is not a plain file name, or something other
- *   than a socket already exists at the path.
+ * @throws Error when `name` is not a plain file name, the path has
+ *   characters outside `A-Z a-z 0-9 . _ / -`, or something other than a
+ *   socket already exists at the path.
  */
 export function socketPathFor(dir: string, name: string | number): string {
   const token = String(name);
   if (!/^[A-Za-z0-9._-]+$/.test(token) || token === "." || token === "..") {
     throw new Error(`socket name must be a plain file name, got ${JSON.stringify(token)}`);
   }
-  const path = join(dir, `${token}.sock`);
+  const path = join(resolve(dir), `${token}.sock`);
   const bytes = byteLength(path);
   if (bytes > MAX_SOCKET_PATH_BYTES) throw new SocketPathTooLongError(path, bytes);
+  assertSafeCharacters(path);
   let existing;
   try {
     existing = lstatSync(path);
@@ -321,8 +348,10 @@ export interface EventChannel {
 /**
  * Thrown (as a rejection) by {@link connectTestEvents} when the handshake
  * did not complete within `connectTimeoutMs`, the child refused a request,
- * the socket closed during the handshake, or the signal aborted. The caller
- * treats it as "per-test data missing" for the shard.
+ * the socket closed during the handshake, the signal aborted, or the socket
+ * path was unusable. The caller treats it as "per-test data missing" for
+ * the shard (and should stop the child: with `--inspect-wait` it waits for a
+ * debugger forever).
  */
 export class InspectorConnectError extends Error {
   override readonly name = "InspectorConnectError";
@@ -331,8 +360,12 @@ export class InspectorConnectError extends Error {
     readonly socketPath: string,
     /** ms spent before giving up. */
     readonly waitedMs: number,
-    /** Why: `timeout`, `refused` (a JSON-RPC error reply), `closed`, or `aborted`. */
-    readonly reason: "timeout" | "refused" | "closed" | "aborted",
+    /**
+     * Why: `timeout`; `refused` (a JSON-RPC error reply); `closed` (the
+     * socket closed during the handshake, e.g. the child exited); `aborted`;
+     * `invalid-path` (not absolute, or unsafe characters: nothing was tried).
+     */
+    readonly reason: "timeout" | "refused" | "closed" | "aborted" | "invalid-path",
   ) {
     super(message);
   }
@@ -383,7 +416,9 @@ function openOnce(url: string, remainingMs: number, signal: AbortSignal | undefi
         }
         reject(error);
       } else {
+        // Swap in a no-op until the caller attaches its own 'error' listener.
         ws.off("error", onError);
+        ws.on("error", () => {});
         resolve(ws);
       }
     };
@@ -421,6 +456,14 @@ export async function connectTestEvents(options: ConnectOptions): Promise<EventC
   const { socketPath, connectTimeoutMs, onEvent, signal } = options;
   const started = performance.now();
   const deadline = started + connectTimeoutMs;
+  if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
+    throw new InspectorConnectError(
+      `inspector socket path must be absolute and use only A-Z a-z 0-9 . _ / - (see socketPathFor): ${JSON.stringify(socketPath)}`,
+      socketPath,
+      0,
+      "invalid-path",
+    );
+  }
   const url = `ws+unix://${socketPath}`;
   const waited = () => Math.round(performance.now() - started);
   const fail = (reason: InspectorConnectError["reason"], detail: string) =>
@@ -520,11 +563,17 @@ export async function connectTestEvents(options: ConnectOptions): Promise<EventC
   };
   const onAbort = () => close();
   signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) close();
 
   const request = (id: number, method: string) =>
     new Promise<void>((resolve, reject) => {
       pending.set(id, { resolve, reject });
-      socket.send(JSON.stringify({ id, method }));
+      try {
+        socket.send(JSON.stringify({ id, method }));
+      } catch (error) {
+        pending.delete(id);
+        reject(fail("closed", `could not send ${method}: ${describeError(error)}`));
+      }
     });
 
   // 3. Enable the domains; wait for both replies within the deadline.
@@ -555,7 +604,12 @@ export async function connectTestEvents(options: ConnectOptions): Promise<EventC
   }
 
   // 4. Release the child. Its reply (id 3) is not awaited: events follow it.
-  socket.send(JSON.stringify({ id: 3, method: "Inspector.initialized" }));
+  try {
+    socket.send(JSON.stringify({ id: 3, method: "Inspector.initialized" }));
+  } catch (error) {
+    close();
+    throw fail("closed", `could not send Inspector.initialized: ${describeError(error)}`);
+  }
   stats.connectMs = Math.round((performance.now() - started) * 10) / 10;
 
   return {

@@ -9,6 +9,8 @@ export const SHARD_ENV = {
   cookie: "SHARDGUARD_RUN",
   /** "1" inside shard children: the preset preload must never take over there. */
   inShard: "SHARDGUARD_SHARD",
+  /** Pid of the runner; a cookie whose runner is dead belongs to a stale run. */
+  runnerPid: "SHARDGUARD_RUNNER_PID",
 } as const;
 
 /** Absolute path of the child preload that lets inspector events drain. */

@@ -14,8 +14,8 @@
  * then destroyed, because a grandchild that escaped the group may hold them
  * open forever.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createWriteStream, readdirSync, readFileSync, type WriteStream } from "node:fs";
 import { onExit } from "signal-exit";
 
 /**
@@ -49,6 +49,19 @@ export interface ProcessSpec {
   drainMs?: number;
   /** Called on every state change. */
   onState?: (state: ProcessState) => void;
+  /**
+   * An environment entry (`NAME=value`) present in `env` that marks this
+   * process and all its descendants; after the child exits, every process
+   * still carrying it is SIGKILLed, including ones that left the group.
+   */
+  cookie?: string;
+}
+
+/** A process found carrying a shard's cookie after the shard ended, and killed. */
+export interface Escapee {
+  pid: number;
+  /** Its command line, spaces between arguments, cut to 200 characters. */
+  command: string;
 }
 
 /** How a supervised process ended. */
@@ -74,6 +87,8 @@ export interface ProcessOutcome {
   logError: string | null;
   /** True when a pipe was still open after the drain and was cut. */
   pipesCut: boolean;
+  /** Descendants that escaped the process group (setsid, double fork) and were killed. */
+  escapees: Escapee[];
 }
 
 /** Process groups alive right now, killed on any exit path of the runner we can see. */
@@ -220,6 +235,8 @@ export class ShardProcess {
     // closes most pipes they hold.
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
+    // Then those that left the group but kept the cookie; they may hold our pipes.
+    const escapees = this.spec.cookie ? sweepCookie(this.spec.cookie, "exact") : [];
     const pipesCut = await this.drain(child);
     await new Promise<void>((resolve) => this.log.end(() => resolve()));
     this.setState("finished");
@@ -235,6 +252,7 @@ export class ShardProcess {
       logBytes: this.logBytes,
       logError: this.logError,
       pipesCut,
+      escapees,
     };
   }
 
@@ -272,6 +290,7 @@ export class ShardProcess {
       logBytes: 0,
       logError: null,
       pipesCut: false,
+      escapees: [],
     };
   }
 }
@@ -279,4 +298,111 @@ export class ShardProcess {
 /** Spawns a supervised shard process; see {@link ShardProcess}. */
 export function startProcess(spec: ProcessSpec): ShardProcess {
   return new ShardProcess(spec);
+}
+
+/**
+ * SIGKILLs every process (other than this one) whose environment holds the
+ * entry `cookie` (`exact`) or an entry starting with it (`prefix`).
+ *
+ * Environment entries are inherited by every descendant and survive setsid
+ * and double forks, which escape any process-group kill. Linux reads
+ * /proc/<pid>/environ; macOS reads `ps eww`. Processes that cannot be read
+ * (other users) are skipped.
+ *
+ * @returns the processes killed
+ */
+export function sweepCookie(cookie: string, match: "exact" | "prefix"): Escapee[] {
+  const killed: Escapee[] = [];
+  for (const proc of processesWithEnv(cookie, match)) {
+    try {
+      process.kill(proc.pid, "SIGKILL");
+      killed.push(proc);
+    } catch {
+      // Gone already.
+    }
+  }
+  return killed;
+}
+
+/** A live process and one of its environment entries. */
+export interface EnvProcess extends Escapee {
+  /** The first environment entry that matched. */
+  entry: string;
+  /** Every `NAME=value` entry of the process. */
+  env: Map<string, string>;
+}
+
+/**
+ * Lists live, non-zombie processes (excluding this one and its ancestors)
+ * with an environment entry equal to, or starting with, `needle`.
+ */
+export function processesWithEnv(needle: string, match: "exact" | "prefix"): EnvProcess[] {
+  const spared = ancestry();
+  const hits: EnvProcess[] = [];
+  const test = (entry: string) => (match === "exact" ? entry === needle : entry.startsWith(needle));
+  if (process.platform === "linux") {
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      const pid = Number(name);
+      if (spared.has(pid)) continue;
+      try {
+        if (/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"))) continue;
+        const entries = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+        const entry = entries.find(test);
+        if (entry === undefined) continue;
+        const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
+        hits.push({ pid, command, entry, env: toEnvMap(entries) });
+      } catch {
+        // Exited while we looked, or not ours to read.
+      }
+    }
+    return hits;
+  }
+  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  for (const line of (ps.stdout ?? "").split("\n")) {
+    const m = /^\s*(\d+)\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (spared.has(pid)) continue;
+    const words = m[2]!.split(/\s+/);
+    const entry = words.find(test);
+    if (entry === undefined) continue;
+    hits.push({ pid, command: m[2]!.slice(0, 200), entry, env: toEnvMap(words.filter((w) => w.includes("="))) });
+  }
+  return hits;
+}
+
+function toEnvMap(entries: string[]): Map<string, string> {
+  const env = new Map<string, string>();
+  for (const entry of entries) {
+    const eq = entry.indexOf("=");
+    if (eq > 0) env.set(entry.slice(0, eq), entry.slice(eq + 1));
+  }
+  return env;
+}
+
+/** This process and its ancestors: never swept, even when they carry a cookie (nested runs). */
+function ancestry(): Set<number> {
+  const pids = new Set<number>([process.pid]);
+  let pid = process.ppid;
+  for (let i = 0; i < 64 && pid > 1; i++) {
+    pids.add(pid);
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      pid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    } catch {
+      break;
+    }
+  }
+  return pids;
+}
+
+/** True when a process with this pid exists (signal 0 probe). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }

@@ -2,7 +2,7 @@
  * Runs one planned shard end to end: spawn under supervision, collect the
  * evidence (process outcome, Bun's JUnit, inspector events), decide.
  */
-import { readFile, rm } from "node:fs/promises";
+import { open, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { connectTestEvents, socketPathFor, type EventChannel } from "../events/inspector.ts";
 import { openJournal, type Journal } from "../events/journal.ts";
@@ -12,6 +12,7 @@ import type { PlannedShard } from "../plan/plan.ts";
 import { readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
+import { stripAnsi } from "../report/sanitize.ts";
 import { passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
 import { startProcess, type ShardProcess } from "./process.ts";
 
@@ -77,7 +78,9 @@ export async function runShard(
     ...(ctx.shardEnv?.(shard) ?? {}),
     [SHARD_ENV.cookie]: `${ctx.runId}:${shard.index}`,
     [SHARD_ENV.inShard]: "1",
+    [SHARD_ENV.runnerPid]: String(process.pid),
   };
+  const cookie = `${SHARD_ENV.cookie}=${ctx.runId}:${shard.index}`;
   const running: RunningShard = { shard, process: null as unknown as ShardProcess, model: null, logPath, eventsProblem: null };
 
   /** One attempt; returns null when the event channel failed and the child was stopped before any test ran. */
@@ -87,7 +90,7 @@ export async function runShard(
     const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
     const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => performance.now() }) : null;
     const journal: Journal | null = socketPath ? await openJournal(logPath.replace(/\.log$/, ".events.jsonl")) : null;
-    const proc = startProcess({ argv, cwd: ctx.root, env, logPath, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs });
+    const proc = startProcess({ argv, cwd: ctx.root, env, logPath, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, cookie });
     const unregister = register(proc);
     running.process = proc;
     running.model = model;
@@ -154,6 +157,7 @@ export async function runShard(
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
   }
 
+  const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
   const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
   const cancelSignal = cancelled();
   const decided = decideShard({
@@ -175,13 +179,44 @@ export async function runShard(
     ...(junitProblem ? { junitProblem } : {}),
     events,
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
+    ...(consoleError ? { consoleError } : {}),
     timeoutMs: ctx.timeoutMs,
     graceMs: ctx.graceMs,
     logPath: outcome.spawnError === null ? logPath : null,
     logIncomplete: outcome.logError !== null,
   });
+  decided.escapees = outcome.escapees.map(({ pid, command }) => ({ pid, command }));
   if (running.eventsProblem && decided.status !== "passed") {
     decided.reason += `; per-test data missing (${running.eventsProblem})`;
   }
   return decided;
+}
+
+/** Bun frames errors outside tests between these lines (Bun 1.4.4 console reporter). */
+const UNHANDLED_HEADER = "# Unhandled error between tests";
+
+/**
+ * The first "error: …" line of Bun's "Unhandled error between tests" block in
+ * the last 64 KiB of a log, for a load failure's message. Undefined when
+ * there is none or the log cannot be read.
+ */
+async function unhandledErrorText(logPath: string): Promise<string | undefined> {
+  try {
+    const handle = await open(logPath, "r");
+    try {
+      const { size } = await handle.stat();
+      const start = Math.max(0, size - 64 * 1024);
+      const buffer = Buffer.alloc(size - start);
+      await handle.read(buffer, 0, buffer.length, start);
+      const text = stripAnsi(buffer.toString("utf8"));
+      const block = text.slice(text.lastIndexOf(UNHANDLED_HEADER));
+      if (!block.startsWith(UNHANDLED_HEADER)) return undefined;
+      const line = block.split("\n").find((l) => l.startsWith("error: "));
+      return line?.slice("error: ".length, 500 + "error: ".length).trim() || undefined;
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return undefined;
+  }
 }

@@ -94,6 +94,14 @@ export const TestResultSchema = z.object({
 });
 export type TestResult = z.infer<typeof TestResultSchema>;
 
+/** A process that outlived its shard (left the process group) and was SIGKILLed by the sweep. */
+export const EscapeeSchema = z.object({
+  pid: z.number().int().positive(),
+  /** Command line, cut to 200 characters. */
+  command: z.string(),
+});
+export type EscapeeRecord = z.infer<typeof EscapeeSchema>;
+
 export const ShardResultSchema = z.object({
   /** 1-based position in the plan. */
   index: z.number().int().positive(),
@@ -117,6 +125,8 @@ export const ShardResultSchema = z.object({
   logIncomplete: z.boolean().default(false),
   /** One human sentence, e.g. "killed after 1800 s wall-clock timeout". */
   reason: z.string(),
+  /** Descendants that escaped the process group (setsid, double fork) and were killed after the shard ended. */
+  escapees: z.array(EscapeeSchema).default([]),
   /** Where the per-test entries came from. */
   testSource: z.enum(["junit", "events", "junit+events", "synthetic"]),
   tests: z.array(TestResultSchema),
@@ -160,6 +170,10 @@ export const RunReportSchema = z.object({
     bunArgs: z.array(z.string()),
   }),
   summary: SummarySchema,
+  /** Processes killed by the run-level sweeps: left over by dead earlier runs (at start), and by this run (at the end). */
+  sweeps: z
+    .object({ staleRuns: z.array(EscapeeSchema), endOfRun: z.array(EscapeeSchema) })
+    .default({ staleRuns: [], endOfRun: [] }),
   shards: z.array(ShardResultSchema),
 });
 export type RunReport = z.infer<typeof RunReportSchema>;

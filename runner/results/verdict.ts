@@ -87,6 +87,13 @@ export interface ShardEvidence {
   junitProblem?: string;
   events: EventEvidence | null;
   passWithNoTests: boolean;
+  /**
+   * Bun's own description of an error outside any test, cut from the shard's
+   * log. Used only as the message of a load failure when no event carried
+   * one (Bun sends no event for an unresolvable import, and a load-time throw
+   * often exits before its event is sent); never as evidence for a verdict.
+   */
+  consoleError?: string;
   timeoutMs: number;
   graceMs: number;
   logPath: string | null;
@@ -114,6 +121,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     startedAt: p.startedAt,
     logPath: ev.logPath,
     logIncomplete: ev.logIncomplete,
+    escapees: [],
   };
 
   if (!p.started) {
@@ -242,7 +250,9 @@ function fromEvent(t: EventTest, status: TestStatus, failure?: Failure): TestRes
 
 function loadFailure(ev: ShardEvidence, file: string): TestResult {
   const errors = (ev.events?.looseErrors ?? []).filter((e) => e.file === file || (e.file === null && ev.files.length === 1));
-  const message = errors[0]?.message ?? `the file failed before any test was registered (see ${ev.logPath ?? "the log"})`;
+  const message =
+    errors[0]?.message ??
+    (ev.consoleError ? `${ev.consoleError} (from Bun's console output)` : `the file failed before any test was registered (see ${ev.logPath ?? "the log"})`);
   return synthetic(file, "failed", { type: "load-error", message });
 }
 
@@ -335,6 +345,7 @@ export function skippedByDiff(shard: { index: number; slug: string; files: strin
     startedAt: null,
     logPath: null,
     logIncomplete: false,
+    escapees: [],
     reason,
     testSource: "synthetic",
     tests: shard.files.map((file) => synthetic(file, "skipped-by-diff", { type: "skipped-by-diff", message: reason })),

@@ -44,6 +44,7 @@ export function makeShard(fields: Partial<ShardResult> & Pick<ShardResult, "inde
     testSource: "junit",
     tests,
     ...fields,
+    escapees: fields.escapees ?? [],
   };
 }
 
@@ -65,5 +66,6 @@ export function makeReport(shards: ShardResult[], fields: Partial<RunReport> = {
     summary: summarize(shards),
     shards,
     ...fields,
+    sweeps: fields.sweeps ?? { staleRuns: [], endOfRun: [] },
   };
 }

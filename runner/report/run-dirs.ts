@@ -1,0 +1,72 @@
+/**
+ * On-disk layout of the output directory, safe for concurrent runs:
+ *
+ *   OUT/runs/<runId>/logs/shard-<n>-<slug>.log   every byte a shard printed
+ *   OUT/runs/<runId>/logs/shard-<n>-<slug>.events.jsonl
+ *   OUT/runs/<runId>/junit/shard-<n>.xml         Bun's own JUnit per shard
+ *   OUT/runs/<runId>/junit.xml, report.json      this run's own copy
+ *   OUT/logs -> runs/<runId>/logs                the newest run's logs
+ *   OUT/junit.xml, OUT/report.json               written by whichever run finishes
+ *
+ * Run ids are unique, so two runs never write the same log.
+ */
+import { lstat, mkdir, readdir, rename, rm, stat, symlink } from "node:fs/promises";
+import path from "node:path";
+
+/** Paths of one run inside the output directory. */
+export interface RunDirs {
+  runDir: string;
+  logDir: string;
+  junitDir: string;
+}
+
+/** How many finished runs are kept under OUT/runs. */
+export const KEEP_RUNS = 10;
+
+/** A run directory touched this recently may belong to a live run and is never pruned, ms. */
+const PRUNE_MIN_AGE_MS = 6 * 60 * 60 * 1000;
+
+/**
+ * Creates the run's directories, points OUT/logs at its logs, and prunes
+ * old runs beyond {@link KEEP_RUNS}.
+ *
+ * @throws the file system's error when OUT cannot be written (preflight checks it first)
+ */
+export async function prepareRunDirs(out: string, runId: string): Promise<RunDirs> {
+  const runDir = path.join(out, "runs", runId);
+  const logDir = path.join(runDir, "logs");
+  const junitDir = path.join(runDir, "junit");
+  await mkdir(logDir, { recursive: true, mode: 0o700 });
+  await mkdir(junitDir, { recursive: true, mode: 0o700 });
+  await pointLatest(path.join(out, "logs"), path.relative(out, logDir));
+  await prune(path.join(out, "runs"), runId);
+  return { runDir, logDir, junitDir };
+}
+
+/** Replaces the OUT/logs symlink atomically (temp link + rename); leaves a real directory alone. */
+async function pointLatest(link: string, target: string): Promise<void> {
+  try {
+    const existing = await lstat(link);
+    if (!existing.isSymbolicLink()) return;
+  } catch {
+    // Absent: fine.
+  }
+  const temp = `${link}.${process.pid}.tmp`;
+  await rm(temp, { force: true });
+  await symlink(target, temp);
+  await rename(temp, link);
+}
+
+async function prune(runsDir: string, current: string): Promise<void> {
+  const names = (await readdir(runsDir)).filter((n) => n !== current).sort();
+  const excess = names.slice(0, Math.max(0, names.length - (KEEP_RUNS - 1)));
+  for (const name of excess) {
+    const dir = path.join(runsDir, name);
+    try {
+      if (Date.now() - (await stat(dir)).mtimeMs < PRUNE_MIN_AGE_MS) continue;
+      await rm(dir, { recursive: true, force: true });
+    } catch {
+      // Another run pruned it first.
+    }
+  }
+}

@@ -1,0 +1,613 @@
+/**
+ * The inspector event channel against REAL `bun --inspect-wait` children
+ * running fixture test files written into a temp dir. Each child is spawned
+ * detached (its own process group) so a test can kill the whole group.
+ *
+ * Bun drops the last events of a run now and then (the process exits before
+ * the socket queue drains; GUIDE §1), so every fixture ends with a "tail"
+ * test whose end the assertions do not require — only that it never turns
+ * into anything but passed or unfinished.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  connectTestEvents,
+  InspectorConnectError,
+  MAX_SOCKET_PATH_BYTES,
+  socketDirFor,
+  socketPathFor,
+  SocketPathTooLongError,
+  type EventChannel,
+  type TestEvent,
+} from "../runner/events/inspector.ts";
+import { openJournal, readJournal } from "../runner/events/journal.ts";
+import { TestEventModel, type TestState } from "../runner/events/model.ts";
+
+const BUN = process.execPath;
+let root = "";
+let sockDir = "";
+const children = new Set<ChildProcess>();
+
+const FIXTURES: Record<string, string> = {
+  "main.test.ts": `
+import { describe, expect, test } from "bun:test";
+const pause = () => Bun.sleep(50);
+describe("outer", () => {
+  describe("inner", () => {
+    test("passes", async () => { await pause(); expect(1).toBe(1); });
+  });
+  let tries = 0;
+  test("flaky", async () => { await pause(); tries += 1; expect(tries).toBe(2); });
+  test("fails", async () => { await pause(); expect("a").toBe("b"); });
+  test.skip("skipped", () => {});
+  test.todo("todo");
+});
+test("tail", async () => { await pause(); });
+`,
+  "spin.test.ts": `
+import { test } from "bun:test";
+test("one", async () => { await Bun.sleep(50); });
+test("two", () => { while (true) {} });
+test("three", () => {});
+`,
+  "bun-timeout.test.ts": `
+import { test } from "bun:test";
+test("too slow", async () => { await Bun.sleep(1000); });
+test("tail", async () => { await Bun.sleep(20); });
+`,
+  "top-level-throw.test.ts": `
+import { test } from "bun:test";
+test("never runs", () => {});
+throw new Error("top level boom");
+`,
+  "missing-import.test.ts": `
+import { nothing } from "./does-not-exist.ts";
+import { test } from "bun:test";
+test("never loads", () => { void nothing; });
+`,
+  "later.test.ts": `
+import { test } from "bun:test";
+test("later", async () => { await Bun.sleep(50); });
+test("tail", async () => { await Bun.sleep(100); });
+`,
+  "serve-tcp.ts": `
+Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("x") });
+setInterval(() => {}, 1000);
+`,
+};
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), "sg-events-"));
+  for (const [name, text] of Object.entries(FIXTURES)) writeFileSync(join(root, name), text);
+  sockDir = socketDirFor(join(root, "run"));
+});
+
+afterAll(() => {
+  for (const child of children) killGroup(child);
+  rmSync(root, { recursive: true, force: true });
+});
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+interface Shard {
+  child: ChildProcess;
+  pid: number;
+  socketPath: string;
+  exited: Promise<{ code: number | null; signal: string | null }>;
+  events: TestEvent[];
+  model: TestEventModel;
+  logPath: string;
+}
+
+let shardCounter = 0;
+
+/** Spawns `bun --inspect-wait=ws+unix://… test <files>` in its own process group. */
+function spawnShard(files: string[], bunArgs: string[] = []): Shard {
+  shardCounter += 1;
+  const socketPath = socketPathFor(sockDir, shardCounter);
+  const logPath = join(root, `shard-${shardCounter}.log`);
+  const log = openSync(logPath, "w");
+  const child = spawn(BUN, [`--inspect-wait=ws+unix://${socketPath}`, "test", ...bunArgs, ...files.map((f) => join(root, f))], {
+    cwd: root,
+    detached: true,
+    stdio: ["ignore", log, log],
+  });
+  closeSync(log);
+  children.add(child);
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+    child.on("exit", (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  if (child.pid === undefined) throw new Error("spawn failed");
+  return { child, pid: child.pid, socketPath, exited, events: [], model: new TestEventModel({ root }), logPath };
+}
+
+async function connect(shard: Shard, onEvent?: (event: TestEvent) => void): Promise<EventChannel> {
+  return connectTestEvents({
+    socketPath: shard.socketPath,
+    connectTimeoutMs: 5_000,
+    onEvent: (event) => {
+      shard.events.push(event);
+      shard.model.apply(event);
+      onEvent?.(event);
+    },
+  });
+}
+
+function byName(states: TestState[], fullName: string): TestState {
+  const state = states.find((t) => t.fullName === fullName);
+  if (!state) throw new Error(`no test ${fullName} in ${states.map((t) => t.fullName).join(", ")}`);
+  return state;
+}
+
+/** The tail test: its end may be lost, but it must never be anything but passed or unfinished. */
+function expectPassedOrUnfinished(state: TestState): void {
+  if (state.phase === "ended") expect(state.status).toBe("passed");
+  else expect(state.status).toBeUndefined();
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    if (condition()) return true;
+    await Bun.sleep(10);
+  }
+  return condition();
+}
+
+// ---------------------------------------------------------------------------
+// /proc helpers for the "no TCP listener" check (Linux only)
+// ---------------------------------------------------------------------------
+
+/** Inodes of the sockets the process holds open, from /proc/<pid>/fd. */
+function socketInodes(pid: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let target = "";
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed meanwhile
+    }
+    const match = /^socket:\[(\d+)\]$/.exec(target);
+    if (match?.[1]) inodes.add(match[1]);
+  }
+  return inodes;
+}
+
+/** Inodes of TCP sockets in LISTEN state (st 0A) in the process's network namespace. */
+function listeningTcpInodes(pid: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const table of ["tcp", "tcp6"]) {
+    let text = "";
+    try {
+      text = readFileSync(`/proc/${pid}/net/${table}`, "utf8");
+    } catch {
+      continue; // e.g. no IPv6
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const columns = line.trim().split(/\s+/);
+      if (columns[3] === "0A" && columns[9]) inodes.add(columns[9]);
+    }
+  }
+  return inodes;
+}
+
+/** TCP listeners owned by the process: listening inodes that are among its fds. */
+function tcpListenersOf(pid: number): string[] {
+  const mine = socketInodes(pid);
+  return [...listeningTcpInodes(pid)].filter((inode) => mine.has(inode));
+}
+
+/** Inodes of the unix sockets bound to `path`, from /proc/<pid>/net/unix. */
+function unixSocketInodes(pid: number, path: string): string[] {
+  return readFileSync(`/proc/${pid}/net/unix`, "utf8")
+    .split("\n")
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((columns) => columns[7] === path && columns[6] !== undefined)
+    .map((columns) => columns[6] as string);
+}
+
+// ---------------------------------------------------------------------------
+
+describe("connectTestEvents with real bun children", () => {
+  test("pass / fail / skip / todo / retry-flaky / nested describes build the expected model; journal round-trips", async () => {
+    const shard = spawnShard(["main.test.ts"], ["--retry", "1"]);
+    const journal = await openJournal(join(root, "main.events.jsonl"));
+    const started = performance.now();
+    const channel = await connect(shard, (event) => journal.append(event));
+    const connectMs = performance.now() - started;
+    await channel.closed;
+    await journal.close();
+    const exit = await shard.exited;
+    expect(exit.code).toBe(1);
+    expect(connectMs).toBeLessThan(5_000);
+
+    const stats = channel.stats();
+    expect(stats.closeCode).toBe(1006);
+    expect(stats.malformed).toBe(0);
+    expect(stats.invalid).toBe(0);
+    expect(stats.handlerErrors).toBe(0);
+
+    const tests = shard.model.tests();
+    expect(tests.map((t) => t.fullName).sort()).toEqual(
+      ["outer > inner > passes", "outer > flaky", "outer > fails", "outer > skipped", "outer > todo", "tail"].sort(),
+    );
+    expect(shard.model.foundCount("main.test.ts")).toBe(6);
+
+    const passes = byName(tests, "outer > inner > passes");
+    expect(passes.status).toBe("passed");
+    expect(passes.attempts).toBe(1);
+    expect(passes.file).toBe("main.test.ts");
+    expect(passes.line).toBe(6);
+    expect(passes.describePath).toEqual(["outer", "inner"]);
+    expect(passes.durationMs).toBeGreaterThanOrEqual(40);
+
+    const flaky = byName(tests, "outer > flaky");
+    expect(flaky.status).toBe("passed");
+    expect(flaky.flaky).toBe(true);
+    expect(flaky.attempts).toBe(2);
+    expect(flaky.attemptFailures).toHaveLength(1);
+    expect(flaky.attemptFailures[0]?.message).toContain("Expected: 2");
+
+    const fails = byName(tests, "outer > fails");
+    expect(fails.status).toBe("failed");
+    expect(fails.attempts).toBe(2);
+    expect(fails.attemptFailures).toHaveLength(1);
+    expect(fails.failure?.message).toContain('Expected: "b"');
+    expect(fails.failure?.details).toContain("main.test.ts:10:");
+
+    const skipped = byName(tests, "outer > skipped");
+    expect([skipped.status, skipped.attempts]).toEqual(["skipped", 0]);
+    const todo = byName(tests, "outer > todo");
+    expect([todo.status, todo.attempts]).toEqual(["todo", 0]);
+    expectPassedOrUnfinished(byName(tests, "tail"));
+    expect(shard.model.errorsOutsideTests()).toEqual([]);
+
+    // The journal holds the same events and rebuilds the same verdicts.
+    const replayed = TestEventModel.fromEvents(await readJournal(join(root, "main.events.jsonl")), { root }).tests();
+    expect(replayed.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky])).toEqual(
+      tests.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky]),
+    );
+  });
+
+  test.skipIf(process.platform !== "linux")(
+    "a spinning test killed from outside: 1 passed, 2 running, 3 never started; the child has no TCP listener",
+    async () => {
+      const shard = spawnShard(["spin.test.ts"]);
+      const spawnedAt = performance.now();
+      const channel = await connect(shard);
+      const spinning = await waitFor(() => shard.model.running()?.name === "two", 5_000);
+      expect(spinning).toBe(true);
+
+      // While it spins: the inspector listens on our unix socket (proving the
+      // fd scan sees it) and on no TCP port.
+      const fds = socketInodes(shard.pid);
+      const unix = unixSocketInodes(shard.pid, shard.socketPath);
+      expect(unix.some((inode) => fds.has(inode))).toBe(true);
+      expect(tcpListenersOf(shard.pid)).toEqual([]);
+
+      await Bun.sleep(Math.max(0, 1_500 - (performance.now() - spawnedAt)));
+      process.kill(-shard.pid, "SIGKILL");
+      const exit = await shard.exited;
+      expect(exit.signal).toBe("SIGKILL");
+      await channel.closed;
+      expect(channel.stats().closeCode).toBe(1006);
+
+      const [one, two, three] = shard.model.tests();
+      expect(one?.name).toBe("one");
+      expect(one?.status).toBe("passed");
+      expect(two?.name).toBe("two");
+      expect(two?.phase).toBe("running");
+      expect(two?.status).toBeUndefined();
+      expect(two?.attempts).toBe(1);
+      expect(two?.startedAtMs).toBeNumber();
+      expect(three?.name).toBe("three");
+      expect(three?.phase).toBe("found");
+      expect(three?.attempts).toBe(0);
+      expect(shard.model.running()?.name).toBe("two");
+    },
+    10_000,
+  );
+
+  test.skipIf(process.platform !== "linux")("the TCP listener check is not vacuous: it sees Bun.serve on 127.0.0.1", async () => {
+    const child = spawn(BUN, [join(root, "serve-tcp.ts")], { detached: true, stdio: "ignore" });
+    children.add(child);
+    const pid = child.pid;
+    if (pid === undefined) throw new Error("spawn failed");
+    try {
+      expect(await waitFor(() => tcpListenersOf(pid).length > 0, 5_000)).toBe(true);
+    } finally {
+      killGroup(child);
+    }
+  });
+
+  test("Bun's own --timeout: end status timeout → failed with failure type timeout, no error event", async () => {
+    const shard = spawnShard(["bun-timeout.test.ts"], ["--timeout", "150"]);
+    const channel = await connect(shard);
+    await channel.closed;
+    await shard.exited;
+    const slow = byName(shard.model.tests(), "too slow");
+    expect(slow.bunStatus).toBe("timeout");
+    expect(slow.status).toBe("failed");
+    expect(slow.failure?.type).toBe("timeout");
+    expect(slow.errors).toEqual([]);
+    expect(slow.durationMs).toBeGreaterThanOrEqual(140);
+    expect(slow.durationMs).toBeLessThan(1000);
+    expectPassedOrUnfinished(byName(shard.model.tests(), "tail"));
+  });
+
+  test("load errors (Bun 1.4.4): a top-level throw sends an error outside tests; a missing import sends nothing", async () => {
+    const shard = spawnShard(["top-level-throw.test.ts", "missing-import.test.ts", "later.test.ts"]);
+    const channel = await connect(shard);
+    await channel.closed;
+    await shard.exited;
+    const model = shard.model;
+
+    const outside = model.errorsOutsideTests();
+    expect(outside.map((e) => [e.file, e.message])).toEqual([["top-level-throw.test.ts", "top level boom"]]);
+    expect(outside[0]?.locations[0]).toEqual({ file: "top-level-throw.test.ts", line: 4, column: 7 });
+
+    // The throwing file's tests were registered, then never started.
+    const neverRuns = byName(model.tests(), "never runs");
+    expect(neverRuns.phase).toBe("found");
+    expect(model.foundCount("top-level-throw.test.ts")).toBe(1);
+
+    // An unresolvable import produces no event at all: no found, no error.
+    expect(model.foundCount("missing-import.test.ts")).toBe(0);
+    expect(shard.events.some((e) => JSON.stringify(e).includes("does-not-exist"))).toBe(false);
+    // ...while Bun's console output does report it.
+    expect(readFileSync(shard.logPath, "utf8")).toContain("Cannot find module './does-not-exist.ts'");
+
+    expect(byName(model.tests(), "later").status).toBe("passed");
+  });
+});
+
+describe("connectTestEvents failure paths", () => {
+  test("a socket path nobody serves rejects within the timeout, naming the socket and the wait", async () => {
+    const socketPath = socketPathFor(sockDir, "nobody");
+    const started = performance.now();
+    const error = await connectTestEvents({ socketPath, connectTimeoutMs: 300, onEvent: () => {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const waited = performance.now() - started;
+    expect(error).toBeInstanceOf(InspectorConnectError);
+    const connectError = error as InspectorConnectError;
+    expect(connectError.reason).toBe("timeout");
+    expect(connectError.socketPath).toBe(socketPath);
+    expect(connectError.message).toContain(socketPath);
+    expect(connectError.message).toContain("timeout 300 ms");
+    expect(connectError.waitedMs).toBeGreaterThanOrEqual(295);
+    expect(waited).toBeGreaterThanOrEqual(295);
+    expect(waited).toBeLessThan(1_000);
+  });
+
+  test("a stale socket file (its child died) is retried until the timeout, then socketPathFor removes it", async () => {
+    const shard = spawnShard(["later.test.ts"]);
+    expect(await waitFor(() => existsSync(shard.socketPath), 5_000)).toBe(true);
+    await Bun.sleep(50);
+    process.kill(-shard.pid, "SIGKILL");
+    await shard.exited;
+    expect(statSync(shard.socketPath).isSocket()).toBe(true);
+
+    const error = (await connectTestEvents({ socketPath: shard.socketPath, connectTimeoutMs: 200, onEvent: () => {} }).catch(
+      (e: unknown) => e,
+    )) as InspectorConnectError;
+    expect(error).toBeInstanceOf(InspectorConnectError);
+    expect(error.message).toContain("ECONNREFUSED");
+
+    // Bun refuses to start its inspector on an existing socket file (EADDRINUSE);
+    // socketPathFor clears it.
+    const name = shard.socketPath.slice(sockDir.length + 1, -".sock".length);
+    expect(socketPathFor(sockDir, name)).toBe(shard.socketPath);
+    expect(existsSync(shard.socketPath)).toBe(false);
+  });
+
+  test("an abort signal ends the wait at once", async () => {
+    const controller = new AbortController();
+    const started = performance.now();
+    const pending = connectTestEvents({
+      socketPath: socketPathFor(sockDir, "aborted"),
+      connectTimeoutMs: 5_000,
+      onEvent: () => {},
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 50);
+    const error = (await pending.catch((e: unknown) => e)) as InspectorConnectError;
+    expect(error.reason).toBe("aborted");
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  test("close() on an open channel resolves closed; the child keeps running until killed", async () => {
+    const shard = spawnShard(["spin.test.ts"]);
+    const channel = await connect(shard);
+    channel.close();
+    channel.close();
+    await channel.closed;
+    expect(channel.stats().closeCode).not.toBeNull();
+    await Bun.sleep(100);
+    expect([shard.child.exitCode, shard.child.signalCode]).toEqual([null, null]);
+    process.kill(-shard.pid, "SIGKILL");
+    await shard.exited;
+  });
+});
+
+describe("connectTestEvents against a fake inspector (Bun.serve on a unix socket)", () => {
+  type Behaviour = "normal" | "silent" | "refuse" | "hang-up";
+
+  /** Serves the handshake like Bun does, or misbehaves; after `Inspector.initialized` sends `afterInit`. */
+  function fakeInspector(name: string, behaviour: Behaviour, afterInit: string[] = []) {
+    const socketPath = socketPathFor(sockDir, name);
+    const server = Bun.serve({
+      unix: socketPath,
+      fetch(request, srv) {
+        return srv.upgrade(request) ? undefined : new Response("upgrade required", { status: 426 });
+      },
+      websocket: {
+        open(ws) {
+          if (behaviour === "hang-up") ws.close();
+        },
+        message(ws, data) {
+          const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+          if (behaviour === "silent") return;
+          if (behaviour === "refuse") {
+            ws.send(JSON.stringify({ id, error: { message: `no ${method}` } }));
+            return;
+          }
+          ws.send(JSON.stringify({ result: {}, id }));
+          if (method === "Inspector.initialized") {
+            for (const text of afterInit) ws.send(text);
+            ws.close();
+          }
+        },
+      },
+    });
+    return { socketPath, stop: () => server.stop(true) };
+  }
+
+  test("malformed, invalid and unknown messages are counted, not thrown; a throwing onEvent is contained", async () => {
+    const fake = fakeInspector("fake-ok", "normal", [
+      "this is not json",
+      '{"method":"TestReporter.start","params":{}}',
+      '{"method":"Console.messageAdded","params":{"message":{}}}',
+      '{"method":"TestReporter.found","params":{"id":1,"url":"/x/a.test.ts","line":1,"name":"a","type":"test"}}',
+      '{"method":"TestReporter.start","params":{"id":1}}',
+    ]);
+    try {
+      const received: TestEvent[] = [];
+      const channel = await connectTestEvents({
+        socketPath: fake.socketPath,
+        connectTimeoutMs: 2_000,
+        onEvent: (event) => {
+          received.push(event);
+          if (event.method === "TestReporter.found") throw new Error("consumer bug");
+        },
+      });
+      await channel.closed;
+      expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "TestReporter.start"]);
+      const stats = channel.stats();
+      expect([stats.events, stats.malformed, stats.invalid, stats.ignored, stats.handlerErrors]).toEqual([2, 1, 1, 1, 1]);
+      expect(stats.connectMs).toBeGreaterThan(0);
+    } finally {
+      fake.stop();
+    }
+  });
+
+  test("no reply to the enable requests → rejects at the deadline", async () => {
+    const fake = fakeInspector("fake-silent", "silent");
+    try {
+      const started = performance.now();
+      const error = (await connectTestEvents({ socketPath: fake.socketPath, connectTimeoutMs: 300, onEvent: () => {} }).catch(
+        (e: unknown) => e,
+      )) as InspectorConnectError;
+      expect(error.reason).toBe("timeout");
+      expect(error.message).toContain("no reply");
+      expect(performance.now() - started).toBeLessThan(1_000);
+    } finally {
+      fake.stop();
+    }
+  });
+
+  test("an error reply → rejects with reason refused", async () => {
+    const fake = fakeInspector("fake-refuse", "refuse");
+    try {
+      const error = (await connectTestEvents({ socketPath: fake.socketPath, connectTimeoutMs: 2_000, onEvent: () => {} }).catch(
+        (e: unknown) => e,
+      )) as InspectorConnectError;
+      expect(error.reason).toBe("refused");
+      expect(error.message).toContain("no TestReporter.enable");
+    } finally {
+      fake.stop();
+    }
+  });
+
+  test("the peer hangs up during the handshake → rejects with reason closed", async () => {
+    const fake = fakeInspector("fake-hangup", "hang-up");
+    try {
+      const error = (await connectTestEvents({ socketPath: fake.socketPath, connectTimeoutMs: 2_000, onEvent: () => {} }).catch(
+        (e: unknown) => e,
+      )) as InspectorConnectError;
+      expect(error.reason).toBe("closed");
+    } finally {
+      fake.stop();
+    }
+  });
+});
+
+describe("socket paths", () => {
+  test("socketDirFor creates <runDir>/sock with mode 0700 and repairs a looser mode", () => {
+    const runDir = join(root, "run-mode");
+    const dir = socketDirFor(runDir);
+    expect(dir).toBe(join(runDir, "sock"));
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    chmodSync(dir, 0o755);
+    expect(socketDirFor(runDir)).toBe(dir);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+  });
+
+  test("socketDirFor refuses a non-directory at the socket dir path", () => {
+    const runDir = join(root, "run-file");
+    mkdirSync(runDir);
+    writeFileSync(join(runDir, "sock"), "");
+    expect(() => socketDirFor(runDir)).toThrow("is not a directory");
+  });
+
+  test("a run dir too deep for unix socket paths falls back to a private dir under os.tmpdir()", () => {
+    const deep = join(root, "d".repeat(60), "e".repeat(60));
+    const dir = socketDirFor(deep);
+    try {
+      expect(dir.startsWith(tmpdir())).toBe(true);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      expect(Buffer.byteLength(socketPathFor(dir, 12345))).toBeLessThanOrEqual(MAX_SOCKET_PATH_BYTES);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a run dir with a space or a colon falls back to a safe private dir (Bun and ws mis-handle those)", () => {
+    for (const odd of ["with space", "co:lon"]) {
+      const dir = socketDirFor(join(root, odd));
+      try {
+        expect(dir.startsWith(tmpdir())).toBe(true);
+        expect(statSync(dir).mode & 0o777).toBe(0o700);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    expect(() => socketPathFor(join(root, "with space"), 1)).toThrow("characters");
+  });
+
+  test("connectTestEvents refuses a relative or unsafe socket path without trying", async () => {
+    for (const socketPath of ["rel/1.sock", "/tmp/a b/1.sock", "/tmp/a:b/1.sock"]) {
+      const error = (await connectTestEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: () => {} }).catch(
+        (e: unknown) => e,
+      )) as InspectorConnectError;
+      expect(error).toBeInstanceOf(InspectorConnectError);
+      expect(error.reason).toBe("invalid-path");
+    }
+  });
+
+  test("socketPathFor throws a clear error past the byte limit and rejects odd names", () => {
+    const deepDir = join(root, "x".repeat(120));
+    expect(() => socketPathFor(deepDir, 1)).toThrow(SocketPathTooLongError);
+    expect(() => socketPathFor(deepDir, 1)).toThrow(`over the ${MAX_SOCKET_PATH_BYTES}-byte limit`);
+    expect(() => socketPathFor(sockDir, "../up")).toThrow("plain file name");
+    expect(() => socketPathFor(sockDir, "")).toThrow("plain file name");
+    writeFileSync(join(sockDir, "file.sock"), "");
+    expect(() => socketPathFor(sockDir, "file")).toThrow("not a socket");
+  });
+});
