@@ -13,6 +13,9 @@ const code = await main(process.argv.slice(2), {
   cwd: process.cwd(),
   stdout: (text) => process.stdout.write(text + "\n"),
   stderr: (text) => process.stderr.write(text + "\n"),
+  write: (text) => process.stdout.write(text),
+  isTTY: Boolean(process.stdout.isTTY),
+  columns: process.stdout.columns,
   onSignal: (handler) => {
     process.on("SIGINT", () => handler("SIGINT"));
     process.on("SIGTERM", () => handler("SIGTERM"));

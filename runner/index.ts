@@ -3,6 +3,7 @@
  * the runner. Everything here returns exit codes; nothing exits the process.
  */
 export { main, planLines, type CliHost } from "./cli/main.ts";
+export { executeRun } from "./cli/execute.ts";
 export { preflight, MIN_BUN_VERSION } from "./cli/preflight.ts";
 export { parseArgs, type ParsedArgs } from "./config/args.ts";
 export { readBunfigTable, resolveSettings } from "./config/load.ts";

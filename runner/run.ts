@@ -20,6 +20,7 @@ import { endLine, logTail, startLine, summaryLines, type Out } from "./report/co
 import { renderJson } from "./report/json.ts";
 import { renderJUnit } from "./report/junit.ts";
 import { prepareRunDirs } from "./report/run-dirs.ts";
+import type { ProgressSource } from "./report/progress.ts";
 
 /** shardguard's version, reported in every JSON report. */
 export const TOOL_VERSION = "0.1.0";
@@ -37,6 +38,8 @@ export interface RunInputs {
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
   /** Shards decided before the run (e.g. skipped-by-diff); they are not spawned. */
   predecided?: ShardResult[];
+  /** Called once every shard has ended, before the summary is printed (stops live progress). */
+  beforeSummary?: () => void;
 }
 
 /** Result of a finished run. */
@@ -69,6 +72,25 @@ export class Run {
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
 
   constructor(private readonly inputs: RunInputs) {}
+
+  /** Live view for progress displays: counts and the running shards with their test in flight. */
+  progressSource(): ProgressSource {
+    return {
+      total: this.inputs.plan.shards.length,
+      done: () => this.results.size,
+      running: () =>
+        [...this.running.values()].map((r) => ({
+          index: r.shard.index,
+          files: r.shard.files,
+          elapsedMs: () => r.process.elapsedMs(),
+          inFlight: () => {
+            const test = r.model?.running();
+            if (!test) return null;
+            return { name: test.fullName, forMs: test.startedAtMs === undefined ? 0 : performance.now() - test.startedAtMs };
+          },
+        })),
+    };
+  }
 
   /** Requests cancellation; the second request SIGKILLs every running group at once. */
   cancel(signal: "SIGINT" | "SIGTERM"): void {
@@ -158,6 +180,7 @@ export class Run {
       out.line(`shardguard: killed ${this.sweeps.endOfRun.length} leftover process(es) of this run: ${describe(this.sweeps.endOfRun)}`);
     }
     const report = await this.writeReports(true);
+    this.inputs.beforeSummary?.();
     for (const line of summaryLines(report, { junit: settings.junit, json: settings.json })) out.line(line);
     if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
     return { exitCode: report.exitCode ?? EXIT.failed, report };

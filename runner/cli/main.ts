@@ -8,7 +8,8 @@ import { resolveSettings } from "../config/load.ts";
 import { ConfigError, SETTINGS, type RunSettings } from "../config/schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
 import { EXIT } from "../results/model.ts";
-import { Run, TOOL_VERSION } from "../run.ts";
+import { TOOL_VERSION } from "../run.ts";
+import { executeRun } from "./execute.ts";
 import { preflight } from "./preflight.ts";
 
 /** What the CLI needs from its host process; injectable for tests. */
@@ -19,6 +20,11 @@ export interface CliHost {
   stderr: (text: string) => void;
   /** Registers the cancellation handler for SIGINT / SIGTERM. */
   onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void;
+  /** Raw stdout writer (no newline added), for the live status area. */
+  write?: (text: string) => void;
+  /** True when stdout is a terminal: live status area instead of heartbeat lines. */
+  isTTY?: boolean;
+  columns?: number;
 }
 
 const USAGE = `shardguard ${TOOL_VERSION}: run expensive bun test tiers one shard per process, under a wall-clock timeout
@@ -103,9 +109,7 @@ async function runOrList(command: "run" | "list", argv: readonly string[], host:
     return EXIT.ok;
   }
   const checked = await preflight(settings);
-  const run = new Run({ settings, plan, bunVersion: checked.bunVersion, env: host.env, out: { line: host.stdout } });
-  host.onSignal((signal) => run.cancel(signal));
-  const result = await run.start();
+  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env }, host);
   return result.exitCode;
 }
 

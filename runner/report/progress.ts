@@ -1,0 +1,124 @@
+/**
+ * Live progress while shards run.
+ *
+ * On a TTY: a status area under the log lines, redrawn at most
+ * {@link REDRAW_MS} apart, with shards done/running/queued and, per running
+ * shard, its file, the test in flight and for how long.
+ * Without a TTY (CI): plain lines only; every `heartbeatMs` a line per shard
+ * that has run longer than that, naming the test in flight and its elapsed
+ * time, so a wedge can be diagnosed from a CI log alone.
+ */
+import type { Out } from "./console.ts";
+
+/** Minimum time between two redraws of the TTY status area, ms. */
+export const REDRAW_MS = 250;
+
+/** What progress needs to know about one running shard. */
+export interface ProgressShard {
+  index: number;
+  files: string[];
+  /** ms since the shard's process started. */
+  elapsedMs(): number;
+  /** The test in flight and how long it has run (ms), when events tell. */
+  inFlight(): { name: string; forMs: number } | null;
+}
+
+/** Counts and running shards, read at each redraw or heartbeat. */
+export interface ProgressSource {
+  total: number;
+  done(): number;
+  running(): ProgressShard[];
+}
+
+/** Options of {@link startProgress}. */
+export interface ProgressOptions {
+  /** Writes raw text to stdout (no newline added). */
+  write: (text: string) => void;
+  isTTY: boolean;
+  /** Terminal width in columns, for cutting lines on a TTY. */
+  columns?: number;
+  heartbeatMs: number;
+  /** NO_COLOR set: no escape sequences other than cursor movement. */
+  noColor: boolean;
+  source: ProgressSource;
+}
+
+/** A running progress display; `out` prints log lines above it. */
+export interface Progress {
+  out: Out;
+  stop(): void;
+}
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+
+/** Describes the test in flight of a shard, or that none is known. */
+function flightText(shard: ProgressShard): string {
+  const flight = shard.inFlight();
+  return flight ? `in flight: ${flight.name} (${secs(flight.forMs)})` : "no test in flight reported";
+}
+
+/**
+ * Starts the progress display. Call {@link Progress.stop} before printing
+ * the final summary.
+ */
+export function startProgress(options: ProgressOptions): Progress {
+  return options.isTTY ? ttyProgress(options) : ciProgress(options);
+}
+
+function ciProgress(options: ProgressOptions): Progress {
+  const lastBeat = new Map<number, number>();
+  const tick = () => {
+    for (const shard of options.source.running()) {
+      const elapsed = shard.elapsedMs();
+      const beats = Math.floor(elapsed / options.heartbeatMs);
+      if (beats < 1 || (lastBeat.get(shard.index) ?? 0) >= beats) continue;
+      lastBeat.set(shard.index, beats);
+      options.write(`[${shard.index}/${options.source.total}] RUNNING ${secs(elapsed)} ${shard.files.join(" ")}: ${flightText(shard)}\n`);
+    }
+  };
+  const timer = setInterval(tick, Math.min(1_000, options.heartbeatMs));
+  timer.unref?.();
+  return { out: { line: (text) => options.write(`${text}\n`) }, stop: () => clearInterval(timer) };
+}
+
+function ttyProgress(options: ProgressOptions): Progress {
+  let drawn = 0;
+  let stopped = false;
+  const color = (code: string, text: string) => (options.noColor ? text : `\x1b[${code}m${text}\x1b[0m`);
+  const width = Math.max(40, options.columns ?? 100);
+  const cut = (text: string) => (text.length > width - 1 ? `${text.slice(0, width - 2)}…` : text);
+  const clear = () => {
+    // Cursor up to the area's first line, then erase to the end of the screen.
+    if (drawn > 0) options.write(`\x1b[${drawn}A\x1b[0J`);
+    drawn = 0;
+  };
+  const draw = () => {
+    if (stopped) return;
+    const running = options.source.running();
+    const done = options.source.done();
+    const queued = Math.max(0, options.source.total - done - running.length);
+    const lines = [color("1", `shards: ${done} done, ${running.length} running, ${queued} queued`)];
+    for (const shard of running) {
+      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)} ${shard.files.join(" ")}  ${color("2", flightText(shard))}`));
+    }
+    clear();
+    options.write(`${lines.join("\n")}\n`);
+    drawn = lines.length;
+  };
+  const timer = setInterval(draw, REDRAW_MS);
+  timer.unref?.();
+  return {
+    out: {
+      line: (text) => {
+        clear();
+        options.write(`${text}\n`);
+        draw();
+      },
+    },
+    stop: () => {
+      clearInterval(timer);
+      clear();
+      stopped = true;
+    },
+  };
+}
