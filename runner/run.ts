@@ -147,6 +147,8 @@ export class Run {
             onStart: (running) => {
               this.running.set(shard.index, running);
               out.line(startLine(shard, total, settings.timeoutMs, running.logPath));
+              // So a runner killed right now leaves reports naming this shard as running.
+              void this.writeReports(false);
             },
             onWarning: (s, message) => out.line(`[${s.index}/${total}] WARNING ${message}`),
           },

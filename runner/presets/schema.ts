@@ -261,7 +261,8 @@ export function parsePreset(name: string, raw: unknown, where: string): Preset {
 
 /** One line for the first zod issue: `invalid <where> <key> <value>: <message>`. */
 function describeIssue(error: z.ZodError, raw: unknown, where: string): string {
-  const issue = error.issues[0]!;
+  // A misspelt key usually explains the other issues (e.g. a missing field), so it goes first.
+  const issue = error.issues.find((i) => i.code === "unrecognized_keys") ?? error.issues[0]!;
   if (issue.code === "unrecognized_keys") {
     const at = issue.path.length > 0 ? `${issue.path.join(".")}.` : "";
     const known = knownKeys(issue.path);
@@ -284,13 +285,13 @@ function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
 
 /** Accepted keys of the table at `path`, for "unknown key" messages. */
 function knownKeys(path: readonly PropertyKey[]): string | null {
-  const tables: Record<string, z.ZodObject> = {
-    "": PresetSchema.innerType() as unknown as z.ZodObject,
-    tier: TierSchema as unknown as z.ZodObject,
-    knobs: KnobsSchema as unknown as z.ZodObject,
-    "shard-dir": ShardDirSchema as unknown as z.ZodObject,
-    selection: SelectionSchema as unknown as z.ZodObject,
-    preflight: PreflightSchema as unknown as z.ZodObject,
+  const tables: Record<string, { shape: object }> = {
+    "": PresetSchema,
+    tier: TierSchema,
+    knobs: KnobsSchema,
+    "shard-dir": ShardDirSchema,
+    selection: SelectionSchema,
+    preflight: PreflightSchema,
   };
   const table = tables[path.map(String).join(".")];
   return table ? Object.keys(table.shape).sort().join(", ") : null;
