@@ -68,6 +68,7 @@ export class Run {
   private readonly t0 = performance.now();
   /** Report writes run one after another, so an older snapshot never lands last. */
   private writing: Promise<unknown> = Promise.resolve();
+  private queuedInterim: Promise<RunReport> | null = null;
   private runDir: string | null = null;
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
 
@@ -170,7 +171,9 @@ export class Run {
           const tail = await logTail(result.logPath);
           if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
         }
-        await this.writeReports(false);
+        // Not awaited: the next shard need not wait for the disk; the final
+        // write is queued behind this one.
+        void this.writeReports(false);
         return result;
       },
       () => this.cancelledBy !== null,
@@ -222,7 +225,16 @@ export class Run {
    * the files on disk are valid and honest whenever the runner dies.
    */
   private writeReports(final: boolean): Promise<RunReport> {
-    const next = this.writing.then(() => this.writeReportsNow(final));
+    // Interim writes coalesce: while one is on disk-bound work, later requests
+    // share the single write queued after it, which renders the state at that
+    // time and so includes every shard that ended meanwhile. With many short
+    // shards this turns N full rewrites into a handful (bench/events-overhead.ts).
+    if (!final && this.queuedInterim) return this.queuedInterim;
+    const next = this.writing.then(() => {
+      if (!final) this.queuedInterim = null;
+      return this.writeReportsNow(final);
+    });
+    if (!final) this.queuedInterim = next;
     this.writing = next.catch(() => {});
     return next;
   }

@@ -346,10 +346,14 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix"): Env
       const pid = Number(name);
       if (spared.has(pid)) continue;
       try {
-        if (/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"))) continue;
-        const entries = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+        // environ first: most processes do not match, so stat and cmdline
+        // are read only for the few that do (this scan runs after every shard).
+        const raw = readFileSync(`/proc/${pid}/environ`, "utf8");
+        if (!raw.includes(needle)) continue;
+        const entries = raw.split("\0");
         const entry = entries.find(test);
         if (entry === undefined) continue;
+        if (/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"))) continue;
         const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
         hits.push({ pid, command, entry, env: toEnvMap(entries) });
       } catch {

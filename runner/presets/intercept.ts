@@ -1,0 +1,266 @@
+/**
+ * Interception of `bun test` by the preset preload: read the real command
+ * line, decide whether shardguard takes the run over, and if so run it.
+ *
+ * Rules (docs/presets.md, "Interception"):
+ * - never inside a shard child (SHARDGUARD_SHARD=1), never when
+ *   SHARDGUARD_INTERCEPT=0, never when the command line cannot be read;
+ * - `--preset NAME` / `--preset=NAME` → run preset NAME;
+ * - otherwise, positional arguments that are all existing files of one
+ *   preset (the legacy command line after the shell expanded its globs) →
+ *   run exactly those files under that preset;
+ * - either of those together with `--parallel` → refuse (exit 2), in the
+ *   top-level process and in Bun's `--parallel` workers (which never take
+ *   over themselves);
+ * - anything else → do nothing; plain `bun test` runs as before.
+ *
+ * Only light modules are imported up front: the plain `bun test` path and
+ * every shard child pay for reading one small file, nothing more.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { SHARD_ENV } from "../exec/command.ts";
+import { splitBunTestArgs, VALUE_FLAGS, type CommandFlag } from "./flags.ts";
+
+/** Environment variable that turns interception off ("0", "false", "off"). */
+export const INTERCEPT_ENV = "SHARDGUARD_INTERCEPT";
+
+/**
+ * The command line of process `pid` as an argument list: Linux reads
+ * `/proc/<pid>/cmdline` (exact); macOS asks `ps -o args=` (arguments split
+ * on whitespace, so an argument containing a space is split too).
+ *
+ * @returns null on other platforms or when it cannot be read
+ */
+export function readCommandLine(pid: number, platform: NodeJS.Platform = process.platform): string[] | null {
+  try {
+    if (platform === "linux") {
+      const raw = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      const parts = raw.split("\0");
+      if (parts.at(-1) === "") parts.pop();
+      return parts.length > 0 ? parts : null;
+    }
+    if (platform === "darwin") {
+      const r = spawnSync("ps", ["-o", "args=", "-p", String(pid)], { encoding: "utf8", timeout: 5_000 });
+      const line = r.status === 0 ? r.stdout.trim() : "";
+      return line ? line.split(/\s+/) : null;
+    }
+  } catch {
+    return null;
+  }
+  return null;
+}
+
+/** A `bun test` command line as the preload sees it. */
+export interface BunTestCommand {
+  /** Flags after `test`, canonical names (see flags.ts). */
+  flags: CommandFlag[];
+  positionals: string[];
+  /** `--preset` value; "" when the flag has no value; null when absent. */
+  preset: string | null;
+  tier: string | null;
+  parallel: boolean;
+  /** Bun's internal flag of a `--parallel` worker process. */
+  testWorker: boolean;
+}
+
+/**
+ * Finds `test` after the executable (skipping Bun's global flags before it)
+ * and splits what follows.
+ *
+ * @returns null when the command line is not a `bun … test …` invocation
+ */
+export function parseBunTestCommand(argv: readonly string[]): BunTestCommand | null {
+  let at = -1;
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "test") {
+      at = i;
+      break;
+    }
+    if (!arg.startsWith("-")) return null;
+    if (!arg.includes("=") && VALUE_FLAGS.has(arg)) i++;
+  }
+  if (at < 0) return null;
+  const split = splitBunTestArgs(argv.slice(at + 1), ["--preset", "--tier"]);
+  const last = (name: string) => split.flags.filter((f) => f.name === name).at(-1);
+  const preset = last("--preset");
+  const tier = last("--tier");
+  return {
+    flags: split.flags.filter((f) => f.name !== "--preset" && f.name !== "--tier"),
+    positionals: split.positionals,
+    preset: preset ? (preset.value ?? "") : null,
+    tier: tier ? (tier.value ?? "") : null,
+    parallel: split.flags.some((f) => f.name === "--parallel"),
+    testWorker: split.flags.some((f) => f.name === "--test-worker"),
+  };
+}
+
+/** What the preload does with one `bun test` process. */
+export type Interception =
+  | { action: "none"; why: string }
+  | { action: "refuse"; message: string }
+  | {
+      action: "take-over";
+      preset: string;
+      /** "--preset", or the legacy description. */
+      via: string;
+      /** Files named on the command line (root-relative); empty = all of the preset's. */
+      files: string[];
+      tier: string | null;
+      flags: CommandFlag[];
+    };
+
+/** Inputs of {@link decideInterception}; injectable for tests. */
+export interface DecideInputs {
+  argv: readonly string[] | null;
+  env: Record<string, string | undefined>;
+  cwd: string;
+  /** The parent's command line (only read in `--parallel` workers). */
+  parentArgv: () => readonly string[] | null;
+}
+
+/** Positionals that are existing files, as cwd-relative paths inside cwd; null when any is not. */
+function fileArguments(cwd: string, positionals: readonly string[]): string[] | null {
+  const files: string[] = [];
+  for (const p of positionals) {
+    const abs = path.resolve(cwd, p);
+    const rel = path.relative(cwd, abs);
+    if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) return null;
+    try {
+      if (!statSync(abs).isFile()) return null;
+    } catch {
+      return null;
+    }
+    files.push(rel.split(path.sep).join("/"));
+  }
+  return files;
+}
+
+/**
+ * The preset whose files include every file argument (user presets first,
+ * then built-ins; presets with `intercept-files = false` never match).
+ */
+async function legacyMatch(cwd: string, positionals: readonly string[]): Promise<{ preset: string; files: string[] } | null> {
+  if (positionals.length === 0) return null;
+  const files = fileArguments(cwd, positionals);
+  if (!files) return null;
+  const { loadPresets, presetFiles } = await import("./resolve.ts");
+  for (const preset of loadPresets(cwd).presets.values()) {
+    if (!preset.interceptFiles) continue;
+    const own = new Set(presetFiles(preset, cwd));
+    if (files.every((f) => own.has(f))) return { preset: preset.name, files };
+  }
+  return null;
+}
+
+/** The `--parallel` refusal, naming the preset's jobs variable when it has one. */
+async function parallelMessage(cwd: string, name: string): Promise<string> {
+  let knob = "";
+  try {
+    const { loadPresets } = await import("./resolve.ts");
+    const jobs = loadPresets(cwd).presets.get(name)?.knobs.jobs;
+    if (jobs) knob = ` (${jobs} sets how many)`;
+  } catch {
+    // The message stays useful without the variable's name.
+  }
+  return `bun test --parallel cannot run preset ${name}: shardguard runs each shard in its own process and manages that pool itself${knob}; drop --parallel`;
+}
+
+/**
+ * Decides what the preload does. Reads bunfig.toml only when the command
+ * line has a preset or file arguments.
+ *
+ * @throws ConfigError when bunfig.toml's presets are invalid and are needed to decide
+ */
+export async function decideInterception(inputs: DecideInputs): Promise<Interception> {
+  const { env, cwd } = inputs;
+  if (env[SHARD_ENV.inShard] === "1") return { action: "none", why: "inside a shard child" };
+  if (["0", "false", "off"].includes((env[INTERCEPT_ENV] ?? "").toLowerCase())) {
+    return { action: "none", why: `${INTERCEPT_ENV} turns interception off` };
+  }
+  if (!inputs.argv) return { action: "none", why: "the command line cannot be read on this platform" };
+  const own = parseBunTestCommand(inputs.argv);
+  if (!own) return { action: "none", why: "not a bun test command line" };
+
+  if (own.testWorker) {
+    // Bun's --parallel worker: the user's command line is the parent's.
+    const parentArgv = inputs.parentArgv();
+    const parent = parentArgv ? parseBunTestCommand(parentArgv) : null;
+    if (!parent) return { action: "none", why: "a --parallel worker" };
+    const name = parent.preset || (await legacyMatch(cwd, parent.positionals))?.preset;
+    return name ? { action: "refuse", message: await parallelMessage(cwd, name) } : { action: "none", why: "a --parallel worker" };
+  }
+
+  if (own.preset !== null) {
+    if (own.preset === "") return { action: "refuse", message: "bun test --preset needs a preset name, e.g. --preset gstack-paid" };
+    if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, own.preset) };
+    return { action: "take-over", preset: own.preset, via: "--preset", files: own.positionals, tier: own.tier, flags: own.flags };
+  }
+  const legacy = await legacyMatch(cwd, own.positionals);
+  if (!legacy) return { action: "none", why: "no preset and no preset files on the command line" };
+  if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, legacy.preset) };
+  return {
+    action: "take-over",
+    preset: legacy.preset,
+    via: `${legacy.files.length} of its files on the bun test command line`,
+    files: legacy.files,
+    tier: own.tier,
+    flags: own.flags,
+  };
+}
+
+/** The preload's view of its process; injectable for tests. */
+export interface InterceptHost {
+  env: Record<string, string | undefined>;
+  cwd: string;
+  pid: number;
+  ppid: number;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void;
+  readCommandLine?: (pid: number) => string[] | null;
+}
+
+/**
+ * Entry point of the preload: decides, and on take-over runs the preset.
+ *
+ * @returns null when `bun test` should go on as usual; otherwise the exit
+ *   code for the process (2 for any usage or configuration error, with one
+ *   line on stderr and no child started)
+ */
+export async function interceptBunTest(host: InterceptHost): Promise<number | null> {
+  const read = host.readCommandLine ?? ((pid: number) => readCommandLine(pid));
+  const { ConfigError } = await import("../config/schema.ts");
+  try {
+    const decision = await decideInterception({
+      argv: read(host.pid),
+      env: host.env,
+      cwd: host.cwd,
+      parentArgv: () => read(host.ppid),
+    });
+    if (decision.action === "none") return null;
+    if (decision.action === "refuse") throw new ConfigError(decision.message);
+    const { parseArgs } = await import("../config/args.ts");
+    const { executePresetRun, preparePresetRun } = await import("./session.ts");
+    const prepared = await preparePresetRun({
+      name: decision.preset,
+      via: decision.via,
+      cwd: host.cwd,
+      env: host.env,
+      args: parseArgs([], "run"),
+      ...(decision.tier !== null ? { tier: decision.tier } : {}),
+      files: decision.files,
+      commandFlags: decision.flags,
+      flagsWhere: "bun test",
+    });
+    return await executePresetRun(prepared, { out: { line: host.stdout }, onSignal: host.onSignal });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      host.stderr(`shardguard: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,354 @@
+/**
+ * A preset run, from request to exit code: resolve the preset, settle every
+ * value, plan, apply tiers and diff selection ({@link preparePresetRun});
+ * then run the preflight command and the shards ({@link executePresetRun}).
+ *
+ * Everything that can be wrong with the request is found in the prepare
+ * step, which starts no process except git (for the diff): a bad value
+ * exits 2 before any child, the preflight command included, has started.
+ */
+import path from "node:path";
+import { mkdir } from "node:fs/promises";
+import type { ParsedArgs } from "../config/args.ts";
+import { readBunfigTable, resolveSettings } from "../config/load.ts";
+import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
+import { preflight } from "../cli/preflight.ts";
+import { startProcess } from "../exec/process.ts";
+import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
+import { EXIT, type ShardResult } from "../results/model.ts";
+import { skippedByDiff } from "../results/verdict.ts";
+import { logTail, type Out } from "../report/console.ts";
+import { Run } from "../run.ts";
+import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
+import { checkShardFlags, expandFlagTemplates, mergeShardFlags, splitBunTestArgs, type CommandFlag } from "./flags.ts";
+import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
+import { MAX_MS, type Preset } from "./schema.ts";
+import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
+
+/** What a preset run was asked to do. */
+export interface PresetRequest {
+  /** Preset name. */
+  name: string;
+  /** How the preset was chosen, for the header line, e.g. "--preset". */
+  via: string;
+  cwd: string;
+  env: Record<string, string | undefined>;
+  /** shardguard's own flags (`shardguard run/list`); an empty parse from the preload. */
+  args: ParsedArgs;
+  /** `--tier` value, when given. */
+  tier?: string;
+  /** Files (root-relative or absolute) limiting the run; each must be a file of the preset. */
+  files?: string[];
+  /** Globs (root-relative) limiting the run (`shardguard run --preset X PATTERN...`). */
+  patterns?: string[];
+  /** `bun test` flags from the command line, for every shard. */
+  commandFlags: CommandFlag[];
+  /** Where `commandFlags` came from, for messages, e.g. "bun test command line". */
+  flagsWhere: string;
+}
+
+/** A value and where it came from (flag, environment variable, default…). */
+export interface Sourced<T> {
+  value: T;
+  from: string;
+}
+
+/** Everything decided before anything runs. */
+export interface PreparedPresetRun {
+  preset: Preset;
+  via: string;
+  tier: ChosenTier | null;
+  settings: RunSettings;
+  /** Every shard of the run, skipped-by-diff ones included. */
+  plan: Plan;
+  /** Results of the shards diff selection skipped (never spawned). */
+  skipped: ShardResult[];
+  selection: DiffSelection | null;
+  /** Per-file diff decisions (empty when everything runs). */
+  decisions: Map<string, FileDecision>;
+  /** How many files the preset's globs matched before tiers. */
+  matchedFiles: number;
+  maxConcurrency: Sourced<number>;
+  jobs: Sourced<number>;
+  timeoutMs: Sourced<number>;
+  /** Environment of every child (before the preflight's ok variable). */
+  childEnv: Record<string, string | undefined>;
+  /** The per-shard directory variable and its base, when the preset has one. */
+  shardDir: { env: string; base: string } | null;
+}
+
+const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
+
+/** Parses a millisecond count from an environment variable or `bun test --timeout`. */
+function parseMs(raw: string, source: string): number {
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_MS) {
+    throw new ConfigError(`invalid ${source} ${JSON.stringify(raw)}: expected a whole number of milliseconds from 1 to ${MAX_MS}`);
+  }
+  return n;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/**
+ * Settles every value of a preset run and plans it. Starts no process
+ * except git (diff selection), writes nothing.
+ *
+ * Precedence of jobs / shard timeout / grace / files per shard: shardguard
+ * flag > `bun test --timeout` (timeout only) > the preset's knob variable
+ * (e.g. EVALS_JOBS) > SHARDGUARD_* variable > `[shardguard]` in bunfig.toml
+ * > the preset's value. Within-shard `--max-concurrency`: the knob variable
+ * (EVALS_CONCURRENCY) > the command line's `--max-concurrency N` read as
+ * the in-flight budget of the whole run, i.e. ceil(N / jobs) per shard >
+ * the preset's value. Shard processes and within-shard concurrency are
+ * never derived from each other's variables.
+ *
+ * @throws ConfigError (exit 2) for any invalid value, an unknown preset or
+ *   tier, files outside the preset, refused `bun test` flags, a broken
+ *   touchfiles source, or a git failure
+ */
+export async function preparePresetRun(req: PresetRequest): Promise<PreparedPresetRun> {
+  const { env } = req;
+  const first = resolveSettings({ args: req.args, env, cwd: req.cwd, defaultBun: process.execPath });
+  const root = first.root;
+  const preset = getPreset(loadPresets(root), req.name, req.via === "--preset" ? "--preset" : "preset");
+
+  let tier: ChosenTier | null = null;
+  if (preset.tier) tier = chooseTier(preset.tier, req.tier, env);
+  else if (req.tier !== undefined) throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
+
+  // Command-line flags: refuse what cannot be passed on; pull out the two that become settings.
+  checkShardFlags(req.commandFlags, req.flagsWhere);
+  const lineTimeout = req.commandFlags.filter((f) => f.name === "--timeout").at(-1);
+  const lineConcurrency = req.commandFlags.filter((f) => f.name === "--max-concurrency").at(-1);
+  const passOn = req.commandFlags.filter((f) => f.name !== "--timeout" && f.name !== "--max-concurrency");
+
+  const table = readBunfigTable(root).table;
+  const args: ParsedArgs = { ...req.args, values: new Map(req.args.values), bunArgs: [] };
+  const fromRunner = (key: SettingSpec["key"]) => nonEmpty(env[spec(key).env]) !== undefined || (spec(key).toml ?? "") in table;
+  const sources = new Map<string, string>();
+  /** Sets a setting unless a flag already did; `raw` is in the flag's units. */
+  const decide = (key: SettingSpec["key"], raw: string, from: string) => {
+    if (args.values.has(key)) return;
+    args.values.set(key, raw);
+    sources.set(key, from);
+  };
+  if (args.values.has("jobs")) sources.set("jobs", "--jobs");
+  if (args.values.has("timeout")) sources.set("timeout", "--timeout");
+
+  if (!args.values.has("timeout") && lineTimeout) {
+    decide("timeout", String(parseMs(lineTimeout.value ?? "", `${req.flagsWhere} --timeout`) / 1000), `${req.flagsWhere} --timeout`);
+  }
+  const jobsKnob = preset.knobs.jobs;
+  const jobsRaw = jobsKnob ? nonEmpty(env[jobsKnob]) : undefined;
+  if (jobsKnob && jobsRaw !== undefined) decide("jobs", String(parseSettingValue(spec("jobs"), jobsRaw, jobsKnob)), jobsKnob);
+  const timeoutKnob = preset.knobs.timeoutMs;
+  const timeoutRaw = timeoutKnob ? nonEmpty(env[timeoutKnob]) : undefined;
+  if (timeoutKnob && timeoutRaw !== undefined) decide("timeout", String(parseMs(timeoutRaw, timeoutKnob) / 1000), timeoutKnob);
+  const concKnob = preset.knobs.maxConcurrency;
+  const concRaw = concKnob ? nonEmpty(env[concKnob]) : undefined;
+  const concFromEnv = concKnob && concRaw !== undefined ? (parseSettingValue(spec("jobs"), concRaw, concKnob) as number) : undefined;
+  const lineBudget =
+    lineConcurrency !== undefined ? (parseSettingValue(spec("jobs"), lineConcurrency.value ?? "", `${req.flagsWhere} --max-concurrency`) as number) : undefined;
+
+  if (!fromRunner("jobs")) decide("jobs", String(preset.jobs), `preset ${preset.name}`);
+  if (!fromRunner("timeout")) decide("timeout", String(preset.timeoutMs / 1000), `preset ${preset.name}`);
+  if (!fromRunner("grace")) decide("grace", String(preset.graceMs / 1000), `preset ${preset.name}`);
+  if (!fromRunner("filesPerShard")) decide("filesPerShard", String(preset.filesPerShard), `preset ${preset.name}`);
+
+  const resolved = resolveSettings({ args, env, cwd: req.cwd, defaultBun: process.execPath });
+  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.get("jobs") ?? "SHARDGUARD_JOBS / bunfig.toml" };
+  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.get("timeout") ?? "SHARDGUARD_TIMEOUT / bunfig.toml" };
+  const maxConcurrency: Sourced<number> =
+    concFromEnv !== undefined
+      ? { value: concFromEnv, from: concKnob! }
+      : lineBudget !== undefined
+        ? { value: Math.ceil(lineBudget / jobs.value), from: `${req.flagsWhere} --max-concurrency ${lineBudget} shared by ${jobs.value} jobs` }
+        : { value: preset.maxConcurrency, from: `preset ${preset.name}` };
+
+  const shardFlags = mergeShardFlags(
+    expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency.value, timeoutMs: timeoutMs.value }),
+    [...splitBunTestArgs(resolved.bunArgs).flags, ...passOn],
+  );
+  const settings: RunSettings = { ...resolved, patterns: [...preset.globs], bunArgs: shardFlags };
+
+  // Files: the preset's, limited to the ones asked for.
+  const outRel = settings.out.startsWith(root + path.sep) ? path.relative(root, settings.out).split(path.sep).join("/") : null;
+  const ignore = outRel ? [`${outRel}/**`] : [];
+  const all = presetFiles(preset, root, ignore);
+  if (all.length === 0) {
+    throw new ConfigError(`preset ${preset.name}: no file under ${root} matches its globs (${preset.globs.join(", ")})`);
+  }
+  let files = all;
+  if (req.files && req.files.length > 0) {
+    const allowed = new Set(all);
+    files = [...new Set(req.files.map((f) => toRootRelative(root, req.cwd, f)))];
+    const stray = files.find((f) => !allowed.has(f));
+    if (stray !== undefined) {
+      throw new ConfigError(`invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`);
+    }
+    files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  } else if (req.patterns && req.patterns.length > 0) {
+    const allowed = new Set(all);
+    const matched = [...planRun({ root, patterns: req.patterns, filesPerShard: 1, ignore }).included.keys()];
+    const stray = matched.find((f) => !allowed.has(f));
+    if (stray !== undefined) {
+      throw new ConfigError(`invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`);
+    }
+    files = all.filter((f) => matched.includes(f));
+  }
+
+  const inTier = tier && preset.tier ? filterByTier(root, files, tier.name, preset.tier) : { selected: files, reasons: new Map<string, string>(), excluded: [] };
+  const shards = groupIntoShards(inTier.selected, settings.filesPerShard);
+  const included = new Map(inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const));
+  const plan: Plan = { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
+
+  let selection: DiffSelection | null = null;
+  let skipped: ShardResult[] = [];
+  let decisions = new Map<string, FileDecision>();
+  if (preset.selection && shards.length > 0) {
+    const touchfiles = await loadTouchfiles(root, preset.selection);
+    selection = computeSelection({ root, env, spec: preset.selection, touchfiles, ignore: outRel ? [outRel] : [] });
+    const parts = partitionShards(shards, selection, { root, spec: preset.selection, touchfiles });
+    skipped = parts.skipped.map(({ shard, reason }) => skippedByDiff(shard, reason));
+    decisions = parts.decisions;
+  }
+
+  const childEnv: Record<string, string | undefined> = { ...env, ...preset.env };
+  if (tier && preset.tier) childEnv[preset.tier.env] = tier.name;
+  if (selection && preset.selection) childEnv[preset.selection.selectionEnv] = serializeSelection(selection);
+  let shardDir: PreparedPresetRun["shardDir"] = null;
+  if (preset.shardDir) {
+    const given = nonEmpty(env[preset.shardDir.env]);
+    const base = given ?? preset.shardDir.base.split("{out}").join(settings.out).split("{root}").join(root);
+    shardDir = { env: preset.shardDir.env, base: path.resolve(root, base) };
+  }
+
+  return {
+    preset,
+    via: req.via,
+    tier,
+    settings,
+    plan,
+    skipped,
+    selection,
+    decisions,
+    matchedFiles: files.length,
+    maxConcurrency,
+    jobs,
+    timeoutMs,
+    childEnv,
+    shardDir,
+  };
+}
+
+/** A file argument as a root-relative path with forward slashes. */
+function toRootRelative(root: string, cwd: string, file: string): string {
+  return path.relative(root, path.resolve(cwd, file)).split(path.sep).join("/");
+}
+
+/** Header lines: which preset, tier, values and selection, each with its source. */
+export function presetHeaderLines(p: PreparedPresetRun): string[] {
+  const s = p.settings;
+  const total = p.plan.shards.length;
+  const lines = [
+    `shardguard: preset ${p.preset.name} (${p.preset.source}, via ${p.via})${p.tier ? `, tier ${p.tier.name} (from ${p.tier.from})` : ""}`,
+    `shardguard: ${p.plan.included.size} of ${p.matchedFiles} files${p.tier ? ` in tier ${p.tier.name}` : ""}, ${total} shard${total === 1 ? "" : "s"}; ` +
+      `jobs ${p.jobs.value} (${p.jobs.from}), max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from}), ` +
+      `timeout ${s.timeoutMs / 1000}s (${p.timeoutMs.from}), grace ${s.graceMs / 1000}s`,
+  ];
+  if (p.selection) {
+    const chosen = p.selection.selected === null ? p.selection.total : p.selection.selected.size;
+    lines.push(
+      `shardguard: selection: ${chosen} of ${p.selection.total} tests selected (${p.selection.reason}); running ${total - p.skipped.length} of ${total} shards`,
+    );
+  }
+  lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
+  return lines;
+}
+
+/** The plan as `shardguard list --preset` prints it: header, shards with would-skip reasons, exclusions. */
+export function presetPlanLines(p: PreparedPresetRun): string[] {
+  const lines = presetHeaderLines(p);
+  const skip = new Map(p.skipped.map((r) => [r.index, r.reason]));
+  const total = p.plan.shards.length;
+  for (const shard of p.plan.shards) {
+    const why = skip.get(shard.index);
+    lines.push(`  shard ${shard.index}/${total} [${shard.slug}]${why ? `  [would skip: ${why}]` : ""}`);
+    for (const file of shard.files) {
+      const d = p.decisions.get(file);
+      lines.push(`    ${file}  (${p.plan.included.get(file) ?? "planned"}${d ? `; ${d.reason}` : ""})`);
+    }
+  }
+  if (p.plan.excluded.length > 0) {
+    lines.push(`Excluded (${p.plan.excluded.length}):`);
+    for (const e of p.plan.excluded) lines.push(`  - ${e.file}  [${e.reason}]`);
+  }
+  return lines;
+}
+
+/** Where a preset run's lines go and how it learns about signals. */
+export interface PresetHost {
+  out: Out;
+  onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void;
+}
+
+/**
+ * Runs a prepared preset run: runner preflight (Bun, writable output), the
+ * preset's preflight command when a shard is runnable, then every shard not
+ * skipped by diff.
+ *
+ * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
+ * @throws ConfigError (exit 2, no shard started) when a preflight fails
+ */
+export async function executePresetRun(p: PreparedPresetRun, host: PresetHost): Promise<number> {
+  const checked = await preflight(p.settings);
+  for (const line of presetHeaderLines(p)) host.out.line(line);
+  const env = { ...p.childEnv };
+  const runnable = p.plan.shards.length - p.skipped.length;
+  const pre = p.preset.preflight;
+  if (runnable > 0 && pre?.command) {
+    await runPreflightCommand(p, pre.command, pre.timeoutMs, host.out);
+    if (pre.okEnv) env[pre.okEnv] = "1";
+  }
+  const shardDir = p.shardDir;
+  const run = new Run({
+    settings: p.settings,
+    plan: p.plan,
+    bunVersion: checked.bunVersion,
+    env,
+    out: host.out,
+    predecided: p.skipped,
+    ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
+  });
+  host.onSignal((signal) => run.cancel(signal));
+  const result = await run.start();
+  return result.exitCode ?? EXIT.failed;
+}
+
+/** Runs the preflight command under supervision; throws ConfigError when it does not exit 0 in time. */
+async function runPreflightCommand(p: PreparedPresetRun, command: string[], timeoutMs: number, out: Out): Promise<void> {
+  const logDir = path.join(p.settings.out, "logs");
+  await mkdir(logDir, { recursive: true });
+  const logPath = path.join(logDir, "preflight.log");
+  out.line(`shardguard: preflight: ${command.join(" ")} (timeout ${timeoutMs / 1000}s) log: ${logPath}`);
+  const proc = startProcess({ argv: command, cwd: p.settings.root, env: p.childEnv, logPath, timeoutMs, graceMs: p.settings.graceMs });
+  const outcome = await proc.done;
+  if (outcome.spawnError === null && outcome.exitCode === 0 && outcome.killedBy === null) {
+    out.line(`shardguard: preflight passed in ${(outcome.durationMs / 1000).toFixed(1)}s`);
+    return;
+  }
+  const tail = await logTail(logPath);
+  if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+  const how =
+    outcome.spawnError !== null
+      ? `could not start (${outcome.spawnError})`
+      : outcome.killedBy === "timeout"
+        ? `timed out after ${timeoutMs / 1000}s`
+        : outcome.exitCode !== null
+          ? `exited ${outcome.exitCode}`
+          : `ended by ${outcome.signal}`;
+  throw new ConfigError(`preflight ${JSON.stringify(command.join(" "))} ${how}; no shard started (log: ${logPath})`);
+}

@@ -1,0 +1,192 @@
+/**
+ * Secrets out of reports (issue #5 §6).
+ *
+ * A failing test can print an API key into its failure message, and the
+ * JUnit file that carries the message gets published by CI. Before anything
+ * is written, every value of an environment variable whose *name* looks
+ * secret is replaced with `[redacted:NAME]`.
+ *
+ * Which names look secret (case-insensitive globs, `*` = any run of
+ * characters, `?` = one character): {@link SECRET_NAME_PATTERNS}, plus the
+ * caller's extra names or globs. Values shorter than
+ * {@link MIN_SECRET_LENGTH} characters are left alone: a 3-character value
+ * such as `yes` would redact every occurrence of that word and protect
+ * nothing.
+ *
+ * Only exact occurrences of a value are found; the value JSON-escaped,
+ * base64-encoded or split across a line wrap is not.
+ */
+import type { RunReport, TestResult } from "../results/model.ts";
+
+/** Name globs that mark an environment variable as secret (issue #5 §6). */
+export const SECRET_NAME_PATTERNS: readonly string[] = ["*_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*"];
+
+/** Shortest value (in Unicode code points) that gets redacted. */
+export const MIN_SECRET_LENGTH = 8;
+
+/** Options of {@link makeRedactor}. */
+export interface RedactOptions {
+  /**
+   * More variable names or globs to treat as secret, e.g. `["DATABASE_URL",
+   * "AWS_*"]`. Matched like {@link SECRET_NAME_PATTERNS}: whole name,
+   * case-insensitive, `*` and `?` as wildcards.
+   */
+  extraNames?: readonly string[];
+}
+
+/**
+ * Replaces secret values in a text. `names` lists the variables whose values
+ * it redacts (sorted), so a caller can say what is being hidden without
+ * showing it.
+ */
+export type Redactor = ((text: string) => string) & { readonly names: readonly string[] };
+
+/**
+ * Compiles one name glob to an anchored, case-insensitive RegExp.
+ *
+ * @throws Error (one line) when the glob is empty or contains `=`, NUL or
+ *   whitespace, none of which can be part of an environment variable name.
+ */
+export function compileNameGlob(glob: string): RegExp {
+  if (glob === "" || /[=\s\0]/.test(glob)) {
+    throw new Error(`invalid secret variable name ${JSON.stringify(glob)}: use a name or glob such as MY_API_KEY or AWS_*`);
+  }
+  const body = [...glob]
+    .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\/-]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^${body}$`, "i");
+}
+
+/**
+ * True when `name` matches one of {@link SECRET_NAME_PATTERNS} or `extra`.
+ *
+ * @throws Error when one of `extra` is not a valid glob (see {@link compileNameGlob}).
+ */
+export function isSecretName(name: string, extra: readonly string[] = []): boolean {
+  return [...SECRET_NAME_PATTERNS, ...extra].some((glob) => compileNameGlob(glob).test(name));
+}
+
+/** One value to hide and the variable it came from. */
+interface Secret {
+  name: string;
+  value: string;
+}
+
+/** A stretch of text covered by one or more overlapping secret values. */
+interface Hit {
+  start: number;
+  end: number;
+  names: string[];
+}
+
+/**
+ * Builds a redactor from an environment (usually the one given to the
+ * shard children, i.e. the runner's own `process.env` plus preset
+ * additions).
+ *
+ * A variable is redacted when its name matches a secret glob and its value
+ * has at least {@link MIN_SECRET_LENGTH} code points. If the value has
+ * leading or trailing whitespace, the trimmed value is redacted too (a token
+ * read from a file often ends in a newline the test does not print).
+ *
+ * Every occurrence of every value is found, overlapping ones included; each
+ * maximal run of overlapping occurrences becomes one marker, so no fragment
+ * of a longer value survives next to a shorter one. The marker is
+ * `[redacted:NAME]`, or `[redacted:A+B]` when the values of several
+ * variables overlap partly (a value inside a longer one is named after the
+ * longer one). Two variables with the same value are reported under the
+ * alphabetically first name. Pure: the returned function never throws.
+ *
+ * @throws Error when an extra name is not a valid glob (see {@link compileNameGlob}).
+ */
+export function makeRedactor(env: Record<string, string | undefined>, options: RedactOptions = {}): Redactor {
+  const globs = [...SECRET_NAME_PATTERNS, ...(options.extraNames ?? [])].map(compileNameGlob);
+  const byValue = new Map<string, string>();
+  for (const name of Object.keys(env).sort()) {
+    const raw = env[name];
+    if (raw === undefined || !globs.some((g) => g.test(name))) continue;
+    for (const value of new Set([raw, raw.trim()])) {
+      if ([...value].length >= MIN_SECRET_LENGTH && !byValue.has(value)) byValue.set(value, name);
+    }
+  }
+  // Longest first: at one position the longest value claims the text.
+  const secrets: Secret[] = [...byValue].map(([value, name]) => ({ name, value })).sort((a, b) => b.value.length - a.value.length);
+  const names = [...new Set(secrets.map((s) => s.name))].sort();
+
+  const redact = (text: string): string => {
+    if (secrets.length === 0) return text;
+    const hits: Hit[] = [];
+    for (const { name, value } of secrets) {
+      for (let at = text.indexOf(value); at !== -1; at = text.indexOf(value, at + 1)) {
+        hits.push({ start: at, end: at + value.length, names: [name] });
+      }
+    }
+    if (hits.length === 0) return text;
+    hits.sort((a, b) => a.start - b.start || b.end - a.end);
+    const runs: Hit[] = [];
+    for (const hit of hits) {
+      const last = runs[runs.length - 1];
+      if (last !== undefined && hit.start < last.end) {
+        // A hit inside the run is explained by it; one that sticks out extends it.
+        if (hit.end > last.end) {
+          last.end = hit.end;
+          for (const n of hit.names) if (!last.names.includes(n)) last.names.push(n);
+        }
+      } else {
+        runs.push({ ...hit, names: [...hit.names] });
+      }
+    }
+    let out = "";
+    let pos = 0;
+    for (const run of runs) {
+      out += `${text.slice(pos, run.start)}[redacted:${run.names.join("+")}]`;
+      pos = run.end;
+    }
+    return out + text.slice(pos);
+  };
+  return Object.assign(redact, { names });
+}
+
+/**
+ * A copy of `report` with `redact` applied to every string a test can put
+ * text into:
+ *
+ * - `shards[].reason`
+ * - `shards[].escapees[].command` and `sweeps.*[].command` (command lines
+ *   of killed processes can hold a token passed as an argument)
+ * - `shards[].tests[].name`
+ * - `shards[].tests[].failure.type`, `.message`, `.details`
+ * - `shards[].tests[].attemptFailures[].type`, `.message`
+ *
+ * Paths, ids, statuses, timestamps and settings (`root`, `files`, `file`,
+ * `logPath`, `slug`, `runId`, `bun.path`, `settings.bunArgs`) are left as
+ * they are, so report consumers can still find files. Fields added to the
+ * model later are copied unchanged: list them here if a test can write them.
+ * Pure; `report` is not modified.
+ */
+export function redactReport(report: RunReport, redact: (text: string) => string): RunReport {
+  const commands = <T extends { command: string }>(list: readonly T[]): T[] => list.map((p) => ({ ...p, command: redact(p.command) }));
+  return {
+    ...report,
+    sweeps: { staleRuns: commands(report.sweeps.staleRuns), endOfRun: commands(report.sweeps.endOfRun) },
+    shards: report.shards.map((shard) => ({
+      ...shard,
+      reason: redact(shard.reason),
+      escapees: commands(shard.escapees),
+      tests: shard.tests.map((test) => redactTest(test, redact)),
+    })),
+  };
+}
+
+function redactTest(test: TestResult, redact: (text: string) => string): TestResult {
+  const out: TestResult = {
+    ...test,
+    name: redact(test.name),
+    attemptFailures: test.attemptFailures.map((a) => ({ ...a, type: redact(a.type), message: redact(a.message) })),
+  };
+  if (test.failure !== undefined) {
+    out.failure = { ...test.failure, type: redact(test.failure.type), message: redact(test.failure.message) };
+    if (test.failure.details !== undefined) out.failure.details = redact(test.failure.details);
+  }
+  return out;
+}
