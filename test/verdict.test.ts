@@ -51,6 +51,12 @@ describe("exit status without Bun's JUnit", () => {
     expect(decideShard(evidence({ events })).status).toBe("failed");
     expect(decideShard(evidence({ events, passWithNoTests: true })).status).toBe("passed");
   });
+  test("exit 0 with events lost but the preload's marks showing a test start: crashed, not 'no tests'", () => {
+    const events = { connected: true, looseErrors: [], tests: [] };
+    const result = decideShard(evidence({ events, testsStarted: 2 }));
+    expect(result.status).toBe("crashed");
+    expect(decideShard(evidence({ events: null, testsStarted: 0 })).status).toBe("failed");
+  });
   test("exit 1 with nothing registered: failed with the load error's message", () => {
     const events = { connected: true, tests: [], looseErrors: [{ file: "a.test.ts", message: "boom", type: "Error" }] };
     const result = decideShard(evidence({ process: ran({ exitCode: 1 }), events }));

@@ -11,10 +11,14 @@ export const SHARD_ENV = {
   inShard: "SHARDGUARD_SHARD",
   /** Pid of the runner; a cookie whose runner is dead belongs to a stale run. */
   runnerPid: "SHARDGUARD_RUNNER_PID",
+  /** File the child preload appends one byte to per test start. */
+  marks: "SHARDGUARD_MARKS",
+  /** "1" when the child preload should yield around tests so events drain. */
+  yieldEvents: "SHARDGUARD_YIELD",
 } as const;
 
-/** Absolute path of the child preload that lets inspector events drain. */
-export const YIELD_PRELOAD = path.join(import.meta.dir, "..", "child", "yield-events.ts");
+/** Absolute path of the child preload (test-start marks, event draining). */
+export const SHARD_PRELOAD = path.join(import.meta.dir, "..", "child", "shard-preload.ts");
 
 /** Inputs of {@link shardArgv}. Paths absolute. */
 export interface CommandInputs {
@@ -31,7 +35,7 @@ export interface CommandInputs {
 }
 
 /**
- * Builds `bun [--inspect-wait=…] --no-orphans test [--preload …] <abs files> <user flags> --reporter=junit --reporter-outfile=…`.
+ * Builds `bun [--inspect-wait=…] --no-orphans test --preload <shard preload> <abs files> <user flags> --reporter=junit --reporter-outfile=…`.
  *
  * Files are passed as absolute paths because Bun reads positional arguments
  * as substring filters, not paths (GUIDE §1). `--no-orphans` makes the child
@@ -41,8 +45,7 @@ export interface CommandInputs {
 export function shardArgv(inputs: CommandInputs): string[] {
   const argv = [inputs.bun];
   if (inputs.socketPath) argv.push(`--inspect-wait=ws+unix://${inputs.socketPath}`);
-  argv.push("--no-orphans", "test");
-  if (inputs.socketPath) argv.push("--preload", YIELD_PRELOAD);
+  argv.push("--no-orphans", "test", "--preload", SHARD_PRELOAD);
   for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
   argv.push(...inputs.bunArgs);
   argv.push("--reporter=junit", `--reporter-outfile=${inputs.junitPath}`);

@@ -2,7 +2,7 @@
  * Runs one planned shard end to end: spawn under supervision, collect the
  * evidence (process outcome, Bun's JUnit, inspector events), decide.
  */
-import { open, readFile, rm } from "node:fs/promises";
+import { open, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { connectTestEvents, socketPathFor, type EventChannel } from "../events/inspector.ts";
 import { openJournal, type Journal } from "../events/journal.ts";
@@ -73,7 +73,7 @@ export async function runShard(
 ): Promise<ShardResult> {
   const logPath = shardLogPath(ctx.logDir, shard);
   const junitPath = path.join(ctx.junitDir, `shard-${shard.index}.xml`);
-  const env = {
+  const env: Record<string, string | undefined> = {
     ...ctx.env,
     ...(ctx.shardEnv?.(shard) ?? {}),
     [SHARD_ENV.cookie]: `${ctx.runId}:${shard.index}`,
@@ -84,9 +84,13 @@ export async function runShard(
   const running: RunningShard = { shard, process: null as unknown as ShardProcess, model: null, logPath, eventsProblem: null };
 
   /** One attempt; returns null when the event channel failed and the child was stopped before any test ran. */
+  const marksPath = path.join(ctx.junitDir, `shard-${shard.index}.marks`);
   const attempt = async (withEvents: boolean) => {
     await rm(junitPath, { force: true });
+    await rm(marksPath, { force: true });
     const socketPath = withEvents && ctx.socketDir ? socketPathFor(ctx.socketDir, shard.index) : null;
+    env[SHARD_ENV.marks] = marksPath;
+    env[SHARD_ENV.yieldEvents] = socketPath ? "1" : "0";
     const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
     const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => performance.now() }) : null;
     const journal: Journal | null = socketPath ? await openJournal(logPath.replace(/\.log$/, ".events.jsonl")) : null;
@@ -157,6 +161,7 @@ export async function runShard(
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
   }
 
+  const testsStarted = await stat(marksPath).then((st) => st.size, () => 0);
   const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
   const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
   const cancelSignal = cancelled();
@@ -179,6 +184,7 @@ export async function runShard(
     ...(junitProblem ? { junitProblem } : {}),
     events,
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
+    testsStarted,
     ...(consoleError ? { consoleError } : {}),
     timeoutMs: ctx.timeoutMs,
     graceMs: ctx.graceMs,

@@ -88,6 +88,11 @@ export interface ShardEvidence {
   events: EventEvidence | null;
   passWithNoTests: boolean;
   /**
+   * Test starts counted by the child preload's synchronous marks (not lossy
+   * like events); undefined when unknown.
+   */
+  testsStarted?: number;
+  /**
    * Bun's own description of an error outside any test, cut from the shard's
    * log. Used only as the message of a load failure when no event carried
    * one (Bun sends no event for an unresolvable import, and a load-time throw
@@ -155,7 +160,8 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   if (ev.junit) return fromJUnit(ev, base, code, ev.junit);
 
   const eventTests = ev.events?.tests ?? [];
-  const anyFound = eventTests.length > 0;
+  // A test that started proves tests were registered, even if its events were lost.
+  const anyFound = eventTests.length > 0 || (ev.testsStarted ?? 0) > 0;
   const noJUnit = ev.junitProblem ?? "Bun wrote no JUnit report";
   if (code === 1 && !anyFound) {
     // Bun writes JUnit whenever at least one test was registered; exit 1 with
@@ -163,7 +169,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     const tests = ev.files.map((file) => loadFailure(ev, file));
     return { ...base, status: "failed", reason: `a file failed to load (exit 1, no test registered)`, testSource: "synthetic", tests };
   }
-  if (code === 0 && !anyFound && ev.events?.connected) {
+  if (code === 0 && !anyFound && (ev.events?.connected || ev.testsStarted === 0)) {
     return noTests(ev, base);
   }
   const reason =
