@@ -11,7 +11,7 @@ import { startAgent } from "../helpers/agent.ts";
 const TEN_MINUTES_MS = 10 * 60 * 1000;
 
 test("agent answers; the test does not wait for it to exit", async () => {
-  const agent = startAgent("What is 6 + 7?", { lingerMs: TEN_MINUTES_MS });
+  const agent = startAgent("What is 6 + 7?", { delayMs: 60, lingerMs: TEN_MINUTES_MS });
   const outcome = await agent.outcome();
   expect(outcome?.type).toBe("result");
   expect(outcome?.result).toBe("13");

@@ -1,0 +1,90 @@
+/**
+ * exec/process.ts on real processes: named lifecycle states, the group kill
+ * sequence, spawn failure, a log that cannot be written, escapee sweep.
+ */
+import { expect, test } from "bun:test";
+import { mkdtempSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startProcess, sweepCookie, type ProcessState } from "../runner/exec/process.ts";
+
+const tmp = () => mkdtempSync(path.join(os.tmpdir(), "sg-proc-"));
+/** Alive and not a zombie: a killed orphan stays a zombie until its new parent reaps it. */
+const alive = (pid: number) => {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+};
+
+test("a child that exits by itself: running → draining → finished, output spooled to the log", async () => {
+  const states: ProcessState[] = [];
+  const log = path.join(tmp(), "a.log");
+  const proc = startProcess({ argv: ["sh", "-c", "echo out; echo err >&2; exit 3"], cwd: os.tmpdir(), env: process.env, logPath: log, timeoutMs: 10_000, graceMs: 1_000, onState: (s) => states.push(s) });
+  const outcome = await proc.done;
+  expect(outcome).toMatchObject({ exitCode: 3, signal: null, killedBy: null, escalated: false, spawnError: null, logError: null });
+  expect(states).toEqual(["running", "draining", "finished"]);
+  expect(readFileSync(log, "utf8").split("\n").sort()).toEqual(["", "err", "out"]);
+});
+
+test("at the deadline the whole group gets SIGTERM; one that ignores it gets SIGKILL after the grace period", async () => {
+  const states: ProcessState[] = [];
+  const dir = tmp();
+  // The shell ignores TERM and so does its grandchild; both must die.
+  const script = `trap '' TERM; sh -c "trap '' TERM; echo $$ > ${dir}/gc.pid; while :; do sleep 0.05; done" & while :; do sleep 0.05; done`;
+  const proc = startProcess({ argv: ["sh", "-c", script], cwd: dir, env: process.env, logPath: path.join(dir, "b.log"), timeoutMs: 500, graceMs: 400, onState: (s) => states.push(s) });
+  const t0 = performance.now();
+  const outcome = await proc.done;
+  const took = performance.now() - t0;
+  expect(outcome).toMatchObject({ killedBy: "timeout", escalated: true, signal: "SIGKILL", exitCode: null });
+  expect(states).toEqual(["running", "terminating", "killing", "draining", "finished"]);
+  expect(took).toBeGreaterThanOrEqual(850);
+  expect(took).toBeLessThan(2_500);
+  const grandchild = Number(readFileSync(path.join(dir, "gc.pid"), "utf8"));
+  expect(alive(grandchild)).toBe(false);
+});
+
+test("a child that honours SIGTERM ends within the grace period, not escalated", async () => {
+  const proc = startProcess({ argv: ["sleep", "30"], cwd: os.tmpdir(), env: process.env, logPath: path.join(tmp(), "c.log"), timeoutMs: 300, graceMs: 5_000 });
+  const outcome = await proc.done;
+  expect(outcome).toMatchObject({ killedBy: "timeout", escalated: false, signal: "SIGTERM" });
+  expect(outcome.durationMs).toBeLessThan(2_000);
+});
+
+test("a command that cannot be spawned is spawn-failed, with the OS error", async () => {
+  const states: ProcessState[] = [];
+  const proc = startProcess({ argv: ["/nonexistent/sg-binary"], cwd: os.tmpdir(), env: process.env, logPath: path.join(tmp(), "d.log"), timeoutMs: 1_000, graceMs: 100, onState: (s) => states.push(s) });
+  const outcome = await proc.done;
+  expect(outcome.spawnError).toMatch(/ENOENT/);
+  expect(outcome.pid).toBeNull();
+  expect(states).toEqual(["spawn-failed"]);
+});
+
+test("a log that cannot be written (disk full) is reported, and the outcome is still the child's", async () => {
+  const proc = startProcess({ argv: ["sh", "-c", "head -c 200000 /dev/zero; exit 0"], cwd: os.tmpdir(), env: process.env, logPath: "/dev/full", timeoutMs: 5_000, graceMs: 100 });
+  const outcome = await proc.done;
+  expect(outcome.exitCode).toBe(0);
+  expect(outcome.logError).toMatch(/ENOSPC|no space/i);
+  expect(outcome.logBytes).toBe(200_000);
+});
+
+test("a descendant that left the group (setsid) is swept by its cookie", async () => {
+  const cookie = `SHARDGUARD_RUN=sweep-test-${process.pid}:1`;
+  const dir = tmp();
+  const proc = startProcess({
+    argv: ["sh", "-c", `setsid sh -c 'echo $$ > ${dir}/escapee.pid; exec sleep 30' > /dev/null 2>&1 & sleep 0.2`],
+    cwd: dir,
+    env: { ...process.env, SHARDGUARD_RUN: cookie.split("=")[1] },
+    logPath: path.join(dir, "e.log"),
+    timeoutMs: 5_000,
+    graceMs: 100,
+    cookie,
+  });
+  const outcome = await proc.done;
+  const escapee = Number(readFileSync(path.join(dir, "escapee.pid"), "utf8"));
+  expect(outcome.escapees.map((e) => e.pid)).toContain(escapee);
+  expect(outcome.escapees.find((e) => e.pid === escapee)!.command).toContain("sleep 30");
+  expect(alive(escapee)).toBe(false);
+  expect(sweepCookie(cookie, "exact")).toEqual([]);
+});
