@@ -3,7 +3,7 @@
  * temp directories; assertions read the JSON and JUnit it wrote.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun } from "./helpers/cli.ts";
@@ -58,6 +58,13 @@ describe("the issue's three-file run: spin, fail, pass with --jobs 2 --timeout 3
 
   test("no process of the run is left alive", () => {
     expect(survivors(report.runId)).toEqual([]);
+  });
+
+  test("the run directory and the inspector socket directory are private (mode 0700)", () => {
+    const runDir = path.join(dir, ".shardguard", "runs", report.runId);
+    expect(statSync(runDir).mode & 0o777).toBe(0o700);
+    expect(statSync(path.join(runDir, "sock")).mode & 0o777).toBe(0o700);
+    expect(statSync(path.join(runDir, "logs")).mode & 0o777).toBe(0o700);
   });
 
   test("each shard's output is on disk in its own log", () => {

@@ -9,6 +9,7 @@ import { ConfigError, SETTINGS, type RunSettings } from "../config/schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
 import { EXIT } from "../results/model.ts";
 import { TOOL_VERSION } from "../run.ts";
+import { initCommand, PRESET_FLAG_HELP, PRESET_FLAGS, presetCommand } from "../presets/cli.ts";
 import { executeRun } from "./execute.ts";
 import { preflight } from "./preflight.ts";
 
@@ -32,12 +33,14 @@ const USAGE = `shardguard ${TOOL_VERSION}: run expensive bun test tiers one shar
 Usage:
   shardguard run  [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]   plan and run
   shardguard list [PATTERN...] [flags]                          print the plan, run nothing
+  shardguard run|list --preset NAME [--tier T] [PATTERN...]     run or list a preset (docs/presets.md)
+  shardguard init [--preset NAME] [--dry-run]                   add the bun test preload (and a preset's entry file)
   shardguard help | --help | --version
 
 Run "shardguard run --help" for the flags.`;
 
 function flagHelp(command: "run" | "list"): string {
-  const rows = SETTINGS.map((s) => `  ${(s.flag + " " + (s.kind === "path" ? "PATH" : "N")).padEnd(24)} ${s.help}  [env ${s.env}]`);
+  const rows = SETTINGS.map((s) => `  ${(s.flag + " " + (s.kind === "path" ? "PATH" : s.kind === "posint" ? "N" : "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`);
   const extra =
     command === "run"
       ? [`  ${"--no-test-events".padEnd(24)} run without the inspector event channel (no per-test data in killed shards)`]
@@ -53,6 +56,7 @@ function flagHelp(command: "run" | "list"): string {
     "",
     "Flags (precedence: flag > environment > bunfig.toml [shardguard] > default):",
     ...rows,
+    ...PRESET_FLAG_HELP,
     ...extra,
     "",
     "Exit codes: 0 all passed, 1 something failed/timed out/crashed/never started, 2 usage error, 130/143 cancelled.",
@@ -81,8 +85,10 @@ export async function main(argv: readonly string[], host: CliHost): Promise<numb
       case "run":
       case "list":
         return await runOrList(command, rest, host);
+      case "init":
+        return await initCommand(rest, host);
       default:
-        throw new ConfigError(`unknown command ${JSON.stringify(command)}; accepted: run, list, help`);
+        throw new ConfigError(`unknown command ${JSON.stringify(command)}; accepted: run, list, init, help`);
     }
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -94,7 +100,7 @@ export async function main(argv: readonly string[], host: CliHost): Promise<numb
 }
 
 async function runOrList(command: "run" | "list", argv: readonly string[], host: CliHost): Promise<number> {
-  const args = parseArgs(argv, command);
+  const args = parseArgs(argv, command, PRESET_FLAGS);
   if (args.help) {
     host.stdout(flagHelp(command));
     return EXIT.ok;
@@ -102,6 +108,8 @@ async function runOrList(command: "run" | "list", argv: readonly string[], host:
   if (command === "list" && args.bunArgs.length > 0) {
     throw new ConfigError(`shardguard list takes no bun test flags after "--"`);
   }
+  if (args.extras.has("--preset")) return await presetCommand(command, args, host);
+  if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
   const plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
   if (command === "list") {
