@@ -20,6 +20,7 @@ import { endLine, logTail, startLine, summaryLines, type Out } from "./report/co
 import { renderJson } from "./report/json.ts";
 import { renderJUnit } from "./report/junit.ts";
 import { prepareRunDirs } from "./report/run-dirs.ts";
+import { redactReport } from "./report/redact.ts";
 import type { ProgressSource } from "./report/progress.ts";
 
 /** shardguard's version, reported in every JSON report. */
@@ -40,6 +41,8 @@ export interface RunInputs {
   predecided?: ShardResult[];
   /** Called once every shard has ended, before the summary is printed (stops live progress). */
   beforeSummary?: () => void;
+  /** Applied to every report before it is written (secret values → `[redacted:NAME]`). */
+  redact?: (text: string) => string;
 }
 
 /** Result of a finished run. */
@@ -276,8 +279,10 @@ export class Run {
       shards,
     };
     try {
-      const xml = renderJUnit(report);
-      const json = renderJson(report);
+      // Reports leave the machine (CI artifacts); logs stay raw, mode 0600.
+      const safe = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
+      const xml = renderJUnit(safe);
+      const json = renderJson(safe);
       // The run's own copy first, then the stable paths (last finisher wins).
       if (this.runDir) {
         await writeFileAtomic(path.join(this.runDir, "junit.xml"), xml);

@@ -1,37 +1,91 @@
 /**
- * Runs a plan with live progress and signal handling: shared by
- * `shardguard run` and the preset preload.
+ * Runs a plan with live progress, signal handling, secret redaction and the
+ * optional machine-wide lock: shared by `shardguard run` and the presets.
  */
+import { ConfigError } from "../config/schema.ts";
+import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "../lock.ts";
+import { makeRedactor } from "../report/redact.ts";
 import { startProgress, type Progress } from "../report/progress.ts";
-import { Run, type RunInputs, type RunResult } from "../run.ts";
+import { EXIT, type RunReport } from "../results/model.ts";
+import { Run, type RunInputs } from "../run.ts";
 import type { CliHost } from "./main.ts";
 
+/** Outcome of {@link executeRun}; `report` is null when the run was cancelled while waiting for its lock. */
+export interface ExecuteResult {
+  exitCode: number;
+  report: RunReport | null;
+}
+
 /**
- * Starts a {@link Run} of `inputs`, shows progress on `host`, wires SIGINT /
- * SIGTERM to cancellation, and resolves with the run's result.
+ * Takes the run's lock (when `settings.lock` is set), starts a {@link Run} of
+ * `inputs`, shows progress on `host`, wires SIGINT / SIGTERM to cancellation
+ * and resolves with the exit code. Everything printed and every report is
+ * passed through the secret redactor; shard logs on disk stay raw.
+ *
+ * @throws ConfigError when `--redact` names are invalid or the lock cannot be used
  */
-export async function executeRun(inputs: Omit<RunInputs, "out" | "beforeSummary">, host: CliHost): Promise<RunResult> {
-  let progress: Progress | null = null;
-  const run = new Run({
-    ...inputs,
-    out: { line: (text) => (progress ? progress.out.line(text) : host.stdout(text)) },
-    beforeSummary: () => {
-      progress?.stop();
-      progress = null;
-    },
-  });
-  progress = startProgress({
-    write: host.write ?? ((text) => host.stdout(text.replace(/\n$/, ""))),
-    isTTY: host.isTTY ?? false,
-    ...(host.columns ? { columns: host.columns } : {}),
-    heartbeatMs: inputs.settings.heartbeatMs,
-    noColor: Boolean(host.env.NO_COLOR),
-    source: run.progressSource(),
-  });
-  host.onSignal((signal) => run.cancel(signal));
+export async function executeRun(
+  inputs: Omit<RunInputs, "out" | "beforeSummary" | "redact">,
+  host: CliHost,
+): Promise<ExecuteResult> {
+  let redact: (text: string) => string;
   try {
-    return await run.start();
+    redact = makeRedactor(inputs.env, { extraNames: inputs.settings.redact });
+  } catch (error) {
+    throw new ConfigError(`invalid --redact: ${(error as Error).message}`);
+  }
+  const stdout = (text: string) => host.stdout(redact(text));
+  const write = host.write ? (text: string) => host.write!(redact(text)) : (text: string) => stdout(text.replace(/\n$/, ""));
+
+  let current: { cancel(signal: "SIGINT" | "SIGTERM"): void } | null = null;
+  let cancelledWhileWaiting: "SIGINT" | "SIGTERM" | null = null;
+  const waiting = new AbortController();
+  host.onSignal((signal) => {
+    if (current) current.cancel(signal);
+    else {
+      cancelledWhileWaiting = signal;
+      waiting.abort();
+    }
+  });
+
+  let lock: RunLock | null = null;
+  if (inputs.settings.lock) {
+    const name = inputs.settings.lock;
+    try {
+      lock = await acquireRunLock(name, { onWait: (holder) => stdout(`shardguard: ${lockWaitMessage(name, holder)}`), signal: waiting.signal });
+    } catch (error) {
+      if (error instanceof LockAbortedError) {
+        stdout(`shardguard: cancelled by ${cancelledWhileWaiting} while waiting for lock ${name}; nothing ran`);
+        return { exitCode: cancelledWhileWaiting === "SIGTERM" ? EXIT.sigterm : EXIT.sigint, report: null };
+      }
+      throw new ConfigError(`cannot use lock ${name}: ${(error as Error).message}`);
+    }
+  }
+
+  let progress: Progress | null = null;
+  try {
+    const run = new Run({
+      ...inputs,
+      redact,
+      out: { line: (text) => (progress ? progress.out.line(redact(text)) : stdout(text)) },
+      beforeSummary: () => {
+        progress?.stop();
+        progress = null;
+      },
+    });
+    current = run;
+    progress = startProgress({
+      write,
+      isTTY: host.isTTY ?? false,
+      ...(host.columns ? { columns: host.columns } : {}),
+      heartbeatMs: inputs.settings.heartbeatMs,
+      noColor: Boolean(host.env.NO_COLOR),
+      source: run.progressSource(),
+    });
+    const result = await run.start();
+    return { exitCode: result.exitCode, report: result.report };
   } finally {
     (progress as Progress | null)?.stop();
+    await lock?.release();
   }
 }

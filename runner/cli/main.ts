@@ -40,7 +40,7 @@ Usage:
 Run "shardguard run --help" for the flags.`;
 
 function flagHelp(command: "run" | "list"): string {
-  const rows = SETTINGS.map((s) => `  ${(s.flag + " " + (s.kind === "path" ? "PATH" : s.kind === "posint" ? "N" : "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`);
+  const rows = SETTINGS.map((s) => `  ${(s.flag + " " + (({ path: "PATH", posint: "N", names: "NAMES", name: "NAME" } as Record<string, string>)[s.kind] ?? "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`);
   const extra =
     command === "run"
       ? [`  ${"--no-test-events".padEnd(24)} run without the inspector event channel (no per-test data in killed shards)`]

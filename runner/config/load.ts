@@ -97,7 +97,7 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
   }
 
   /** Picks the highest-precedence raw value of a setting and parses it. */
-  const pick = (spec: SettingSpec): { value: number | string; from: "flag" | "env" | "toml" } | undefined => {
+  const pick = (spec: SettingSpec): { value: number | string | string[]; from: "flag" | "env" | "toml" } | undefined => {
     const flagValue = args.values.get(spec.key);
     if (flagValue !== undefined) return { value: parseSettingValue(spec, flagValue, spec.flag), from: "flag" };
     const envValue = nonEmpty(env[spec.env]);
@@ -165,6 +165,8 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
     bunArgs,
     testEvents,
     heartbeatMs: num("heartbeat", DEFAULTS.heartbeatSeconds * 1000),
+    redact: (pick(spec("redact"))?.value as string[] | undefined) ?? [],
+    lock: (pick(spec("lock"))?.value as string | undefined) ?? null,
   };
 }
 

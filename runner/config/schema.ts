@@ -32,10 +32,14 @@ export interface RunSettings {
   testEvents: boolean;
   /** Seconds between CI heartbeat lines for a long-running shard, ms. */
   heartbeatMs: number;
+  /** Extra environment variable names (globs) whose values are redacted from reports. */
+  redact: string[];
+  /** Machine-wide lock name: runs holding the same name run one at a time; null for none. */
+  lock: string | null;
 }
 
 /** How a raw setting value is parsed from a flag, environment variable or TOML value. */
-type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool";
+type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name";
 
 /** One setting: its flag, environment variable, bunfig.toml key and value rule. */
 export interface SettingSpec {
@@ -59,6 +63,8 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "junit", flag: "--junit", env: "SHARDGUARD_JUNIT", toml: "junit", kind: "path", help: "JUnit XML path (default OUT/junit.xml)" },
   { key: "json", flag: "--json", env: "SHARDGUARD_JSON", toml: "json", kind: "path", help: "JSON report path (default OUT/report.json)" },
   { key: "bun", flag: "--bun", env: "SHARDGUARD_BUN", toml: "bun", kind: "path", help: "Bun executable for the shards (default: the Bun running shardguard)" },
+  { key: "redact", flag: "--redact", env: "SHARDGUARD_REDACT", toml: "redact", kind: "names", help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*" },
+  { key: "lock", flag: "--lock", env: "SHARDGUARD_LOCK", toml: "lock", kind: "name", help: "machine-wide lock: runs with the same lock name run one at a time" },
   { key: "heartbeat", flag: "--heartbeat", env: "SHARDGUARD_HEARTBEAT", toml: "heartbeat", kind: "seconds", help: "seconds between progress lines for a long-running shard without a TTY (default 60)" },
 ];
 
@@ -94,6 +100,14 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
   },
   path: { schema: z.string().min(1), accepted: "a non-empty path" },
   bool: { schema: z.boolean(), accepted: "true or false" },
+  names: {
+    schema: z
+      .union([z.string(), z.array(z.string())])
+      .transform((v) => (Array.isArray(v) ? v : v.split(",")).map((n) => n.trim()).filter((n) => n.length > 0))
+      .pipe(z.array(z.string().regex(/^[A-Za-z0-9_*?]+$/))),
+    accepted: "variable names separated by commas (letters, digits, _, and * or ? wildcards)",
+  },
+  name: { schema: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/), accepted: "a name of 1 to 100 letters, digits, '.', '_' or '-'" },
 };
 
 /**
@@ -103,18 +117,18 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
  * @returns the parsed value: ms for time settings, a number for counts, a string for paths
  * @throws ConfigError naming the source, the value and what is accepted
  */
-export function parseSettingValue(spec: SettingSpec, raw: unknown, source: string): number | string {
+export function parseSettingValue(spec: SettingSpec, raw: unknown, source: string): number | string | string[] {
   const rule = kindSchemas[spec.kind];
   // `z.coerce.number()` would read "" and booleans as 0/1; reject such inputs first.
   const looksNumeric =
     (typeof raw === "number" && Number.isFinite(raw)) ||
     (typeof raw === "string" && /^\s*[+]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw));
-  const needsNumber = spec.kind !== "path" && spec.kind !== "bool";
+  const needsNumber = spec.kind === "posint" || spec.kind === "seconds" || spec.kind === "nonnegSeconds";
   const result = needsNumber && !looksNumeric ? null : rule.schema.safeParse(raw);
   if (!result || !result.success) {
     throw new ConfigError(`invalid ${source} ${JSON.stringify(raw)}: expected ${rule.accepted}`);
   }
-  return result.data as number | string;
+  return result.data as number | string | string[];
 }
 
 /**

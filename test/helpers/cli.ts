@@ -12,6 +12,8 @@ import { RunReportSchema } from "../../runner/results/model.ts";
 export const REPO = path.resolve(import.meta.dir, "..", "..");
 export const CLI = path.join(REPO, "runner", "cli.ts");
 export const FIXTURES = path.join(REPO, "test", "fixtures", "suites");
+/** Adversarial fixtures run all at once by test/hostile.test.ts. */
+export const HOSTILE_FIXTURES = path.join(REPO, "test", "fixtures", "hostile");
 
 /** Creates a temp dir holding `files` (relative path → contents). */
 export function makeSuite(files: Record<string, string>, prefix = "sg-suite-"): string {
@@ -25,14 +27,21 @@ export function makeSuite(files: Record<string, string>, prefix = "sg-suite-"): 
 }
 
 /**
- * Reads fixture files `test/fixtures/suites/<name>.fixture.ts` and returns them
- * as `<name>.test.ts` entries for {@link makeSuite}. Fixtures are stored under
+ * Reads fixture files `<folder>/<name>.fixture.ts` and returns them as
+ * `<name>.test.ts` entries for {@link makeSuite}. Fixtures are stored under
  * another suffix so this repository's own `bun test` never runs them.
+ * Without `names`, every `*.fixture.ts` directly in `folder` is taken.
  */
-export function fixtureFiles(...names: string[]): Record<string, string> {
+export function fixtureFilesIn(folder: string, names?: readonly string[]): Record<string, string> {
+  const chosen = names ?? readdirSync(folder).filter((f) => f.endsWith(".fixture.ts")).map((f) => f.slice(0, -".fixture.ts".length)).sort();
   const out: Record<string, string> = {};
-  for (const name of names) out[`${name}.test.ts`] = readFileSync(path.join(FIXTURES, `${name}.fixture.ts`), "utf8");
+  for (const name of chosen) out[`${name}.test.ts`] = readFileSync(path.join(folder, `${name}.fixture.ts`), "utf8");
   return out;
+}
+
+/** {@link fixtureFilesIn} for `test/fixtures/suites`. */
+export function fixtureFiles(...names: string[]): Record<string, string> {
+  return fixtureFilesIn(FIXTURES, names);
 }
 
 /** Outcome of one CLI process. `ms` is wall time on a monotonic clock. */
@@ -99,7 +108,15 @@ export function shardOf(report: RunReport, file: string) {
  * i.e. descendants of this run's shards (Linux /proc). Zombies are ignored.
  */
 export function survivors(runId: string): number[] {
-  const needle = `SHARDGUARD_RUN=${runId}:`;
+  return processesWithEnvEntry(`SHARDGUARD_RUN=${runId}:`);
+}
+
+/**
+ * Pids of live, non-zombie processes with an environment entry starting with
+ * `prefix` (e.g. `NAME=value`), read from Linux /proc. Independent of the
+ * runner's own sweep code, so tests can check and clean up after it.
+ */
+export function processesWithEnvEntry(prefix: string): number[] {
   const found: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -107,7 +124,7 @@ export function survivors(runId: string): number[] {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       if (/\) Z /.test(stat)) continue;
       const environ = readFileSync(`/proc/${entry}/environ`, "utf8");
-      if (environ.split("\0").some((kv) => kv.startsWith(needle))) found.push(Number(entry));
+      if (environ.split("\0").some((kv) => kv.startsWith(prefix))) found.push(Number(entry));
     } catch {
       // The process ended while we looked.
     }

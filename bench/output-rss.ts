@@ -1,0 +1,199 @@
+#!/usr/bin/env bun
+/**
+ * Benchmark: the runner's memory while a shard prints a lot (issue #5 §4).
+ *
+ * Writes one test file into a temp dir that prints N bytes to stdout in
+ * 1 MiB chunks, runs the real CLI on it (`shardguard run --jobs 1`) as a
+ * child process, and samples the CLI process, which is the runner that
+ * spools the shard's output to its log, from Linux /proc/<pid>/status:
+ * VmHWM (the kernel's peak-RSS high-water mark) and VmRSS. The `bun test`
+ * child is a separate process; its peak is shown for context only.
+ *
+ * Two runs: a baseline that prints 1 MiB, then N bytes. Reports, for each:
+ * wall time, bytes printed, bytes in the shard log, throughput, the runner's
+ * peak RSS and the child's; then the ratio of the two runner peaks.
+ *
+ * Usage: bun bench/output-rss.ts [--bytes N] [--limit-mib 150] [--keep]
+ *   --bytes      bytes to print; suffixes K, M, G are binary (1G = 1 GiB); default 1G
+ *   --limit-mib  the runner's peak RSS must stay below this, MiB; default 150
+ *   --keep       keep the temp dirs (the logs are N bytes each)
+ * Exits 1 when the runner's peak RSS reaches the limit, when the shard did
+ * not pass, or when its log holds fewer than N bytes. Linux only (/proc).
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const MiB = 1024 * 1024;
+const CLI = path.join(import.meta.dir, "..", "runner", "cli.ts");
+const SAMPLE_MS = 20;
+const BASELINE_BYTES = MiB;
+
+/** "1G" → 1073741824; plain integers are bytes. */
+function parseBytes(text: string): number {
+  const m = /^(\d+)([KMG]?)$/i.exec(text.trim());
+  if (!m) throw new Error(`--bytes needs a whole number with an optional K, M or G suffix, got ${JSON.stringify(text)}`);
+  const scale = { "": 1, K: 1024, M: MiB, G: 1024 * MiB }[m[2]!.toUpperCase() as "" | "K" | "M" | "G"];
+  const value = Number(m[1]) * scale;
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--bytes must be at least 1, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const BYTES = parseBytes(option("bytes") ?? "1G");
+const LIMIT_MIB = Number(option("limit-mib") ?? 150);
+if (!(LIMIT_MIB > 0)) throw new Error("--limit-mib needs a positive number");
+const KEEP = process.argv.includes("--keep");
+if (process.platform !== "linux") throw new Error("bench/output-rss.ts reads /proc and runs on Linux only");
+
+/** The test file: prints `bytes` bytes of 1 KiB lines, waiting for 'drain' (Bun drops unflushed stdout at exit). */
+function fixture(bytes: number): string {
+  return `import { test } from "bun:test";
+test("prints ${bytes} bytes", async () => {
+  const chunk = Buffer.from(\`\${"y".repeat(1023)}\\n\`.repeat(1024));
+  for (let left = ${bytes}; left > 0; left -= chunk.length) {
+    const part = left >= chunk.length ? chunk : chunk.subarray(0, left);
+    if (!process.stdout.write(part)) await new Promise((resolve) => process.stdout.once("drain", resolve));
+  }
+}, 3_600_000);
+`;
+}
+
+/** VmHWM and VmRSS of a live process in bytes; null once it is gone or a zombie. */
+function memoryOf(pid: number): { hwm: number; rss: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN) * 1024;
+    const hwm = kb("VmHWM");
+    const rss = kb("VmRSS");
+    return Number.isNaN(hwm) || Number.isNaN(rss) ? null : { hwm, rss };
+  } catch {
+    return null;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+interface Measurement {
+  bytes: number;
+  wallMs: number;
+  logBytes: number;
+  status: string;
+  /** Peak RSS of the runner (the CLI process), bytes. */
+  runnerPeak: number;
+  /** Peak RSS of the `bun test` child, bytes (context only). */
+  childPeak: number;
+  dir: string;
+}
+
+async function measure(bytes: number): Promise<Measurement> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-rss-"));
+  try {
+    return await measureIn(dir, bytes);
+  } catch (error) {
+    if (!KEEP) rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+async function measureIn(dir: string, bytes: number): Promise<Measurement> {
+  writeFileSync(path.join(dir, "output.test.ts"), fixture(bytes));
+  const t0 = performance.now();
+  const cli = spawn(process.execPath, [CLI, "run", "--root", dir, "--jobs", "1", "--timeout", "3600", "--grace", "1"], {
+    cwd: dir,
+    env: { ...process.env, NO_COLOR: "1" },
+    stdio: "ignore",
+  });
+  const exited = new Promise<number | null>((resolve) => cli.once("exit", (code) => resolve(code)));
+  const pid = cli.pid!;
+  let runnerPeak = 0;
+  let childPeak = 0;
+  let verified = false;
+  let done = false;
+  void exited.then(() => (done = true));
+  while (!done) {
+    if (!verified) {
+      // Count only once this pid runs the shardguard CLI: between fork and
+      // exec it is still a copy of this process (exec resets VmHWM).
+      let cmdline: string[] = [];
+      try {
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      } catch {
+        // Gone already.
+      }
+      verified = cmdline[1] === CLI;
+    }
+    const mem = verified ? memoryOf(pid) : null;
+    if (mem) runnerPeak = Math.max(runnerPeak, mem.hwm, mem.rss);
+    for (const child of childrenOf(pid)) {
+      const m = memoryOf(child);
+      if (m) childPeak = Math.max(childPeak, m.hwm, m.rss);
+    }
+    await Bun.sleep(SAMPLE_MS);
+  }
+  const wallMs = performance.now() - t0;
+  const code = await exited;
+  if (!verified) throw new Error(`never saw pid ${pid} run ${CLI}; nothing was measured`);
+  let status = `runner exited ${code}, no report`;
+  let logBytes = 0;
+  try {
+    const report = JSON.parse(readFileSync(path.join(dir, ".shardguard", "report.json"), "utf8")) as {
+      shards: { status: string; logPath: string | null }[];
+    };
+    const shard = report.shards[0];
+    status = shard?.status ?? status;
+    if (shard?.logPath) logBytes = statSync(shard.logPath).size;
+  } catch {
+    // Reported below through status and logBytes.
+  }
+  return { bytes, wallMs, logBytes, status, runnerPeak, childPeak, dir };
+}
+
+const mib = (bytes: number) => (bytes / MiB).toFixed(1);
+
+function row(label: string, m: Measurement): string {
+  const seconds = m.wallMs / 1000;
+  return [
+    label.padEnd(9),
+    `${mib(m.bytes)} MiB printed`.padStart(20),
+    `${m.logBytes} B logged`.padStart(22),
+    `${seconds.toFixed(2)} s`.padStart(9),
+    `${(m.logBytes / MiB / seconds).toFixed(0)} MiB/s`.padStart(11),
+    `runner peak ${mib(m.runnerPeak)} MiB`.padStart(23),
+    `child peak ${mib(m.childPeak)} MiB`.padStart(22),
+    m.status,
+  ].join("  ");
+}
+
+console.log(`shardguard output-rss bench: one shard printing ${BYTES} bytes (${mib(BYTES)} MiB); limit ${LIMIT_MIB} MiB runner peak RSS`);
+const baseline = await measure(BASELINE_BYTES);
+console.log(row("baseline", baseline));
+const target = await measure(BYTES);
+console.log(row("target", target));
+const ratio = target.runnerPeak / baseline.runnerPeak;
+console.log(`runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${ratio.toFixed(2)})`);
+
+const problems: string[] = [];
+if (target.runnerPeak >= LIMIT_MIB * MiB) problems.push(`runner peak RSS ${mib(target.runnerPeak)} MiB ≥ ${LIMIT_MIB} MiB`);
+for (const [label, m] of [["baseline", baseline], ["target", target]] as const) {
+  if (m.status !== "passed") problems.push(`${label} shard is ${m.status}, not passed`);
+  if (m.logBytes < m.bytes) problems.push(`${label} log holds ${m.logBytes} bytes, fewer than the ${m.bytes} printed`);
+}
+if (KEEP) console.log(`kept: ${baseline.dir} ${target.dir}`);
+else for (const m of [baseline, target]) rmSync(m.dir, { recursive: true, force: true });
+if (problems.length > 0) {
+  console.log(`FAIL: ${problems.join("; ")}`);
+  process.exit(1);
+}
+console.log("OK");
