@@ -61,6 +61,8 @@ describe("bad input: one line naming the key, the value and what is accepted", (
     ["repeated flag", ["--jobs", "1", "--jobs", "2"], {}, undefined, /given twice/],
     ["missing root", ["--root", "/nonexistent/sg-root"], {}, undefined, /--root "\/nonexistent\/sg-root": expected an existing directory/],
     ["bun that is not executable", ["--bun", "/nonexistent/bun"], {}, undefined, /--bun "\/nonexistent\/bun": expected an executable/],
+    ["bad lock name", ["--lock", "a/b"], {}, undefined, /--lock "a\/b": expected a name/],
+    ["bad redact names", ["--redact", "OK_NAME,bad-name"], {}, undefined, /--redact "OK_NAME,bad-name": expected variable names/],
     ["bad events variable", [], { SHARDGUARD_NO_TEST_EVENTS: "maybe" }, undefined, /SHARDGUARD_NO_TEST_EVENTS "maybe"/],
   ];
   for (const [name, argv, env, toml, message] of cases) {
