@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
-import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun } from "./helpers/cli.ts";
+import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun, removeSuites } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import type { RunReport } from "../runner/results/model.ts";
 
@@ -247,3 +247,5 @@ describe("hostile test names", () => {
     expect(report.shards[0]!.tests.some((t) => t.name.endsWith("x".repeat(5000)))).toBe(true);
   });
 });
+
+afterAll(removeSuites);

@@ -2,11 +2,11 @@
  * Two runs in one repository at once: separate run directories and logs, each
  * with its own report copy; with --lock the second waits for the first.
  */
-import { expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { RunReportSchema } from "../runner/results/model.ts";
-import { makeSuite, runCli } from "./helpers/cli.ts";
+import { makeSuite, runCli, removeSuites } from "./helpers/cli.ts";
 
 const slow = (ms: number) => `import { test } from "bun:test";\ntest("works for ${ms} ms", async () => { await Bun.sleep(${ms}); });\n`;
 const ownReport = (dir: string, runId: string) =>
@@ -46,3 +46,5 @@ test("--lock NAME: the second run prints one waiting line and starts after the f
   expect(Date.parse(b.shards[0]!.startedAt!)).toBeGreaterThanOrEqual(Date.parse(a.finishedAt!) - 50);
   expect(existsSync(path.join(dir, ".shardguard", "logs"))).toBe(true);
 });
+
+afterAll(removeSuites);

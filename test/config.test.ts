@@ -2,12 +2,12 @@
  * Settings: precedence flag > environment > bunfig.toml > default, and one
  * clear line for every bad value (table-driven).
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import path from "node:path";
 import { parseArgs } from "../runner/config/args.ts";
 import { resolveSettings } from "../runner/config/load.ts";
 import { ConfigError } from "../runner/config/schema.ts";
-import { makeSuite } from "./helpers/cli.ts";
+import { makeSuite, removeSuites } from "./helpers/cli.ts";
 
 const resolve = (argv: string[], env: Record<string, string> = {}, bunfig?: string) => {
   const dir = makeSuite(bunfig === undefined ? { "a.test.ts": "" } : { "a.test.ts": "", "bunfig.toml": bunfig }, "sg-config-");
@@ -80,3 +80,5 @@ describe("bad input: one line naming the key, the value and what is accepted", (
     });
   }
 });
+
+afterAll(removeSuites);

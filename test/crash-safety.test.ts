@@ -2,10 +2,10 @@
  * The runner itself dies (kill -9): its shards die with it (--no-orphans),
  * and the reports already on disk are valid and list the unfinished shards.
  */
-import { expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { readReport, runCli, survivors, waitFor } from "./helpers/cli.ts";
+import { readReport, runCli, survivors, waitFor, removeSuites } from "./helpers/cli.ts";
 import { makeSuite } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 
@@ -44,3 +44,5 @@ test("kill -9 of the runner mid-run: no shard process alive within 2 s, reports 
   expect((await validateJUnitXml(xml)).valid).toBe(true);
   expect(xml.match(/<testcase /g)?.length).toBe(4);
 });
+
+afterAll(removeSuites);

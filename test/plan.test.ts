@@ -1,8 +1,8 @@
 /** Planning: discovery with Bun's naming, dedupe, stable order, shards and slugs. */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { ConfigError } from "../runner/config/schema.ts";
 import { groupIntoShards, planRun, shardSlug } from "../runner/plan/plan.ts";
-import { makeSuite } from "./helpers/cli.ts";
+import { makeSuite, removeSuites } from "./helpers/cli.ts";
 
 const tree = () =>
   makeSuite({
@@ -55,3 +55,5 @@ describe("shards and slugs", () => {
     expect(shardSlug(["dir with spaces/ü.test.ts"])).toMatch(/^[a-z0-9-]+$/);
   });
 });
+
+afterAll(removeSuites);

@@ -2,13 +2,14 @@
  * exec/process.ts on real processes: named lifecycle states, the group kill
  * sequence, spawn failure, a log that cannot be written, escapee sweep.
  */
-import { expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { afterAll, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startProcess, sweepCookie, type ProcessState } from "../runner/exec/process.ts";
+import { makeSuite, removeSuites, waitFor } from "./helpers/cli.ts";
 
-const tmp = () => mkdtempSync(path.join(os.tmpdir(), "sg-proc-"));
+const tmp = () => makeSuite({}, "sg-proc-");
 /** Alive and not a zombie: a killed orphan stays a zombie until its new parent reaps it. */
 const alive = (pid: number) => {
   try {
@@ -42,7 +43,7 @@ test("at the deadline the whole group gets SIGTERM; one that ignores it gets SIG
   expect(took).toBeGreaterThanOrEqual(850);
   expect(took).toBeLessThan(2_500);
   const grandchild = Number(readFileSync(path.join(dir, "gc.pid"), "utf8"));
-  expect(alive(grandchild)).toBe(false);
+  expect(await waitFor(() => !alive(grandchild), 1_000)).toBe(true);
 });
 
 test("a child that honours SIGTERM ends within the grace period, not escalated", async () => {
@@ -85,6 +86,9 @@ test("a descendant that left the group (setsid) is swept by its cookie", async (
   const escapee = Number(readFileSync(path.join(dir, "escapee.pid"), "utf8"));
   expect(outcome.escapees.map((e) => e.pid)).toContain(escapee);
   expect(outcome.escapees.find((e) => e.pid === escapee)!.command).toContain("sleep 30");
-  expect(alive(escapee)).toBe(false);
+  // SIGKILL is delivered at once, but the process needs a moment to die.
+  expect(await waitFor(() => !alive(escapee), 1_000)).toBe(true);
   expect(sweepCookie(cookie, "exact")).toEqual([]);
 });
+
+afterAll(removeSuites);

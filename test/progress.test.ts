@@ -1,7 +1,7 @@
 /** Live progress: CI heartbeat lines from a real run, and the TTY status area. */
-import { expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { startProgress, type ProgressSource } from "../runner/report/progress.ts";
-import { makeSuite, runCli } from "./helpers/cli.ts";
+import { makeSuite, runCli, removeSuites } from "./helpers/cli.ts";
 
 test("without a TTY, a long-running shard gets heartbeat lines naming the test in flight", async () => {
   const dir = makeSuite({
@@ -45,3 +45,5 @@ test("with colour allowed, the TTY area uses SGR sequences", async () => {
   progress.stop();
   expect(written.join("")).toMatch(/\x1b\[1mshards: 1 done/);
 });
+
+afterAll(removeSuites);

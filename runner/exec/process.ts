@@ -144,8 +144,11 @@ export class ShardProcess {
     installExitHook();
     this.log = createWriteStream(spec.logPath, { flags: "a", mode: 0o600 });
     this.log.on("error", (error) => {
-      // A full disk must never change a verdict or crash the run.
+      // A full disk must never change a verdict or crash the run: note it,
+      // and keep reading the pipes (discarding) so the child never blocks.
       this.logError ??= error.message;
+      this.child?.stdout?.resume();
+      this.child?.stderr?.resume();
     });
     this.done = this.run();
   }
@@ -215,7 +218,11 @@ export class ShardProcess {
         if (this.logError) return;
         // Respect the disk: pause the pipe while the log catches up, so memory
         // stays bounded however fast the child prints.
-        if (!this.log.write(chunk)) {
+        // The write callback sees errors the stream may not emit once ending.
+        const accepted = this.log.write(chunk, (error) => {
+          if (error) this.logError ??= error.message;
+        });
+        if (!accepted) {
           stream.pause();
           this.log.once("drain", () => stream.resume());
         }
@@ -238,7 +245,7 @@ export class ShardProcess {
     // Then those that left the group but kept the cookie; they may hold our pipes.
     const escapees = this.spec.cookie ? sweepCookie(this.spec.cookie, "exact") : [];
     const pipesCut = await this.drain(child);
-    await new Promise<void>((resolve) => this.log.end(() => resolve()));
+    await this.closeLog();
     this.setState("finished");
     return {
       exitCode: exit.code,
@@ -254,6 +261,19 @@ export class ShardProcess {
       pipesCut,
       escapees,
     };
+  }
+
+  /**
+   * Ends the log and waits until it is closed, so a write error (disk full)
+   * has been reported before the outcome is built.
+   */
+  private closeLog(): Promise<void> {
+    const log = this.log;
+    if (log.closed || log.destroyed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      log.once("close", () => resolve());
+      log.end();
+    });
   }
 
   /** Waits up to drainMs for both pipes to end, then destroys them. True if one was cut. */

@@ -165,7 +165,8 @@ export function computeSelection(inputs: {
     if (changed.some((f) => globs.some((g) => matchesGlob(f, g)))) selected.add(name);
   }
   const n = changed.length;
-  return { selected, reason: `diff vs ${base}: ${n} changed file${n === 1 ? "" : "s"}`, total };
+  const shown = changed.slice(0, 3).join(", ") + (n > 3 ? ", …" : "");
+  return { selected, reason: `diff vs ${base}: ${n} changed file${n === 1 ? "" : "s"} (${shown})`, total };
 }
 
 /**
@@ -253,7 +254,7 @@ export function partitionShards(
     for (const d of decisions) all.set(d.file, d);
     if (decisions.every((d) => !d.kept)) {
       const why = [...new Set(decisions.map((d) => d.reason))].join("; ");
-      skipped.push({ shard, reason: `skipped by diff (${selection.reason}): ${why}` });
+      skipped.push({ shard, reason: `not selected by the diff (${selection.reason}): ${why}` });
     } else {
       runnable.push(shard);
     }

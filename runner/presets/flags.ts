@@ -6,9 +6,9 @@
  * in {@link VALUE_FLAGS} take the next argument as their value; every other
  * flag takes a value only in `--flag=value` form, so with unknown flags the
  * next argument stays a positional (a filter, for Bun).
+ *
+ * Imports nothing heavy: the preload loads this module on every `bun test`.
  */
-import { ConfigError } from "../config/schema.ts";
-
 /** One flag from a command line, with the tokens it was written as. */
 export interface CommandFlag {
   /** Canonical (long) name, e.g. "--test-name-pattern" for "-t". */
@@ -143,21 +143,10 @@ export function splitBunTestArgs(args: readonly string[], extraValued: readonly 
 }
 
 /**
- * Checks command-line flags meant for shards.
- *
- * @throws ConfigError naming the first flag shardguard cannot pass on, and why
- */
-export function checkShardFlags(flags: readonly CommandFlag[], where: string): void {
-  for (const flag of flags) {
-    const why = REFUSED_FLAGS[flag.name];
-    if (why) throw new ConfigError(`${where}: ${flag.tokens.join(" ")} cannot be used with a preset: ${why}`);
-  }
-}
-
-/**
  * The flags of every shard: the preset's flags, each one replaced in place
  * by the command line's flag of the same name, then the command line's
- * other flags in their order. `--timeout` and `--max-concurrency` from the
+ * other flags in their order; each written as one `--name=value` (or
+ * `--name`) token, so `--retry 1`, `--retry=1` give the same shard flags. `--timeout` and `--max-concurrency` from the
  * command line are not in `overrides` (the caller turned them into the
  * preset's timeout and concurrency values); `--no-orphans` is dropped
  * (shardguard always sets it).
@@ -171,7 +160,7 @@ export function mergeShardFlags(presetFlags: readonly string[], overrides: reado
     if (at >= 0 && base.includes(result[at]!)) result[at] = flag;
     else result.push(flag);
   }
-  return result.flatMap((f) => f.tokens);
+  return result.map((f) => (f.value === null ? f.name : `${f.name}=${f.value}`));
 }
 
 /** Replaces `{max-concurrency}` and `{timeout-ms}` in preset flags. */

@@ -20,7 +20,9 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
+import type { CliHost } from "../cli/main.ts";
 import { SHARD_ENV } from "../exec/command.ts";
+import { BUILTIN_PRESETS } from "./builtin.ts";
 import { splitBunTestArgs, VALUE_FLAGS, type CommandFlag } from "./flags.ts";
 
 /** Environment variable that turns interception off ("0", "false", "off"). */
@@ -139,6 +141,39 @@ function fileArguments(cwd: string, positionals: readonly string[]): string[] | 
 }
 
 /**
+ * Names of the presets whose globs, read without validation (Bun's TOML
+ * parser, built-in data), match every file: a cheap first pass so that
+ * `bun test some.test.ts` in a project with the preload does not load the
+ * validating modules. Order: user presets (bunfig.toml order), then built-ins.
+ */
+function quickCandidates(cwd: string, files: readonly string[]): string[] {
+  let user: Record<string, Record<string, unknown>> = {};
+  try {
+    const doc = Bun.TOML.parse(readFileSync(path.join(cwd, "bunfig.toml"), "utf8")) as Record<string, unknown>;
+    const presets = (doc.shardguard as Record<string, unknown> | undefined)?.presets;
+    if (presets && typeof presets === "object") user = presets as Record<string, Record<string, unknown>>;
+  } catch {
+    // Missing or broken: the full check below reports a broken file when it matters.
+  }
+  const field = (name: string, key: string, seen: string[] = []): unknown => {
+    const own = user[name];
+    if (own && typeof own === "object" && key in own) return own[key];
+    const parent = own && typeof own.extends === "string" ? own.extends : null;
+    if (parent && parent !== name && !seen.includes(parent)) return field(parent, key, [...seen, name]);
+    return BUILTIN_PRESETS[name]?.[key];
+  };
+  const names = [...new Set([...Object.keys(user), ...Object.keys(BUILTIN_PRESETS)])];
+  return names.filter((name) => {
+    if (field(name, "intercept-files") === false) return false;
+    const globs = field(name, "globs");
+    // Unreadable globs go to the full check, which reports them.
+    if (!Array.isArray(globs) || !globs.every((g) => typeof g === "string")) return true;
+    const matchers = (globs as string[]).map((g) => new Bun.Glob(g));
+    return files.every((f) => matchers.some((m) => m.match(f)));
+  });
+}
+
+/**
  * The preset whose files include every file argument (user presets first,
  * then built-ins; presets with `intercept-files = false` never match).
  */
@@ -146,9 +181,13 @@ async function legacyMatch(cwd: string, positionals: readonly string[]): Promise
   if (positionals.length === 0) return null;
   const files = fileArguments(cwd, positionals);
   if (!files) return null;
+  const candidates = quickCandidates(cwd, files);
+  if (candidates.length === 0) return null;
   const { loadPresets, presetFiles } = await import("./resolve.ts");
-  for (const preset of loadPresets(cwd).presets.values()) {
-    if (!preset.interceptFiles) continue;
+  const catalog = loadPresets(cwd);
+  for (const name of candidates) {
+    const preset = catalog.presets.get(name);
+    if (!preset || !preset.interceptFiles) continue;
     const own = new Set(presetFiles(preset, cwd));
     if (files.every((f) => own.has(f))) return { preset: preset.name, files };
   }
@@ -211,15 +250,10 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
   };
 }
 
-/** The preload's view of its process; injectable for tests. */
-export interface InterceptHost {
-  env: Record<string, string | undefined>;
-  cwd: string;
+/** The preload's view of its process (the CLI host plus process ids); injectable for tests. */
+export interface InterceptHost extends CliHost {
   pid: number;
   ppid: number;
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void;
   readCommandLine?: (pid: number) => string[] | null;
 }
 
@@ -232,7 +266,6 @@ export interface InterceptHost {
  */
 export async function interceptBunTest(host: InterceptHost): Promise<number | null> {
   const read = host.readCommandLine ?? ((pid: number) => readCommandLine(pid));
-  const { ConfigError } = await import("../config/schema.ts");
   try {
     const decision = await decideInterception({
       argv: read(host.pid),
@@ -241,7 +274,10 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
       parentArgv: () => read(host.ppid),
     });
     if (decision.action === "none") return null;
-    if (decision.action === "refuse") throw new ConfigError(decision.message);
+    if (decision.action === "refuse") {
+      host.stderr(`shardguard: ${decision.message}`);
+      return 2;
+    }
     const { parseArgs } = await import("../config/args.ts");
     const { executePresetRun, preparePresetRun } = await import("./session.ts");
     const prepared = await preparePresetRun({
@@ -255,9 +291,10 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
       commandFlags: decision.flags,
       flagsWhere: "bun test",
     });
-    return await executePresetRun(prepared, { out: { line: host.stdout }, onSignal: host.onSignal });
+    return await executePresetRun(prepared, host);
   } catch (error) {
-    if (error instanceof ConfigError) {
+    // ConfigError, matched by name so the plain `bun test` path never loads its module (and zod).
+    if (error instanceof Error && error.name === "ConfigError") {
       host.stderr(`shardguard: ${error.message}`);
       return 2;
     }

@@ -85,8 +85,11 @@ export function loadPresets(root: string): PresetCatalog {
 
   const presets = new Map<string, Preset>();
   for (const name of allNames()) {
-    const where = user[name] ? `${file} [shardguard.presets.${name}]` : `built-in preset ${name}`;
-    presets.set(name, parsePreset(name, rawOf(name, []), where));
+    const own = user[name];
+    const where = own ? `${file} [shardguard.presets.${name}]` : `built-in preset ${name}`;
+    const parent = typeof own?.extends === "string" ? own.extends : own && BUILTIN_PRESETS[name] ? name : null;
+    const source = own ? `${file}${parent ? `, extends ${parent === name ? "the built-in" : parent}` : ""}` : "built-in";
+    presets.set(name, parsePreset(name, rawOf(name, []), where, source));
   }
   return { presets, bunfigFile: bunfig.file };
 }

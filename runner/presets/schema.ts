@@ -199,7 +199,7 @@ export interface Preset {
   selection: SelectionSpec | null;
   preflight: { command: string[] | null; timeoutMs: number; okEnv: string | null } | null;
   script: string;
-  /** Where the preset came from, for messages: "built-in", or the bunfig.toml table. */
+  /** Where the preset came from: "built-in", or its bunfig.toml table (and what it extends). */
   source: string;
 }
 
@@ -251,12 +251,13 @@ function convert(name: string, raw: Raw, source: string): Preset {
  * already merged over what it extends) and converts it.
  *
  * @param where how to name the table in messages, e.g. `bunfig.toml [shardguard.presets.my-paid]`
+ * @param source where the preset came from, for the run's header (default: `where`)
  * @throws ConfigError with one line: the key path, the value and what is accepted
  */
-export function parsePreset(name: string, raw: unknown, where: string): Preset {
+export function parsePreset(name: string, raw: unknown, where: string, source = where): Preset {
   const result = PresetSchema.safeParse(raw);
   if (!result.success) throw new ConfigError(describeIssue(result.error, raw, where));
-  return convert(name, result.data, where);
+  return convert(name, result.data, source);
 }
 
 /** One line for the first zod issue: `invalid <where> <key> <value>: <message>`. */

@@ -18,9 +18,10 @@ import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/
 import { EXIT, type ShardResult } from "../results/model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
 import { logTail, type Out } from "../report/console.ts";
-import { Run } from "../run.ts";
+import { executeRun } from "../cli/execute.ts";
+import type { CliHost } from "../cli/main.ts";
 import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
-import { checkShardFlags, expandFlagTemplates, mergeShardFlags, splitBunTestArgs, type CommandFlag } from "./flags.ts";
+import { expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
 import { MAX_MS, type Preset } from "./schema.ts";
 import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
@@ -79,6 +80,18 @@ export interface PreparedPresetRun {
 
 const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
 
+/**
+ * Checks command-line flags meant for shards.
+ *
+ * @throws ConfigError naming the first flag shardguard cannot pass on, and why
+ */
+export function checkShardFlags(flags: readonly CommandFlag[], where: string): void {
+  for (const flag of flags) {
+    const why = REFUSED_FLAGS[flag.name];
+    if (why) throw new ConfigError(`${where}: ${flag.tokens.join(" ")} cannot be used with a preset: ${why}`);
+  }
+}
+
 /** Parses a millisecond count from an environment variable or `bun test --timeout`. */
 function parseMs(raw: string, source: string): number {
   const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
@@ -127,7 +140,14 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
 
   const table = readBunfigTable(root).table;
   const args: ParsedArgs = { ...req.args, values: new Map(req.args.values), bunArgs: [] };
-  const fromRunner = (key: SettingSpec["key"]) => nonEmpty(env[spec(key).env]) !== undefined || (spec(key).toml ?? "") in table;
+  /** Where shardguard's own sources set `key`: its environment variable or bunfig.toml; null when neither. */
+  const runnerSource = (key: SettingSpec["key"]): string | null =>
+    nonEmpty(env[spec(key).env]) !== undefined
+      ? spec(key).env
+      : spec(key).toml !== null && spec(key).toml! in table
+        ? `bunfig.toml [shardguard] ${spec(key).toml}`
+        : null;
+  const fromRunner = (key: SettingSpec["key"]) => runnerSource(key) !== null;
   const sources = new Map<string, string>();
   /** Sets a setting unless a flag already did; `raw` is in the flag's units. */
   const decide = (key: SettingSpec["key"], raw: string, from: string) => {
@@ -159,8 +179,8 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   if (!fromRunner("filesPerShard")) decide("filesPerShard", String(preset.filesPerShard), `preset ${preset.name}`);
 
   const resolved = resolveSettings({ args, env, cwd: req.cwd, defaultBun: process.execPath });
-  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.get("jobs") ?? "SHARDGUARD_JOBS / bunfig.toml" };
-  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.get("timeout") ?? "SHARDGUARD_TIMEOUT / bunfig.toml" };
+  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.get("jobs") ?? runnerSource("jobs") ?? "default" };
+  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.get("timeout") ?? runnerSource("timeout") ?? "default" };
   const maxConcurrency: Sourced<number> =
     concFromEnv !== undefined
       ? { value: concFromEnv, from: concKnob! }
@@ -266,6 +286,9 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
     );
   }
   lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
+  if (total === 0) {
+    lines.push(`shardguard: nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file is excluded (shardguard list --preset ${p.preset.name} shows why)`);
+  }
   return lines;
 }
 
@@ -289,12 +312,6 @@ export function presetPlanLines(p: PreparedPresetRun): string[] {
   return lines;
 }
 
-/** Where a preset run's lines go and how it learns about signals. */
-export interface PresetHost {
-  out: Out;
-  onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void;
-}
-
 /**
  * Runs a prepared preset run: runner preflight (Bun, writable output), the
  * preset's preflight command when a shard is runnable, then every shard not
@@ -303,28 +320,29 @@ export interface PresetHost {
  * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
  * @throws ConfigError (exit 2, no shard started) when a preflight fails
  */
-export async function executePresetRun(p: PreparedPresetRun, host: PresetHost): Promise<number> {
+export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Promise<number> {
   const checked = await preflight(p.settings);
-  for (const line of presetHeaderLines(p)) host.out.line(line);
+  const out: Out = { line: host.stdout };
+  for (const line of presetHeaderLines(p)) out.line(line);
   const env = { ...p.childEnv };
   const runnable = p.plan.shards.length - p.skipped.length;
   const pre = p.preset.preflight;
   if (runnable > 0 && pre?.command) {
-    await runPreflightCommand(p, pre.command, pre.timeoutMs, host.out);
+    await runPreflightCommand(p, pre.command, pre.timeoutMs, out);
     if (pre.okEnv) env[pre.okEnv] = "1";
   }
   const shardDir = p.shardDir;
-  const run = new Run({
-    settings: p.settings,
-    plan: p.plan,
-    bunVersion: checked.bunVersion,
-    env,
-    out: host.out,
-    predecided: p.skipped,
-    ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
-  });
-  host.onSignal((signal) => run.cancel(signal));
-  const result = await run.start();
+  const result = await executeRun(
+    {
+      settings: p.settings,
+      plan: p.plan,
+      bunVersion: checked.bunVersion,
+      env,
+      predecided: p.skipped,
+      ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
+    },
+    host,
+  );
   return result.exitCode ?? EXIT.failed;
 }
 

@@ -3,7 +3,7 @@
  * fixture suites written into temp directories.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { RunReport } from "../../runner/results/model.ts";
@@ -15,9 +15,21 @@ export const FIXTURES = path.join(REPO, "test", "fixtures", "suites");
 /** Adversarial fixtures run all at once by test/hostile.test.ts. */
 export const HOSTILE_FIXTURES = path.join(REPO, "test", "fixtures", "hostile");
 
-/** Creates a temp dir holding `files` (relative path → contents). */
+/** Temp dirs made by {@link makeSuite} and not yet removed. */
+const madeDirs: string[] = [];
+
+/**
+ * Removes every dir {@link makeSuite} made so far. Test files call it from a
+ * top-level `afterAll` (bun test emits no process "exit" event to hook).
+ */
+export function removeSuites(): void {
+  for (const dir of madeDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Creates a temp dir holding `files` (relative path → contents); see {@link removeSuites}. */
 export function makeSuite(files: Record<string, string>, prefix = "sg-suite-"): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  madeDirs.push(dir);
   for (const [rel, text] of Object.entries(files)) {
     const full = path.join(dir, rel);
     mkdirSync(path.dirname(full), { recursive: true });

@@ -1,0 +1,444 @@
+/**
+ * Presets piece by piece: schema and extension, tiers, flags, interception
+ * decisions, diff decisions, settings precedence. Files are written into
+ * temp dirs; the few git cases use a real git repository.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "../runner/config/args.ts";
+import { ConfigError } from "../runner/config/schema.ts";
+import { main, type CliHost } from "../runner/cli/main.ts";
+import type { PlannedShard } from "../runner/plan/plan.ts";
+import {
+  computeSelection,
+  decideFile,
+  loadTouchfiles,
+  matchesGlob,
+  partitionShards,
+  quotedNames,
+  serializeSelection,
+  type Touchfiles,
+} from "../runner/presets/diff.ts";
+import { expandFlagTemplates, mergeShardFlags, splitBunTestArgs } from "../runner/presets/flags.ts";
+import { decideInterception, parseBunTestCommand, readCommandLine } from "../runner/presets/intercept.ts";
+import { getPreset, loadPresets, mergeTables } from "../runner/presets/resolve.ts";
+import type { SelectionSpec, TierSpec } from "../runner/presets/schema.ts";
+import { chooseTier, classifyTier, filterByTier } from "../runner/presets/select-tier.ts";
+import { checkShardFlags, preparePresetRun } from "../runner/presets/session.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A temp dir holding `files` (relative path → text). */
+function tree(files: Record<string, string>): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-preset-"));
+  dirs.push(dir);
+  for (const [rel, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    writeFileSync(path.join(dir, rel), text);
+  }
+  return dir;
+}
+
+function configError(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).not.toContain("\n");
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+async function configErrorAsync(fn: () => Promise<unknown>): Promise<string> {
+  try {
+    await fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).not.toContain("\n");
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const GSTACK_TIER: TierSpec = loadPresets(tree({})).presets.get("gstack-paid")!.tier!;
+
+describe("preset schema and extension", () => {
+  test("the built-in gstack-paid preset has the reference values", () => {
+    const p = getPreset(loadPresets(tree({})), "gstack-paid");
+    expect(p).toMatchObject({
+      source: "built-in",
+      jobs: 4,
+      maxConcurrency: 4,
+      timeoutMs: 1_800_000,
+      filesPerShard: 1,
+      env: { EVALS: "1" },
+      knobs: { jobs: "EVALS_JOBS", maxConcurrency: "EVALS_CONCURRENCY", timeoutMs: "EVALS_SHARD_TIMEOUT_MS" },
+      shardDir: { env: "GSTACK_EVAL_DIR" },
+      script: "test:gate",
+    });
+    expect(p.globs).toContain("test/skill-e2e-*.test.ts");
+    expect(p.tier).toMatchObject({ env: "EVALS_TIER", values: ["gate", "periodic"], default: "gate" });
+    expect(p.selection).toMatchObject({ touchfiles: "test/helpers/touchfiles.ts", namesExports: ["E2E_TIERS"], selectionEnv: "EVALS_SELECTION_JSON" });
+    expect(p.preflight).toEqual({ command: null, timeoutMs: 120_000, okEnv: "EVALS_PREFLIGHT_OK" });
+  });
+
+  test("a table named like a built-in extends it; nested tables merge, arrays replace", () => {
+    const dir = tree({
+      "bunfig.toml": `[shardguard.presets.gstack-paid]\njobs = 2\nglobs = ["test/paid/*.test.ts"]\n\n[shardguard.presets.gstack-paid.tier]\ndefault = "periodic"\n`,
+    });
+    const p = getPreset(loadPresets(dir), "gstack-paid");
+    expect(p.jobs).toBe(2);
+    expect(p.globs).toEqual(["test/paid/*.test.ts"]);
+    expect(p.tier).toMatchObject({ default: "periodic", values: ["gate", "periodic"], env: "EVALS_TIER" });
+    expect(p.tier!.guards).toHaveLength(2);
+    expect(p.source).toBe("bunfig.toml, extends the built-in");
+  });
+
+  test("user presets extend other presets, and come before built-ins", () => {
+    const dir = tree({
+      "bunfig.toml": `[shardguard.presets.base]\nglobs = ["e2e/*.test.ts"]\njobs = 3\n\n[shardguard.presets.child]\nextends = "base"\nmax-concurrency = 2\n`,
+    });
+    const catalog = loadPresets(dir);
+    expect([...catalog.presets.keys()]).toEqual(["base", "child", "gstack-paid"]);
+    expect(getPreset(catalog, "child")).toMatchObject({ globs: ["e2e/*.test.ts"], jobs: 3, maxConcurrency: 2, tier: null, selection: null, source: "bunfig.toml, extends base" });
+  });
+
+  test("mistakes are one line naming the table, key, value and what is accepted", () => {
+    const err = (toml: string) => configError(() => loadPresets(tree({ "bunfig.toml": toml })));
+    expect(err(`[shardguard.presets.x]\nglobs = ["a"]\njbos = 2\n`)).toMatch(/^unknown key bunfig\.toml \[shardguard\.presets\.x\] jbos; accepted keys: .*jobs/);
+    expect(err(`[shardguard.presets.x]\nglobs = ["a"]\njobs = 0\n`)).toMatch(/^invalid bunfig\.toml \[shardguard\.presets\.x\] jobs 0: /);
+    expect(err(`[shardguard.presets.x]\njobs = 2\n`)).toBe("invalid bunfig.toml [shardguard.presets.x] globs (missing): Invalid input: expected array, received undefined");
+    expect(err(`[shardguard.presets.x]\nextends = "nope"\n`)).toContain('extends "nope": no such preset; accepted: x, gstack-paid');
+    expect(err(`[shardguard.presets.a]\nextends = "b"\n[shardguard.presets.b]\nextends = "a"\n`)).toContain("cycle a -> b -> a");
+    expect(err(`[shardguard.presets.gstack-paid.tier]\ndefault = "nightly"\n`)).toContain("tier.default");
+    expect(err(`[shardguard.presets.gstack-paid.tier]\nguards = ["(unclosed {tier}"]\n`)).toContain("not a valid regular expression");
+    expect(err(`[shardguard.presets.gstack-paid.tier]\nguards = ["no placeholder"]\n`)).toContain("must contain {tier}");
+    expect(err(`[shardguard.presets.gstack-paid.env]\n"1BAD" = "x"\n`)).toContain("env.1BAD");
+    expect(err(`[shardguard]\npresets = 3\n`)).toContain("expected a table of [shardguard.presets.NAME] tables");
+    expect(configError(() => getPreset(loadPresets(tree({})), "gstack-pad"))).toBe('invalid --preset "gstack-pad": no such preset; accepted: gstack-paid');
+  });
+
+  test("mergeTables merges nested tables and replaces everything else", () => {
+    expect(mergeTables({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, d: { e: 1 } })).toEqual({ a: { b: 1, c: [3] }, d: { e: 1 } });
+  });
+});
+
+describe("tiers", () => {
+  test("a file is left out only on explicit evidence of another tier", () => {
+    const cases: [string, boolean, string][] = [
+      ["if (process.env.EVALS_TIER === 'periodic') {}", false, "declares tier periodic only"],
+      ["describeE2ETier('periodic', () => {})", false, "declares tier periodic only"],
+      ["if (e2eTierEnabled(`periodic`)) {}", false, "declares tier periodic only"],
+      ["describeE2ETier( \"gate\" )", true, "declares tier gate"],
+      ["EVALS_TIER === 'gate' || EVALS_TIER === 'periodic'", true, "declares tier gate"],
+      ["const tiers = { retro: 'periodic' };", true, "no whole-file tier guard: its tests decide at run time"],
+      ["", true, "no whole-file tier guard: its tests decide at run time"],
+    ];
+    for (const [source, included, reason] of cases) expect(classifyTier(source, "gate", GSTACK_TIER)).toEqual({ included, reason });
+  });
+
+  test("filterByTier keeps unreadable files", () => {
+    const dir = tree({ "a.test.ts": "describeE2ETier('periodic')", "b.test.ts": "" });
+    const r = filterByTier(dir, ["a.test.ts", "b.test.ts", "missing.test.ts"], "gate", GSTACK_TIER);
+    expect(r.selected).toEqual(["b.test.ts", "missing.test.ts"]);
+    expect(r.reasons.get("missing.test.ts")).toBe("source unreadable: kept");
+    expect(r.excluded).toEqual([{ file: "a.test.ts", reason: "tier gate: declares tier periodic only" }]);
+  });
+
+  test("the tier comes from --tier, then EVALS_TIER (empty = unset), then the default; a typo is an error", () => {
+    expect(chooseTier(GSTACK_TIER, "periodic", { EVALS_TIER: "gate" })).toEqual({ name: "periodic", from: "--tier" });
+    expect(chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "periodic" })).toEqual({ name: "periodic", from: "EVALS_TIER" });
+    expect(chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "" })).toEqual({ name: "gate", from: "default" });
+    expect(configError(() => chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "e2e" }))).toContain('invalid EVALS_TIER "e2e": expected one of gate, periodic');
+  });
+});
+
+describe("bun test flags", () => {
+  test("split as Bun 1.4.4 does: listed flags take the next argument, others only after =", () => {
+    const r = splitBunTestArgs(["-t", "x y", "--retry", "1", "--bail", "3", "--unknown", "f.test.ts", "--preset", "p"], ["--preset"]);
+    expect(r.flags.map((f) => [f.name, f.value])).toEqual([
+      ["--test-name-pattern", "x y"],
+      ["--retry", "1"],
+      ["--bail", null],
+      ["--unknown", null],
+      ["--preset", "p"],
+    ]);
+    expect(r.positionals).toEqual(["3", "f.test.ts"]);
+  });
+
+  test("merging: the command line replaces the preset's flag in place, in one --name=value token; extras are appended", () => {
+    const preset = expandFlagTemplates(["--retry=1", "--concurrent", "--max-concurrency={max-concurrency}", "--timeout={timeout-ms}"], { maxConcurrency: 4, timeoutMs: 90_000 });
+    expect(preset).toEqual(["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=90000"]);
+    const line = splitBunTestArgs(["--retry", "3", "-t", "smoke", "--no-orphans", "--bail=2"]).flags;
+    expect(mergeShardFlags(preset, line)).toEqual(["--retry=3", "--concurrent", "--max-concurrency=4", "--timeout=90000", "--test-name-pattern=smoke", "--bail=2"]);
+  });
+
+  test("flags shardguard cannot pass on are refused with the reason", () => {
+    expect(configError(() => checkShardFlags(splitBunTestArgs(["--reporter", "junit"]).flags, "bun test"))).toContain(
+      "bun test: --reporter junit cannot be used with a preset: shardguard writes the JUnit and JSON reports itself",
+    );
+    expect(() => checkShardFlags(splitBunTestArgs(["--retry=2", "--only"]).flags, "x")).not.toThrow();
+  });
+});
+
+describe("reading the bun test command line", () => {
+  test("finds `test` after Bun's own flags and splits what follows", () => {
+    expect(parseBunTestCommand(["/usr/bin/bun", "--cwd", "sub", "test", "--preset", "gstack-paid", "--tier=periodic", "-t", "a", "x.test.ts"])).toEqual({
+      flags: [{ name: "--test-name-pattern", value: "a", tokens: ["-t", "a"] }],
+      positionals: ["x.test.ts"],
+      preset: "gstack-paid",
+      tier: "periodic",
+      parallel: false,
+      testWorker: false,
+    });
+    expect(parseBunTestCommand(["bun", "test", "--preset"])?.preset).toBe("");
+    expect(parseBunTestCommand(["bun", "test", "--parallel=2"])?.parallel).toBe(true);
+    expect(parseBunTestCommand(["bun", "test", "--test-worker", "--isolate"])?.testWorker).toBe(true);
+    expect(parseBunTestCommand(["bun", "run", "test"])).toBeNull();
+    expect(parseBunTestCommand(["bun", "script.ts", "test"])).toBeNull();
+  });
+
+  test("this process's own command line is readable on Linux", () => {
+    const argv = readCommandLine(process.pid);
+    if (process.platform === "linux") expect(argv).toContain("test");
+    expect(readCommandLine(process.pid, "win32")).toBeNull();
+  });
+});
+
+describe("interception decisions", () => {
+  const repo = tree({
+    "test/skill-e2e-a.test.ts": "",
+    "test/skill-e2e-b.test.ts": "",
+    "test/unit.test.ts": "",
+    "bunfig.toml": "",
+  });
+  const decide = (argv: string[] | null, env: Record<string, string> = {}, parent: string[] | null = null, cwd = repo) =>
+    decideInterception({ argv, env, cwd, parentArgv: () => parent });
+
+  test("--preset takes over; --preset with --parallel, or without a name, is refused", async () => {
+    expect(await decide(["bun", "test", "--preset", "gstack-paid", "--retry", "2"])).toEqual({
+      action: "take-over",
+      preset: "gstack-paid",
+      via: "--preset",
+      files: [],
+      tier: null,
+      flags: [{ name: "--retry", value: "2", tokens: ["--retry", "2"] }],
+    });
+    expect(await decide(["bun", "test", "--parallel", "--preset=gstack-paid"])).toMatchObject({ action: "refuse", message: expect.stringContaining("cannot run preset gstack-paid") });
+    expect(await decide(["bun", "test", "--preset"])).toMatchObject({ action: "refuse" });
+  });
+
+  test("file arguments that are all files of a preset take over (the legacy command line)", async () => {
+    expect(await decide(["bun", "test", "--retry", "1", "test/skill-e2e-a.test.ts", "./test/skill-e2e-b.test.ts"], { EVALS_TIER: "gate" })).toMatchObject({
+      action: "take-over",
+      preset: "gstack-paid",
+      files: ["test/skill-e2e-a.test.ts", "test/skill-e2e-b.test.ts"],
+    });
+    expect(await decide(["bun", "test", path.join(repo, "test/skill-e2e-a.test.ts")])).toMatchObject({ action: "take-over" });
+  });
+
+  test("anything else leaves bun test alone", async () => {
+    expect(await decide(["bun", "test"])).toMatchObject({ action: "none" });
+    expect(await decide(["bun", "test", "skill-e2e"])).toMatchObject({ action: "none" }); // a filter, not a file
+    expect(await decide(["bun", "test", "test/skill-e2e-a.test.ts", "test/unit.test.ts"])).toMatchObject({ action: "none" });
+    expect(await decide(["bun", "test", "--preset", "gstack-paid"], { SHARDGUARD_SHARD: "1" })).toEqual({ action: "none", why: "inside a shard child" });
+    expect(await decide(["bun", "test", "--preset", "gstack-paid"], { SHARDGUARD_INTERCEPT: "0" })).toMatchObject({ action: "none" });
+    expect(await decide(null)).toMatchObject({ action: "none" });
+  });
+
+  test("plain bun test never reads bunfig.toml, so a broken one cannot break it", async () => {
+    const broken = tree({ "bunfig.toml": "[shardguard.presets.x]\nnope = 1\n" });
+    expect(await decide(["bun", "test"], {}, null, broken)).toMatchObject({ action: "none" });
+    expect(await decide(["bun", "test", "some-filter"], {}, null, broken)).toMatchObject({ action: "none" });
+  });
+
+  test("--parallel workers never take over; with a preset in the parent command line they refuse", async () => {
+    const worker = ["bun", "test", "--test-worker", "--isolate"];
+    expect(await decide(worker, {}, ["bun", "test", "--parallel", "--preset", "gstack-paid"])).toMatchObject({ action: "refuse" });
+    expect(await decide(worker, {}, ["bun", "test", "--parallel", "test/skill-e2e-a.test.ts"])).toMatchObject({ action: "refuse" });
+    expect(await decide(worker, {}, ["bun", "test", "--parallel"])).toMatchObject({ action: "none" });
+    expect(await decide(worker, {}, null)).toMatchObject({ action: "none" });
+  });
+
+  test("user presets are matched first; intercept-files = false opts a preset out", async () => {
+    const dir = tree({
+      "test/skill-e2e-a.test.ts": "",
+      "bunfig.toml": `[shardguard.presets.mine]\nextends = "gstack-paid"\n`,
+    });
+    expect(await decide(["bun", "test", "test/skill-e2e-a.test.ts"], {}, null, dir)).toMatchObject({ action: "take-over", preset: "mine" });
+    const off = tree({
+      "test/skill-e2e-a.test.ts": "",
+      "bunfig.toml": `[shardguard.presets.gstack-paid]\nintercept-files = false\n`,
+    });
+    expect(await decide(["bun", "test", "test/skill-e2e-a.test.ts"], {}, null, off)).toMatchObject({ action: "none" });
+  });
+});
+
+describe("diff decisions", () => {
+  const spec = getPreset(loadPresets(tree({})), "gstack-paid").selection as SelectionSpec;
+  const touchfiles: Touchfiles = {
+    map: { "alpha-basic": ["src/alpha/**"], "beta-flow": ["src/beta.ts", "test/skill-e2e-built.test.ts"] },
+    global: ["package.json"],
+    names: ["alpha-basic", "beta-flow", "gamma-tier-only"],
+    file: "test/helpers/touchfiles.ts",
+  };
+  const sources: Record<string, string> = {
+    "test/skill-e2e-alpha.test.ts": `test("alpha-basic", () => {})`,
+    "test/skill-e2e-beta.test.ts": "describeE2E(`beta-flow`)",
+    "test/skill-e2e-built.test.ts": "const name = ['beta', 'flow'].join('-');",
+    "test/skill-e2e-none.test.ts": "test('alpha-basics', () => {})",
+    "test/skill-e2e-tieronly.test.ts": "'gamma-tier-only'",
+  };
+  const ctx = {
+    root: "/nowhere",
+    spec,
+    touchfiles,
+    read: (f: string) => {
+      const s = sources[f];
+      if (s === undefined) throw new Error("ENOENT");
+      return s;
+    },
+  };
+
+  test("quoted names match only whole quoted strings", () => {
+    expect(quotedNames(`a('alpha-basic'); "beta-flow"; alpha-basics`, ["alpha-basic", "beta-flow", "alpha"])).toEqual(["alpha-basic", "beta-flow"]);
+  });
+
+  test("a file is skippable only when it is provably unselected; everything else fails open", () => {
+    const sel = new Set(["alpha-basic"]);
+    const d = (f: string, s: Set<string> | null = sel) => decideFile(f, s, ctx);
+    expect(d("test/skill-e2e-alpha.test.ts", null)).toMatchObject({ kept: true, reason: "everything runs" });
+    expect(d("test/skill-e2e-alpha.test.ts")).toMatchObject({ kept: true, reason: "selected: alpha-basic" });
+    expect(d("test/skill-e2e-beta.test.ts")).toMatchObject({ kept: false });
+    expect(d("test/skill-e2e-built.test.ts")).toMatchObject({ kept: false, reason: expect.stringContaining("(beta-flow)") });
+    expect(d("test/skill-e2e-none.test.ts")).toMatchObject({ kept: true, reason: "no known test name in it: kept" });
+    expect(d("test/skill-e2e-tieronly.test.ts")).toMatchObject({ kept: false });
+    expect(d("test/skill-e2e-gone.test.ts")).toMatchObject({ kept: true, reason: "source unreadable: kept" });
+    expect(d("test/skill-llm-eval.test.ts")).toMatchObject({ kept: true, reason: "outside the skippable naming pattern: always runs" });
+    expect(d("test/sub/skill-e2e-alpha.test.ts")).toMatchObject({ kept: true });
+  });
+
+  test("a shard is skipped only when every one of its files is", () => {
+    const shard = (index: number, files: string[]): PlannedShard => ({ index, slug: `s${index}`, files });
+    const selection = { selected: new Set(["alpha-basic"]), reason: "diff vs main: 1 changed file (src/alpha/x.ts)", total: 2 };
+    const r = partitionShards(
+      [shard(1, ["test/skill-e2e-alpha.test.ts", "test/skill-e2e-beta.test.ts"]), shard(2, ["test/skill-e2e-beta.test.ts", "test/skill-e2e-built.test.ts"])],
+      selection,
+      ctx,
+    );
+    expect(r.runnable.map((s) => s.index)).toEqual([1]);
+    expect(r.skipped.map((s) => s.shard.index)).toEqual([2]);
+    expect(r.skipped[0]!.reason).toStartWith("not selected by the diff (diff vs main: 1 changed file (src/alpha/x.ts)): none of its 1 mapped test (beta-flow) selected");
+    expect(partitionShards([shard(1, ["test/skill-e2e-beta.test.ts"])], { selected: null, reason: "run all", total: 2 }, ctx).skipped).toEqual([]);
+  });
+
+  test("globs, serialization", () => {
+    expect(matchesGlob("src/alpha/deep/x.ts", "src/alpha/**")).toBe(true);
+    expect(matchesGlob("src/alphabet.ts", "src/alpha/**")).toBe(false);
+    expect(matchesGlob("src/beta.ts", "src/beta.ts")).toBe(true);
+    expect(JSON.parse(serializeSelection({ selected: new Set(["b", "a"]), reason: "r", total: 2 }))).toEqual({ version: 1, selected: ["a", "b"], reason: "r" });
+    expect(JSON.parse(serializeSelection({ selected: null, reason: "all", total: 2 }))).toEqual({ version: 1, selected: null, reason: "all" });
+  });
+
+  test("touchfiles load from a JSON file too; a missing export is a config error", async () => {
+    const dir = tree({
+      "tf.json": JSON.stringify({ E2E_TOUCHFILES: { a: ["x/**"] }, GLOBAL_TOUCHFILES: [], E2E_TIERS: { b: "gate" } }),
+      "bad.json": JSON.stringify({ E2E_TOUCHFILES: { a: "x" } }),
+    });
+    expect(await loadTouchfiles(dir, { ...spec, touchfiles: "tf.json" })).toEqual({ map: { a: ["x/**"] }, global: [], names: ["a", "b"], file: "tf.json" });
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "bad.json" }))).toContain("export E2E_TOUCHFILES: expected an object of test name");
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "nope.ts" }))).toContain("no such file");
+  });
+
+  test("with git: global touchfiles and the touchfiles source select everything; shardguard's output never counts", () => {
+    const dir = tree({ "src/alpha/x.ts": "1", "package.json": "{}", "test/helpers/touchfiles.ts": "" });
+    const git = (...args: string[]) => {
+      const r = spawnSync("git", args, {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@x", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@x", GIT_CONFIG_GLOBAL: "/dev/null" },
+      });
+      if (r.status !== 0) throw new Error(r.stderr);
+    };
+    git("init", "-q", "-b", "main");
+    git("add", "-A");
+    git("commit", "-q", "-m", "x");
+    const sel = (env: Record<string, string> = {}) => computeSelection({ root: dir, env, spec, touchfiles, ignore: [".shardguard"] });
+    expect(sel().reason).toBe("run all (no changes vs main)");
+    writeFileSync(path.join(dir, "src/alpha/x.ts"), "2");
+    mkdirSync(path.join(dir, ".shardguard"));
+    writeFileSync(path.join(dir, ".shardguard/report.json"), "{}");
+    expect(sel()).toEqual({ selected: new Set(["alpha-basic"]), reason: "diff vs main: 1 changed file (src/alpha/x.ts)", total: 2 });
+    writeFileSync(path.join(dir, "package.json"), "{ }");
+    expect(sel()).toMatchObject({ selected: null, reason: "run all (global touchfile changed: package.json)" });
+    git("checkout", "--", "package.json");
+    writeFileSync(path.join(dir, "test/helpers/touchfiles.ts"), "// edited");
+    expect(sel()).toMatchObject({ selected: null, reason: "run all (the touchfiles source test/helpers/touchfiles.ts changed)" });
+    expect(sel({ EVALS_ALL: "1" }).reason).toBe("run all (EVALS_ALL is set)");
+    expect(configError(() => sel({ EVALS_BASE: "missing-ref" }))).toContain("git diff --name-only --relative missing-ref...HEAD failed");
+  });
+});
+
+describe("settings of a preset run", () => {
+  const dir = tree({
+    "e2e/a.test.ts": "",
+    "e2e/b.test.ts": "",
+    "other/c.test.ts": "",
+    "bunfig.toml": `[shardguard]\ngrace = 2\n\n[shardguard.presets.p]\nglobs = ["e2e/*.test.ts"]\njobs = 3\ntimeout = 100\nshard-flags = ["--max-concurrency={max-concurrency}", "--timeout={timeout-ms}"]\nknobs = { jobs = "P_JOBS", max-concurrency = "P_CONC", timeout-ms = "P_TIMEOUT_MS" }\n`,
+  });
+  const prepare = (argv: string[], env: Record<string, string> = {}, extra: Partial<Parameters<typeof preparePresetRun>[0]> = {}) =>
+    preparePresetRun({ name: "p", via: "--preset", cwd: dir, env, args: parseArgs(argv, "run"), commandFlags: [], flagsWhere: "bun test", ...extra });
+
+  test("precedence: flag > knob variable > SHARDGUARD_* > [shardguard] > preset", async () => {
+    const base = await prepare([]);
+    expect(base.settings).toMatchObject({ jobs: 3, timeoutMs: 100_000, graceMs: 2_000, filesPerShard: 1 });
+    expect(base.jobs.from).toBe("preset p");
+    expect(base.settings.bunArgs).toEqual(["--max-concurrency=4", "--timeout=100000"]);
+    expect((await prepare([], { SHARDGUARD_JOBS: "5" })).jobs).toEqual({ value: 5, from: "SHARDGUARD_JOBS" });
+    expect(base.timeoutMs).toEqual({ value: 100_000, from: "preset p" });
+    expect((await prepare([], { SHARDGUARD_JOBS: "5", P_JOBS: "6" })).jobs).toEqual({ value: 6, from: "P_JOBS" });
+    expect((await prepare(["--jobs", "7"], { P_JOBS: "6" })).jobs).toEqual({ value: 7, from: "--jobs" });
+    const t = await prepare([], { P_TIMEOUT_MS: "2500" });
+    expect(t.settings.timeoutMs).toBe(2500);
+    expect(t.settings.bunArgs).toContain("--timeout=2500");
+    const line = splitBunTestArgs(["--timeout", "4000", "--max-concurrency", "10"]).flags;
+    const l = await prepare([], { P_TIMEOUT_MS: "2500" }, { commandFlags: line });
+    expect(l.timeoutMs).toEqual({ value: 4000, from: "bun test --timeout" });
+    expect(l.maxConcurrency).toEqual({ value: 4, from: "bun test --max-concurrency 10 shared by 3 jobs" });
+    expect((await prepare([], { P_CONC: "9" }, { commandFlags: line })).maxConcurrency).toEqual({ value: 9, from: "P_CONC" });
+  });
+
+  test("file limits, and errors found before anything runs", async () => {
+    expect((await prepare([], {}, { files: ["e2e/b.test.ts"] })).plan.shards.map((s) => s.files)).toEqual([["e2e/b.test.ts"]]);
+    expect((await prepare([], {}, { patterns: ["e2e/a*"] })).plan.shards.map((s) => s.files)).toEqual([["e2e/a.test.ts"]]);
+    expect(await configErrorAsync(() => prepare([], {}, { files: ["other/c.test.ts"] }))).toBe(
+      'invalid file "other/c.test.ts": not one of preset p\'s files (globs: e2e/*.test.ts)',
+    );
+    expect(await configErrorAsync(() => prepare([], {}, { tier: "gate" }))).toContain("preset p has no tiers");
+    expect(await configErrorAsync(() => prepare([], { P_JOBS: "x" }))).toContain('invalid P_JOBS "x"');
+    expect(await configErrorAsync(() => prepare([], { P_TIMEOUT_MS: "1.5" }))).toContain("whole number of milliseconds");
+    expect(await configErrorAsync(() => prepare([], {}, { name: "nope" }))).toContain("no such preset");
+    expect(await configErrorAsync(() => prepare([], {}, { commandFlags: splitBunTestArgs(["--watch"]).flags }))).toContain("--watch cannot be used with a preset");
+  });
+});
+
+describe("the shardguard command with presets", () => {
+  const lines: string[] = [];
+  const host: CliHost = { env: {}, cwd: tree({}), stdout: (t) => lines.push(t), stderr: (t) => lines.push(t), onSignal: () => {} };
+
+  test("--tier without --preset, and stray init flags, are usage errors", async () => {
+    expect(await main(["list", "--tier", "gate"], host)).toBe(2);
+    expect(lines.at(-1)).toBe("shardguard: flag --tier needs --preset NAME (tiers belong to a preset)");
+    expect(await main(["init", "--jobs", "3"], host)).toBe(2);
+    expect(lines.at(-1)).toContain("shardguard init takes only --preset NAME, --dry-run and --root DIR");
+    expect(await main(["run", "--preset", "gstack-paid", "--", "some-file.test.ts"], host)).toBe(2);
+    expect(lines.at(-1)).toContain('bun test flags after "--" cannot include files');
+  });
+});
