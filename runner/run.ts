@@ -9,7 +9,7 @@ import path from "node:path";
 import type { RunSettings } from "./config/schema.ts";
 import { socketDirFor } from "./events/inspector.ts";
 import { runPool } from "./exec/pool.ts";
-import { isAlive, processesWithEnv, sweepCookie, type Escapee, type ShardProcess } from "./exec/process.ts";
+import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "./exec/process.ts";
 import { SHARD_ENV } from "./exec/command.ts";
 import { runShard, type RunningShard } from "./exec/shard.ts";
 import type { Plan, PlannedShard } from "./plan/plan.ts";
@@ -121,7 +121,7 @@ export class Run {
       `shardguard: run ${this.runId}: ${total} shard${total === 1 ? "" : "s"} (${plan.included.size} files), ` +
         `${toRun.length} to run, jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s`,
     );
-    this.sweeps.staleRuns = sweepStaleRuns();
+    this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
     if (this.sweeps.staleRuns.length > 0) {
       out.line(`shardguard: killed ${this.sweeps.staleRuns.length} process(es) left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns)}`);
     }
@@ -299,23 +299,3 @@ export class Run {
 
 const strip = (list: Escapee[]) => list.map(({ pid, command }) => ({ pid, command }));
 const describe = (list: Escapee[]) => list.map((e) => `${e.pid} ${e.command.slice(0, 60)}`).join("; ");
-
-/**
- * Kills shard processes of earlier runs whose runner is gone (it was
- * SIGKILLed, or its machine slept through --no-orphans). A process belongs
- * to a run by its cookie; the run's runner pid travels beside it.
- */
-function sweepStaleRuns(): Escapee[] {
-  const killed: Escapee[] = [];
-  for (const proc of processesWithEnv(`${SHARD_ENV.cookie}=`, "prefix")) {
-    const runner = Number(proc.env.get(SHARD_ENV.runnerPid));
-    if (Number.isInteger(runner) && runner > 0 && isAlive(runner)) continue;
-    try {
-      process.kill(proc.pid, "SIGKILL");
-      killed.push(proc);
-    } catch {
-      // Already gone.
-    }
-  }
-  return killed;
-}

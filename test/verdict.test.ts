@@ -33,6 +33,27 @@ describe("nothing shardguard killed is ever passed", () => {
   });
 });
 
+test("a killed multi-file shard: the file loading is timed-out, files after it never started", () => {
+  const ended: EventTest = { ...evTest("t", "ended", "passed"), file: "a.test.ts" };
+  const result = decideShard(evidence({
+    files: ["a.test.ts", "b.test.ts", "c.test.ts"],
+    process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
+    events: { connected: true, looseErrors: [], tests: [ended] },
+  }));
+  expect(result.tests.map((t) => [t.file, t.status])).toEqual([
+    ["a.test.ts", "passed"],
+    ["b.test.ts", "timed-out"],
+    ["c.test.ts", "never-started"],
+  ]);
+  const running: EventTest = { ...evTest("t", "running"), file: "a.test.ts" };
+  const withRunning = decideShard(evidence({
+    files: ["a.test.ts", "b.test.ts"],
+    process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
+    events: { connected: true, looseErrors: [], tests: [running] },
+  }));
+  expect(withRunning.tests.map((t) => t.status)).toEqual(["timed-out", "never-started"]);
+});
+
 describe("exit status without Bun's JUnit", () => {
   test("exit 0, no JUnit, no events: crashed, one synthetic entry per file", () => {
     const result = decideShard(evidence({ files: ["a.test.ts", "b.test.ts"] }));

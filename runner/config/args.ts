@@ -80,7 +80,8 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
       parsed.values.set(spec.key, takeValue());
       continue;
     }
-    if (flag in BOOLEAN_FLAGS && inline === undefined) {
+    if (flag in BOOLEAN_FLAGS) {
+      if (inline !== undefined) throw new ConfigError(`flag ${flag} takes no value (got ${JSON.stringify(arg)})`);
       parsed.booleans.add(flag as keyof typeof BOOLEAN_FLAGS);
       continue;
     }

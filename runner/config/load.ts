@@ -120,7 +120,8 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
   const bun = bunPicked
     ? resolveExecutable(bunPicked.value as string, bunPicked.from === "toml" ? root : cwd, env)
     : inputs.defaultBun;
-  checkExecutable(bun, bunPicked ? spec("bun").flag : "the running Bun");
+  const bunSource = !bunPicked ? "the running Bun" : bunPicked.from === "flag" ? spec("bun").flag : bunPicked.from === "env" ? spec("bun").env : tomlWhere("bun");
+  checkExecutable(bun, bunSource);
 
   const patterns =
     args.patterns.length > 0

@@ -91,12 +91,12 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
     accepted: "a whole number from 1 to 10000",
   },
   seconds: {
-    schema: z.coerce.number().positive().max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)).pipe(z.number().int().positive()),
-    accepted: `a number of seconds greater than 0 (at most ${Math.floor(MAX_MS / 1000)})`,
+    schema: z.coerce.number().min(0.001).max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)),
+    accepted: `a number of seconds from 0.001 to ${Math.floor(MAX_MS / 1000)}`,
   },
   nonnegSeconds: {
     schema: z.coerce.number().nonnegative().max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)),
-    accepted: "a number of seconds, 0 or more",
+    accepted: `a number of seconds from 0 to ${Math.floor(MAX_MS / 1000)}`,
   },
   path: { schema: z.string().min(1), accepted: "a non-empty path" },
   bool: { schema: z.boolean(), accepted: "true or false" },

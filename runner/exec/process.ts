@@ -430,3 +430,26 @@ export function isAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
+
+/**
+ * Kills shard processes of earlier runs whose runner is gone (it was
+ * SIGKILLed, or slept through --no-orphans). A process belongs to a run by
+ * its cookie entry (prefix `cookiePrefix`); the run's runner pid travels
+ * beside it in the variable `runnerPidVar`.
+ *
+ * @returns the processes killed
+ */
+export function sweepStaleRuns(cookiePrefix: string, runnerPidVar: string): Escapee[] {
+  const killed: Escapee[] = [];
+  for (const proc of processesWithEnv(cookiePrefix, "prefix")) {
+    const runner = Number(proc.env.get(runnerPidVar));
+    if (Number.isInteger(runner) && runner > 0 && isAlive(runner)) continue;
+    try {
+      process.kill(proc.pid, "SIGKILL");
+      killed.push({ pid: proc.pid, command: proc.command });
+    } catch {
+      // Already gone.
+    }
+  }
+  return killed;
+}

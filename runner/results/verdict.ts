@@ -209,10 +209,22 @@ function interrupted(
 ): ShardResult {
   const tests: TestResult[] = [];
   let usedEvents = false;
+  const eventTests = ev.events?.tests ?? [];
+  const haveEvents = ev.events?.connected === true && eventTests.length > 0;
+  // With events, a file without found tests had not loaded yet. Bun loads
+  // files in order, so when no test was running the first such file was the
+  // one loading (in flight); the files after it never started.
+  const anyRunning = eventTests.some((t) => t.state === "running");
+  let loadingAssigned = anyRunning;
   for (const file of ev.files) {
-    const found = (ev.events?.tests ?? []).filter((t) => t.file === file);
+    const found = eventTests.filter((t) => t.file === file);
     if (found.length === 0) {
-      const note = ev.events?.connected === false || !ev.events ? "; per-test data is missing (no event channel)" : "";
+      if (haveEvents && loadingAssigned) {
+        tests.push(synthetic(file, "never-started", { type: "never-started", message: `never started: the file had not loaded when the shard ended (${reason})` }));
+        continue;
+      }
+      loadingAssigned = true;
+      const note = haveEvents ? "; it was loading when the shard ended" : !ev.events?.connected ? "; per-test data is missing (no event channel)" : "";
       tests.push(synthetic(file, inFlightStatus, { type: failureType, message: reason + note }));
       continue;
     }
