@@ -23,6 +23,12 @@ import { prepareRunDirs } from "./report/run-dirs.ts";
 import { redactReport } from "./report/redact.ts";
 import type { ProgressSource } from "./report/progress.ts";
 
+/**
+ * Minimum time between two interim report writes, ms. Reports on disk are
+ * then at most this much behind the run, and always valid.
+ */
+export const INTERIM_WRITE_GAP_MS = 200;
+
 /** shardguard's version, reported in every JSON report. */
 export const TOOL_VERSION = "0.1.0";
 
@@ -72,6 +78,8 @@ export class Run {
   /** Report writes run one after another, so an older snapshot never lands last. */
   private writing: Promise<unknown> = Promise.resolve();
   private queuedInterim: Promise<RunReport> | null = null;
+  private lastInterimAt = -Infinity;
+  private finalRequested = false;
   private runDir: string | null = null;
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
 
@@ -228,16 +236,24 @@ export class Run {
    * the files on disk are valid and honest whenever the runner dies.
    */
   private writeReports(final: boolean): Promise<RunReport> {
-    // Interim writes coalesce: while one is on disk-bound work, later requests
-    // share the single write queued after it, which renders the state at that
-    // time and so includes every shard that ended meanwhile. With many short
-    // shards this turns N full rewrites into a handful (bench/events-overhead.ts).
+    // Interim writes coalesce and are spaced at least INTERIM_WRITE_GAP_MS
+    // apart: later requests share the one queued write, which renders the
+    // state when it runs and so includes every shard that ended meanwhile.
+    // Rendering is O(shards), so writing after every one of many short shards
+    // was quadratic and slowed the event loop that notices child exits
+    // (bench/events-overhead.ts). The final write is never delayed.
     if (!final && this.queuedInterim) return this.queuedInterim;
-    const next = this.writing.then(() => {
-      if (!final) this.queuedInterim = null;
+    const next = this.writing.then(async () => {
+      if (!final) {
+        const wait = this.lastInterimAt + INTERIM_WRITE_GAP_MS - performance.now();
+        if (wait > 0 && !this.finalRequested) await new Promise((r) => setTimeout(r, wait));
+        this.queuedInterim = null;
+        this.lastInterimAt = performance.now();
+      }
       return this.writeReportsNow(final);
     });
     if (!final) this.queuedInterim = next;
+    else this.finalRequested = true;
     this.writing = next.catch(() => {});
     return next;
   }

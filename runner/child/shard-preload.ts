@@ -9,7 +9,7 @@
  *    `process.exit(0)` mid-file looks the same as a file with no tests
  *    (exit 0, no JUnit, no events). A synchronous append cannot be lost.
  *
- * 2. `SHARDGUARD_YIELD=1`: yield one macrotask around each test. Bun 1.4.4
+ * 2. `SHARDGUARD_YIELD=1`: yield one macrotask before each test and after the last. Bun 1.4.4
  *    queues inspector messages on the child's event loop; a file whose tests
  *    never yield (synchronous tests, a spin, `process.exit()`) would send
  *    nothing before exiting. Measured on a synchronous file: 20 of 20 events
@@ -18,24 +18,28 @@
  *
  * The hooks cannot fail (errors are swallowed) and add well under 1 ms per test.
  */
-import { afterAll, afterEach, beforeEach } from "bun:test";
-import { appendFileSync } from "node:fs";
+import { afterAll, beforeEach } from "bun:test";
 
-const marks = process.env.SHARDGUARD_MARKS;
+// Bun's FileSink, not node:fs: importing node:fs costs a child about 4 ms,
+// which dominated the runner's overhead on small files (bench/events-overhead.ts);
+// flush() on a file sink writes synchronously.
+const marksPath = process.env.SHARDGUARD_MARKS;
+const marks = marksPath ? Bun.file(marksPath).writer() : null;
 const yieldEnabled = process.env.SHARDGUARD_YIELD === "1";
 const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 beforeEach(() => {
   if (marks) {
     try {
-      appendFileSync(marks, "s");
+      marks.write("s");
+      marks.flush();
     } catch {
       // A full disk must not fail the user's test.
     }
   }
   return yieldEnabled ? yieldToEventLoop() : undefined;
 });
-if (yieldEnabled) {
-  afterEach(yieldToEventLoop);
-  afterAll(yieldToEventLoop);
-}
+// Bun sends a test's `start` before its beforeEach hooks, so the yield above
+// flushes the previous test's `end` and this test's `start` together; only
+// the last `end` of a file needs the afterAll yield.
+if (yieldEnabled) afterAll(yieldToEventLoop);

@@ -372,7 +372,7 @@ export class InspectorConnectError extends Error {
 }
 
 /** Pause between connection attempts while the child has not bound the socket yet. */
-const RETRY_INTERVAL_MS = 5;
+const RETRY_INTERVAL_MS = 2;
 
 function rawToText(data: WebSocket.RawData | string): string {
   if (typeof data === "string") return data;
