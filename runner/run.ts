@@ -17,6 +17,7 @@ import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type
 import { decideShard } from "./results/verdict.ts";
 import { writeFileAtomic } from "./report/atomic.ts";
 import { endLine, logTail, startLine, summaryLines, type Out } from "./report/console.ts";
+import { renderCtrf } from "./report/ctrf.ts";
 import { renderJson } from "./report/json.ts";
 import { renderJUnit } from "./report/junit.ts";
 import { prepareRunDirs } from "./report/run-dirs.ts";
@@ -197,7 +198,7 @@ export class Run {
     }
     const report = await this.writeReports(true);
     this.inputs.beforeSummary?.();
-    for (const line of summaryLines(report, { junit: settings.junit, json: settings.json })) out.line(line);
+    for (const line of summaryLines(report, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf })) out.line(line);
     if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
@@ -299,13 +300,16 @@ export class Run {
       const safe = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
       const xml = renderJUnit(safe);
       const json = renderJson(safe);
+      const ctrf = renderCtrf(safe);
       // The run's own copy first, then the stable paths (last finisher wins).
       if (this.runDir) {
         await writeFileAtomic(path.join(this.runDir, "junit.xml"), xml);
         await writeFileAtomic(path.join(this.runDir, "report.json"), json);
+        await writeFileAtomic(path.join(this.runDir, "ctrf.json"), ctrf);
       }
       await writeFileAtomic(settings.junit, xml);
       await writeFileAtomic(settings.json, json);
+      await writeFileAtomic(settings.ctrf, ctrf);
     } catch (error) {
       this.inputs.out.line(`shardguard: could not write the reports: ${(error as Error).message}`);
     }

@@ -21,6 +21,7 @@ describe("precedence", () => {
     expect(settings.out).toBe(path.join(dir, ".shardguard"));
     expect(settings.junit).toBe(path.join(dir, ".shardguard", "junit.xml"));
     expect(settings.json).toBe(path.join(dir, ".shardguard", "report.json"));
+    expect(settings.ctrf).toBe(path.join(dir, ".shardguard", "ctrf.json"));
     expect(settings.bun).toBe(process.execPath);
   });
 
@@ -65,6 +66,7 @@ describe("bad input: one line naming the key, the value and what is accepted", (
     ["grace over the timer limit", ["--grace", "3000000"], {}, undefined, /--grace "3000000": expected a number of seconds from 0 to 2147483/],
     ["a value for a boolean flag", ["--no-test-events=1"], {}, undefined, /flag --no-test-events takes no value/],
     ["bun from bunfig that is not executable", [], {}, '[shardguard]\nbun = "nope/bun"\n', /bunfig.toml \[shardguard\] bun ".*nope\/bun": expected an executable/],
+    ["two reports on one path", ["--json", "out/r.json", "--ctrf", "out/r.json"], {}, undefined, /--ctrf ".*out\/r.json": it is also the --json path/],
     ["bad lock name", ["--lock", "a/b"], {}, undefined, /--lock "a\/b": expected a name/],
     ["bad redact names", ["--redact", "OK_NAME,bad-name"], {}, undefined, /--redact "OK_NAME,bad-name": expected variable names/],
     ["bad events variable", [], { SHARDGUARD_NO_TEST_EVENTS: "maybe" }, undefined, /SHARDGUARD_NO_TEST_EVENTS "maybe"/],

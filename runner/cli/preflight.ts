@@ -37,6 +37,7 @@ export async function preflight(settings: RunSettings): Promise<PreflightResult>
     ["--out", settings.out],
     ["--junit directory", path.dirname(settings.junit)],
     ["--json directory", path.dirname(settings.json)],
+    ["--ctrf directory", path.dirname(settings.ctrf)],
   ] as const) {
     try {
       mkdirSync(dir, { recursive: true });

@@ -152,7 +152,7 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
       ? !(noEventsEnv === "1" || noEventsEnv === "true")
       : (eventsToml as boolean | undefined) ?? true;
 
-  return {
+  const settings: RunSettings = {
     root,
     jobs: num("jobs", DEFAULTS.jobs),
     timeoutMs: num("timeout", DEFAULTS.timeoutSeconds * 1000),
@@ -161,6 +161,7 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
     out,
     junit: pathSetting("junit", path.join(out, "junit.xml")),
     json: pathSetting("json", path.join(out, "report.json")),
+    ctrf: pathSetting("ctrf", path.join(out, "ctrf.json")),
     bun,
     patterns,
     bunArgs,
@@ -169,6 +170,16 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
     redact: (pick(spec("redact"))?.value as string[] | undefined) ?? [],
     lock: (pick(spec("lock"))?.value as string | undefined) ?? null,
   };
+  // Two reports on one path would silently overwrite each other.
+  const reports = [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf]] as const;
+  for (let i = 0; i < reports.length; i++) {
+    for (let j = i + 1; j < reports.length; j++) {
+      if (reports[i]![1] === reports[j]![1]) {
+        throw new ConfigError(`invalid ${reports[j]![0]} ${JSON.stringify(reports[j]![1])}: it is also the ${reports[i]![0]} path; each report needs its own file`);
+      }
+    }
+  }
+  return settings;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -22,6 +22,8 @@ export interface RunSettings {
   out: string;
   junit: string;
   json: string;
+  /** CTRF report path. */
+  ctrf: string;
   /** The Bun executable each shard runs. */
   bun: string;
   /** Globs (relative to root) selecting test files; empty means the default pattern. */
@@ -62,6 +64,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "out", flag: "--out", env: "SHARDGUARD_OUT", toml: "out", kind: "path", help: "output directory (default .shardguard under root)" },
   { key: "junit", flag: "--junit", env: "SHARDGUARD_JUNIT", toml: "junit", kind: "path", help: "JUnit XML path (default OUT/junit.xml)" },
   { key: "json", flag: "--json", env: "SHARDGUARD_JSON", toml: "json", kind: "path", help: "JSON report path (default OUT/report.json)" },
+  { key: "ctrf", flag: "--ctrf", env: "SHARDGUARD_CTRF", toml: "ctrf", kind: "path", help: "CTRF report path (default OUT/ctrf.json)" },
   { key: "bun", flag: "--bun", env: "SHARDGUARD_BUN", toml: "bun", kind: "path", help: "Bun executable for the shards (default: the Bun running shardguard)" },
   { key: "redact", flag: "--redact", env: "SHARDGUARD_REDACT", toml: "redact", kind: "names", help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*" },
   { key: "lock", flag: "--lock", env: "SHARDGUARD_LOCK", toml: "lock", kind: "name", help: "machine-wide lock: runs with the same lock name run one at a time" },

@@ -49,7 +49,7 @@ export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): 
 }
 
 /** The closing summary: counts, one line per non-passing shard, report paths. */
-export function summaryLines(report: RunReport, paths: { junit: string; json: string }): string[] {
+export function summaryLines(report: RunReport, paths: { junit: string; json: string; ctrf: string }): string[] {
   const s = report.summary;
   const shardCounts = (["passed", "failed", "timed-out", "crashed", "never-started", "skipped-by-diff"] as const)
     .filter((k) => s.shards[k] > 0)
@@ -67,7 +67,7 @@ export function summaryLines(report: RunReport, paths: { junit: string; json: st
   for (const shard of report.shards) {
     lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${shard.files.join(" ")}`);
   }
-  lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`);
+  lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`, `shardguard: CTRF  ${paths.ctrf}`);
   if (report.cancelledBy) lines.push(`shardguard: cancelled by ${report.cancelledBy}; exit ${report.exitCode}`);
   else lines.push(`shardguard: exit ${report.exitCode}`);
   return lines;

@@ -1,0 +1,200 @@
+/**
+ * CTRF report writer: the run report as a Common Test Report Format document
+ * (ctrf.io, `reportFormat: "CTRF"`), for dashboards and CI tools that read
+ * CTRF instead of JUnit.
+ *
+ * Only fields that the CTRF schema defines are written; everything of ours
+ * that CTRF has no field for (shard index, synthetic entries, failure type,
+ * run id, completion, exit code, shard verdicts) goes under `extra`, the
+ * schema's extension point. The status mapping is GUIDE §3's CTRF column,
+ * restated in docs/reports.md ("CTRF").
+ *
+ * The document is checked in test/report-ctrf.test.ts against the JSON
+ * Schema shipped by the `ctrf` reference implementation (a devDependency;
+ * nothing here imports it at run time).
+ */
+import { RunReportSchema, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../results/model.ts";
+import { stripAnsi } from "./sanitize.ts";
+
+/**
+ * The CTRF specification version written to `specVersion`: the current one
+ * per ctrf.io's root-object spec and the `ctrf` reference implementation's
+ * `CURRENT_SPEC_VERSION` (a test keeps the two equal).
+ */
+export const CTRF_SPEC_VERSION = "0.0.0";
+
+/** The five test statuses CTRF allows. */
+export type CtrfStatus = "passed" | "failed" | "skipped" | "pending" | "other";
+
+/**
+ * Our test status → CTRF status (GUIDE §3): `todo` is `pending`,
+ * `skipped-by-diff` is `skipped`, what shardguard killed or saw die
+ * (`timed-out`, `crashed`) is `failed`, and `never-started` is `other`.
+ * The original status always travels along as `rawStatus`.
+ */
+export const CTRF_STATUS: Readonly<Record<TestStatus, CtrfStatus>> = {
+  passed: "passed",
+  failed: "failed",
+  skipped: "skipped",
+  todo: "pending",
+  "skipped-by-diff": "skipped",
+  "timed-out": "failed",
+  crashed: "failed",
+  "never-started": "other",
+};
+
+/** One CTRF test entry as shardguard writes it (a subset of CTRF's test object). */
+export interface CtrfTest {
+  name: string;
+  status: CtrfStatus;
+  /** Our test status, unmapped. */
+  rawStatus: TestStatus;
+  /** Final attempt, whole milliseconds. */
+  duration: number;
+  /** `[file]`: CTRF's suite hierarchy, one suite per test file as in the JUnit report. */
+  suite: [string];
+  filePath: string;
+  line?: number;
+  message?: string;
+  trace?: string;
+  retries: number;
+  flaky: boolean;
+  /** Failed attempts before the final one; absent when there were none. */
+  retryAttempts?: { attempt: number; status: "failed"; message: string; extra: { type: string } }[];
+  extra: {
+    /** 1-based index of the shard that ran (or would have run) the test. */
+    shard: number;
+    /** True for a "(whole file)" stand-in without per-test data. */
+    synthetic: boolean;
+    /** `failure.type` of our report (e.g. "timeout", "crash", "load-error"), when there is a failure. */
+    failureType?: string;
+  };
+}
+
+/** A CTRF document as shardguard writes it. */
+export interface CtrfReport {
+  reportFormat: "CTRF";
+  specVersion: string;
+  /** When this snapshot was taken: `stop` as ISO 8601 UTC. */
+  timestamp: string;
+  generatedBy: "shardguard";
+  results: {
+    tool: { name: "shardguard"; version: string };
+    summary: {
+      tests: number;
+      passed: number;
+      failed: number;
+      skipped: number;
+      pending: number;
+      other: number;
+      flaky: number;
+      /** Number of test files (CTRF suites). */
+      suites: number;
+      /** Run start, ms since the Unix epoch. */
+      start: number;
+      /** Run end (interim reports: the time of the snapshot), ms since the Unix epoch. */
+      stop: number;
+      /** Run time so far, whole ms. */
+      duration: number;
+    };
+    tests: CtrfTest[];
+    extra: {
+      runId: string;
+      completed: boolean;
+      cancelledBy: RunReport["cancelledBy"];
+      exitCode: number | null;
+      shards: { index: number; status: ShardResult["status"]; reason: string; logPath: string | null }[];
+    };
+  };
+}
+
+/**
+ * Builds the CTRF document for `report`: one entry in `results.tests` per
+ * test entry of every shard, in plan order. Units: `duration` in whole
+ * milliseconds, `start`/`stop` in milliseconds since the Unix epoch (from
+ * `startedAt`, and `finishedAt` or `startedAt + durationMs` while the run is
+ * going). Failure texts lose terminal escape sequences as in report.json;
+ * names and paths are kept as they are.
+ *
+ * Pure: the same report always gives the same document.
+ *
+ * @throws ZodError when the report does not match {@link RunReportSchema}.
+ */
+export function buildCtrf(report: RunReport): CtrfReport {
+  const valid = RunReportSchema.parse(report);
+  const start = Date.parse(valid.startedAt);
+  const duration = Math.round(valid.durationMs);
+  const stop = valid.finishedAt !== null ? Date.parse(valid.finishedAt) : start + duration;
+  const tests = valid.shards.flatMap((shard) => shard.tests.map((test) => ctrfTest(test, shard.index)));
+  const count = (status: CtrfStatus) => tests.filter((t) => t.status === status).length;
+  return {
+    reportFormat: "CTRF",
+    specVersion: CTRF_SPEC_VERSION,
+    timestamp: new Date(stop).toISOString(),
+    generatedBy: "shardguard",
+    results: {
+      tool: { name: "shardguard", version: valid.tool.version },
+      summary: {
+        tests: tests.length,
+        passed: count("passed"),
+        failed: count("failed"),
+        skipped: count("skipped"),
+        pending: count("pending"),
+        other: count("other"),
+        flaky: tests.filter((t) => t.flaky).length,
+        suites: new Set(tests.map((t) => t.filePath)).size,
+        start,
+        stop,
+        duration,
+      },
+      tests,
+      extra: {
+        runId: valid.runId,
+        completed: valid.completed,
+        cancelledBy: valid.cancelledBy,
+        exitCode: valid.exitCode,
+        shards: valid.shards.map((s) => ({ index: s.index, status: s.status, reason: s.reason, logPath: s.logPath })),
+      },
+    },
+  };
+}
+
+/**
+ * {@link buildCtrf} as JSON text with 2-space indentation and a trailing
+ * newline: the content of `ctrf.json`.
+ *
+ * @throws ZodError when the report does not match {@link RunReportSchema}.
+ */
+export function renderCtrf(report: RunReport): string {
+  return `${JSON.stringify(buildCtrf(report), null, 2)}\n`;
+}
+
+function ctrfTest(test: TestResult, shard: number): CtrfTest {
+  const failure = test.failure;
+  return {
+    // CTRF requires a non-empty name; Bun accepts test("").
+    name: test.name === "" ? "(unnamed test)" : test.name,
+    status: CTRF_STATUS[test.status],
+    rawStatus: test.status,
+    duration: Math.round(test.durationMs),
+    suite: [test.file],
+    filePath: test.file,
+    ...(test.line !== undefined ? { line: test.line } : {}),
+    ...(failure !== undefined ? { message: stripAnsi(failure.message) } : {}),
+    ...(failure?.details !== undefined ? { trace: stripAnsi(failure.details) } : {}),
+    retries: test.retries,
+    flaky: test.flaky,
+    // Bun retries only after a failure, so the recorded failures are attempts 1..n.
+    ...(test.attemptFailures.length > 0
+      ? {
+          retryAttempts: test.attemptFailures.map((a, i) => ({
+            attempt: i + 1,
+            status: "failed" as const,
+            message: stripAnsi(a.message),
+            extra: { type: a.type },
+          })),
+        }
+      : {}),
+    extra: { shard, synthetic: test.synthetic, ...(failure !== undefined ? { failureType: failure.type } : {}) },
+  };
+}
