@@ -268,7 +268,20 @@ describe("gstack-paid diff-based selection", () => {
       repo.git("checkout", "-q", "--", "src/beta.ts");
     }
     const all = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"], { EVALS_ALL: "1" });
-    expect(all.stdout).toContain("selection: 3 of 3 tests selected (run all (EVALS_ALL is set)); running 3 of 3 shards");
+    expect(all.stdout).toContain("selection: all tests selected (run all (EVALS_ALL is set)); running 3 of 3 shards");
+  });
+
+  test("a repository without a touchfiles module runs everything instead of failing (fail open)", () => {
+    const module = path.join(repo.dir, "test", "helpers", "touchfiles.ts");
+    const saved = readFileSync(module, "utf8");
+    rmSync(module);
+    try {
+      const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("selection: all tests selected (run all (no touchfiles module test/helpers/touchfiles.ts: diff-based selection is off)); running 3 of 3 shards");
+    } finally {
+      writeFileSync(module, saved);
+    }
   });
 });
 

@@ -229,11 +229,20 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   let skipped: ShardResult[] = [];
   let decisions = new Map<string, FileDecision>();
   if (preset.selection && shards.length > 0) {
-    const touchfiles = await loadTouchfiles(root, preset.selection);
-    selection = computeSelection({ root, env, spec: preset.selection, touchfiles, ignore: outRel ? [outRel] : [] });
-    const parts = partitionShards(shards, selection, { root, spec: preset.selection, touchfiles });
-    skipped = parts.skipped.map(({ shard, reason }) => skippedByDiff(shard, reason));
-    decisions = parts.decisions;
+    const spec = preset.selection;
+    // EVALS_ALL means no selection at all: nothing to load, nothing to diff.
+    const touchfiles = env[spec.allEnv] ? null : await loadTouchfiles(root, spec);
+    if (touchfiles === null) {
+      const reason = env[spec.allEnv]
+        ? `run all (${spec.allEnv} is set)`
+        : `run all (no touchfiles module ${spec.touchfiles}: diff-based selection is off)`;
+      selection = { selected: null, reason, total: 0 };
+    } else {
+      selection = computeSelection({ root, env, spec, touchfiles, ignore: outRel ? [outRel] : [] });
+      const parts = partitionShards(shards, selection, { root, spec, touchfiles });
+      skipped = parts.skipped.map(({ shard, reason }) => skippedByDiff(shard, reason));
+      decisions = parts.decisions;
+    }
   }
 
   const childEnv: Record<string, string | undefined> = { ...env, ...preset.env };
@@ -280,10 +289,13 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
       `timeout ${s.timeoutMs / 1000}s (${p.timeoutMs.from}), grace ${s.graceMs / 1000}s`,
   ];
   if (p.selection) {
-    const chosen = p.selection.selected === null ? p.selection.total : p.selection.selected.size;
-    lines.push(
-      `shardguard: selection: ${chosen} of ${p.selection.total} tests selected (${p.selection.reason}); running ${total - p.skipped.length} of ${total} shards`,
-    );
+    const counted =
+      p.selection.selected === null
+        ? p.selection.total > 0
+          ? `${p.selection.total} of ${p.selection.total} tests`
+          : "all tests"
+        : `${p.selection.selected.size} of ${p.selection.total} tests`;
+    lines.push(`shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${total} shards`);
   }
   lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
   if (total === 0) {
