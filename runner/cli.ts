@@ -2,7 +2,7 @@
 /**
  * The `shardguard` command. The only place that calls `process.exit`.
  *
- * Exit codes (GUIDE §3): 0 every planned shard passed (skipped-by-diff counts
+ * Exit codes (docs/reports.md): 0 every planned shard passed (skipped-by-diff counts
  * as passed); 1 anything failed, timed out, crashed or never started; 2 usage
  * or configuration error, nothing ran; 130 / 143 cancelled by SIGINT / SIGTERM.
  */

@@ -16,7 +16,7 @@ import type { Plan, PlannedShard } from "./plan/plan.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "./results/model.ts";
 import { decideShard } from "./results/verdict.ts";
 import { writeFileAtomic } from "./report/atomic.ts";
-import { endLine, logTail, startLine, summaryLines, type Out } from "./report/console.ts";
+import { endLine, logTail, plural, startLine, summaryLines, type Out } from "./report/console.ts";
 import { renderCtrf } from "./report/ctrf.ts";
 import { renderJson } from "./report/json.ts";
 import { renderJUnit } from "./report/junit.ts";
@@ -96,6 +96,7 @@ export class Run {
           index: r.shard.index,
           files: r.shard.files,
           elapsedMs: () => r.process.elapsedMs(),
+          stopping: () => r.process.state === "terminating" || r.process.state === "killing",
           inFlight: () => {
             const test = r.model?.running();
             if (!test) return null;
@@ -127,7 +128,7 @@ export class Run {
     const toRun = plan.shards.filter((s) => !this.results.has(s.index));
     const total = plan.shards.length;
     out.line(
-      `shardguard: run ${this.runId}: ${total} shard${total === 1 ? "" : "s"} (${plan.included.size} files), ` +
+      `shardguard: run ${this.runId}: ${plural(total, "shard")} (${plural(plan.included.size, "file")}), ` +
         `${toRun.length} to run, jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s`,
     );
     this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
@@ -176,8 +177,12 @@ export class Run {
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
         out.line(endLine(result, total));
-        if (result.escapees.length > 0) {
-          out.line(`[${shard.index}/${total}] killed ${result.escapees.length} process(es) that escaped the process group: ${describe(result.escapees)}`);
+        if (result.leftovers.length > 0) {
+          const left = result.leftovers.filter((e) => e.leftGroup).length;
+          out.line(
+            `[${shard.index}/${total}] killed ${plural(result.leftovers.length, "leftover process")} still running after the shard ended` +
+              `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(result.leftovers)}`,
+          );
         }
         if (!SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath) {
           const tail = await logTail(result.logPath);
@@ -317,5 +322,5 @@ export class Run {
   }
 }
 
-const strip = (list: Escapee[]) => list.map(({ pid, command }) => ({ pid, command }));
+const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
 const describe = (list: Escapee[]) => list.map((e) => `${e.pid} ${e.command.slice(0, 60)}`).join("; ");

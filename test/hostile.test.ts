@@ -195,9 +195,9 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
     const escaped = [...pids("escapees").values(), ...pids("holds-stdout").values()];
     expect(escaped).toHaveLength(3);
     for (const pid of escaped) expect({ pid, alive: alive(pid) }).toEqual({ pid, alive: false });
-    const reported = [...report.shards.flatMap((s) => s.escapees), ...report.sweeps.endOfRun];
+    const reported = [...report.shards.flatMap((s) => s.leftovers), ...report.sweeps.endOfRun];
     const doubleFork = pids("escapees").get("double-fork")!;
-    expect(reported.filter((e) => e.pid === doubleFork)).toEqual([{ pid: doubleFork, command: "sleep 300" }]);
+    expect(reported.filter((e) => e.pid === doubleFork)).toEqual([{ pid: doubleFork, command: "sleep 300", leftGroup: true }]);
   });
 
   // Needs redaction wired into the report writers and the console (issue #5 §6).

@@ -35,6 +35,8 @@ describe("planRun", () => {
     const plan = planRun({ root: tree(), patterns: ["b.test.ts", "missing/*.test.ts"], filesPerShard: 1 });
     expect(plan.excluded.map((e) => e.file)).toEqual(["missing/*.test.ts"]);
     expect(() => planRun({ root: tree(), patterns: ["nothing/**"], filesPerShard: 1 })).toThrow(ConfigError);
+    // A path written out that does not exist is a typo, even when other patterns match.
+    expect(() => planRun({ root: tree(), patterns: ["b.test.ts", "sub/c.spce.tsx"], filesPerShard: 1 })).toThrow(/no test file at "sub\/c.spce.tsx"/);
     expect(() => planRun({ root: makeSuite({ "x.md": "" }), patterns: [], filesPerShard: 1 })).toThrow(/no test files matched/);
   });
 });

@@ -84,8 +84,9 @@ test("a descendant that left the group (setsid) is swept by its cookie", async (
   });
   const outcome = await proc.done;
   const escapee = Number(readFileSync(path.join(dir, "escapee.pid"), "utf8"));
-  expect(outcome.escapees.map((e) => e.pid)).toContain(escapee);
-  expect(outcome.escapees.find((e) => e.pid === escapee)!.command).toContain("sleep 30");
+  expect(outcome.leftovers.map((e) => e.pid)).toContain(escapee);
+  expect(outcome.leftovers.find((e) => e.pid === escapee)!.command).toContain("sleep 30");
+  expect(outcome.leftovers.find((e) => e.pid === escapee)!.leftGroup).toBe(true);
   // SIGKILL is delivered at once, but the process needs a moment to die.
   expect(await waitFor(() => !alive(escapee), 1_000)).toBe(true);
   expect(sweepCookie(cookie, "exact")).toEqual([]);

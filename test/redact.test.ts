@@ -133,7 +133,7 @@ describe("redactReport", () => {
       status: "failed",
       reason: `1 test failed: ${KEY}`,
       logPath: `/tmp/${KEY}/shard-1.log`,
-      escapees: [{ pid: 42, command: `curl -H Authorization:${KEY}` }],
+      leftovers: [{ pid: 42, command: `curl -H Authorization:${KEY}`, leftGroup: true }],
       tests: [
         makeTest({
           name: `prints ${KEY}`,
@@ -154,14 +154,14 @@ describe("redactReport", () => {
   ], {
     root: `/work/${KEY}`,
     runId: KEY,
-    sweeps: { staleRuns: [{ pid: 7, command: `sleep ${KEY}` }], endOfRun: [{ pid: 8, command: `sh -c ${KEY}` }] },
+    sweeps: { staleRuns: [{ pid: 7, command: `sleep ${KEY}`, leftGroup: true }], endOfRun: [{ pid: 8, command: `sh -c ${KEY}`, leftGroup: true }] },
   });
   const redacted = redactReport(report, makeRedactor({ SG_API_KEY: KEY }));
 
   test("redacts names, failures, attempt failures, reasons and killed commands", () => {
     const shard = redacted.shards[0]!;
     expect(shard.reason).toBe("1 test failed: [redacted:SG_API_KEY]");
-    expect(shard.escapees[0]!.command).toBe("curl -H Authorization:[redacted:SG_API_KEY]");
+    expect(shard.leftovers[0]!.command).toBe("curl -H Authorization:[redacted:SG_API_KEY]");
     expect(redacted.sweeps.staleRuns[0]!.command).toBe("sleep [redacted:SG_API_KEY]");
     expect(redacted.sweeps.endOfRun[0]!.command).toBe("sh -c [redacted:SG_API_KEY]");
     const [failed, flaky, passes] = shard.tests;

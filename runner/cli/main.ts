@@ -106,7 +106,7 @@ async function runOrList(command: "run" | "list", argv: readonly string[], host:
     return EXIT.ok;
   }
   if (command === "list" && args.bunArgs.length > 0) {
-    throw new ConfigError(`shardguard list takes no bun test flags after "--"`);
+    throw new ConfigError(`list takes no bun test flags after "--" (they are for run)`);
   }
   if (args.extras.has("--preset")) return await presetCommand(command, args, host);
   if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
@@ -116,6 +116,7 @@ async function runOrList(command: "run" | "list", argv: readonly string[], host:
     for (const line of planLines(plan, settings)) host.stdout(line);
     return EXIT.ok;
   }
+  for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
   const checked = await preflight(settings);
   const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env }, host);
   return result.exitCode;

@@ -136,7 +136,7 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
 
 /**
  * A usage or configuration error: the CLI prints its message as one line and
- * exits 2 before any child process starts (GUIDE §3).
+ * exits 2 before any child process starts (docs/reports.md).
  */
 export class ConfigError extends Error {
   override name = "ConfigError";

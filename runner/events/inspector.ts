@@ -3,7 +3,7 @@
  * `bun --inspect-wait=ws+unix://<socket> test …` child serves on a unix
  * socket, reduced to the per-test events shardguard needs.
  *
- * Protocol (GUIDE §1 "Inspector test events", measured on Bun 1.4.4):
+ * Protocol (docs/bun-behaviour.md, "Inspector test events"):
  *   1. the child creates the socket file a few ms after spawn and waits;
  *   2. we send `TestReporter.enable` (id 1) and `LifecycleReporter.enable`
  *      (id 2) and wait for their `{"result":{},"id":N}` replies;

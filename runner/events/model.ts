@@ -4,7 +4,7 @@
  * started" at any moment — while the child runs, after it exited, or after
  * it was killed.
  *
- * Ground rules (GUIDE §3):
+ * Ground rules (docs/reports.md):
  * - A test is `passed` only when Bun sent `TestReporter.end` with
  *   `status: "pass"`. Missing events (the tail of a run is often lost, a
  *   killed child sends nothing more) leave a test in phase `found` or

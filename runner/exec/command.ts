@@ -38,7 +38,7 @@ export interface CommandInputs {
  * Builds `bun [--inspect-wait=…] --no-orphans test --preload <shard preload> <abs files> <user flags> --reporter=junit --reporter-outfile=…`.
  *
  * Files are passed as absolute paths because Bun reads positional arguments
- * as substring filters, not paths (GUIDE §1). `--no-orphans` makes the child
+ * as substring filters, not paths (docs/bun-behaviour.md). `--no-orphans` makes the child
  * exit, and kill its descendants, if the runner itself dies. Our reporter
  * flags come last so a user's own `--reporter` cannot take the JUnit away.
  */

@@ -62,6 +62,8 @@ export interface Escapee {
   pid: number;
   /** Its command line, spaces between arguments, cut to 200 characters. */
   command: string;
+  /** True when it was no longer in the shard's process group (setsid, double fork). */
+  leftGroup: boolean;
 }
 
 /** How a supervised process ended. */
@@ -87,8 +89,8 @@ export interface ProcessOutcome {
   logError: string | null;
   /** True when a pipe was still open after the drain and was cut. */
   pipesCut: boolean;
-  /** Descendants that escaped the process group (setsid, double fork) and were killed. */
-  escapees: Escapee[];
+  /** Descendants still alive when the child exited (in or out of its group), killed by the sweep. */
+  leftovers: Escapee[];
 }
 
 /** Process groups alive right now, killed on any exit path of the runner we can see. */
@@ -238,12 +240,17 @@ export class ShardProcess {
     const durationMs = this.elapsedMs();
     for (const timer of this.timers) clearTimeout(timer);
     this.setState("draining");
-    // Leftover grandchildren that stayed in the group die here, which also
-    // closes most pipes they hold.
+    // Every descendant still alive is a leak. When the child ended by itself
+    // the cookie sweep runs first, so leaks inside the group are named in the
+    // report too; after a kill by us the group goes first and only those that
+    // left it are reported. Then the group SIGKILL as a backstop. Both close
+    // the pipes such processes may hold.
+    const sweep = () => (this.spec.cookie ? sweepCookie(this.spec.cookie, "exact", pgid) : []);
+    let leftovers: Escapee[] = [];
+    if (this.killedBy === null) leftovers = sweep();
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
-    // Then those that left the group but kept the cookie; they may hold our pipes.
-    const escapees = this.spec.cookie ? sweepCookie(this.spec.cookie, "exact") : [];
+    if (this.killedBy !== null) leftovers = sweep();
     const pipesCut = await this.drain(child);
     await this.closeLog();
     this.setState("finished");
@@ -259,7 +266,7 @@ export class ShardProcess {
       logBytes: this.logBytes,
       logError: this.logError,
       pipesCut,
-      escapees,
+      leftovers,
     };
   }
 
@@ -310,7 +317,7 @@ export class ShardProcess {
       logBytes: 0,
       logError: null,
       pipesCut: false,
-      escapees: [],
+      leftovers: [],
     };
   }
 }
@@ -331,12 +338,12 @@ export function startProcess(spec: ProcessSpec): ShardProcess {
  *
  * @returns the processes killed
  */
-export function sweepCookie(cookie: string, match: "exact" | "prefix"): Escapee[] {
+export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?: number): Escapee[] {
   const killed: Escapee[] = [];
   for (const proc of processesWithEnv(cookie, match)) {
     try {
       process.kill(proc.pid, "SIGKILL");
-      killed.push(proc);
+      killed.push({ pid: proc.pid, command: proc.command, leftGroup: groupId !== undefined && proc.pgid !== groupId });
     } catch {
       // Gone already.
     }
@@ -345,7 +352,12 @@ export function sweepCookie(cookie: string, match: "exact" | "prefix"): Escapee[
 }
 
 /** A live process and one of its environment entries. */
-export interface EnvProcess extends Escapee {
+export interface EnvProcess {
+  pid: number;
+  /** Command line, cut to 200 characters. */
+  command: string;
+  /** Its process group id; null when unknown. */
+  pgid: number | null;
   /** The first environment entry that matched. */
   entry: string;
   /** Every `NAME=value` entry of the process. */
@@ -373,25 +385,29 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix"): Env
         const entries = raw.split("\0");
         const entry = entries.find(test);
         if (entry === undefined) continue;
-        if (/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"))) continue;
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        // Fields after the ")" closing the command name: state, ppid, pgrp, ...
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        if (fields[0] === "Z") continue;
+        const pgid = Number(fields[2]);
         const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
-        hits.push({ pid, command, entry, env: toEnvMap(entries) });
+        hits.push({ pid, command, pgid: Number.isInteger(pgid) ? pgid : null, entry, env: toEnvMap(entries) });
       } catch {
         // Exited while we looked, or not ours to read.
       }
     }
     return hits;
   }
-  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,pgid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   for (const line of (ps.stdout ?? "").split("\n")) {
-    const m = /^\s*(\d+)\s+(.*)$/.exec(line);
+    const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
     if (!m) continue;
     const pid = Number(m[1]);
     if (spared.has(pid)) continue;
-    const words = m[2]!.split(/\s+/);
+    const words = m[3]!.split(/\s+/);
     const entry = words.find(test);
     if (entry === undefined) continue;
-    hits.push({ pid, command: m[2]!.slice(0, 200), entry, env: toEnvMap(words.filter((w) => w.includes("="))) });
+    hits.push({ pid, command: m[3]!.slice(0, 200), pgid: Number(m[2]), entry, env: toEnvMap(words.filter((w) => w.includes("="))) });
   }
   return hits;
 }
@@ -446,7 +462,7 @@ export function sweepStaleRuns(cookiePrefix: string, runnerPidVar: string): Esca
     if (Number.isInteger(runner) && runner > 0 && isAlive(runner)) continue;
     try {
       process.kill(proc.pid, "SIGKILL");
-      killed.push({ pid: proc.pid, command: proc.command });
+      killed.push({ pid: proc.pid, command: proc.command, leftGroup: true });
     } catch {
       // Already gone.
     }

@@ -191,7 +191,7 @@ export async function runShard(
     logPath: outcome.spawnError === null ? logPath : null,
     logIncomplete: outcome.logError !== null,
   });
-  decided.escapees = outcome.escapees.map(({ pid, command }) => ({ pid, command }));
+  decided.leftovers = outcome.leftovers.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
   if (running.eventsProblem && decided.status !== "passed") {
     decided.reason += `; per-test data missing (${running.eventsProblem})`;
   }

@@ -62,7 +62,8 @@ export interface PlanOptions {
  * it"; a pattern naming an existing file means that file.
  *
  * @throws ConfigError "no test files matched" when nothing matches: a run that
- *   executes nothing must never look like a pass (issue #2)
+ *   executes nothing must never look like a pass (issue #2); also when a
+ *   pattern without glob characters names no existing file (a typo)
  */
 export function planRun(options: PlanOptions): Plan {
   const patterns = options.patterns.length > 0 ? [...options.patterns] : [DEFAULT_PATTERN];
@@ -78,6 +79,11 @@ export function planRun(options: PlanOptions): Plan {
       followSymbolicLinks: false,
     });
     if (matches.length === 0) {
+      // A path written out (no glob characters) that matches nothing is a
+      // typo, not an empty selection: say so instead of running less.
+      if (!fg.isDynamicPattern(pattern.replace(/\\/g, "/"))) {
+        throw new ConfigError(`no test file at ${JSON.stringify(pattern)} under ${options.root} (a PATTERN is a path or a glob relative to --root)`);
+      }
       excluded.push({ file: pattern, reason: "pattern matched no file (node_modules, .git and .shardguard are never searched)" });
     }
     for (const match of matches) {

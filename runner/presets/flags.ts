@@ -2,7 +2,7 @@
  * `bun test` flags as shardguard reads them from a command line, and how they
  * become the flags of each shard.
  *
- * Parsing mirrors what Bun 1.4.4 does (measured, see GUIDE §1): flags listed
+ * Parsing mirrors what Bun 1.4.4 does (measured, see docs/bun-behaviour.md): flags listed
  * in {@link VALUE_FLAGS} take the next argument as their value; every other
  * flag takes a value only in `--flag=value` form, so with unknown flags the
  * next argument stays a positional (a filter, for Bun).

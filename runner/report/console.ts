@@ -14,14 +14,43 @@ export interface Out {
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
+/** "1 shard", "2 shards". */
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
 /** `[2/7] START test/x.test.ts (timeout 1800s) log: …` */
 export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): string {
   return `[${shard.index}/${total}] START ${shard.files.join(" ")} (timeout ${secs(timeoutMs)}) log: ${logPath}`;
 }
 
-/** `[2/7] TIMED-OUT 6.0s test/x.test.ts: killed after 6 s wall-clock timeout` */
+/** Test statuses worth naming on the console: anything that is not a pass or a planned skip. */
+const NOTABLE = new Set(["failed", "timed-out", "crashed", "never-started"]);
+
+/** How many non-passing tests a shard's end line names before "and N more". */
+const MAX_NAMED = 5;
+
+/** `   timed-out  outer > spins forever (6.0s): in flight when …` (one line, message cut). */
+function testLine(test: ShardResult["tests"][number], withFile: boolean): string {
+  const where = withFile ? `${test.file} > ` : "";
+  const message = test.failure?.message.split("\n")[0]?.slice(0, 160) ?? "";
+  const flaky = test.flaky ? " (flaky)" : "";
+  return `    ${test.status.padEnd(13)} ${where}${test.name.slice(0, 200)}${flaky}${message ? `: ${stripAnsi(message)}` : ""}`;
+}
+
+/**
+ * `[2/7] TIMED-OUT 6.0s test/x.test.ts: killed after 6 s wall-clock timeout`,
+ * followed, for a shard that did not pass, by its non-passing tests (the
+ * test in flight first among them) and the path of its full log.
+ */
 export function endLine(result: ShardResult, total: number): string {
-  return `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${result.files.join(" ")}: ${result.reason}`;
+  const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${result.files.join(" ")}: ${result.reason}`;
+  if (result.status === "passed" || result.status === "skipped-by-diff") return head;
+  const notable = result.tests.filter((t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"));
+  const lines = [head, ...notable.slice(0, MAX_NAMED).map((t) => testLine(t, result.files.length > 1))];
+  const neverStarted = result.tests.filter((t) => t.status === "never-started").length;
+  if (notable.length > MAX_NAMED) lines.push(`    … and ${notable.length - MAX_NAMED} more`);
+  if (neverStarted > 0 && result.status !== "never-started") lines.push(`    ${neverStarted} test${neverStarted === 1 ? "" : "s"} never started`);
+  if (result.logPath) lines.push(`    full log: ${result.logPath}`);
+  return lines.join("\n");
 }
 
 /**
@@ -61,11 +90,18 @@ export function summaryLines(report: RunReport, paths: { junit: string; json: st
     .join(", ");
   const lines = [
     "",
-    `shardguard: ${s.shards.total} shards: ${shardCounts || "none"}`,
-    `shardguard: ${s.tests.total} tests: ${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
+    `shardguard: ${plural(s.shards.total, "shard")}: ${shardCounts || "none"}`,
+    `shardguard: ${plural(s.tests.total, "test")}: ${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
   ];
   for (const shard of report.shards) {
     lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${shard.files.join(" ")}`);
+  }
+  // Like Playwright's closing list: every test that needs a look, by name.
+  const notable = report.shards.flatMap((s) => s.tests.filter((t) => NOTABLE.has(t.status) && t.status !== "never-started"));
+  if (notable.length > 0) {
+    lines.push(`shardguard: tests that did not pass:`);
+    for (const t of notable.slice(0, 30)) lines.push(testLine(t, true));
+    if (notable.length > 30) lines.push(`    … and ${notable.length - 30} more (see the reports)`);
   }
   lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`, `shardguard: CTRF  ${paths.ctrf}`);
   if (report.cancelledBy) lines.push(`shardguard: cancelled by ${report.cancelledBy}; exit ${report.exitCode}`);

@@ -6,7 +6,7 @@
  * Only fields that the CTRF schema defines are written; everything of ours
  * that CTRF has no field for (shard index, synthetic entries, failure type,
  * run id, completion, exit code, shard verdicts) goes under `extra`, the
- * schema's extension point. The status mapping is GUIDE §3's CTRF column,
+ * schema's extension point. The status mapping is docs/reports.md's CTRF column,
  * restated in docs/reports.md ("CTRF").
  *
  * The document is checked in test/report-ctrf.test.ts against the JSON
@@ -27,7 +27,7 @@ export const CTRF_SPEC_VERSION = "0.0.0";
 export type CtrfStatus = "passed" | "failed" | "skipped" | "pending" | "other";
 
 /**
- * Our test status → CTRF status (GUIDE §3): `todo` is `pending`,
+ * Our test status → CTRF status (docs/reports.md): `todo` is `pending`,
  * `skipped-by-diff` is `skipped`, what shardguard killed or saw die
  * (`timed-out`, `crashed`) is `failed`, and `never-started` is `other`.
  * The original status always travels along as `rawStatus`.

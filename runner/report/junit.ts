@@ -1,7 +1,7 @@
 /**
  * JUnit XML writer: a {@link RunReport} → one document that validates
  * against docs/schemas/junit-10-extended.xsd and that the CI consumers
- * listed in GUIDE §2 read the same way.
+ * listed in docs/reports.md read the same way.
  *
  * Layout rules and why:
  * - One flat `<testsuite>` per test file, even when the file ran in several
@@ -44,7 +44,7 @@ interface Entry {
   shard: ShardResult;
 }
 
-/** One child element of a testcase, as the table in GUIDE §2 maps our statuses. */
+/** One child element of a testcase, as the table in docs/reports.md maps our statuses. */
 interface Outcome {
   element: "failure" | "error" | "skipped" | "flakyFailure";
   type?: string;
@@ -224,7 +224,7 @@ function renderTestcase(
   return { xml, counts };
 }
 
-/** The GUIDE §2 status table. Each status yields elements of one kind only. */
+/** The docs/reports.md status table. Each status yields elements of one kind only. */
 function outcomesOf(test: TestResult, shard: ShardResult): Outcome[] {
   const failure = test.failure;
   const message = failure?.message || shard.reason;

@@ -21,6 +21,8 @@ export interface ProgressShard {
   elapsedMs(): number;
   /** The test in flight and how long it has run (ms), when events tell. */
   inFlight(): { name: string; forMs: number } | null;
+  /** True once the shard's process group was signalled (grace period running). */
+  stopping?(): boolean;
 }
 
 /** Counts and running shards, read at each redraw or heartbeat. */
@@ -73,7 +75,8 @@ function ciProgress(options: ProgressOptions): Progress {
       const beats = Math.floor(elapsed / options.heartbeatMs);
       if (beats < 1 || (lastBeat.get(shard.index) ?? 0) >= beats) continue;
       lastBeat.set(shard.index, beats);
-      options.write(`[${shard.index}/${options.source.total}] RUNNING ${secs(elapsed)} ${shard.files.join(" ")}: ${flightText(shard)}\n`);
+      const label = shard.stopping?.() ? "STOPPING" : "RUNNING";
+      options.write(`[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${shard.files.join(" ")}: ${flightText(shard)}\n`);
     }
   };
   const timer = setInterval(tick, Math.min(1_000, options.heartbeatMs));
@@ -89,7 +92,8 @@ function ttyProgress(options: ProgressOptions): Progress {
   const cut = (text: string) => (text.length > width - 1 ? `${text.slice(0, width - 2)}…` : text);
   const clear = () => {
     // Cursor up to the area's first line, then erase to the end of the screen.
-    if (drawn > 0) options.write(`\x1b[${drawn}A\x1b[0J`);
+    // "\r" first: a "^C" echoed by the terminal leaves the cursor mid-line.
+    if (drawn > 0) options.write(`\r\x1b[${drawn}A\x1b[0J`);
     drawn = 0;
   };
   const draw = () => {
@@ -99,7 +103,8 @@ function ttyProgress(options: ProgressOptions): Progress {
     const queued = Math.max(0, options.source.total - done - running.length);
     const lines = [color("1", `shards: ${done} done, ${running.length} running, ${queued} queued`)];
     for (const shard of running) {
-      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)} ${shard.files.join(" ")}  ${color("2", flightText(shard))}`));
+      const stopping = shard.stopping?.() ? color("33", " stopping") : "";
+      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${shard.files.join(" ")}  ${color("2", flightText(shard))}`));
     }
     clear();
     options.write(`${lines.join("\n")}\n`);

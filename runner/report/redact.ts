@@ -152,7 +152,7 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
  * text into:
  *
  * - `shards[].reason`
- * - `shards[].escapees[].command` and `sweeps.*[].command` (command lines
+ * - `shards[].leftovers[].command` and `sweeps.*[].command` (command lines
  *   of killed processes can hold a token passed as an argument)
  * - `shards[].tests[].name`
  * - `shards[].tests[].failure.type`, `.message`, `.details`
@@ -172,7 +172,7 @@ export function redactReport(report: RunReport, redact: (text: string) => string
     shards: report.shards.map((shard) => ({
       ...shard,
       reason: redact(shard.reason),
-      escapees: commands(shard.escapees),
+      leftovers: commands(shard.leftovers),
       tests: shard.tests.map((test) => redactTest(test, redact)),
     })),
   };

@@ -9,7 +9,7 @@
  *
  * and the rule applies to character references as well: `&#27;` is just as
  * fatal as a raw ESC byte. One such character makes the whole JUnit file
- * unreadable for CI (GUIDE §2), so every string goes through
+ * unreadable for CI (docs/reports.md), so every string goes through
  * {@link xmlSafe} before it is escaped.
  */
 

@@ -94,11 +94,16 @@ export const TestResultSchema = z.object({
 });
 export type TestResult = z.infer<typeof TestResultSchema>;
 
-/** A process that outlived its shard (left the process group) and was SIGKILLed by the sweep. */
+/**
+ * A process that was still alive when its shard ended (a leaked grandchild)
+ * and was SIGKILLed by the sweep, found by its environment cookie.
+ */
 export const EscapeeSchema = z.object({
   pid: z.number().int().positive(),
   /** Command line, cut to 200 characters. */
   command: z.string(),
+  /** True when it had left the shard's process group (setsid, double fork): only the cookie sweep could find it. */
+  leftGroup: z.boolean().default(false),
 });
 export type EscapeeRecord = z.infer<typeof EscapeeSchema>;
 
@@ -125,8 +130,8 @@ export const ShardResultSchema = z.object({
   logIncomplete: z.boolean().default(false),
   /** One human sentence, e.g. "killed after 1800 s wall-clock timeout". */
   reason: z.string(),
-  /** Descendants that escaped the process group (setsid, double fork) and were killed after the shard ended. */
-  escapees: z.array(EscapeeSchema).default([]),
+  /** Descendants still alive when the shard's main process ended (leaks), killed by the sweep. */
+  leftovers: z.array(EscapeeSchema).default([]),
   /** Where the per-test entries came from. */
   testSource: z.enum(["junit", "events", "junit+events", "synthetic"]),
   tests: z.array(TestResultSchema),
@@ -204,12 +209,12 @@ export function summarize(shards: readonly ShardResult[]): Summary {
 }
 
 /**
- * Shard statuses that count as success for the exit code (GUIDE §3:
+ * Shard statuses that count as success for the exit code (docs/reports.md:
  * skipped-by-diff counts as passed).
  */
 export const SUCCESSFUL_SHARD_STATUSES: ReadonlySet<ShardStatus> = new Set(["passed", "skipped-by-diff"]);
 
-/** Exit codes of a run (GUIDE §3). */
+/** Exit codes of a run (docs/reports.md). */
 export const EXIT = {
   ok: 0,
   failed: 1,

@@ -126,7 +126,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     startedAt: p.startedAt,
     logPath: ev.logPath,
     logIncomplete: ev.logIncomplete,
-    escapees: [],
+    leftovers: [],
   };
 
   if (!p.started) {
@@ -348,7 +348,7 @@ function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitF
 
 /**
  * The result of a shard a preset's diff selection left out: never spawned,
- * a success for the exit code (GUIDE §3), never conflated with never-started.
+ * a success for the exit code (docs/reports.md), never conflated with never-started.
  */
 export function skippedByDiff(shard: { index: number; slug: string; files: string[] }, reason: string): ShardResult {
   return {
@@ -363,7 +363,7 @@ export function skippedByDiff(shard: { index: number; slug: string; files: strin
     startedAt: null,
     logPath: null,
     logIncomplete: false,
-    escapees: [],
+    leftovers: [],
     reason,
     testSource: "synthetic",
     tests: shard.files.map((file) => synthetic(file, "skipped-by-diff", { type: "skipped-by-diff", message: reason })),

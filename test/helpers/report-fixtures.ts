@@ -44,7 +44,7 @@ export function makeShard(fields: Partial<ShardResult> & Pick<ShardResult, "inde
     testSource: "junit",
     tests,
     ...fields,
-    escapees: fields.escapees ?? [],
+    leftovers: fields.leftovers ?? [],
   };
 }
 
