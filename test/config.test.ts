@@ -36,6 +36,13 @@ describe("precedence", () => {
     expect(resolve(["--", "--bail"], {}, toml).settings.bunArgs).toEqual(["--bail"]);
   });
 
+  test("without patterns, discovery follows bunfig's [test] root, like bun test itself", () => {
+    const dir = makeSuite({ "tests/a.test.ts": "", "examples/b.test.ts": "", "bunfig.toml": '[test]\nroot = "tests"\n' }, "sg-config-");
+    const settings = resolveSettings({ args: parseArgs([], "run"), env: {}, cwd: dir, defaultBun: process.execPath });
+    expect(settings.patterns).toEqual(["tests"]);
+    expect(resolveSettings({ args: parseArgs(["examples"], "run"), env: {}, cwd: dir, defaultBun: process.execPath }).patterns).toEqual(["examples"]);
+  });
+
   test("--no-test-events, its variable and its bunfig key", () => {
     expect(resolve(["--no-test-events"]).settings.testEvents).toBe(false);
     expect(resolve([], { SHARDGUARD_NO_TEST_EVENTS: "1" }).settings.testEvents).toBe(false);

@@ -203,6 +203,18 @@ describe("TestEventModel", () => {
     expect(model.running()).toBeUndefined();
   });
 
+  test("with several concurrent tests running, an error goes to the test whose body holds its line", () => {
+    const model = new TestEventModel({ root: ROOT });
+    for (const event of [found(1, "c1", { line: 3 }), found(2, "c2", { line: 4 }), found(3, "c3", { line: 9 }), start(1), start(2), start(3)]) model.apply(event);
+    // c3 started last, but the throw is at line 4: inside c2.
+    model.apply(error("c2 broke", [FILE], [4, 30]));
+    model.apply(error("c1 broke", [FILE], [3, 12]));
+    model.apply(error("no line", [FILE], []));
+    expect(byName(model, "c2").errors.map((e) => e.message)).toEqual(["c2 broke"]);
+    expect(byName(model, "c1").errors.map((e) => e.message)).toEqual(["c1 broke"]);
+    expect(byName(model, "c3").errors.map((e) => e.message)).toEqual(["no line"]);
+  });
+
   test("errors while no test runs are kept outside tests, with the file they name", () => {
     const other = `${ROOT}/test/b.test.ts`;
     const model = TestEventModel.fromEvents(

@@ -28,6 +28,8 @@ export interface BunfigTable {
   table: Record<string, unknown>;
   /** Path of the bunfig.toml read, for error messages; null when absent. */
   file: string | null;
+  /** `[test] root` of the same bunfig.toml: where Bun itself looks for tests; null when unset. */
+  testRoot: string | null;
 }
 
 /**
@@ -37,7 +39,7 @@ export interface BunfigTable {
  */
 export function readBunfigTable(root: string): BunfigTable {
   const file = path.join(root, "bunfig.toml");
-  if (!existsSync(file)) return { table: {}, file: null };
+  if (!existsSync(file)) return { table: {}, file: null, testRoot: null };
   let doc: Record<string, unknown>;
   try {
     doc = parseToml(readFileSync(file, "utf8")) as Record<string, unknown>;
@@ -45,12 +47,14 @@ export function readBunfigTable(root: string): BunfigTable {
     const first = String((error as Error).message).split("\n")[0];
     throw new ConfigError(`${file} is not valid TOML: ${first}`);
   }
+  const testSection = doc.test as Record<string, unknown> | undefined;
+  const testRoot = typeof testSection?.root === "string" && testSection.root.length > 0 ? testSection.root : null;
   const table = doc.shardguard;
-  if (table === undefined) return { table: {}, file };
+  if (table === undefined) return { table: {}, file, testRoot };
   if (typeof table !== "object" || table === null || Array.isArray(table)) {
     throw new ConfigError(`${file}: [shardguard] must be a table`);
   }
-  return { table: table as Record<string, unknown>, file };
+  return { table: table as Record<string, unknown>, file, testRoot };
 }
 
 function stringList(value: unknown, where: string): string[] {
@@ -123,12 +127,15 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
   const bunSource = !bunPicked ? "the running Bun" : bunPicked.from === "flag" ? spec("bun").flag : bunPicked.from === "env" ? spec("bun").env : tomlWhere("bun");
   checkExecutable(bun, bunSource);
 
+  // Without patterns, discover where `bun test` itself would: its [test] root.
   const patterns =
     args.patterns.length > 0
       ? args.patterns
       : "patterns" in bunfig.table
         ? stringList(bunfig.table.patterns, tomlWhere("patterns"))
-        : [];
+        : bunfig.testRoot && existsSync(path.resolve(root, bunfig.testRoot))
+          ? [bunfig.testRoot]
+          : [];
   const bunArgs =
     args.bunArgs.length > 0
       ? args.bunArgs

@@ -266,13 +266,14 @@ export class TestEventModel {
         return;
       }
       case "LifecycleReporter.error": {
-        const current = this.runningRecord();
+        const located = this.toEventError(event, 0);
+        const current = this.runningRecordFor(located.locations);
         const attempt = current?.attempts.at(-1);
         if (current && attempt) {
-          attempt.errors.push(this.toEventError(event, current.attempts.length));
+          attempt.errors.push({ ...located, attempt: current.attempts.length });
           return;
         }
-        const error = this.toEventError(event, 0);
+        const error = located;
         const known = error.locations.find((location) => this.foundByFile.has(location.file));
         this.outside.push({ ...error, file: (known ?? error.locations[0])?.file });
         return;
@@ -350,6 +351,25 @@ export class TestEventModel {
     if (record) return record;
     this.anomaly(this.describes.has(id) ? `${what} for describe ${id}` : `${what} for unknown id ${id}`);
     return undefined;
+  }
+
+  /**
+   * The running test an error belongs to. With one test running, that test.
+   * With several (`test.concurrent`), the error's first location in a file
+   * with running tests picks the test declared last at or above that line
+   * (the throw is inside its body); without a usable location, the test
+   * started last.
+   */
+  private runningRecordFor(locations: readonly ErrorLocation[]): TestRecord | undefined {
+    const running = [...this.tests_.values()].filter((r) => r.phase === "running");
+    if (running.length <= 1) return running[0];
+    for (const location of locations) {
+      if (location.line === undefined) continue;
+      const candidates = running.filter((r) => r.file === location.file && r.line !== undefined && r.line <= location.line!);
+      if (candidates.length === 0) continue;
+      return candidates.reduce((best, r) => (r.line! > best.line! ? r : best));
+    }
+    return this.runningRecord();
   }
 
   private runningRecord(): TestRecord | undefined {
