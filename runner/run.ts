@@ -50,6 +50,8 @@ export interface RunInputs {
   beforeSummary?: () => void;
   /** Applied to every report before it is written (secret values → `[redacted:NAME]`). */
   redact?: (text: string) => string;
+  /** The preset that planned this run, recorded in the report. */
+  preset?: RunReport["preset"];
 }
 
 /** Result of a finished run. */
@@ -297,6 +299,7 @@ export class Run {
         bunArgs: [...settings.bunArgs],
       },
       summary: summarize(shards),
+      preset: this.inputs.preset ?? null,
       sweeps: { staleRuns: strip(this.sweeps.staleRuns), endOfRun: strip(this.sweeps.endOfRun) },
       shards,
     };

@@ -77,7 +77,10 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     expect(viaLegacy.stdout).toContain("tier gate (from EVALS_TIER)");
     expect(viaLegacy.stdout).toContain("max-concurrency 4 per shard (bun test --max-concurrency 15 shared by 4 jobs)");
 
-    expect(stableReport(legacyReport)).toEqual(stableReport(presetReport));
+    // The reports agree on everything but how the preset was reached.
+    expect(presetReport.preset).toEqual({ name: "gstack-paid", via: "--preset", tier: "gate", selection: "run all (no changes vs main)" });
+    expect(legacyReport.preset?.via).not.toBe("--preset");
+    expect(stableReport({ ...legacyReport, preset: null })).toEqual(stableReport({ ...presetReport, preset: null }));
     expect(stableJUnit(junit())).toBe(stableJUnit(presetJUnit));
 
     // Every paid file of the gate tier ran in its own process; gamma (periodic only) was left out.

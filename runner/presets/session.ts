@@ -8,7 +8,7 @@
  * exits 2 before any child, the preflight command included, has started.
  */
 import path from "node:path";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import type { ParsedArgs } from "../config/args.ts";
 import { readBunfigTable, resolveSettings } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
@@ -351,6 +351,7 @@ export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Pro
       bunVersion: checked.bunVersion,
       env,
       predecided: p.skipped,
+      preset: { name: p.preset.name, via: p.via, tier: p.tier?.name ?? null, selection: p.selection?.reason ?? null },
       ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
     },
     host,
@@ -360,9 +361,11 @@ export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Pro
 
 /** Runs the preflight command under supervision; throws ConfigError when it does not exit 0 in time. */
 async function runPreflightCommand(p: PreparedPresetRun, command: string[], timeoutMs: number, out: Out): Promise<void> {
-  const logDir = path.join(p.settings.out, "logs");
-  await mkdir(logDir, { recursive: true });
-  const logPath = path.join(logDir, "preflight.log");
+  // Not under OUT/logs: that is a link to the newest run's logs, and a real
+  // directory there would stop later runs from updating it.
+  await mkdir(p.settings.out, { recursive: true });
+  const logPath = path.join(p.settings.out, "preflight.log");
+  await rm(logPath, { force: true });
   out.line(`shardguard: preflight: ${command.join(" ")} (timeout ${timeoutMs / 1000}s) log: ${logPath}`);
   const proc = startProcess({ argv: command, cwd: p.settings.root, env: p.childEnv, logPath, timeoutMs, graceMs: p.settings.graceMs });
   const outcome = await proc.done;

@@ -175,6 +175,18 @@ export const RunReportSchema = z.object({
     bunArgs: z.array(z.string()),
   }),
   summary: SummarySchema,
+  /** Set when a preset planned the run: which one, how it was chosen, its tier and diff selection. */
+  preset: z
+    .object({
+      name: z.string(),
+      /** How the run reached the preset, e.g. "--preset" or "legacy command line". */
+      via: z.string(),
+      tier: z.string().nullable(),
+      /** The diff selection's one-line reason; null when the preset has no selection. */
+      selection: z.string().nullable(),
+    })
+    .nullable()
+    .default(null),
   /** Processes killed by the run-level sweeps: left over by dead earlier runs (at start), and by this run (at the end). */
   sweeps: z
     .object({ staleRuns: z.array(EscapeeSchema), endOfRun: z.array(EscapeeSchema) })

@@ -67,5 +67,6 @@ export function makeReport(shards: ShardResult[], fields: Partial<RunReport> = {
     shards,
     ...fields,
     sweeps: fields.sweeps ?? { staleRuns: [], endOfRun: [] },
+    preset: fields.preset ?? null,
   };
 }
