@@ -50,7 +50,7 @@ function runBunTest(cwd: string, relFiles: string[], outfile: string): number {
       "test",
       "--reporter=junit",
       `--reporter-outfile=${outfile}`,
-      // Positional arguments are substring filters (GUIDE §1): pass absolute paths.
+      // Positional arguments are substring filters (docs/bun-behaviour.md): pass absolute paths.
       ...relFiles.map((f) => join(cwd, f)),
     ],
     cwd,

@@ -4,7 +4,7 @@
  * detached (its own process group) so a test can kill the whole group.
  *
  * Bun drops the last events of a run now and then (the process exits before
- * the socket queue drains; GUIDE §1), so every fixture ends with a "tail"
+ * the socket queue drains; docs/bun-behaviour.md), so every fixture ends with a "tail"
  * test whose end the assertions do not require — only that it never turns
  * into anything but passed or unfinished.
  */

@@ -1,7 +1,7 @@
 /**
  * Pure tests of the event model (runner/events/model.ts), the message parser
  * (runner/events/inspector.ts) and the journal (runner/events/journal.ts).
- * Event sequences follow what Bun 1.4.4 was measured to send (GUIDE §1).
+ * Event sequences follow what Bun 1.4.4 was measured to send (docs/bun-behaviour.md).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";

@@ -152,7 +152,7 @@ describe("redactReport", () => {
       ],
     }),
   ], {
-    root: `/work/${KEY}`,
+    root: `/srv/project-${KEY}`,
     runId: KEY,
     sweeps: { staleRuns: [{ pid: 7, command: `sleep ${KEY}`, leftGroup: true }], endOfRun: [{ pid: 8, command: `sh -c ${KEY}`, leftGroup: true }] },
   });
@@ -193,7 +193,7 @@ describe("redactReport", () => {
 
   test("rendered reports hold the secret only in paths and ids", () => {
     const pathsOnly = (text: string) =>
-      text.replaceAll(`/tmp/${KEY}/`, "").replaceAll(`test/${KEY}.test.ts`, "").replaceAll(`/work/${KEY}`, "").replaceAll(`"runId": "${KEY}"`, "");
+      text.replaceAll(`/tmp/${KEY}/`, "").replaceAll(`test/${KEY}.test.ts`, "").replaceAll(`/srv/project-${KEY}`, "").replaceAll(`"runId": "${KEY}"`, "");
     expect(pathsOnly(renderJson(redacted))).not.toContain(KEY);
     expect(pathsOnly(renderJUnit(redacted))).not.toContain(KEY);
     expect(pathsOnly(renderJson(report))).toContain(KEY);

@@ -1,6 +1,6 @@
 /**
  * renderCtrf: the CTRF document (ctrf.json) against the JSON Schema of the
- * `ctrf` reference implementation, the GUIDE §3 status mapping, counts, and
+ * `ctrf` reference implementation, the docs/reports.md status mapping, counts, and
  * one real run that writes OUT/ctrf.json and the run's own copy.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -14,7 +14,7 @@ import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 
 afterAll(removeSuites);
 
-/** GUIDE §2–3, CTRF column. */
+/** docs/reports.md, CTRF section. */
 const EXPECTED: Record<TestStatus, string> = {
   passed: "passed",
   failed: "failed",
@@ -174,7 +174,7 @@ describe("renderCtrf", () => {
     expect(new Set(ourTests.map((t) => t.status))).toEqual(new Set(TEST_STATUSES));
   });
 
-  test("maps every status per GUIDE §3 and keeps ours as rawStatus", () => {
+  test("maps every status per docs/reports.md and keeps ours as rawStatus", () => {
     expect(CTRF_STATUS).toEqual(EXPECTED as typeof CTRF_STATUS);
     expect(doc.results.tests.map((t) => [t.name, t.rawStatus, t.status])).toEqual(
       ourTests.map((t) => [t.name, t.status, EXPECTED[t.status]]),

@@ -217,7 +217,7 @@ describe("renderJUnit on a report with every status and hostile text", () => {
     }
   });
 
-  test("each status maps to the element and type of the GUIDE table", () => {
+  test("each status maps to the element and type of the status table in docs/reports.md", () => {
     const kinds = (file: string, name: string) => {
       const c = testcase(file, name);
       return COUNTED.slice(2).flatMap((tag) => list(c, tag).map((el) => `${tag}:${attr(el, "type") ?? ""}`));

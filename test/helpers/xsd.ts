@@ -1,7 +1,7 @@
 /**
  * Validates JUnit XML against the committed docs/schemas/junit-10-extended.xsd
  * with libxml2 compiled to WebAssembly (the `xmllint-wasm` package), so the
- * check behaves like `xmllint --noout --schema` (GUIDE §2) without needing a
+ * check behaves like `xmllint --noout --schema` (docs/reports.md) without needing a
  * system package on a fresh clone.
  */
 import { join } from "node:path";
