@@ -154,6 +154,17 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
     expect((await validateJUnitXml(xml)).valid).toBe(true);
   });
 
+  test("process.exit(0) at load time is crashed, never 'no tests', even with --pass-with-no-tests", async () => {
+    const f = fixtureFiles("exit-at-load", "fail");
+    // One shard of two files: the exit ends it before the failing file runs.
+    const solo = makeSuite({ "a-exit.test.ts": f["exit-at-load.test.ts"]!, "b-fail.test.ts": f["fail.test.ts"]! });
+    const result = await runCli(["run", "--root", solo, "--files-per-shard", "2", "--", "--pass-with-no-tests"]);
+    expect(result.code).toBe(1);
+    const shard = readReport(solo).shards[0]!;
+    expect(shard.status).toBe("crashed");
+    expect(shard.tests.some((t) => t.status === "passed")).toBe(false);
+  });
+
   test("--pass-with-no-tests makes a file without tests pass", async () => {
     const solo = makeSuite(fixtureFiles("no-tests"));
     const result = await runCli(["run", "--root", solo, "--", "--pass-with-no-tests"]);

@@ -67,16 +67,21 @@ describe("exit status without Bun's JUnit", () => {
     expect(result.status).toBe("crashed");
     expect(result.tests.map((t) => t.status)).toEqual(["passed", "crashed", "never-started"]);
   });
-  test("exit 0, events connected, nothing found: no tests found (failed), or passed with --pass-with-no-tests", () => {
+  test("exit 0, nothing found, and the preload's end mark: no tests found (failed), or passed with --pass-with-no-tests", () => {
     const events = { connected: true, looseErrors: [], tests: [] };
-    expect(decideShard(evidence({ events })).status).toBe("failed");
-    expect(decideShard(evidence({ events, passWithNoTests: true })).status).toBe("passed");
+    expect(decideShard(evidence({ events, testsStarted: 0, finishedNormally: true })).status).toBe("failed");
+    expect(decideShard(evidence({ events, testsStarted: 0, finishedNormally: true, passWithNoTests: true })).status).toBe("passed");
+  });
+  test("exit 0, nothing found, no end mark: crashed even with --pass-with-no-tests (process.exit(0) before any test)", () => {
+    const events = { connected: true, looseErrors: [], tests: [] };
+    const result = decideShard(evidence({ events, testsStarted: 0, finishedNormally: false, passWithNoTests: true }));
+    expect(result.status).toBe("crashed");
+    expect(result.tests.every((t) => t.status === "crashed")).toBe(true);
   });
   test("exit 0 with events lost but the preload's marks showing a test start: crashed, not 'no tests'", () => {
     const events = { connected: true, looseErrors: [], tests: [] };
-    const result = decideShard(evidence({ events, testsStarted: 2 }));
+    const result = decideShard(evidence({ events, testsStarted: 2, finishedNormally: false }));
     expect(result.status).toBe("crashed");
-    expect(decideShard(evidence({ events: null, testsStarted: 0 })).status).toBe("failed");
   });
   test("exit 1 with nothing registered: failed with the load error's message", () => {
     const events = { connected: true, tests: [], looseErrors: [{ file: "a.test.ts", message: "boom", type: "Error" }] };

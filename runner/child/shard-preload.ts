@@ -3,7 +3,8 @@
  * never imported by the runner itself. Two jobs, both driven by environment
  * variables the runner sets:
  *
- * 1. `SHARDGUARD_MARKS=<file>`: append one byte per test start, synchronously.
+ * 1. `SHARDGUARD_MARKS=<file>`: append "s" per test start and "e" at the end
+ *    of the run, synchronously.
  *    Bun writes its JUnit only when a run ends normally, and inspector events
  *    can be lost when a process exits, so without this a child that called
  *    `process.exit(0)` mid-file looks the same as a file with no tests
@@ -39,7 +40,20 @@ beforeEach(() => {
   }
   return yieldEnabled ? yieldToEventLoop() : undefined;
 });
+// A global afterAll runs once, after every file, even when no test was
+// registered, and never after process.exit(): its "e" proves that Bun reached
+// the normal end of the run (measured on Bun 1.4.4).
 // Bun sends a test's `start` before its beforeEach hooks, so the yield above
 // flushes the previous test's `end` and this test's `start` together; only
-// the last `end` of a file needs the afterAll yield.
-if (yieldEnabled) afterAll(yieldToEventLoop);
+// the last `end` needs the afterAll yield.
+afterAll(() => {
+  if (marks) {
+    try {
+      marks.write("e");
+      marks.flush();
+    } catch {
+      // See above.
+    }
+  }
+  return yieldEnabled ? yieldToEventLoop() : undefined;
+});

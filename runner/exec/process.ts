@@ -134,6 +134,8 @@ export class ShardProcess {
   readonly done: Promise<ProcessOutcome>;
   private child: ChildProcess | null = null;
   private killedBy: KillReason | null = null;
+  /** A terminate/killNow that arrived while the process was still `pending`. */
+  private pendingKill: { reason: KillReason; now: boolean } | null = null;
   private escalated = false;
   private timers: ReturnType<typeof setTimeout>[] = [];
   private readonly t0 = performance.now();
@@ -170,6 +172,11 @@ export class ShardProcess {
    * Idempotent; the first reason wins.
    */
   terminate(reason: KillReason): void {
+    // Asked before the spawn completed: remember it and act once it runs.
+    if (this.state === "pending") {
+      this.pendingKill ??= { reason, now: false };
+      return;
+    }
     if (this.state !== "running" || !this.child?.pid) return;
     this.killedBy = reason;
     this.setState("terminating");
@@ -179,6 +186,10 @@ export class ShardProcess {
 
   /** SIGKILLs the whole group at once (second Ctrl-C, grace expired). */
   killNow(reason: KillReason = "cancel"): void {
+    if (this.state === "pending") {
+      this.pendingKill = { reason: this.pendingKill?.reason ?? reason, now: true };
+      return;
+    }
     if (!this.child?.pid || (this.state !== "running" && this.state !== "terminating")) return;
     this.killedBy ??= reason;
     if (this.state === "terminating") this.escalated = true;
@@ -213,6 +224,10 @@ export class ShardProcess {
     const pgid = child.pid;
     liveGroups.add(pgid);
     this.setState("running");
+    if (this.pendingKill) {
+      if (this.pendingKill.now) this.killNow(this.pendingKill.reason);
+      else this.terminate(this.pendingKill.reason);
+    }
 
     for (const stream of [child.stdout!, child.stderr!]) {
       stream.on("data", (chunk: Buffer) => {
@@ -398,7 +413,7 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix"): Env
     }
     return hits;
   }
-  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,pgid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,pgid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, timeout: 10_000 });
   for (const line of (ps.stdout ?? "").split("\n")) {
     const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
     if (!m) continue;

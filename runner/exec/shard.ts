@@ -2,10 +2,10 @@
  * Runs one planned shard end to end: spawn under supervision, collect the
  * evidence (process outcome, Bun's JUnit, inspector events), decide.
  */
-import { open, readFile, rm, stat } from "node:fs/promises";
+import { open, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { connectTestEvents, socketPathFor, type EventChannel } from "../events/inspector.ts";
-import { openJournal, type Journal } from "../events/journal.ts";
+import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
 import { TestEventModel } from "../events/model.ts";
 import { toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
@@ -93,7 +93,12 @@ export async function runShard(
     env[SHARD_ENV.yieldEvents] = socketPath ? "1" : "0";
     const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
     const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => performance.now() }) : null;
-    const journal: Journal | null = socketPath ? await openJournal(logPath.replace(/\.log$/, ".events.jsonl")) : null;
+    const journal: Journal | null = socketPath ? await openJournal(journalPathFor(logPath)) : null;
+    // Cancelled while we prepared: spawn nothing (the shard never started).
+    if (cancelled()) {
+      await journal?.close();
+      return null;
+    }
     const proc = startProcess({ argv, cwd: ctx.root, env, logPath, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, cookie });
     const unregister = register(proc);
     running.process = proc;
@@ -161,7 +166,10 @@ export async function runShard(
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
   }
 
-  const testsStarted = await stat(marksPath).then((st) => st.size, () => 0);
+  const marks = await readFile(marksPath, "utf8").catch(() => "");
+  const testsStarted = marks.split("s").length - 1;
+  // The preload's global afterAll writes "e": Bun reached the end of the run.
+  const finishedNormally = marks.includes("e");
   const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
   const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
   const cancelSignal = cancelled();
@@ -185,6 +193,7 @@ export async function runShard(
     events,
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
     testsStarted,
+    finishedNormally,
     ...(consoleError ? { consoleError } : {}),
     timeoutMs: ctx.timeoutMs,
     graceMs: ctx.graceMs,

@@ -93,6 +93,11 @@ export interface ShardEvidence {
    */
   testsStarted?: number;
   /**
+   * True when the child preload's global afterAll ran: Bun reached the normal
+   * end of the run (it does not run after process.exit()). Undefined when unknown.
+   */
+  finishedNormally?: boolean;
+  /**
    * Bun's own description of an error outside any test, cut from the shard's
    * log. Used only as the message of a load failure when no event carried
    * one (Bun sends no event for an unresolvable import, and a load-time throw
@@ -169,7 +174,9 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     const tests = ev.files.map((file) => loadFailure(ev, file));
     return { ...base, status: "failed", reason: `a file failed to load (exit 1, no test registered)`, testSource: "synthetic", tests };
   }
-  if (code === 0 && !anyFound && (ev.events?.connected || ev.testsStarted === 0)) {
+  // "No tests" needs proof that the run ended normally: exit 0 without JUnit
+  // is also what process.exit(0) before any test looks like.
+  if (code === 0 && !anyFound && ev.finishedNormally === true) {
     return noTests(ev, base);
   }
   const reason =
