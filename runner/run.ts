@@ -21,7 +21,7 @@ import { renderCtrf } from "./report/ctrf.ts";
 import { renderJson } from "./report/json.ts";
 import { renderJUnit } from "./report/junit.ts";
 import { prepareRunDirs } from "./report/run-dirs.ts";
-import { redactReport } from "./report/redact.ts";
+import { redactReport, redactShard } from "./report/redact.ts";
 import type { ProgressSource } from "./report/progress.ts";
 
 /**
@@ -135,7 +135,7 @@ export class Run {
     );
     this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
     if (this.sweeps.staleRuns.length > 0) {
-      out.line(`shardguard: killed ${this.sweeps.staleRuns.length} process(es) left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns)}`);
+      out.line(`shardguard: killed ${this.sweeps.staleRuns.length} process(es) left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns, this.inputs.redact)}`);
     }
     await this.writeReports(false);
 
@@ -178,12 +178,14 @@ export class Run {
         );
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
-        out.line(endLine(result, total));
-        if (result.leftovers.length > 0) {
-          const left = result.leftovers.filter((e) => e.leftGroup).length;
+        // Redact before the console lines cut anything, so no cut can split a secret.
+        const shown = this.inputs.redact ? redactShard(result, this.inputs.redact) : result;
+        out.line(endLine(shown, total));
+        if (shown.leftovers.length > 0) {
+          const left = shown.leftovers.filter((e) => e.leftGroup).length;
           out.line(
-            `[${shard.index}/${total}] killed ${plural(result.leftovers.length, "leftover process")} still running after the shard ended` +
-              `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(result.leftovers)}`,
+            `[${shard.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard ended` +
+              `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers)}`,
           );
         }
         if (!SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath) {
@@ -201,11 +203,12 @@ export class Run {
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
     this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
     if (this.sweeps.endOfRun.length > 0) {
-      out.line(`shardguard: killed ${this.sweeps.endOfRun.length} leftover process(es) of this run: ${describe(this.sweeps.endOfRun)}`);
+      out.line(`shardguard: killed ${this.sweeps.endOfRun.length} leftover process(es) of this run: ${describe(this.sweeps.endOfRun, this.inputs.redact)}`);
     }
     const report = await this.writeReports(true);
     this.inputs.beforeSummary?.();
-    for (const line of summaryLines(report, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf })) out.line(line);
+    const shownReport = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
+    for (const line of summaryLines(shownReport, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf })) out.line(line);
     if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
@@ -326,4 +329,6 @@ export class Run {
 }
 
 const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
-const describe = (list: Escapee[]) => list.map((e) => `${e.pid} ${e.command.slice(0, 60)}`).join("; ");
+/** `pid command; …` for a console line: redacted first, then cut, so a cut never splits a secret. */
+const describe = (list: readonly { pid: number; command: string }[], redact: (text: string) => string = (t) => t) =>
+  list.map((e) => `${e.pid} ${redact(e.command).slice(0, 60)}`).join("; ");

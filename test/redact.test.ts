@@ -2,7 +2,8 @@
  * Secret redaction: which variables count, how values are replaced, and
  * which report fields are touched.
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { makeSuite, removeSuites, runCli } from "./helpers/cli.ts";
 import {
   compileNameGlob,
   isSecretName,
@@ -199,3 +200,18 @@ describe("redactReport", () => {
     expect(pathsOnly(renderJson(report))).toContain(KEY);
   });
 });
+
+describe("console lines are redacted before they are cut", () => {
+  test("a secret past the 160-character cut of a failure message leaks no prefix", async () => {
+    const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV";
+    const dir = makeSuite({
+      "long.test.ts": `import { test } from "bun:test";\ntest("leaks late", () => { throw new Error("x".repeat(140) + " token=" + process.env.SG_LONG_API_KEY); });\n`,
+    });
+    const run = await runCli(["run", "--root", dir], { env: { SG_LONG_API_KEY: secret } });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain("[redacted:SG_LONG_API_KEY]".slice(0, 10));
+    expect(run.stdout).not.toContain(secret.slice(0, 10));
+  });
+});
+
+afterAll(removeSuites);

@@ -10,6 +10,33 @@ import { EXIT, type RunReport } from "../results/model.ts";
 import { Run, type RunInputs } from "../run.ts";
 import type { CliHost } from "./main.ts";
 
+/** Console writers of a host that pass every line through the secret redactor. */
+export interface RedactingOutput {
+  redact: (text: string) => string;
+  /** A line (newline added by the host). */
+  stdout: (text: string) => void;
+  /** Raw text (the live status area). */
+  write: (text: string) => void;
+}
+
+/**
+ * Wraps `host`'s output so secret-looking environment values (and
+ * `settings.redact` names) never reach the console.
+ *
+ * @throws ConfigError when `settings.redact` holds an invalid name
+ */
+export function redactingOutput(host: CliHost, env: Record<string, string | undefined>, settings: { redact: string[] }): RedactingOutput {
+  let redact: (text: string) => string;
+  try {
+    redact = makeRedactor(env, { extraNames: settings.redact });
+  } catch (error) {
+    throw new ConfigError(`invalid --redact: ${(error as Error).message}`);
+  }
+  const stdout = (text: string) => host.stdout(redact(text));
+  const write = host.write ? (text: string) => host.write!(redact(text)) : (text: string) => stdout(text.replace(/\n$/, ""));
+  return { redact, stdout, write };
+}
+
 /** Outcome of {@link executeRun}; `report` is null when the run was cancelled while waiting for its lock. */
 export interface ExecuteResult {
   exitCode: number;
@@ -28,14 +55,7 @@ export async function executeRun(
   inputs: Omit<RunInputs, "out" | "beforeSummary" | "redact">,
   host: CliHost,
 ): Promise<ExecuteResult> {
-  let redact: (text: string) => string;
-  try {
-    redact = makeRedactor(inputs.env, { extraNames: inputs.settings.redact });
-  } catch (error) {
-    throw new ConfigError(`invalid --redact: ${(error as Error).message}`);
-  }
-  const stdout = (text: string) => host.stdout(redact(text));
-  const write = host.write ? (text: string) => host.write!(redact(text)) : (text: string) => stdout(text.replace(/\n$/, ""));
+  const { redact, stdout, write } = redactingOutput(host, inputs.env, inputs.settings);
 
   let current: { cancel(signal: "SIGINT" | "SIGTERM"): void } | null = null;
   let cancelledWhileWaiting: "SIGINT" | "SIGTERM" | null = null;
@@ -79,6 +99,7 @@ export async function executeRun(
       isTTY: host.isTTY ?? false,
       ...(host.columns ? { columns: host.columns } : {}),
       heartbeatMs: inputs.settings.heartbeatMs,
+      redact,
       noColor: Boolean(host.env.NO_COLOR),
       source: run.progressSource(),
     });

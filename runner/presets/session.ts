@@ -18,7 +18,7 @@ import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/
 import { EXIT, type ShardResult } from "../results/model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
 import { logTail, type Out } from "../report/console.ts";
-import { executeRun } from "../cli/execute.ts";
+import { executeRun, redactingOutput } from "../cli/execute.ts";
 import type { CliHost } from "../cli/main.ts";
 import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
 import { expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
@@ -334,7 +334,8 @@ export function presetPlanLines(p: PreparedPresetRun): string[] {
  */
 export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Promise<number> {
   const checked = await preflight(p.settings);
-  const out: Out = { line: host.stdout };
+  // The preflight command's log tail is printed too: redact like the run does.
+  const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
   for (const line of presetHeaderLines(p)) out.line(line);
   const env = { ...p.childEnv };
   const runnable = p.plan.shards.length - p.skipped.length;

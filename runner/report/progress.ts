@@ -40,6 +40,8 @@ export interface ProgressOptions {
   /** Terminal width in columns, for cutting lines on a TTY. */
   columns?: number;
   heartbeatMs: number;
+  /** Applied to test names before any line is cut to the terminal width (secrets). */
+  redact?: (text: string) => string;
   /** NO_COLOR set: no escape sequences other than cursor movement. */
   noColor: boolean;
   source: ProgressSource;
@@ -54,9 +56,9 @@ export interface Progress {
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
 /** Describes the test in flight of a shard, or that none is known. */
-function flightText(shard: ProgressShard): string {
+function flightText(shard: ProgressShard, redact: (text: string) => string = (t) => t): string {
   const flight = shard.inFlight();
-  return flight ? `in flight: ${flight.name} (${secs(flight.forMs)})` : "no test in flight reported";
+  return flight ? `in flight: ${redact(flight.name)} (${secs(flight.forMs)})` : "no test in flight reported";
 }
 
 /**
@@ -76,7 +78,7 @@ function ciProgress(options: ProgressOptions): Progress {
       if (beats < 1 || (lastBeat.get(shard.index) ?? 0) >= beats) continue;
       lastBeat.set(shard.index, beats);
       const label = shard.stopping?.() ? "STOPPING" : "RUNNING";
-      options.write(`[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${shard.files.join(" ")}: ${flightText(shard)}\n`);
+      options.write(`[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${shard.files.join(" ")}: ${flightText(shard, options.redact)}\n`);
     }
   };
   const timer = setInterval(tick, Math.min(1_000, options.heartbeatMs));
@@ -104,7 +106,7 @@ function ttyProgress(options: ProgressOptions): Progress {
     const lines = [color("1", `shards: ${done} done, ${running.length} running, ${queued} queued`)];
     for (const shard of running) {
       const stopping = shard.stopping?.() ? color("33", " stopping") : "";
-      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${shard.files.join(" ")}  ${color("2", flightText(shard))}`));
+      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${shard.files.join(" ")}  ${color("2", flightText(shard, options.redact))}`));
     }
     clear();
     options.write(`${lines.join("\n")}\n`);

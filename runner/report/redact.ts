@@ -16,7 +16,7 @@
  * Only exact occurrences of a value are found; the value JSON-escaped,
  * base64-encoded or split across a line wrap is not.
  */
-import type { RunReport, TestResult } from "../results/model.ts";
+import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
 
 /** Name globs that mark an environment variable as secret (issue #5 §6). */
 export const SECRET_NAME_PATTERNS: readonly string[] = ["*_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*"];
@@ -165,16 +165,23 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
  * Pure; `report` is not modified.
  */
 export function redactReport(report: RunReport, redact: (text: string) => string): RunReport {
-  const commands = <T extends { command: string }>(list: readonly T[]): T[] => list.map((p) => ({ ...p, command: redact(p.command) }));
   return {
     ...report,
-    sweeps: { staleRuns: commands(report.sweeps.staleRuns), endOfRun: commands(report.sweeps.endOfRun) },
-    shards: report.shards.map((shard) => ({
-      ...shard,
-      reason: redact(shard.reason),
-      leftovers: commands(shard.leftovers),
-      tests: shard.tests.map((test) => redactTest(test, redact)),
-    })),
+    sweeps: { staleRuns: commands(report.sweeps.staleRuns, redact), endOfRun: commands(report.sweeps.endOfRun, redact) },
+    shards: report.shards.map((shard) => redactShard(shard, redact)),
+  };
+}
+
+const commands = <T extends { command: string }>(list: readonly T[], redact: (text: string) => string): T[] =>
+  list.map((p) => ({ ...p, command: redact(p.command) }));
+
+/** One shard's part of {@link redactReport}, for console lines built before any cutting. */
+export function redactShard(shard: ShardResult, redact: (text: string) => string): ShardResult {
+  return {
+    ...shard,
+    reason: redact(shard.reason),
+    leftovers: commands(shard.leftovers, redact),
+    tests: shard.tests.map((test) => redactTest(test, redact)),
   };
 }
 
