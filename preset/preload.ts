@@ -10,21 +10,8 @@
  * loads. Anywhere else (plain `bun test`, shard children, `--parallel`
  * workers) it returns at once. Rules: docs/presets.md.
  */
+import { processHost } from "../runner/cli/process-host.ts";
 import { interceptBunTest } from "../runner/presets/intercept.ts";
 
-const code = await interceptBunTest({
-  env: process.env,
-  cwd: process.cwd(),
-  pid: process.pid,
-  ppid: process.ppid,
-  stdout: (text) => process.stdout.write(text + "\n"),
-  stderr: (text) => process.stderr.write(text + "\n"),
-  write: (text) => process.stdout.write(text),
-  isTTY: Boolean(process.stdout.isTTY),
-  ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
-  onSignal: (handler) => {
-    process.on("SIGINT", () => handler("SIGINT"));
-    process.on("SIGTERM", () => handler("SIGTERM"));
-  },
-});
+const code = await interceptBunTest({ ...processHost(), pid: process.pid, ppid: process.ppid });
 if (code !== null) process.exit(code);

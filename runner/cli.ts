@@ -7,18 +7,7 @@
  * or configuration error, nothing ran; 130 / 143 cancelled by SIGINT / SIGTERM.
  */
 import { main } from "./cli/main.ts";
+import { processHost } from "./cli/process-host.ts";
 
-const code = await main(process.argv.slice(2), {
-  env: process.env,
-  cwd: process.cwd(),
-  stdout: (text) => process.stdout.write(text + "\n"),
-  stderr: (text) => process.stderr.write(text + "\n"),
-  write: (text) => process.stdout.write(text),
-  isTTY: Boolean(process.stdout.isTTY),
-  columns: process.stdout.columns,
-  onSignal: (handler) => {
-    process.on("SIGINT", () => handler("SIGINT"));
-    process.on("SIGTERM", () => handler("SIGTERM"));
-  },
-});
+const code = await main(process.argv.slice(2), processHost());
 process.exit(code);

@@ -14,7 +14,7 @@ import { SHARD_ENV } from "./exec/command.ts";
 import { runShard, type RunningShard } from "./exec/shard.ts";
 import type { Plan, PlannedShard } from "./plan/plan.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "./results/model.ts";
-import { decideShard } from "./results/verdict.ts";
+import { decideShard, supervisionFailed } from "./results/verdict.ts";
 import { writeFileAtomic } from "./report/atomic.ts";
 import { endLine, logTail, plural, startLine, summaryLines, type Out } from "./report/console.ts";
 import { renderCtrf } from "./report/ctrf.ts";
@@ -124,7 +124,25 @@ export class Run {
     const { settings, plan, out } = this.inputs;
     const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
     this.runDir = runDir;
-    const socketDir = settings.testEvents ? socketDirFor(runDir) : null;
+    let socketDir: string | null = null;
+    if (settings.testEvents) {
+      try {
+        socketDir = socketDirFor(runDir);
+      } catch (error) {
+        // No private place for sockets: run without events rather than not at all.
+        out.line(`shardguard: WARNING no per-test events for this run: ${(error as Error).message}`);
+      }
+    }
+    try {
+      return await this.runAll(logDir, junitDir, socketDir);
+    } finally {
+      if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
+    }
+  }
+
+  /** The body of {@link start} once the run directories exist. */
+  private async runAll(logDir: string, junitDir: string, socketDir: string | null): Promise<RunResult> {
+    const { settings, plan, out } = this.inputs;
     for (const done of this.inputs.predecided ?? []) this.results.set(done.index, done);
 
     const toRun = plan.shards.filter((s) => !this.results.has(s.index));
@@ -175,7 +193,12 @@ export class Run {
             return () => this.live.delete(proc);
           },
           () => this.cancelledBy,
-        );
+        ).catch((error: unknown) => {
+          // Our own failure (a full disk for the journal, a bad socket path)
+          // must cost this shard, not the run: kill what it started, say why.
+          this.running.get(shard.index)?.process?.killNow("cancel");
+          return supervisionFailed(shard, (error as Error).message ?? String(error));
+        });
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
         // Redact before the console lines cut anything, so no cut can split a secret.
@@ -209,7 +232,6 @@ export class Run {
     this.inputs.beforeSummary?.();
     const shownReport = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
     for (const line of summaryLines(shownReport, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf })) out.line(line);
-    if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 
@@ -243,8 +265,9 @@ export class Run {
   }
 
   /**
-   * Writes junit.xml and report.json atomically. Called after every shard so
-   * the files on disk are valid and honest whenever the runner dies.
+   * Writes the JUnit, JSON and CTRF reports atomically (the run's own copies,
+   * then the stable paths). Called at start, when shards start and end, and
+   * at the end, so the files on disk are valid and honest whenever the runner dies.
    */
   private writeReports(final: boolean): Promise<RunReport> {
     // Interim writes coalesce and are spaced at least INTERIM_WRITE_GAP_MS

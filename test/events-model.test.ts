@@ -9,7 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseInspectorMessage, type TestEvent } from "../runner/events/inspector.ts";
 import { EventJournal, journalPathFor, readJournal, readJournalDetailed } from "../runner/events/journal.ts";
-import { TestEventModel, toTestResult, type TestState } from "../runner/events/model.ts";
+import { TestEventModel, type TestState } from "../runner/events/model.ts";
+import { toEventEvidence } from "../runner/events/evidence.ts";
+import { decideShard } from "../runner/results/verdict.ts";
 import { TestResultSchema } from "../runner/results/model.ts";
 
 const ROOT = "/project";
@@ -176,14 +178,16 @@ describe("TestEventModel", () => {
     expect(model.running()?.name).toBe("two");
     expect(model.unfinished().map((t) => t.name)).toEqual(["two"]);
 
-    const verdict = (state: TestState) =>
-      state.phase === "running"
-        ? { status: "timed-out" as const, failure: { type: "timeout", message: "killed" } }
-        : { status: "never-started" as const, failure: { type: "never-started", message: "killed before it ran" } };
+    // The runner's merge turns the phases into statuses, never `passed` for the unfinished.
     clock.t = 3500;
-    const results = model.tests().map((state) => toTestResult(state, verdict, clock.now));
-    for (const result of results) TestResultSchema.parse(result);
-    expect(results.map((r) => [r.name, r.status, r.durationMs])).toEqual([
+    const evidence = toEventEvidence(model, true, clock.now);
+    const result = decideShard({
+      index: 1, slug: "a", files: ["test/a.test.ts"],
+      process: { started: true, exitCode: null, signal: "SIGTERM", killedBy: "timeout", escalated: false, durationMs: 3500, startedAt: null },
+      junit: null, events: evidence, passWithNoTests: false, timeoutMs: 3000, graceMs: 1000, logPath: null, logIncomplete: false,
+    });
+    for (const test of result.tests) TestResultSchema.parse(test);
+    expect(result.tests.map((r) => [r.name, r.status, r.durationMs])).toEqual([
       ["one", "passed", 1],
       ["two", "timed-out", 1500],
       ["three", "never-started", 0],

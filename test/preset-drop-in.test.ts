@@ -274,6 +274,14 @@ describe("gstack-paid diff-based selection", () => {
     expect(all.stdout).toContain("selection: all tests selected (run all (EVALS_ALL is set)); running 3 of 3 shards");
   });
 
+  test("a preset run with nothing left to run exits 2 (it must not look like a pass)", () => {
+    repo.clean();
+    const r = repo.run([BUN, CLI, "run", "--preset", "gstack-paid", "test/skill-e2e-gamma.test.ts"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("nothing to run in tier gate: every file of preset gstack-paid is excluded");
+    expect(existsSync(path.join(out(), "report.json"))).toBe(false);
+  });
+
   test("a repository without a touchfiles module runs everything instead of failing (fail open)", () => {
     const module = path.join(repo.dir, "test", "helpers", "touchfiles.ts");
     const saved = readFileSync(module, "utf8");

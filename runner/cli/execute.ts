@@ -60,7 +60,7 @@ export async function executeRun(
   let current: { cancel(signal: "SIGINT" | "SIGTERM"): void } | null = null;
   let cancelledWhileWaiting: "SIGINT" | "SIGTERM" | null = null;
   const waiting = new AbortController();
-  host.onSignal((signal) => {
+  const unsubscribe = host.onSignal((signal) => {
     if (current) current.cancel(signal);
     else {
       cancelledWhileWaiting = signal;
@@ -74,6 +74,7 @@ export async function executeRun(
     try {
       lock = await acquireRunLock(name, { onWait: (holder) => stdout(`shardguard: ${lockWaitMessage(name, holder)}`), signal: waiting.signal });
     } catch (error) {
+      unsubscribe?.();
       if (error instanceof LockAbortedError) {
         stdout(`shardguard: cancelled by ${cancelledWhileWaiting} while waiting for lock ${name}; nothing ran`);
         return { exitCode: cancelledWhileWaiting === "SIGTERM" ? EXIT.sigterm : EXIT.sigint, report: null };
@@ -108,5 +109,7 @@ export async function executeRun(
   } finally {
     (progress as Progress | null)?.stop();
     await lock?.release();
+    // Embedders run more than once: a finished run must not keep swallowing Ctrl-C.
+    unsubscribe?.();
   }
 }

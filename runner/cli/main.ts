@@ -19,8 +19,8 @@ export interface CliHost {
   cwd: string;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
-  /** Registers the cancellation handler for SIGINT / SIGTERM. */
-  onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void;
+  /** Registers the cancellation handler for SIGINT / SIGTERM; may return a function that removes it. */
+  onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void | (() => void);
   /** Raw stdout writer (no newline added), for the live status area. */
   write?: (text: string) => void;
   /** True when stdout is a terminal: live status area instead of heartbeat lines. */

@@ -32,7 +32,7 @@ export interface RunSettings {
   bunArgs: string[];
   /** Whether per-test events are collected over Bun's inspector socket. */
   testEvents: boolean;
-  /** Seconds between CI heartbeat lines for a long-running shard, ms. */
+  /** Time between CI heartbeat lines for a long-running shard, ms (set in seconds). */
   heartbeatMs: number;
   /** Extra environment variable names (globs) whose values are redacted from reports. */
   redact: string[];

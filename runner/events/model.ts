@@ -11,7 +11,7 @@
  *   `running` with no status; the model never fills that gap. Turning those
  *   phases into `timed-out` / `crashed` / `never-started` is the runner's
  *   job, because only the runner knows why the child ended
- *   (see {@link toTestResult}, which cannot produce `passed` for them).
+ *   (results/verdict.ts: `decideShard`, which cannot produce `passed` for them).
  * - Bun's own per-test timeout (`--timeout`, or the third argument of
  *   `test()`) is a plain failure with failure type `"timeout"`; the result
  *   status `timed-out` is reserved for shardguard's wall-clock kill.
@@ -485,47 +485,3 @@ function finalFailure(record: TestRecord, durationMs: number | undefined): Failu
   return failure;
 }
 
-/**
- * The result-model status for a test that did not reach `ended`, chosen by
- * the runner from what it knows about the child (it killed it → `timed-out`;
- * it died → `crashed`; the test never started → `never-started`). `passed`
- * is deliberately not allowed.
- */
-export interface NotEndedVerdict {
-  status: Exclude<TestStatus, "passed" | "skipped" | "todo" | "skipped-by-diff">;
-  failure: Failure;
-}
-
-/**
- * Converts a test state into a {@link TestResult}. Tests in phase `ended`
- * keep Bun's verdict; others take `notEnded(state)` — the caller decides,
- * and cannot decide `passed`. `durationMs` is 0 when unknown. For a test
- * still running, pass the clock to get the time it has run so far.
- */
-export function toTestResult(
-  state: TestState,
-  notEnded: (state: TestState) => NotEndedVerdict,
-  now?: () => number,
-): TestResult {
-  const base = {
-    name: state.fullName,
-    file: state.file,
-    ...(state.line === undefined ? {} : { line: state.line }),
-    retries: Math.max(0, state.attempts - 1),
-    attemptFailures: [...state.attemptFailures],
-    synthetic: false,
-  };
-  if (state.phase === "ended" && state.status !== undefined) {
-    return {
-      ...base,
-      status: state.status,
-      durationMs: state.durationMs ?? 0,
-      ...(state.failure ? { failure: state.failure } : {}),
-      flaky: state.flaky,
-    };
-  }
-  const verdict = notEnded(state);
-  const runningFor =
-    state.phase === "running" && state.startedAtMs !== undefined && now ? Math.max(0, now() - state.startedAtMs) : 0;
-  return { ...base, status: verdict.status, durationMs: runningFor, failure: verdict.failure, flaky: false };
-}

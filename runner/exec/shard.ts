@@ -2,7 +2,7 @@
  * Runs one planned shard end to end: spawn under supervision, collect the
  * evidence (process outcome, Bun's JUnit, inspector events), decide.
  */
-import { open, readFile, rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { connectTestEvents, socketPathFor, type EventChannel } from "../events/inspector.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
@@ -13,6 +13,7 @@ import { readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { stripAnsi } from "../report/sanitize.ts";
+import { readFileTail } from "../util/file-tail.ts";
 import { passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
 import { startProcess, type ShardProcess } from "./process.ts";
 
@@ -198,7 +199,8 @@ export async function runShard(
     timeoutMs: ctx.timeoutMs,
     graceMs: ctx.graceMs,
     logPath: outcome.spawnError === null ? logPath : null,
-    logIncomplete: outcome.logError !== null,
+    // A pipe still open after the drain was cut: output after that is not in the log.
+    logIncomplete: outcome.logError !== null || outcome.pipesCut,
   });
   decided.leftovers = outcome.leftovers.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
   if (running.eventsProblem && decided.status !== "passed") {
@@ -216,22 +218,9 @@ const UNHANDLED_HEADER = "# Unhandled error between tests";
  * there is none or the log cannot be read.
  */
 async function unhandledErrorText(logPath: string): Promise<string | undefined> {
-  try {
-    const handle = await open(logPath, "r");
-    try {
-      const { size } = await handle.stat();
-      const start = Math.max(0, size - 64 * 1024);
-      const buffer = Buffer.alloc(size - start);
-      await handle.read(buffer, 0, buffer.length, start);
-      const text = stripAnsi(buffer.toString("utf8"));
-      const block = text.slice(text.lastIndexOf(UNHANDLED_HEADER));
-      if (!block.startsWith(UNHANDLED_HEADER)) return undefined;
-      const line = block.split("\n").find((l) => l.startsWith("error: "));
-      return line?.slice("error: ".length, 500 + "error: ".length).trim() || undefined;
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    return undefined;
-  }
+  const text = stripAnsi((await readFileTail(logPath, 64 * 1024)).text);
+  const block = text.slice(text.lastIndexOf(UNHANDLED_HEADER));
+  if (!block.startsWith(UNHANDLED_HEADER)) return undefined;
+  const line = block.split("\n").find((l) => l.startsWith("error: "));
+  return line?.slice("error: ".length, 500 + "error: ".length).trim() || undefined;
 }

@@ -106,6 +106,12 @@ function compareStable(a: string, b: string): number {
 
 function expandPattern(root: string, pattern: string): string {
   const clean = pattern.replace(/\\/g, "/").replace(/^\.\//, "");
+  // Files outside the root would reach Bun (and its JUnit) under another
+  // name than the plan's, so a test there could not be matched to its file.
+  const relative = path.relative(root, path.resolve(root, clean.split(/[*?{[]/)[0] ?? clean));
+  if (relative === ".." || relative.startsWith(`..${path.sep}`)) {
+    throw new ConfigError(`pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test file`);
+  }
   if (fg.isDynamicPattern(clean)) return clean;
   const full = path.resolve(root, clean);
   if (existsSync(full) && statSync(full).isDirectory()) {

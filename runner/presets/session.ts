@@ -330,9 +330,15 @@ export function presetPlanLines(p: PreparedPresetRun): string[] {
  * skipped by diff.
  *
  * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
- * @throws ConfigError (exit 2, no shard started) when a preflight fails
+ * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
  */
 export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Promise<number> {
+  // A run that executes nothing must never look like a pass (as "no test files matched").
+  if (p.plan.shards.length === 0) {
+    throw new ConfigError(
+      `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
+    );
+  }
   const checked = await preflight(p.settings);
   // The preflight command's log tail is printed too: redact like the run does.
   const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };

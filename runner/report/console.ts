@@ -2,9 +2,9 @@
  * Console reporter: plain lines, one per event that matters, so a CI log
  * reads as a timeline. Consumes the result model only.
  */
-import { open } from "node:fs/promises";
 import type { PlannedShard } from "../plan/plan.ts";
 import type { RunReport, ShardResult } from "../results/model.ts";
+import { readFileTail } from "../util/file-tail.ts";
 import { stripAnsi } from "./sanitize.ts";
 
 /** Where console lines go; injectable for tests. */
@@ -59,22 +59,10 @@ export function endLine(result: ShardResult, total: number): string {
  * turn a verdict into an exception.
  */
 export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): Promise<string> {
-  try {
-    const handle = await open(logPath, "r");
-    try {
-      const { size } = await handle.stat();
-      const start = Math.max(0, size - maxBytes);
-      const buffer = Buffer.alloc(size - start);
-      await handle.read(buffer, 0, buffer.length, start);
-      let text = stripAnsi(buffer.toString("utf8"));
-      if (start > 0) text = text.slice(text.indexOf("\n") + 1);
-      return text.split("\n").slice(-maxLines).join("\n").trimEnd();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    return "";
-  }
+  const tail = await readFileTail(logPath, maxBytes);
+  let text = stripAnsi(tail.text);
+  if (tail.cut) text = text.slice(text.indexOf("\n") + 1);
+  return text.split("\n").slice(-maxLines).join("\n").trimEnd();
 }
 
 /** The closing summary: counts, one line per non-passing shard, report paths. */

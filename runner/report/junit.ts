@@ -21,6 +21,7 @@
  *   pattern allows neither exponents nor NaN.
  */
 import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
+import { WHOLE_FILE } from "../results/verdict.ts";
 import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";
 
 /** Default cap for a failure's message and details text: 64 KiB of UTF-8. */
@@ -35,8 +36,8 @@ export interface JUnitOptions {
   maxOutputBytes?: number;
 }
 
-/** Name of the testcase that stands for a whole file without per-test data. */
-export const WHOLE_FILE_TESTCASE = "(whole file)";
+/** Name of the testcase that stands for a whole file without per-test data (the verdict's own name). */
+export const WHOLE_FILE_TESTCASE = WHOLE_FILE;
 
 /** One test in its suite, with the shard it ran in (for the log path and timestamp). */
 interface Entry {

@@ -119,7 +119,7 @@ export const ShardResultSchema = z.object({
   exitCode: z.number().int().nullable(),
   /** The signal that ended the child (e.g. "SIGKILL"); null otherwise. */
   signal: z.string().nullable(),
-  /** The signal shardguard sent to the process group, if any. */
+  /** Why shardguard signalled the process group before the child exited ("timeout": the wall-clock deadline; "cancel": SIGINT/SIGTERM to the run, or a failed event handshake); null when it did not. */
   killedBy: z.enum(["timeout", "cancel"]).nullable(),
   /** From spawn to exit; 0 for shards that never started. */
   durationMs: z.number().nonnegative(),

@@ -354,6 +354,32 @@ function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitF
 }
 
 /**
+ * The result of a shard shardguard itself failed to supervise (an error of
+ * ours, not of the child): `crashed`, never `passed`, one synthetic entry per
+ * file naming the error.
+ */
+export function supervisionFailed(shard: { index: number; slug: string; files: string[] }, message: string): ShardResult {
+  const reason = `shardguard could not supervise this shard: ${message}`;
+  return {
+    index: shard.index,
+    slug: shard.slug,
+    files: shard.files,
+    status: "crashed",
+    exitCode: null,
+    signal: null,
+    killedBy: null,
+    durationMs: 0,
+    startedAt: null,
+    logPath: null,
+    logIncomplete: false,
+    leftovers: [],
+    reason,
+    testSource: "synthetic",
+    tests: shard.files.map((file) => synthetic(file, "crashed", { type: "crash", message: reason })),
+  };
+}
+
+/**
  * The result of a shard a preset's diff selection left out: never spawned,
  * a success for the exit code (docs/reports.md), never conflated with never-started.
  */
