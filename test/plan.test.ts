@@ -38,6 +38,10 @@ describe("planRun", () => {
     // A path written out that does not exist is a typo, even when other patterns match.
     expect(() => planRun({ root: tree(), patterns: ["b.test.ts", "sub/c.spce.tsx"], filesPerShard: 1 })).toThrow(/no test file at "sub\/c.spce.tsx"/);
     expect(() => planRun({ root: makeSuite({ "x.md": "" }), patterns: [], filesPerShard: 1 })).toThrow(/no test files matched/);
+    // Outside the root, Bun would name the file differently from the plan.
+    const root = tree();
+    expect(() => planRun({ root, patterns: ["../elsewhere/*.test.ts"], filesPerShard: 1 })).toThrow(/reaches outside --root/);
+    expect(() => planRun({ root, patterns: ["/tmp/other.test.ts"], filesPerShard: 1 })).toThrow(/reaches outside --root/);
   });
 });
 

@@ -53,6 +53,15 @@ test("a child that honours SIGTERM ends within the grace period, not escalated",
   expect(outcome.durationMs).toBeLessThan(2_000);
 });
 
+test("a cancel that arrives before the spawn completes is applied once the child runs", async () => {
+  const proc = startProcess({ argv: ["sleep", "30"], cwd: os.tmpdir(), env: process.env, logPath: path.join(tmp(), "p.log"), timeoutMs: 60_000, graceMs: 5_000 });
+  expect(proc.state).toBe("pending");
+  proc.terminate("cancel");
+  const outcome = await proc.done;
+  expect(outcome).toMatchObject({ killedBy: "cancel", signal: "SIGTERM" });
+  expect(outcome.durationMs).toBeLessThan(2_000);
+});
+
 test("a command that cannot be spawned is spawn-failed, with the OS error", async () => {
   const states: ProcessState[] = [];
   const proc = startProcess({ argv: ["/nonexistent/sg-binary"], cwd: os.tmpdir(), env: process.env, logPath: path.join(tmp(), "d.log"), timeoutMs: 1_000, graceMs: 100, onState: (s) => states.push(s) });
