@@ -22,7 +22,7 @@ export const REPORT_SCHEMA_VERSION = 1;
  *   error, or a file without tests).
  * - `timed-out`: killed by shardguard at the wall-clock deadline.
  * - `crashed`: ended without complete per-test data, or by a signal
- *   shardguard did not send (including `process.exit(0)` mid-file).
+ *   shardguard did not send (including a `process.exit` with code 0 mid-file).
  * - `never-started`: planned but never spawned (cancellation, spawn failure).
  * - `skipped-by-diff`: a preset's diff selection proved none of its tests
  *   were selected; counts as success.

@@ -94,7 +94,7 @@ export interface ShardEvidence {
   testsStarted?: number;
   /**
    * True when the child preload's global afterAll ran: Bun reached the normal
-   * end of the run (it does not run after process.exit()). Undefined when unknown.
+   * end of the run (it does not run after a call to `process.exit`). Undefined when unknown.
    */
   finishedNormally?: boolean;
   /**
@@ -175,13 +175,13 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     return { ...base, status: "failed", reason: `a file failed to load (exit 1, no test registered)`, testSource: "synthetic", tests };
   }
   // "No tests" needs proof that the run ended normally: exit 0 without JUnit
-  // is also what process.exit(0) before any test looks like.
+  // is also what a `process.exit` with code 0 before any test looks like.
   if (code === 0 && !anyFound && ev.finishedNormally === true) {
     return noTests(ev, base);
   }
   const reason =
     code === 0 || code === 1
-      ? `exited ${code} before finishing (${noJUnit}): the run ended early, e.g. process.exit() in a test`
+      ? `exited ${code} before finishing (${noJUnit}): the run ended early, e.g. a test called process.exit`
       : `exited with code ${code} (${noJUnit})`;
   return interrupted(ev, base, "crashed", reason, "crashed", "crash");
 }
@@ -353,18 +353,19 @@ function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitF
   return { ...base, status, reason, testSource: enriched ? "junit+events" : "junit", tests };
 }
 
-/**
- * The result of a shard shardguard itself failed to supervise (an error of
- * ours, not of the child): `crashed`, never `passed`, one synthetic entry per
- * file naming the error.
- */
-export function supervisionFailed(shard: { index: number; slug: string; files: string[] }, message: string): ShardResult {
-  const reason = `shardguard could not supervise this shard: ${message}`;
+/** A shard result without a process behind it: every file one synthetic entry with `status`. */
+function withoutProcess(
+  shard: { index: number; slug: string; files: string[] },
+  status: ShardStatus,
+  testStatus: TestStatus,
+  failureType: string,
+  reason: string,
+): ShardResult {
   return {
     index: shard.index,
     slug: shard.slug,
     files: shard.files,
-    status: "crashed",
+    status,
     exitCode: null,
     signal: null,
     killedBy: null,
@@ -375,8 +376,17 @@ export function supervisionFailed(shard: { index: number; slug: string; files: s
     leftovers: [],
     reason,
     testSource: "synthetic",
-    tests: shard.files.map((file) => synthetic(file, "crashed", { type: "crash", message: reason })),
+    tests: shard.files.map((file) => synthetic(file, testStatus, { type: failureType, message: reason })),
   };
+}
+
+/**
+ * The result of a shard shardguard itself failed to supervise (an error of
+ * ours, not of the child): `crashed`, never `passed`, one synthetic entry per
+ * file naming the error.
+ */
+export function supervisionFailed(shard: { index: number; slug: string; files: string[] }, message: string): ShardResult {
+  return withoutProcess(shard, "crashed", "crashed", "crash", `shardguard could not supervise this shard: ${message}`);
 }
 
 /**
@@ -384,21 +394,5 @@ export function supervisionFailed(shard: { index: number; slug: string; files: s
  * a success for the exit code (docs/reports.md), never conflated with never-started.
  */
 export function skippedByDiff(shard: { index: number; slug: string; files: string[] }, reason: string): ShardResult {
-  return {
-    index: shard.index,
-    slug: shard.slug,
-    files: shard.files,
-    status: "skipped-by-diff",
-    exitCode: null,
-    signal: null,
-    killedBy: null,
-    durationMs: 0,
-    startedAt: null,
-    logPath: null,
-    logIncomplete: false,
-    leftovers: [],
-    reason,
-    testSource: "synthetic",
-    tests: shard.files.map((file) => synthetic(file, "skipped-by-diff", { type: "skipped-by-diff", message: reason })),
-  };
+  return withoutProcess(shard, "skipped-by-diff", "skipped-by-diff", "skipped-by-diff", reason);
 }
