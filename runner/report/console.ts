@@ -4,6 +4,7 @@
  */
 import type { PlannedShard } from "../plan/plan.ts";
 import type { RunReport, ShardResult } from "../results/model.ts";
+import path from "node:path";
 import { readFileTail } from "../util/file-tail.ts";
 import { stripAnsi } from "./sanitize.ts";
 
@@ -14,12 +15,18 @@ export interface Out {
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
+/** A path relative to the current directory when it lies inside it (shorter console lines); reports keep absolute paths. */
+export function shortPath(file: string, cwd = process.cwd()): string {
+  const rel = path.relative(cwd, file);
+  return rel && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : file;
+}
+
 /** "1 shard", "2 shards". */
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /** `[2/7] START test/x.test.ts (timeout 1800s) log: …` */
 export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): string {
-  return `[${shard.index}/${total}] START ${shard.files.join(" ")} (timeout ${secs(timeoutMs)}) log: ${logPath}`;
+  return `[${shard.index}/${total}] START ${shard.files.join(" ")} (timeout ${secs(timeoutMs)}) log: ${shortPath(logPath)}`;
 }
 
 /** Test statuses worth naming on the console: anything that is not a pass or a planned skip. */
@@ -49,7 +56,7 @@ export function endLine(result: ShardResult, total: number): string {
   const neverStarted = result.tests.filter((t) => t.status === "never-started").length;
   if (notable.length > MAX_NAMED) lines.push(`    … and ${notable.length - MAX_NAMED} more`);
   if (neverStarted > 0 && result.status !== "never-started") lines.push(`    ${neverStarted} test${neverStarted === 1 ? "" : "s"} never started`);
-  if (result.logPath) lines.push(`    full log: ${result.logPath}`);
+  if (result.logPath) lines.push(`    full log: ${shortPath(result.logPath)}`);
   return lines.join("\n");
 }
 
