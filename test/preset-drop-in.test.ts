@@ -274,6 +274,14 @@ describe("gstack-paid diff-based selection", () => {
     expect(all.stdout).toContain("selection: all tests selected (run all (EVALS_ALL is set)); running 3 of 3 shards");
   });
 
+  test("`bun test --preset` from a subdirectory (no bunfig, no preload) fails instead of passing on the entry test", () => {
+    repo.clean();
+    const r = repo.run([BUN, "test", "--preset", "gstack-paid"], {}, path.join(repo.dir, "test"));
+    expect(r.code).not.toBe(0);
+    expect(r.stdout + r.stderr).toContain("ran without shardguard's preload, so no paid test ran");
+    expect(repo.ranTests()).toEqual([]);
+  });
+
   test("a preset run with nothing left to run exits 2 (it must not look like a pass)", () => {
     repo.clean();
     const r = repo.run([BUN, CLI, "run", "--preset", "gstack-paid", "test/skill-e2e-gamma.test.ts"]);

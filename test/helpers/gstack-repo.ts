@@ -33,7 +33,7 @@ export interface GstackRepo {
   /** Outside the repository: where the fixture tests write ran.jsonl and preflight.log. */
   markers: string;
   /** Runs `argv` in the repository with a clean environment plus `env`. */
-  run(argv: readonly string[], env?: Record<string, string>): Ran;
+  run(argv: readonly string[], env?: Record<string, string>, cwd?: string): Ran;
   /** Runs git; throws when it fails. */
   git(...args: string[]): string;
   /** Commits everything (git add -A). */
@@ -116,10 +116,10 @@ export function buildGstackRepo(): GstackRepo {
   mkdirSync(path.join(dir, "node_modules"), { recursive: true });
   symlinkSync(REPO, path.join(dir, "node_modules", "shardguard"), "dir");
 
-  const run = (argv: readonly string[], env: Record<string, string> = {}): Ran => {
+  const run = (argv: readonly string[], env: Record<string, string> = {}, cwd: string = dir): Ran => {
     const t0 = performance.now();
     const r = spawnSync(argv[0]!, argv.slice(1), {
-      cwd: dir,
+      cwd,
       env: cleanEnv({ FIXTURE_MARKER_DIR: markers, ...env }),
       encoding: "utf8",
       timeout: 60_000,
