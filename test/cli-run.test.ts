@@ -3,7 +3,7 @@
  * temp directories; assertions read the JSON and JUnit it wrote.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun, removeSuites } from "./helpers/cli.ts";
@@ -241,6 +241,28 @@ describe("nothing runs when the input is wrong", () => {
       expect(existsSync(marker)).toBe(false);
       expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
     }
+  });
+});
+
+describe("report paths that an atomic rename would silently replace are refused", () => {
+  test("a directory, a symlink, a device or a planned test file as a report path exits 2, nothing runs", async () => {
+    const dir = makeSuite({ ...fixtureFiles("marker"), "reports/dir/.keep": "" });
+    const marker = path.join(dir, "marker.txt");
+    symlinkSync(path.join(dir, "reports", "target.json"), path.join(dir, "reports", "link.json"));
+    for (const [flag, value, needle] of [
+      ["--junit", path.join(dir, "reports", "dir"), "is a directory"],
+      ["--json", path.join(dir, "reports", "link.json"), "is a symbolic link"],
+      ["--ctrf", "/dev/null", "is a device, FIFO or socket"],
+      ["--junit", path.join(dir, "marker.test.ts"), "is one of the planned test files"],
+    ] as const) {
+      const run = await runCli(["run", "--root", dir, flag, value], { env: { SG_MARKER: marker } });
+      expect(run.code).toBe(2);
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+      expect(run.stderr).toContain(needle);
+      expect(existsSync(marker)).toBe(false);
+    }
+    expect(readFileSync(path.join(dir, "marker.test.ts"), "utf8")).toContain("leaves a marker");
+    expect(statSync("/dev/null").isCharacterDevice()).toBe(true);
   });
 });
 

@@ -3,6 +3,7 @@
  * returns the exit code. Never exits the process itself (cli.ts does), so the
  * preset preload and tests can call it.
  */
+import path from "node:path";
 import { parseArgs } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import { ConfigError, SETTINGS, type RunSettings } from "../config/schema.ts";
@@ -117,7 +118,8 @@ async function runOrList(command: "run" | "list", argv: readonly string[], host:
     return EXIT.ok;
   }
   for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
-  const checked = await preflight(settings);
+  const planned = plan.shards.flatMap((s) => s.files.map((f) => path.resolve(settings.root, f)));
+  const checked = await preflight(settings, planned);
   const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env }, host);
   return result.exitCode;
 }

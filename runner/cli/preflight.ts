@@ -3,7 +3,7 @@
  * CLI exits 2 with one line and nothing is spent.
  */
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 
@@ -13,6 +13,34 @@ export const MIN_BUN_VERSION = "1.4.4";
 /** Facts learned by {@link preflight}. */
 export interface PreflightResult {
   bunVersion: string;
+}
+
+/**
+ * Reports are written to a temporary file that is then renamed over the
+ * target, which would silently replace whatever is there. So each report
+ * path must be absent or a regular file, and never one of the planned test
+ * files (a device, a FIFO or a symlink would be replaced, not written to).
+ *
+ * @param plannedFiles absolute paths of the planned test files
+ * @throws ConfigError naming the flag and what the path is
+ */
+export function checkReportPaths(settings: RunSettings, plannedFiles: readonly string[]): void {
+  const planned = new Set(plannedFiles.map((f) => path.resolve(f)));
+  for (const [flag, file] of [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf]] as const) {
+    if (planned.has(path.resolve(file))) {
+      throw new ConfigError(`invalid ${flag} ${JSON.stringify(file)}: it is one of the planned test files`);
+    }
+    let kind: string | null = null;
+    try {
+      const st = lstatSync(file);
+      if (st.isSymbolicLink()) kind = "a symbolic link";
+      else if (st.isDirectory()) kind = "a directory";
+      else if (!st.isFile()) kind = "a device, FIFO or socket";
+    } catch {
+      // Absent: it will be created.
+    }
+    if (kind) throw new ConfigError(`invalid ${flag} ${JSON.stringify(file)}: it is ${kind}; expected a regular file path (reports replace the file atomically)`);
+  }
 }
 
 /** Compares dotted versions numerically; negative when a < b. */
@@ -32,7 +60,8 @@ export function compareVersions(a: string, b: string): number {
  *
  * @throws ConfigError naming what is wrong and what is accepted
  */
-export async function preflight(settings: RunSettings): Promise<PreflightResult> {
+export async function preflight(settings: RunSettings, plannedFiles: readonly string[] = []): Promise<PreflightResult> {
+  checkReportPaths(settings, plannedFiles);
   for (const [what, dir] of [
     ["--out", settings.out],
     ["--junit directory", path.dirname(settings.junit)],

@@ -339,7 +339,7 @@ export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Pro
       `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
     );
   }
-  const checked = await preflight(p.settings);
+  const checked = await preflight(p.settings, p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))));
   // The preflight command's log tail is printed too: redact like the run does.
   const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
   for (const line of presetHeaderLines(p)) out.line(line);
