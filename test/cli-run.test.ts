@@ -3,7 +3,7 @@
  * temp directories; assertions read the JSON and JUnit it wrote.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun, removeSuites } from "./helpers/cli.ts";
@@ -240,6 +240,27 @@ describe("nothing runs when the input is wrong", () => {
       expect(lines[0]).toContain(needle);
       expect(existsSync(marker)).toBe(false);
       expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+    }
+  });
+});
+
+describe("per-test events under awkward roots", () => {
+  test("a root with accented letters, reached through a symlink, still gets passed / timed-out / never-started", async () => {
+    const real = makeSuite(fixtureFiles("spin"), "sg-ré-");
+    const link = `${real}-lïnk`;
+    symlinkSync(real, link);
+    try {
+      const run = await runCli(["run", "--root", link, "--timeout", "2", "--grace", "1"]);
+      expect(run.code).toBe(1);
+      const shard = readReport(link).shards[0]!;
+      expect(shard.testSource).toBe("events");
+      expect(shard.tests.map((t) => [t.name, t.status])).toEqual([
+        ["before", "passed"],
+        ["spins forever", "timed-out"],
+        ["after", "never-started"],
+      ]);
+    } finally {
+      rmSync(link, { force: true });
     }
   });
 });

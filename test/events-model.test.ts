@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseInspectorMessage, type TestEvent } from "../runner/events/inspector.ts";
 import { EventJournal, journalPathFor, readJournal, readJournalDetailed } from "../runner/events/journal.ts";
-import { TestEventModel, type TestState } from "../runner/events/model.ts";
+import { repairLatin1, TestEventModel, type TestState } from "../runner/events/model.ts";
 import { toEventEvidence } from "../runner/events/evidence.ts";
 import { decideShard } from "../runner/results/verdict.ts";
 import { TestResultSchema } from "../runner/results/model.ts";
@@ -351,5 +351,15 @@ describe("journal", () => {
     const read = await readJournalDetailed(path);
     expect(read.events).toHaveLength(2);
     expect(read.truncatedTail).toBe(false);
+  });
+});
+
+describe("repairLatin1", () => {
+  test("undoes UTF-8 read as Latin-1 and leaves everything else alone", () => {
+    expect(repairLatin1("/tmp/rÃ©/a.test.ts")).toBe("/tmp/ré/a.test.ts");
+    expect(repairLatin1("/tmp/plain/a.test.ts")).toBe("/tmp/plain/a.test.ts");
+    expect(repairLatin1("/tmp/日本/a.test.ts")).toBe("/tmp/日本/a.test.ts");
+    // Latin-1 text that is not UTF-8 bytes stays as it is.
+    expect(repairLatin1("/tmp/café")).toBe("/tmp/café");
   });
 });

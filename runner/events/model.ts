@@ -23,6 +23,7 @@
  * `start`/`end`. With `--rerun-each N` every run of a file gets new ids
  * (new `found` events), so the same name can appear N times.
  */
+import { realpathSync } from "node:fs";
 import { relative, isAbsolute, sep } from "node:path";
 import type { AttemptFailure, Failure, TestResult, TestStatus } from "../results/model.ts";
 import type { BunEndStatus, ErrorEvent, TestEvent } from "./inspector.ts";
@@ -186,7 +187,17 @@ export class TestEventModel {
   constructor(options: ModelOptions) {
     this.root = options.root;
     this.now = options.now ?? (() => performance.now());
+    let real = options.root;
+    try {
+      real = realpathSync(options.root);
+    } catch {
+      // A root that is not on this disk (tests, journals read elsewhere): keep it as given.
+    }
+    this.roots = real === options.root ? [options.root] : [options.root, real];
   }
+
+  /** The root as given and, when it differs, its real path. */
+  private readonly roots: string[];
 
   /** Builds a model from a recorded event list (e.g. `readJournal`). Clock values are replay times. */
   static fromEvents(events: Iterable<TestEvent>, options: ModelOptions): TestEventModel {
@@ -380,8 +391,21 @@ export class TestEventModel {
     return latest;
   }
 
+  /**
+   * Bun's `url` made relative to the root, as the plan names files. Two
+   * measured quirks are undone: Bun 1.4.4 sends non-ASCII Latin letters as
+   * their UTF-8 bytes read as Latin-1 ("é" arrives as "Ã©"), and it sends
+   * real paths, so a root reached through a symlink must be compared by its
+   * real path too.
+   */
   private relativeFile(url: string): string {
     if (!isAbsolute(url)) return url.split(sep).join("/");
+    for (const candidate of [url, repairLatin1(url)]) {
+      for (const root of this.roots) {
+        const rel = relative(root, candidate);
+        if (rel && !rel.startsWith("..") && !isAbsolute(rel)) return rel.split(sep).join("/");
+      }
+    }
     return relative(this.root, url).split(sep).join("/");
   }
 
@@ -485,3 +509,13 @@ function finalFailure(record: TestRecord, durationMs: number | undefined): Failu
   return failure;
 }
 
+/**
+ * Undoes UTF-8 read as Latin-1 ("rÃ©" → "ré"); returns the text unchanged
+ * when it is not such a string (any code point above U+00FF, or bytes that
+ * are not valid UTF-8).
+ */
+export function repairLatin1(text: string): string {
+  if (!/[\u0080-\u00ff]/.test(text) || /[^\u0000-\u00ff]/.test(text)) return text;
+  const repaired = Buffer.from(text, "latin1").toString("utf8");
+  return repaired.includes("\ufffd") ? text : repaired;
+}
