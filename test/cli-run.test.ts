@@ -265,6 +265,22 @@ describe("per-test events under awkward roots", () => {
   });
 });
 
+describe("a test that changes the working directory", () => {
+  test("keeps its file's results (Bun's JUnit then names files relative to the new cwd)", async () => {
+    const dir = makeSuite({
+      "cwd.test.ts": 'import { expect, test } from "bun:test";\ntest("moves to /", () => { process.chdir("/"); });\ntest("then fails", () => { expect(1).toBe(2); });\n',
+    });
+    const run = await runCli(["run", "--root", dir]);
+    expect(run.code).toBe(1);
+    const shard = readReport(dir).shards[0]!;
+    expect(shard.status).toBe("failed");
+    expect(shard.tests.map((t) => [t.name, t.status])).toEqual([
+      ["moves to /", "passed"],
+      ["then fails", "failed"],
+    ]);
+  });
+});
+
 describe("report paths that an atomic rename would silently replace are refused", () => {
   test("a directory, a symlink, a device or a planned test file as a report path exits 2, nothing runs", async () => {
     const dir = makeSuite({ ...fixtureFiles("marker"), "reports/dir/.keep": "" });

@@ -59,6 +59,13 @@ describe("shards and slugs", () => {
     expect(long1.length).toBeLessThanOrEqual(80);
     expect(long1).not.toBe(long2);
     expect(shardSlug(["dir with spaces/ü.test.ts"])).toMatch(/^[a-z0-9-]+$/);
+    // Within one plan, slugs never collide (they name per-shard directories).
+    const shards = groupIntoShards(["test/skill-e2e-Foo_bar.test.ts", "test/skill-e2e-foo-bar.test.ts", "test/other.test.ts"], 1);
+    const slugs = shards.map((s) => s.slug);
+    expect(new Set(slugs).size).toBe(3);
+    expect(slugs[2]).toBe("test-other");
+    expect(slugs[0]).toMatch(/^test-skill-e2e-foo-bar-[0-9a-f]{8}$/);
+    expect(groupIntoShards(["test/skill-e2e-Foo_bar.test.ts", "test/skill-e2e-foo-bar.test.ts"], 1).map((s) => s.slug)).toEqual(slugs.slice(0, 2));
   });
 });
 

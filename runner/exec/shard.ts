@@ -9,7 +9,7 @@ import { journalPathFor, openJournal, type Journal } from "../events/journal.ts"
 import { TestEventModel } from "../events/model.ts";
 import { toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
-import { readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
+import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { stripAnsi } from "../report/sanitize.ts";
@@ -161,7 +161,7 @@ export async function runShard(
   let junit: BunJUnitFile[] | null = null;
   let junitProblem: string | undefined;
   try {
-    junit = readBunJUnit(await readFile(junitPath, "utf8"));
+    junit = alignJUnitFiles(readBunJUnit(await readFile(junitPath, "utf8")), shard.files, ctx.root);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;

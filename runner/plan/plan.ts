@@ -135,7 +135,20 @@ export function groupIntoShards(files: readonly string[], size: number): Planned
     const group = files.slice(i, i + per);
     shards.push({ index: shards.length + 1, slug: shardSlug(group), files: group });
   }
+  // Slugs name per-shard directories (a preset's eval dir): two shards must
+  // never share one. Colliding slugs (Foo_bar vs foo-bar) get a hash of their
+  // exact paths, which is the same in every run that plans the same files.
+  const count = new Map<string, number>();
+  for (const shard of shards) count.set(shard.slug, (count.get(shard.slug) ?? 0) + 1);
+  for (const shard of shards) {
+    if ((count.get(shard.slug) ?? 0) > 1) shard.slug = `${shard.slug.slice(0, 71)}-${pathHash(shard.files)}`;
+  }
   return shards;
+}
+
+/** 8 hex digits of SHA-256 over the paths: short, stable, different for different files. */
+function pathHash(files: readonly string[]): string {
+  return createHash("sha256").update(files.join("\n")).digest("hex").slice(0, 8);
 }
 
 const TEST_SUFFIX = /([._](test|spec))?\.(ts|tsx|js|jsx|mjs|cjs)$/;
@@ -150,9 +163,6 @@ export function shardSlug(files: readonly string[]): string {
   const first = (files[0] ?? "shard").replace(TEST_SUFFIX, "");
   let slug = first.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-+|-+$/g, "").toLowerCase() || "shard";
   if (files.length > 1) slug += `-and-${files.length - 1}-more`;
-  if (slug.length > 80) {
-    const hash = createHash("sha256").update(files.join("\n")).digest("hex").slice(0, 8);
-    slug = `${slug.slice(0, 71)}-${hash}`;
-  }
+  if (slug.length > 80) slug = `${slug.slice(0, 71)}-${pathHash(files)}`;
   return slug;
 }

@@ -203,3 +203,29 @@ function decodeXmlEntities(text: string): string {
 function oneLine(text: string): string {
   return text.replace(/\s*[\r\n]+\s*/g, " ");
 }
+
+/**
+ * Renames Bun's JUnit file entries to the planned names. Bun writes paths
+ * relative to the process's working directory when it writes the report, so
+ * a test that called `process.chdir` moves them (measured: after a chdir to
+ * "/", "tmp/x/a.test.ts" instead of "a.test.ts"). An entry that is not a
+ * planned name is matched to the one planned file whose absolute path ends
+ * with it; anything ambiguous is left as it is.
+ *
+ * @param planned the shard's files, relative to `root`
+ * @param root absolute run root
+ */
+export function alignJUnitFiles(files: BunJUnitFile[], planned: readonly string[], root: string): BunJUnitFile[] {
+  const known = new Set(planned);
+  return files.map((entry) => {
+    if (known.has(entry.file)) return entry;
+    const tail = entry.file.replace(/^\/+/, "");
+    const matches = planned.filter((p) => {
+      const abs = `${root.replace(/\/+$/, "")}/${p}`;
+      return abs === `/${tail}` || abs.endsWith(`/${tail}`);
+    });
+    if (matches.length !== 1) return entry;
+    const file = matches[0]!;
+    return { file, tests: entry.tests.map((t) => ({ ...t, file })) };
+  });
+}

@@ -150,7 +150,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   if (p.killedBy === "timeout") {
     const reason =
       `killed after ${seconds(ev.timeoutMs)} wall-clock timeout` +
-      (p.escalated ? ` (SIGKILL after ${seconds(ev.graceMs)} grace period: SIGTERM was ignored)` : "");
+      (p.escalated && p.signal === "SIGKILL" ? ` (SIGKILL after ${seconds(ev.graceMs)} grace period: SIGTERM was ignored)` : "");
     return interrupted(ev, base, "timed-out", reason, "timed-out", "timeout");
   }
   if (p.killedBy === "cancel") {
