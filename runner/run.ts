@@ -10,7 +10,7 @@ import type { RunSettings } from "./config/schema.ts";
 import { socketDirFor } from "./events/inspector.ts";
 import { runPool } from "./exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "./exec/process.ts";
-import { SHARD_ENV } from "./exec/command.ts";
+import { filtersByName, SHARD_ENV } from "./exec/command.ts";
 import { runShard, type RunningShard } from "./exec/shard.ts";
 import type { Plan, PlannedShard } from "./plan/plan.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "./results/model.ts";
@@ -84,6 +84,8 @@ export class Run {
   private lastInterimAt = -Infinity;
   private finalRequested = false;
   private runDir: string | null = null;
+  /** Set by the report writer: a -t filter that matched no test anywhere (exit 1). */
+  private filterMatchedNothing = false;
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
 
   constructor(private readonly inputs: RunInputs) {}
@@ -230,6 +232,7 @@ export class Run {
     }
     const report = await this.writeReports(true);
     this.inputs.beforeSummary?.();
+    if (this.filterMatchedNothing) out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
     const shownReport = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
     for (const line of summaryLines(shownReport, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf })) out.line(line);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
@@ -295,7 +298,13 @@ export class Run {
   private async writeReportsNow(final: boolean): Promise<RunReport> {
     const { settings } = this.inputs;
     const shards = this.shardResults(final);
-    const allGood = shards.every((s) => SUCCESSFUL_SHARD_STATUSES.has(s.status));
+    const summary = summarize(shards);
+    // With -t, a file without a matching test is fine, but a run in which
+    // the filter matched nothing anywhere executed nothing: never a pass
+    // (Bun itself exits 1 with "regex matched 0 tests").
+    const executed = summary.tests.passed + summary.tests.failed + summary.tests["timed-out"] + summary.tests.crashed;
+    this.filterMatchedNothing = filtersByName(settings.bunArgs) && executed === 0 && shards.some((s) => s.status === "passed");
+    const allGood = shards.every((s) => SUCCESSFUL_SHARD_STATUSES.has(s.status)) && !this.filterMatchedNothing;
     const exitCode = !final
       ? null
       : this.cancelledBy === "SIGINT"
@@ -324,7 +333,7 @@ export class Run {
         filesPerShard: settings.filesPerShard,
         bunArgs: [...settings.bunArgs],
       },
-      summary: summarize(shards),
+      summary,
       preset: this.inputs.preset ?? null,
       sweeps: { staleRuns: strip(this.sweeps.staleRuns), endOfRun: strip(this.sweeps.endOfRun) },
       shards,

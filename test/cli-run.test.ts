@@ -265,6 +265,23 @@ describe("per-test events under awkward roots", () => {
   });
 });
 
+describe("-t across a suite", () => {
+  test("a file without a matching test passes; a filter that matches nothing anywhere exits 1", async () => {
+    const dir = makeSuite({
+      "a.test.ts": 'import { test } from "bun:test";\ntest("alpha one", () => {});\ntest("beta", () => {});\n',
+      "b.test.ts": 'import { test } from "bun:test";\ntest("gamma", () => {});\n',
+    });
+    const some = await runCli(["run", "--root", dir, "--", "-t", "alpha"]);
+    expect(some.code).toBe(0);
+    const report = readReport(dir);
+    expect(report.shards.map((s) => s.status)).toEqual(["passed", "passed"]);
+    expect(report.summary.tests.passed).toBe(1);
+    const none = await runCli(["run", "--root", dir, "--", "-t", "nothing-matches"]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toContain("the -t filter matched no test in any file");
+  });
+});
+
 describe("a test that changes the working directory", () => {
   test("keeps its file's results (Bun's JUnit then names files relative to the new cwd)", async () => {
     const dir = makeSuite({

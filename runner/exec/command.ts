@@ -52,6 +52,11 @@ export function shardArgv(inputs: CommandInputs): string[] {
   return argv;
 }
 
+/** True when the user's flags filter tests by name (`-t` / `--test-name-pattern`). */
+export function filtersByName(bunArgs: readonly string[]): boolean {
+  return bunArgs.some((a) => a === "-t" || a === "--test-name-pattern" || a.startsWith("-t=") || a.startsWith("--test-name-pattern="));
+}
+
 /** True when the user's flags include `--pass-with-no-tests`. */
 export function passesWithNoTests(bunArgs: readonly string[]): boolean {
   return bunArgs.includes("--pass-with-no-tests");

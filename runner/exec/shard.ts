@@ -14,7 +14,7 @@ import type { ShardResult } from "../results/model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { stripAnsi } from "../report/sanitize.ts";
 import { readFileTail } from "../util/file-tail.ts";
-import { passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
+import { filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
 import { startProcess, type ShardProcess } from "./process.ts";
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
@@ -193,6 +193,7 @@ export async function runShard(
     ...(junitProblem ? { junitProblem } : {}),
     events,
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
+    nameFilter: filtersByName(ctx.bunArgs),
     testsStarted,
     finishedNormally,
     ...(consoleError ? { consoleError } : {}),

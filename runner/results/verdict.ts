@@ -88,6 +88,12 @@ export interface ShardEvidence {
   events: EventEvidence | null;
   passWithNoTests: boolean;
   /**
+   * True when the run filters tests by name (`-t`). Bun then exits 1 for a
+   * file where no test matches ("regex matched 0 tests"), with a complete
+   * JUnit in which every test is skipped; that is not a failure of the file.
+   */
+  nameFilter?: boolean;
+  /**
    * Test starts counted by the child preload's synchronous marks (not lossy
    * like events); undefined when unknown.
    */
@@ -330,7 +336,11 @@ function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitF
   const anyFailed = tests.some((t) => t.status !== "passed" && t.status !== "skipped" && t.status !== "todo");
   let status: ShardStatus;
   let reason: string;
-  if (code === 0 && !anyFailed) {
+  const allFilteredOut = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
+  if (code === 1 && ev.nameFilter && missing.length === 0 && allFilteredOut) {
+    status = "passed";
+    reason = "no test in this shard matches the -t filter (all skipped)";
+  } else if (code === 0 && !anyFailed) {
     status = "passed";
     reason = missing.length > 0 ? `passed; no tests in ${missing.join(", ")} (--pass-with-no-tests)` : "all tests passed";
   } else if (code === 0 || code === 1) {
