@@ -10,7 +10,7 @@ import { CURRENT_SPEC_VERSION, schema as ctrfSchema, validate } from "ctrf";
 import { TEST_STATUSES, type RunReport, type TestStatus } from "../runner/results/model.ts";
 import { CTRF_SPEC_VERSION, CTRF_STATUS, renderCtrf, type CtrfReport } from "../runner/report/ctrf.ts";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
-import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
+import { failedShard, makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 
 afterAll(removeSuites);
 
@@ -30,35 +30,29 @@ const EXPECTED: Record<TestStatus, string> = {
 function sampleReport(fields: Partial<RunReport> = {}): RunReport {
   return makeReport(
     [
-      makeShard({
-        index: 1,
-        status: "failed",
-        exitCode: 1,
-        reason: "1 test failed",
-        tests: [
-          makeTest({ name: "a > passes", file: "t/a.test.ts", line: 3 }),
-          makeTest({
-            name: "a > fails",
-            file: "t/a.test.ts",
-            line: 7,
-            status: "failed",
-            durationMs: 4.6,
-            failure: { type: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b[2mat a.test.ts:8\x1b[22m" },
-          }),
-          makeTest({
-            name: "flaky",
-            file: "t/a.test.ts",
-            retries: 2,
-            flaky: true,
-            attemptFailures: [
-              { type: "Error", message: "\x1b[2Kfirst try" },
-              { type: "Error", message: "second try" },
-            ],
-          }),
-          makeTest({ name: "skipped", file: "t/a.test.ts", status: "skipped", durationMs: 0 }),
-          makeTest({ name: "todo", file: "t/a.test.ts", status: "todo", durationMs: 0 }),
-        ],
-      }),
+      failedShard(1, [
+        makeTest({ name: "a > passes", file: "t/a.test.ts", line: 3 }),
+        makeTest({
+          name: "a > fails",
+          file: "t/a.test.ts",
+          line: 7,
+          status: "failed",
+          durationMs: 4.6,
+          failure: { type: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b[2mat a.test.ts:8\x1b[22m" },
+        }),
+        makeTest({
+          name: "flaky",
+          file: "t/a.test.ts",
+          retries: 2,
+          flaky: true,
+          attemptFailures: [
+            { type: "Error", message: "\x1b[2Kfirst try" },
+            { type: "Error", message: "second try" },
+          ],
+        }),
+        makeTest({ name: "skipped", file: "t/a.test.ts", status: "skipped", durationMs: 0 }),
+        makeTest({ name: "todo", file: "t/a.test.ts", status: "todo", durationMs: 0 }),
+      ]),
       makeShard({
         index: 2,
         status: "timed-out",

@@ -11,7 +11,7 @@ import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
 import { writeFileAtomic } from "../runner/report/atomic.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { REPORT_SCHEMA_PATH, reportJsonSchema, reportJsonSchemaText } from "../runner/report/json-schema.ts";
-import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
+import { failedShard, makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 
 const tempDirs: string[] = [];
 function tempDir(): string {
@@ -27,28 +27,22 @@ const HOSTILE_NAME = "n\x00\x1b[31mame \uD800 \u{1F600} ]]> <&>";
 
 function sampleReport(): RunReport {
   return makeReport([
-    makeShard({
-      index: 1,
-      status: "failed",
-      exitCode: 1,
-      reason: "1 test failed",
-      tests: [
-        makeTest({ name: HOSTILE_NAME, file: "t/a.test.ts" }),
-        makeTest({
-          name: "fails",
-          file: "t/a.test.ts",
-          status: "failed",
-          failure: { type: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b]8;;https://x\x07link\x1b]8;;\x07 at a:1" },
-        }),
-        makeTest({
-          name: "flaky",
-          file: "t/a.test.ts",
-          flaky: true,
-          retries: 1,
-          attemptFailures: [{ type: "Error", message: "\x1b[2Kfirst try" }],
-        }),
-      ],
-    }),
+    failedShard(1, [
+      makeTest({ name: HOSTILE_NAME, file: "t/a.test.ts" }),
+      makeTest({
+        name: "fails",
+        file: "t/a.test.ts",
+        status: "failed",
+        failure: { type: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b]8;;https://x\x07link\x1b]8;;\x07 at a:1" },
+      }),
+      makeTest({
+        name: "flaky",
+        file: "t/a.test.ts",
+        flaky: true,
+        retries: 1,
+        attemptFailures: [{ type: "Error", message: "\x1b[2Kfirst try" }],
+      }),
+    ]),
     makeShard({ index: 2, status: "never-started", exitCode: null, startedAt: null, logPath: null, durationMs: 0, reason: "cancelled", files: ["t/b.test.ts"] }),
   ]);
 }

@@ -7,7 +7,7 @@ import { XMLParser } from "fast-xml-parser";
 import type { RunReport } from "../runner/results/model.ts";
 import { formatSeconds, renderJUnit, WHOLE_FILE_TESTCASE } from "../runner/report/junit.ts";
 import { capText, escapeXmlAttr, escapeXmlText, replaceIllegalXmlChars, stripAnsi } from "../runner/report/sanitize.ts";
-import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
+import { failedShard, makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 
 /** With the `u` flag a surrogate pair is one code point, so this only matches unpaired halves. */
@@ -313,23 +313,17 @@ describe("renderJUnit on a report with every status and hostile text", () => {
 describe("renderJUnit structure", () => {
   test("golden: a small report renders exactly", () => {
     const report = makeReport([
-      makeShard({
-        index: 1,
-        status: "failed",
-        exitCode: 1,
-        reason: "1 test failed",
-        tests: [
-          makeTest({ name: "a > works", file: "t/x.test.ts", line: 2, durationMs: 1.5 }),
-          makeTest({
-            name: "a > breaks",
-            file: "t/x.test.ts",
-            line: 3,
-            durationMs: 2.25,
-            status: "failed",
-            failure: { type: "AssertionError", message: "expected 1\nto be 2", details: "at t/x.test.ts:3" },
-          }),
-        ],
-      }),
+      failedShard(1, [
+        makeTest({ name: "a > works", file: "t/x.test.ts", line: 2, durationMs: 1.5 }),
+        makeTest({
+          name: "a > breaks",
+          file: "t/x.test.ts",
+          line: 3,
+          durationMs: 2.25,
+          status: "failed",
+          failure: { type: "AssertionError", message: "expected 1\nto be 2", details: "at t/x.test.ts:3" },
+        }),
+      ]),
     ], { durationMs: 1234.5678 });
     expect(renderJUnit(report)).toBe(
       [

@@ -48,6 +48,11 @@ export function makeShard(fields: Partial<ShardResult> & Pick<ShardResult, "inde
   };
 }
 
+/** A shard that Bun ran to the end with one failing test among `tests` (exit 1). */
+export function failedShard(index: number, tests: TestResult[]): ShardResult {
+  return makeShard({ index, status: "failed", exitCode: 1, reason: "1 test failed", tests });
+}
+
 /** A completed run with the given shards. */
 export function makeReport(shards: ShardResult[], fields: Partial<RunReport> = {}): RunReport {
   return {
