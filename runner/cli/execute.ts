@@ -2,12 +2,14 @@
  * Runs a plan with live progress, signal handling, secret redaction and the
  * optional machine-wide lock: shared by `shardguard run` and the presets.
  */
+import { randomBytes } from "node:crypto";
 import { ConfigError } from "../config/schema.ts";
 import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "../lock.ts";
 import { makeRedactor } from "../report/redact.ts";
 import { startProgress, type Progress } from "../report/progress.ts";
 import { EXIT, type RunReport } from "../results/model.ts";
 import { Run, type RunInputs } from "../run.ts";
+import { githubActive, publishToGithub } from "./github.ts";
 import type { CliHost } from "./main.ts";
 
 /** Console writers of a host that pass every line through the secret redactor. */
@@ -84,6 +86,17 @@ export async function executeRun(
   }
 
   let progress: Progress | null = null;
+  // While shards run, the console carries text tests control (names, log
+  // tails); GitHub must not read a line of it as a workflow command. Our own
+  // annotations come after commands are resumed.
+  const github = githubActive(inputs.settings, inputs.env);
+  const resumeToken = randomBytes(16).toString("hex");
+  if (github) stdout(`::stop-commands::${resumeToken}`);
+  let resumed = !github;
+  const resume = () => {
+    if (!resumed) stdout(`::${resumeToken}::`);
+    resumed = true;
+  };
   try {
     const run = new Run({
       ...inputs,
@@ -105,9 +118,12 @@ export async function executeRun(
       source: run.progressSource(),
     });
     const result = await run.start();
+    resume();
+    publishToGithub(result.report, inputs.settings, inputs.env, redact, stdout);
     return { exitCode: result.exitCode, report: result.report };
   } finally {
     (progress as Progress | null)?.stop();
+    resume();
     await lock?.release();
     // Embedders run more than once: a finished run must not keep swallowing Ctrl-C.
     unsubscribe?.();

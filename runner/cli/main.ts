@@ -13,6 +13,7 @@ import { TOOL_VERSION } from "../run.ts";
 import { initCommand, PRESET_FLAG_HELP, PRESET_FLAGS, presetCommand } from "../presets/cli.ts";
 import { executeRun } from "./execute.ts";
 import { preflight } from "./preflight.ts";
+import { settleRefusal } from "./refused.ts";
 
 /** What the CLI needs from its host process; injectable for tests. */
 export interface CliHost {
@@ -41,7 +42,7 @@ Usage:
 Run "shardguard run --help" for the flags.`;
 
 function flagHelp(command: "run" | "list"): string {
-  const rows = SETTINGS.map((s) => `  ${(s.flag + " " + (({ path: "PATH", posint: "N", names: "NAMES", name: "NAME" } as Record<string, string>)[s.kind] ?? "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`);
+  const rows = SETTINGS.map((s) => `  ${(s.flag + " " + (({ path: "PATH", posint: "N", names: "NAMES", name: "NAME", onoff: "on|off" } as Record<string, string>)[s.kind] ?? "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`);
   const extra =
     command === "run"
       ? [`  ${"--no-test-events".padEnd(24)} run without the inspector event channel (no per-test data in killed shards)`]
@@ -94,6 +95,8 @@ export async function main(argv: readonly string[], host: CliHost): Promise<numb
   } catch (error) {
     if (error instanceof ConfigError) {
       host.stderr(`shardguard: ${error.message}`);
+      // Earlier reports must not pass for this run's (docs/reports.md).
+      if (command === "run") settleRefusal(rest, host, error.message);
       return EXIT.usage;
     }
     throw error;

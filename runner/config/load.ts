@@ -176,6 +176,7 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
     heartbeatMs: num("heartbeat", DEFAULTS.heartbeatSeconds * 1000),
     redact: (pick(spec("redact"))?.value as string[] | undefined) ?? [],
     lock: (pick(spec("lock"))?.value as string | undefined) ?? null,
+    annotations: ((pick(spec("annotations"))?.value as string | undefined) ?? "on") === "on",
   };
   // Two reports on one path would silently overwrite each other.
   const reports = [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf]] as const;

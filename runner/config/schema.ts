@@ -38,10 +38,16 @@ export interface RunSettings {
   redact: string[];
   /** Machine-wide lock name: runs holding the same name run one at a time; null for none. */
   lock: string | null;
+  /**
+   * GitHub Actions annotations and step summary (runner/report/github.ts):
+   * written only when this is true and the run is under GitHub Actions
+   * (`GITHUB_ACTIONS=true`). Set as `on` / `off`.
+   */
+  annotations: boolean;
 }
 
 /** How a raw setting value is parsed from a flag, environment variable or TOML value. */
-type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name";
+type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff";
 
 /** One setting: its flag, environment variable, bunfig.toml key and value rule. */
 export interface SettingSpec {
@@ -68,6 +74,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "bun", flag: "--bun", env: "SHARDGUARD_BUN", toml: "bun", kind: "path", help: "Bun executable for the shards (default: the Bun running shardguard)" },
   { key: "redact", flag: "--redact", env: "SHARDGUARD_REDACT", toml: "redact", kind: "names", help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*" },
   { key: "lock", flag: "--lock", env: "SHARDGUARD_LOCK", toml: "lock", kind: "name", help: "machine-wide lock: runs with the same lock name run one at a time" },
+  { key: "annotations", flag: "--annotations", env: "SHARDGUARD_ANNOTATIONS", toml: "annotations", kind: "onoff", help: "on GitHub Actions (GITHUB_ACTIONS=true): an error annotation per test that did not pass, a warning per flaky test, and a step summary; off to turn them off (default on)" },
   { key: "heartbeat", flag: "--heartbeat", env: "SHARDGUARD_HEARTBEAT", toml: "heartbeat", kind: "seconds", help: "seconds between progress lines for a long-running shard without a TTY (default 60)" },
 ];
 
@@ -111,6 +118,11 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
     accepted: "variable names separated by commas (letters, digits, _, and * or ? wildcards)",
   },
   name: { schema: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/), accepted: "a name of 1 to 100 letters, digits, '.', '_' or '-'" },
+  // TOML may also say true / false.
+  onoff: {
+    schema: z.union([z.enum(["on", "off"]), z.boolean()]).transform((v) => (typeof v === "boolean" ? (v ? "on" : "off") : v)),
+    accepted: "on or off",
+  },
 };
 
 /**

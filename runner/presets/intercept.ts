@@ -296,6 +296,8 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
     // ConfigError, matched by name so the plain `bun test` path never loads its module (and zod).
     if (error instanceof Error && error.name === "ConfigError") {
       host.stderr(`shardguard: ${error.message}`);
+      // Earlier reports must not pass for this run's (docs/reports.md).
+      (await import("../cli/refused.ts")).settleRefusal([], host, error.message);
       return 2;
     }
     throw error;

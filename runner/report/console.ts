@@ -38,9 +38,12 @@ const MAX_NAMED = 5;
 /** `   timed-out  outer > spins forever (6.0s): in flight when …` (one line, message cut). */
 function testLine(test: ShardResult["tests"][number], withFile: boolean): string {
   const where = withFile ? `${test.file} > ` : "";
-  const message = test.failure?.message.split("\n")[0]?.slice(0, 160) ?? "";
+  const message = test.failure?.message.split(/[\r\n]/)[0]?.slice(0, 160) ?? "";
   const flaky = test.flaky ? " (flaky)" : "";
-  return `    ${test.status.padEnd(13)} ${where}${test.name.slice(0, 200)}${flaky}${message ? `: ${stripAnsi(message)}` : ""}`;
+  // A name with a line break would start a console line of its own, which CI
+  // log readers (GitHub's workflow commands) may take for an instruction.
+  const name = test.name.slice(0, 200).replace(/[\r\n]+/g, " ");
+  return `    ${test.status.padEnd(13)} ${where.replace(/[\r\n]+/g, " ")}${name}${flaky}${message ? `: ${stripAnsi(message)}` : ""}`;
 }
 
 /**

@@ -75,12 +75,23 @@ export interface CliOptions {
   limitMs?: number;
 }
 
+/**
+ * `env` without the variables that turn GitHub Actions output on, so tests
+ * that read the console see the same lines on a CI runner as anywhere else;
+ * a test that wants them passes them in `options.env`.
+ */
+export function withoutCiVariables(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !/^GITHUB_(ACTIONS|STEP_SUMMARY|WORKSPACE)$/.test(k)) out[k] = v;
+  return out;
+}
+
 /** Runs `bun runner/cli.ts ...args` and collects its output. */
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun> {
   const t0 = performance.now();
   const child = spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd ?? REPO,
-    env: { ...process.env, NO_COLOR: "1", ...options.env },
+    env: { ...withoutCiVariables(process.env), NO_COLOR: "1", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

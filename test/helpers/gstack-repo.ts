@@ -74,7 +74,7 @@ function bunBinDir(): string {
 }
 
 /** Variables the outer environment may hold that would change what the fixture does. */
-const SCRUB = /^(EVALS|EVALS_.*|GSTACK_.*|SHARDGUARD_.*|FIXTURE_.*|BUN_TEST_WORKER_ID|JEST_WORKER_ID)$/;
+const SCRUB = /^(EVALS|EVALS_.*|GSTACK_.*|SHARDGUARD_.*|FIXTURE_.*|BUN_TEST_WORKER_ID|JEST_WORKER_ID|GITHUB_ACTIONS|GITHUB_STEP_SUMMARY|GITHUB_WORKSPACE)$/;
 
 function cleanEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
