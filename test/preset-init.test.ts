@@ -73,13 +73,36 @@ describe("shardguard init", () => {
     const second = init(dir, "--preset", "gstack-paid");
     expect(second.code).toBe(0);
     expect(second.stdout).toContain("shardguard init: already set up, nothing changed");
-    expect(second.stdout.match(/: unchanged: /g)).toHaveLength(3);
+    expect(second.stdout.match(/: unchanged: /g)).toHaveLength(4);
     expect(snapshot(dir)).toEqual(before);
 
     // The entry file is a real test under plain `bun test`.
     const plain = spawnSync(process.execPath, ["test", "test/shardguard.gstack-paid.test.ts"], { cwd: dir, encoding: "utf8", env: { ...process.env, SHARDGUARD_SHARD: "" } });
     expect(plain.status).toBe(0);
     expect(plain.stderr).toContain("1 pass");
+  });
+
+  test(".shardguard/ goes into .gitignore: created when missing, appended once, an existing entry in any form kept", () => {
+    const fresh = project({});
+    expect(init(fresh).stdout).toContain("shardguard init: .gitignore: created: ignores .shardguard/");
+    expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
+    expect(init(fresh).stdout).toContain("shardguard init: .gitignore: unchanged");
+    expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
+
+    const noNewline = project({ ".gitignore": "node_modules/\n# built\ndist" });
+    init(noNewline);
+    init(noNewline);
+    expect(readFileSync(path.join(noNewline, ".gitignore"), "utf8")).toBe("node_modules/\n# built\ndist\n.shardguard/\n");
+
+    for (const form of ["/.shardguard", ".shardguard", "  /.shardguard/  "]) {
+      const had = project({ ".gitignore": `dist\n${form}\n` });
+      expect(init(had).stdout).toContain(".gitignore: unchanged");
+      expect(readFileSync(path.join(had, ".gitignore"), "utf8")).toBe(`dist\n${form}\n`);
+    }
+    // A commented-out line does not count.
+    const commented = project({ ".gitignore": "# .shardguard/\n" });
+    init(commented);
+    expect(readFileSync(path.join(commented, ".gitignore"), "utf8")).toBe("# .shardguard/\n.shardguard/\n");
   });
 
   test("--dry-run prints the changes and writes nothing", () => {
@@ -102,7 +125,7 @@ describe("shardguard init", () => {
     expect(readFileSync(path.join(dir, "package.json"), "utf8")).toBe(`{"scripts":{"test:gate":"EVALS=1 bun test test/skill-e2e-*.test.ts"}}`);
     const bare = project({});
     expect(init(bare).code).toBe(0);
-    expect(readdirSync(bare).sort()).toEqual(["bunfig.toml", "node_modules"]);
+    expect(readdirSync(bare).sort()).toEqual([".gitignore", "bunfig.toml", "node_modules"]);
   });
 
   test("an unknown preset exits 2 and writes nothing; a project without node_modules/shardguard gets a path to this copy", () => {

@@ -54,7 +54,8 @@ export async function presetCommand(command: "run" | "list", args: ParsedWithExt
 
 const INIT_HELP = `shardguard init [--preset NAME] [--dry-run] [--root DIR]
 
-Adds shardguard's preload to bunfig.toml [test] preload (keeping the others).
+Adds shardguard's preload to bunfig.toml [test] preload (keeping the others)
+and .shardguard/ (reports and logs) to .gitignore.
 With --preset NAME, also writes the entry test file <test root>/shardguard.NAME.test.ts
 that \`bun test --preset NAME\` needs, and a package.json script (gstack-paid:
 "test:gate": "bun test --preset gstack-paid"); an existing script is never replaced.

@@ -12,7 +12,9 @@
  *    match. Run without the preset it is a real, cheap test;
  * 3. with a preset: a package.json script (the preset's `script`, e.g.
  *    `"test:gate": "bun test --preset gstack-paid"`); an existing script
- *    of that name is never overwritten.
+ *    of that name is never overwritten;
+ * 4. `.shardguard/` (reports, logs) added to .gitignore, which is created
+ *    when missing.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -247,6 +249,7 @@ export function planInit(root: string, presetName: string | null): { changes: In
           preview: addedLines(bunfigText, newBunfig),
         },
   );
+  changes.push(gitignoreChange(root));
   if (presetName === null) return { changes, ref };
 
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(presetName)) {
@@ -287,6 +290,30 @@ export function planInit(root: string, presetName: string | null): { changes: In
     }
   }
   return { changes, ref };
+}
+
+/** The .gitignore line init adds: the default output directory (reports and logs). */
+export const GITIGNORE_ENTRY = ".shardguard/";
+
+/**
+ * .gitignore text with {@link GITIGNORE_ENTRY} appended, or null when a line
+ * already ignores it (`.shardguard`, `.shardguard/`, `/.shardguard`,
+ * `/.shardguard/`, surrounding spaces allowed).
+ *
+ * @param text the current file, or null when there is none
+ */
+export function addGitignoreEntry(text: string | null): string | null {
+  if (text === null) return `${GITIGNORE_ENTRY}\n`;
+  if (text.split(/\r?\n/).some((l) => /^\/?\.shardguard\/?$/.test(l.trim()))) return null;
+  return `${text}${text === "" || text.endsWith("\n") ? "" : "\n"}${GITIGNORE_ENTRY}\n`;
+}
+
+function gitignoreChange(root: string): InitChange {
+  const file = path.join(root, ".gitignore");
+  const text = existsSync(file) ? readFileSync(file, "utf8") : null;
+  const next = addGitignoreEntry(text);
+  if (next === null) return { file: ".gitignore", action: "unchanged", detail: `already ignores ${GITIGNORE_ENTRY}` };
+  return { file: ".gitignore", action: text === null ? "create" : "update", detail: `ignores ${GITIGNORE_ENTRY} (shardguard's reports and logs)`, content: next, preview: GITIGNORE_ENTRY };
 }
 
 /** `[test] root` of a bunfig.toml text, or "test" (shardguard's convention) when unset. */
