@@ -1,15 +1,50 @@
 /**
- * shardguard's public API, for the preset preload and for programs that embed
- * the runner. Everything here returns exit codes; nothing exits the process.
+ * shardguard's public API (`import … from "shardguard"`), for the preset
+ * preload and for programs that embed the runner: run a plan, render and
+ * validate reports. Everything here returns exit codes; nothing exits the
+ * process.
+ *
+ * - Run: {@link main} (the whole CLI, argv in, exit code out), or
+ *   {@link resolveSettings} → {@link planRun} → {@link preflight} →
+ *   {@link executeRun} (or {@link Run} without console handling).
+ * - Result model: {@link RunReport} and its parts, validated by
+ *   {@link RunReportSchema} (zod; docs/report.schema.json is generated from it).
+ * - Renderers, pure functions of a RunReport: {@link renderJUnit} (JUnit
+ *   XML), {@link renderJson} (report.json), {@link renderCtrf} (CTRF), and
+ *   {@link githubAnnotations} / {@link githubStepSummary} (GitHub Actions).
+ * - Redaction: {@link makeRedactor} and {@link redactReport}, applied to a
+ *   report before rendering it for anyone else.
  */
 export { main, planLines, type CliHost } from "./cli/main.ts";
-export { executeRun } from "./cli/execute.ts";
+export { executeRun, type ExecuteResult } from "./cli/execute.ts";
 export { preflight, MIN_BUN_VERSION } from "./cli/preflight.ts";
 export { parseArgs, type ParsedArgs } from "./config/args.ts";
 export { readBunfigTable, resolveSettings } from "./config/load.ts";
 export { ConfigError, DEFAULTS, SETTINGS, type RunSettings } from "./config/schema.ts";
 export { SHARD_ENV } from "./exec/command.ts";
 export { DEFAULT_PATTERN, groupIntoShards, planRun, shardSlug, type Plan, type PlannedShard } from "./plan/plan.ts";
-export { EXIT, type RunReport, type ShardResult, type ShardStatus, type TestStatus } from "./results/model.ts";
+export {
+  EXIT,
+  REPORT_SCHEMA_VERSION,
+  RunReportSchema,
+  ShardResultSchema,
+  SHARD_STATUSES,
+  summarize,
+  SUCCESSFUL_SHARD_STATUSES,
+  TestResultSchema,
+  TEST_STATUSES,
+  type Failure,
+  type RunReport,
+  type ShardResult,
+  type ShardStatus,
+  type Summary,
+  type TestResult,
+  type TestStatus,
+} from "./results/model.ts";
 export { skippedByDiff } from "./results/verdict.ts";
+export { renderJUnit, type JUnitOptions } from "./report/junit.ts";
+export { renderJson } from "./report/json.ts";
+export { buildCtrf, renderCtrf, CTRF_STATUS, type CtrfReport } from "./report/ctrf.ts";
+export { githubAnnotations, githubStepSummary, type GithubOptions } from "./report/github.ts";
+export { makeRedactor, redactReport, type Redactor } from "./report/redact.ts";
 export { Run, TOOL_VERSION, type RunInputs, type RunResult } from "./run.ts";

@@ -1,0 +1,160 @@
+/**
+ * The package as a user gets it: `npm pack` this checkout, `bun add -d` the
+ * tarball into a fresh project (dependencies come from the npm registry, as
+ * in CI), then, in that project, `shardguard run`, `shardguard init --preset
+ * gstack-paid`, `bun test --preset gstack-paid`, and `import … from
+ * "shardguard"`. One install, reused by every test.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
+import { REPO } from "./helpers/cli.ts";
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let base: string;
+let project: string;
+let tarball: string;
+let packed: { files: { path: string }[] };
+let install: Ran;
+let env: Record<string, string>;
+
+function run(argv: string[], cwd: string, timeout = 120_000): Ran {
+  const r = spawnSync(argv[0]!, argv.slice(1), { cwd, env, encoding: "utf8", timeout });
+  return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+}
+
+const report = (): RunReport => RunReportSchema.parse(JSON.parse(readFileSync(path.join(project, ".shardguard", "report.json"), "utf8")));
+
+beforeAll(() => {
+  base = mkdtempSync(path.join(os.tmpdir(), "sg-pack-"));
+  // The npm package of Bun names its binary bun.exe: a `bun` on PATH for the
+  // bin's `#!/usr/bin/env bun` and for package scripts.
+  const bin = path.join(base, "bin");
+  mkdirSync(bin);
+  symlinkSync(process.execPath, path.join(bin, "bun"));
+  env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(SHARDGUARD_.*|GITHUB_(ACTIONS|STEP_SUMMARY|WORKSPACE)|EVALS.*|BUN_TEST_WORKER_ID)$/.test(k)) env[k] = v;
+  }
+  env.PATH = `${bin}${path.delimiter}${env.PATH ?? ""}`;
+  env.NO_COLOR = "1";
+
+  const pack = run(["npm", "pack", "--json", "--pack-destination", base], REPO);
+  if (pack.code !== 0) throw new Error(`npm pack failed: ${pack.stderr}`);
+  const [info] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
+  packed = info!;
+  tarball = path.join(base, info!.filename);
+
+  project = path.join(base, "project");
+  mkdirSync(path.join(project, "test"), { recursive: true });
+  writeFileSync(path.join(project, "package.json"), `${JSON.stringify({ name: "consumer", private: true, scripts: { test: "bun test" } }, null, 2)}\n`);
+  writeFileSync(path.join(project, "test", "math.test.ts"), `import { expect, test } from "bun:test";\ntest("adds", () => expect(1 + 1).toBe(2));\n`);
+  writeFileSync(path.join(project, "test", "skill-e2e-demo.test.ts"), `import { expect, test } from "bun:test";\ntest("agent answers", () => expect(1).toBe(1));\n`);
+  install = run([process.execPath, "add", "-d", tarball], project);
+}, 180_000);
+
+afterAll(() => {
+  if (base) rmSync(base, { recursive: true, force: true });
+});
+
+describe("npm pack", () => {
+  test("ships runner/, preset/, docs/, README and LICENSE only", () => {
+    const paths = packed.files.map((f) => f.path);
+    const tops = [...new Set(paths.map((p) => p.split("/")[0]))].sort();
+    expect(tops).toEqual(["LICENSE", "README.md", "docs", "package.json", "preset", "runner"]);
+    for (const needed of ["runner/index.ts", "runner/cli.ts", "runner/child/shard-preload.ts", "preset/preload.ts", "preset/entry.ts", "docs/reports.md"]) {
+      expect(paths).toContain(needed);
+    }
+    expect(paths.some((p) => /(^|\/)(test|bench|examples)\//.test(p))).toBe(false);
+  });
+
+  test("package.json: publishable, with exports, bin and engines", () => {
+    const pkg = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8"));
+    expect(pkg.private).toBeUndefined();
+    expect(pkg.license).toBe("MIT");
+    expect(readFileSync(path.join(REPO, "LICENSE"), "utf8")).toStartWith("MIT License");
+    expect(pkg.exports["."]).toBe("./runner/index.ts");
+    expect(pkg.exports["./preset/preload.ts"]).toBe("./preset/preload.ts");
+    expect(pkg.bin.shardguard).toBe("runner/cli.ts");
+    expect(pkg.engines.bun).toBe(">=1.4.4");
+  });
+});
+
+describe("installed from the tarball into a fresh project", () => {
+  test("bun add -d <tarball> installs the package and its bin", () => {
+    expect(install.code).toBe(0);
+    expect(JSON.parse(readFileSync(path.join(project, "package.json"), "utf8")).devDependencies.shardguard).toBe(tarball);
+    expect(existsSync(path.join(project, "node_modules", "shardguard", "runner", "index.ts"))).toBe(true);
+    expect(existsSync(path.join(project, "node_modules", "shardguard", "test"))).toBe(false);
+    expect(existsSync(path.join(project, "node_modules", ".bin", "shardguard"))).toBe(true);
+  });
+
+  test("shardguard run", () => {
+    const r = run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(report().summary.tests.passed).toBe(1);
+  });
+
+  test("shardguard init --preset gstack-paid, then bun test --preset gstack-paid", () => {
+    const init = run([path.join(project, "node_modules", ".bin", "shardguard"), "init", "--preset", "gstack-paid"], project);
+    expect(init.code).toBe(0);
+    // The installed form, resolved through the package's exports.
+    expect(readFileSync(path.join(project, "bunfig.toml"), "utf8")).toBe(`[test]\npreload = ["shardguard/preset/preload.ts"]\n`);
+    expect(readFileSync(path.join(project, ".gitignore"), "utf8")).toBe(".shardguard/\n");
+    expect(readFileSync(path.join(project, "test", "shardguard.gstack-paid.test.ts"), "utf8")).toContain(`from "shardguard/preset/entry.ts"`);
+
+    const paid = run(["bun", "test", "--preset", "gstack-paid"], project);
+    expect(paid.code).toBe(0);
+    const r = report();
+    expect(r.preset?.name).toBe("gstack-paid");
+    expect(r.shards.map((s) => s.files)).toEqual([["test/skill-e2e-demo.test.ts"]]);
+    expect(r.summary.tests.passed).toBe(1);
+
+    // Plain `bun test` still runs every file itself, the entry file's check included.
+    const plain = run(["bun", "test"], project);
+    expect(plain.code).toBe(0);
+    expect(plain.stderr).toContain("shardguard preset gstack-paid resolves");
+  });
+
+  test('import { … } from "shardguard": run, render and validate', () => {
+    writeFileSync(
+      path.join(project, "api.ts"),
+      [
+        `import { main, executeRun, Run, RunReportSchema, renderJUnit, renderJson, renderCtrf, githubAnnotations, EXIT } from "shardguard";`,
+        `import { readFileSync } from "node:fs";`,
+        `const report = RunReportSchema.parse(JSON.parse(readFileSync(".shardguard/report.json", "utf8")));`,
+        `const lines: string[] = [];`,
+        `const code = await main(["list", "test/math.test.ts"], { env: process.env, cwd: process.cwd(), stdout: (t) => lines.push(t), stderr: (t) => lines.push(t), onSignal: () => {} });`,
+        `console.log(JSON.stringify({`,
+        `  main: typeof main, executeRun: typeof executeRun, Run: typeof Run, code, ok: EXIT.ok, listed: lines.join("\\n").includes("test/math.test.ts"),`,
+        `  junit: renderJUnit(report).startsWith("<?xml"), json: JSON.parse(renderJson(report)).runId === report.runId,`,
+        `  ctrf: JSON.parse(renderCtrf(report)).reportFormat, annotations: githubAnnotations(report, { repoRoot: process.cwd() }).length,`,
+        `}));`,
+        ``,
+      ].join("\n"),
+    );
+    const r = run(["bun", "api.ts"], project);
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual({
+      main: "function",
+      executeRun: "function",
+      Run: "function",
+      code: 0,
+      ok: 0,
+      listed: true,
+      junit: true,
+      json: true,
+      ctrf: "CTRF",
+      annotations: 0,
+    });
+  });
+});
