@@ -281,3 +281,25 @@ describe("the annotations setting from bunfig.toml and the environment", () => {
     expect(() => resolve('[shardguard]\nannotations = "yes"\n')).toThrow(`bunfig.toml [shardguard] annotations "yes": expected on or off`);
   });
 });
+
+describe("examples/github/paid-tests.yml", () => {
+  const workflow = Bun.YAML.parse(readFileSync(path.join(import.meta.dir, "..", "examples", "github", "paid-tests.yml"), "utf8")) as {
+    jobs: Record<string, { steps: { uses?: string; run?: string; if?: string; with?: Record<string, unknown> }[] }>;
+  };
+  const steps = Object.values(workflow.jobs)[0]!.steps;
+
+  test("runs the paid tier through shardguard", () => {
+    expect(steps.some((s) => s.run === "bun test --preset gstack-paid")).toBe(true);
+  });
+
+  test("uploads the reports and logs, and publishes JUnit, whatever the outcome", () => {
+    const upload = steps.find((s) => s.uses?.startsWith("actions/upload-artifact@"))!;
+    expect(upload.if).toBe("always()");
+    const paths = String(upload.with!.path);
+    for (const p of [".shardguard/junit.xml", ".shardguard/ctrf.json", ".shardguard/runs/*/logs/"]) expect(paths).toContain(p);
+    const publish = steps.find((s) => s.uses?.startsWith("dorny/test-reporter@"))!;
+    expect(publish.if).toBe("always()");
+    expect(publish.with!.path).toBe(".shardguard/junit.xml");
+    expect(publish.with!.reporter).toBe("java-junit");
+  });
+});
