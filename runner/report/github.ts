@@ -225,12 +225,12 @@ export function githubStepSummary(report: RunReport, options: GithubOptions): st
 
 /**
  * The annotation and summary of a run shardguard refused (exit 2, no shard
- * ran): one `::error` with the reason, and a short summary saying the
- * reports of any earlier run were removed. `reason` must already be redacted.
+ * ran): one `::error` with the reason, and a short summary saying that no
+ * report stands for it. `reason` must already be redacted.
  */
 export function githubRefusal(reason: string): { annotation: string; summary: string } {
   return {
     annotation: workflowCommand("error", { title: "shardguard refused the run (exit 2)" }, oneScreen(reason)),
-    summary: `## shardguard: refused the run (exit 2)\n\nNo shard ran: ${markdownCell(reason, 2000)}\n\nReports of earlier runs at the same paths were removed.\n`,
+    summary: `## shardguard: refused the run (exit 2)\n\nNo shard ran: ${markdownCell(reason, 2000)}\n\nNo report was written, and no earlier run's report was left at the report paths.\n`,
   };
 }
