@@ -6,7 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import path from "node:path";
+import { repositoryRoot } from "../runner/cli/github.ts";
 import { githubAnnotations, githubStepSummary, escapeData, escapeProperty, markdownCell, MAX_ANNOTATIONS, oneScreen, SCREEN_CHARS } from "../runner/report/github.ts";
 import { makeRedactor } from "../runner/report/redact.ts";
 import type { RunReport } from "../runner/results/model.ts";
@@ -78,15 +80,12 @@ describe("a run under GitHub Actions: failed, timed-out, never-started, flaky, o
       `test("fine", () => {});`,
       ``,
     ].join("\n");
-    workspace = makeSuite({ "placeholder.txt": "" }, "sg-gh-ws-");
+    // The suite lives at WORKSPACE/repo, so file= is "repo/test/…".
+    workspace = makeSuite({
+      ...Object.fromEntries(Object.entries(fixtureFiles("spin", "flaky")).map(([k, v]) => [`repo/test/${k}`, v])),
+      [`repo/${ODD_DIR}/fail.test.ts`]: failing,
+    }, "sg-gh-ws-");
     dir = path.join(workspace, "repo");
-    mkdirSync(dir);
-    const suite = makeSuite({
-      ...Object.fromEntries(Object.entries(fixtureFiles("spin", "flaky")).map(([k, v]) => [`test/${k}`, v])),
-      [`${ODD_DIR}/fail.test.ts`]: failing,
-    });
-    // The suite lives at workspace/repo, so file= is "repo/test/…".
-    await Bun.$`cp -r ${suite}/. ${dir}`.quiet();
     summaryFile = path.join(workspace, "step-summary.md");
     run = await runCli(["run", "--root", dir, "--jobs", "3", "--timeout", "3", "--grace", "1", "--", "--retry", "1"], {
       env: { GITHUB_ACTIONS: "true", GITHUB_WORKSPACE: workspace, GITHUB_STEP_SUMMARY: summaryFile, MY_API_KEY: SECRET },
@@ -301,5 +300,20 @@ describe("examples/github/paid-tests.yml", () => {
     expect(publish.if).toBe("always()");
     expect(publish.with!.path).toBe(".shardguard/junit.xml");
     expect(publish.with!.reporter).toBe("java-junit");
+  });
+});
+
+describe("the repository root of file= properties", () => {
+  test("GITHUB_WORKSPACE, else the git top level, else the run root", () => {
+    const top = makeSuite({ "pkg/test/a.test.ts": "" }, "sg-gh-git-");
+    const root = path.join(top, "pkg");
+    expect(repositoryRoot(root, { GITHUB_WORKSPACE: "/somewhere/else" })).toBe("/somewhere/else");
+    // Not a repository (temp dirs are outside any): the run root.
+    expect(repositoryRoot(root, {})).toBe(root);
+    const init = spawnSync("git", ["init", "-q", top]);
+    expect(init.status).toBe(0);
+    expect(repositoryRoot(root, {})).toBe(top);
+    mkdirSync(path.join(root, "deeper"));
+    expect(repositoryRoot(path.join(root, "deeper"), {})).toBe(top);
   });
 });
