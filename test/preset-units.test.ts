@@ -156,6 +156,9 @@ describe("tiers", () => {
     expect(chooseTier(GSTACK_TIER, "periodic", { EVALS_TIER: "gate" })).toEqual({ name: "periodic", from: "--tier" });
     expect(chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "periodic" })).toEqual({ name: "periodic", from: "EVALS_TIER" });
     expect(chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "" })).toEqual({ name: "gate", from: "default" });
+    // A line that had a tierless meaning keeps it: no tier, not the default.
+    expect(chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "" }, false)).toBeNull();
+    expect(chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "periodic" }, false)).toEqual({ name: "periodic", from: "EVALS_TIER" });
     expect(configError(() => chooseTier(GSTACK_TIER, undefined, { EVALS_TIER: "e2e" }))).toContain('invalid EVALS_TIER "e2e": expected one of gate, periodic');
   });
 });
@@ -195,9 +198,11 @@ describe("reading the bun test command line", () => {
       positionals: ["x.test.ts"],
       preset: "gstack-paid",
       tier: "periodic",
+      tierSplit: false,
       parallel: false,
       testWorker: false,
     });
+    expect(parseBunTestCommand(["bun", "test", "--preset", "gstack-paid", "--tier", "gate"])).toMatchObject({ tier: "gate", tierSplit: true, positionals: [] });
     expect(parseBunTestCommand(["bun", "test", "--preset"])?.preset).toBe("");
     expect(parseBunTestCommand(["bun", "test", "--parallel=2"])?.parallel).toBe(true);
     expect(parseBunTestCommand(["bun", "test", "--test-worker", "--isolate"])?.testWorker).toBe(true);
@@ -229,6 +234,8 @@ describe("interception decisions", () => {
       via: "--preset",
       files: [],
       tier: null,
+      tierDefault: true,
+      tierSplit: false,
       flags: [{ name: "--retry", value: "2", tokens: ["--retry", "2"] }],
     });
     expect(await decide(["bun", "test", "--parallel", "--preset=gstack-paid"])).toMatchObject({ action: "refuse", message: expect.stringContaining("cannot run preset gstack-paid") });
@@ -240,8 +247,21 @@ describe("interception decisions", () => {
       action: "take-over",
       preset: "gstack-paid",
       files: ["test/skill-e2e-a.test.ts", "test/skill-e2e-b.test.ts"],
+      tierDefault: false,
     });
     expect(await decide(["bun", "test", path.join(repo, "test/skill-e2e-a.test.ts")])).toMatchObject({ action: "take-over" });
+  });
+
+  test("a bun test started as a shard by another sharded runner (its selection or preflight-ok variable set) is left alone", async () => {
+    const line = ["bun", "test", path.join(repo, "test/skill-e2e-a.test.ts"), "--retry", "1", "--concurrent", "--max-concurrency=4", "--timeout=60000"];
+    expect(await decide(line, { EVALS_SELECTION_JSON: '{"version":1,"selected":null,"reason":"x"}' })).toEqual({
+      action: "none",
+      why: "started as a shard by another sharded runner (EVALS_SELECTION_JSON is set)",
+    });
+    expect(await decide(line, { EVALS_PREFLIGHT_OK: "1" })).toMatchObject({ action: "none", why: expect.stringContaining("EVALS_PREFLIGHT_OK is set") });
+    // Empty counts as unset; an explicit --preset is a request to run the preset.
+    expect(await decide(line, { EVALS_PREFLIGHT_OK: "" })).toMatchObject({ action: "take-over" });
+    expect(await decide(["bun", "test", "--preset", "gstack-paid"], { EVALS_PREFLIGHT_OK: "1" })).toMatchObject({ action: "take-over" });
   });
 
   test("anything else leaves bun test alone", async () => {

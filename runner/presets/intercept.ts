@@ -8,7 +8,11 @@
  * - `--preset NAME` / `--preset=NAME` → run preset NAME;
  * - otherwise, positional arguments that are all existing files of one
  *   preset (the legacy command line after the shell expanded its globs) →
- *   run exactly those files under that preset;
+ *   run exactly those files under that preset, with no tier unless the
+ *   line names one; except when the environment carries the preset's
+ *   selection or preflight-ok variable: then another sharded runner
+ *   (gstack's scripts/test-paid-shards.ts) started this `bun test` as one
+ *   of its shards, and taking it over would nest a second runner inside it;
  * - either of those together with `--parallel` → refuse (exit 2), in the
  *   top-level process and in Bun's `--parallel` workers (which never take
  *   over themselves);
@@ -62,6 +66,8 @@ export interface BunTestCommand {
   /** `--preset` value; "" when the flag has no value; null when absent. */
   preset: string | null;
   tier: string | null;
+  /** True when the tier was written as two tokens (`--tier gate`): Bun then read the value as a path filter. */
+  tierSplit: boolean;
   parallel: boolean;
   /** Bun's internal flag of a `--parallel` worker process. */
   testWorker: boolean;
@@ -94,6 +100,7 @@ export function parseBunTestCommand(argv: readonly string[]): BunTestCommand | n
     positionals: split.positionals,
     preset: preset ? (preset.value ?? "") : null,
     tier: tier ? (tier.value ?? "") : null,
+    tierSplit: tier !== undefined && tier.tokens.length === 2,
     parallel: split.flags.some((f) => f.name === "--parallel"),
     testWorker: split.flags.some((f) => f.name === "--test-worker"),
   };
@@ -111,6 +118,10 @@ export type Interception =
       /** Files named on the command line (root-relative); empty = all of the preset's. */
       files: string[];
       tier: string | null;
+      /** Whether the preset's default tier applies when `tier` is null (false for `bun test FILE...`). */
+      tierDefault: boolean;
+      /** True when the line wrote `--tier NAME` as two tokens (see BunTestCommand.tierSplit). */
+      tierSplit: boolean;
       flags: CommandFlag[];
     };
 
@@ -177,7 +188,11 @@ function quickCandidates(cwd: string, files: readonly string[]): string[] {
  * The preset whose files include every file argument (user presets first,
  * then built-ins; presets with `intercept-files = false` never match).
  */
-async function legacyMatch(cwd: string, positionals: readonly string[]): Promise<{ preset: string; files: string[] } | null> {
+async function legacyMatch(
+  cwd: string,
+  positionals: readonly string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ preset: string; files: string[]; startedBy: string | null } | null> {
   if (positionals.length === 0) return null;
   const files = fileArguments(cwd, positionals);
   if (!files) return null;
@@ -189,9 +204,17 @@ async function legacyMatch(cwd: string, positionals: readonly string[]): Promise
     const preset = catalog.presets.get(name);
     if (!preset || !preset.interceptFiles) continue;
     const own = new Set(presetFiles(preset, cwd));
-    if (files.every((f) => own.has(f))) return { preset: preset.name, files };
+    if (!files.every((f) => own.has(f))) continue;
+    // A variable only a sharded runner sets for its shards: this process is
+    // one of them (the preset's own shards are caught by SHARDGUARD_SHARD).
+    const marker = [preset.selection?.selectionEnv, preset.preflight?.okEnv].find((v) => v && nonEmpty(env[v]));
+    return { preset: preset.name, files, startedBy: marker ?? null };
   }
   return null;
+}
+
+function nonEmpty(value: string | undefined): boolean {
+  return value !== undefined && value !== "";
 }
 
 /** The `--parallel` refusal, naming the preset's jobs variable when it has one. */
@@ -235,10 +258,22 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
   if (own.preset !== null) {
     if (own.preset === "") return { action: "refuse", message: "bun test --preset needs a preset name, e.g. --preset gstack-paid" };
     if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, own.preset) };
-    return { action: "take-over", preset: own.preset, via: "--preset", files: own.positionals, tier: own.tier, flags: own.flags };
+    return {
+      action: "take-over",
+      preset: own.preset,
+      via: "--preset",
+      files: own.positionals,
+      tier: own.tier,
+      tierDefault: true,
+      tierSplit: own.tierSplit,
+      flags: own.flags,
+    };
   }
-  const legacy = await legacyMatch(cwd, own.positionals);
+  const legacy = await legacyMatch(cwd, own.positionals, env);
   if (!legacy) return { action: "none", why: "no preset and no preset files on the command line" };
+  if (legacy.startedBy !== null) {
+    return { action: "none", why: `started as a shard by another sharded runner (${legacy.startedBy} is set)` };
+  }
   if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, legacy.preset) };
   return {
     action: "take-over",
@@ -246,6 +281,8 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
     via: `${legacy.files.length} of its files on the bun test command line`,
     files: legacy.files,
     tier: own.tier,
+    tierDefault: false,
+    tierSplit: own.tierSplit,
     flags: own.flags,
   };
 }
@@ -287,10 +324,19 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
       env: host.env,
       args: parseArgs([], "run"),
       ...(decision.tier !== null ? { tier: decision.tier } : {}),
+      tierDefault: decision.tierDefault,
       files: decision.files,
       commandFlags: decision.flags,
       flagsWhere: "bun test",
     });
+    if (decision.tierSplit) {
+      // Bun does not know --tier: it took the value for a test path filter
+      // and printed the header of the first file matching it before this
+      // preload ran. No test of that file runs.
+      host.stdout(
+        `shardguard: note: Bun read "${decision.tier}" after --tier as a test path filter, so the file name Bun printed above may be unrelated (no test of it ran); write --tier=${decision.tier}`,
+      );
+    }
     return await executePresetRun(prepared, host);
   } catch (error) {
     // ConfigError, matched by name so the plain `bun test` path never loads its module (and zod).

@@ -29,13 +29,25 @@ export interface ChosenTier {
  * Picks the tier: `--tier` beats the tier environment variable, which beats
  * the preset's default. An empty environment value counts as unset.
  *
+ * @param useDefault false for a command line that had a meaning before the
+ *   preset existed (`bun test FILE...`): naming no tier there means no tier
+ *   (children do not get the variable, no file is left out), as under plain
+ *   `bun test`; a default would turn it into a narrower run that can pass
+ *   where plain `bun test` fails
+ * @returns null when no tier is named and no default applies
  * @throws ConfigError when the value is not one of the preset's tiers: a typo
  *   would otherwise match no runtime tier filter, self-skip every test and pass
  */
-export function chooseTier(spec: TierSpec, flag: string | undefined, env: Record<string, string | undefined>): ChosenTier {
+export function chooseTier(
+  spec: TierSpec,
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  useDefault = true,
+): ChosenTier | null {
   const fromEnv = env[spec.env];
   const [raw, from] =
     flag !== undefined ? [flag, "--tier"] : fromEnv !== undefined && fromEnv !== "" ? [fromEnv, spec.env] : [spec.default, "default"];
+  if (from === "default" && !useDefault) return null;
   if (!spec.values.includes(raw)) {
     throw new ConfigError(
       `invalid ${from} ${JSON.stringify(raw)}: expected one of ${spec.values.join(", ")} (an unknown tier would skip every test and still pass)`,

@@ -38,6 +38,12 @@ export interface PresetRequest {
   args: ParsedArgs;
   /** `--tier` value, when given. */
   tier?: string;
+  /**
+   * Whether the preset's default tier applies when no tier is named (default
+   * true). False for a taken-over `bun test FILE...` line: it had a tierless
+   * meaning before the preset existed and keeps it (see chooseTier).
+   */
+  tierDefault?: boolean;
   /** Files (root-relative or absolute) limiting the run; each must be a file of the preset. */
   files?: string[];
   /** Globs (root-relative) limiting the run (`shardguard run --preset X PATTERN...`). */
@@ -129,7 +135,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   const preset = getPreset(loadPresets(root), req.name, req.via === "--preset" ? "--preset" : "preset");
 
   let tier: ChosenTier | null = null;
-  if (preset.tier) tier = chooseTier(preset.tier, req.tier, env);
+  if (preset.tier) tier = chooseTier(preset.tier, req.tier, env, req.tierDefault ?? true);
   else if (req.tier !== undefined) throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
 
   // Command-line flags: refuse what cannot be passed on; pull out the two that become settings.
@@ -283,7 +289,7 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
   const s = p.settings;
   const total = p.plan.shards.length;
   const lines = [
-    `shardguard: preset ${p.preset.name} (${p.preset.source}, via ${p.via})${p.tier ? `, tier ${p.tier.name} (from ${p.tier.from})` : ""}`,
+    `shardguard: preset ${p.preset.name} (${p.preset.source}, via ${p.via})${p.tier ? `, tier ${p.tier.name} (from ${p.tier.from})` : p.preset.tier ? `, no tier (none named: ${p.preset.tier.env} not set for shards, no file left out by tier)` : ""}`,
     `shardguard: ${p.plan.included.size} of ${p.matchedFiles} files${p.tier ? ` in tier ${p.tier.name}` : ""}, ${total} shard${total === 1 ? "" : "s"}; ` +
       `jobs ${p.jobs.value} (${p.jobs.from}), max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from}), ` +
       `timeout ${s.timeoutMs / 1000}s (${p.timeoutMs.from}), grace ${s.graceMs / 1000}s`,
