@@ -10,30 +10,19 @@
  *   file in it is provably unselected; anything unclear keeps it, so a bug
  *   here can only run extra work, never drop work.
  *
- * Behaviour follows the reference paid-tier runner (see docs/presets.md);
- * one simplification: when the touchfiles source itself changed, everything
- * runs (the reference diffs the old and new maps instead).
+ * Behaviour follows the reference paid-tier runner (see docs/presets.md),
+ * including the map diff when the touchfiles data itself changed
+ * (touchfiles.ts).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { z } from "zod";
 import { ConfigError } from "../config/schema.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import type { SelectionSpec } from "./schema.ts";
+import { diffTouchfiles, loadTouchfilesAt, type Touchfiles } from "./touchfiles.ts";
 
-/** The dependency data of a project's tests. */
-export interface Touchfiles {
-  /** Test name → globs (root-relative) of the files it depends on. */
-  map: Record<string, string[]>;
-  /** Globs whose change selects every test. */
-  global: string[];
-  /** Every known test name: keys of the map and of the extra name maps. */
-  names: string[];
-  /** Root-relative path of the file the data came from. */
-  file: string;
-}
+export { loadTouchfiles, type Touchfiles } from "./touchfiles.ts";
 
 /** The result of diff selection. */
 export interface DiffSelection {
@@ -43,45 +32,13 @@ export interface DiffSelection {
   reason: string;
   /** Number of names in the touchfiles map. */
   total: number;
-}
-
-const StringListMap = z.record(z.string(), z.array(z.string()));
-
-/**
- * Loads the touchfiles data: imports a module (`.ts`, `.js`, …) or reads a
- * JSON file, and takes the configured exports / properties.
- *
- * @returns null when there is no such file (the caller then runs everything)
- * @throws ConfigError when the file cannot be loaded, or the map or global
- *   export is missing or not of the expected shape (extra name exports are optional)
- */
-export async function loadTouchfiles(root: string, spec: SelectionSpec): Promise<Touchfiles | null> {
-  const abs = path.resolve(root, spec.touchfiles);
-  const where = `selection touchfiles ${JSON.stringify(spec.touchfiles)}`;
-  // No module at all: selection is simply not set up in this repository.
-  // Running everything is the fail-open direction (extra work, never less).
-  if (!existsSync(abs)) return null;
-  let mod: Record<string, unknown>;
-  try {
-    mod = abs.endsWith(".json")
-      ? (JSON.parse(readFileSync(abs, "utf8")) as Record<string, unknown>)
-      : ((await import(pathToFileURL(abs).href)) as Record<string, unknown>);
-  } catch (error) {
-    throw new ConfigError(`invalid ${where}: could not load it (${String((error as Error).message).split("\n")[0]})`);
-  }
-  const take = <T>(key: string, schema: z.ZodType<T>, expected: string): T => {
-    const parsed = schema.safeParse(mod[key]);
-    if (!parsed.success) throw new ConfigError(`invalid ${where} export ${key}: expected ${expected}`);
-    return parsed.data;
-  };
-  const map = take(spec.touchfilesExport, StringListMap, "an object of test name → array of globs");
-  const global = take(spec.globalExport, z.array(z.string()), "an array of globs");
-  const names = new Set(Object.keys(map));
-  for (const key of spec.namesExports) {
-    if (mod[key] === undefined) continue;
-    for (const n of Object.keys(take(key, z.record(z.string(), z.unknown()), "an object keyed by test name"))) names.add(n);
-  }
-  return { map, global, names: [...names], file: path.relative(root, abs).split(path.sep).join("/") };
+  /**
+   * Every changed file (root-relative), those that selected something
+   * first (a global touchfile, a test's glob, a touchfiles source whose
+   * map diff changed an entry), then the rest, each group sorted; absent
+   * when no diff was taken.
+   */
+  changed?: string[];
 }
 
 /** Runs git in `root`; any failure is a ConfigError (fail closed). */
@@ -134,19 +91,24 @@ export function matchesGlob(file: string, pattern: string): boolean {
  * Computes the selection. Order of the rules (reference paid-tier runner):
  * the "run all" variable set → everything; base = base variable, else the
  * first existing candidate ref, else the default base; no changed file →
- * everything; a changed global touchfile, or the touchfiles source itself →
- * everything; otherwise the names whose globs match a changed file.
+ * everything; a changed global touchfile → everything; otherwise the names
+ * whose globs match a changed file, plus, when a file the touchfiles data is
+ * built from changed (`touchfiles.sources`), the names whose entries differ
+ * between the data at the base and now (map diff). When the data at the
+ * base cannot be loaded, or its global globs changed, everything runs.
  *
  * @param ignore root-relative directory prefixes whose files never count as changes (shardguard's output directory)
+ * @param loadAt loads the data at a ref (injectable for tests; default {@link loadTouchfilesAt})
  * @throws ConfigError on any git failure
  */
-export function computeSelection(inputs: {
+export async function computeSelection(inputs: {
   root: string;
   env: Record<string, string | undefined>;
   spec: SelectionSpec;
   touchfiles: Touchfiles;
   ignore?: readonly string[];
-}): DiffSelection {
+  loadAt?: typeof loadTouchfilesAt;
+}): Promise<DiffSelection> {
   const { root, env, spec, touchfiles } = inputs;
   const total = Object.keys(touchfiles.map).length;
   if (env[spec.allEnv]) return { selected: null, reason: `run all (${spec.allEnv} is set)`, total };
@@ -154,21 +116,51 @@ export function computeSelection(inputs: {
   const ignore = inputs.ignore ?? [];
   const changed = changedFiles(root, base).filter((f) => !ignore.some((dir) => f === dir || f.startsWith(`${dir}/`)));
   if (changed.length === 0) return { selected: null, reason: `run all (no changes vs ${base})`, total };
-  for (const file of changed) {
-    if (touchfiles.global.some((g) => matchesGlob(file, g))) {
-      return { selected: null, reason: `run all (global touchfile changed: ${file})`, total };
-    }
-  }
-  if (changed.includes(touchfiles.file)) {
-    return { selected: null, reason: `run all (the touchfiles source ${touchfiles.file} changed)`, total };
+  const globals = changed.filter((file) => touchfiles.global.some((g) => matchesGlob(file, g)));
+  if (globals.length > 0) {
+    return { selected: null, reason: `run all (global touchfile changed: ${globals[0]})`, total, changed: selectingFirst(changed, globals) };
   }
   const selected = new Set<string>();
+  const selecting = new Set<string>();
   for (const [name, globs] of Object.entries(touchfiles.map)) {
-    if (changed.some((f) => globs.some((g) => matchesGlob(f, g)))) selected.add(name);
+    for (const f of changed) {
+      if (globs.some((g) => matchesGlob(f, g))) {
+        selected.add(name);
+        selecting.add(f);
+      }
+    }
   }
+  let mapNote = "";
+  const sources = changed.filter((f) => touchfiles.sources.includes(f));
+  if (sources.length > 0) {
+    const what = `the touchfiles source${sources.length === 1 ? "" : "s"} ${sources.join(", ")} changed`;
+    const before = await (inputs.loadAt ?? loadTouchfilesAt)(root, spec, base, touchfiles);
+    if (typeof before === "string") {
+      return { selected: null, reason: `run all (${what}; no map diff: ${before})`, total, changed: selectingFirst(changed, sources) };
+    }
+    const d = diffTouchfiles(before, touchfiles);
+    if (d.globalChanged) {
+      return { selected: null, reason: `run all (${what}: its global touchfiles differ from ${base})`, total, changed: selectingFirst(changed, sources) };
+    }
+    for (const name of d.changed) selected.add(name);
+    if (d.changed.length > 0) for (const f of sources) selecting.add(f);
+    const n = d.changed.length;
+    mapNote = `; map diff of ${sources.join(", ")}: ${n} entr${n === 1 ? "y" : "ies"} changed${n > 0 ? ` (${cut(d.changed)})` : ""}`;
+  }
+  const ordered = selectingFirst(changed, [...selecting]);
   const n = changed.length;
-  const shown = changed.slice(0, 3).join(", ") + (n > 3 ? ", …" : "");
-  return { selected, reason: `diff vs ${base}: ${n} changed file${n === 1 ? "" : "s"} (${shown})`, total };
+  return { selected, reason: `diff vs ${base}: ${n} changed file${n === 1 ? "" : "s"} (${cut(ordered)})${mapNote}`, total, changed: ordered };
+}
+
+/** The first three items, then "…" when there are more. */
+function cut(items: readonly string[]): string {
+  return items.slice(0, 3).join(", ") + (items.length > 3 ? ", …" : "");
+}
+
+/** `changed` with the files in `first` moved to the front (each group sorted): a cut list names what mattered. */
+function selectingFirst(changed: readonly string[], first: readonly string[]): string[] {
+  const lead = new Set(first);
+  return [...changed.filter((f) => lead.has(f)).sort(), ...changed.filter((f) => !lead.has(f))];
 }
 
 /**

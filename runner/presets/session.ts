@@ -244,7 +244,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
         : `run all (no touchfiles module ${spec.touchfiles}: diff-based selection is off)`;
       selection = { selected: null, reason, total: 0 };
     } else {
-      selection = computeSelection({ root, env, spec, touchfiles, ignore: outRel ? [outRel] : [] });
+      selection = await computeSelection({ root, env, spec, touchfiles, ignore: outRel ? [outRel] : [] });
       const parts = partitionShards(shards, selection, { root, spec, touchfiles });
       skipped = parts.skipped.map(({ shard, reason }) => skippedByDiff(shard, reason));
       decisions = parts.decisions;
@@ -313,6 +313,8 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
 /** The plan as `shardguard list --preset` prints it: header, shards with would-skip reasons, exclusions. */
 export function presetPlanLines(p: PreparedPresetRun): string[] {
   const lines = presetHeaderLines(p);
+  const changed = p.selection?.changed;
+  if (changed && changed.length > 0) lines.push(`shardguard: changed files (${changed.length}, those that selected something first): ${changed.join(", ")}`);
   const skip = new Map(p.skipped.map((r) => [r.index, r.reason]));
   const total = p.plan.shards.length;
   for (const shard of p.plan.shards) {
