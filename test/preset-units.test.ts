@@ -87,7 +87,12 @@ describe("preset schema and extension", () => {
     expect(p.globs).toContain("test/skill-e2e-*.test.ts");
     expect(p.tier).toMatchObject({ env: "EVALS_TIER", values: ["gate", "periodic"], default: "gate" });
     expect(p.selection).toMatchObject({ touchfiles: "test/helpers/touchfiles.ts", namesExports: ["E2E_TIERS"], selectionEnv: "EVALS_SELECTION_JSON" });
-    expect(p.preflight).toEqual({ command: null, timeoutMs: 120_000, okEnv: "EVALS_PREFLIGHT_OK" });
+    expect(p.preflight).toEqual({
+      command: null,
+      module: { path: "test/helpers/anthropic-preflight.ts", export: "preflightAnthropicApi" },
+      timeoutMs: 120_000,
+      okEnv: "EVALS_PREFLIGHT_OK",
+    });
   });
 
   test("a table named like a built-in extends it; nested tables merge, arrays replace", () => {

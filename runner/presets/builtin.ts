@@ -19,7 +19,10 @@
  *   `GSTACK_EVAL_DIR=<base>/shards/<slug>`;
  * - diff-based selection reads `test/helpers/touchfiles.ts`
  *   (`E2E_TOUCHFILES`, `GLOBAL_TOUCHFILES`, names also from `E2E_TIERS`);
- *   only `test/skill-e2e-*.test.ts` files may be skipped by diff.
+ *   only `test/skill-e2e-*.test.ts` files may be skipped by diff;
+ * - one preflight per run: `preflightAnthropicApi(env)` of its
+ *   test/helpers/anthropic-preflight.ts, when that module exists, in the
+ *   parent; children then get `EVALS_PREFLIGHT_OK=1` and skip their own.
  */
 
 /** Built-in presets by name, in their raw (bunfig.toml) form. */
@@ -62,7 +65,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
       "base-env": "EVALS_BASE",
       "selection-env": "EVALS_SELECTION_JSON",
     },
-    preflight: { "ok-env": "EVALS_PREFLIGHT_OK" },
+    preflight: { module: "test/helpers/anthropic-preflight.ts", export: "preflightAnthropicApi", "ok-env": "EVALS_PREFLIGHT_OK" },
     script: "test:gate",
   },
 };

@@ -95,8 +95,17 @@ const SelectionSchema = z.strictObject({
 });
 
 const PreflightSchema = z.strictObject({
-  /** Command (argv, no shell) run once in the root before any shard; nothing runs when unset. */
+  /** Command (argv, no shell) run once in the root before any shard; wins over `module`. */
   command: z.array(z.string().min(1)).min(1).optional(),
+  /**
+   * Module (root-relative) whose export `export` is called once, in its own
+   * Bun process in the root, with the children's environment; a throw or a
+   * rejected promise fails the preflight. Used when `command` is unset; a
+   * module that does not exist means no preflight (the project has none).
+   */
+  module: z.string().min(1).optional(),
+  /** The function export of `module` to call. */
+  export: name.default("default"),
   /** Wall-clock limit of the command, seconds. */
   timeout: seconds.default(120),
   /** Environment variable set to "1" in every child after the command passed. */
@@ -197,7 +206,13 @@ export interface Preset {
   tier: TierSpec | null;
   shardDir: { env: string; base: string } | null;
   selection: SelectionSpec | null;
-  preflight: { command: string[] | null; timeoutMs: number; okEnv: string | null } | null;
+  preflight: {
+    command: string[] | null;
+    /** Module (root-relative) and function export to call when `command` is null. */
+    module: { path: string; export: string } | null;
+    timeoutMs: number;
+    okEnv: string | null;
+  } | null;
   script: string;
   /** Where the preset came from: "built-in", or its bunfig.toml table (and what it extends). */
   source: string;
@@ -239,7 +254,12 @@ function convert(name: string, raw: Raw, source: string): Preset {
         }
       : null,
     preflight: raw.preflight
-      ? { command: raw.preflight.command ?? null, timeoutMs: Math.round(raw.preflight.timeout * 1000), okEnv: raw.preflight["ok-env"] ?? null }
+      ? {
+          command: raw.preflight.command ?? null,
+          module: raw.preflight.module ? { path: raw.preflight.module, export: raw.preflight.export } : null,
+          timeoutMs: Math.round(raw.preflight.timeout * 1000),
+          okEnv: raw.preflight["ok-env"] ?? null,
+        }
       : null,
     script: raw.script ?? `test:${name}`,
     source,

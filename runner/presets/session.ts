@@ -8,20 +8,19 @@
  * exits 2 before any child, the preflight command included, has started.
  */
 import path from "node:path";
-import { mkdir, rm } from "node:fs/promises";
 import type { ParsedArgs } from "../config/args.ts";
 import { readBunfigTable, resolveSettings } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
 import { preflight } from "../cli/preflight.ts";
-import { startProcess } from "../exec/process.ts";
 import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT, type ShardResult } from "../results/model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
-import { logTail, type Out } from "../report/console.ts";
+import type { Out } from "../report/console.ts";
 import { executeRun, redactingOutput } from "../cli/execute.ts";
 import type { CliHost } from "../cli/main.ts";
 import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
 import { expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
+import { planPreflight, runPreflight, type PreflightPlan } from "./preflight.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
 import { MAX_MS, type Preset } from "./schema.ts";
 import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
@@ -82,6 +81,8 @@ export interface PreparedPresetRun {
   childEnv: Record<string, string | undefined>;
   /** The per-shard directory variable and its base, when the preset has one. */
   shardDir: { env: string; base: string } | null;
+  /** The preflight check run once before the shards, or why there is none. */
+  preflight: PreflightPlan;
 }
 
 const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
@@ -276,6 +277,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     timeoutMs,
     childEnv,
     shardDir,
+    preflight: planPreflight(preset, root, settings.bun),
   };
 }
 
@@ -304,6 +306,11 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
     lines.push(`shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${total} shards`);
   }
   lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
+  if ("none" in p.preflight) {
+    if (p.preset.preflight) lines.push(`shardguard: preflight: none (${p.preflight.none}): each shard does its own check, if any`);
+  } else {
+    lines.push(`shardguard: preflight: ${p.preflight.label}, once before the shards${p.preflight.okEnv ? `; shards get ${p.preflight.okEnv}=1` : ""}`);
+  }
   if (total === 0) {
     lines.push(`shardguard: nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file is excluded (shardguard list --preset ${p.preset.name} shows why)`);
   }
@@ -353,9 +360,9 @@ export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Pro
   for (const line of presetHeaderLines(p)) out.line(line);
   const env = { ...p.childEnv };
   const runnable = p.plan.shards.length - p.skipped.length;
-  const pre = p.preset.preflight;
-  if (runnable > 0 && pre?.command) {
-    await runPreflightCommand(p, pre.command, pre.timeoutMs, out);
+  const pre = p.preflight;
+  if (runnable > 0 && "argv" in pre) {
+    await runPreflight(pre, { root: p.settings.root, out: p.settings.out, graceMs: p.settings.graceMs }, p.childEnv, out);
     if (pre.okEnv) env[pre.okEnv] = "1";
   }
   const shardDir = p.shardDir;
@@ -372,31 +379,4 @@ export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Pro
     host,
   );
   return result.exitCode ?? EXIT.failed;
-}
-
-/** Runs the preflight command under supervision; throws ConfigError when it does not exit 0 in time. */
-async function runPreflightCommand(p: PreparedPresetRun, command: string[], timeoutMs: number, out: Out): Promise<void> {
-  // Not under OUT/logs: that is a link to the newest run's logs, and a real
-  // directory there would stop later runs from updating it.
-  await mkdir(p.settings.out, { recursive: true });
-  const logPath = path.join(p.settings.out, "preflight.log");
-  await rm(logPath, { force: true });
-  out.line(`shardguard: preflight: ${command.join(" ")} (timeout ${timeoutMs / 1000}s) log: ${logPath}`);
-  const proc = startProcess({ argv: command, cwd: p.settings.root, env: p.childEnv, logPath, timeoutMs, graceMs: p.settings.graceMs });
-  const outcome = await proc.done;
-  if (outcome.spawnError === null && outcome.exitCode === 0 && outcome.killedBy === null) {
-    out.line(`shardguard: preflight passed in ${(outcome.durationMs / 1000).toFixed(1)}s`);
-    return;
-  }
-  const tail = await logTail(logPath);
-  if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
-  const how =
-    outcome.spawnError !== null
-      ? `could not start (${outcome.spawnError})`
-      : outcome.killedBy === "timeout"
-        ? `timed out after ${timeoutMs / 1000}s`
-        : outcome.exitCode !== null
-          ? `exited ${outcome.exitCode}`
-          : `ended by ${outcome.signal}`;
-  throw new ConfigError(`preflight ${JSON.stringify(command.join(" "))} ${how}; no shard started (log: ${logPath})`);
 }

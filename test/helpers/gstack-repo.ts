@@ -9,7 +9,7 @@
  * `bun test` must not run them); the copy drops it.
  */
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -40,6 +40,8 @@ export interface GstackRepo {
   commitAll(message: string): void;
   /** Lines of ran.jsonl, parsed; [] when no paid test ran. */
   ranTests(): RanTest[];
+  /** How many times the agent preflight of test/helpers/anthropic-preflight.ts really checked (not skipped). */
+  agentPings(): number;
   /** Removes shardguard's output and the markers. */
   clean(): void;
   remove(): void;
@@ -62,14 +64,16 @@ export interface RanTest {
 let bunBin: string | null = null;
 
 /**
- * A directory holding `bun` (a link to the Bun running the tests), for PATH:
+ * A directory for PATH holding `bun` (a link to the Bun running the tests:
  * the npm package's binary is named `bun.exe`, so its own directory does not
- * answer to `bun` in package.json scripts.
+ * answer to `bun` in package.json scripts) and `fixture-agent`, the fake
+ * agent CLI the fixture's preflight calls (exits with FIXTURE_AGENT_EXIT, default 0).
  */
 function bunBinDir(): string {
   if (bunBin) return bunBin;
   bunBin = mkdtempSync(path.join(os.tmpdir(), "sg-bunbin-"));
   symlinkSync(BUN, path.join(bunBin, "bun"));
+  writeFileSync(path.join(bunBin, "fixture-agent"), '#!/bin/sh\nexit "${FIXTURE_AGENT_EXIT:-0}"\n', { mode: 0o755 });
   return bunBin;
 }
 
@@ -144,6 +148,10 @@ export function buildGstackRepo(): GstackRepo {
       const file = path.join(markers, "ran.jsonl");
       if (!existsSync(file)) return [];
       return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as RanTest);
+    },
+    agentPings() {
+      const file = path.join(markers, "agent-pings.log");
+      return existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").filter(Boolean).length : 0;
     },
     clean() {
       rmSync(path.join(dir, ".shardguard"), { recursive: true, force: true });
