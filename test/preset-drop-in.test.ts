@@ -60,12 +60,14 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     const presetReport = report();
     const presetJUnit = junit();
     const presetRan = repo.ranTests();
+    expect(repo.agentPings()).toBe(1);
 
     repo.clean();
     const viaLegacy = repo.run([BUN, "run", "test:gate"]);
     expect(viaLegacy.code).toBe(0);
     const legacyReport = report();
     const legacyRan = repo.ranTests();
+    expect(repo.agentPings()).toBe(1);
 
     // What each run printed about its plan, apart from how the preset was chosen and the run id.
     const planOf = (text: string) =>
@@ -95,7 +97,8 @@ describe("gstack-paid drop-in on a clean main branch", () => {
       expect(new Set(ran.map((t) => t.pid)).size).toBe(3);
       for (const t of ran) {
         const slug = `test-${t.file}`;
-        expect(t).toMatchObject({ EVALS: "1", EVALS_TIER: "gate", SHARDGUARD_SHARD: "1", EVALS_PREFLIGHT_OK: null });
+        // One agent preflight in the parent (gstack's test/helpers/anthropic-preflight.ts); shards skip theirs.
+        expect(t).toMatchObject({ EVALS: "1", EVALS_TIER: "gate", SHARDGUARD_SHARD: "1", EVALS_PREFLIGHT_OK: "1" });
         expect(t.GSTACK_EVAL_DIR).toBe(path.join(out(), "evals", "shards", slug));
         expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({ version: 1, selected: null, reason: "run all (no changes vs main)" });
         if (process.platform === "linux") {
@@ -117,7 +120,7 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     expect(repo.ranTests()).toEqual([]);
     const periodic = repo.run([BUN, CLI, "list", "--preset", "gstack-paid", "--tier", "periodic"]);
     expect(periodic.stdout).toContain("test/skill-e2e-alpha.test.ts  [tier periodic: declares tier gate only]");
-    expect(periodic.stdout).toContain("shard 2/3 [test-skill-e2e-gamma]");
+    expect(periodic.stdout).toContain("shard 3/4 [test-skill-e2e-gamma]");
   });
 
   test("the command line's own bun test flags become the flags of every shard", () => {
@@ -220,6 +223,8 @@ describe("gstack-paid with a preflight command", () => {
     const ran = repo.ranTests();
     expect(ran).toHaveLength(3);
     for (const t of ran) expect(t.EVALS_PREFLIGHT_OK).toBe("1");
+    // The configured command replaced the module check, and no shard pinged the agent itself.
+    expect(repo.agentPings()).toBe(0);
   });
 });
 
