@@ -7,7 +7,8 @@
  * gstack project (MIT; behaviour described in docs/presets.md):
  * - the paid files are the globs of its `test:gate` script;
  * - the tier comes from `--tier` or `EVALS_TIER` and must be `gate` or
- *   `periodic`; a file is left out only when it guards the whole file with
+ *   `periodic`; `gate` when neither names one, except on a taken-over
+ *   `bun test FILE...` line, which keeps its tierless meaning; a file is left out only when it guards the whole file with
  *   the other tier (`EVALS_TIER === '<tier>'`, `describeE2ETier('<tier>')`,
  *   `e2eTierEnabled('<tier>')`);
  * - `EVALS_JOBS` is the number of shard processes, `EVALS_CONCURRENCY` the
