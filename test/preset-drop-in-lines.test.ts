@@ -119,6 +119,22 @@ describe("one agent preflight per run", () => {
     expect(repo.ranTests()).toEqual([]);
   });
 
+  test("a module without the named function export fails the preflight with that reason (exit 2)", () => {
+    const bunfig = path.join(repo.dir, "bunfig.toml");
+    const saved = readFileSync(bunfig, "utf8");
+    writeFileSync(bunfig, `${saved}\n[shardguard.presets.gstack-paid.preflight]\nexport = "noSuchCheck"\n`);
+    try {
+      repo.clean();
+      const r = repo.run([BUN, "test", "--preset", "gstack-paid"]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toContain("test/helpers/anthropic-preflight.ts has no function export noSuchCheck");
+      expect(r.stderr).toContain("exited 2; no shard started");
+      expect(repo.ranTests()).toEqual([]);
+    } finally {
+      writeFileSync(bunfig, saved);
+    }
+  });
+
   test("without the module there is no preflight and the header says so", () => {
     const module = path.join(repo.dir, "test", "helpers", "anthropic-preflight.ts");
     const saved = readFileSync(module, "utf8");
