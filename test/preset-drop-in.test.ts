@@ -73,7 +73,7 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     const planOf = (text: string) =>
       shardguardLines(text)
         .filter((l) => !l.startsWith("shardguard: preset ") && !l.startsWith("shardguard: run "))
-        .map((l) => l.replace(/\(bun test --max-concurrency 15 shared by 4 jobs\)/, "(preset gstack-paid)"));
+        .map((l) => l.replace(/\(bun test --max-concurrency 15 shared by 4 jobs\)/, "(preset gstack-paid)").replace(/passed in [\d.]+s$/, "passed in …s"));
     expect(planOf(viaLegacy.stdout)).toEqual(planOf(viaPreset.stdout));
     expect(viaPreset.stdout).toContain("tier gate (from default)");
     expect(viaLegacy.stdout).toContain("tier gate (from EVALS_TIER)");
