@@ -155,7 +155,7 @@ export class Run {
     );
     this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
     if (this.sweeps.staleRuns.length > 0) {
-      out.line(`shardguard: killed ${this.sweeps.staleRuns.length} process(es) left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns, this.inputs.redact)}`);
+      out.line(`shardguard: killed ${plural(this.sweeps.staleRuns.length, "process")} left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns, this.inputs.redact)}`);
     }
     await this.writeReports(false);
 
@@ -228,7 +228,7 @@ export class Run {
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
     this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
     if (this.sweeps.endOfRun.length > 0) {
-      out.line(`shardguard: killed ${this.sweeps.endOfRun.length} leftover process(es) of this run: ${describe(this.sweeps.endOfRun, this.inputs.redact)}`);
+      out.line(`shardguard: killed ${plural(this.sweeps.endOfRun.length, "leftover process")} of this run: ${describe(this.sweeps.endOfRun, this.inputs.redact)}`);
     }
     const report = await this.writeReports(true);
     this.inputs.beforeSummary?.();

@@ -77,6 +77,11 @@ describe("bad input: one line naming the key, the value and what is accepted", (
     ["bad lock name", ["--lock", "a/b"], {}, undefined, /--lock "a\/b": expected a name/],
     ["bad redact names", ["--redact", "OK_NAME,bad-name"], {}, undefined, /--redact "OK_NAME,bad-name": expected variable names/],
     ["bad events variable", [], { SHARDGUARD_NO_TEST_EVENTS: "maybe" }, undefined, /SHARDGUARD_NO_TEST_EVENTS "maybe"/],
+    // A bad value under a higher-precedence one is still reported (issue 8 §11).
+    ["bad bunfig value hidden by a flag", ["--jobs", "1"], {}, "[shardguard]\njobs = true\n", /^invalid bunfig.toml \[shardguard\] jobs true: expected a whole number from 1 to 10000$/],
+    ["bad environment value hidden by a flag", ["--jobs", "2"], { SHARDGUARD_JOBS: "abc" }, undefined, /^invalid SHARDGUARD_JOBS "abc": expected a whole number from 1 to 10000$/],
+    ["bad bunfig value hidden by the environment", [], { SHARDGUARD_TIMEOUT: "5" }, "[shardguard]\ntimeout = -1\n", /^invalid bunfig.toml \[shardguard\] timeout -1: expected a number of seconds/],
+    ["bad bunfig patterns hidden by command-line patterns", ["a.test.ts"], {}, "[shardguard]\npatterns = 3\n", /patterns 3: expected an array/],
   ];
   for (const [name, argv, env, toml, message] of cases) {
     test(name, () => {
@@ -95,3 +100,13 @@ describe("bad input: one line naming the key, the value and what is accepted", (
 });
 
 afterAll(removeSuites);
+
+describe("plurals in console lines", () => {
+  test("words ending in s take -es, one takes none", async () => {
+    const { plural } = await import("../runner/report/console.ts");
+    expect(plural(2, "leftover process")).toBe("2 leftover processes");
+    expect(plural(1, "leftover process")).toBe("1 leftover process");
+    expect(plural(1, "shard")).toBe("1 shard");
+    expect(plural(3, "shard")).toBe("3 shards");
+  });
+});

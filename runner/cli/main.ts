@@ -10,6 +10,7 @@ import { ConfigError, SETTINGS, type RunSettings } from "../config/schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
 import { EXIT } from "../results/model.ts";
 import { TOOL_VERSION } from "../run.ts";
+import { plural } from "../report/console.ts";
 import { initCommand, PRESET_FLAG_HELP, PRESET_FLAGS, presetCommand } from "../presets/cli.ts";
 import { executeRun } from "./execute.ts";
 import { preflight } from "./preflight.ts";
@@ -136,7 +137,7 @@ function outIgnore(settings: RunSettings): string[] {
 /** Human-readable plan: shards with their files, why each file is in, what was left out. */
 export function planLines(plan: Plan, settings: RunSettings): string[] {
   const lines = [
-    `shardguard: ${plan.shards.length} shards, ${plan.included.size} files under ${plan.root}`,
+    `shardguard: ${plural(plan.shards.length, "shard")}, ${plural(plan.included.size, "file")} under ${plan.root}`,
     `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per shard ${settings.filesPerShard}`,
   ];
   for (const shard of plan.shards) {

@@ -100,16 +100,21 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
     }
   }
 
-  /** Picks the highest-precedence raw value of a setting and parses it. */
+  /**
+   * Picks the highest-precedence value of a setting. Every source that sets
+   * it is parsed, not only the winner: a bad value hidden under a flag today
+   * becomes the value the day the flag is dropped, so it is reported now.
+   */
   const pick = (spec: SettingSpec): { value: number | string | string[]; from: "flag" | "env" | "toml" } | undefined => {
+    const found: { value: number | string | string[]; from: "flag" | "env" | "toml" }[] = [];
     const flagValue = args.values.get(spec.key);
-    if (flagValue !== undefined) return { value: parseSettingValue(spec, flagValue, spec.flag), from: "flag" };
+    if (flagValue !== undefined) found.push({ value: parseSettingValue(spec, flagValue, spec.flag), from: "flag" });
     const envValue = nonEmpty(env[spec.env]);
-    if (envValue !== undefined) return { value: parseSettingValue(spec, envValue, spec.env), from: "env" };
+    if (envValue !== undefined) found.push({ value: parseSettingValue(spec, envValue, spec.env), from: "env" });
     if (spec.toml && spec.toml in bunfig.table) {
-      return { value: parseSettingValue(spec, bunfig.table[spec.toml], tomlWhere(spec.toml)), from: "toml" };
+      found.push({ value: parseSettingValue(spec, bunfig.table[spec.toml], tomlWhere(spec.toml)), from: "toml" });
     }
-    return undefined;
+    return found[0];
   };
   const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
   const num = (key: SettingSpec["key"], fallback: number) => (pick(spec(key))?.value as number | undefined) ?? fallback;
@@ -128,20 +133,15 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
   checkExecutable(bun, bunSource);
 
   // Without patterns, discover where `bun test` itself would: its [test] root.
+  // bunfig's lists are checked even when the command line overrides them.
+  const tomlPatterns = "patterns" in bunfig.table ? stringList(bunfig.table.patterns, tomlWhere("patterns")) : undefined;
+  const tomlBunArgs = "bun-args" in bunfig.table ? stringList(bunfig.table["bun-args"], tomlWhere("bun-args")) : undefined;
   const patterns =
     args.patterns.length > 0
       ? args.patterns
-      : "patterns" in bunfig.table
-        ? stringList(bunfig.table.patterns, tomlWhere("patterns"))
-        : bunfig.testRoot && existsSync(path.resolve(root, bunfig.testRoot))
-          ? [bunfig.testRoot]
-          : [];
-  const bunArgs =
-    args.bunArgs.length > 0
-      ? args.bunArgs
-      : "bun-args" in bunfig.table
-        ? stringList(bunfig.table["bun-args"], tomlWhere("bun-args"))
-        : [];
+      : tomlPatterns ??
+        (bunfig.testRoot && existsSync(path.resolve(root, bunfig.testRoot)) ? [bunfig.testRoot] : []);
+  const bunArgs = args.bunArgs.length > 0 ? args.bunArgs : tomlBunArgs ?? [];
 
   const eventsToml = bunfig.table["test-events"];
   if (eventsToml !== undefined && typeof eventsToml !== "boolean") {

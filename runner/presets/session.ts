@@ -15,7 +15,7 @@ import { preflight } from "../cli/preflight.ts";
 import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT, type ShardResult } from "../results/model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
-import type { Out } from "../report/console.ts";
+import { plural, type Out } from "../report/console.ts";
 import { executeRun, redactingOutput } from "../cli/execute.ts";
 import type { CliHost } from "../cli/main.ts";
 import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
@@ -303,7 +303,7 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
           ? `${p.selection.total} of ${p.selection.total} tests`
           : "all tests"
         : `${p.selection.selected.size} of ${p.selection.total} tests`;
-    lines.push(`shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${total} shards`);
+    lines.push(`shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${plural(total, "shard")}`);
   }
   lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
   if ("none" in p.preflight) {

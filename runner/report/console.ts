@@ -21,8 +21,8 @@ export function shortPath(file: string, cwd = process.cwd()): string {
   return rel && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : file;
 }
 
-/** "1 shard", "2 shards". */
-export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+/** "1 shard", "2 shards"; words ending in s, x, z, ch or sh take "es" ("2 leftover processes"). */
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : /(?:s|x|z|ch|sh)$/.test(word) ? "es" : "s"}`;
 
 /** `[2/7] START test/x.test.ts (timeout 1800s) log: …` */
 export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): string {
@@ -58,7 +58,7 @@ export function endLine(result: ShardResult, total: number): string {
   const lines = [head, ...notable.slice(0, MAX_NAMED).map((t) => testLine(t, result.files.length > 1))];
   const neverStarted = result.tests.filter((t) => t.status === "never-started").length;
   if (notable.length > MAX_NAMED) lines.push(`    … and ${notable.length - MAX_NAMED} more`);
-  if (neverStarted > 0 && result.status !== "never-started") lines.push(`    ${neverStarted} test${neverStarted === 1 ? "" : "s"} never started`);
+  if (neverStarted > 0 && result.status !== "never-started") lines.push(`    ${plural(neverStarted, "test")} never started`);
   if (result.logPath) lines.push(`    full log: ${shortPath(result.logPath)}`);
   return lines.join("\n");
 }
