@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import WebSocket from "ws";
 import { z } from "zod";
+import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
 // ---------------------------------------------------------------------------
 // Event schema
@@ -374,11 +375,15 @@ export class InspectorConnectError extends Error {
 /** Pause between connection attempts while the child has not bound the socket yet. */
 const RETRY_INTERVAL_MS = 2;
 
+/**
+ * A message as text, every string in it cut to its last 64 KiB on the way
+ * in (a test's error message can be any size; the full text is in the log).
+ */
 function rawToText(data: WebSocket.RawData | string): string {
-  if (typeof data === "string") return data;
-  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
-  if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
-  return data.toString("utf8");
+  if (typeof data === "string") return data.length <= MAX_TEXT_BYTES ? data : capJsonStrings(Buffer.from(data, "utf8"));
+  if (Array.isArray(data)) return capJsonStrings(Buffer.concat(data));
+  if (data instanceof ArrayBuffer) return capJsonStrings(Buffer.from(data));
+  return capJsonStrings(data);
 }
 
 function describeError(error: unknown): string {

@@ -10,6 +10,7 @@ import { TestEventModel } from "../events/model.ts";
 import { toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
+import { readJUnitCapped } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { stripAnsi } from "../report/sanitize.ts";
@@ -161,7 +162,8 @@ export async function runShard(
   let junit: BunJUnitFile[] | null = null;
   let junitProblem: string | undefined;
   try {
-    junit = alignJUnitFiles(readBunJUnit(await readFile(junitPath, "utf8")), shard.files, ctx.root);
+    // Streamed with long texts cut: the file is test-controlled and may be huge.
+    junit = alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath)), shard.files, ctx.root);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;

@@ -14,7 +14,7 @@
  * nothing here imports it at run time).
  */
 import { RunReportSchema, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../results/model.ts";
-import { stripAnsi } from "./sanitize.ts";
+import { failureNote, reportText } from "./json.ts";
 
 /**
  * The CTRF specification version written to `specVersion`: the current one
@@ -113,7 +113,7 @@ export interface CtrfReport {
  * test entry of every shard, in plan order. Units: `duration` in whole
  * milliseconds, `start`/`stop` in milliseconds since the Unix epoch (from
  * `startedAt`, and `finishedAt` or `startedAt + durationMs` while the run is
- * going). Failure texts lose terminal escape sequences as in report.json;
+ * going). Failure texts lose terminal escape sequences and are capped as in report.json;
  * names and paths are kept as they are.
  *
  * Pure: the same report always gives the same document.
@@ -125,7 +125,7 @@ export function buildCtrf(report: RunReport): CtrfReport {
   const start = Date.parse(valid.startedAt);
   const duration = Math.round(valid.durationMs);
   const stop = valid.finishedAt !== null ? Date.parse(valid.finishedAt) : start + duration;
-  const tests = valid.shards.flatMap((shard) => shard.tests.map((test) => ctrfTest(test, shard.index)));
+  const tests = valid.shards.flatMap((shard) => shard.tests.map((test) => ctrfTest(test, shard.index, failureNote(shard.logPath))));
   const count = (status: CtrfStatus) => tests.filter((t) => t.status === status).length;
   return {
     reportFormat: "CTRF",
@@ -169,7 +169,7 @@ export function renderCtrf(report: RunReport): string {
   return `${JSON.stringify(buildCtrf(report), null, 2)}\n`;
 }
 
-function ctrfTest(test: TestResult, shard: number): CtrfTest {
+function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {
   const failure = test.failure;
   return {
     // CTRF requires a non-empty name; Bun accepts test("").
@@ -180,8 +180,8 @@ function ctrfTest(test: TestResult, shard: number): CtrfTest {
     suite: [test.file],
     filePath: test.file,
     ...(test.line !== undefined ? { line: test.line } : {}),
-    ...(failure !== undefined ? { message: stripAnsi(failure.message) } : {}),
-    ...(failure?.details !== undefined ? { trace: stripAnsi(failure.details) } : {}),
+    ...(failure !== undefined ? { message: reportText(failure.message, note) } : {}),
+    ...(failure?.details !== undefined ? { trace: reportText(failure.details, note) } : {}),
     retries: test.retries,
     flaky: test.flaky,
     // Bun retries only after a failure, so the recorded failures are attempts 1..n.
@@ -190,7 +190,7 @@ function ctrfTest(test: TestResult, shard: number): CtrfTest {
           retryAttempts: test.attemptFailures.map((a, i) => ({
             attempt: i + 1,
             status: "failed" as const,
-            message: stripAnsi(a.message),
+            message: reportText(a.message, note),
             extra: { type: a.type },
           })),
         }

@@ -4,13 +4,15 @@
  * runner/results/model.ts).
  */
 import { RunReportSchema, type RunReport, type TestResult } from "../results/model.ts";
-import { stripAnsi } from "./sanitize.ts";
+import { capText, stripAnsi } from "./sanitize.ts";
+import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
 /**
  * Validates `report` against {@link RunReportSchema} (defaults filled in),
  * removes terminal escape sequences from failure texts (`failure.message`,
- * `failure.details`, `attemptFailures[].message`) and returns the report as
- * JSON with 2-space indentation and a trailing newline.
+ * `failure.details`, `attemptFailures[].message`), caps each at 64 KiB of
+ * its tail with a marker naming the shard's log (as in JUnit), and returns
+ * the report as JSON with 2-space indentation and a trailing newline.
  *
  * Nothing else is changed: JSON can carry any string (controls become
  * `\u00XX`, lone surrogates `\udXXX`), so names and paths stay exactly as the
@@ -21,18 +23,28 @@ import { stripAnsi } from "./sanitize.ts";
  */
 export function renderJson(report: RunReport): string {
   const valid = RunReportSchema.parse(report);
-  const shards = valid.shards.map((shard) => ({ ...shard, tests: shard.tests.map(cleanTest) }));
+  const shards = valid.shards.map((shard) => ({ ...shard, tests: shard.tests.map((t) => cleanTest(t, failureNote(shard.logPath))) }));
   return `${JSON.stringify({ ...valid, shards }, null, 2)}\n`;
 }
 
-function cleanTest(test: TestResult): TestResult {
+/** Where a cut failure text is whole: the note of every cut in JSON and CTRF (as in JUnit). */
+export function failureNote(logPath: string | null): string {
+  return logPath === null ? "no log was written" : `full log: ${logPath}`;
+}
+
+/** Failure text as reports show it: without terminal escapes, its tail capped at 64 KiB naming the log (as in JUnit). */
+export function reportText(text: string, note: string): string {
+  return capText(stripAnsi(text), MAX_TEXT_BYTES, note);
+}
+
+function cleanTest(test: TestResult, note: string): TestResult {
   const clean: TestResult = {
     ...test,
-    attemptFailures: test.attemptFailures.map((a) => ({ ...a, message: stripAnsi(a.message) })),
+    attemptFailures: test.attemptFailures.map((a) => ({ ...a, message: reportText(a.message, note) })),
   };
   if (test.failure !== undefined) {
-    clean.failure = { ...test.failure, message: stripAnsi(test.failure.message) };
-    if (test.failure.details !== undefined) clean.failure.details = stripAnsi(test.failure.details);
+    clean.failure = { ...test.failure, message: reportText(test.failure.message, note) };
+    if (test.failure.details !== undefined) clean.failure.details = reportText(test.failure.details, note);
   }
   return clean;
 }

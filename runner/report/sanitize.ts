@@ -93,33 +93,5 @@ export function xmlAttr(text: string): string {
   return escapeXmlAttr(xmlSafe(text));
 }
 
-/**
- * Caps `text` at `maxBytes` bytes of UTF-8, keeping the tail (the end of a
- * failure or log is where the error usually is) and putting a one-line
- * marker in front that says how many bytes were cut and, via `note`, where
- * the full text is (e.g. `"full log: .shardguard/logs/3-a.log"`).
- *
- * - Text within the limit is returned unchanged.
- * - The result, marker included, is at most `maxBytes` bytes, unless the
- *   marker alone is longer; then only the marker is returned.
- * - The cut never splits a code point.
- *
- * @throws RangeError when `maxBytes` is negative or not an integer.
- */
-export function capText(text: string, maxBytes: number, note: string): string {
-  if (!Number.isInteger(maxBytes) || maxBytes < 0) {
-    throw new RangeError(`capText: maxBytes must be a non-negative integer, got ${maxBytes}`);
-  }
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length <= maxBytes) return text;
-
-  const marker = (cut: number) => `[shardguard: first ${cut} bytes cut; ${note}]\n`;
-  // Reserve room for the widest possible count, so the real marker always fits.
-  const budget = maxBytes - Buffer.byteLength(marker(bytes.length), "utf8");
-  if (budget <= 0) return marker(bytes.length);
-
-  let start = bytes.length - budget;
-  // UTF-8 continuation bytes look like 10xxxxxx; move forward to a code point start.
-  while (start < bytes.length && ((bytes[start] ?? 0) & 0xc0) === 0x80) start += 1;
-  return marker(start) + bytes.subarray(start).toString("utf8");
-}
+// Capping lives with the ingestion caps it must agree with (runner/util/text-cap.ts).
+export { capText } from "../util/text-cap.ts";

@@ -1,0 +1,209 @@
+#!/usr/bin/env bun
+/**
+ * Benchmark: the runner's memory when a test fails with a huge message
+ * (issue 8 §5: a 20 MiB `Error` message took the runner to 1.26 GB peak RSS
+ * and wrote 42 MB report.json and ctrf.json).
+ *
+ * Writes one test file into a temp dir whose test throws an Error with an
+ * N-byte message, runs the real CLI on it (`shardguard run --jobs 1`) as a
+ * child process, and samples the CLI process (the runner) from Linux
+ * /proc/<pid>/status: VmHWM (the kernel's peak-RSS high-water mark) and
+ * VmRSS. The `bun test` child is a separate process (it builds the message
+ * and Bun's 2N-byte JUnit file); its peak is shown for context only.
+ *
+ * Two runs in the same invocation: a baseline whose message is 1 KiB (the
+ * runner's fixed cost), then N bytes. For each: wall time, the runner's and
+ * the child's peak RSS, the sizes of the three reports; then the ratio of the
+ * two runner peaks.
+ *
+ * Usage: bun bench/failure-rss.ts [--bytes N] [--limit-mib 150] [--events off] [--keep]
+ *   --bytes      message size; suffixes K, M, G are binary (20M = 20 MiB); default 20M
+ *   --limit-mib  the runner's peak RSS must stay below this, MiB; default 150
+ *   --events off run with --no-test-events (only Bun's JUnit carries the text)
+ *   --keep       keep the temp dirs
+ * Exits 1 when the runner's peak RSS reaches the limit, when the shard is
+ * not `failed`, or when a report exceeds 1 MiB. Linux only (/proc).
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const MiB = 1024 * 1024;
+const CLI = path.join(import.meta.dir, "..", "runner", "cli.ts");
+const SAMPLE_MS = 10;
+const BASELINE_BYTES = 1024;
+/** A report with a capped failure is ~200 KiB; more means text was not capped. */
+const REPORT_LIMIT = MiB;
+
+/** "20M" → 20971520; plain integers are bytes. */
+function parseBytes(text: string): number {
+  const m = /^(\d+)([KMG]?)$/i.exec(text.trim());
+  if (!m) throw new Error(`--bytes needs a whole number with an optional K, M or G suffix, got ${JSON.stringify(text)}`);
+  const scale = { "": 1, K: 1024, M: MiB, G: 1024 * MiB }[m[2]!.toUpperCase() as "" | "K" | "M" | "G"];
+  const value = Number(m[1]) * scale;
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--bytes must be at least 1, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const BYTES = parseBytes(option("bytes") ?? "20M");
+const LIMIT_MIB = Number(option("limit-mib") ?? 150);
+if (!(LIMIT_MIB > 0)) throw new Error("--limit-mib needs a positive number");
+const EVENTS = option("events") !== "off";
+const KEEP = process.argv.includes("--keep");
+if (process.platform !== "linux") throw new Error("bench/failure-rss.ts reads /proc and runs on Linux only");
+
+/** The test file: one test that throws an Error whose message is `bytes` bytes ending in a recognisable tail. */
+function fixture(bytes: number): string {
+  return `import { test } from "bun:test";
+test("throws a ${bytes}-byte message", () => {
+  throw new Error("x".repeat(${bytes} - 8) + "THE-TAIL");
+});
+`;
+}
+
+/** VmHWM and VmRSS of a live process in bytes; null once it is gone or a zombie. */
+function memoryOf(pid: number): { hwm: number; rss: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN) * 1024;
+    const hwm = kb("VmHWM");
+    const rss = kb("VmRSS");
+    return Number.isNaN(hwm) || Number.isNaN(rss) ? null : { hwm, rss };
+  } catch {
+    return null;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+interface Measurement {
+  bytes: number;
+  wallMs: number;
+  status: string;
+  /** Peak RSS of the runner (the CLI process), bytes. */
+  runnerPeak: number;
+  /** Peak RSS of the `bun test` child, bytes (context only). */
+  childPeak: number;
+  /** Sizes of junit.xml, report.json, ctrf.json, bytes. */
+  reports: { junit: number; json: number; ctrf: number };
+  /** True when report.json's failure text keeps the message's tail and names the log. */
+  tailKept: boolean;
+  dir: string;
+}
+
+async function measure(bytes: number): Promise<Measurement> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-fail-"));
+  try {
+    return await measureIn(dir, bytes);
+  } catch (error) {
+    if (!KEEP) rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+async function measureIn(dir: string, bytes: number): Promise<Measurement> {
+  writeFileSync(path.join(dir, "huge.test.ts"), fixture(bytes));
+  const t0 = performance.now();
+  const args = [CLI, "run", "--root", dir, "--jobs", "1", "--timeout", "600", "--grace", "1", ...(EVENTS ? [] : ["--no-test-events"])];
+  const cli = spawn(process.execPath, args, { cwd: dir, env: { ...process.env, NO_COLOR: "1" }, stdio: "ignore" });
+  const exited = new Promise<number | null>((resolve) => cli.once("exit", (code) => resolve(code)));
+  const pid = cli.pid!;
+  let runnerPeak = 0;
+  let childPeak = 0;
+  let verified = false;
+  let done = false;
+  void exited.then(() => (done = true));
+  while (!done) {
+    if (!verified) {
+      // Count only once this pid runs the CLI: between fork and exec it is a copy of this process.
+      let cmdline: string[] = [];
+      try {
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      } catch {
+        // Gone already.
+      }
+      verified = cmdline[1] === CLI;
+    }
+    const mem = verified ? memoryOf(pid) : null;
+    if (mem) runnerPeak = Math.max(runnerPeak, mem.hwm, mem.rss);
+    for (const child of childrenOf(pid)) {
+      const m = memoryOf(child);
+      if (m) childPeak = Math.max(childPeak, m.hwm, m.rss);
+    }
+    await Bun.sleep(SAMPLE_MS);
+  }
+  const wallMs = performance.now() - t0;
+  const code = await exited;
+  if (!verified) throw new Error(`never saw pid ${pid} run ${CLI}; nothing was measured`);
+  const out = path.join(dir, ".shardguard");
+  const size = (name: string) => {
+    try {
+      return statSync(path.join(out, name)).size;
+    } catch {
+      return 0;
+    }
+  };
+  let status = `runner exited ${code}, no report`;
+  let tailKept = false;
+  try {
+    const report = JSON.parse(readFileSync(path.join(out, "report.json"), "utf8")) as {
+      shards: { status: string; tests: { failure?: { message: string } }[] }[];
+    };
+    status = report.shards[0]?.status ?? status;
+    const message = report.shards[0]?.tests[0]?.failure?.message ?? "";
+    tailKept = message.trimEnd().endsWith("THE-TAIL") && (bytes <= 64 * 1024 || /bytes cut; full log: /.test(message));
+  } catch {
+    // Reported through status.
+  }
+  return { bytes, wallMs, status, runnerPeak, childPeak, reports: { junit: size("junit.xml"), json: size("report.json"), ctrf: size("ctrf.json") }, tailKept, dir };
+}
+
+const mib = (bytes: number) => (bytes / MiB).toFixed(1);
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
+
+function row(label: string, m: Measurement): string {
+  return [
+    label.padEnd(9),
+    `${m.bytes >= MiB ? `${mib(m.bytes)} MiB` : kib(m.bytes)} message`.padStart(18),
+    `${(m.wallMs / 1000).toFixed(2)} s`.padStart(8),
+    `runner peak ${mib(m.runnerPeak)} MiB`.padStart(23),
+    `child peak ${mib(m.childPeak)} MiB`.padStart(22),
+    `reports ${kib(m.reports.junit)} / ${kib(m.reports.json)} / ${kib(m.reports.ctrf)}`,
+    m.status,
+  ].join("  ");
+}
+
+console.log(`shardguard failure-rss bench: one test throwing a ${mib(BYTES)} MiB message, events ${EVENTS ? "on" : "off"}; limit ${LIMIT_MIB} MiB runner peak RSS`);
+const baseline = await measure(BASELINE_BYTES);
+console.log(row("baseline", baseline));
+const target = await measure(BYTES);
+console.log(row("target", target));
+const ratio = target.runnerPeak / baseline.runnerPeak;
+console.log(`runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${ratio.toFixed(2)})`);
+
+const problems: string[] = [];
+if (target.runnerPeak >= LIMIT_MIB * MiB) problems.push(`runner peak RSS ${mib(target.runnerPeak)} MiB ≥ ${LIMIT_MIB} MiB`);
+for (const [label, m] of [["baseline", baseline], ["target", target]] as const) {
+  if (m.status !== "failed") problems.push(`${label} shard is ${m.status}, not failed`);
+  for (const [name, bytes] of Object.entries(m.reports)) if (bytes > REPORT_LIMIT) problems.push(`${label} ${name} is ${mib(bytes)} MiB`);
+  if (!m.tailKept) problems.push(`${label} report.json lost the message's tail or does not name the log`);
+}
+if (KEEP) console.log(`kept: ${baseline.dir} ${target.dir}`);
+else for (const m of [baseline, target]) rmSync(m.dir, { recursive: true, force: true });
+if (problems.length > 0) {
+  console.log(`FAIL: ${problems.join("; ")}`);
+  process.exit(1);
+}
+console.log("OK");

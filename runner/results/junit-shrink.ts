@@ -1,0 +1,167 @@
+/**
+ * Reads Bun's JUnit file as a stream and cuts every long text node and
+ * attribute value to its tail on the way in, so the runner never holds the
+ * file whole: a test that throws a 20 MiB message makes Bun write it twice
+ * (the `message` attribute and the element text, 42 MB), and a test can
+ * write anything to that path (it is test-controlled input).
+ *
+ * Only what the XML grammar makes unambiguous is cut: character data
+ * between tags and quoted attribute values inside tags. A cut never splits
+ * an entity reference (`&#10;`) or a UTF-8 code point, and is marked like
+ * every other cut (runner/util/text-cap.ts). A tag whose own text (outside
+ * quotes; also comments and CDATA, which Bun never writes) runs past the cap,
+ * or a document still too large after the cuts, is refused: the caller then
+ * treats the JUnit as unreadable, never as a pass.
+ */
+import { createReadStream } from "node:fs";
+import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../util/text-cap.ts";
+
+/** Largest JUnit text handed to the XML parser after the cuts, bytes: 16 MiB (tens of thousands of tests). */
+export const MAX_JUNIT_BYTES = 16 * 1024 * 1024;
+
+/** Bun's JUnit file cannot be read within the bounds. */
+export class JUnitTooLargeError extends Error {
+  override name = "JUnitTooLargeError";
+}
+
+const LT = 0x3c;
+const GT = 0x3e;
+const QUOTE = 0x22;
+const APOS = 0x27;
+const AMP = 0x26;
+const SEMI = 0x3b;
+
+type State = "text" | "tag" | "attr";
+
+/**
+ * The streaming cutter: feed chunks with {@link JUnitShrinker.push}, then
+ * {@link JUnitShrinker.end}. Memory: the output plus at most about twice
+ * `maxRunBytes` for the run being read.
+ */
+export class JUnitShrinker {
+  private state: State = "text";
+  private quote = 0;
+  private readonly out: Buffer[] = [];
+  private outBytes = 0;
+  /** The current text run or attribute value (only its last bytes once long). */
+  private run: Buffer[] = [];
+  private runBytes = 0;
+  /** Bytes of the current run already dropped from its front. */
+  private dropped = 0;
+  private tagBytes = 0;
+
+  constructor(
+    private readonly maxRunBytes = MAX_TEXT_BYTES,
+    private readonly maxTotalBytes = MAX_JUNIT_BYTES,
+  ) {}
+
+  /** Consumes one chunk. @throws JUnitTooLargeError past the bounds. */
+  push(chunk: Buffer): void {
+    let from = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i]!;
+      if (this.state === "text" && byte === LT) {
+        this.addRun(chunk.subarray(from, i));
+        this.flushRun(false);
+        this.state = "tag";
+        this.tagBytes = 0;
+        from = i;
+      } else if (this.state === "tag" && (byte === QUOTE || byte === APOS)) {
+        this.emit(chunk.subarray(from, i + 1));
+        this.state = "attr";
+        this.quote = byte;
+        from = i + 1;
+      } else if (this.state === "tag" && byte === GT) {
+        this.emit(chunk.subarray(from, i + 1));
+        this.state = "text";
+        from = i + 1;
+      } else if (this.state === "attr" && byte === this.quote) {
+        this.addRun(chunk.subarray(from, i));
+        this.flushRun(true);
+        this.state = "tag";
+        from = i;
+      }
+    }
+    if (this.state === "tag") this.emit(chunk.subarray(from));
+    else this.addRun(chunk.subarray(from));
+  }
+
+  /** The cut document as text. @throws JUnitTooLargeError past the bounds. */
+  end(): string {
+    this.flushRun(false);
+    return Buffer.concat(this.out).toString("utf8");
+  }
+
+  private emit(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    if (this.state === "tag") {
+      this.tagBytes += bytes.length;
+      if (this.tagBytes > this.maxRunBytes) {
+        throw new JUnitTooLargeError(`an XML tag (or comment, CDATA) longer than ${this.maxRunBytes} bytes`);
+      }
+    }
+    this.outBytes += bytes.length;
+    if (this.outBytes > this.maxTotalBytes) {
+      throw new JUnitTooLargeError(`over ${this.maxTotalBytes} bytes even with long texts cut`);
+    }
+    // Copy: the chunk's memory belongs to the stream.
+    this.out.push(Buffer.from(bytes));
+  }
+
+  private addRun(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    this.run.push(Buffer.from(bytes));
+    this.runBytes += bytes.length;
+    // Keep only the last maxRunBytes (plus slack for a safe cut point).
+    if (this.runBytes > 2 * this.maxRunBytes + 64) {
+      const all = Buffer.concat(this.run);
+      const keep = this.maxRunBytes + 64;
+      this.dropped += all.length - keep;
+      this.run = [all.subarray(all.length - keep)];
+      this.runBytes = keep;
+    }
+  }
+
+  private flushRun(inAttribute: boolean): void {
+    if (this.runBytes === 0 && this.dropped === 0) return;
+    const all = Buffer.concat(this.run);
+    this.run = [];
+    this.runBytes = 0;
+    const total = this.dropped + all.length;
+    this.dropped = 0;
+    if (total <= this.maxRunBytes) {
+      this.emit(all);
+      return;
+    }
+    let start = all.length - this.maxRunBytes;
+    // Not inside an entity reference: a ';' before any '&' in the next few bytes ends one.
+    for (let j = start; j < Math.min(all.length, start + 12); j++) {
+      if (all[j] === AMP) break;
+      if (all[j] === SEMI) {
+        start = j + 1;
+        break;
+      }
+    }
+    while (start < all.length && ((all[start] ?? 0) & 0xc0) === 0x80) start += 1;
+    const marker = cutMarker(total - (all.length - start), INGEST_NOTE);
+    this.emit(Buffer.from(inAttribute ? marker.replace("\n", "&#10;") : marker));
+    this.emit(all.subarray(start));
+  }
+}
+
+/**
+ * Reads Bun's JUnit file at `file` through a {@link JUnitShrinker}.
+ *
+ * @throws the file system error (e.g. ENOENT, as `code`) when it cannot be read
+ * @throws JUnitTooLargeError when it is too large even after the cuts
+ */
+export async function readJUnitCapped(file: string): Promise<string> {
+  const shrinker = new JUnitShrinker();
+  const stream = createReadStream(file, { highWaterMark: 64 * 1024 });
+  try {
+    for await (const chunk of stream) shrinker.push(chunk as Buffer);
+  } finally {
+    stream.destroy();
+  }
+  return shrinker.end();
+}

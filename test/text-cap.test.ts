@@ -1,0 +1,136 @@
+/**
+ * Failure text is capped everywhere it enters or leaves the runner (issue 8
+ * §5): inspector messages and Bun's JUnit are cut on the way in, and every
+ * report keeps at most 64 KiB of the tail and names the shard's log.
+ * Memory itself is measured by bench/failure-rss.ts, not here.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { readBunJUnit } from "../runner/results/bun-junit.ts";
+import { JUnitShrinker, JUnitTooLargeError, readJUnitCapped } from "../runner/results/junit-shrink.ts";
+import { capJsonStrings, capText, cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../runner/util/text-cap.ts";
+import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
+
+const KiB = 1024;
+
+describe("capJsonStrings: long JSON strings cut without parsing", () => {
+  test("short documents pass unchanged; a long string keeps its tail behind the marker", () => {
+    const small = JSON.stringify({ a: "b" });
+    expect(capJsonStrings(Buffer.from(small), 100)).toBe(small);
+    const doc = { method: "LifecycleReporter.error", params: { message: `${"x".repeat(5000)}TAIL`, urls: ["/a.ts"] } };
+    const out = JSON.parse(capJsonStrings(Buffer.from(JSON.stringify(doc)), 100));
+    expect(out.method).toBe("LifecycleReporter.error");
+    expect(out.params.urls).toEqual(["/a.ts"]);
+    expect(out.params.message.startsWith("[shardguard: first 4904 bytes cut; full text in the shard log]\n")).toBe(true);
+    expect(out.params.message.endsWith("xTAIL")).toBe(true);
+  });
+
+  test("no cut splits an escape sequence or a code point: the result always parses", () => {
+    const pieces = ["\\", '"', "\n", "é", "😀", "\u0001", "a"];
+    for (let seed = 0; seed < 200; seed++) {
+      let text = "";
+      for (let i = 0; i < 300; i++) text += pieces[(seed * 7 + i * (seed % 5 + 1)) % pieces.length];
+      const json = JSON.stringify({ message: text, other: "kept" });
+      for (const cap of [10, 37, 64, 101]) {
+        const parsed = JSON.parse(capJsonStrings(Buffer.from(json), cap));
+        expect(parsed.other).toBe("kept");
+        expect(typeof parsed.message).toBe("string");
+      }
+    }
+  });
+});
+
+describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
+  const junit = (message: string, body: string) =>
+    `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test">\n  <testsuite name="a.test.ts" file="a.test.ts">\n` +
+    `    <testcase name="big" time="0.1" file="a.test.ts" line="2">\n      <failure type="Error" message="${message}">${body}</failure>\n` +
+    `    </testcase>\n  </testsuite>\n</testsuites>\n`;
+
+  const shrink = (text: string, cap: number, chunk = 7) => {
+    const shrinker = new JUnitShrinker(cap);
+    const bytes = Buffer.from(text);
+    for (let i = 0; i < bytes.length; i += chunk) shrinker.push(bytes.subarray(i, i + chunk));
+    return shrinker.end();
+  };
+
+  test("attribute and text keep their tails, entities stay whole, the rest is unchanged", () => {
+    const long = `${"y&amp;".repeat(2000)}&#10;END`;
+    const text = shrink(junit(long, long), 500);
+    const [file] = readBunJUnit(text);
+    const failure = file!.tests[0]!.failure!;
+    expect(file!.tests[0]!.name).toBe("big");
+    expect(failure.type).toBe("Error");
+    expect(failure.message).toMatch(/^\[shardguard: first \d+ bytes cut; full text in the shard log\]\n/);
+    expect(failure.message.endsWith("y&\nEND")).toBe(true);
+    expect(failure.details!.endsWith("y&\nEND")).toBe(true);
+    expect(Buffer.byteLength(failure.details!)).toBeLessThan(600);
+  });
+
+  test("the same bytes whatever the chunking; small documents untouched", () => {
+    const doc = junit("short", "short body");
+    expect(shrink(doc, 500, 1)).toBe(doc);
+    const long = junit("m".repeat(3000), "b".repeat(3000));
+    expect(shrink(long, 500, 1)).toBe(shrink(long, 500, 4096));
+  });
+
+  test("a tag longer than the cap, or a document too large after cuts, is refused", () => {
+    expect(() => shrink(`<testsuites ${"a".repeat(2000)}="1"/>`, 500)).toThrow(JUnitTooLargeError);
+    const many = new JUnitShrinker(500, 10_000);
+    expect(() => many.push(Buffer.from(`<testsuites>${"<testcase name='t'/>".repeat(1000)}</testsuites>`))).toThrow(JUnitTooLargeError);
+  });
+
+  test("readJUnitCapped streams a file and reports a missing one by its code", async () => {
+    const dir = makeSuite({});
+    const file = path.join(dir, "bun.xml");
+    writeFileSync(file, junit("m".repeat(200 * KiB), "short"));
+    const [entry] = readBunJUnit(await readJUnitCapped(file));
+    expect(Buffer.byteLength(entry!.tests[0]!.failure!.message)).toBeLessThanOrEqual(MAX_TEXT_BYTES + 100);
+    const missing = await readJUnitCapped(path.join(dir, "none.xml")).catch((e: NodeJS.ErrnoException) => e.code);
+    expect(missing).toBe("ENOENT");
+  });
+});
+
+describe("capText: a text cut at ingestion is cut again as one in reports", () => {
+  test("the report's marker counts every byte cut and names the log", () => {
+    const once = `${cutMarker(1_000_000, INGEST_NOTE)}${"z".repeat(200)}`;
+    expect(capText(once, 10_000, "full log: x.log")).toBe(`${cutMarker(1_000_000, "full log: x.log")}${"z".repeat(200)}`);
+    const twice = capText(once, 120, "full log: x.log");
+    expect(twice).toMatch(/^\[shardguard: first 10001\d\d bytes cut; full log: x\.log\]\nz+$/);
+    expect(Buffer.byteLength(twice)).toBeLessThanOrEqual(120);
+  });
+});
+
+test("a test failing with a 1 MiB message: every report keeps the tail, at most 64 KiB, and names the log", async () => {
+  const dir = makeSuite({
+    "huge.test.ts": `import { test } from "bun:test";\ntest("huge", () => { throw new Error("x".repeat(1024 * 1024) + "THE-TAIL"); });\n`,
+  });
+  for (const events of [[], ["--no-test-events"]]) {
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "60", ...events]);
+    expect(run.code).toBe(1);
+    const report = readReport(dir);
+    const shard = report.shards[0]!;
+    expect(shard.status).toBe("failed");
+    const note = `full log: ${shard.logPath}`;
+    const failure = shard.tests[0]!.failure!;
+    for (const text of [failure.message, failure.details!]) {
+      expect(Buffer.byteLength(text)).toBeLessThanOrEqual(64 * KiB);
+      expect(text).toContain(`bytes cut; ${note}]`);
+      expect(text).toContain("THE-TAIL");
+    }
+    const ctrf = JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8"));
+    const entry = ctrf.results.tests[0];
+    for (const text of [entry.message, entry.trace]) {
+      expect(Buffer.byteLength(text)).toBeLessThanOrEqual(64 * KiB);
+      expect(text).toContain(`bytes cut; ${note}]`);
+      expect(text).toContain("THE-TAIL");
+    }
+    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+    expect(xml).toContain(`bytes cut; ${note}]`);
+    expect(xml.length).toBeLessThan(200 * KiB);
+    // The full text is in the log, where the marker points.
+    expect(readFileSync(shard.logPath!, "utf8")).toContain(`${"x".repeat(1000)}THE-TAIL`);
+  }
+}, 60_000);
+
+afterAll(removeSuites);
