@@ -32,10 +32,10 @@
  * alive until that process ends.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { chmod, link, lstat, mkdir, readdir, readFile, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { isAlive, readProcStat } from "./exec/proc-inspect.ts";
 
 /** Allowed lock names: 1–100 of letters, digits, `.`, `_`, `-`, not `.` or `..`. */
 export const LOCK_NAME_PATTERN = /^[A-Za-z0-9._-]{1,100}$/;
@@ -263,31 +263,12 @@ function parseRecord(text: string): HolderRecord | null {
 function isHolderAlive(record: HolderRecord): boolean {
   // Our own pid: alive only if the hold is one of ours, else a dead process had our pid.
   if (record.pid === process.pid) return heldTokens.has(record.token);
-  try {
-    process.kill(record.pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
-    // EPERM: it exists but belongs to another user.
-  }
+  // EPERM (a process of another user) counts as alive.
+  if (!isAlive(record.pid)) return false;
   const stat = readProcStat(record.pid);
   if (stat === null) return true;
   if (stat.state === "Z" || stat.state === "X") return false;
   return record.procStart === null || record.procStart === stat.start;
-}
-
-/** State letter and start time (clock ticks since boot) from /proc/<pid>/stat; null where there is no /proc. */
-function readProcStat(pid: number): { state: string; start: string } | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) is in parentheses and may hold spaces or parentheses.
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    // Fields from 3 on: state is field 3, starttime field 22.
-    const state = fields[0];
-    const start = fields[19];
-    return state !== undefined && start !== undefined ? { state, start } : null;
-  } catch {
-    return null;
-  }
 }
 
 function procStartOf(pid: number): string | null {
@@ -325,17 +306,8 @@ async function cleanUp(lane: string, gen: number): Promise<void> {
     const tmp = /^\.tmp-(\d+)-/.exec(entry);
     const stale =
       (old !== null && Number(old[1]) < gen) ||
-      (tmp !== null && Number(tmp[1]) !== process.pid && !isPidAlive(Number(tmp[1])));
+      (tmp !== null && Number(tmp[1]) !== process.pid && !isAlive(Number(tmp[1])));
     if (stale) await unlinkQuietly(path.join(lane, entry));
-  }
-}
-
-function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== "ESRCH";
   }
 }
 

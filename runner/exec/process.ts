@@ -14,9 +14,10 @@
  * then destroyed, because a grandchild that escaped the group may hold them
  * open forever.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream, readdirSync, readFileSync, type WriteStream } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, type WriteStream } from "node:fs";
 import { onExit } from "signal-exit";
+import { isAlive, processesWithEnv } from "./proc-inspect.ts";
 
 /**
  * Lifecycle of one shard process, in order. A process moves forward only.
@@ -364,102 +365,6 @@ export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?:
     }
   }
   return killed;
-}
-
-/** A live process and one of its environment entries. */
-export interface EnvProcess {
-  pid: number;
-  /** Command line, cut to 200 characters. */
-  command: string;
-  /** Its process group id; null when unknown. */
-  pgid: number | null;
-  /** The first environment entry that matched. */
-  entry: string;
-  /** Every `NAME=value` entry of the process. */
-  env: Map<string, string>;
-}
-
-/**
- * Lists live, non-zombie processes (excluding this one and its ancestors)
- * with an environment entry equal to, or starting with, `needle`.
- */
-export function processesWithEnv(needle: string, match: "exact" | "prefix"): EnvProcess[] {
-  const spared = ancestry();
-  const hits: EnvProcess[] = [];
-  const test = (entry: string) => (match === "exact" ? entry === needle : entry.startsWith(needle));
-  if (process.platform === "linux") {
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      const pid = Number(name);
-      if (spared.has(pid)) continue;
-      try {
-        // environ first: most processes do not match, so stat and cmdline
-        // are read only for the few that do (this scan runs after every shard).
-        const raw = readFileSync(`/proc/${pid}/environ`, "utf8");
-        if (!raw.includes(needle)) continue;
-        const entries = raw.split("\0");
-        const entry = entries.find(test);
-        if (entry === undefined) continue;
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        // Fields after the ")" closing the command name: state, ppid, pgrp, ...
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        if (fields[0] === "Z") continue;
-        const pgid = Number(fields[2]);
-        const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
-        hits.push({ pid, command, pgid: Number.isInteger(pgid) ? pgid : null, entry, env: toEnvMap(entries) });
-      } catch {
-        // Exited while we looked, or not ours to read.
-      }
-    }
-    return hits;
-  }
-  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,pgid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, timeout: 10_000 });
-  for (const line of (ps.stdout ?? "").split("\n")) {
-    const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
-    if (!m) continue;
-    const pid = Number(m[1]);
-    if (spared.has(pid)) continue;
-    const words = m[3]!.split(/\s+/);
-    const entry = words.find(test);
-    if (entry === undefined) continue;
-    hits.push({ pid, command: m[3]!.slice(0, 200), pgid: Number(m[2]), entry, env: toEnvMap(words.filter((w) => w.includes("="))) });
-  }
-  return hits;
-}
-
-function toEnvMap(entries: string[]): Map<string, string> {
-  const env = new Map<string, string>();
-  for (const entry of entries) {
-    const eq = entry.indexOf("=");
-    if (eq > 0) env.set(entry.slice(0, eq), entry.slice(eq + 1));
-  }
-  return env;
-}
-
-/** This process and its ancestors: never swept, even when they carry a cookie (nested runs). */
-function ancestry(): Set<number> {
-  const pids = new Set<number>([process.pid]);
-  let pid = process.ppid;
-  for (let i = 0; i < 64 && pid > 1; i++) {
-    pids.add(pid);
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      pid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-    } catch {
-      break;
-    }
-  }
-  return pids;
-}
-
-/** True when a process with this pid exists (signal 0 probe). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /**

@@ -1,0 +1,138 @@
+/**
+ * Looking at processes without touching them: liveness, /proc/<pid>/stat,
+ * and the environment scan behind the cookie sweeps. Signals are sent by
+ * exec/process.ts (and the guardian it starts); this module only reads.
+ * The one /proc/<pid>/stat parser and the one liveness probe of the runner
+ * (runner/lock.ts uses them too).
+ */
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+
+/** Fields of /proc/<pid>/stat that shardguard reads. */
+export interface ProcStat {
+  /** State letter: R, S, D, Z (zombie), X (dead), … */
+  state: string;
+  ppid: number;
+  /** Process group id. */
+  pgid: number;
+  /** Start time in clock ticks since boot (field 22), as written: tells a recycled pid apart. */
+  start: string;
+}
+
+/**
+ * Reads /proc/<pid>/stat (Linux). Null when there is no such process or no
+ * /proc. The command name (field 2) is in parentheses and may hold spaces
+ * or parentheses, so fields are counted from the last ")".
+ */
+export function readProcStat(pid: number): ProcStat | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  // Fields from 3 on: state (3), ppid (4), pgrp (5), …, starttime (22).
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const state = fields[0];
+  const start = fields[19];
+  const ppid = Number(fields[1]);
+  const pgid = Number(fields[2]);
+  if (state === undefined || start === undefined || !Number.isInteger(ppid) || !Number.isInteger(pgid)) return null;
+  return { state, ppid, pgid, start };
+}
+
+/**
+ * True when a process with this pid exists (signal 0 probe; EPERM, a
+ * process of another user, counts as alive). A zombie counts as alive
+ * here; callers that care read {@link readProcStat}.
+ */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** A live process and one of its environment entries. */
+export interface EnvProcess {
+  pid: number;
+  /** Command line, cut to 200 characters. */
+  command: string;
+  /** Its process group id; null when unknown. */
+  pgid: number | null;
+  /** The first environment entry that matched. */
+  entry: string;
+  /** Every `NAME=value` entry of the process. */
+  env: Map<string, string>;
+}
+
+/**
+ * Lists live, non-zombie processes (excluding this one and its ancestors)
+ * with an environment entry equal to, or starting with, `needle`. Linux
+ * reads /proc/<pid>/environ; macOS reads `ps eww`. Processes that cannot be
+ * read (other users) are skipped.
+ */
+export function processesWithEnv(needle: string, match: "exact" | "prefix"): EnvProcess[] {
+  const spared = ancestry();
+  const hits: EnvProcess[] = [];
+  const test = (entry: string) => (match === "exact" ? entry === needle : entry.startsWith(needle));
+  if (process.platform === "linux") {
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      const pid = Number(name);
+      if (spared.has(pid)) continue;
+      try {
+        // environ first: most processes do not match, so stat and cmdline
+        // are read only for the few that do (this scan runs after every shard).
+        const raw = readFileSync(`/proc/${pid}/environ`, "utf8");
+        if (!raw.includes(needle)) continue;
+        const entries = raw.split("\0");
+        const entry = entries.find(test);
+        if (entry === undefined) continue;
+        const stat = readProcStat(pid);
+        if (stat === null || stat.state === "Z" || stat.state === "X") continue;
+        const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
+        hits.push({ pid, command, pgid: stat.pgid, entry, env: toEnvMap(entries) });
+      } catch {
+        // Exited while we looked, or not ours to read.
+      }
+    }
+    return hits;
+  }
+  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,pgid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, timeout: 10_000 });
+  for (const line of (ps.stdout ?? "").split("\n")) {
+    const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (spared.has(pid)) continue;
+    const words = m[3]!.split(/\s+/);
+    const entry = words.find(test);
+    if (entry === undefined) continue;
+    hits.push({ pid, command: m[3]!.slice(0, 200), pgid: Number(m[2]), entry, env: toEnvMap(words.filter((w) => w.includes("="))) });
+  }
+  return hits;
+}
+
+function toEnvMap(entries: string[]): Map<string, string> {
+  const env = new Map<string, string>();
+  for (const entry of entries) {
+    const eq = entry.indexOf("=");
+    if (eq > 0) env.set(entry.slice(0, eq), entry.slice(eq + 1));
+  }
+  return env;
+}
+
+/** This process and its ancestors: never swept, even when they carry a cookie (nested runs). */
+function ancestry(): Set<number> {
+  const pids = new Set<number>([process.pid]);
+  let pid = process.ppid;
+  for (let i = 0; i < 64 && pid > 1; i++) {
+    pids.add(pid);
+    const stat = readProcStat(pid);
+    if (stat === null) break;
+    pid = stat.ppid;
+  }
+  return pids;
+}
