@@ -209,7 +209,7 @@ export class Run {
         if (shown.leftovers.length > 0) {
           const left = shown.leftovers.filter((e) => e.leftGroup).length;
           out.line(
-            `[${shard.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard ended` +
+            `[${shard.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard's tests ended` +
               `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers)}`,
           );
         }

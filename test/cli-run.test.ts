@@ -133,8 +133,10 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
     expect(shardOf(report, "fake-fail-line.test.ts").status).toBe("passed");
   });
 
-  test("a grandchild left in the group is killed with it, and the shard still passes", () => {
-    expect(shardOf(report, "grandchild.test.ts").status).toBe("passed");
+  test("a grandchild left in the group is killed with it, reported as a leftover, and the shard still passes", () => {
+    const shard = shardOf(report, "grandchild.test.ts");
+    expect(shard.status).toBe("passed");
+    expect(shard.leftovers.map(({ command, leftGroup }) => ({ command, leftGroup }))).toEqual([{ command: "sleep 600", leftGroup: false }]);
   });
 
   test("a grandchild holding stdout open does not hold the shard", () => {

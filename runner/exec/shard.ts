@@ -2,7 +2,7 @@
  * Runs one planned shard end to end: spawn under supervision, collect the
  * evidence (process outcome, Bun's JUnit, inspector events), decide.
  */
-import { readFile, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import { connectTestEvents, socketPathFor, type EventChannel } from "../events/inspector.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
@@ -16,7 +16,8 @@ import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { stripAnsi } from "../report/sanitize.ts";
 import { readFileTail } from "../util/file-tail.ts";
 import { filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
-import { startProcess, type ShardProcess } from "./process.ts";
+import { readMarks, type ListedDescendant } from "./marks.ts";
+import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
@@ -169,10 +170,8 @@ export async function runShard(
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
   }
 
-  const marks = await readFile(marksPath, "utf8").catch(() => "");
-  const testsStarted = marks.split("s").length - 1;
   // The preload's global afterAll writes "e": Bun reached the end of the run.
-  const finishedNormally = marks.includes("e");
+  const { testsStarted, finishedNormally, descendants } = await readMarks(marksPath);
   const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
   const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
   const cancelSignal = cancelled();
@@ -205,11 +204,29 @@ export async function runShard(
     // A pipe still open after the drain was cut: output after that is not in the log.
     logIncomplete: outcome.logError !== null || outcome.pipesCut,
   });
-  decided.leftovers = outcome.leftovers.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
+  decided.leftovers = leftoversOf(outcome, descendants);
   if (running.eventsProblem && decided.status !== "passed") {
     decided.reason += `; per-test data missing (${running.eventsProblem})`;
   }
   return decided;
+}
+
+/**
+ * The shard's leftovers: what the cookie sweep killed, plus what the child
+ * preload saw alive when the run ended. Bun's `--no-orphans` kills the
+ * latter as the child exits (and the group SIGKILL after it), before any
+ * sweep can look, so without the preload's list a process leaked inside the
+ * group would go unreported. One entry per pid; the sweep's wins.
+ */
+function leftoversOf(outcome: ProcessOutcome, listed: readonly ListedDescendant[]): ShardResult["leftovers"] {
+  const leftovers = outcome.leftovers.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
+  const seen = new Set(leftovers.map((e) => e.pid));
+  for (const d of listed) {
+    if (seen.has(d.pid)) continue;
+    seen.add(d.pid);
+    leftovers.push({ pid: d.pid, command: d.command, leftGroup: d.pgid !== null && outcome.pid !== null && d.pgid !== outcome.pid });
+  }
+  return leftovers;
 }
 
 /** Bun frames errors outside tests between these lines (Bun 1.4.4 console reporter). */

@@ -1,0 +1,89 @@
+/**
+ * Reader for the marks file the child preload writes
+ * (runner/child/shard-preload.ts):
+ *
+ *     s s s … e          one "s" per test start, "e" when Bun reached the end of the run
+ *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
+ *
+ * The file lives where the test process can write (its path is in the
+ * child's environment), so it is read as a stream with bounded memory
+ * whatever its size: the marks are counted, at most {@link MAX_DESCENDANTS}
+ * descendant lines of at most 300 characters are kept.
+ */
+import { createReadStream } from "node:fs";
+
+/** Descendant lines kept, the preload's own limit. */
+export const MAX_DESCENDANTS = 100;
+
+/** A process the child preload saw alive when the run ended. */
+export interface ListedDescendant {
+  pid: number;
+  /** Its process group id; null when the line did not say. */
+  pgid: number | null;
+  /** Command line, cut to 200 characters. */
+  command: string;
+}
+
+/** What the marks file says. */
+export interface ShardMarks {
+  /** Number of "s" marks: tests started (retries count again). */
+  testsStarted: number;
+  /** True when the "e" mark is present: Bun reached the normal end of the run. */
+  finishedNormally: boolean;
+  /** Descendants alive at the end of the run, in the preload's order. */
+  descendants: ListedDescendant[];
+}
+
+const NEWLINE = 0x0a;
+const S = 0x73;
+const E = 0x65;
+const MAX_LINE = 300;
+
+/**
+ * Reads a marks file. A missing or unreadable file reads as no marks at all
+ * (no test started, no normal end, no descendants).
+ */
+export async function readMarks(file: string): Promise<ShardMarks> {
+  const marks: ShardMarks = { testsStarted: 0, finishedNormally: false, descendants: [] };
+  let inLines = false;
+  let line: Buffer[] = [];
+  let lineBytes = 0;
+  const endLine = () => {
+    const text = Buffer.concat(line).toString("utf8");
+    line = [];
+    lineBytes = 0;
+    const m = /^P (\d+) (\d+|\S*) ?(.*)$/.exec(text);
+    if (!m || marks.descendants.length >= MAX_DESCENDANTS) return;
+    const pgid = Number(m[2]);
+    marks.descendants.push({ pid: Number(m[1]), pgid: m[2] !== "" && Number.isInteger(pgid) ? pgid : null, command: m[3]!.slice(0, 200) });
+  };
+  try {
+    for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024 }) as AsyncIterable<Buffer>) {
+      let from = 0;
+      for (let i = 0; i < chunk.length; i++) {
+        const byte = chunk[i]!;
+        if (!inLines) {
+          if (byte === S) marks.testsStarted += 1;
+          else if (byte === E) marks.finishedNormally = true;
+          else if (byte === NEWLINE) {
+            inLines = true;
+            from = i + 1;
+          }
+        } else if (byte === NEWLINE) {
+          if (lineBytes < MAX_LINE) line.push(chunk.subarray(from, Math.min(i, from + MAX_LINE - lineBytes)));
+          endLine();
+          from = i + 1;
+        }
+      }
+      if (inLines && from < chunk.length && lineBytes < MAX_LINE) {
+        const part = chunk.subarray(from, Math.min(chunk.length, from + MAX_LINE - lineBytes));
+        line.push(Buffer.from(part));
+        lineBytes += part.length;
+      }
+    }
+  } catch {
+    // Missing (no test started) or unreadable: what was read so far stands.
+  }
+  if (lineBytes > 0) endLine();
+  return marks;
+}

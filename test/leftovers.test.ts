@@ -1,0 +1,73 @@
+/**
+ * Processes a shard leaves behind (issue 8 §6): one leaked inside the
+ * process group is killed by Bun's --no-orphans the moment the child exits,
+ * before any sweep can look; the child preload lists it at the end of the
+ * run, so it is still reported.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { readMarks } from "../runner/exec/marks.ts";
+import { makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
+
+/** True while `pid` exists and is not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+describe("a process leaked inside the group", () => {
+  test("is listed in the shard's leftovers and on the console, and is dead afterwards; the shard still passes", async () => {
+    const dir = makeSuite({
+      "leak.test.ts":
+        'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
+        'test("leak", () => {\n  const p = Bun.spawn(["sleep", "15"], { stdout: "inherit" });\n' +
+        '  writeFileSync(`${import.meta.dir}/leak.pid`, String(p.pid));\n});\n',
+      "clean.test.ts": 'import { test } from "bun:test";\ntest("clean", async () => { await Bun.spawn(["true"]).exited; });\n',
+    });
+    const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "30"]);
+    expect(run.code).toBe(0);
+    const leaked = Number(readFileSync(path.join(dir, "leak.pid"), "utf8"));
+    const report = readReport(dir);
+    const shard = report.shards.find((s) => s.files[0] === "leak.test.ts")!;
+    expect(shard.status).toBe("passed");
+    expect(shard.leftovers).toEqual([{ pid: leaked, command: "sleep 15", leftGroup: false }]);
+    // A process a test waited for is no leftover.
+    expect(report.shards.find((s) => s.files[0] === "clean.test.ts")!.leftovers).toEqual([]);
+    expect(run.stdout).toMatch(new RegExp(`\\] killed 1 leftover process still running after the shard's tests ended: ${leaked} sleep 15`));
+    expect(await waitFor(() => !alive(leaked), 2_000)).toBe(true);
+  }, 60_000);
+});
+
+describe("readMarks", () => {
+  test("counts the marks and reads the descendant lines", async () => {
+    const dir = makeSuite({});
+    const file = path.join(dir, "m.marks");
+    writeFileSync(file, "ssse\nP 12 10 sleep 15\nP 13 13 sh -c sleep 9 & wait");
+    expect(await readMarks(file)).toEqual({
+      testsStarted: 3,
+      finishedNormally: true,
+      descendants: [
+        { pid: 12, pgid: 10, command: "sleep 15" },
+        { pid: 13, pgid: 13, command: "sh -c sleep 9 & wait" },
+      ],
+    });
+    expect(await readMarks(path.join(dir, "missing.marks"))).toEqual({ testsStarted: 0, finishedNormally: false, descendants: [] });
+  });
+
+  test("a file a test filled with junk is read with bounded results", async () => {
+    const dir = makeSuite({});
+    const file = path.join(dir, "m.marks");
+    writeFileSync(file, `${"s".repeat(3_000_000)}\n${`P 1 1 ${"y".repeat(5000)}\n`.repeat(500)}`);
+    const marks = await readMarks(file);
+    expect(marks.testsStarted).toBe(3_000_000);
+    expect(marks.finishedNormally).toBe(false);
+    expect(marks.descendants.length).toBe(100);
+    expect(marks.descendants[0]!.command.length).toBe(200);
+  });
+});
+
+afterAll(removeSuites);
