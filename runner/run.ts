@@ -10,6 +10,7 @@ import type { RunSettings } from "./config/schema.ts";
 import { socketDirFor } from "./events/inspector.ts";
 import { runPool } from "./exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "./exec/process.ts";
+import { startGuardian, type Guardian } from "./exec/guardian.ts";
 import { filtersByName, SHARD_ENV } from "./exec/command.ts";
 import { runShard, type RunningShard } from "./exec/shard.ts";
 import type { Plan, PlannedShard } from "./plan/plan.ts";
@@ -158,7 +159,21 @@ export class Run {
       out.line(`shardguard: killed ${plural(this.sweeps.staleRuns.length, "process")} left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns, this.inputs.redact)}`);
     }
     await this.writeReports(false);
+    // Kills what this run leaves behind if the runner itself is SIGKILLed.
+    const guardian = startGuardian(`${SHARD_ENV.cookie}=${this.runId}:`);
+    try {
+      return await this.runShards(logDir, junitDir, socketDir, guardian);
+    } finally {
+      // Still held only when something threw: sweep now rather than never.
+      guardian.abandon();
+    }
+  }
 
+  /** The pool, the end-of-run sweep and the final report; releases the guardian once the sweep has run. */
+  private async runShards(logDir: string, junitDir: string, socketDir: string | null, guardian: Guardian): Promise<RunResult> {
+    const { settings, plan, out } = this.inputs;
+    const total = plan.shards.length;
+    const toRun = plan.shards.filter((s) => !this.results.has(s.index));
     const ctx = {
       runId: this.runId,
       root: settings.root,
@@ -230,6 +245,7 @@ export class Run {
     if (this.sweeps.endOfRun.length > 0) {
       out.line(`shardguard: killed ${plural(this.sweeps.endOfRun.length, "leftover process")} of this run: ${describe(this.sweeps.endOfRun, this.inputs.redact)}`);
     }
+    await guardian.release();
     const report = await this.writeReports(true);
     this.inputs.beforeSummary?.();
     if (this.filterMatchedNothing) out.line("shardguard: the -t filter matched no test in any file: nothing was executed");

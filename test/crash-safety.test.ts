@@ -1,9 +1,10 @@
 /**
  * The runner itself dies (kill -9): its shards die with it (--no-orphans),
- * and the reports already on disk are valid and list the unfinished shards.
+ * processes that left their shard's group die by the run's guardian, and the
+ * reports already on disk are valid and list the unfinished shards.
  */
 import { afterAll, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { readReport, runCli, survivors, waitFor, removeSuites } from "./helpers/cli.ts";
 import { makeSuite } from "./helpers/cli.ts";
@@ -43,6 +44,78 @@ test("kill -9 of the runner mid-run: no shard process alive within 2 s, reports 
   const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
   expect((await validateJUnitXml(xml)).valid).toBe(true);
   expect(xml.match(/<testcase /g)?.length).toBe(4);
+});
+
+/** Pids of live guardian processes of a run (their command line names the run's cookie). */
+function guardiansOf(runId: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (/\) [ZX] /.test(readFileSync(`/proc/${entry}/stat`, "utf8"))) continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.includes("guardian-main.ts") && cmdline.includes(`SHARDGUARD_RUN=${runId}:`)) found.push(Number(entry));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
+
+/** True while `pid` exists and is not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+test("kill -9 of the runner while a shard has a setsid'd grandchild: no process with the run's cookie alive 3 s later", async () => {
+  const dir = makeSuite({
+    "escape.test.ts":
+      'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
+      'test("escapes", async () => {\n' +
+      '  const p = Bun.spawn(["setsid", "sleep", "60"], { stdio: ["ignore", "ignore", "ignore"] });\n' +
+      '  await Bun.sleep(100);\n' +
+      '  writeFileSync(`${import.meta.dir}/escapee.pid`, String(p.pid));\n' +
+      '  await Bun.sleep(30_000);\n});\n',
+  });
+  const pidFile = path.join(dir, "escapee.pid");
+  let killedAt = 0;
+  let guardians: number[] = [];
+  let runId = "";
+  const run = await runCli(["run", "--root", dir, "--timeout", "60"], {
+    onLine: {
+      match: /START escape\.test\.ts/,
+      then: (pid) =>
+        void waitFor(() => existsSync(pidFile), 10_000).then(() => {
+          runId = readReport(dir).runId;
+          guardians = guardiansOf(runId);
+          killedAt = performance.now();
+          process.kill(pid, "SIGKILL");
+        }),
+    },
+  });
+  expect(run.signal).toBe("SIGKILL");
+  const escapee = Number(readFileSync(pidFile, "utf8"));
+  // The grandchild really left the group and the session, with the cookie.
+  expect(guardians.length).toBe(1);
+  const left = Math.max(0, 3_000 - (performance.now() - killedAt));
+  const clean = await waitFor(() => survivors(runId).length === 0 && !alive(escapee), left);
+  expect(survivors(runId)).toEqual([]);
+  expect(alive(escapee)).toBe(false);
+  expect(clean).toBe(true);
+  // The guardian does its job and goes.
+  expect(await waitFor(() => guardiansOf(runId).length === 0, Math.max(0, 3_000 - (performance.now() - killedAt)))).toBe(true);
+}, 60_000);
+
+test("a run that ends normally leaves no guardian behind", async () => {
+  const dir = makeSuite({ "a.test.ts": 'import { test } from "bun:test";\ntest("quick", () => {});\n' });
+  const run = await runCli(["run", "--root", dir, "--timeout", "60"]);
+  expect(run.code).toBe(0);
+  const runId = readReport(dir).runId;
+  expect(guardiansOf(runId)).toEqual([]);
 });
 
 afterAll(removeSuites);

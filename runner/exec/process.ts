@@ -1,5 +1,7 @@
 /**
- * The only module that spawns and kills processes.
+ * The only module that spawns and kills processes (with its sibling
+ * exec/guardian.ts, which starts the run's guardian; the guardian kills
+ * through {@link sweepCookie} here).
  *
  * A shard child runs detached (its own process group, so one signal reaches
  * every descendant that stayed in the group) with stdin from /dev/null.

@@ -1,0 +1,72 @@
+/**
+ * The guardian program (started by exec/guardian.ts, never imported):
+ * `bun guardian-main.ts <cookie prefix> <runner pid> <runner start time>`.
+ *
+ * It runs in a session of its own, holds the read end of a pipe whose write
+ * end only the runner holds, and waits. Two endings:
+ *  - the runner writes "done" (its run ended and its own end-of-run sweep
+ *    ran): exit at once, touching nothing;
+ *  - the pipe reaches end-of-file without "done", or the runner's pid is
+ *    gone (checked every 250 ms, in case a stray copy of the pipe's write
+ *    end keeps it open): the runner died without cleaning up (kill -9, OOM
+ *    killer). Then every process carrying the run's cookie is SIGKILLed,
+ *    again until two sweeps in a row find nothing (a process may fork while
+ *    it is being killed), for at most 2 s, and the guardian exits.
+ */
+import { readProcStat } from "./proc-inspect.ts";
+import { sweepCookie } from "./process.ts";
+
+const [cookiePrefix, runnerPidText, runnerStart] = process.argv.slice(2);
+const runnerPid = Number(runnerPidText);
+if (!cookiePrefix || !Number.isInteger(runnerPid) || runnerPid <= 1) process.exit(2);
+
+/** Between liveness probes of the runner, ms. */
+const PROBE_MS = 250;
+/** Between sweeps of one clean-up, ms. */
+const SWEEP_GAP_MS = 50;
+/** Longest clean-up, ms. */
+const SWEEP_BUDGET_MS = 2_000;
+
+let finished = false;
+
+/** True while the runner's pid is the runner (not dead, not a zombie, not recycled). */
+function runnerAlive(): boolean {
+  const stat = readProcStat(runnerPid);
+  if (stat === null) {
+    // No /proc: fall back to a signal-0 probe.
+    try {
+      process.kill(runnerPid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "EPERM";
+    }
+  }
+  return stat.state !== "Z" && stat.state !== "X" && (runnerStart === undefined || runnerStart === "" || stat.start === runnerStart);
+}
+
+async function cleanUp(): Promise<never> {
+  if (finished) return new Promise<never>(() => {});
+  finished = true;
+  const until = performance.now() + SWEEP_BUDGET_MS;
+  let quiet = 0;
+  while (quiet < 2 && performance.now() < until) {
+    quiet = sweepCookie(cookiePrefix!, "prefix").length === 0 ? quiet + 1 : 0;
+    if (quiet < 2) await Bun.sleep(SWEEP_GAP_MS);
+  }
+  process.exit(0);
+}
+
+let received = "";
+process.stdin.on("data", (chunk: Buffer) => {
+  received = (received + chunk.toString("utf8")).slice(-16);
+  if (received.includes("done")) {
+    finished = true;
+    process.exit(0);
+  }
+});
+process.stdin.on("end", () => void cleanUp());
+process.stdin.on("close", () => void cleanUp());
+process.stdin.on("error", () => void cleanUp());
+setInterval(() => {
+  if (!runnerAlive()) void cleanUp();
+}, PROBE_MS);

@@ -1,0 +1,103 @@
+/**
+ * The run's guardian: a small process that outlives a runner killed with
+ * SIGKILL just long enough to kill what the runner left (issue 8 §10).
+ *
+ * Without it, a process that left its shard's group (setsid, double fork)
+ * survives the runner's death: `--no-orphans` takes the shard child and its
+ * group down, but not such a process, and only a later run's stale-run
+ * sweep found it (if a later run came). The guardian runs in a session of
+ * its own (so a signal to the runner's group or terminal does not reach it),
+ * watches the runner through a pipe only the runner writes to and by its
+ * pid, and sweeps the run's cookie when the runner dies without saying
+ * "done". It costs one small Bun process per run, asleep on a pipe read.
+ *
+ * A sibling of exec/process.ts, which stays the only module that kills
+ * (the guardian program calls its `sweepCookie`).
+ *
+ * Out of reach, for the guardian as for every sweep: a process that cleared
+ * or rewrote its environment (the cookie is how it is found), and anything
+ * the guardian cannot signal (another user's process).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { readProcStat } from "./proc-inspect.ts";
+
+/** The guardian program. */
+const GUARDIAN_MAIN = path.join(import.meta.dir, "guardian-main.ts");
+
+/** How long {@link Guardian.release} waits for the guardian to exit before SIGKILLing it, ms. */
+const RELEASE_WAIT_MS = 1_000;
+
+/** A started guardian. */
+export interface Guardian {
+  /** Pid of the guardian process; null when it could not be started. */
+  readonly pid: number | null;
+  /**
+   * The run ended and its own sweeps ran: the guardian exits without
+   * touching anything. Resolves once it has exited (SIGKILLed after 1 s if
+   * it has not), so it never outlives a run that ended normally. Idempotent.
+   */
+  release(): Promise<void>;
+  /**
+   * The run is being abandoned (the runner is failing): the guardian sweeps
+   * the cookie now, as if the runner had died, and exits.
+   */
+  abandon(): void;
+}
+
+/**
+ * Starts the guardian of a run: it SIGKILLs every process whose environment
+ * has an entry starting with `cookiePrefix` (`SHARDGUARD_RUN=<run id>:`) as
+ * soon as this process dies without calling {@link Guardian.release}.
+ *
+ * Never throws: a guardian that cannot start leaves the run as it was
+ * before guardians (the next run's stale-run sweep), with `pid` null.
+ *
+ * @param bun the Bun executable to run the guardian with (the runner's own)
+ * @param env environment for the guardian (the runner's; it must not hold the cookie)
+ */
+export function startGuardian(cookiePrefix: string, bun = process.execPath, env: Record<string, string | undefined> = process.env): Guardian {
+  let child: ChildProcess | null = null;
+  try {
+    child = spawn(bun, [GUARDIAN_MAIN, cookiePrefix, String(process.pid), readProcStat(process.pid)?.start ?? ""], {
+      // Its own session and process group: not reached by signals to ours.
+      detached: true,
+      // Never the runner's stdout or stderr: a CI step waits for those to close.
+      stdio: ["pipe", "ignore", "ignore"],
+      env,
+    });
+    child.on("error", () => {});
+    child.stdin?.on("error", () => {});
+    // Neither the process nor the pipe may keep the runner's event loop alive.
+    child.unref();
+    (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  } catch {
+    child = null;
+  }
+  const exited = child
+    ? new Promise<void>((resolve) => {
+        if (child!.exitCode !== null || child!.signalCode !== null) resolve();
+        else child!.once("exit", () => resolve());
+      })
+    : Promise.resolve();
+  let done = false;
+  return {
+    pid: child?.pid ?? null,
+    async release() {
+      if (done || !child) return;
+      done = true;
+      child.stdin?.end("done\n");
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), RELEASE_WAIT_MS);
+      });
+      if ((await Promise.race([exited, late])) === "late") child.kill("SIGKILL");
+      clearTimeout(timer);
+    },
+    abandon() {
+      if (done || !child) return;
+      done = true;
+      child.stdin?.end();
+    },
+  };
+}
