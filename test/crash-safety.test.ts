@@ -54,7 +54,7 @@ function guardiansOf(runId: string): number[] {
     try {
       if (/\) [ZX] /.test(readFileSync(`/proc/${entry}/stat`, "utf8"))) continue;
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      if (cmdline.includes("guardian-main.ts") && cmdline.includes(`SHARDGUARD_RUN=${runId}:`)) found.push(Number(entry));
+      if (cmdline.includes("guardian-main.ts") && cmdline.includes(`\0${runId}:\0`)) found.push(Number(entry));
     } catch {
       // Gone while we looked.
     }

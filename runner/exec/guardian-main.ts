@@ -1,6 +1,9 @@
 /**
  * The guardian program (started by exec/guardian.ts, never imported):
- * `bun guardian-main.ts <cookie prefix> <runner pid> <runner start time>`.
+ * `bun guardian-main.ts <cookie name> <cookie value prefix> <runner pid> <runner start time>`.
+ * The cookie comes in two arguments, never as one `NAME=value` word: on
+ * macOS the sweeps read `ps eww`, where such an argument would look like an
+ * environment entry and make the guardian a target of other runs' sweeps.
  *
  * It runs in a session of its own, holds the read end of a pipe whose write
  * end only the runner holds, and waits. Two endings:
@@ -16,9 +19,10 @@
 import { readProcStat } from "./proc-inspect.ts";
 import { sweepCookie } from "./process.ts";
 
-const [cookiePrefix, runnerPidText, runnerStart] = process.argv.slice(2);
+const [cookieName, cookieValue, runnerPidText, runnerStart] = process.argv.slice(2);
+const cookiePrefix = `${cookieName}=${cookieValue}`;
 const runnerPid = Number(runnerPidText);
-if (!cookiePrefix || !Number.isInteger(runnerPid) || runnerPid <= 1) process.exit(2);
+if (!cookieName || !cookieValue || !Number.isInteger(runnerPid) || runnerPid <= 1) process.exit(2);
 
 /** Between liveness probes of the runner, ms. */
 const PROBE_MS = 250;

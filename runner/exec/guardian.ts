@@ -59,7 +59,10 @@ export interface Guardian {
 export function startGuardian(cookiePrefix: string, bun = process.execPath, env: Record<string, string | undefined> = process.env): Guardian {
   let child: ChildProcess | null = null;
   try {
-    child = spawn(bun, [GUARDIAN_MAIN, cookiePrefix, String(process.pid), readProcStat(process.pid)?.start ?? ""], {
+    const eq = cookiePrefix.indexOf("=");
+    const args = [cookiePrefix.slice(0, eq), cookiePrefix.slice(eq + 1), String(process.pid), readProcStat(process.pid)?.start ?? ""];
+    if (eq <= 0 || args[1] === "") throw new Error(`not a NAME=value cookie prefix: ${cookiePrefix}`);
+    child = spawn(bun, [GUARDIAN_MAIN, ...args], {
       // Its own session and process group: not reached by signals to ours.
       detached: true,
       // Never the runner's stdout or stderr: a CI step waits for those to close.
