@@ -76,22 +76,30 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
     "escape.test.ts":
       'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
       'test("escapes", async () => {\n' +
-      '  const p = Bun.spawn(["setsid", "sleep", "60"], { stdio: ["ignore", "ignore", "ignore"] });\n' +
+      // A grandchild through a shell: Bun kills the processes it spawned itself when it exits.
+      // Its runner pid is made to look alive (this test's own pid): other runs on the machine
+      // sweep cookies whose runner is dead at their start, and must not do the guardian's job here.
+      '  const sh = Bun.spawn(["sh", "-c", "SHARDGUARD_RUNNER_PID=$SG_TEST_PID setsid sleep 60 > /dev/null 2>&1 & echo $!"], { stdout: "pipe" });\n' +
+      '  const pid = (await new Response(sh.stdout).text()).trim();\n' +
       '  await Bun.sleep(100);\n' +
-      '  writeFileSync(`${import.meta.dir}/escapee.pid`, String(p.pid));\n' +
+      '  writeFileSync(`${import.meta.dir}/escapee.pid`, pid);\n' +
       '  await Bun.sleep(30_000);\n});\n',
   });
   const pidFile = path.join(dir, "escapee.pid");
   let killedAt = 0;
   let guardians: number[] = [];
+  let escapeeSid = 0;
   let runId = "";
   const run = await runCli(["run", "--root", dir, "--timeout", "60"], {
+    env: { SG_TEST_PID: String(process.pid) },
     onLine: {
       match: /START escape\.test\.ts/,
       then: (pid) =>
         void waitFor(() => existsSync(pidFile), 10_000).then(() => {
           runId = readReport(dir).runId;
           guardians = guardiansOf(runId);
+          const stat = readFileSync(`/proc/${readFileSync(pidFile, "utf8").trim()}/stat`, "utf8");
+          escapeeSid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
           killedAt = performance.now();
           process.kill(pid, "SIGKILL");
         }),
@@ -99,8 +107,9 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
   });
   expect(run.signal).toBe("SIGKILL");
   const escapee = Number(readFileSync(pidFile, "utf8"));
-  // The grandchild really left the group and the session, with the cookie.
+  // The guardian was there, and the grandchild really left the group and the session.
   expect(guardians.length).toBe(1);
+  expect(escapeeSid).toBe(escapee);
   const left = Math.max(0, 3_000 - (performance.now() - killedAt));
   const clean = await waitFor(() => survivors(runId).length === 0 && !alive(escapee), left);
   expect(survivors(runId)).toEqual([]);
