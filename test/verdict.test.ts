@@ -33,17 +33,29 @@ describe("nothing shardguard killed is ever passed", () => {
   });
 });
 
-test("a killed multi-file shard: the file loading is timed-out, files after it never started", () => {
-  const ended: EventTest = { ...evTest("t", "ended", "passed"), file: "a.test.ts" };
+test("a killed multi-file shard: the hook or file in flight is timed-out, files after it never started", () => {
+  const ended: EventTest = { ...evTest("t", "ended", "passed"), file: "a.test.ts", sinceEndMs: 900 };
   const result = decideShard(evidence({
     files: ["a.test.ts", "b.test.ts", "c.test.ts"],
-    process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
+    process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM", durationMs: 1000 }),
     events: { connected: true, looseErrors: [], tests: [ended] },
   }));
-  expect(result.tests.map((t) => [t.file, t.status])).toEqual([
-    ["a.test.ts", "passed"],
-    ["b.test.ts", "timed-out"],
-    ["c.test.ts", "never-started"],
+  // Every test of a.test.ts ended and nothing else registered: a's afterAll was in flight (issue #8).
+  expect(result.tests.map((t) => [t.file, t.name, t.status, t.durationMs])).toEqual([
+    ["a.test.ts", "t", "passed", 5],
+    ["a.test.ts", "afterAll hook", "timed-out", 900],
+    ["b.test.ts", "(whole file)", "never-started", 0],
+    ["c.test.ts", "(whole file)", "never-started", 0],
+  ]);
+  // Nothing registered at all: the first file was loading, for the shard's whole time.
+  const loading = decideShard(evidence({
+    files: ["a.test.ts", "b.test.ts"],
+    process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM", durationMs: 1000 }),
+    events: { connected: true, looseErrors: [], tests: [] },
+  }));
+  expect(loading.tests.map((t) => [t.file, t.status, t.durationMs])).toEqual([
+    ["a.test.ts", "timed-out", 1000],
+    ["b.test.ts", "timed-out", 0],
   ]);
   const running: EventTest = { ...evTest("t", "running"), file: "a.test.ts" };
   const withRunning = decideShard(evidence({

@@ -19,6 +19,7 @@ export function toEventEvidence(model: TestEventModel, connected: boolean, now: 
     attempts: t.attempts,
     durationMs: t.durationMs ?? 0,
     ...(t.phase === "running" && t.startedAtMs !== undefined ? { runningForMs: Math.max(0, now() - t.startedAtMs) } : {}),
+    ...(t.phase === "ended" && t.endedAtMs !== undefined ? { sinceEndMs: Math.max(0, now() - t.endedAtMs) } : {}),
     ...(t.failure ? { failure: t.failure } : t.errors.length > 0 ? { failure: { type: t.errors.at(-1)!.name, message: t.errors.at(-1)!.message } } : {}),
     attemptFailures: [...t.attemptFailures],
   }));

@@ -61,3 +61,8 @@ export function filtersByName(bunArgs: readonly string[]): boolean {
 export function passesWithNoTests(bunArgs: readonly string[]): boolean {
   return bunArgs.includes("--pass-with-no-tests");
 }
+
+/** True when the user's flags include `--bail` (Bun stops the run after the first failure, or after N with `--bail=N`). */
+export function bails(bunArgs: readonly string[]): boolean {
+  return bunArgs.some((a) => a === "--bail" || a.startsWith("--bail="));
+}

@@ -15,7 +15,7 @@ import type { ShardResult } from "../results/model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { stripAnsi } from "../report/sanitize.ts";
 import { readFileTail } from "../util/file-tail.ts";
-import { filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
+import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
 import { readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 
@@ -195,6 +195,7 @@ export async function runShard(
     events,
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
     nameFilter: filtersByName(ctx.bunArgs),
+    bail: bails(ctx.bunArgs),
     testsStarted,
     finishedNormally,
     ...(consoleError ? { consoleError } : {}),

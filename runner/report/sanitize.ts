@@ -13,18 +13,9 @@
  * {@link xmlSafe} before it is escaped.
  */
 
-/**
- * Terminal escape sequences (ECMA-48), matched whole so that no `[31m`
- * debris is left behind:
- * - CSI: `ESC [` (or the 8-bit U+009B) parameters, intermediates, one final byte;
- * - OSC, DCS, SOS, PM, APC: `ESC ]`, `ESC P`, `ESC X`, `ESC ^`, `ESC _` up to
- *   the string terminator (BEL or `ESC \`); an unterminated one loses only its
- *   introducer, so the text after it stays readable;
- * - any other `ESC` + intermediates + final byte (e.g. `ESC c`, `ESC (B`),
- *   and a lone ESC.
- */
-const ANSI_SEQUENCE =
-  /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[\x20-\x2f]*[\x30-\x7e]?/g;
+import { stripAnsi } from "../results/text.ts";
+
+export { stripAnsi };
 
 /**
  * Everything outside XML 1.0's `Char` production. With the `u` flag a
@@ -35,11 +26,6 @@ const NOT_XML_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu
 
 /** What an illegal code point becomes: U+FFFD REPLACEMENT CHARACTER. */
 export const REPLACEMENT_CHAR = "\uFFFD";
-
-/** Removes terminal escape sequences (colours, cursor moves, hyperlinks, titles). */
-export function stripAnsi(text: string): string {
-  return text.replace(ANSI_SEQUENCE, "");
-}
 
 /**
  * Replaces every code point that XML 1.0 forbids (C0 controls other than

@@ -25,10 +25,11 @@
  *  - nothing shardguard killed is ever `passed`.
  */
 import type { BunJUnitFile } from "./bun-junit.ts";
+import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE, type Base } from "./entries.ts";
+import { fromJUnit } from "./from-junit.ts";
 import type { Failure, ShardResult, ShardStatus, TestResult, TestStatus } from "./model.ts";
 
-/** Name used for the one synthetic testcase of a file without per-test data. */
-export const WHOLE_FILE = "(whole file)";
+export { WHOLE_FILE };
 
 /** Per-test state from inspector events, already reduced to what the verdict needs. */
 export interface EventTest {
@@ -46,6 +47,8 @@ export interface EventTest {
   durationMs: number;
   /** For a running test: ms since its last start, on the runner's clock. */
   runningForMs?: number;
+  /** For an ended test: ms since its end arrived, on the runner's clock. */
+  sinceEndMs?: number;
   failure?: Failure;
   /** Errors of attempts that were followed by another attempt. */
   attemptFailures: { type: string; message: string }[];
@@ -94,6 +97,12 @@ export interface ShardEvidence {
    */
   nameFilter?: boolean;
   /**
+   * True when the run stops at a failure (`--bail`). Bun then leaves the
+   * unreached tests and files out of its JUnit and skips the global afterAll,
+   * so the end-of-run mark is missing (measured on Bun 1.4.4).
+   */
+  bail?: boolean;
+  /**
    * Test starts counted by the child preload's synchronous marks (not lossy
    * like events); undefined when unknown.
    */
@@ -116,7 +125,6 @@ export interface ShardEvidence {
   logIncomplete: boolean;
 }
 
-const seconds = (ms: number) => `${+(ms / 1000).toFixed(1)} s`;
 
 /**
  * Decides one shard's status, reason and per-test entries.
@@ -168,13 +176,14 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   }
 
   const code = p.exitCode ?? -1;
-  if (ev.junit) return fromJUnit(ev, base, code, ev.junit);
+  const distrust = ev.junit ? junitDisagreement(ev, ev.junit) : null;
+  if (ev.junit && distrust === null) return fromJUnit(ev, base, code, ev.junit);
 
   const eventTests = ev.events?.tests ?? [];
   // A test that started proves tests were registered, even if its events were lost.
   const anyFound = eventTests.length > 0 || (ev.testsStarted ?? 0) > 0;
-  const noJUnit = ev.junitProblem ?? "Bun wrote no JUnit report";
-  if (code === 1 && !anyFound) {
+  const noJUnit = distrust ? `Bun's JUnit report was not trusted: ${distrust}` : ev.junitProblem ?? "Bun wrote no JUnit report";
+  if (code === 1 && !anyFound && !distrust) {
     // Bun writes JUnit whenever at least one test was registered; exit 1 with
     // no test found means the file threw or failed to import before any test.
     const tests = ev.files.map((file) => loadFailure(ev, file));
@@ -192,25 +201,34 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   return interrupted(ev, base, "crashed", reason, "crashed", "crash");
 }
 
-type Base = Omit<ShardResult, "status" | "reason" | "testSource" | "tests">;
-
-function synthetic(file: string, status: TestStatus, failure?: Failure): TestResult {
-  return {
-    name: WHOLE_FILE,
-    file,
-    status,
-    durationMs: 0,
-    ...(failure ? { failure } : {}),
-    retries: 0,
-    flaky: false,
-    attemptFailures: [],
-    synthetic: true,
-  };
+/**
+ * Why Bun's JUnit cannot be taken as proof of a finished run, or null when
+ * the rest of the evidence agrees with it. The file lies where the test
+ * process can write, so a test can forge it and exit 0 (issue #8): it is
+ * trusted only when the child preload's end-of-run mark is there (Bun reached
+ * the normal end; `--bail` after a failure skips that hook, measured) and no
+ * test that started is left without an end.
+ */
+function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[]): string | null {
+  const running = (ev.events?.tests ?? []).filter((t) => t.state === "running");
+  if (running.length > 0) return `"${running[0]!.name}" started and never ended`;
+  const bailedOnFailure = ev.bail === true && junit.some((f) => f.tests.some((t) => t.status === "failed"));
+  if (ev.finishedNormally === false && !bailedOnFailure) return "the child preload's end-of-run mark is missing";
+  return null;
 }
 
 /**
  * A shard that did not end normally: per-test data from events where there is
  * some, one synthetic entry per file where there is none.
+ *
+ * Something was in flight when it ended: a test (phase `running`), or, when
+ * no test was running, code outside tests. Bun runs files in plan order, so
+ * that code belongs to the last file with found tests (a hook: "afterAll
+ * hook" once all its tests ended, "beforeAll hook" before its first, "hook
+ * between tests" otherwise) or, when that file had not registered a test
+ * yet, to the first file without found tests (it was loading). The entry in
+ * flight gets `inFlightStatus` and the time since the shard's last test
+ * ended (or the shard's whole time); the files after it are `never-started`.
  */
 function interrupted(
   ev: ShardEvidence,
@@ -224,21 +242,22 @@ function interrupted(
   let usedEvents = false;
   const eventTests = ev.events?.tests ?? [];
   const haveEvents = ev.events?.connected === true && eventTests.length > 0;
-  // With events, a file without found tests had not loaded yet. Bun loads
-  // files in order, so when no test was running the first such file was the
-  // one loading (in flight); the files after it never started.
-  const anyRunning = eventTests.some((t) => t.state === "running");
-  let loadingAssigned = anyRunning;
+  const ends = eventTests.map((t) => t.sinceEndMs).filter((ms): ms is number => ms !== undefined);
+  // How long the code in flight (not a test) had run: since the last test ended, or the whole shard.
+  const idleMs = Math.min(base.durationMs, ends.length > 0 ? Math.min(...ends) : base.durationMs);
+  const lastLoaded = [...ev.files].reverse().find((file) => eventTests.some((t) => t.file === file));
+  let inFlightAssigned = eventTests.some((t) => t.state === "running");
   for (const file of ev.files) {
     const found = eventTests.filter((t) => t.file === file);
     if (found.length === 0) {
-      if (haveEvents && loadingAssigned) {
+      if (haveEvents && inFlightAssigned) {
         tests.push(synthetic(file, "never-started", { type: "never-started", message: `never started: the file had not loaded when the shard ended (${reason})` }));
         continue;
       }
-      loadingAssigned = true;
+      const first = !inFlightAssigned;
+      inFlightAssigned = true;
       const note = haveEvents ? "; it was loading when the shard ended" : !ev.events?.connected ? "; per-test data is missing (no event channel)" : "";
-      tests.push(synthetic(file, inFlightStatus, { type: failureType, message: reason + note }));
+      tests.push(synthetic(file, inFlightStatus, { type: failureType, message: reason + note }, first ? idleMs : 0));
       continue;
     }
     usedEvents = true;
@@ -258,33 +277,24 @@ function interrupted(
         tests.push(fromEvent(t, "never-started", { type: "never-started", message: `never started: ${reason}` }));
       }
     }
+    if (!inFlightAssigned && file === lastLoaded) {
+      inFlightAssigned = true;
+      tests.push(hookInFlight(file, found, inFlightStatus, failureType, reason, idleMs));
+    }
   }
   return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
 }
 
-function fromEvent(t: EventTest, status: TestStatus, failure?: Failure): TestResult {
-  const flaky = status === "passed" && t.attempts > 1 && t.attemptFailures.length > 0;
-  const chosen = failure ?? (status === "failed" ? t.failure ?? { type: "failure", message: "failed" } : undefined);
-  return {
-    name: t.name,
-    file: t.file,
-    ...(t.line !== undefined ? { line: t.line } : {}),
-    status,
-    durationMs: status === "never-started" ? 0 : t.state === "running" ? (t.runningForMs ?? 0) : t.durationMs,
-    ...(chosen ? { failure: chosen } : {}),
-    retries: Math.max(0, t.attempts - 1),
-    flaky,
-    attemptFailures: flaky || status !== "passed" ? t.attemptFailures : [],
-    synthetic: false,
-  };
-}
-
-function loadFailure(ev: ShardEvidence, file: string): TestResult {
-  const errors = (ev.events?.looseErrors ?? []).filter((e) => e.file === file || (e.file === null && ev.files.length === 1));
-  const message =
-    errors[0]?.message ??
-    (ev.consoleError ? `${ev.consoleError} (from Bun's console output)` : `the file failed before any test was registered (see ${ev.logPath ?? "the log"})`);
-  return synthetic(file, "failed", { type: "load-error", message });
+/** The entry for code outside tests that was running in `file` when the shard ended (no test was). */
+function hookInFlight(file: string, found: EventTest[], status: TestStatus, failureType: string, reason: string, ms: number): TestResult {
+  const ended = found.filter((t) => t.state === "ended").length;
+  const [name, where] =
+    ended === found.length
+      ? ["afterAll hook", "every test of the file had ended: an afterAll hook was running, or the next file was loading before it registered a test"]
+      : ended === 0
+        ? ["beforeAll hook", "no test of the file had started: a beforeAll hook was running, or the file was still loading"]
+        : ["hook between tests", "between two tests of the file: a beforeAll or afterAll hook of a describe block was running"];
+  return hookEntry(file, name, status, { type: failureType, message: `in flight when the shard ended after running ${seconds(ms)}: ${reason} (${where})` }, ms);
 }
 
 function noTests(ev: ShardEvidence, base: Base): ShardResult {
@@ -294,73 +304,6 @@ function noTests(ev: ShardEvidence, base: Base): ShardResult {
   }
   const tests = ev.files.map((file) => synthetic(file, "failed", { type: "no-tests", message: "no tests found" }));
   return { ...base, status: "failed", reason: "no tests found (pass --pass-with-no-tests to bun test to allow it)", testSource: "synthetic", tests };
-}
-
-/** Key used to match a JUnit testcase with an event test. */
-const matchKey = (file: string, name: string) => `${file}\u0000${name.replace(/[\u0000-\u001f\u007f]/g, "")}`;
-
-function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitFile[]): ShardResult {
-  const byFile = new Map(junit.map((f) => [f.file, f.tests]));
-  const events = new Map<string, EventTest>();
-  for (const t of ev.events?.tests ?? []) events.set(matchKey(t.file, t.name), t);
-  const tests: TestResult[] = [];
-  const missing: string[] = [];
-  let enriched = false;
-  for (const file of ev.files) {
-    const fileTests = byFile.get(file);
-    if (!fileTests || fileTests.length === 0) {
-      missing.push(file);
-      const loose = (ev.events?.looseErrors ?? []).some((e) => e.file === file);
-      if (loose || code !== 0) tests.push(loadFailure(ev, file));
-      else if (ev.passWithNoTests) tests.push(synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" }));
-      else tests.push(synthetic(file, "failed", { type: "no-tests", message: "no tests found" }));
-      continue;
-    }
-    for (const t of fileTests) {
-      const e = events.get(matchKey(t.file, t.name));
-      if (!e) {
-        tests.push(t);
-        continue;
-      }
-      enriched = true;
-      const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
-      tests.push({
-        ...t,
-        ...(t.line === undefined && e.line !== undefined ? { line: e.line } : {}),
-        retries: Math.max(0, e.attempts - 1),
-        flaky,
-        attemptFailures: flaky || t.status === "failed" ? e.attemptFailures : [],
-      });
-    }
-  }
-  const anyFailed = tests.some((t) => t.status !== "passed" && t.status !== "skipped" && t.status !== "todo");
-  let status: ShardStatus;
-  let reason: string;
-  const allFilteredOut = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
-  if (code === 1 && ev.nameFilter && missing.length === 0 && allFilteredOut) {
-    status = "passed";
-    reason = "no test in this shard matches the -t filter (all skipped)";
-  } else if (code === 0 && !anyFailed) {
-    status = "passed";
-    reason = missing.length > 0 ? `passed; no tests in ${missing.join(", ")} (--pass-with-no-tests)` : "all tests passed";
-  } else if (code === 0 || code === 1) {
-    status = "failed";
-    const failedTests = tests.filter((t) => t.status === "failed").length;
-    reason =
-      failedTests > 0
-        ? `${failedTests} test${failedTests === 1 ? "" : "s"} failed`
-        : "bun test exited 1 though no test failed (an error between tests)";
-    if (!anyFailed) {
-      // CI tools count testcases: a failed shard must show a failing one.
-      const loose = ev.events?.looseErrors[0]?.message;
-      tests.push(synthetic(ev.files[0]!, "failed", { type: "error-between-tests", message: loose ?? reason }));
-    }
-  } else {
-    status = "crashed";
-    reason = `exited with code ${code}`;
-    tests.push(synthetic(ev.files[0]!, "crashed", { type: "crash", message: reason }));
-  }
-  return { ...base, status, reason, testSource: enriched ? "junit+events" : "junit", tests };
 }
 
 /** A shard result without a process behind it: every file one synthetic entry with `status`. */

@@ -1,0 +1,72 @@
+/**
+ * Builders of test entries shared by the verdict rules (verdict.ts for
+ * shards that did not end normally, from-junit.ts for shards with Bun's
+ * JUnit). Pure; every duration in ms.
+ */
+import type { Failure, ShardResult, TestResult, TestStatus } from "./model.ts";
+import { cleanEventName } from "./text.ts";
+import type { EventTest, ShardEvidence } from "./verdict.ts";
+
+/** Name used for the one synthetic testcase of a file without per-test data. */
+export const WHOLE_FILE = "(whole file)";
+
+/** A shard result without its verdict fields. */
+export type Base = Omit<ShardResult, "status" | "reason" | "testSource" | "tests">;
+
+/** `1.5 s`, for reasons and messages. */
+export const seconds = (ms: number) => `${+(ms / 1000).toFixed(1)} s`;
+
+/** `1 test`, `2 tests`. */
+export const count = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** The one "(whole file)" entry of a file without per-test data. */
+export function synthetic(file: string, status: TestStatus, failure?: Failure, durationMs = 0): TestResult {
+  return {
+    name: WHOLE_FILE,
+    file,
+    status,
+    durationMs: Math.max(0, durationMs),
+    ...(failure ? { failure } : {}),
+    retries: 0,
+    flaky: false,
+    attemptFailures: [],
+    synthetic: true,
+  };
+}
+
+/**
+ * An entry for a hook (or code outside any test) rather than a test: a
+ * failing hook from Bun's JUnit, or the hook in flight when a shard was
+ * killed. `name` is the hook and its describe path ("off > beforeAll hook").
+ * Not synthetic: it stands beside the file's tests, not for the whole file.
+ */
+export function hookEntry(file: string, name: string, status: TestStatus, failure: Failure, durationMs: number): TestResult {
+  return { ...synthetic(file, status, failure, durationMs), name, synthetic: false };
+}
+
+/** A test entry from its events, with the status the verdict chose. */
+export function fromEvent(t: EventTest, status: TestStatus, failure?: Failure): TestResult {
+  const flaky = status === "passed" && t.attempts > 1 && t.attemptFailures.length > 0;
+  const chosen = failure ?? (status === "failed" ? t.failure ?? { type: "failure", message: "failed" } : undefined);
+  return {
+    name: cleanEventName(t.name),
+    file: t.file,
+    ...(t.line !== undefined ? { line: t.line } : {}),
+    status,
+    durationMs: status === "never-started" ? 0 : t.state === "running" ? (t.runningForMs ?? 0) : t.durationMs,
+    ...(chosen ? { failure: chosen } : {}),
+    retries: Math.max(0, t.attempts - 1),
+    flaky,
+    attemptFailures: flaky || status !== "passed" ? t.attemptFailures : [],
+    synthetic: false,
+  };
+}
+
+/** The "(whole file)" entry of a file that failed before any test was registered. */
+export function loadFailure(ev: ShardEvidence, file: string): TestResult {
+  const errors = (ev.events?.looseErrors ?? []).filter((e) => e.file === file || (e.file === null && ev.files.length === 1));
+  const message =
+    errors[0]?.message ??
+    (ev.consoleError ? `${ev.consoleError} (from Bun's console output)` : `the file failed before any test was registered (see ${ev.logPath ?? "the log"})`);
+  return synthetic(file, "failed", { type: "load-error", message });
+}

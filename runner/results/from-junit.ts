@@ -1,0 +1,190 @@
+/**
+ * The verdict of a shard that ended normally: Bun's JUnit file gives the
+ * final statuses, inspector events add retries, flakiness, lines and exact
+ * names, and the events' `found` list (the plan of each file) makes the
+ * entries complete. Rules (docs/reports.md, "Hooks, .only and --bail"):
+ *
+ * - Bun writes hooks as "(unnamed)" testcases without a `line` (measured on
+ *   Bun 1.4.4). A hook is never an entry of its own unless it failed; a failed
+ *   one is named after the hook and its describe path ("off > beforeAll hook").
+ *   It is a beforeAll when nothing of its describe block precedes it in Bun's
+ *   document order, else an afterAll.
+ * - A found test Bun's JUnit leaves out is listed: `failed` with the hook's
+ *   error when a beforeAll of its describe path failed (as Jest reports them);
+ *   `never-started` when `--bail` stopped the run; `skipped` when the file ran
+ *   other tests and nothing else explains it (another test is `.only`).
+ * - With `--bail`, a planned file missing from Bun's JUnit after a failure is
+ *   `never-started`, not a load error.
+ */
+import type { Failure, ShardResult, ShardStatus, TestResult } from "./model.ts";
+import type { BunJUnitFile } from "./bun-junit.ts";
+import { count, fromEvent, hookEntry, loadFailure, synthetic, type Base } from "./entries.ts";
+import { cleanEventName, cleanJUnitName } from "./text.ts";
+import type { EventTest, ShardEvidence } from "./verdict.ts";
+
+/** Bun 1.4.4's name for a hook's testcase in its JUnit. */
+const BUN_HOOK_NAME = "(unnamed)";
+const SEP = " > ";
+
+/** Key used to match a JUnit testcase with an event test (Bun's JUnit drops control characters). */
+const matchKey = (file: string, name: string) => `${file}\u0000${name.replace(/[\u0000-\u001f\u007f]/g, "")}`;
+
+/** A hook's testcase: Bun names it "(unnamed)" and gives it no line (a real test always has one). */
+function isHook(t: TestResult): boolean {
+  return t.line === undefined && (t.name === BUN_HOOK_NAME || t.name.endsWith(SEP + BUN_HOOK_NAME));
+}
+
+/** A failed beforeAll: the describe path it covers and its error. */
+interface FailedScope {
+  /** Prefix of the full names of the tests it covers ("" for the file). */
+  prefix: string;
+  hook: string;
+  failure: Failure;
+}
+
+const bunFailed = (junit: BunJUnitFile[]) => junit.some((f) => f.tests.some((t) => t.status === "failed"));
+
+/**
+ * @param code the child's exit code (0 or 1 lead to passed/failed; anything else is crashed)
+ */
+export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitFile[]): ShardResult {
+  const byFile = new Map(junit.map((f) => [f.file, f.tests]));
+  // A queue per name: with --rerun-each the same test appears several times, in order.
+  const queues = new Map<string, EventTest[]>();
+  for (const t of ev.events?.tests ?? []) {
+    const key = matchKey(t.file, t.name);
+    const queue = queues.get(key);
+    if (queue) queue.push(t);
+    else queues.set(key, [t]);
+  }
+  const bailed = ev.bail === true && bunFailed(junit);
+  const tests: TestResult[] = [];
+  const missing: string[] = [];
+  let enriched = false;
+
+  for (const file of ev.files) {
+    const entries = byFile.get(file) ?? [];
+    const used = new Set<EventTest>();
+    const out: TestResult[] = [];
+    const scopes: FailedScope[] = [];
+    entries.forEach((t, i) => {
+      if (isHook(t)) {
+        if (t.status !== "failed") return; // hooks are never entries unless they fail
+        const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
+        const after = entries.slice(0, i).some((e) => e.name.startsWith(prefix));
+        const hook = after ? "afterAll hook" : "beforeAll hook";
+        const failure = t.failure ?? { type: "failure", message: `${hook} failed` };
+        out.push({ ...t, name: cleanJUnitName(prefix + hook), failure });
+        if (!after) scopes.push({ prefix, hook: cleanJUnitName(prefix + hook), failure });
+        return;
+      }
+      const e = queues.get(matchKey(t.file, t.name))?.shift();
+      if (!e) {
+        out.push({ ...t, name: cleanJUnitName(t.name) });
+        return;
+      }
+      used.add(e);
+      enriched = true;
+      const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
+      out.push({
+        ...t,
+        name: cleanEventName(e.name),
+        ...(t.line === undefined && e.line !== undefined ? { line: e.line } : {}),
+        retries: Math.max(0, e.attempts - 1),
+        flaky,
+        attemptFailures: flaky || t.status === "failed" ? e.attemptFailures : [],
+      });
+    });
+    const left = (ev.events?.tests ?? []).filter((e) => e.file === file && !used.has(e) && queues.get(matchKey(e.file, e.name))?.includes(e));
+
+    if (out.length === 0) {
+      // Bun's JUnit has nothing for this file: it did not run.
+      missing.push(file);
+      const loose = (ev.events?.looseErrors ?? []).some((e) => e.file === file);
+      let why: string;
+      if (bailed && !loose) {
+        why = "never started: --bail stopped the run after a failure";
+        out.push(synthetic(file, "never-started", { type: "never-started", message: why }));
+      } else if (loose || code !== 0 || left.length > 0) {
+        out.push(loadFailure(ev, file));
+        why = "never started: the file failed to load";
+      } else if (ev.passWithNoTests) {
+        out.push(synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" }));
+        why = "";
+      } else {
+        out.push(synthetic(file, "failed", { type: "no-tests", message: "no tests found" }));
+        why = "";
+      }
+      for (const e of left) out.push(fromEvent(e, "never-started", { type: "never-started", message: why }));
+      tests.push(...out);
+      continue;
+    }
+
+    // The plan of the file (events' found list) against what Bun's JUnit holds.
+    for (const e of left) {
+      enriched = true;
+      const scope = scopes.find((s) => e.name.startsWith(s.prefix));
+      if (e.state === "ended" && e.status) out.push(fromEvent(e, e.status));
+      else if (e.state === "running") {
+        out.push(fromEvent(e, "crashed", { type: "crash", message: "started, but Bun's JUnit report has no entry for it" }));
+      } else if (scope) {
+        out.push(
+          fromEvent(e, "failed", {
+            type: scope.failure.type,
+            message: `${scope.hook} failed: ${scope.failure.message}`,
+            ...(scope.failure.details !== undefined ? { details: scope.failure.details } : {}),
+          }),
+        );
+      } else if (bailed) {
+        out.push(fromEvent(e, "never-started", { type: "never-started", message: "never started: --bail stopped the run after a failure" }));
+      } else {
+        // Bun ran other tests of this file and left this one out: `.only` elsewhere.
+        out.push(fromEvent(e, "skipped", { type: "not-selected", message: "not run: another test of the file is marked .only" }));
+      }
+    }
+    tests.push(...out);
+  }
+  return { ...base, ...shardVerdict(ev, code, tests, missing, bailed), testSource: enriched ? "junit+events" : "junit", tests };
+}
+
+const NOT_FAILING = new Set(["passed", "skipped", "todo"]);
+
+/** Status and reason of a shard that ended normally; may append a synthetic entry so a failed shard shows a failing testcase. */
+function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], missing: string[], bailed: boolean): { status: ShardStatus; reason: string } {
+  const anyFailed = tests.some((t) => !NOT_FAILING.has(t.status));
+  const allSkipped = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
+  if (code === 1 && ev.nameFilter && missing.length === 0 && allSkipped) {
+    return { status: "passed", reason: "no test in this shard matches the -t filter (all skipped)" };
+  }
+  if (code === 0 && !anyFailed) {
+    const reason = missing.length > 0 ? `passed; no tests in ${missing.join(", ")} (--pass-with-no-tests)` : passedReason(tests);
+    return { status: "passed", reason };
+  }
+  if (code === 0 || code === 1) {
+    const failedTests = tests.filter((t) => t.status === "failed").length;
+    let reason =
+      failedTests > 0 ? `${count(failedTests, "test")} failed` : anyFailed ? "not every test ran" : "bun test exited 1 though no test failed (an error between tests)";
+    if (bailed) reason += "; --bail stopped the run";
+    if (!anyFailed) {
+      // CI tools count testcases: a failed shard must show a failing one.
+      const loose = ev.events?.looseErrors[0]?.message;
+      tests.push(synthetic(ev.files[0]!, "failed", { type: "error-between-tests", message: loose ?? reason }));
+    }
+    return { status: "failed", reason };
+  }
+  const reason = `exited with code ${code}`;
+  tests.push(synthetic(ev.files[0]!, "crashed", { type: "crash", message: reason }));
+  return { status: "crashed", reason };
+}
+
+/** "all tests passed", or, when no test ran, what they were: "all 3 tests skipped", "all 2 tests todo". */
+function passedReason(tests: readonly TestResult[]): string {
+  const real = tests.filter((t) => !t.synthetic);
+  if (real.some((t) => t.status === "passed")) return "all tests passed";
+  const skipped = real.filter((t) => t.status === "skipped").length;
+  const todo = real.filter((t) => t.status === "todo").length;
+  if (skipped > 0 && todo === 0) return `all ${count(skipped, "test")} skipped`;
+  if (todo > 0 && skipped === 0) return `all ${count(todo, "test")} todo`;
+  if (skipped > 0 && todo > 0) return `no test ran: ${skipped} skipped, ${todo} todo`;
+  return "all tests passed";
+}
