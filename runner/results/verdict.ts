@@ -210,9 +210,13 @@ export function decideShard(ev: ShardEvidence): ShardResult {
  * test that started is left without an end.
  */
 function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[]): string | null {
-  const running = (ev.events?.tests ?? []).filter((t) => t.state === "running");
+  const failed = new Set(junit.flatMap((f) => f.tests.filter((t) => t.status === "failed").map((t) => `${f.file}\u0000${t.name}`)));
+  const bailedOnFailure = ev.bail === true && failed.size > 0;
+  // --bail exits right after the failing test, before its `end` event is sent (measured):
+  // a running test that Bun's JUnit reports as failed is then no disagreement.
+  const bunName = (name: string) => name.replace(/[\u0000-\u001f\u007f]/g, "");
+  const running = (ev.events?.tests ?? []).filter((t) => t.state === "running" && !(bailedOnFailure && failed.has(`${t.file}\u0000${bunName(t.name)}`)));
   if (running.length > 0) return `"${running[0]!.name}" started and never ended`;
-  const bailedOnFailure = ev.bail === true && junit.some((f) => f.tests.some((t) => t.status === "failed"));
   if (ev.finishedNormally === false && !bailedOnFailure) return "the child preload's end-of-run mark is missing";
   return null;
 }

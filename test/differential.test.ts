@@ -1,0 +1,214 @@
+/**
+ * Differential test (issue #8): a table of small fixture files whose truth was
+ * decided once by hand, run through the real CLI with events on and off. For
+ * every file it asserts the per-test statuses in report.json, that junit.xml
+ * and ctrf.json say the same, and, where Bun ended normally, that every test
+ * of Bun's own JUnit is in ours with the same status.
+ *
+ * Fixtures are batched into four runs per event mode (plain, `--bail` with
+ * two files per shard, `--retry 2`, `--rerun-each 2`).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { XMLParser } from "fast-xml-parser";
+import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli } from "./helpers/cli.ts";
+import { validateJUnitXml } from "./helpers/xsd.ts";
+import { readBunJUnit } from "../runner/results/bun-junit.ts";
+import type { RunReport, TestStatus } from "../runner/results/model.ts";
+
+const DIR = path.join(REPO, "test", "fixtures", "differential");
+
+/** [name, status] per test; `off` when events off must differ (Bun's JUnit or no per-test data). */
+interface Truth {
+  on: [string, TestStatus][];
+  off?: [string, TestStatus][];
+  /** Shard status and, when given, an exact reason. */
+  shard: string;
+  reason?: string;
+}
+
+const WHOLE = "(whole file)";
+const TRUTH: Record<string, Record<string, Truth>> = {
+  plain: {
+    "all-skipped.test.ts": { on: [["s1", "skipped"], ["s2", "skipped"]], shard: "passed", reason: "all 2 tests skipped" },
+    "todo-only.test.ts": { on: [["later", "todo"]], shard: "passed", reason: "all 1 test todo" },
+    // Bun's JUnit keeps "]8;;https://example.com" of an OSC 8 link (it drops only ESC and BEL): without events the name cannot be repaired.
+    "ansi.test.ts": { on: [["red passes", "passed"], ["link osc", "passed"]], off: [["red passes", "passed"], ["]8;;https://example.comlink]8;; osc", "passed"]], shard: "passed" },
+    "hook-before-throws.test.ts": {
+      on: [["beforeAll hook", "failed"], ["t1", "failed"], ["t2", "failed"]],
+      off: [["beforeAll hook", "failed"]],
+      shard: "failed",
+    },
+    "hook-after-throws.test.ts": { on: [["p", "passed"], ["afterAll hook", "failed"]], shard: "failed" },
+    "hook-describe.test.ts": {
+      on: [
+        ["top", "passed"], ["ba > beforeAll hook", "failed"], ["aa > z", "passed"], ["aa > afterAll hook", "failed"],
+        ["be > w", "failed"], ["ae > v", "failed"], ["last", "passed"], ["ba > x", "failed"], ["ba > inner > y", "failed"],
+      ],
+      off: [["top", "passed"], ["ba > beforeAll hook", "failed"], ["aa > z", "passed"], ["aa > afterAll hook", "failed"], ["be > w", "failed"], ["ae > v", "failed"], ["last", "passed"]],
+      shard: "failed",
+    },
+    "skip-describe.test.ts": { on: [["off > real", "skipped"], ["on", "passed"]], shard: "passed" },
+    "only.test.ts": { on: [["b", "passed"], ["a", "skipped"], ["d > c", "skipped"]], off: [["b", "passed"]], shard: "passed" },
+    "kinds.test.ts": {
+      on: [["td", "todo"], ["fl", "passed"], ["each 1", "passed"], ["each 2", "passed"], ["c1", "passed"], ["c2", "failed"], ["sk", "skipped"], ["dtodo > inner", "todo"]],
+      shard: "failed",
+    },
+    "spin-after-all.test.ts": { on: [["passes", "passed"], ["afterAll hook", "timed-out"]], off: [[WHOLE, "timed-out"]], shard: "timed-out" },
+    "spin-before-all.test.ts": { on: [["t1", "never-started"], ["beforeAll hook", "timed-out"]], off: [[WHOLE, "timed-out"]], shard: "timed-out" },
+    "spin-describe-before-all.test.ts": {
+      on: [["a", "passed"], ["d > b", "never-started"], ["hook between tests", "timed-out"]],
+      off: [[WHOLE, "timed-out"]],
+      shard: "timed-out",
+    },
+    "spin-at-load.test.ts": { on: [[WHOLE, "timed-out"]], shard: "timed-out" },
+    "forge-in-test.test.ts": { on: [["forges", "crashed"], ["fails", "never-started"]], off: [[WHOLE, "crashed"]], shard: "crashed" },
+    // Module code after the registrations forged the report: no test started, so the code in flight is named as a beforeAll would be.
+    "forge-at-load.test.ts": { on: [["one", "never-started"], ["two", "never-started"], ["beforeAll hook", "crashed"]], off: [[WHOLE, "crashed"]], shard: "crashed" },
+  },
+  bail: {
+    "a-bail-fails.test.ts": { on: [["ok", "passed"], ["bad", "failed"], ["unreached", "never-started"]], off: [["ok", "passed"], ["bad", "failed"]], shard: "failed" },
+    "b-bail-later.test.ts": { on: [[WHOLE, "never-started"]], shard: "failed" },
+    "c-spin-after-all.test.ts": { on: [["passes", "passed"], ["afterAll hook", "timed-out"]], off: [[WHOLE, "timed-out"]], shard: "timed-out" },
+    // Without events nothing tells which of the two files was in flight: both carry the shard's status.
+    "d-after-spin.test.ts": { on: [[WHOLE, "never-started"]], off: [[WHOLE, "timed-out"]], shard: "timed-out" },
+  },
+  retry: {
+    "flaky.test.ts": { on: [["flaky", "passed"], ["stable", "passed"]], shard: "passed" },
+  },
+  rerun: {
+    "rerun.test.ts": {
+      on: [["passes", "passed"], ["fails", "failed"], ["skipped", "skipped"], ["passes", "passed"], ["fails", "failed"], ["skipped", "skipped"]],
+      shard: "failed",
+    },
+  },
+};
+
+const RUNS: Record<string, { folder: string; args: string[] }> = {
+  plain: { folder: DIR, args: ["--jobs", "4", "--timeout", "2", "--grace", "1"] },
+  bail: { folder: path.join(DIR, "bail"), args: ["--jobs", "2", "--timeout", "2", "--grace", "1", "--files-per-shard", "2", "--", "--bail"] },
+  // Bun refuses --retry together with --rerun-each.
+  retry: { folder: path.join(DIR, "retry"), args: ["--jobs", "1", "--timeout", "20", "--", "--retry", "2"] },
+  rerun: { folder: path.join(DIR, "rerun"), args: ["--jobs", "1", "--timeout", "20", "--", "--rerun-each", "2"] },
+};
+
+const MODES = ["on", "off"] as const;
+interface Outcome {
+  dir: string;
+  report: RunReport;
+  junit: string;
+  ctrf: { results: { tests: { name: string; rawStatus: string; filePath: string }[] } };
+}
+const outcomes = new Map<string, Outcome>();
+
+beforeAll(async () => {
+  // Plain runs go one mode after the other (their spinning files load both cores); the short runs go beside them.
+  const one = async (run: string, mode: (typeof MODES)[number]) => {
+    const dir = makeSuite(fixtureFilesIn(RUNS[run]!.folder), "sg-diff-");
+    const args = RUNS[run]!.args;
+    const split = args.indexOf("--");
+    const ours = split < 0 ? args : args.slice(0, split);
+    const bun = split < 0 ? [] : args.slice(split);
+    await runCli(["run", "--root", dir, ...ours, ...(mode === "off" ? ["--no-test-events"] : []), ...bun], { limitMs: 30_000 });
+    const out = path.join(dir, ".shardguard");
+    outcomes.set(`${run}/${mode}`, {
+      dir,
+      report: readReport(dir),
+      junit: readFileSync(path.join(out, "junit.xml"), "utf8"),
+      ctrf: JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8")),
+    });
+  };
+  await Promise.all([
+    (async () => {
+      await one("plain", "on");
+      await one("plain", "off");
+    })(),
+    (async () => {
+      for (const run of ["bail", "retry", "rerun"]) for (const mode of MODES) await one(run, mode);
+    })(),
+  ]);
+}, 60_000);
+afterAll(removeSuites);
+
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "", isArray: (n) => n === "testsuite" || n === "testcase" });
+
+/** Status of a testcase as our JUnit encodes it (docs/reports.md). */
+function junitStatus(tc: Record<string, unknown>): string {
+  const child = (tag: string) => tc[tag] as Record<string, string> | undefined;
+  if (child("failure")) return "failed";
+  const error = child("error");
+  const errorStatus: Record<string, string> = { timeout: "timed-out", crash: "crashed", "never-started": "never-started" };
+  if (error) return errorStatus[error.type ?? ""] ?? `error:${error.type}`;
+  const skipped = tc.skipped as Record<string, string> | string | undefined;
+  if (skipped !== undefined) return typeof skipped === "object" && skipped.type === "todo" ? "todo" : "skipped";
+  return "passed";
+}
+
+/** Our JUnit's testcases of a file, as [name without the " (n)" duplicate suffix, status]. */
+function junitCases(text: string, file: string): [string, string][] {
+  const suites = xml.parse(text).testsuites.testsuite as { name: string; testcase: Record<string, unknown>[] }[];
+  const suite = suites.find((s) => s.name === file);
+  return (suite?.testcase ?? []).map((tc) => [String(tc.name).replace(/ \(\d+\)$/, ""), junitStatus(tc)]);
+}
+
+for (const [run, files] of Object.entries(TRUTH)) {
+  for (const mode of MODES) {
+    describe(`${run} run, events ${mode}`, () => {
+      for (const [file, truth] of Object.entries(files)) {
+        const want = mode === "off" ? (truth.off ?? truth.on) : truth.on;
+        test(`${file}: ${want.map(([n, s]) => `${n}=${s}`).join(", ")}`, () => {
+          const { report, junit, ctrf } = outcomes.get(`${run}/${mode}`)!;
+          const shard = report.shards.find((s) => s.files.includes(file))!;
+          const mine = shard.tests.filter((t) => t.file === file);
+          expect(mine.map((t) => [t.name, t.status])).toEqual(want);
+          expect(shard.status).toBe(truth.shard as never);
+          if (truth.reason) expect(shard.reason).toBe(truth.reason);
+          // The three reports agree.
+          expect(junitCases(junit, file)).toEqual(want);
+          expect(ctrf.results.tests.filter((t) => t.filePath === file).map((t) => [t.name, t.rawStatus])).toEqual(want);
+        });
+      }
+
+      test("junit.xml is valid against the XSD", async () => {
+        expect((await validateJUnitXml(outcomes.get(`${run}/${mode}`)!.junit)).errors).toEqual([]);
+      });
+
+      test("where Bun ended normally, every test of Bun's own JUnit is in ours with the same status", () => {
+        const { report } = outcomes.get(`${run}/${mode}`)!;
+        let compared = 0;
+        for (const shard of report.shards.filter((s) => s.testSource === "junit" || s.testSource === "junit+events")) {
+          const bunFile = path.join(path.dirname(path.dirname(shard.logPath!)), "junit", `shard-${shard.index}.xml`);
+          for (const { file, tests } of readBunJUnit(readFileSync(bunFile, "utf8"))) {
+            const ours = shard.tests.filter((t) => t.file === file);
+            // Bun's hook entries ("(unnamed)", no line): only failing ones are kept, renamed after the hook.
+            const bunHooks = tests.filter((t) => t.line === undefined && t.name.endsWith("(unnamed)"));
+            const bunTests = tests.filter((t) => !bunHooks.includes(t));
+            const ourTests = ours.filter((t) => !/(^| > )(beforeAll|afterAll) hook$/.test(t.name));
+            expect(ourTests.slice(0, bunTests.length).map((t) => [t.line, t.status])).toEqual(bunTests.map((t) => [t.line, t.status]));
+            expect(ours.filter((t) => / hook$|^(before|after)All hook$/.test(t.name)).map((t) => t.status)).toEqual(
+              bunHooks.filter((t) => t.status === "failed").map(() => "failed"),
+            );
+            compared += bunTests.length;
+          }
+        }
+        expect(compared).toBeGreaterThan(0);
+      });
+    });
+  }
+}
+
+test("a killed file that was loading gets the time its shard ran", () => {
+  for (const mode of MODES) {
+    const shard = outcomes.get(`plain/${mode}`)!.report.shards.find((s) => s.files.includes("spin-at-load.test.ts"))!;
+    expect(shard.tests[0]!.durationMs).toBeGreaterThan(1_500);
+    expect(shard.tests[0]!.durationMs).toBeLessThanOrEqual(shard.durationMs);
+  }
+});
+
+test("retries: flaky with one retry under events; no retry data without them", () => {
+  const flaky = (mode: string) => outcomes.get(`retry/${mode}`)!.report.shards[0]!.tests.find((t) => t.name === "flaky")!;
+  expect([flaky("on").retries, flaky("on").flaky, flaky("on").attemptFailures.length]).toEqual([1, true, 1]);
+  expect([flaky("off").retries, flaky("off").flaky]).toEqual([0, false]);
+  expect(outcomes.get("retry/on")!.junit).toContain("<flakyFailure");
+});
