@@ -30,7 +30,7 @@ const SEP = " > ";
 const matchKey = (file: string, name: string) => `${file}\u0000${name.replace(/[\u0000-\u001f\u007f]/g, "")}`;
 
 /** A hook's testcase: Bun names it "(unnamed)" and gives it no line (a real test always has one). */
-function isHook(t: TestResult): boolean {
+export function isHook(t: TestResult): boolean {
   return t.line === undefined && (t.name === BUN_HOOK_NAME || t.name.endsWith(SEP + BUN_HOOK_NAME));
 }
 
