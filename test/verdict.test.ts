@@ -135,3 +135,84 @@ test("a shard that never started lists every file as never-started with the reas
   expect(result.tests.map((t) => t.status)).toEqual(["never-started", "never-started"]);
   expect(result.tests[0]!.failure?.message).toContain("SIGTERM");
 });
+
+/** A Bun JUnit testcase (hooks have no line, as Bun 1.4.4 writes them). */
+const bunCase = (name: string, status: "passed" | "failed" | "skipped" | "todo", line?: number) => ({
+  name, file: "a.test.ts", status, durationMs: 1, retries: 0, flaky: false, attemptFailures: [], synthetic: false,
+  ...(line !== undefined ? { line } : {}),
+  ...(status === "failed" ? { failure: { type: "Error", message: `${name} boom` } } : {}),
+});
+const bunFile = (...tests: ReturnType<typeof bunCase>[]) => [{ file: "a.test.ts", tests }];
+const connected = (...tests: EventTest[]) => ({ connected: true, looseErrors: [], tests });
+const names = (r: ReturnType<typeof decideShard>) => r.tests.map((t) => [t.name, t.status]);
+
+describe("Bun's JUnit is trusted only when the rest of the evidence agrees (issue #8)", () => {
+  test("no end-of-run mark: crashed, whatever the JUnit says", () => {
+    const result = decideShard(evidence({ junit: passedJUnit, finishedNormally: false, testsStarted: 1 }));
+    expect(result.status).toBe("crashed");
+    expect(result.reason).toContain("exited 0 before finishing (Bun's JUnit report was not trusted: the child preload's end-of-run mark is missing)");
+    expect(result.tests.map((t) => t.status)).toEqual(["crashed"]);
+  });
+  test("more tests listed as run than the preload counted starts: crashed", () => {
+    const junit = bunFile(bunCase("one", "passed", 1), bunCase("two", "passed", 2));
+    const result = decideShard(evidence({ junit, finishedNormally: true, testsStarted: 1 }));
+    expect(result.status).toBe("crashed");
+    expect(result.reason).toContain("lists 2 tests that ran, the child preload counted 1");
+  });
+  test("a test listed as run that Bun never started (events): crashed; the test in flight is crashed, the other never-started", () => {
+    const junit = bunFile(bunCase("one", "passed", 1), bunCase("two", "passed", 2));
+    const events = connected(evTest("one", "running"), evTest("two", "found"));
+    const result = decideShard(evidence({ junit, finishedNormally: true, testsStarted: 2, events }));
+    expect(result.status).toBe("crashed");
+    expect(names(result)).toEqual([["one", "crashed"], ["two", "never-started"]]);
+  });
+  test("a lost last end event alone is no disagreement", () => {
+    const junit = bunFile(bunCase("one", "passed", 1));
+    const result = decideShard(evidence({ junit, finishedNormally: true, testsStarted: 1, events: connected(evTest("one", "running")) }));
+    expect(result.status).toBe("passed");
+  });
+  test("--bail after a failure skips the end mark: the JUnit stays trusted, unreached tests never-started", () => {
+    const junit = bunFile(bunCase("ok", "passed", 1), bunCase("bad", "failed", 2));
+    const events = connected(evTest("ok", "ended", "passed"), evTest("bad", "running"), evTest("unreached", "found"));
+    const result = decideShard(evidence({ junit, finishedNormally: false, testsStarted: 2, bail: true, process: ran({ exitCode: 1 }), events, files: ["a.test.ts", "b.test.ts"] }));
+    expect(result.status).toBe("failed");
+    expect(result.reason).toBe("1 test failed; --bail stopped the run");
+    expect(result.tests.map((t) => [t.file, t.name, t.status])).toEqual([
+      ["a.test.ts", "ok", "passed"], ["a.test.ts", "bad", "failed"], ["a.test.ts", "unreached", "never-started"], ["b.test.ts", "(whole file)", "never-started"],
+    ]);
+  });
+});
+
+describe("hooks, .only and the found plan (issue #8)", () => {
+  test("passing and skipped hook entries are dropped; failing ones are named after the hook and its describe path", () => {
+    const junit = bunFile(
+      bunCase("off > (unnamed)", "skipped"), bunCase("off > real", "skipped", 3), bunCase("off > (unnamed)", "skipped"),
+      bunCase("ba > (unnamed)", "failed"),
+      bunCase("aa > z", "passed", 9), bunCase("aa > (unnamed)", "failed"),
+      bunCase("(unnamed)", "failed"),
+    );
+    const result = decideShard(evidence({ junit, process: ran({ exitCode: 1 }) }));
+    expect(names(result)).toEqual([
+      ["off > real", "skipped"], ["ba > beforeAll hook", "failed"], ["aa > z", "passed"], ["aa > afterAll hook", "failed"], ["afterAll hook", "failed"],
+    ]);
+  });
+  test("tests of a failed beforeAll are failed with its error, in its describe path only; .only leaves the others skipped", () => {
+    const junit = bunFile(bunCase("top", "passed", 1), bunCase("ba > (unnamed)", "failed"));
+    const events = connected(evTest("top", "ended", "passed"), evTest("ba > x", "found"), evTest("ba > in > y", "found"), evTest("other", "found"));
+    const result = decideShard(evidence({ junit, process: ran({ exitCode: 1 }), events, testsStarted: 1, finishedNormally: true }));
+    expect(names(result)).toEqual([["top", "passed"], ["ba > beforeAll hook", "failed"], ["ba > x", "failed"], ["ba > in > y", "failed"], ["other", "skipped"]]);
+    expect(result.tests[2]!.failure?.message).toBe("ba > beforeAll hook failed: ba > (unnamed) boom");
+  });
+  test("a shard whose tests were all skipped, or all todo, says so", () => {
+    expect(decideShard(evidence({ junit: bunFile(bunCase("s1", "skipped", 1), bunCase("s2", "skipped", 2)) })).reason).toBe("all 2 tests skipped");
+    expect(decideShard(evidence({ junit: bunFile(bunCase("t", "todo", 1)) })).reason).toBe("all 1 test todo");
+    expect(decideShard(evidence({ junit: bunFile(bunCase("p", "passed", 1), bunCase("s", "skipped", 2)) })).reason).toBe("all tests passed");
+  });
+  test("names lose escape sequences on every path: from events, and Bun's [31m remnants without them", () => {
+    const raw = "\x1b[31mred\x1b[0m passes";
+    const fromJUnitOnly = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)) }));
+    const withEvents = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)), events: connected(evTest(raw, "ended", "passed")), testsStarted: 1 }));
+    const killed = decideShard(evidence({ process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }), events: connected(evTest(raw, "running")) }));
+    expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual(["red passes", "red passes", "red passes"]);
+  });
+});
