@@ -63,6 +63,15 @@ const TRUTH: Record<string, Record<string, Truth>> = {
       shard: "timed-out",
     },
     "spin-at-load.test.ts": { on: [[WHOLE, "timed-out"]], shard: "timed-out" },
+    // Bun sends a test's start before its beforeEach and its end after its afterEach: a hang in either is the test's.
+    "spin-before-each.test.ts": { on: [["t1", "timed-out"], ["t2", "never-started"]], off: [[WHOLE, "timed-out"]], shard: "timed-out" },
+    "spin-after-each.test.ts": { on: [["t1", "timed-out"], ["t2", "never-started"]], off: [[WHOLE, "timed-out"]], shard: "timed-out" },
+    // Entries come in Bun's found order: top-level tests before the tests of describe blocks.
+    "spin-describe-after-all.test.ts": {
+      on: [["a", "passed"], ["c", "never-started"], ["d > b", "passed"], ["hook between tests", "timed-out"]],
+      off: [[WHOLE, "timed-out"]],
+      shard: "timed-out",
+    },
     "forge-in-test.test.ts": { on: [["forges", "crashed"], ["fails", "never-started"]], off: [[WHOLE, "crashed"]], shard: "crashed" },
     // Module code after the registrations forged the report: no test started, so the code in flight is named as a beforeAll would be.
     "forge-at-load.test.ts": { on: [["one", "never-started"], ["two", "never-started"], ["beforeAll hook", "crashed"]], off: [[WHOLE, "crashed"]], shard: "crashed" },
