@@ -216,3 +216,12 @@ describe("hooks, .only and the found plan (issue #8)", () => {
     expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual(["red passes", "red passes", "red passes"]);
   });
 });
+
+test("exit 1, end mark, no JUnit, found tests none ran (a throw after test(), test.only under CI): failed load, not a crash", () => {
+  const events = { connected: true, looseErrors: [{ file: "a.test.ts", message: ".only is disabled in CI environments", type: "Error" }], tests: [evTest("a", "found")] };
+  const result = decideShard(evidence({ process: ran({ exitCode: 1 }), events, finishedNormally: true, testsStarted: 0 }));
+  expect(result.status).toBe("failed");
+  expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([["(whole file)", "failed", "load-error"], ["a", "never-started", "never-started"]]);
+  // Without the end mark the same evidence is a process that ended early.
+  expect(decideShard(evidence({ process: ran({ exitCode: 1 }), events, finishedNormally: false, testsStarted: 0 })).status).toBe("crashed");
+});

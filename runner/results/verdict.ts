@@ -184,10 +184,21 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   const anyFound = eventTests.length > 0 || (ev.testsStarted ?? 0) > 0;
   const noJUnit = distrust ? `Bun's JUnit report was not trusted: ${distrust}` : ev.junitProblem ?? "Bun wrote no JUnit report";
   if (code === 1 && !anyFound && !distrust) {
-    // Bun writes JUnit whenever at least one test was registered; exit 1 with
-    // no test found means the file threw or failed to import before any test.
+    // Exit 1 with no test found and no JUnit: the file threw or failed to
+    // import before any test.
     const tests = ev.files.map((file) => loadFailure(ev, file));
     return { ...base, status: "failed", reason: `a file failed to load (exit 1, no test registered)`, testSource: "synthetic", tests };
+  }
+  if (code === 1 && ev.finishedNormally === true && !distrust && !eventTests.some((t) => t.state !== "found")) {
+    // Bun reached the normal end (end mark) with exit 1 and no JUnit, no test
+    // having run: a file threw after registering tests (measured on Bun 1.4.4:
+    // a top-level throw after test(), or test.only under CI). Its found tests
+    // never started; they are not a crash.
+    const tests = ev.files.flatMap((file) => [
+      loadFailure(ev, file),
+      ...eventTests.filter((t) => t.file === file).map((t) => fromEvent(t, "never-started", { type: "never-started", message: "never started: the file failed to load" })),
+    ]);
+    return { ...base, status: "failed", reason: `a file failed to load (exit 1 after registering tests, before any ran)`, testSource: "events", tests };
   }
   // "No tests" needs proof that the run ended normally: exit 0 without JUnit
   // is also what a `process.exit` with code 0 before any test looks like.
