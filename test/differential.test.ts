@@ -174,6 +174,11 @@ for (const [run, files] of Object.entries(TRUTH)) {
           const { report, junit, ctrf } = outcomes.get(`${run}/${mode}`)!;
           const shard = report.shards.find((s) => s.files.includes(file))!;
           const mine = shard.tests.filter((t) => t.file === file);
+          if (JSON.stringify(mine.map((t) => [t.name, t.status])) !== JSON.stringify(want)) {
+            // Evidence for a diagnosis when a run under load disagrees with the table.
+            const journal = shard.logPath!.replace(/\.log$/, ".events.jsonl");
+            console.error(`${file}: reason ${shard.reason}\nevents:\n${readFileSync(journal, "utf8")}`);
+          }
           expect(mine.map((t) => [t.name, t.status])).toEqual(want);
           expect(shard.status).toBe(truth.shard as never);
           if (truth.reason) expect(shard.reason).toBe(truth.reason);

@@ -225,3 +225,13 @@ test("exit 1, end mark, no JUnit, found tests none ran (a throw after test(), te
   // Without the end mark the same evidence is a process that ended early.
   expect(decideShard(evidence({ process: ran({ exitCode: 1 }), events, finishedNormally: false, testsStarted: 0 })).status).toBe("crashed");
 });
+
+test("a killed shard whose in-flight test lost its start event: the preload's start count names it, no hook is blamed", () => {
+  const events = { connected: true, looseErrors: [], tests: [{ ...evTest("fails", "found"), line: 17 }, { ...evTest("forges", "found"), line: 16 }] };
+  const result = decideShard(evidence({ events, testsStarted: 1, finishedNormally: false }));
+  expect(names(result)).toEqual([["fails", "never-started"], ["forges", "crashed"]]);
+  // With the counts agreeing, nothing had started: code outside tests was in flight.
+  expect(names(decideShard(evidence({ events, testsStarted: 0, finishedNormally: false })))).toEqual([
+    ["fails", "never-started"], ["forges", "never-started"], ["beforeAll hook", "crashed"],
+  ]);
+});

@@ -281,6 +281,15 @@ function interrupted(
   const idleMs = Math.min(base.durationMs, ends.length > 0 ? Math.min(...ends) : base.durationMs);
   const lastLoaded = [...ev.files].reverse().find((file) => eventTests.some((t) => t.file === file));
   let inFlightAssigned = eventTests.some((t) => t.state === "running");
+  // The preload's marks count every test start and cannot be lost; events can. More marks
+  // than `start` events with no test running: the test in flight lost its `start`. It is
+  // the first not-started test, in source order, of the last file with found tests.
+  const startEvents = eventTests.reduce((sum, t) => sum + t.attempts, 0);
+  const lostStart =
+    !inFlightAssigned && haveEvents && (ev.testsStarted ?? 0) > startEvents
+      ? eventTests.filter((t) => t.file === lastLoaded && t.state === "found").sort((a, b) => (a.line ?? 0) - (b.line ?? 0))[0]
+      : undefined;
+  if (lostStart) inFlightAssigned = true;
   for (const file of ev.files) {
     const found = eventTests.filter((t) => t.file === file);
     if (found.length === 0) {
@@ -305,6 +314,13 @@ function interrupted(
             type: failureType,
             message: `in flight when the shard ended${ran}: ${reason}`,
             ...(t.failure ? { details: t.failure.message } : {}),
+          }),
+        );
+      } else if (t === lostStart) {
+        tests.push(
+          fromEvent(t, inFlightStatus, {
+            type: failureType,
+            message: `in flight when the shard ended (its start event was lost; the child preload counted the start): ${reason}`,
           }),
         );
       } else {
