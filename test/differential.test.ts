@@ -177,7 +177,14 @@ for (const [run, files] of Object.entries(TRUTH)) {
           if (JSON.stringify(mine.map((t) => [t.name, t.status])) !== JSON.stringify(want)) {
             // Evidence for a diagnosis when a run under load disagrees with the table.
             const journal = shard.logPath!.replace(/\.log$/, ".events.jsonl");
-            console.error(`${file}: reason ${shard.reason}\nevents:\n${readFileSync(journal, "utf8")}`);
+            const events = (() => {
+              try {
+                return readFileSync(journal, "utf8");
+              } catch {
+                return "(no event journal)";
+              }
+            })();
+            console.error(`${file}: reason ${shard.reason}\nevents:\n${events}`);
           }
           expect(mine.map((t) => [t.name, t.status])).toEqual(want);
           expect(shard.status).toBe(truth.shard as never);
