@@ -31,7 +31,7 @@ const ROUNDS = arg("rounds", 5);
 const TEST_MS = process.argv.includes("--test-ms") ? Number(process.argv[process.argv.indexOf("--test-ms") + 1]) : 0;
 if (!Number.isInteger(TEST_MS) || TEST_MS < 0) throw new Error("--test-ms needs a whole number of ms, 0 or more");
 const TARGET = 1.15;
-const CLI = path.join(import.meta.dir, "..", "runner", "cli.ts");
+const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-events-"));
 mkdirSync(path.join(dir, "t"));

@@ -30,7 +30,7 @@ import os from "node:os";
 import path from "node:path";
 
 const MiB = 1024 * 1024;
-const CLI = path.join(import.meta.dir, "..", "runner", "cli.ts");
+const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const SAMPLE_MS = 10;
 const BASELINE_BYTES = 1024;
 /** A report with a capped failure is ~200 KiB; more means text was not capped. */

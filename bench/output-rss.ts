@@ -26,7 +26,7 @@ import os from "node:os";
 import path from "node:path";
 
 const MiB = 1024 * 1024;
-const CLI = path.join(import.meta.dir, "..", "runner", "cli.ts");
+const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const SAMPLE_MS = 20;
 const BASELINE_BYTES = MiB;
 

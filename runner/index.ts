@@ -15,9 +15,11 @@
  * - Redaction: {@link makeRedactor} and {@link redactReport}, applied to a
  *   report before rendering it for anyone else.
  */
-export { main, planLines, type CliHost } from "./cli/main.ts";
-export { executeRun, type ExecuteResult } from "./cli/execute.ts";
-export { preflight, MIN_BUN_VERSION } from "./cli/preflight.ts";
+export { main } from "./cli/main.ts";
+export type { Host, Host as CliHost } from "./app/host.ts";
+export { planLines, runCommand } from "./app/run-command.ts";
+export { executeRun, type ExecuteResult } from "./app/execute.ts";
+export { preflight, MIN_BUN_VERSION } from "./app/preflight.ts";
 export { parseArgs, type ParsedArgs } from "./config/args.ts";
 export { readBunfigTable, resolveSettings } from "./config/load.ts";
 export { ConfigError, DEFAULTS, SETTINGS, type RunSettings } from "./config/schema.ts";
@@ -46,5 +48,6 @@ export { renderJUnit, type JUnitOptions } from "./report/junit.ts";
 export { renderJson } from "./report/json.ts";
 export { buildCtrf, renderCtrf, CTRF_STATUS, type CtrfReport } from "./report/ctrf.ts";
 export { githubAnnotations, githubStepSummary, type GithubOptions } from "./report/github.ts";
-export { makeRedactor, redactReport, type Redactor } from "./report/redact.ts";
-export { Run, TOOL_VERSION, type RunInputs, type RunResult } from "./run.ts";
+export { makeRedactor, redactReport, type Redactor } from "./results/redact.ts";
+export { Run, type RunInputs, type RunResult } from "./app/run.ts";
+export { TOOL_VERSION } from "./util/version.ts";

@@ -13,7 +13,7 @@ import {
   lockWaitMessage,
   validateLockName,
   type LockHolder,
-} from "../runner/lock.ts";
+} from "../runner/app/lock.ts";
 import { REPO } from "./helpers/cli.ts";
 
 const LOCK_MODULE = path.join(REPO, "runner", "lock.ts");

@@ -70,7 +70,7 @@ describe("npm pack", () => {
     const paths = packed.files.map((f) => f.path);
     const tops = [...new Set(paths.map((p) => p.split("/")[0]))].sort();
     expect(tops).toEqual(["LICENSE", "README.md", "docs", "package.json", "preset", "runner"]);
-    for (const needed of ["runner/index.ts", "runner/cli.ts", "runner/child/shard-preload.ts", "preset/preload.ts", "preset/entry.ts", "docs/reports.md"]) {
+    for (const needed of ["runner/index.ts", "runner/cli-entry.ts", "runner/child/shard-preload.ts", "preset/preload.ts", "preset/entry.ts", "docs/reports.md"]) {
       expect(paths).toContain(needed);
     }
     expect(paths.some((p) => /(^|\/)(test|bench|examples)\//.test(p))).toBe(false);
@@ -83,7 +83,7 @@ describe("npm pack", () => {
     expect(readFileSync(path.join(REPO, "LICENSE"), "utf8")).toStartWith("MIT License");
     expect(pkg.exports["."]).toBe("./runner/index.ts");
     expect(pkg.exports["./preset/preload.ts"]).toBe("./preset/preload.ts");
-    expect(pkg.bin.shardguard).toBe("runner/cli.ts");
+    expect(pkg.bin.shardguard).toBe("runner/cli-entry.ts");
     expect(pkg.engines.bun).toBe(">=1.4.4");
   });
 });

@@ -10,10 +10,10 @@ import os from "node:os";
 import path from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { ConfigError } from "../runner/config/schema.ts";
-import { addPreload, addScript } from "../runner/presets/init.ts";
+import { addPreload, addScript } from "../runner/preset-lib/init.ts";
 
 const REPO = path.resolve(import.meta.dir, "..");
-const CLI = path.join(REPO, "runner", "cli.ts");
+const CLI = path.join(REPO, "runner", "cli-entry.ts");
 const SPEC = "shardguard/preset/preload.ts";
 const dirs: string[] = [];
 afterAll(() => {

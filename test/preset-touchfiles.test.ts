@@ -9,10 +9,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ConfigError } from "../runner/config/schema.ts";
-import { computeSelection, loadTouchfiles, type Touchfiles } from "../runner/presets/diff.ts";
-import { getPreset, loadPresets } from "../runner/presets/resolve.ts";
-import type { SelectionSpec } from "../runner/presets/schema.ts";
-import { diffTouchfiles, moduleClosure } from "../runner/presets/touchfiles.ts";
+import { computeSelection, loadTouchfiles, type Touchfiles } from "../runner/preset-lib/diff.ts";
+import { getPreset, loadPresets } from "../runner/preset-lib/resolve.ts";
+import type { SelectionSpec } from "../runner/preset-lib/schema.ts";
+import { diffTouchfiles, moduleClosure } from "../runner/preset-lib/touchfiles.ts";
 
 const dirs: string[] = [];
 afterAll(() => {

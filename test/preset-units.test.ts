@@ -9,7 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "../runner/config/args.ts";
 import { ConfigError } from "../runner/config/schema.ts";
-import { main, type CliHost } from "../runner/cli/main.ts";
+import { main } from "../runner/cli/main.ts";
+import type { Host } from "../runner/app/host.ts";
 import type { PlannedShard } from "../runner/plan/plan.ts";
 import {
   decideFile,
@@ -18,13 +19,13 @@ import {
   quotedNames,
   serializeSelection,
   type Touchfiles,
-} from "../runner/presets/diff.ts";
-import { expandFlagTemplates, mergeShardFlags, splitBunTestArgs } from "../runner/presets/flags.ts";
-import { decideInterception, parseBunTestCommand, readCommandLine } from "../runner/presets/intercept.ts";
-import { getPreset, loadPresets, mergeTables } from "../runner/presets/resolve.ts";
-import type { SelectionSpec, TierSpec } from "../runner/presets/schema.ts";
-import { chooseTier, classifyTier, filterByTier } from "../runner/presets/select-tier.ts";
-import { checkShardFlags, preparePresetRun } from "../runner/presets/session.ts";
+} from "../runner/preset-lib/diff.ts";
+import { expandFlagTemplates, mergeShardFlags, splitBunTestArgs } from "../runner/preset-lib/flags.ts";
+import { decideInterception, parseBunTestCommand, readCommandLine } from "../runner/preset-lib/intercept.ts";
+import { getPreset, loadPresets, mergeTables } from "../runner/preset-lib/resolve.ts";
+import type { SelectionSpec, TierSpec } from "../runner/preset-lib/schema.ts";
+import { chooseTier, classifyTier, filterByTier } from "../runner/preset-lib/select-tier.ts";
+import { checkShardFlags, preparePresetRun } from "../runner/preset-lib/session.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -417,7 +418,7 @@ describe("settings of a preset run", () => {
 
 describe("the shardguard command with presets", () => {
   const lines: string[] = [];
-  const host: CliHost = { env: {}, cwd: tree({}), stdout: (t) => lines.push(t), stderr: (t) => lines.push(t), onSignal: () => {} };
+  const host: Host = { env: {}, cwd: tree({}), stdout: (t) => lines.push(t), stderr: (t) => lines.push(t), onSignal: () => {} };
 
   test("--tier without --preset, and stray init flags, are usage errors", async () => {
     expect(await main(["list", "--tier", "gate"], host)).toBe(2);

@@ -10,7 +10,7 @@ import {
   makeRedactor,
   MIN_SECRET_LENGTH,
   redactReport,
-} from "../runner/report/redact.ts";
+} from "../runner/results/redact.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { renderJUnit } from "../runner/report/junit.ts";
 import { RunReportSchema } from "../runner/results/model.ts";

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod";
 import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
-import { writeFileAtomic } from "../runner/report/atomic.ts";
+import { writeFileAtomic } from "../runner/util/atomic.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { REPORT_SCHEMA_PATH, reportJsonSchema, reportJsonSchemaText } from "../runner/report/json-schema.ts";
 import { failedShard, makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";

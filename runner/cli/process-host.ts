@@ -1,13 +1,13 @@
 /**
- * The {@link CliHost} of a real process: its environment, working directory,
+ * The {@link Host} of a real process: its environment, working directory,
  * stdout/stderr and signals. Shared by the `shardguard` entry and the preset
  * preload; kept free of heavy imports because the preload loads it in every
  * plain `bun test` run.
  */
-import type { CliHost } from "./main.ts";
+import type { Host } from "../app/host.ts";
 
 /** A host backed by `process`. `onSignal` returns a function that removes the handlers again. */
-export function processHost(): CliHost {
+export function processHost(): Host {
   return {
     env: process.env,
     cwd: process.cwd(),

@@ -2,7 +2,7 @@
  * Reduces a {@link TestEventModel} to the {@link EventEvidence} the verdict
  * rules consume, so results/verdict.ts does not depend on event details.
  */
-import type { EventEvidence, EventTest } from "../results/verdict.ts";
+import type { EventEvidence, EventTest } from "../results/evidence.ts";
 import type { TestEventModel } from "./model.ts";
 
 /**

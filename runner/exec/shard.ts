@@ -13,7 +13,7 @@ import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun
 import { readJUnitCapped } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
-import { stripAnsi } from "../report/sanitize.ts";
+import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { readFileTail } from "../util/file-tail.ts";
 import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
 import { readMarks, type ListedDescendant } from "./marks.ts";
@@ -230,18 +230,7 @@ function leftoversOf(outcome: ProcessOutcome, listed: readonly ListedDescendant[
   return leftovers;
 }
 
-/** Bun frames errors outside tests between these lines (Bun 1.4.4 console reporter). */
-const UNHANDLED_HEADER = "# Unhandled error between tests";
-
-/**
- * The first "error: …" line of Bun's "Unhandled error between tests" block in
- * the last 64 KiB of a log, for a load failure's message. Undefined when
- * there is none or the log cannot be read.
- */
+/** The message of a load failure from the last 64 KiB of a shard's log (results/bun-console.ts). */
 async function unhandledErrorText(logPath: string): Promise<string | undefined> {
-  const text = stripAnsi((await readFileTail(logPath, 64 * 1024)).text);
-  const block = text.slice(text.lastIndexOf(UNHANDLED_HEADER));
-  if (!block.startsWith(UNHANDLED_HEADER)) return undefined;
-  const line = block.split("\n").find((l) => l.startsWith("error: "));
-  return line?.slice("error: ".length, 500 + "error: ".length).trim() || undefined;
+  return unhandledErrorMessage((await readFileTail(logPath, 64 * 1024)).text);
 }

@@ -7,13 +7,13 @@ import type { RunReport, ShardResult } from "../results/model.ts";
 import path from "node:path";
 import { readFileTail } from "../util/file-tail.ts";
 import { stripAnsi } from "./sanitize.ts";
+import { plural, secs } from "../util/format.ts";
 
 /** Where console lines go; injectable for tests. */
 export interface Out {
   line(text: string): void;
 }
 
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
 /** A path relative to the current directory when it lies inside it (shorter console lines); reports keep absolute paths. */
 export function shortPath(file: string, cwd = process.cwd()): string {
@@ -22,7 +22,7 @@ export function shortPath(file: string, cwd = process.cwd()): string {
 }
 
 /** "1 shard", "2 shards"; words ending in s, x, z, ch or sh take "es" ("2 leftover processes"). */
-export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : /(?:s|x|z|ch|sh)$/.test(word) ? "es" : "s"}`;
+export { plural } from "../util/format.ts";
 
 /** `[2/7] START test/x.test.ts (timeout 1800s) log: …` */
 export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): string {

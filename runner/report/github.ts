@@ -13,8 +13,9 @@
  */
 import path from "node:path";
 import type { RunReport, ShardResult, TestResult, TestStatus } from "../results/model.ts";
-import { redactReport } from "./redact.ts";
+import { redactReport } from "../results/redact.ts";
 import { stripAnsi } from "./sanitize.ts";
+import { seconds as secs } from "../util/format.ts";
 
 /** What {@link githubAnnotations} and {@link githubStepSummary} need beyond the report. */
 export interface GithubOptions {
@@ -155,7 +156,6 @@ export function markdownCell(text: string, max = 300): string {
   return flat.replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
 }
 
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /**
  * The Markdown step summary of a finished run: the verdict, counts of shards

@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { REPORT_SCHEMA_VERSION, RunReportSchema } from "../results/model.ts";
-import { writeFileAtomic } from "./atomic.ts";
+import { writeFileAtomic } from "../util/atomic.ts";
 
 /** Where the generated schema is committed, relative to the repository root. */
 export const REPORT_SCHEMA_PATH = "docs/report.schema.json";

@@ -9,6 +9,7 @@
  * time, so a wedge can be diagnosed from a CI log alone.
  */
 import type { Out } from "./console.ts";
+import { secs } from "../util/format.ts";
 
 /** Minimum time between two redraws of the TTY status area, ms. */
 export const REDRAW_MS = 250;
@@ -53,7 +54,6 @@ export interface Progress {
   stop(): void;
 }
 
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
 /** Describes the test in flight of a shard, or that none is known. */
 function flightText(shard: ProgressShard, redact: (text: string) => string = (t) => t): string {

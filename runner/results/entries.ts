@@ -5,7 +5,7 @@
  */
 import type { Failure, ShardResult, TestResult, TestStatus } from "./model.ts";
 import { cleanEventName } from "./text.ts";
-import type { EventTest, ShardEvidence } from "./verdict.ts";
+import type { EventTest, ShardEvidence } from "./evidence.ts";
 
 /** Name used for the one synthetic testcase of a file without per-test data. */
 export const WHOLE_FILE = "(whole file)";
@@ -14,7 +14,7 @@ export const WHOLE_FILE = "(whole file)";
 export type Base = Omit<ShardResult, "status" | "reason" | "testSource" | "tests">;
 
 /** `1.5 s`, for reasons and messages. */
-export const seconds = (ms: number) => `${+(ms / 1000).toFixed(1)} s`;
+export { seconds } from "../util/format.ts";
 
 /** `1 test`, `2 tests`. */
 export const count = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;

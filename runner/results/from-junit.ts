@@ -20,7 +20,7 @@ import type { Failure, ShardResult, ShardStatus, TestResult } from "./model.ts";
 import type { BunJUnitFile } from "./bun-junit.ts";
 import { count, fromEvent, hookEntry, loadFailure, synthetic, type Base } from "./entries.ts";
 import { cleanEventName, cleanJUnitName } from "./text.ts";
-import type { EventTest, ShardEvidence } from "./verdict.ts";
+import type { EventTest, ShardEvidence } from "./evidence.ts";
 
 /** Bun 1.4.4's name for a hook's testcase in its JUnit. */
 const BUN_HOOK_NAME = "(unnamed)";

@@ -10,7 +10,7 @@ import type { RunReport } from "../../runner/results/model.ts";
 import { RunReportSchema } from "../../runner/results/model.ts";
 
 export const REPO = path.resolve(import.meta.dir, "..", "..");
-export const CLI = path.join(REPO, "runner", "cli.ts");
+export const CLI = path.join(REPO, "runner", "cli-entry.ts");
 export const FIXTURES = path.join(REPO, "test", "fixtures", "suites");
 /** Adversarial fixtures run all at once by test/hostile.test.ts. */
 export const HOSTILE_FIXTURES = path.join(REPO, "test", "fixtures", "hostile");
@@ -86,7 +86,7 @@ export function withoutCiVariables(env: Record<string, string | undefined>): Rec
   return out;
 }
 
-/** Runs `bun runner/cli.ts ...args` and collects its output. */
+/** Runs `bun runner/cli-entry.ts ...args` and collects its output. */
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun> {
   const t0 = performance.now();
   const child = spawn(process.execPath, [CLI, ...args], {

@@ -15,7 +15,7 @@ import path from "node:path";
 
 export const REPO = path.resolve(import.meta.dir, "..", "..");
 export const BUN = process.execPath;
-export const CLI = path.join(REPO, "runner", "cli.ts");
+export const CLI = path.join(REPO, "runner", "cli-entry.ts");
 const FIXTURE = path.join(REPO, "test", "fixtures", "gstack-repo");
 
 /** Outcome of one command. */

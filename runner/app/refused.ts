@@ -15,9 +15,9 @@ import { lstatSync, readFileSync, rmSync } from "node:fs";
 import { parseArgs } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import type { RunSettings } from "../config/schema.ts";
-import { makeRedactor } from "../report/redact.ts";
+import { makeRedactor } from "../results/redact.ts";
 import { publishRefusal } from "./github.ts";
-import type { CliHost } from "./main.ts";
+import type { Host } from "./host.ts";
 
 /** True when `file` is a regular file holding a report shardguard wrote (`kind` says which). */
 export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf"): boolean {
@@ -63,7 +63,7 @@ export function removeStaleReports(settings: Pick<RunSettings, "out" | "junit" |
  * @param argv the command line after `run` ([] for the preset preload)
  * @param message the refusal, as printed
  */
-export function settleRefusal(argv: readonly string[], host: Pick<CliHost, "env" | "cwd" | "stdout">, message: string): void {
+export function settleRefusal(argv: readonly string[], host: Pick<Host, "env" | "cwd" | "stdout">, message: string): void {
   let settings: RunSettings;
   try {
     settings = resolveSettings({ args: parseArgs(argv, "run", { valued: ["--preset", "--tier"] }), env: host.env, cwd: host.cwd, defaultBun: process.execPath });

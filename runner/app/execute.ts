@@ -4,13 +4,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { ConfigError } from "../config/schema.ts";
-import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "../lock.ts";
-import { makeRedactor } from "../report/redact.ts";
+import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "./lock.ts";
+import { makeRedactor } from "../results/redact.ts";
 import { startProgress, type Progress } from "../report/progress.ts";
 import { EXIT, type RunReport } from "../results/model.ts";
-import { Run, type RunInputs } from "../run.ts";
+import { Run, type RunInputs } from "./run.ts";
 import { githubActive, publishToGithub } from "./github.ts";
-import type { CliHost } from "./main.ts";
+import type { Host } from "./host.ts";
 
 /** Console writers of a host that pass every line through the secret redactor. */
 export interface RedactingOutput {
@@ -27,7 +27,7 @@ export interface RedactingOutput {
  *
  * @throws ConfigError when `settings.redact` holds an invalid name
  */
-export function redactingOutput(host: CliHost, env: Record<string, string | undefined>, settings: { redact: string[] }): RedactingOutput {
+export function redactingOutput(host: Host, env: Record<string, string | undefined>, settings: { redact: string[] }): RedactingOutput {
   let redact: (text: string) => string;
   try {
     redact = makeRedactor(env, { extraNames: settings.redact });
@@ -55,7 +55,7 @@ export interface ExecuteResult {
  */
 export async function executeRun(
   inputs: Omit<RunInputs, "out" | "beforeSummary" | "redact">,
-  host: CliHost,
+  host: Host,
 ): Promise<ExecuteResult> {
   const { redact, stdout, write } = redactingOutput(host, inputs.env, inputs.settings);
 

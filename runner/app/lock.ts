@@ -35,7 +35,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, link, lstat, mkdir, readdir, readFile, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { isAlive, readProcStat } from "./exec/proc-inspect.ts";
+import { isAlive, readProcStat } from "../exec/proc-inspect.ts";
 
 /** Allowed lock names: 1–100 of letters, digits, `.`, `_`, `-`, not `.` or `..`. */
 export const LOCK_NAME_PATTERN = /^[A-Za-z0-9._-]{1,100}$/;

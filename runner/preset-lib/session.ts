@@ -11,16 +11,13 @@ import path from "node:path";
 import type { ParsedArgs } from "../config/args.ts";
 import { readBunfigTable, resolveSettings } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
-import { preflight } from "../cli/preflight.ts";
 import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT, type ShardResult } from "../results/model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
-import { plural, type Out } from "../report/console.ts";
-import { executeRun, redactingOutput } from "../cli/execute.ts";
-import type { CliHost } from "../cli/main.ts";
+import { plural } from "../util/format.ts";
 import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
 import { expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
-import { planPreflight, runPreflight, type PreflightPlan } from "./preflight.ts";
+import { planPreflight, type PreflightPlan } from "./preflight.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
 import { MAX_MS, type Preset } from "./schema.ts";
 import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
@@ -337,46 +334,4 @@ export function presetPlanLines(p: PreparedPresetRun): string[] {
     for (const e of p.plan.excluded) lines.push(`  - ${e.file}  [${e.reason}]`);
   }
   return lines;
-}
-
-/**
- * Runs a prepared preset run: runner preflight (Bun, writable output), the
- * preset's preflight command when a shard is runnable, then every shard not
- * skipped by diff.
- *
- * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
- * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
- */
-export async function executePresetRun(p: PreparedPresetRun, host: CliHost): Promise<number> {
-  // A run that executes nothing must never look like a pass (as "no test files matched").
-  if (p.plan.shards.length === 0) {
-    throw new ConfigError(
-      `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
-    );
-  }
-  const checked = await preflight(p.settings, p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))));
-  // The preflight command's log tail is printed too: redact like the run does.
-  const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
-  for (const line of presetHeaderLines(p)) out.line(line);
-  const env = { ...p.childEnv };
-  const runnable = p.plan.shards.length - p.skipped.length;
-  const pre = p.preflight;
-  if (runnable > 0 && "argv" in pre) {
-    await runPreflight(pre, { root: p.settings.root, out: p.settings.out, graceMs: p.settings.graceMs }, p.childEnv, out);
-    if (pre.okEnv) env[pre.okEnv] = "1";
-  }
-  const shardDir = p.shardDir;
-  const result = await executeRun(
-    {
-      settings: p.settings,
-      plan: p.plan,
-      bunVersion: checked.bunVersion,
-      env,
-      predecided: p.skipped,
-      preset: { name: p.preset.name, via: p.via, tier: p.tier?.name ?? null, selection: p.selection?.reason ?? null },
-      ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
-    },
-    host,
-  );
-  return result.exitCode ?? EXIT.failed;
 }

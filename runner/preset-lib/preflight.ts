@@ -11,12 +11,9 @@
  * under the same process-group supervision and timeout as a shard.
  */
 import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { ConfigError } from "../config/schema.ts";
-import { startProcess } from "../exec/process.ts";
-import { logTail, type Out } from "../report/console.ts";
 import type { Preset } from "./schema.ts";
 
 /** What the preflight of a run is: a process to run, or why there is none. */
@@ -41,40 +38,4 @@ export function planPreflight(preset: Preset, root: string, bun: string): Prefli
     `await m[${fn}](process.env);`,
   ].join("\n");
   return { argv: [bun, "-e", script], label: `${pre.module.path} ${pre.module.export}(env)`, timeoutMs: pre.timeoutMs, okEnv: pre.okEnv };
-}
-
-/**
- * Runs the preflight under supervision, logging to `OUT/preflight.log`.
- *
- * @throws ConfigError when it does not exit 0 within its timeout (no shard has started)
- */
-export async function runPreflight(
-  plan: Extract<PreflightPlan, { argv: string[] }>,
-  where: { root: string; out: string; graceMs: number },
-  env: Record<string, string | undefined>,
-  out: Out,
-): Promise<void> {
-  // Not under OUT/logs: that is a link to the newest run's logs, and a real
-  // directory there would stop later runs from updating it.
-  await mkdir(where.out, { recursive: true });
-  const logPath = path.join(where.out, "preflight.log");
-  await rm(logPath, { force: true });
-  out.line(`shardguard: preflight: ${plan.label} (timeout ${plan.timeoutMs / 1000}s) log: ${logPath}`);
-  const proc = startProcess({ argv: plan.argv, cwd: where.root, env, logPath, timeoutMs: plan.timeoutMs, graceMs: where.graceMs });
-  const outcome = await proc.done;
-  if (outcome.spawnError === null && outcome.exitCode === 0 && outcome.killedBy === null) {
-    out.line(`shardguard: preflight passed in ${(outcome.durationMs / 1000).toFixed(1)}s`);
-    return;
-  }
-  const tail = await logTail(logPath);
-  if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
-  const how =
-    outcome.spawnError !== null
-      ? `could not start (${outcome.spawnError})`
-      : outcome.killedBy === "timeout"
-        ? `timed out after ${plan.timeoutMs / 1000}s`
-        : outcome.exitCode !== null
-          ? `exited ${outcome.exitCode}`
-          : `ended by ${outcome.signal}`;
-  throw new ConfigError(`preflight ${JSON.stringify(plan.label)} ${how}; no shard started (log: ${logPath})`);
 }

@@ -16,7 +16,7 @@
  * Only exact occurrences of a value are found; the value JSON-escaped,
  * base64-encoded or split across a line wrap is not.
  */
-import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
+import type { RunReport, ShardResult, TestResult } from "./model.ts";
 
 /** Name globs that mark an environment variable as secret (issue #5 §6). */
 export const SECRET_NAME_PATTERNS: readonly string[] = ["*_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*"];

@@ -6,24 +6,25 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import type { RunSettings } from "./config/schema.ts";
-import { socketDirFor } from "./events/inspector.ts";
-import { runPool } from "./exec/pool.ts";
-import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "./exec/process.ts";
-import { startGuardian, type Guardian } from "./exec/guardian.ts";
-import { filtersByName, SHARD_ENV } from "./exec/command.ts";
-import { runShard, type RunningShard } from "./exec/shard.ts";
-import type { Plan, PlannedShard } from "./plan/plan.ts";
-import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "./results/model.ts";
-import { decideShard, supervisionFailed } from "./results/verdict.ts";
-import { writeFileAtomic } from "./report/atomic.ts";
-import { endLine, logTail, plural, startLine, summaryLines, type Out } from "./report/console.ts";
-import { renderCtrf } from "./report/ctrf.ts";
-import { renderJson } from "./report/json.ts";
-import { renderJUnit } from "./report/junit.ts";
-import { prepareRunDirs } from "./report/run-dirs.ts";
-import { redactReport, redactShard } from "./report/redact.ts";
-import type { ProgressSource } from "./report/progress.ts";
+import type { RunSettings } from "../config/schema.ts";
+import { socketDirFor } from "../events/inspector.ts";
+import { runPool } from "../exec/pool.ts";
+import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "../exec/process.ts";
+import { startGuardian, type Guardian } from "../exec/guardian.ts";
+import { filtersByName, SHARD_ENV } from "../exec/command.ts";
+import { runShard, type RunningShard } from "../exec/shard.ts";
+import type { Plan, PlannedShard } from "../plan/plan.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
+import { decideShard, supervisionFailed } from "../results/verdict.ts";
+import { TOOL_VERSION } from "../util/version.ts";
+import { writeFileAtomic } from "../util/atomic.ts";
+import { endLine, logTail, plural, startLine, summaryLines, type Out } from "../report/console.ts";
+import { renderCtrf } from "../report/ctrf.ts";
+import { renderJson } from "../report/json.ts";
+import { renderJUnit } from "../report/junit.ts";
+import { prepareRunDirs } from "./run-dirs.ts";
+import { redactReport, redactShard } from "../results/redact.ts";
+import type { ProgressSource } from "../report/progress.ts";
 
 /**
  * Minimum time between two interim report writes, ms. Reports on disk are
@@ -31,8 +32,6 @@ import type { ProgressSource } from "./report/progress.ts";
  */
 export const INTERIM_WRITE_GAP_MS = 200;
 
-/** shardguard's version, reported in every JSON report. */
-export const TOOL_VERSION = "0.1.0";
 
 /** Inputs of a run. */
 export interface RunInputs {

@@ -1,0 +1,130 @@
+/**
+ * Preset runs, the application side: `shardguard run|list --preset`, the
+ * preset preload's take-over (app/intercept.ts) and the preset's preflight
+ * check. preset-lib/ decides what to run (settings, tier, diff selection,
+ * plan); this module runs it with the same execution and reporting as
+ * `shardguard run`.
+ */
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import type { ParsedWithExtras } from "../config/args.ts";
+import { ConfigError } from "../config/schema.ts";
+import { startProcess } from "../exec/process.ts";
+import type { PlannedShard } from "../plan/plan.ts";
+import { splitBunTestArgs } from "../preset-lib/flags.ts";
+import type { PreflightPlan } from "../preset-lib/preflight.ts";
+import { preparePresetRun, presetHeaderLines, presetPlanLines, type PreparedPresetRun } from "../preset-lib/session.ts";
+import { logTail, type Out } from "../report/console.ts";
+import { EXIT } from "../results/model.ts";
+import { executeRun, redactingOutput } from "./execute.ts";
+import type { Host } from "./host.ts";
+import { preflight } from "./preflight.ts";
+
+/**
+ * `shardguard run|list --preset NAME [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]`.
+ *
+ * @throws ConfigError for any usage or configuration error (nothing started)
+ */
+export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
+  const name = args.extras.get("--preset");
+  const tier = args.extras.get("--tier");
+  if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
+  const split = splitBunTestArgs(args.bunArgs);
+  if (split.positionals.length > 0) {
+    throw new ConfigError(`bun test flags after "--" cannot include files or filters (${JSON.stringify(split.positionals[0])}); put PATTERNs before "--"`);
+  }
+  const prepared = await preparePresetRun({
+    name,
+    via: "--preset",
+    cwd: host.cwd,
+    env: host.env,
+    args,
+    ...(typeof tier === "string" ? { tier } : {}),
+    patterns: args.patterns,
+    commandFlags: split.flags,
+    flagsWhere: `flags after "--"`,
+  });
+  if (command === "list") {
+    for (const line of presetPlanLines(prepared)) host.stdout(line);
+    return EXIT.ok;
+  }
+  return executePresetRun(prepared, host);
+}
+
+/**
+ * Runs a prepared preset run: runner preflight (Bun, writable output), the
+ * preset's preflight command when a shard is runnable, then every shard not
+ * skipped by diff.
+ *
+ * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
+ * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
+ */
+export async function executePresetRun(p: PreparedPresetRun, host: Host): Promise<number> {
+  // A run that executes nothing must never look like a pass (as "no test files matched").
+  if (p.plan.shards.length === 0) {
+    throw new ConfigError(
+      `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
+    );
+  }
+  const checked = await preflight(p.settings, p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))));
+  // The preflight command's log tail is printed too: redact like the run does.
+  const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
+  for (const line of presetHeaderLines(p)) out.line(line);
+  const env = { ...p.childEnv };
+  const runnable = p.plan.shards.length - p.skipped.length;
+  const pre = p.preflight;
+  if (runnable > 0 && "argv" in pre) {
+    await runPreflight(pre, { root: p.settings.root, out: p.settings.out, graceMs: p.settings.graceMs }, p.childEnv, out);
+    if (pre.okEnv) env[pre.okEnv] = "1";
+  }
+  const shardDir = p.shardDir;
+  const result = await executeRun(
+    {
+      settings: p.settings,
+      plan: p.plan,
+      bunVersion: checked.bunVersion,
+      env,
+      predecided: p.skipped,
+      preset: { name: p.preset.name, via: p.via, tier: p.tier?.name ?? null, selection: p.selection?.reason ?? null },
+      ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
+    },
+    host,
+  );
+  return result.exitCode ?? EXIT.failed;
+}
+
+/**
+ * Runs the preflight under supervision, logging to `OUT/preflight.log`.
+ *
+ * @throws ConfigError when it does not exit 0 within its timeout (no shard has started)
+ */
+export async function runPreflight(
+  plan: Extract<PreflightPlan, { argv: string[] }>,
+  where: { root: string; out: string; graceMs: number },
+  env: Record<string, string | undefined>,
+  out: Out,
+): Promise<void> {
+  // Not under OUT/logs: that is a link to the newest run's logs, and a real
+  // directory there would stop later runs from updating it.
+  await mkdir(where.out, { recursive: true });
+  const logPath = path.join(where.out, "preflight.log");
+  await rm(logPath, { force: true });
+  out.line(`shardguard: preflight: ${plan.label} (timeout ${plan.timeoutMs / 1000}s) log: ${logPath}`);
+  const proc = startProcess({ argv: plan.argv, cwd: where.root, env, logPath, timeoutMs: plan.timeoutMs, graceMs: where.graceMs });
+  const outcome = await proc.done;
+  if (outcome.spawnError === null && outcome.exitCode === 0 && outcome.killedBy === null) {
+    out.line(`shardguard: preflight passed in ${(outcome.durationMs / 1000).toFixed(1)}s`);
+    return;
+  }
+  const tail = await logTail(logPath);
+  if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+  const how =
+    outcome.spawnError !== null
+      ? `could not start (${outcome.spawnError})`
+      : outcome.killedBy === "timeout"
+        ? `timed out after ${plan.timeoutMs / 1000}s`
+        : outcome.exitCode !== null
+          ? `exited ${outcome.exitCode}`
+          : `ended by ${outcome.signal}`;
+  throw new ConfigError(`preflight ${JSON.stringify(plan.label)} ${how}; no shard started (log: ${logPath})`);
+}

@@ -1,0 +1,61 @@
+/**
+ * `shardguard run` and `shardguard list` without a preset: settings, plan,
+ * preflight, then the run (app/execute.ts) or the printed plan.
+ */
+import path from "node:path";
+import type { ParsedWithExtras } from "../config/args.ts";
+import { resolveSettings } from "../config/load.ts";
+import { ConfigError, type RunSettings } from "../config/schema.ts";
+import { planRun, type Plan } from "../plan/plan.ts";
+import { plural } from "../report/console.ts";
+import { EXIT } from "../results/model.ts";
+import { executeRun } from "./execute.ts";
+import type { Host } from "./host.ts";
+import { preflight } from "./preflight.ts";
+import { presetCommand } from "./preset-run.ts";
+
+/**
+ * Runs or lists what `args` (already parsed by cli/) asks for; `--preset`
+ * goes to {@link presetCommand}.
+ *
+ * @returns the exit code (0, 1, 130 or 143; docs/reports.md)
+ * @throws ConfigError (exit 2) for any usage or configuration error, before any child starts
+ */
+export async function runCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
+  if (args.extras.has("--preset")) return await presetCommand(command, args, host);
+  if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
+  const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+  const plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
+  if (command === "list") {
+    for (const line of planLines(plan, settings)) host.stdout(line);
+    return EXIT.ok;
+  }
+  for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
+  const planned = plan.shards.flatMap((s) => s.files.map((f) => path.resolve(settings.root, f)));
+  const checked = await preflight(settings, planned);
+  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env }, host);
+  return result.exitCode;
+}
+
+/** The output directory, when inside the root, is never searched for tests. */
+function outIgnore(settings: RunSettings): string[] {
+  const rel = settings.out.startsWith(settings.root + "/") ? settings.out.slice(settings.root.length + 1) : null;
+  return rel ? [`${rel}/**`] : [];
+}
+
+/** Human-readable plan: shards with their files, why each file is in, what was left out. */
+export function planLines(plan: Plan, settings: RunSettings): string[] {
+  const lines = [
+    `shardguard: ${plural(plan.shards.length, "shard")}, ${plural(plan.included.size, "file")} under ${plan.root}`,
+    `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per shard ${settings.filesPerShard}`,
+  ];
+  for (const shard of plan.shards) {
+    lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]`);
+    for (const file of shard.files) lines.push(`    ${file}  (${plan.included.get(file) ?? "planned"})`);
+  }
+  if (plan.excluded.length > 0) {
+    lines.push(`Excluded (${plan.excluded.length}):`);
+    for (const e of plan.excluded) lines.push(`  - ${e.file}  [${e.reason}]`);
+  }
+  return lines;
+}

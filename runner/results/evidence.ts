@@ -1,0 +1,101 @@
+/**
+ * The evidence the verdict (verdict.ts) decides from: what the process did,
+ * what the inspector events say, and Bun's JUnit, each reduced to plain
+ * data by the layers that collect it (exec/, events/).
+ */
+import type { Failure, TestStatus } from "./model.ts";
+import type { BunJUnitFile } from "./bun-junit.ts";
+
+/** Per-test state from inspector events, already reduced to what the verdict needs. */
+export interface EventTest {
+  /** Describe path joined with " > ". */
+  name: string;
+  /** Relative to the run root. */
+  file: string;
+  line?: number;
+  /** `found` = never started; `running` = started, no end seen. */
+  state: "found" | "running" | "ended";
+  /** Final status when `state` is `ended`. */
+  status?: TestStatus;
+  /** Number of `start` events. */
+  attempts: number;
+  durationMs: number;
+  /** For a running test: ms since its last start, on the runner's clock. */
+  runningForMs?: number;
+  /** For an ended test: ms since its end arrived, on the runner's clock. */
+  sinceEndMs?: number;
+  failure?: Failure;
+  /** Errors of attempts that were followed by another attempt. */
+  attemptFailures: { type: string; message: string }[];
+}
+
+/** What the event channel delivered for one shard. */
+export interface EventEvidence {
+  /** True when the channel was established and tests were released. */
+  connected: boolean;
+  tests: EventTest[];
+  /** Errors not attributable to a test (load errors), by file when known. */
+  looseErrors: { file: string | null; message: string; type: string }[];
+}
+
+/** How the shard's process ended, or that it never started. */
+export interface ProcessFacts {
+  started: boolean;
+  /** Why it never started (cancelled, spawn error); only when `started` is false. */
+  notStartedReason?: string;
+  exitCode: number | null;
+  signal: string | null;
+  killedBy: "timeout" | "cancel" | null;
+  escalated: boolean;
+  durationMs: number;
+  startedAt: string | null;
+  /** The cancelling signal, for messages ("SIGINT"). */
+  cancelSignal?: string;
+}
+
+/** Everything {@link decideShard} needs. Times in ms. */
+export interface ShardEvidence {
+  index: number;
+  slug: string;
+  files: string[];
+  process: ProcessFacts;
+  /** Parsed Bun JUnit; null when Bun wrote none or it could not be parsed. */
+  junit: BunJUnitFile[] | null;
+  /** Why the JUnit is unusable, when it is. */
+  junitProblem?: string;
+  events: EventEvidence | null;
+  passWithNoTests: boolean;
+  /**
+   * True when the run filters tests by name (`-t`). Bun then exits 1 for a
+   * file where no test matches ("regex matched 0 tests"), with a complete
+   * JUnit in which every test is skipped; that is not a failure of the file.
+   */
+  nameFilter?: boolean;
+  /**
+   * True when the run stops at a failure (`--bail`). Bun then leaves the
+   * unreached tests and files out of its JUnit and skips the global afterAll,
+   * so the end-of-run mark is missing (measured on Bun 1.4.4).
+   */
+  bail?: boolean;
+  /**
+   * Test starts counted by the child preload's synchronous marks (not lossy
+   * like events); undefined when unknown.
+   */
+  testsStarted?: number;
+  /**
+   * True when the child preload's global afterAll ran: Bun reached the normal
+   * end of the run (it does not run after a call to `process.exit`). Undefined when unknown.
+   */
+  finishedNormally?: boolean;
+  /**
+   * Bun's own description of an error outside any test, cut from the shard's
+   * log. Used only as the message of a load failure when no event carried
+   * one (Bun sends no event for an unresolvable import, and a load-time throw
+   * often exits before its event is sent); never as evidence for a verdict.
+   */
+  consoleError?: string;
+  timeoutMs: number;
+  graceMs: number;
+  logPath: string | null;
+  logIncomplete: boolean;
+}

@@ -1,0 +1,13 @@
+/**
+ * Formatting shared by console lines, reasons and summaries, so one run never
+ * shows the same quantity two ways.
+ */
+
+/** `n word` with an English plural: `1 shard`, `2 shards`, `2 processes`. */
+export const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : /(?:s|x|z|ch|sh)$/.test(word) ? "es" : "s"}`;
+
+/** Milliseconds as seconds with one decimal, for columns and progress: `12.3s`. */
+export const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+
+/** Milliseconds as seconds in a sentence, trailing zeros dropped: `1800 s`, `2.5 s`. */
+export const seconds = (ms: number): string => `${+(ms / 1000).toFixed(1)} s`;

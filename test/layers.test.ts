@@ -1,0 +1,51 @@
+/**
+ * The layering of runner/ and preset/ (docs/architecture.md, "Layers"): each
+ * folder's DEPS.txt names what it may import; no file imports upward and no
+ * import cycle exists, type imports included.
+ */
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { checkLayers } from "./helpers/layers.ts";
+
+const repo = path.resolve(import.meta.dir, "..");
+
+describe("layers", () => {
+  test("the checker finds an upward import and a cycle made of type imports", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "sg-layers-"));
+    try {
+      const put = (rel: string, text: string) => {
+        mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+        writeFileSync(path.join(dir, rel), text);
+      };
+      put("src/low/DEPS.txt", "# low imports nothing\n");
+      put("src/high/DEPS.txt", "src/low\n");
+      put("src/high/a.ts", 'import { b } from "../low/b.ts";\nexport const a = b;\n');
+      // Upward: low may not import high, even for a type.
+      put("src/low/b.ts", 'import type { T } from "../high/t.ts";\nexport const b: T = 1;\n');
+      put("src/high/t.ts", 'export type T = number;\nexport type { U } from "./u.ts";\n');
+      put("src/high/u.ts", 'import type { T } from "./t.ts";\nexport type U = T;\n');
+      const report = checkLayers(dir, ["src"]);
+      expect(report.violations).toEqual(["src/low/b.ts imports src/high/t.ts: src/low/DEPS.txt does not allow src/high"]);
+      expect(report.cycles).toEqual([["src/high/t.ts", "src/high/u.ts"]]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("runner/ and preset/ import only downward, with no cycle", () => {
+    const report = checkLayers(repo, ["runner", "preset"]);
+    expect(report.files.length).toBeGreaterThan(30);
+    expect(report.violations).toEqual([]);
+    expect(report.cycles).toEqual([]);
+  });
+
+  test("no source file is over 450 lines", () => {
+    const report = checkLayers(repo, ["runner", "preset"]);
+    const long = report.files
+      .map((f) => ({ f, lines: readFileSync(path.join(repo, f), "utf8").split("\n").length }))
+      .filter((x) => x.lines > 450);
+    expect(long).toEqual([]);
+  });
+});
