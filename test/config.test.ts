@@ -103,7 +103,7 @@ afterAll(removeSuites);
 
 describe("plurals in console lines", () => {
   test("words ending in s take -es, one takes none", async () => {
-    const { plural } = await import("../runner/report/console.ts");
+    const { plural } = await import("../runner/util/format.ts");
     expect(plural(2, "leftover process")).toBe("2 leftover processes");
     expect(plural(1, "leftover process")).toBe("1 leftover process");
     expect(plural(1, "shard")).toBe("1 shard");

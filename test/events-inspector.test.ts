@@ -13,16 +13,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  connectTestEvents,
-  InspectorConnectError,
-  MAX_SOCKET_PATH_BYTES,
-  socketDirFor,
-  socketPathFor,
-  SocketPathTooLongError,
-  type EventChannel,
-  type TestEvent,
-} from "../runner/events/inspector.ts";
+import { connectTestEvents, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
+import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
+import type { TestEvent } from "../runner/events/wire.ts";
 import { openJournal, readJournal } from "../runner/events/journal.ts";
 import { TestEventModel, type TestState } from "../runner/events/model.ts";
 

@@ -1,13 +1,13 @@
 /**
  * Pure tests of the event model (runner/events/model.ts), the message parser
- * (runner/events/inspector.ts) and the journal (runner/events/journal.ts).
+ * (runner/events/wire.ts) and the journal (runner/events/journal.ts).
  * Event sequences follow what Bun 1.4.4 was measured to send (docs/bun-behaviour.md).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseInspectorMessage, type TestEvent } from "../runner/events/inspector.ts";
+import { parseInspectorMessage, type TestEvent } from "../runner/events/wire.ts";
 import { EventJournal, journalPathFor, readJournal, readJournalDetailed } from "../runner/events/journal.ts";
 import { repairLatin1, TestEventModel, type TestState } from "../runner/events/model.ts";
 import { toEventEvidence } from "../runner/events/evidence.ts";

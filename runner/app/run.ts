@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import type { RunSettings } from "../config/schema.ts";
-import { socketDirFor } from "../events/inspector.ts";
+import { socketDirFor } from "../events/socket-dir.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "../exec/process.ts";
 import { startGuardian, type Guardian } from "../exec/guardian.ts";

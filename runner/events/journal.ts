@@ -10,7 +10,7 @@
  */
 import { closeSync, createWriteStream, fchmodSync, openSync, type WriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { TestEventSchema, type TestEvent } from "./inspector.ts";
+import { TestEventSchema, type TestEvent } from "./wire.ts";
 
 /**
  * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;

@@ -25,136 +25,22 @@
  */
 import { realpathSync } from "node:fs";
 import { relative, isAbsolute, sep } from "node:path";
-import type { AttemptFailure, Failure, TestResult, TestStatus } from "../results/model.ts";
-import type { BunEndStatus, ErrorEvent, TestEvent } from "./inspector.ts";
+import {
+  attemptFailure,
+  finalFailure,
+  repairLatin1,
+  type DescribeRecord,
+  type EndedStatus,
+  type ErrorLocation,
+  type EventError,
+  type ModelOptions,
+  type OutsideError,
+  type TestRecord,
+  type TestState,
+} from "./test-state.ts";
+import type { BunEndStatus, ErrorEvent, TestEvent } from "./wire.ts";
 
-/**
- * Where a test is in its life, from the events received so far:
- * - `found`: Bun registered it (`TestReporter.found`) and no `start` or
- *   `end` arrived. Either it has not run yet, or the child stopped (or its
- *   last events were lost) before it ran.
- * - `running`: its latest attempt sent `start` and no `end` followed. While
- *   the child lives, it is running now; after the child ended, it was
- *   interrupted — or it finished and its `end` was lost. Never a pass.
- * - `ended`: Bun sent `end`; `status` holds Bun's verdict.
- */
-export type TestPhase = "found" | "running" | "ended";
-
-/**
- * Bun's verdict mapped onto the result model's statuses:
- * pass→passed, fail→failed, timeout→failed (failure type "timeout"),
- * skip→skipped, todo→todo.
- */
-export type EndedStatus = Extract<TestStatus, "passed" | "failed" | "skipped" | "todo">;
-
-/** One `LifecycleReporter.error`, as attributed by the model. */
-export interface EventError {
-  /** Error class name from Bun (e.g. "Error"); "Error" when Bun sent none. */
-  name: string;
-  /** Bun's message text (may contain newlines and ANSI-free diff output). */
-  message: string;
-  /** Stack locations Bun sent, files relative to the model root, 1-based line/column. */
-  locations: ErrorLocation[];
-  /** 1-based attempt of the test it was attributed to; 0 for errors outside tests. */
-  attempt: number;
-}
-
-/** A source location of an error; `line`/`column` are 1-based, absent when Bun sent none. */
-export interface ErrorLocation {
-  file: string;
-  line?: number;
-  column?: number;
-}
-
-/** An error that arrived while no test was running (load-time throw, hook error). */
-export interface OutsideError extends EventError {
-  /**
-   * Best guess of the test file it belongs to: the first location whose file
-   * has `found` tests, else the first location; undefined when Bun sent none.
-   */
-  file: string | undefined;
-}
-
-/** The per-test state. Snapshots: later events do not mutate a returned object. */
-export interface TestState {
-  /** Bun's id for this test within the child (unique per child process). */
-  readonly id: number;
-  /** The test's own name. */
-  readonly name: string;
-  /** Names of the enclosing describe blocks, outermost first. */
-  readonly describePath: readonly string[];
-  /** `outer > inner > name`, the result model's `name`. */
-  readonly fullName: string;
-  /** Absolute file path as Bun sent it. */
-  readonly url: string;
-  /** File path relative to the model root, forward slashes. */
-  readonly file: string;
-  /** 1-based line of the `test(...)` call, when Bun sent it. */
-  readonly line: number | undefined;
-  readonly phase: TestPhase;
-  /** Number of `start` events: 0 for skip/todo/never started, 2+ after retries. */
-  readonly attempts: number;
-  /** Set only in phase `ended`. */
-  readonly status: EndedStatus | undefined;
-  /** Bun's raw `end` status, set only in phase `ended`. */
-  readonly bunStatus: BunEndStatus | undefined;
-  /** Why the final attempt failed; set only when `status` is `failed`. */
-  readonly failure: Failure | undefined;
-  /** `end.elapsed` (ns) converted to ms: the final attempt only; set only in phase `ended`. */
-  readonly durationMs: number | undefined;
-  /** Clock value (ms) at the latest `start`; undefined when never started. */
-  readonly startedAtMs: number | undefined;
-  /** Clock value (ms) at `end`; undefined unless `ended`. */
-  readonly endedAtMs: number | undefined;
-  /** Every error attributed to this test, all attempts, in arrival order. */
-  readonly errors: readonly EventError[];
-  /**
-   * One entry per attempt that was followed by another `start` of the same
-   * test (Bun only retries a failed attempt), in order. Its message is the
-   * attempt's errors, or a note that Bun reported none (a timed-out attempt
-   * sends no error event).
-   */
-  readonly attemptFailures: readonly AttemptFailure[];
-  /** True when `status` is passed and at least one earlier attempt failed. */
-  readonly flaky: boolean;
-}
-
-/** Options of {@link TestEventModel}. */
-export interface ModelOptions {
-  /** Absolute directory that file paths are made relative to (the run root). */
-  root: string;
-  /**
-   * Monotonic clock in ms, read when a `start` or `end` is applied.
-   * Default `performance.now()`. Tests inject a fake one.
-   */
-  now?: () => number;
-}
-
-interface Attempt {
-  errors: EventError[];
-}
-
-interface TestRecord {
-  id: number;
-  name: string;
-  url: string;
-  file: string;
-  line: number | undefined;
-  parentId: number | undefined;
-  phase: TestPhase;
-  bunStatus: BunEndStatus | undefined;
-  elapsedNs: number | undefined;
-  startedAtMs: number | undefined;
-  endedAtMs: number | undefined;
-  startSeq: number;
-  attempts: Attempt[];
-  failedAttempts: AttemptFailure[];
-}
-
-interface DescribeRecord {
-  name: string;
-  parentId: number | undefined;
-}
+export { repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
 
 /** Most anomalies kept; the count keeps going. */
 const MAX_ANOMALIES = 100;
@@ -463,59 +349,4 @@ export class TestEventModel {
       flaky: status === "passed" && failedAttempts.length > 0,
     };
   }
-}
-
-function joinMessages(errors: readonly EventError[]): string {
-  return errors.map((error) => error.message.trimEnd()).join("\n\n");
-}
-
-function attemptFailure(attempt: Attempt, number: number): AttemptFailure {
-  const first = attempt.errors[0];
-  if (!first) {
-    return {
-      type: "unknown",
-      message: `attempt ${number} failed; Bun reported no error for it (a per-test timeout sends none)`,
-    };
-  }
-  return { type: first.name, message: joinMessages(attempt.errors) };
-}
-
-function formatLocations(errors: readonly EventError[]): string {
-  const lines: string[] = [];
-  for (const error of errors) {
-    for (const location of error.locations) {
-      const position = location.line === undefined ? "" : `:${location.line}${location.column === undefined ? "" : `:${location.column}`}`;
-      lines.push(`    at ${location.file}${position}`);
-    }
-  }
-  return lines.join("\n");
-}
-
-function finalFailure(record: TestRecord, durationMs: number | undefined): Failure {
-  const errors = record.attempts.at(-1)?.errors ?? [];
-  const ran = durationMs === undefined ? "" : ` (ran ${Math.round(durationMs)} ms)`;
-  if (record.bunStatus === "timeout") {
-    const failure: Failure = { type: "timeout", message: `exceeded Bun's per-test timeout${ran}` };
-    if (errors.length > 0) failure.details = joinMessages(errors);
-    return failure;
-  }
-  const first = errors[0];
-  if (!first) {
-    return { type: "failed", message: `Bun reported the test as failed; no error message was received${ran}` };
-  }
-  const failure: Failure = { type: first.name, message: joinMessages(errors) };
-  const where = formatLocations(errors);
-  if (where) failure.details = `${failure.message}\n${where}`;
-  return failure;
-}
-
-/**
- * Undoes UTF-8 read as Latin-1 ("rÃ©" → "ré"); returns the text unchanged
- * when it is not such a string (any code point above U+00FF, or bytes that
- * are not valid UTF-8).
- */
-export function repairLatin1(text: string): string {
-  if (!/[\u0080-\u00ff]/.test(text) || /[^\u0000-\u00ff]/.test(text)) return text;
-  const repaired = Buffer.from(text, "latin1").toString("utf8");
-  return repaired.includes("\ufffd") ? text : repaired;
 }

@@ -4,7 +4,8 @@
  */
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import { connectTestEvents, socketPathFor, type EventChannel } from "../events/inspector.ts";
+import { connectTestEvents, type EventChannel } from "../events/inspector.ts";
+import { socketPathFor } from "../events/socket-dir.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
 import { TestEventModel } from "../events/model.ts";
 import { toEventEvidence } from "../events/evidence.ts";

@@ -1,0 +1,133 @@
+/**
+ * The inspector wire format: the zod schema of the four test events a
+ * `bun --inspect-wait` child pushes (TestReporter.found, start, end and
+ * LifecycleReporter.error) and the parser of one raw message. The one
+ * definition of an event: the client, the journal and the model import it
+ * from here. Protocol: docs/bun-behaviour.md, "Inspector test events".
+ */
+import { z } from "zod";
+import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
+
+const testId = z.number().int().nonnegative();
+
+/**
+ * `TestReporter.found`: one test or describe block, sent for every block of a
+ * file before any of its tests run. `url` is the absolute path of the file,
+ * `line` 1-based, `parentId` the enclosing describe (absent at top level).
+ * Unknown extra fields are kept (loose objects) so the journal stays raw.
+ */
+export const FoundEventSchema = z.object({
+  method: z.literal("TestReporter.found"),
+  params: z.looseObject({
+    id: testId,
+    url: z.string(),
+    line: z.number().int().nonnegative().optional(),
+    name: z.string(),
+    type: z.enum(["test", "describe"]),
+    parentId: testId.optional(),
+  }),
+});
+
+/** `TestReporter.start`: one attempt of a test begins (sent again for each `--retry` attempt). */
+export const StartEventSchema = z.object({
+  method: z.literal("TestReporter.start"),
+  params: z.looseObject({ id: testId }),
+});
+
+/** Bun's final verdict on a test, as sent in `TestReporter.end`. */
+export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
+export type BunEndStatus = (typeof BUN_END_STATUSES)[number];
+
+/**
+ * `TestReporter.end`: the final attempt of a test finished. `elapsed` is in
+ * **nanoseconds** and covers the final attempt only. Skipped and todo tests
+ * get an `end` (elapsed 0) without any `start`. A failed attempt that is
+ * retried gets no `end`; the next `start` of the same id marks it.
+ */
+export const EndEventSchema = z.object({
+  method: z.literal("TestReporter.end"),
+  params: z.looseObject({
+    id: testId,
+    status: z.enum(BUN_END_STATUSES),
+    elapsed: z.number().nonnegative(),
+  }),
+});
+
+/**
+ * `LifecycleReporter.error`: an error Bun printed, either a failing
+ * assertion inside a running test or an "unhandled error between tests"
+ * (e.g. a top-level `throw` in a test file). Carries no test id.
+ * `urls[i]` pairs with `lineColumns[2i]` (line) and `lineColumns[2i+1]`
+ * (column), both 1-based. A per-test timeout sends no error event.
+ */
+export const ErrorEventSchema = z.object({
+  method: z.literal("LifecycleReporter.error"),
+  params: z.looseObject({
+    message: z.string(),
+    name: z.string().optional(),
+    urls: z.array(z.string()).optional(),
+    lineColumns: z.array(z.number()).optional(),
+    sourceLines: z.array(z.string()).optional(),
+  }),
+});
+
+/** Any event shardguard consumes, discriminated by `method`. */
+export const TestEventSchema = z.discriminatedUnion("method", [
+  FoundEventSchema,
+  StartEventSchema,
+  EndEventSchema,
+  ErrorEventSchema,
+]);
+export type TestEvent = z.infer<typeof TestEventSchema>;
+export type FoundEvent = z.infer<typeof FoundEventSchema>;
+export type StartEvent = z.infer<typeof StartEventSchema>;
+export type EndEvent = z.infer<typeof EndEventSchema>;
+export type ErrorEvent = z.infer<typeof ErrorEventSchema>;
+
+const EVENT_METHODS: ReadonlySet<string> = new Set([
+  "TestReporter.found",
+  "TestReporter.start",
+  "TestReporter.end",
+  "LifecycleReporter.error",
+]);
+
+/** What one inspector message turned out to be. */
+export type ParsedMessage =
+  | { kind: "event"; event: TestEvent }
+  /** A JSON-RPC reply to one of our requests; `error` when the child refused it. */
+  | { kind: "response"; id: number; error?: string }
+  /** Valid JSON with a method we do not consume (e.g. `Console.*`). */
+  | { kind: "ignored"; method: string }
+  /** A known method whose params do not match the schema. */
+  | { kind: "invalid"; method: string; issue: string }
+  /** Not JSON, or JSON that is not an object. */
+  | { kind: "malformed" };
+
+/**
+ * Classifies one raw inspector message. Pure; never throws.
+ */
+export function parseInspectorMessage(text: string): ParsedMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { kind: "malformed" };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { kind: "malformed" };
+  const record = value as Record<string, unknown>;
+  if (typeof record.method === "string") {
+    if (!EVENT_METHODS.has(record.method)) return { kind: "ignored", method: record.method };
+    const parsed = TestEventSchema.safeParse(record);
+    if (!parsed.success) {
+      return { kind: "invalid", method: record.method, issue: parsed.error.issues[0]?.message ?? "invalid" };
+    }
+    return { kind: "event", event: parsed.data };
+  }
+  if (typeof record.id === "number") {
+    if (record.error !== undefined) {
+      return { kind: "response", id: record.id, error: JSON.stringify(record.error) };
+    }
+    return { kind: "response", id: record.id };
+  }
+  return { kind: "malformed" };
+}
