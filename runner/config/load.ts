@@ -1,9 +1,12 @@
 /**
- * Resolves run settings from their four sources.
+ * Resolves run settings from their sources, in one place.
  *
- * Precedence: flag > environment > bunfig.toml `[shardguard]` > default
- * (issue #2). Everything is validated here, before planning, so that a bad
- * value exits 2 without a single child process having started.
+ * Precedence (docs/configuration.md): flag > layers above the environment
+ * (a preset's knob variables, e.g. EVALS_JOBS, and the taken-over `bun test
+ * --timeout`) > SHARDGUARD_* > bunfig.toml `[shardguard]` > layers below it
+ * (a preset's own values) > default. Everything is validated here, before
+ * planning, so that a bad value exits 2 without a single child process
+ * having started.
  */
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
@@ -14,6 +17,21 @@ import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, type
 /** Keys of `[shardguard]` that are not plain settings. */
 const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
 
+/** Setting keys as in the settings table (`timeout` is the wall-clock limit, in ms once parsed). */
+export type SettingKey = SettingSpec["key"];
+
+/**
+ * A source of settings besides flags, SHARDGUARD_* and bunfig.toml: a
+ * preset's knob variables or its own values. Values are already parsed and
+ * validated, in the units of the parsed setting (ms for `timeout` and
+ * `grace`, counts for `jobs` and `filesPerShard`).
+ */
+export interface SettingLayer {
+  /** Where the values come from, e.g. "EVALS_JOBS" or "preset gstack-paid"; reported as the source. */
+  from: string;
+  values: Partial<Record<SettingKey, number>>;
+}
+
 /** Inputs to {@link resolveSettings}; injectable so tests need no real process state. */
 export interface ResolveInputs {
   args: ParsedArgs;
@@ -21,6 +39,16 @@ export interface ResolveInputs {
   cwd: string;
   /** Bun used when nothing names one: the runtime running shardguard. */
   defaultBun: string;
+  /** Layers between the flags and SHARDGUARD_*, highest first. */
+  above?: readonly SettingLayer[];
+  /** Layers between `[shardguard]` and the defaults, highest first. */
+  below?: readonly SettingLayer[];
+}
+
+/** Resolved settings and, per setting key, the source its value came from ("--jobs", "SHARDGUARD_JOBS", "default", a layer's `from`). */
+export interface ResolvedSettings {
+  settings: RunSettings;
+  sources: Partial<Record<SettingKey, string>>;
 }
 
 /** The `[shardguard]` table of a bunfig.toml, or an empty object when there is none. */
@@ -73,7 +101,16 @@ function stringList(value: unknown, where: string): string[] {
  * @throws ConfigError with one line naming the key, the value and what is accepted
  */
 export function resolveSettings(inputs: ResolveInputs): RunSettings {
-  const { args, env, cwd } = inputs;
+  return resolveSettingsWithSources(inputs).settings;
+}
+
+/**
+ * The run root from `--root`, SHARDGUARD_ROOT or the current directory
+ * (bunfig.toml cannot set it: it is read from the root).
+ *
+ * @throws ConfigError when it is not an existing, readable directory
+ */
+export function resolveRoot(args: ParsedArgs, env: Record<string, string | undefined>, cwd: string): string {
   const rootSpec = SETTINGS.find((s) => s.key === "root")!;
   const rootRaw = args.values.get("root") ?? nonEmpty(env[rootSpec.env]);
   const root = path.resolve(cwd, rootRaw ?? ".");
@@ -86,7 +123,18 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
   } catch {
     throw new ConfigError(`invalid ${rootSource} ${JSON.stringify(rootRaw ?? root)}: directory is not readable`);
   }
+  return root;
+}
 
+/**
+ * {@link resolveSettings}, also telling where each value came from.
+ *
+ * @throws ConfigError with one line naming the key, the value and what is accepted
+ */
+export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSettings {
+  const { args, env, cwd } = inputs;
+  const root = resolveRoot(args, env, cwd);
+  const sources: Partial<Record<SettingKey, string>> = {};
   const bunfig = readBunfigTable(root);
   const tomlWhere = (key: string) => `${bunfig.file ? path.basename(bunfig.file) : "bunfig.toml"} [shardguard] ${key}`;
   const known = new Set<string>([
@@ -105,16 +153,27 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
    * it is parsed, not only the winner: a bad value hidden under a flag today
    * becomes the value the day the flag is dropped, so it is reported now.
    */
-  const pick = (spec: SettingSpec): { value: number | string | string[]; from: "flag" | "env" | "toml" } | undefined => {
-    const found: { value: number | string | string[]; from: "flag" | "env" | "toml" }[] = [];
+  type Picked = { value: number | string | string[]; from: "flag" | "layer" | "env" | "toml"; source: string };
+  const pick = (spec: SettingSpec): Picked | undefined => {
+    const found: Picked[] = [];
     const flagValue = args.values.get(spec.key);
-    if (flagValue !== undefined) found.push({ value: parseSettingValue(spec, flagValue, spec.flag), from: "flag" });
+    if (flagValue !== undefined) found.push({ value: parseSettingValue(spec, flagValue, spec.flag), from: "flag", source: spec.flag });
+    const layered = (layers: readonly SettingLayer[] | undefined) => {
+      for (const layer of layers ?? []) {
+        const value = layer.values[spec.key];
+        if (value !== undefined) found.push({ value, from: "layer", source: layer.from });
+      }
+    };
+    layered(inputs.above);
     const envValue = nonEmpty(env[spec.env]);
-    if (envValue !== undefined) found.push({ value: parseSettingValue(spec, envValue, spec.env), from: "env" });
+    if (envValue !== undefined) found.push({ value: parseSettingValue(spec, envValue, spec.env), from: "env", source: spec.env });
     if (spec.toml && spec.toml in bunfig.table) {
-      found.push({ value: parseSettingValue(spec, bunfig.table[spec.toml], tomlWhere(spec.toml)), from: "toml" });
+      found.push({ value: parseSettingValue(spec, bunfig.table[spec.toml], tomlWhere(spec.toml)), from: "toml", source: tomlWhere(spec.toml) });
     }
-    return found[0];
+    layered(inputs.below);
+    const winner = found[0];
+    sources[spec.key] = winner?.source ?? "default";
+    return winner;
   };
   const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
   const num = (key: SettingSpec["key"], fallback: number) => (pick(spec(key))?.value as number | undefined) ?? fallback;
@@ -187,7 +246,7 @@ export function resolveSettings(inputs: ResolveInputs): RunSettings {
       }
     }
   }
-  return settings;
+  return { settings, sources };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

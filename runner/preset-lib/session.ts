@@ -9,7 +9,7 @@
  */
 import path from "node:path";
 import type { ParsedArgs } from "../config/args.ts";
-import { readBunfigTable, resolveSettings } from "../config/load.ts";
+import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
 import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT, type ShardResult } from "../results/model.ts";
@@ -128,8 +128,7 @@ function nonEmpty(value: string | undefined): string | undefined {
  */
 export async function preparePresetRun(req: PresetRequest): Promise<PreparedPresetRun> {
   const { env } = req;
-  const first = resolveSettings({ args: req.args, env, cwd: req.cwd, defaultBun: process.execPath });
-  const root = first.root;
+  const root = resolveRoot(req.args, env, req.cwd);
   const preset = getPreset(loadPresets(root), req.name, req.via === "--preset" ? "--preset" : "preset");
 
   let tier: ChosenTier | null = null;
@@ -142,49 +141,37 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   const lineConcurrency = req.commandFlags.filter((f) => f.name === "--max-concurrency").at(-1);
   const passOn = req.commandFlags.filter((f) => f.name !== "--timeout" && f.name !== "--max-concurrency");
 
-  const table = readBunfigTable(root).table;
-  const args: ParsedArgs = { ...req.args, values: new Map(req.args.values), bunArgs: [] };
-  /** Where shardguard's own sources set `key`: its environment variable or bunfig.toml; null when neither. */
-  const runnerSource = (key: SettingSpec["key"]): string | null =>
-    nonEmpty(env[spec(key).env]) !== undefined
-      ? spec(key).env
-      : spec(key).toml !== null && spec(key).toml! in table
-        ? `bunfig.toml [shardguard] ${spec(key).toml}`
-        : null;
-  const fromRunner = (key: SettingSpec["key"]) => runnerSource(key) !== null;
-  const sources = new Map<string, string>();
-  /** Sets a setting unless a flag already did; `raw` is in the flag's units. */
-  const decide = (key: SettingSpec["key"], raw: string, from: string) => {
-    if (args.values.has(key)) return;
-    args.values.set(key, raw);
-    sources.set(key, from);
-  };
-  if (args.values.has("jobs")) sources.set("jobs", "--jobs");
-  if (args.values.has("timeout")) sources.set("timeout", "--timeout");
-
-  if (!args.values.has("timeout") && lineTimeout) {
-    decide("timeout", String(parseMs(lineTimeout.value ?? "", `${req.flagsWhere} --timeout`) / 1000), `${req.flagsWhere} --timeout`);
-  }
+  // The preset's sources of settings, as layers of the one precedence rule
+  // (config/load.ts): above SHARDGUARD_* the bun test line's --timeout, then
+  // the knob variables; below [shardguard] the preset's own values.
+  const above: SettingLayer[] = [];
+  if (lineTimeout) above.push({ from: `${req.flagsWhere} --timeout`, values: { timeout: parseMs(lineTimeout.value ?? "", `${req.flagsWhere} --timeout`) } });
+  const knob = (name: string | undefined) => (name ? nonEmpty(env[name]) : undefined);
   const jobsKnob = preset.knobs.jobs;
-  const jobsRaw = jobsKnob ? nonEmpty(env[jobsKnob]) : undefined;
-  if (jobsKnob && jobsRaw !== undefined) decide("jobs", String(parseSettingValue(spec("jobs"), jobsRaw, jobsKnob)), jobsKnob);
+  const jobsRaw = knob(jobsKnob);
+  if (jobsKnob && jobsRaw !== undefined) above.push({ from: jobsKnob, values: { jobs: parseSettingValue(spec("jobs"), jobsRaw, jobsKnob) as number } });
   const timeoutKnob = preset.knobs.timeoutMs;
-  const timeoutRaw = timeoutKnob ? nonEmpty(env[timeoutKnob]) : undefined;
-  if (timeoutKnob && timeoutRaw !== undefined) decide("timeout", String(parseMs(timeoutRaw, timeoutKnob) / 1000), timeoutKnob);
+  const timeoutRaw = knob(timeoutKnob);
+  if (timeoutKnob && timeoutRaw !== undefined) above.push({ from: timeoutKnob, values: { timeout: parseMs(timeoutRaw, timeoutKnob) } });
+  const below: SettingLayer[] = [
+    { from: `preset ${preset.name}`, values: { jobs: preset.jobs, timeout: preset.timeoutMs, grace: preset.graceMs, filesPerShard: preset.filesPerShard } },
+  ];
   const concKnob = preset.knobs.maxConcurrency;
-  const concRaw = concKnob ? nonEmpty(env[concKnob]) : undefined;
+  const concRaw = knob(concKnob);
   const concFromEnv = concKnob && concRaw !== undefined ? (parseSettingValue(spec("jobs"), concRaw, concKnob) as number) : undefined;
   const lineBudget =
     lineConcurrency !== undefined ? (parseSettingValue(spec("jobs"), lineConcurrency.value ?? "", `${req.flagsWhere} --max-concurrency`) as number) : undefined;
 
-  if (!fromRunner("jobs")) decide("jobs", String(preset.jobs), `preset ${preset.name}`);
-  if (!fromRunner("timeout")) decide("timeout", String(preset.timeoutMs / 1000), `preset ${preset.name}`);
-  if (!fromRunner("grace")) decide("grace", String(preset.graceMs / 1000), `preset ${preset.name}`);
-  if (!fromRunner("filesPerShard")) decide("filesPerShard", String(preset.filesPerShard), `preset ${preset.name}`);
-
-  const resolved = resolveSettings({ args, env, cwd: req.cwd, defaultBun: process.execPath });
-  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.get("jobs") ?? runnerSource("jobs") ?? "default" };
-  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.get("timeout") ?? runnerSource("timeout") ?? "default" };
+  const { settings: resolved, sources } = resolveSettingsWithSources({
+    args: { ...req.args, bunArgs: [] },
+    env,
+    cwd: req.cwd,
+    defaultBun: process.execPath,
+    above,
+    below,
+  });
+  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.jobs ?? "default" };
+  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.timeout ?? "default" };
   const maxConcurrency: Sourced<number> =
     concFromEnv !== undefined
       ? { value: concFromEnv, from: concKnob! }
