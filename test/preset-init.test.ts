@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parse as parseToml } from "smol-toml";
+const parseToml = (text: string) => Bun.TOML.parse(text) as Record<string, unknown>;
 import { ConfigError } from "../runner/config/schema.ts";
 import { addPreload, addScript } from "../runner/preset-lib/init.ts";
 

@@ -32,6 +32,7 @@
  * alive until that process ends.
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import { chmod, link, lstat, mkdir, readdir, readFile, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -158,7 +159,8 @@ export async function acquireRunLock(name: string, options: AcquireLockOptions):
           announced = true;
           options.onWait({ pid: holder.pid, since: new Date(holder.since) });
         }
-        await sleep(pollMs, signal);
+        // Wakes early on abort; the loop head then throws.
+        await delay(pollMs, undefined, signal ? { signal } : {}).catch(() => {});
         continue;
       }
     }
@@ -319,16 +321,3 @@ async function unlinkQuietly(file: string): Promise<void> {
   }
 }
 
-/** Waits `ms`, or less when `signal` aborts (the caller checks it). */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}

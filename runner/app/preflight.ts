@@ -43,15 +43,16 @@ export function checkReportPaths(settings: RunSettings, plannedFiles: readonly s
   }
 }
 
-/** Compares dotted versions numerically; negative when a < b. */
+/**
+ * Compares versions with Bun's own semver ordering; negative when a < b.
+ * A version Bun cannot parse sorts first, so it fails the minimum check.
+ */
 export function compareVersions(a: string, b: string): number {
-  const pa = a.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
-  const pb = b.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
+  try {
+    return Bun.semver.order(a, b);
+  } catch {
+    return -1; // "Invalid SemVer"
   }
-  return 0;
 }
 
 /**

@@ -10,7 +10,6 @@
  */
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { parse as parseToml } from "smol-toml";
 import type { ParsedArgs } from "./args.ts";
 import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "./schema.ts";
 
@@ -70,7 +69,7 @@ export function readBunfigTable(root: string): BunfigTable {
   if (!existsSync(file)) return { table: {}, file: null, testRoot: null };
   let doc: Record<string, unknown>;
   try {
-    doc = parseToml(readFileSync(file, "utf8")) as Record<string, unknown>;
+    doc = Bun.TOML.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
   } catch (error) {
     const first = String((error as Error).message).split("\n")[0];
     throw new ConfigError(`${file} is not valid TOML: ${first}`);
@@ -253,15 +252,10 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === "" ? undefined : value;
 }
 
-/** A bare command name ("bun") is looked up on PATH; anything with a slash is a path. */
+/** A bare command name ("bun") is looked up on PATH (Bun.which); anything with a slash is a path. */
 function resolveExecutable(value: string, base: string, env: Record<string, string | undefined>): string {
   if (value.includes("/")) return path.resolve(base, value);
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, value);
-    if (existsSync(candidate)) return candidate;
-  }
-  return value;
+  return Bun.which(value, { PATH: env.PATH ?? "" }) ?? value;
 }
 
 function checkExecutable(file: string, source: string): void {

@@ -18,6 +18,7 @@
  */
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import WebSocket from "ws";
 import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
@@ -119,10 +120,6 @@ function describeError(error: unknown): string {
   return String(error);
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-}
-
 /**
  * One connection attempt, bounded by `remainingMs`. Resolves with the open
  * socket, or rejects with the transport error (ENOENT, ECONNREFUSED, …).
@@ -215,14 +212,14 @@ export async function connectTestEvents(options: ConnectOptions): Promise<EventC
     const remaining = deadline - performance.now();
     if (remaining <= 0) throw fail("timeout", `could not connect (last error: ${lastError})`);
     if (!existsSync(socketPath)) {
-      await sleep(Math.min(RETRY_INTERVAL_MS, remaining));
+      await delay(Math.max(0, Math.min(RETRY_INTERVAL_MS, remaining)));
       continue;
     }
     try {
       ws = await openOnce(url, remaining, signal);
     } catch (error) {
       lastError = describeError(error);
-      await sleep(Math.min(RETRY_INTERVAL_MS, deadline - performance.now()));
+      await delay(Math.max(0, Math.min(RETRY_INTERVAL_MS, deadline - performance.now())));
     }
   }
   const socket = ws;

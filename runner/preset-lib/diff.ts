@@ -21,6 +21,9 @@ import { ConfigError } from "../config/schema.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import type { SelectionSpec } from "./schema.ts";
 import { diffTouchfiles, loadTouchfilesAt, type Touchfiles } from "./touchfiles.ts";
+import { matchesGlob } from "../util/glob-match.ts";
+
+export { matchesGlob };
 
 export { loadTouchfiles, type Touchfiles } from "./touchfiles.ts";
 
@@ -82,10 +85,6 @@ export function changedFiles(root: string, base: string): string[] {
   return [...new Set([...committed, ...uncommitted, ...untracked])].sort();
 }
 
-/** True when `file` (root-relative) matches `pattern`, a glob or an exact path. */
-export function matchesGlob(file: string, pattern: string): boolean {
-  return file === pattern || new Bun.Glob(pattern).match(file);
-}
 
 /**
  * Computes the selection. Order of the rules (reference paid-tier runner):

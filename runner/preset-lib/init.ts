@@ -18,7 +18,6 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { parse as parseToml } from "smol-toml";
 import { ConfigError } from "../config/schema.ts";
 import { getPreset, loadPresets } from "./resolve.ts";
 
@@ -184,7 +183,7 @@ function insertIntoValue(text: string, at: number, spec: string): string {
 
 function parseBunfig(text: string): Record<string, unknown> {
   try {
-    return parseToml(text) as Record<string, unknown>;
+    return Bun.TOML.parse(text) as Record<string, unknown>;
   } catch (error) {
     throw new ConfigError(`bunfig.toml is not valid TOML: ${String((error as Error).message).split("\n")[0]}`);
   }

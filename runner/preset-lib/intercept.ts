@@ -152,11 +152,11 @@ function fileArguments(cwd: string, positionals: readonly string[]): string[] | 
 
 /**
  * Names of the presets whose globs, read without validation (Bun's TOML
- * parser, built-in data), match every file: a cheap first pass so that
+ * parser, built-in data), match every file, in the plan's glob dialect: a cheap first pass so that
  * `bun test some.test.ts` in a project with the preload does not load the
  * validating modules. Order: user presets (bunfig.toml order), then built-ins.
  */
-function quickCandidates(cwd: string, files: readonly string[]): string[] {
+function quickCandidates(cwd: string, files: readonly string[], globMatcher: (globs: readonly string[]) => (file: string) => boolean): string[] {
   let user: Record<string, Record<string, unknown>> = {};
   try {
     const doc = Bun.TOML.parse(readFileSync(path.join(cwd, "bunfig.toml"), "utf8")) as Record<string, unknown>;
@@ -178,8 +178,8 @@ function quickCandidates(cwd: string, files: readonly string[]): string[] {
     const globs = field(name, "globs");
     // Unreadable globs go to the full check, which reports them.
     if (!Array.isArray(globs) || !globs.every((g) => typeof g === "string")) return true;
-    const matchers = (globs as string[]).map((g) => new Bun.Glob(g));
-    return files.every((f) => matchers.some((m) => m.match(f)));
+    const matches = globMatcher(globs as string[]);
+    return files.every(matches);
   });
 }
 
@@ -195,7 +195,9 @@ async function legacyMatch(
   if (positionals.length === 0) return null;
   const files = fileArguments(cwd, positionals);
   if (!files) return null;
-  const candidates = quickCandidates(cwd, files);
+  // The plan's glob dialect (util/glob-match.ts), loaded only when files were named.
+  const { globMatcher } = await import("../util/glob-match.ts");
+  const candidates = quickCandidates(cwd, files, globMatcher);
   if (candidates.length === 0) return null;
   const { loadPresets, presetFiles } = await import("./resolve.ts");
   const catalog = loadPresets(cwd);
