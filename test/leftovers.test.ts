@@ -54,8 +54,9 @@ describe("readMarks", () => {
         { pid: 12, pgid: 10, command: "sleep 15" },
         { pid: 13, pgid: 13, command: "sh -c sleep 9 & wait" },
       ],
+      filesStarted: [],
     });
-    expect(await readMarks(path.join(dir, "missing.marks"))).toEqual({ testsStarted: 0, finishedNormally: false, descendants: [] });
+    expect(await readMarks(path.join(dir, "missing.marks"))).toEqual({ testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [] });
   });
 
   test("a file a test filled with junk is read with bounded results", async () => {

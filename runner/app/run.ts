@@ -13,7 +13,7 @@ import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "..
 import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { filtersByName, SHARD_ENV } from "../exec/command.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
-import type { Plan, PlannedShard } from "../plan/plan.ts";
+import { shardSlug, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
 import { decideShard, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
@@ -87,13 +87,20 @@ export class Run {
   /** Set by the report writer: a -t filter that matched no test anywhere (exit 1). */
   private filterMatchedNothing = false;
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
+  /** Shards added during the run: never-started files of killed batched shards, one file each. */
+  private readonly redispatched: PlannedShard[] = [];
+
+  /** Every shard of the run: the plan's, then the re-dispatched ones. */
+  private allShards(): PlannedShard[] {
+    return this.redispatched.length === 0 ? this.inputs.plan.shards : [...this.inputs.plan.shards, ...this.redispatched];
+  }
 
   constructor(private readonly inputs: RunInputs) {}
 
   /** Live view for progress displays: counts and the running shards with their test in flight. */
   progressSource(): ProgressSource {
     return {
-      total: this.inputs.plan.shards.length,
+      total: this.inputs.plan.shards.length + this.redispatched.length,
       done: () => this.results.size,
       running: () =>
         [...this.running.values()].map((r) => ({
@@ -171,8 +178,8 @@ export class Run {
   /** The pool, the end-of-run sweep and the final report; releases the guardian once the sweep has run. */
   private async runShards(logDir: string, junitDir: string, socketDir: string | null, guardian: Guardian): Promise<RunResult> {
     const { settings, plan, out } = this.inputs;
-    const total = plan.shards.length;
     const toRun = plan.shards.filter((s) => !this.results.has(s.index));
+    const shardTotal = () => plan.shards.length + this.redispatched.length;
     const ctx = {
       runId: this.runId,
       root: settings.root,
@@ -189,18 +196,18 @@ export class Run {
     await runPool(
       toRun,
       settings.jobs,
-      async (shard) => {
-        const result = await runShard(
+      async (shard, enqueue) => {
+        const { result, filesNotStarted } = await runShard(
           ctx,
           shard,
           {
             onStart: (running) => {
               this.running.set(shard.index, running);
-              out.line(startLine(shard, total, settings.timeoutMs, running.logPath));
+              out.line(startLine(shard, shardTotal(), settings.timeoutMs, running.logPath));
               // So a runner killed right now leaves reports naming this shard as running.
               void this.writeReports(false);
             },
-            onWarning: (s, message) => out.line(`[${s.index}/${total}] WARNING ${message}`),
+            onWarning: (s, message) => out.line(`[${s.index}/${shardTotal()}] WARNING ${message}`),
           },
           (proc) => {
             this.live.add(proc);
@@ -213,17 +220,18 @@ export class Run {
           // Our own failure (a full disk for the journal, a bad socket path)
           // must cost this shard, not the run: kill what it started, say why.
           this.running.get(shard.index)?.process?.killNow("cancel");
-          return supervisionFailed(shard, (error as Error).message ?? String(error));
+          return { result: supervisionFailed(shard, (error as Error).message ?? String(error)), filesNotStarted: [] };
         });
+        for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
         // Redact before the console lines cut anything, so no cut can split a secret.
         const shown = this.inputs.redact ? redactShard(result, this.inputs.redact) : result;
-        out.line(endLine(shown, total));
+        out.line(endLine(shown, shardTotal()));
         if (shown.leftovers.length > 0) {
           const left = shown.leftovers.filter((e) => e.leftGroup).length;
           out.line(
-            `[${shard.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard's tests ended` +
+            `[${shard.index}/${shardTotal()}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard's tests ended` +
               `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers)}`,
           );
         }
@@ -253,10 +261,44 @@ export class Run {
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 
-  /** Every planned shard, in plan order: decided, or not (yet) started. */
+  /**
+   * Batching keeps kill isolation: when a shard of several files was killed
+   * or crashed (not cancelled), the files in which the child preload marked
+   * no test start never ran there. They leave that shard's result (files and
+   * tests) and are queued again, each as a shard of its own, so they get
+   * their true status and appear once in the reports. One file per new
+   * shard guarantees progress: a file that wedges while loading (it leaves
+   * no mark) then costs only its own shard, and a one-file shard is never
+   * re-dispatched.
+   *
+   * @returns the new shards (indexes after the plan's); `result` is edited in place
+   */
+  private redispatch(shard: PlannedShard, result: ShardResult, filesNotStarted: readonly string[]): PlannedShard[] {
+    if (shard.files.length < 2 || filesNotStarted.length === 0 || this.cancelledBy) return [];
+    if (result.killedBy === "cancel" || (result.status !== "timed-out" && result.status !== "crashed")) return [];
+    // Bun runs a shard's files in the order given. With no mark at all the
+    // first file was loading (or had no test) when the process ended: it
+    // keeps the shard's verdict, the others run again.
+    const again = filesNotStarted.length === shard.files.length ? filesNotStarted.filter((f) => f !== shard.files[0]) : filesNotStarted;
+    if (again.length === 0) return [];
+    const moved = new Set(again);
+    const added = again.map((file) => {
+      const next: PlannedShard = { index: this.inputs.plan.shards.length + this.redispatched.length + 1, slug: shardSlug([file]), files: [file] };
+      this.redispatched.push(next);
+      return next;
+    });
+    result.files = result.files.filter((f) => !moved.has(f));
+    result.tests = result.tests.filter((t) => !moved.has(t.file));
+    const first = added[0]!.index;
+    const last = added[added.length - 1]!.index;
+    result.reason += `; ${plural(added.length, "file")} in which no test started run again in shard${added.length > 1 ? `s ${first}-${last}` : ` ${first}`}`;
+    return added;
+  }
+
+  /** Every shard of the run, plan order then re-dispatched: decided, or not (yet) started. */
   private shardResults(final: boolean): ShardResult[] {
     const { settings } = this.inputs;
-    return this.inputs.plan.shards.map((shard) => {
+    return this.allShards().map((shard) => {
       const done = this.results.get(shard.index);
       if (done) return done;
       const reason = this.cancelledBy

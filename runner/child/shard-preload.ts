@@ -3,8 +3,11 @@
  * never imported by the runner itself. Two jobs, both driven by environment
  * variables the runner sets:
  *
- * 1. `SHARDGUARD_MARKS=<file>`: append "s" per test start and "e" at the end
- *    of the run, synchronously.
+ * 1. `SHARDGUARD_MARKS=<file>`: append "s" per test start, "e" at the end
+ *    of the run and `f<file>\0` before the first test of each test file
+ *    (`Bun.main` is the file being run), synchronously; read by
+ *    runner/exec/marks.ts. The file records let the runner re-run, in fresh
+ *    shards, the files of a killed batched shard that never started.
  *    Bun writes its JUnit only when a run ends normally, and inspector events
  *    can be lost when a process exits, so without this a child that called
  *    `process.exit(0)` mid-file looks the same as a file with no tests
@@ -48,7 +51,7 @@ const yieldToEventLoop = () =>
   });
 
 /** Appends one mark synchronously; a full disk must not fail the user's test. */
-function mark(kind: "s" | "e"): void {
+function mark(kind: string): void {
   if (!marks) return;
   try {
     marks.write(kind);
@@ -58,8 +61,12 @@ function mark(kind: "s" | "e"): void {
   }
 }
 
+let currentFile: string | undefined;
 beforeEach(() => {
-  mark("s");
+  if (Bun.main !== currentFile) {
+    currentFile = Bun.main;
+    mark(`f${currentFile}\0s`);
+  } else mark("s");
   return yieldEnabled ? yieldToEventLoop() : undefined;
 });
 // A global afterAll runs once, after every file, even when no test was

@@ -3,6 +3,7 @@
  * (runner/child/shard-preload.ts):
  *
  *     s s s … e          one "s" per test start, "e" when Bun reached the end of the run
+ *     f<absolute path>\0  before the first test of each test file (Bun.main)
  *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
  *
  * The file lives where the test process can write (its path is in the
@@ -32,7 +33,20 @@ export interface ShardMarks {
   finishedNormally: boolean;
   /** Descendants alive at the end of the run, in the preload's order. */
   descendants: ListedDescendant[];
+  /**
+   * Absolute paths of the files in which at least one test started, in
+   * order (at most {@link MAX_FILES}); a path cut short by a kill counts.
+   * A killed batched shard re-runs its other files (app/run.ts).
+   */
+  filesStarted: string[];
 }
+
+/** File records kept; a shard has at most --files-per-shard (≤ 10000) files. */
+export const MAX_FILES = 10_000;
+const F = 0x66;
+const NUL = 0x00;
+/** Longest path kept, bytes (PATH_MAX). */
+const MAX_PATH = 4096;
 
 const NEWLINE = 0x0a;
 const S = 0x73;
@@ -44,8 +58,17 @@ const MAX_LINE = 300;
  * (no test started, no normal end, no descendants).
  */
 export async function readMarks(file: string): Promise<ShardMarks> {
-  const marks: ShardMarks = { testsStarted: 0, finishedNormally: false, descendants: [] };
+  const marks: ShardMarks = { testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [] };
   let inLines = false;
+  let inPath = false;
+  let path: Buffer[] = [];
+  let pathBytes = 0;
+  const endPath = () => {
+    inPath = false;
+    if (marks.filesStarted.length < MAX_FILES) marks.filesStarted.push(Buffer.concat(path).toString("utf8"));
+    path = [];
+    pathBytes = 0;
+  };
   let line: Buffer[] = [];
   let lineBytes = 0;
   const endLine = () => {
@@ -62,8 +85,15 @@ export async function readMarks(file: string): Promise<ShardMarks> {
       let from = 0;
       for (let i = 0; i < chunk.length; i++) {
         const byte = chunk[i]!;
-        if (!inLines) {
-          if (byte === S) marks.testsStarted += 1;
+        if (inPath) {
+          if (byte === NUL) endPath();
+          else if (pathBytes < MAX_PATH) {
+            path.push(chunk.subarray(i, i + 1));
+            pathBytes += 1;
+          }
+        } else if (!inLines) {
+          if (byte === F) inPath = true;
+          else if (byte === S) marks.testsStarted += 1;
           else if (byte === E) marks.finishedNormally = true;
           else if (byte === NEWLINE) {
             inLines = true;
@@ -85,5 +115,6 @@ export async function readMarks(file: string): Promise<ShardMarks> {
     // Missing (no test started) or unreadable: what was read so far stands.
   }
   if (lineBytes > 0) endLine();
+  if (inPath) endPath();
   return marks;
 }

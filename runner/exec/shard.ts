@@ -2,7 +2,7 @@
  * Runs one planned shard end to end: spawn under supervision, collect the
  * evidence (process outcome, Bun's JUnit, inspector events), decide.
  */
-import { rm } from "node:fs/promises";
+import { realpath, rm } from "node:fs/promises";
 import path from "node:path";
 import { connectTestEvents, type EventChannel } from "../events/inspector.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
@@ -57,14 +57,26 @@ export interface ShardHooks {
   onWarning?: (shard: PlannedShard, message: string) => void;
 }
 
+/** A shard's result, and the planned files in which no test started. */
+export interface ShardOutcome {
+  result: ShardResult;
+  /**
+   * Planned files (relative to root) of a started shard in which the child
+   * preload marked no test start: never reached (or without tests, or wedged
+   * while loading). Empty when the shard never started.
+   */
+  filesNotStarted: string[];
+}
+
 /** Log path of a shard: `<logDir>/shard-<n>-<slug>.log`. */
 export function shardLogPath(logDir: string, shard: PlannedShard): string {
   return path.join(logDir, `shard-${shard.index}-${shard.slug}.log`);
 }
 
 /**
- * Runs one shard and returns its final result. Never throws for anything the
- * child does; a spawn failure becomes a never-started result.
+ * Runs one shard and returns its final result, with the files in which no
+ * test started. Never throws for anything the child does; a spawn failure
+ * becomes a never-started result.
  *
  * @param cancelled returns the cancelling signal name once the run is cancelled
  */
@@ -74,7 +86,7 @@ export async function runShard(
   hooks: ShardHooks,
   register: (running: ShardProcess) => () => void,
   cancelled: () => string | null,
-): Promise<ShardResult> {
+): Promise<ShardOutcome> {
   const logPath = shardLogPath(ctx.logDir, shard);
   const junitPath = path.join(ctx.junitDir, `shard-${shard.index}.xml`);
   const env: Record<string, string | undefined> = {
@@ -153,11 +165,12 @@ export async function runShard(
   }
   if (result === null) {
     const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
-    return decideShard({
+    const notStarted = decideShard({
       index: shard.index, slug: shard.slug, files: shard.files,
       process: { started: false, notStartedReason: reason, exitCode: null, signal: null, killedBy: null, escalated: false, durationMs: 0, startedAt: null },
       junit: null, events: null, passWithNoTests: false, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, logPath, logIncomplete: false,
     });
+    return { result: notStarted, filesNotStarted: [] };
   }
   const { outcome, model, connected } = result;
 
@@ -172,7 +185,8 @@ export async function runShard(
   }
 
   // The preload's global afterAll writes "e": Bun reached the end of the run.
-  const { testsStarted, finishedNormally, descendants } = await readMarks(marksPath);
+  const marks = await readMarks(marksPath);
+  const { testsStarted, finishedNormally, descendants } = marks;
   const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
   const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
   const cancelSignal = cancelled();
@@ -210,7 +224,24 @@ export async function runShard(
   if (running.eventsProblem && decided.status !== "passed") {
     decided.reason += `; per-test data missing (${running.eventsProblem})`;
   }
-  return decided;
+  const filesNotStarted = outcome.spawnError === null ? await unmarkedFiles(ctx.root, shard.files, marks.filesStarted) : [];
+  return { result: decided, filesNotStarted };
+}
+
+/**
+ * Planned files whose absolute or real path is not among the marked ones
+ * (Bun reports a file by its real path when the root is reached through a symlink).
+ */
+async function unmarkedFiles(root: string, files: readonly string[], marked: readonly string[]): Promise<string[]> {
+  const seen = new Set(marked);
+  const out: string[] = [];
+  for (const file of files) {
+    const abs = path.resolve(root, file);
+    if (seen.has(abs)) continue;
+    const real = await realpath(abs).catch(() => abs);
+    if (!seen.has(real)) out.push(file);
+  }
+  return out;
 }
 
 /**
