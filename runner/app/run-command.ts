@@ -7,6 +7,7 @@ import type { ParsedWithExtras } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
+import { readTimings, readTimingsFile } from "../plan/timings.ts";
 import { plural } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
 import { executeRun } from "./execute.ts";
@@ -32,8 +33,13 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   }
   for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
   const planned = plan.shards.flatMap((s) => s.files.map((f) => path.resolve(settings.root, f)));
+  // Malformed timings files are exit 2 before anything runs; a missing one is
+  // the first run of a suite (then --update-timings creates it).
+  const timings = readTimings(settings.timings);
+  if (settings.updateTimings) readTimingsFile(settings.updateTimings, "--update-timings");
   const checked = await preflight(settings, planned);
-  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env }, host);
+  for (const file of timings.missing) host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
+  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env, timings: timings.durations }, host);
   return result.exitCode;
 }
 

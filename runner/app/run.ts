@@ -14,6 +14,7 @@ import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { filtersByName, SHARD_ENV } from "../exec/command.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
 import { shardSlug, type Plan, type PlannedShard } from "../plan/plan.ts";
+import { orderByTimings, readTimingsFile, renderTimings } from "../plan/timings.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
 import { decideShard, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
@@ -52,6 +53,8 @@ export interface RunInputs {
   redact?: (text: string) => string;
   /** The preset that planned this run, recorded in the report. */
   preset?: RunReport["preset"];
+  /** Recorded per-file durations (ms, paths relative to root): shards start longest first. */
+  timings?: ReadonlyMap<string, number>;
 }
 
 /** Result of a finished run. */
@@ -178,7 +181,8 @@ export class Run {
   /** The pool, the end-of-run sweep and the final report; releases the guardian once the sweep has run. */
   private async runShards(logDir: string, junitDir: string, socketDir: string | null, guardian: Guardian): Promise<RunResult> {
     const { settings, plan, out } = this.inputs;
-    const toRun = plan.shards.filter((s) => !this.results.has(s.index));
+    const planned = plan.shards.filter((s) => !this.results.has(s.index));
+    const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
     const shardTotal = () => plan.shards.length + this.redispatched.length;
     const ctx = {
       runId: this.runId,
@@ -254,6 +258,7 @@ export class Run {
     }
     await guardian.release();
     const report = await this.writeReports(true);
+    if (settings.updateTimings) await this.updateTimings(settings.updateTimings, report);
     this.inputs.beforeSummary?.();
     if (this.filterMatchedNothing) out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
     const shownReport = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
@@ -293,6 +298,19 @@ export class Run {
     const last = added[added.length - 1]!.index;
     result.reason += `; ${plural(added.length, "file")} in which no test started run again in shard${added.length > 1 ? `s ${first}-${last}` : ` ${first}`}`;
     return added;
+  }
+
+  /**
+   * Merges this run's per-file durations into a Bun timings file, atomically.
+   * A failure is one line, never a failed run (the tests already ran).
+   */
+  private async updateTimings(file: string, report: RunReport): Promise<void> {
+    try {
+      const previous = readTimingsFile(file, "--update-timings");
+      await writeFileAtomic(file, renderTimings(previous, measuredDurations(report.shards)));
+    } catch (error) {
+      this.inputs.out.line(`shardguard: could not update the timings file ${file}: ${(error as Error).message}`);
+    }
   }
 
   /** Every shard of the run, plan order then re-dispatched: decided, or not (yet) started. */
@@ -421,3 +439,25 @@ const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ 
 /** `pid command; …` for a console line: redacted first, then cut, so a cut never splits a secret. */
 const describe = (list: readonly { pid: number; command: string }[], redact: (text: string) => string = (t) => t) =>
   list.map((e) => `${e.pid} ${redact(e.command).slice(0, 60)}`).join("; ");
+
+/**
+ * Per-file wall time (ms) of the shards that ran: a one-file shard's whole
+ * duration (start-up included, which is what scheduling needs); a shard of
+ * several files split in proportion to its files' test durations (evenly
+ * when those are all 0). Shards that never started contribute nothing.
+ */
+export function measuredDurations(shards: readonly ShardResult[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const shard of shards) {
+    if (shard.startedAt === null || shard.files.length === 0) continue;
+    if (shard.files.length === 1) {
+      out.set(shard.files[0]!, shard.durationMs);
+      continue;
+    }
+    const perFile = new Map(shard.files.map((f) => [f, 0]));
+    for (const t of shard.tests) if (perFile.has(t.file)) perFile.set(t.file, perFile.get(t.file)! + t.durationMs);
+    const sum = [...perFile.values()].reduce((a, b) => a + b, 0);
+    for (const [file, ms] of perFile) out.set(file, sum > 0 ? (shard.durationMs * ms) / sum : shard.durationMs / shard.files.length);
+  }
+  return out;
+}

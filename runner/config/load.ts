@@ -182,6 +182,11 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     return path.resolve(picked.from === "toml" ? root : cwd, picked.value as string);
   };
 
+  const pathList = (key: SettingSpec["key"]) => {
+    const picked = pick(spec(key));
+    return picked ? (picked.value as string[]).map((p) => path.resolve(picked.from === "toml" ? root : cwd, p)) : [];
+  };
+
   const out = pathSetting("out", path.join(root, DEFAULTS.outDirName));
   const bunPicked = pick(spec("bun"));
   const bun = bunPicked
@@ -235,6 +240,11 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     redact: (pick(spec("redact"))?.value as string[] | undefined) ?? [],
     lock: (pick(spec("lock"))?.value as string | undefined) ?? null,
     annotations: ((pick(spec("annotations"))?.value as string | undefined) ?? "on") === "on",
+    timings: pathList("timings"),
+    updateTimings: (() => {
+      const picked = pick(spec("updateTimings"));
+      return picked ? path.resolve(picked.from === "toml" ? root : cwd, picked.value as string) : null;
+    })(),
   };
   // Two reports on one path would silently overwrite each other.
   const reports = [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf]] as const;

@@ -44,10 +44,14 @@ export interface RunSettings {
    * (`GITHUB_ACTIONS=true`). Set as `on` / `off`.
    */
   annotations: boolean;
+  /** Bun timings files (absolute) whose per-file durations order the shards longest first; empty for plan order. */
+  timings: string[];
+  /** Bun timings file (absolute) the measured per-file durations are merged into after the run; null for none. */
+  updateTimings: string | null;
 }
 
 /** How a raw setting value is parsed from a flag, environment variable or TOML value. */
-type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff";
+type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths";
 
 /** One setting: its flag, environment variable, bunfig.toml key and value rule. */
 export interface SettingSpec {
@@ -75,6 +79,8 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "redact", flag: "--redact", env: "SHARDGUARD_REDACT", toml: "redact", kind: "names", help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*" },
   { key: "lock", flag: "--lock", env: "SHARDGUARD_LOCK", toml: "lock", kind: "name", help: "machine-wide lock: runs with the same lock name run one at a time" },
   { key: "annotations", flag: "--annotations", env: "SHARDGUARD_ANNOTATIONS", toml: "annotations", kind: "onoff", help: "on GitHub Actions (GITHUB_ACTIONS=true): an error annotation per test that did not pass, a warning per flaky test, and a step summary; off to turn them off (default on)" },
+  { key: "timings", flag: "--timings", env: "SHARDGUARD_TIMINGS", toml: "timings", kind: "paths", help: "Bun timings files (comma-separated; bun test --timings format) whose per-file durations start the longest shards first; a missing file is a warning" },
+  { key: "updateTimings", flag: "--update-timings", env: "SHARDGUARD_UPDATE_TIMINGS", toml: "update-timings", kind: "path", help: "Bun timings file the measured per-file durations are merged into after the run (written atomically)" },
   { key: "heartbeat", flag: "--heartbeat", env: "SHARDGUARD_HEARTBEAT", toml: "heartbeat", kind: "seconds", help: "seconds between progress lines for a long-running shard without a TTY (default 60)" },
 ];
 
@@ -109,6 +115,13 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
     accepted: `a number of seconds from 0 to ${Math.floor(MAX_MS / 1000)}`,
   },
   path: { schema: z.string().min(1), accepted: "a non-empty path" },
+  paths: {
+    schema: z
+      .union([z.string(), z.array(z.string())])
+      .transform((v) => (Array.isArray(v) ? v : v.split(",")).map((n) => n.trim()).filter((n) => n.length > 0))
+      .pipe(z.array(z.string()).min(1)),
+    accepted: "one or more paths separated by commas (or a TOML array of paths)",
+  },
   bool: { schema: z.boolean(), accepted: "true or false" },
   names: {
     schema: z
