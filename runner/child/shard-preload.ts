@@ -1,6 +1,6 @@
 /**
  * Preload injected into every shard child (`bun test --preload <this file>`);
- * never imported by the runner itself. Two jobs, both driven by environment
+ * never imported by the runner itself. Three jobs, driven by environment
  * variables the runner sets:
  *
  * 1. `SHARDGUARD_MARKS=<file>`: append "s" per test start, "e" at the end
@@ -13,12 +13,24 @@
  *    `process.exit(0)` mid-file looks the same as a file with no tests
  *    (exit 0, no JUnit, no events). A synchronous append cannot be lost.
  *
- * 2. `SHARDGUARD_YIELD=1`: yield one macrotask before each test and after the last. Bun 1.4.4
- *    queues inspector messages on the child's event loop; a file whose tests
- *    never yield (synchronous tests, a spin, `process.exit()`) would send
- *    nothing before exiting. Measured on a synchronous file: 20 of 20 events
- *    delivered in 20 of 20 runs with these hooks, 0 to 20 without; with
- *    setImmediate instead of a timer, events were still lost in 5 of 8 runs.
+ * 2. `SHARDGUARD_YIELD=1` (events on): give the inspector time to send its
+ *    queued events before the process ends. Bun 1.4.4 sends inspector
+ *    messages from a thread of its own: a main thread that spins (the
+ *    wall-clock kill case) does not hold them back (measured: 5,000
+ *    synchronous tests then a spin, all 5,000 `end` events and the spinning
+ *    test's `start` arrived before the SIGKILL, 8 of 8 runs, with no yield at
+ *    all). What loses events is the process ending right after them: 20
+ *    synchronous tests then `process.exit(0)` delivered 0 to 5 of 20 `end`
+ *    events; a natural end without a yield, 0 to 5. So the preload waits
+ *    only at the two ends, never per test (a 0 ms timer costs about 1 ms in
+ *    Bun, which made 100,000 tests take minutes, issue #10):
+ *    - after all tests, one 0 ms timer (natural end: 20 of 20 in 14 of 15
+ *      runs, 19 in the other; Bun's JUnit is the authority there anyway);
+ *    - in `process.exit`, a synchronous sleep of {@link EXIT_FLUSH_MS}
+ *      before the real exit (an event-loop turn is impossible inside a
+ *      synchronous call; 10 ms delivered 20 of 20 in 14 of 15 runs).
+ *    A crash by a signal (SIGSEGV, an OOM kill) can still lose the events of
+ *    the last moments; missing data is "unknown", never a pass.
  *
  * 3. At the end of the run (the same afterAll, after its "e"), the shard's
  *    live descendants are appended to the marks file, one line each:
@@ -30,7 +42,8 @@
  *    median of about 2 ms (0.8 ms to 10 ms measured on a busy 2-core
  *    machine; loading node:fs and reading synchronously was no cheaper).
  *
- * The hooks cannot fail (errors are swallowed) and add well under 1 ms per test.
+ * The hooks cannot fail (errors are swallowed); per test they cost one
+ * synchronous append.
  */
 import { afterAll, beforeEach } from "bun:test";
 
@@ -39,16 +52,10 @@ import { afterAll, beforeEach } from "bun:test";
 // flush() on a file sink writes synchronously.
 const marksPath = process.env.SHARDGUARD_MARKS;
 const marks = marksPath ? Bun.file(marksPath).writer() : null;
-const yieldEnabled = process.env.SHARDGUARD_YIELD === "1";
-// The first yield of the process waits a few ms: it carries every `found`
-// event, and under load one loop turn did not always deliver them (seen once
-// in a few hundred runs on a busy 2-core machine). Later yields are 0 ms.
-let firstYield = true;
-const yieldToEventLoop = () =>
-  new Promise<void>((resolve) => {
-    setTimeout(resolve, firstYield ? 5 : 0);
-    firstYield = false;
-  });
+const flushEvents = process.env.SHARDGUARD_YIELD === "1";
+
+/** Sleep before a `process.exit` of a test, ms, so queued inspector events leave. */
+const EXIT_FLUSH_MS = 25;
 
 /** Appends one mark synchronously; a full disk must not fail the user's test. */
 function mark(kind: string): void {
@@ -61,20 +68,28 @@ function mark(kind: string): void {
   }
 }
 
+if (flushEvents) {
+  const exit = process.exit.bind(process);
+  process.exit = ((code?: number | string | null) => {
+    try {
+      Bun.sleepSync(EXIT_FLUSH_MS);
+    } catch {
+      // Never stand between a test and its exit.
+    }
+    return exit(code as number);
+  }) as typeof process.exit;
+}
+
 let currentFile: string | undefined;
 beforeEach(() => {
   if (Bun.main !== currentFile) {
     currentFile = Bun.main;
     mark(`f${currentFile}\0s`);
   } else mark("s");
-  return yieldEnabled ? yieldToEventLoop() : undefined;
 });
 // A global afterAll runs once, after every file, even when no test was
 // registered, and never after a call to process.exit: its "e" proves that Bun
 // reached the normal end of the run (measured on Bun 1.4.4).
-// Bun sends a test's `start` before its beforeEach hooks, so the yield above
-// flushes the previous test's `end` and this test's `start` together; only
-// the last `end` needs the afterAll yield.
 afterAll(async () => {
   mark("e");
   try {
@@ -86,7 +101,8 @@ afterAll(async () => {
   } catch {
     // Ignored on purpose: a leak list is a report detail, never a verdict.
   }
-  if (yieldEnabled) await yieldToEventLoop();
+  // The natural end: one loop turn lets the last events leave (see 2. above).
+  if (flushEvents) await new Promise<void>((resolve) => setTimeout(resolve, 0));
 });
 
 /** Most descendants listed; a fork bomb must not make the list the problem. */

@@ -73,15 +73,32 @@ export interface EnvProcess {
  * with an environment entry equal to, or starting with, `needle`. Linux
  * reads /proc/<pid>/environ; macOS reads `ps eww`. Processes that cannot be
  * read (other users) are skipped.
+ *
+ * @param forkedSince pid of a process that is an ancestor of every process
+ *   sought (a shard child): on Linux only pids allocated since it are read,
+ *   see {@link pidsSince}. Undefined reads every process.
  */
-export function processesWithEnv(needle: string, match: "exact" | "prefix"): EnvProcess[] {
+export function processesWithEnv(needle: string, match: "exact" | "prefix", forkedSince?: number): EnvProcess[] {
   const spared = ancestry();
   const hits: EnvProcess[] = [];
   const test = (entry: string) => (match === "exact" ? entry === needle : entry.startsWith(needle));
   if (process.platform === "linux") {
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      const pid = Number(name);
+    // Reading /proc is slow on some kernels and sandboxes (measured up to
+    // 4 ms for one listing on the 2-core development machine), and this runs
+    // after every shard: when few pids were allocated since the shard child,
+    // they are probed directly instead of listing every process.
+    const range = forkedSince === undefined ? null : pidsSince(forkedSince);
+    let pids: number[];
+    if (range && range.last - range.first < PROBE_MAX_PIDS) {
+      pids = [];
+      for (let pid = range.first; pid <= range.last; pid++) pids.push(pid);
+    } else {
+      const names = readdirSync("/proc");
+      // Read after the listing, so every listed pid was allocated by then.
+      const since = forkedSince === undefined ? null : pidsSince(forkedSince);
+      pids = names.filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => !since || (pid >= since.first && pid <= since.last));
+    }
+    for (const pid of pids) {
       if (spared.has(pid)) continue;
       try {
         // environ first: most processes do not match, so stat and cmdline
@@ -115,6 +132,28 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix"): Env
   return hits;
 }
 
+/**
+ * Linux hands out pids in increasing order and wraps at pid_max, so a
+ * process forked after `first` has a pid in [first, last allocated] unless
+ * the counter wrapped since. Returns that range, or null (read everything)
+ * when `/proc/sys/kernel/ns_last_pid` cannot be read or shows a wrap. The
+ * sweep after every shard then reads the environment of the few processes
+ * started since the shard, not of every process on the machine (issue #10:
+ * the full scan was the largest cost of a short shard).
+ */
+function pidsSince(first: number): { first: number; last: number } | null {
+  try {
+    const last = Number(readFileSync("/proc/sys/kernel/ns_last_pid", "utf8"));
+    if (!Number.isInteger(last) || last < first) return null;
+    return { first, last };
+  } catch {
+    return null;
+  }
+}
+
+/** Up to this many pids allocated since a shard child are probed one by one rather than listing /proc. */
+const PROBE_MAX_PIDS = 16;
+
 function toEnvMap(entries: string[]): Map<string, string> {
   const env = new Map<string, string>();
   for (const entry of entries) {
@@ -124,8 +163,18 @@ function toEnvMap(entries: string[]): Map<string, string> {
   return env;
 }
 
-/** This process and its ancestors: never swept, even when they carry a cookie (nested runs). */
+/**
+ * This process and its ancestors: never swept, even when they carry a
+ * cookie (nested runs). Read once per process: ancestors can only go away,
+ * never be added.
+ */
 function ancestry(): Set<number> {
+  ancestors ??= readAncestry();
+  return ancestors;
+}
+let ancestors: Set<number> | undefined;
+
+function readAncestry(): Set<number> {
   const pids = new Set<number>([process.pid]);
   let pid = process.ppid;
   for (let i = 0; i < 64 && pid > 1; i++) {

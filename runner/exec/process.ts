@@ -358,7 +358,8 @@ export function startProcess(spec: ProcessSpec): ShardProcess {
  */
 export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?: number): Escapee[] {
   const killed: Escapee[] = [];
-  for (const proc of processesWithEnv(cookie, match)) {
+  // A shard's descendants were forked after its child, whose pid is the group id.
+  for (const proc of processesWithEnv(cookie, match, groupId)) {
     try {
       process.kill(proc.pid, "SIGKILL");
       killed.push({ pid: proc.pid, command: proc.command, leftGroup: groupId !== undefined && proc.pgid !== groupId });

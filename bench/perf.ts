@@ -1,0 +1,183 @@
+#!/usr/bin/env bun
+/**
+ * Whole-process benchmark of issue #10's performance targets. Each case runs
+ * shardguard and its baseline side by side in the same job, alternating,
+ * several rounds, and compares medians of wall time (and, for p8, the
+ * runner's peak RSS):
+ *
+ *   p1  200 one-test files, jobs 2, events on
+ *       baseline: one plain `bun test FILE` process per file, 2 at a time    target ≤ 1.5×
+ *   p3  300 files × 10 short tests, --files-per-shard 50, jobs 2
+ *       baseline: `bun test --parallel=2` on the same files                 target ≤ 1.3×
+ *   p8  one file of 100,000 tests, events on
+ *       baseline: `bun test --reporter=junit` of that file                  target ≤ 4×, runner peak ≤ 300 MiB
+ *   p5  one 3 s file and six 0.5 s files, jobs 2: a run with --update-timings,
+ *       then one with --timings; its makespan against
+ *       max(longest, total/jobs) + start-up (a shardguard run of one empty test)   target ≤ 1.05×
+ *
+ * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5] [--rounds 3] [--p8-tests 100000]
+ * Exits 1 when a measured case misses its target. Linux only (reads /proc for RSS).
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const opt = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const CASES = (opt("cases") ?? "p1,p3,p8,p5").split(",");
+const ROUNDS = Number(opt("rounds") ?? 3);
+const P8_TESTS = Number(opt("p8-tests") ?? 100_000);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error("--rounds needs a positive integer");
+if (!Number.isInteger(P8_TESTS) || P8_TESTS < 1) throw new Error("--p8-tests needs a positive integer");
+const CLI = path.join(import.meta.dir, "..", "runner", "cli.ts");
+const BUN = process.execPath;
+
+interface Sample {
+  ms: number;
+  /** Peak RSS of the spawned process, MiB (VmHWM sampled every 20 ms). */
+  peakMiB: number;
+}
+
+/** Runs a command to completion (exit code in `ok`, or any code when `anyCode`); wall time and peak RSS. */
+function timed(argv: string[], cwd: string, okCodes: number[] = [0]): Promise<Sample> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    let peak = 0;
+    let stderr = "";
+    child.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-2000)));
+    const poll = setInterval(() => {
+      try {
+        const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+        const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+        if (kb > peak) peak = kb;
+      } catch {}
+    }, 20);
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      clearInterval(poll);
+      const ms = performance.now() - t0;
+      if (okCodes.includes(code ?? -1)) resolve({ ms, peakMiB: peak / 1024 });
+      else reject(new Error(`${argv.join(" ")} exited ${code}: ${stderr}`));
+    });
+  });
+}
+
+/** One `bun test FILE` per file, `jobs` at a time, timed as one whole. */
+async function perFile(files: string[], jobs: number, cwd: string): Promise<Sample> {
+  const t0 = performance.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < files.length) await timed([BUN, "test", files[next++]!], cwd);
+  };
+  await Promise.all(Array.from({ length: jobs }, worker));
+  return { ms: performance.now() - t0, peakMiB: 0 };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+/** Runs each variant ROUNDS times, alternating; returns medians. */
+async function compare(label: string, variants: Record<string, () => Promise<Sample>>): Promise<Record<string, { ms: number; peakMiB: number; all: number[] }>> {
+  const samples: Record<string, Sample[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, run] of Object.entries(variants)) samples[name]!.push(await run());
+    process.stderr.write(`${label}: round ${round + 1}/${ROUNDS} done\n`);
+  }
+  return Object.fromEntries(
+    Object.entries(samples).map(([k, v]) => [k, { ms: median(v.map((s) => s.ms)), peakMiB: median(v.map((s) => s.peakMiB)), all: v.map((s) => s.ms) }]),
+  );
+}
+
+const suiteDir = (name: string) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `sg-bench-${name}-`));
+  mkdirSync(path.join(dir, "t"));
+  return dir;
+};
+const sg = (dir: string, ...args: string[]) => [BUN, CLI, "run", "--root", dir, "--out", path.join(dir, ".sg"), ...args];
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const rows: string[] = [];
+let failed = false;
+const verdict = (ok: boolean) => {
+  if (!ok) failed = true;
+  return ok ? "met" : "MISSED";
+};
+
+if (CASES.includes("p1")) {
+  const dir = suiteDir("p1");
+  const files = Array.from({ length: 200 }, (_, i) => {
+    const f = path.join(dir, "t", `f${String(i).padStart(3, "0")}.test.ts`);
+    writeFileSync(f, `import { expect, test } from "bun:test";\ntest("one ${i}", () => expect(${i}).toBe(${i}));\n`);
+    return f;
+  });
+  const m = await compare("p1", { raw: () => perFile(files, 2, dir), shardguard: () => timed(sg(dir, "--jobs", "2", "t"), dir) });
+  const r = m.shardguard!.ms / m.raw!.ms;
+  rows.push(`| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.5× ${verdict(r <= 1.5)} |`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+if (CASES.includes("p3")) {
+  const dir = suiteDir("p3");
+  for (let i = 0; i < 300; i++) {
+    const tests = Array.from({ length: 10 }, (_, j) => `test("t${j}", () => expect(${i} + ${j}).toBe(${i + j}));`).join("\n");
+    writeFileSync(path.join(dir, "t", `f${String(i).padStart(3, "0")}.test.ts`), `import { expect, test } from "bun:test";\n${tests}\n`);
+  }
+  const m = await compare("p3", {
+    parallel: () => timed([BUN, "test", "--parallel=2", "./t"], dir),
+    shardguard: () => timed(sg(dir, "--jobs", "2", "--files-per-shard", "50", "t"), dir),
+  });
+  const r = m.shardguard!.ms / m.parallel!.ms;
+  rows.push(`| P3 300 files × 10 tests, --files-per-shard 50, jobs 2 | \`bun test --parallel=2\`: ${s(m.parallel!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.3× ${verdict(r <= 1.3)} |`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+if (CASES.includes("p8")) {
+  const dir = suiteDir("p8");
+  const body = `import { expect, test } from "bun:test";\nfor (let i = 0; i < ${P8_TESTS}; i++) test("t" + i, () => { expect(i).toBe(i); });\n`;
+  writeFileSync(path.join(dir, "t", "many.test.ts"), body);
+  const m = await compare("p8", {
+    junit: () => timed([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, path.join(dir, "t", "many.test.ts")], dir),
+    shardguard: () => timed(sg(dir, "--jobs", "1", "t"), dir),
+  });
+  const r = m.shardguard!.ms / m.junit!.ms;
+  const rss = m.shardguard!.peakMiB;
+  rows.push(`| P8 one file, ${P8_TESTS.toLocaleString("en")} tests, events on | \`bun test --reporter=junit\`: ${s(m.junit!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×), runner peak ${rss.toFixed(0)} MiB | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+if (CASES.includes("p5")) {
+  const dir = suiteDir("p5");
+  // The long file sorts last, so plan order would start it last.
+  writeFileSync(path.join(dir, "t", "z-long.test.ts"), `import { test } from "bun:test";\ntest("long", async () => { await Bun.sleep(3000); });\n`);
+  for (let i = 0; i < 6; i++) writeFileSync(path.join(dir, "t", `s${i}.test.ts`), `import { test } from "bun:test";\ntest("short", async () => { await Bun.sleep(500); });\n`);
+  mkdirSync(path.join(dir, "empty"));
+  writeFileSync(path.join(dir, "empty", "e.test.ts"), `import { test } from "bun:test";\ntest("e", () => {});\n`);
+  const timings = path.join(dir, "timings.json");
+  const m = await compare("p5", {
+    startup: () => timed(sg(dir, "--jobs", "1", "empty"), dir),
+    planOrder: () => timed(sg(dir, "--jobs", "2", "t"), dir),
+    recorded: async () => {
+      rmSync(timings, { force: true });
+      await timed(sg(dir, "--jobs", "2", "--update-timings", timings, "t"), dir);
+      return timed(sg(dir, "--jobs", "2", "--timings", timings, "t"), dir);
+    },
+  });
+  const ideal = Math.max(3000, (3000 + 6 * 500) / 2) + m.startup!.ms;
+  const r = m.recorded!.ms / ideal;
+  rows.push(
+    `| P5 one 3 s + six 0.5 s files, jobs 2 | ideal max(3 s, 6 s / 2) + start-up ${s(m.startup!.ms)} = ${s(ideal)} | with --timings ${s(m.recorded!.ms)} (${r.toFixed(3)}×); plan order ${s(m.planOrder!.ms)} | ≤ 1.05× ${verdict(r <= 1.05)} |`,
+  );
+  rmSync(dir, { recursive: true, force: true });
+}
+
+console.log(`bun ${Bun.version}, ${os.cpus().length} cores, rounds ${ROUNDS}, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log("| case | baseline (median) | shardguard (median, ratio) | target |");
+console.log("|---|---|---|---|");
+for (const row of rows) console.log(row);
+process.exitCode = failed ? 1 : 0;
