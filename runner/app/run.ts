@@ -85,6 +85,8 @@ export class Run {
   private writing: Promise<unknown> = Promise.resolve();
   private queuedInterim: Promise<RunReport> | null = null;
   private lastInterimAt = -Infinity;
+  /** How long the last report write took, ms (render and disk). */
+  private lastWriteMs = 0;
   private finalRequested = false;
   private runDir: string | null = null;
   /** Set by the report writer: a -t filter that matched no test anywhere (exit 1). */
@@ -357,7 +359,10 @@ export class Run {
     if (!final && this.queuedInterim) return this.queuedInterim;
     const next = this.writing.then(async () => {
       if (!final) {
-        const wait = this.lastInterimAt + INTERIM_WRITE_GAP_MS - performance.now();
+        // Rendering is O(tests): a large report spaces its interim writes
+        // further apart, so they never take more than ~10% of the runner's time.
+        const gap = Math.max(INTERIM_WRITE_GAP_MS, 10 * this.lastWriteMs);
+        const wait = this.lastInterimAt + gap - performance.now();
         if (wait > 0 && !this.finalRequested) await new Promise((r) => setTimeout(r, wait));
         this.queuedInterim = null;
         this.lastInterimAt = performance.now();
@@ -371,6 +376,15 @@ export class Run {
   }
 
   private async writeReportsNow(final: boolean): Promise<RunReport> {
+    const began = performance.now();
+    try {
+      return await this.renderAndWrite(final);
+    } finally {
+      this.lastWriteMs = performance.now() - began;
+    }
+  }
+
+  private async renderAndWrite(final: boolean): Promise<RunReport> {
     const { settings } = this.inputs;
     const shards = this.shardResults(final);
     const summary = summarize(shards);

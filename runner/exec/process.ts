@@ -146,6 +146,12 @@ export class ShardProcess {
   private log: WriteStream;
   private logBytes = 0;
   private logError: string | null = null;
+  /** Output read from the pipes and not yet handed to the log (see flushLog). */
+  private pendingLog: Buffer[] = [];
+  private pendingLogBytes = 0;
+  private logFlushQueued = false;
+  private waitingForDrain = false;
+  private pipes: import("node:stream").Readable[] = [];
 
   constructor(private readonly spec: ProcessSpec) {
     installExitHook();
@@ -232,19 +238,17 @@ export class ShardProcess {
       else this.terminate(this.pendingKill.reason);
     }
 
-    for (const stream of [child.stdout!, child.stderr!]) {
+    this.pipes = [child.stdout!, child.stderr!];
+    for (const stream of this.pipes) {
       stream.on("data", (chunk: Buffer) => {
         this.logBytes += chunk.length;
         if (this.logError) return;
-        // Respect the disk: pause the pipe while the log catches up, so memory
-        // stays bounded however fast the child prints.
-        // The write callback sees errors the stream may not emit once ending.
-        const accepted = this.log.write(chunk, (error) => {
-          if (error) this.logError ??= error.message;
-        });
-        if (!accepted) {
-          stream.pause();
-          this.log.once("drain", () => stream.resume());
+        this.pendingLog.push(chunk);
+        this.pendingLogBytes += chunk.length;
+        if (this.pendingLogBytes >= LOG_BATCH_BYTES) this.flushLog();
+        else if (!this.logFlushQueued) {
+          this.logFlushQueued = true;
+          setImmediate(() => this.flushLog());
         }
       });
       stream.on("error", () => {});
@@ -292,7 +296,38 @@ export class ShardProcess {
    * Ends the log and waits until it is closed, so a write error (disk full)
    * has been reported before the outcome is built.
    */
+  /**
+   * Writes the chunks read since the last flush as one buffer. A child that
+   * prints a line per test (Bun's console reporter does) sends one small
+   * chunk per line; one log write per chunk made the runner, and through
+   * back-pressure the child, slow on files with many tests (issue #10).
+   * Respects the disk: both pipes pause while the log catches up, so memory
+   * stays bounded (at most LOG_BATCH_BYTES plus the stream's buffer) however
+   * fast the child prints.
+   */
+  private flushLog(): void {
+    this.logFlushQueued = false;
+    if (this.pendingLog.length === 0) return;
+    const chunk = this.pendingLog.length === 1 ? this.pendingLog[0]! : Buffer.concat(this.pendingLog, this.pendingLogBytes);
+    this.pendingLog = [];
+    this.pendingLogBytes = 0;
+    if (this.logError || this.log.closed || this.log.destroyed || this.log.writableEnded) return;
+    // The write callback sees errors the stream may not emit once ending.
+    const accepted = this.log.write(chunk, (error) => {
+      if (error) this.logError ??= error.message;
+    });
+    if (!accepted && !this.waitingForDrain) {
+      this.waitingForDrain = true;
+      for (const pipe of this.pipes) pipe.pause();
+      this.log.once("drain", () => {
+        this.waitingForDrain = false;
+        for (const pipe of this.pipes) if (!pipe.destroyed) pipe.resume();
+      });
+    }
+  }
+
   private closeLog(): Promise<void> {
+    this.flushLog();
     const log = this.log;
     if (log.closed || log.destroyed) return Promise.resolve();
     return new Promise<void>((resolve) => {
@@ -339,6 +374,9 @@ export class ShardProcess {
     };
   }
 }
+
+/** Output batched into one log write once this many bytes are pending. */
+const LOG_BATCH_BYTES = 64 * 1024;
 
 /** Spawns a supervised shard process; see {@link ShardProcess}. */
 export function startProcess(spec: ProcessSpec): ShardProcess {
