@@ -22,6 +22,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { connectTestEvents } from "../runner/events/inspector.ts";
 
 const opt = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -77,6 +78,33 @@ async function perFile(files: string[], jobs: number, cwd: string): Promise<Samp
   return { ms: performance.now() - t0, peakMiB: 0 };
 }
 
+/**
+ * The floor of any inspector-based design: per file, a bare
+ * `bun --inspect-wait=ws+unix://… test FILE` child and the handshake
+ * (TestReporter/LifecycleReporter enable, Inspector.initialized), events
+ * discarded, `jobs` at a time. No preload, no JUnit, no supervision.
+ */
+async function inspectorFloor(files: string[], jobs: number, cwd: string): Promise<Sample> {
+  const t0 = performance.now();
+  let next = 0;
+  let n = 0;
+  const sockDir = mkdtempSync(path.join(os.tmpdir(), "sg-floor-"));
+  const worker = async () => {
+    while (next < files.length) {
+      const file = files[next++]!;
+      const socketPath = path.join(sockDir, `${n++}.sock`);
+      const child = spawn(BUN, [`--inspect-wait=ws+unix://${socketPath}`, "test", file], { cwd, stdio: "ignore" });
+      const exited = new Promise((r) => child.once("exit", r));
+      const channel = await connectTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {} });
+      await exited;
+      await channel.closed;
+    }
+  };
+  await Promise.all(Array.from({ length: jobs }, worker));
+  rmSync(sockDir, { recursive: true, force: true });
+  return { ms: performance.now() - t0, peakMiB: 0 };
+}
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -116,9 +144,16 @@ if (CASES.includes("p1")) {
     writeFileSync(f, `import { expect, test } from "bun:test";\ntest("one ${i}", () => expect(${i}).toBe(${i}));\n`);
     return f;
   });
-  const m = await compare("p1", { raw: () => perFile(files, 2, dir), shardguard: () => timed(sg(dir, "--jobs", "2", "t"), dir) });
+  const m = await compare("p1", {
+    raw: () => perFile(files, 2, dir),
+    floor: () => inspectorFloor(files, 2, dir),
+    shardguard: () => timed(sg(dir, "--jobs", "2", "t"), dir),
+    noEvents: () => timed(sg(dir, "--jobs", "2", "--no-test-events", "t"), dir),
+  });
   const r = m.shardguard!.ms / m.raw!.ms;
   rows.push(`| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.5× ${verdict(r <= 1.5)} |`);
+  rows.push(`| P1 floor: bare \`bun --inspect-wait\` child + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  rows.push(`| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
 
