@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError } from "../runner/config/schema.ts";
 import { orderByTimings, readTimings, renderTimings } from "../runner/plan/timings.ts";
-import { measuredDurations } from "../runner/app/run.ts";
+import { measuredDurations } from "../runner/app/timings-update.ts";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 import type { ShardResult } from "../runner/results/model.ts";
 

@@ -13,8 +13,10 @@ import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "..
 import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { filtersByName, SHARD_ENV } from "../exec/command.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
-import { shardSlug, type Plan, type PlannedShard } from "../plan/plan.ts";
-import { orderByTimings, readTimingsFile, renderTimings } from "../plan/timings.ts";
+import type { Plan, PlannedShard } from "../plan/plan.ts";
+import { orderByTimings } from "../plan/timings.ts";
+import { splitKilledBatch } from "./redispatch.ts";
+import { updateTimingsFile } from "./timings-update.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
 import { decideShard, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
@@ -260,7 +262,7 @@ export class Run {
     }
     await guardian.release();
     const report = await this.writeReports(true);
-    if (settings.updateTimings) await this.updateTimings(settings.updateTimings, report);
+    if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
     if (this.filterMatchedNothing) out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
     const shownReport = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
@@ -268,51 +270,12 @@ export class Run {
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 
-  /**
-   * Batching keeps kill isolation: when a shard of several files was killed
-   * or crashed (not cancelled), the files in which the child preload marked
-   * no test start never ran there. They leave that shard's result (files and
-   * tests) and are queued again, each as a shard of its own, so they get
-   * their true status and appear once in the reports. One file per new
-   * shard guarantees progress: a file that wedges while loading (it leaves
-   * no mark) then costs only its own shard, and a one-file shard is never
-   * re-dispatched.
-   *
-   * @returns the new shards (indexes after the plan's); `result` is edited in place
-   */
+  /** Re-dispatch of a killed batched shard's unstarted files (app/redispatch.ts); none once cancelled. */
   private redispatch(shard: PlannedShard, result: ShardResult, filesNotStarted: readonly string[]): PlannedShard[] {
-    if (shard.files.length < 2 || filesNotStarted.length === 0 || this.cancelledBy) return [];
-    if (result.killedBy === "cancel" || (result.status !== "timed-out" && result.status !== "crashed")) return [];
-    // Bun runs a shard's files in the order given. With no mark at all the
-    // first file was loading (or had no test) when the process ended: it
-    // keeps the shard's verdict, the others run again.
-    const again = filesNotStarted.length === shard.files.length ? filesNotStarted.filter((f) => f !== shard.files[0]) : filesNotStarted;
-    if (again.length === 0) return [];
-    const moved = new Set(again);
-    const added = again.map((file) => {
-      const next: PlannedShard = { index: this.inputs.plan.shards.length + this.redispatched.length + 1, slug: shardSlug([file]), files: [file] };
-      this.redispatched.push(next);
-      return next;
-    });
-    result.files = result.files.filter((f) => !moved.has(f));
-    result.tests = result.tests.filter((t) => !moved.has(t.file));
-    const first = added[0]!.index;
-    const last = added[added.length - 1]!.index;
-    result.reason += `; ${plural(added.length, "file")} in which no test started run again in shard${added.length > 1 ? `s ${first}-${last}` : ` ${first}`}`;
+    if (this.cancelledBy) return [];
+    const added = splitKilledBatch(shard, result, filesNotStarted, this.inputs.plan.shards.length + this.redispatched.length + 1);
+    this.redispatched.push(...added);
     return added;
-  }
-
-  /**
-   * Merges this run's per-file durations into a Bun timings file, atomically.
-   * A failure is one line, never a failed run (the tests already ran).
-   */
-  private async updateTimings(file: string, report: RunReport): Promise<void> {
-    try {
-      const previous = readTimingsFile(file, "--update-timings");
-      await writeFileAtomic(file, renderTimings(previous, measuredDurations(report.shards)));
-    } catch (error) {
-      this.inputs.out.line(`shardguard: could not update the timings file ${file}: ${(error as Error).message}`);
-    }
   }
 
   /** Every shard of the run, plan order then re-dispatched: decided, or not (yet) started. */
@@ -453,25 +416,3 @@ const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ 
 /** `pid command; …` for a console line: redacted first, then cut, so a cut never splits a secret. */
 const describe = (list: readonly { pid: number; command: string }[], redact: (text: string) => string = (t) => t) =>
   list.map((e) => `${e.pid} ${redact(e.command).slice(0, 60)}`).join("; ");
-
-/**
- * Per-file wall time (ms) of the shards that ran: a one-file shard's whole
- * duration (start-up included, which is what scheduling needs); a shard of
- * several files split in proportion to its files' test durations (evenly
- * when those are all 0). Shards that never started contribute nothing.
- */
-export function measuredDurations(shards: readonly ShardResult[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const shard of shards) {
-    if (shard.startedAt === null || shard.files.length === 0) continue;
-    if (shard.files.length === 1) {
-      out.set(shard.files[0]!, shard.durationMs);
-      continue;
-    }
-    const perFile = new Map(shard.files.map((f) => [f, 0]));
-    for (const t of shard.tests) if (perFile.has(t.file)) perFile.set(t.file, perFile.get(t.file)! + t.durationMs);
-    const sum = [...perFile.values()].reduce((a, b) => a + b, 0);
-    for (const [file, ms] of perFile) out.set(file, sum > 0 ? (shard.durationMs * ms) / sum : shard.durationMs / shard.files.length);
-  }
-  return out;
-}
