@@ -26,6 +26,8 @@
  *    Bun, which made 100,000 tests take minutes, issue #10):
  *    - after all tests, one 0 ms timer (natural end: 20 of 20 in 14 of 15
  *      runs, 19 in the other; Bun's JUnit is the authority there anyway);
+ *    - with `--bail` (SHARDGUARD_YIELD=bail), also one 5 ms wait before the
+ *      first test: Bun then ends without the afterAll;
  *    - in `process.exit`, a synchronous sleep of {@link EXIT_FLUSH_MS}
  *      before the real exit (an event-loop turn is impossible inside a
  *      synchronous call; 10 ms delivered 20 of 20 in 14 of 15 runs).
@@ -52,7 +54,15 @@ import { afterAll, beforeEach } from "bun:test";
 // flush() on a file sink writes synchronously.
 const marksPath = process.env.SHARDGUARD_MARKS;
 const marks = marksPath ? Bun.file(marksPath).writer() : null;
-const flushEvents = process.env.SHARDGUARD_YIELD === "1";
+const flushEvents = process.env.SHARDGUARD_YIELD === "1" || process.env.SHARDGUARD_YIELD === "bail";
+// "bail" (the user passed --bail): Bun ends the run right after the first
+// failure, without running the global afterAll, so a fast file could lose
+// every event, its `found` plan included (seen in the differential test
+// under load). One wait before the first test of the process sends them.
+let firstWait = process.env.SHARDGUARD_YIELD === "bail";
+
+/** Wait before the first test under --bail, ms (a 0 ms timer was not always enough under load). */
+const FIRST_WAIT_MS = 5;
 
 /** Sleep before a `process.exit` of a test, ms, so queued inspector events leave. */
 const EXIT_FLUSH_MS = 25;
@@ -86,6 +96,9 @@ beforeEach(() => {
     currentFile = Bun.main;
     mark(`f${currentFile}\0s`);
   } else mark("s");
+  if (!firstWait) return undefined;
+  firstWait = false;
+  return new Promise<void>((resolve) => setTimeout(resolve, FIRST_WAIT_MS));
 });
 // A global afterAll runs once, after every file, even when no test was
 // registered, and never after a call to process.exit: its "e" proves that Bun

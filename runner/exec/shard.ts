@@ -106,7 +106,9 @@ export async function runShard(
     await rm(marksPath, { force: true });
     const socketPath = withEvents && ctx.socketDir ? socketPathFor(ctx.socketDir, shard.index) : null;
     env[SHARD_ENV.marks] = marksPath;
-    env[SHARD_ENV.yieldEvents] = socketPath ? "1" : "0";
+    // With --bail Bun ends the run right after the failing test, without the
+    // afterAll flush: the preload then waits once before the first test.
+    env[SHARD_ENV.yieldEvents] = socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0";
     const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
     const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => performance.now() }) : null;
     const journal: Journal | null = socketPath ? await openJournal(journalPathFor(logPath)) : null;
