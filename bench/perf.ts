@@ -33,7 +33,7 @@ const ROUNDS = Number(opt("rounds") ?? 3);
 const P8_TESTS = Number(opt("p8-tests") ?? 100_000);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error("--rounds needs a positive integer");
 if (!Number.isInteger(P8_TESTS) || P8_TESTS < 1) throw new Error("--p8-tests needs a positive integer");
-const CLI = path.join(import.meta.dir, "..", "runner", "cli.ts");
+const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const BUN = process.execPath;
 
 interface Sample {
