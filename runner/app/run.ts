@@ -18,7 +18,7 @@ import { orderByTimings } from "../plan/timings.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
-import { decideShard, supervisionFailed } from "../results/verdict.ts";
+import { neverStarted, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
 import { endLine, logTail, plural, startLine, summaryLines, type Out } from "../report/console.ts";
@@ -280,7 +280,6 @@ export class Run {
 
   /** Every shard of the run, plan order then re-dispatched: decided, or not (yet) started. */
   private shardResults(final: boolean): ShardResult[] {
-    const { settings } = this.inputs;
     return this.allShards().map((shard) => {
       const done = this.results.get(shard.index);
       if (done) return done;
@@ -291,19 +290,7 @@ export class Run {
           : this.running.has(shard.index)
             ? "still running when this report was written"
             : "queued: not started when this report was written";
-      return decideShard({
-        index: shard.index,
-        slug: shard.slug,
-        files: shard.files,
-        process: { started: false, notStartedReason: reason, exitCode: null, signal: null, killedBy: null, escalated: false, durationMs: 0, startedAt: null },
-        junit: null,
-        events: null,
-        passWithNoTests: false,
-        timeoutMs: settings.timeoutMs,
-        graceMs: settings.graceMs,
-        logPath: null,
-        logIncomplete: false,
-      });
+      return neverStarted(shard, reason);
     });
   }
 

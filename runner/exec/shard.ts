@@ -13,7 +13,7 @@ import type { PlannedShard } from "../plan/plan.ts";
 import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
 import { readJUnitCapped } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/model.ts";
-import { decideShard, type EventEvidence } from "../results/verdict.ts";
+import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { readFileTail } from "../util/file-tail.ts";
 import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
@@ -167,12 +167,7 @@ export async function runShard(
   }
   if (result === null) {
     const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
-    const notStarted = decideShard({
-      index: shard.index, slug: shard.slug, files: shard.files,
-      process: { started: false, notStartedReason: reason, exitCode: null, signal: null, killedBy: null, escalated: false, durationMs: 0, startedAt: null },
-      junit: null, events: null, passWithNoTests: false, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, logPath, logIncomplete: false,
-    });
-    return { result: notStarted, filesNotStarted: [] };
+    return { result: neverStarted(shard, reason, logPath), filesNotStarted: [] };
   }
   const { outcome, model, connected } = result;
 

@@ -21,7 +21,7 @@
  *   pattern allows neither exponents nor NaN.
  */
 import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
-import { WHOLE_FILE } from "../results/verdict.ts";
+import { standInsFor, WHOLE_FILE } from "../results/verdict.ts";
 import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";
 
 /** Default cap for a failure's message and details text: 64 KiB of UTF-8. */
@@ -144,30 +144,11 @@ function groupByFile(shards: readonly ShardResult[]): Map<string, Entry[]> {
       seen.add(test.file);
       add(test.file, { test, shard });
     }
-    for (const file of shard.files) {
-      if (!seen.has(file)) add(file, { test: wholeFileTest(shard, file), shard });
-    }
+    for (const test of standInsFor(shard, seen)) add(test.file, { test, shard });
   }
   return byFile;
 }
 
-/** The stand-in test for a planned file without per-test data; its status is the shard's. */
-function wholeFileTest(shard: ShardResult, file: string): TestResult {
-  const test: TestResult = {
-    name: WHOLE_FILE_TESTCASE,
-    file,
-    status: shard.status,
-    durationMs: 0,
-    retries: 0,
-    flaky: false,
-    attemptFailures: [],
-    synthetic: true,
-  };
-  // A shard that "failed" with a planned file missing from Bun's output: the
-  // file had no tests or did not load (see ShardResult.status in the model).
-  if (shard.status === "failed") test.failure = { type: "no-tests", message: shard.reason };
-  return test;
-}
 
 /**
  * Sanitized testcase names, unique within a suite. Names are compared after

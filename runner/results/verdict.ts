@@ -55,18 +55,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     leftovers: [],
   };
 
-  if (!p.started) {
-    const reason = p.notStartedReason ?? "never started";
-    return {
-      ...base,
-      durationMs: 0,
-      startedAt: null,
-      status: "never-started",
-      reason,
-      testSource: "synthetic",
-      tests: ev.files.map((file) => synthetic(file, "never-started", { type: "never-started", message: reason })),
-    };
-  }
+  if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
 
   if (p.killedBy === "timeout") {
     const reason =
@@ -285,9 +274,32 @@ export function supervisionFailed(shard: { index: number; slug: string; files: s
 }
 
 /**
+ * The result of a shard that never started (queued, still starting, or the
+ * run was cancelled first): `never-started`, one synthetic entry per file
+ * naming `reason`. `logPath` when a log was opened before the start failed.
+ */
+export function neverStarted(shard: { index: number; slug: string; files: string[] }, reason: string, logPath: string | null = null): ShardResult {
+  return { ...withoutProcess(shard, "never-started", "never-started", "never-started", reason), logPath };
+}
+
+/**
  * The result of a shard a preset's diff selection left out: never spawned,
  * a success for the exit code (docs/reports.md), never conflated with never-started.
  */
 export function skippedByDiff(shard: { index: number; slug: string; files: string[] }, reason: string): ShardResult {
   return withoutProcess(shard, "skipped-by-diff", "skipped-by-diff", "skipped-by-diff", reason);
+}
+
+/**
+ * Stand-in entries for the planned files of `shard` that have no test entry
+ * (`covered` lists the files that do), so every planned file appears in
+ * every report even for a result built outside {@link decideShard} (an
+ * embedder's, an older report's). Each carries the shard's status; a
+ * `failed` shard's stand-in is a "no-tests" failure: the file had no tests
+ * or did not load (ShardResult.status in model.ts).
+ */
+export function standInsFor(shard: ShardResult, covered: ReadonlySet<string>): TestResult[] {
+  return shard.files
+    .filter((file) => !covered.has(file))
+    .map((file) => synthetic(file, shard.status, shard.status === "failed" ? { type: "no-tests", message: shard.reason } : undefined));
 }
