@@ -1,40 +1,34 @@
 /**
- * The run: plan in, reports out. Orchestrates the job pool, the console
- * reporter and the report writers; spawning and killing stay in
- * exec/process.ts, verdicts in results/verdict.ts.
+ * The run: plan in, reports out. Dispatches shards to the job pool (and
+ * re-dispatches the unstarted files of killed batches), handles
+ * cancellation and the run-level sweeps, and tells the reporters: the
+ * console (report/console-reporter.ts) and the report files
+ * (app/report-writer.ts). Spawning and killing stay in exec/process.ts,
+ * per-shard verdicts in results/verdict.ts, the exit code in
+ * results/run-verdict.ts.
  */
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
-import path from "node:path";
 import type { RunSettings } from "../config/schema.ts";
 import { socketDirFor } from "../events/socket-dir.ts";
+import { filtersByName, SHARD_ENV } from "../exec/command.ts";
+import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "../exec/process.ts";
-import { startGuardian, type Guardian } from "../exec/guardian.ts";
-import { filtersByName, SHARD_ENV } from "../exec/command.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
 import { orderByTimings } from "../plan/timings.ts";
-import { splitKilledBatch } from "./redispatch.ts";
-import { updateTimingsFile } from "./timings-update.ts";
-import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
+import type { Out } from "../report/console.ts";
+import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts";
+import type { ProgressSource } from "../report/progress.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, summarize, type RunReport, type ShardResult } from "../results/model.ts";
+import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
-import { writeFileAtomic } from "../util/atomic.ts";
-import { endLine, logTail, plural, startLine, summaryLines, type Out } from "../report/console.ts";
-import { renderCtrf } from "../report/ctrf.ts";
-import { renderJson } from "../report/json.ts";
-import { renderJUnit } from "../report/junit.ts";
+import { splitKilledBatch } from "./redispatch.ts";
+import { ReportWriter } from "./report-writer.ts";
 import { prepareRunDirs } from "./run-dirs.ts";
-import { redactReport, redactShard } from "../results/redact.ts";
-import type { ProgressSource } from "../report/progress.ts";
-
-/**
- * Minimum time between two interim report writes, ms. Reports on disk are
- * then at most this much behind the run, and always valid.
- */
-export const INTERIM_WRITE_GAP_MS = 200;
-
+import { updateTimingsFile } from "./timings-update.ts";
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -83,16 +77,11 @@ export class Run {
   private readonly results = new Map<number, ShardResult>();
   private readonly startedAt = new Date();
   private readonly t0 = performance.now();
-  /** Report writes run one after another, so an older snapshot never lands last. */
-  private writing: Promise<unknown> = Promise.resolve();
-  private queuedInterim: Promise<RunReport> | null = null;
-  private lastInterimAt = -Infinity;
-  /** How long the last report write took, ms (render and disk). */
-  private lastWriteMs = 0;
-  private finalRequested = false;
   private runDir: string | null = null;
-  /** Set by the report writer: a -t filter that matched no test anywhere (exit 1). */
+  /** From the last report built: a -t filter that matched no test anywhere (exit 1). */
   private filterMatchedNothing = false;
+  private readonly console: RunReporter;
+  private readonly writer: ReportWriter;
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
   /** Shards added during the run: never-started files of killed batched shards, one file each. */
   private readonly redispatched: PlannedShard[] = [];
@@ -102,7 +91,11 @@ export class Run {
     return this.redispatched.length === 0 ? this.inputs.plan.shards : [...this.inputs.plan.shards, ...this.redispatched];
   }
 
-  constructor(private readonly inputs: RunInputs) {}
+  constructor(private readonly inputs: RunInputs) {
+    this.console = new ConsoleReporter(inputs.out, inputs.redact);
+    const { junit, json, ctrf } = inputs.settings;
+    this.writer = new ReportWriter({ junit, json, ctrf, runDir: () => this.runDir }, inputs.redact, (message) => inputs.out.line(message));
+  }
 
   /** Live view for progress displays: counts and the running shards with their test in flight. */
   progressSource(): ProgressSource {
@@ -131,7 +124,7 @@ export class Run {
       return;
     }
     this.cancelledBy = signal;
-    this.inputs.out.line(`shardguard: ${signal} received: starting no new shard, stopping ${this.live.size} running (again to kill at once)`);
+    this.console.onCancel(signal, this.live.size);
     for (const proc of this.live) proc.terminate("cancel");
   }
 
@@ -158,19 +151,20 @@ export class Run {
 
   /** The body of {@link start} once the run directories exist. */
   private async runAll(logDir: string, junitDir: string, socketDir: string | null): Promise<RunResult> {
-    const { settings, plan, out } = this.inputs;
+    const { settings, plan } = this.inputs;
     for (const done of this.inputs.predecided ?? []) this.results.set(done.index, done);
 
-    const toRun = plan.shards.filter((s) => !this.results.has(s.index));
-    const total = plan.shards.length;
-    out.line(
-      `shardguard: run ${this.runId}: ${plural(total, "shard")} (${plural(plan.included.size, "file")}), ` +
-        `${toRun.length} to run, jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s`,
-    );
+    this.console.onRunStart({
+      runId: this.runId,
+      shards: plan.shards.length,
+      files: plan.included.size,
+      toRun: plan.shards.filter((s) => !this.results.has(s.index)).length,
+      jobs: settings.jobs,
+      timeoutMs: settings.timeoutMs,
+      graceMs: settings.graceMs,
+    });
     this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
-    if (this.sweeps.staleRuns.length > 0) {
-      out.line(`shardguard: killed ${plural(this.sweeps.staleRuns.length, "process")} left by earlier runs whose runner died: ${describe(this.sweeps.staleRuns, this.inputs.redact)}`);
-    }
+    this.console.onSweep("stale-runs", this.sweeps.staleRuns);
     await this.writeReports(false);
     // Kills what this run leaves behind if the runner itself is SIGKILLed.
     const guardian = startGuardian(`${SHARD_ENV.cookie}=${this.runId}:`);
@@ -211,11 +205,11 @@ export class Run {
           {
             onStart: (running) => {
               this.running.set(shard.index, running);
-              out.line(startLine(shard, shardTotal(), settings.timeoutMs, running.logPath));
+              this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
               // So a runner killed right now leaves reports naming this shard as running.
               void this.writeReports(false);
             },
-            onWarning: (s, message) => out.line(`[${s.index}/${shardTotal()}] WARNING ${message}`),
+            onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
           },
           (proc) => {
             this.live.add(proc);
@@ -233,20 +227,7 @@ export class Run {
         for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
-        // Redact before the console lines cut anything, so no cut can split a secret.
-        const shown = this.inputs.redact ? redactShard(result, this.inputs.redact) : result;
-        out.line(endLine(shown, shardTotal()));
-        if (shown.leftovers.length > 0) {
-          const left = shown.leftovers.filter((e) => e.leftGroup).length;
-          out.line(
-            `[${shard.index}/${shardTotal()}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard's tests ended` +
-              `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers)}`,
-          );
-        }
-        if (!SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath) {
-          const tail = await logTail(result.logPath);
-          if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
-        }
+        await this.console.onShardEnd(result, shardTotal());
         // Not awaited: the next shard need not wait for the disk; the final
         // write is queued behind this one.
         void this.writeReports(false);
@@ -257,16 +238,12 @@ export class Run {
 
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
     this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
-    if (this.sweeps.endOfRun.length > 0) {
-      out.line(`shardguard: killed ${plural(this.sweeps.endOfRun.length, "leftover process")} of this run: ${describe(this.sweeps.endOfRun, this.inputs.redact)}`);
-    }
+    this.console.onSweep("end-of-run", this.sweeps.endOfRun);
     await guardian.release();
     const report = await this.writeReports(true);
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
-    if (this.filterMatchedNothing) out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
-    const shownReport = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
-    for (const line of summaryLines(shownReport, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf })) out.line(line);
+    this.console.onRunEnd(report, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf }, this.filterMatchedNothing);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 
@@ -295,65 +272,22 @@ export class Run {
   }
 
   /**
-   * Writes the JUnit, JSON and CTRF reports atomically (the run's own copies,
-   * then the stable paths). Called at start, when shards start and end, and
-   * at the end, so the files on disk are valid and honest whenever the runner dies.
+   * Writes the reports (app/report-writer.ts). Called at start, when shards
+   * start and end, and at the end, so the files on disk are valid and honest
+   * whenever the runner dies.
    */
   private writeReports(final: boolean): Promise<RunReport> {
-    // Interim writes coalesce and are spaced at least INTERIM_WRITE_GAP_MS
-    // apart: later requests share the one queued write, which renders the
-    // state when it runs and so includes every shard that ended meanwhile.
-    // Rendering is O(shards), so writing after every one of many short shards
-    // was quadratic and slowed the event loop that notices child exits
-    // (bench/events-overhead.ts). The final write is never delayed.
-    if (!final && this.queuedInterim) return this.queuedInterim;
-    const next = this.writing.then(async () => {
-      if (!final) {
-        // Rendering is O(tests): a large report spaces its interim writes
-        // further apart, so they never take more than ~10% of the runner's time.
-        const gap = Math.max(INTERIM_WRITE_GAP_MS, 10 * this.lastWriteMs);
-        const wait = this.lastInterimAt + gap - performance.now();
-        if (wait > 0 && !this.finalRequested) await new Promise((r) => setTimeout(r, wait));
-        this.queuedInterim = null;
-        this.lastInterimAt = performance.now();
-      }
-      return this.writeReportsNow(final);
-    });
-    if (!final) this.queuedInterim = next;
-    else this.finalRequested = true;
-    this.writing = next.catch(() => {});
-    return next;
+    return this.writer.write(final, () => this.buildReport(final));
   }
 
-  private async writeReportsNow(final: boolean): Promise<RunReport> {
-    const began = performance.now();
-    try {
-      return await this.renderAndWrite(final);
-    } finally {
-      this.lastWriteMs = performance.now() - began;
-    }
-  }
-
-  private async renderAndWrite(final: boolean): Promise<RunReport> {
+  /** The report of the run as it stands. */
+  private buildReport(final: boolean): RunReport {
     const { settings } = this.inputs;
     const shards = this.shardResults(final);
     const summary = summarize(shards);
-    // With -t, a file without a matching test is fine, but a run in which
-    // the filter matched nothing anywhere executed nothing: never a pass
-    // (Bun itself exits 1 with "regex matched 0 tests").
-    const executed = summary.tests.passed + summary.tests.failed + summary.tests["timed-out"] + summary.tests.crashed;
-    this.filterMatchedNothing = filtersByName(settings.bunArgs) && executed === 0 && shards.some((s) => s.status === "passed");
-    const allGood = shards.every((s) => SUCCESSFUL_SHARD_STATUSES.has(s.status)) && !this.filterMatchedNothing;
-    const exitCode = !final
-      ? null
-      : this.cancelledBy === "SIGINT"
-        ? EXIT.sigint
-        : this.cancelledBy === "SIGTERM"
-          ? EXIT.sigterm
-          : allGood
-            ? EXIT.ok
-            : EXIT.failed;
-    const report: RunReport = {
+    const verdict = decideRun(shards, summary, { final, cancelledBy: this.cancelledBy, filtersByName: filtersByName(settings.bunArgs) });
+    this.filterMatchedNothing = verdict.filterMatchedNothing;
+    return {
       schemaVersion: REPORT_SCHEMA_VERSION,
       runId: this.runId,
       completed: final && this.cancelledBy === null,
@@ -361,7 +295,7 @@ export class Run {
       startedAt: this.startedAt.toISOString(),
       finishedAt: final ? new Date().toISOString() : null,
       durationMs: performance.now() - this.t0,
-      exitCode,
+      exitCode: verdict.exitCode,
       root: settings.root,
       tool: { name: "shardguard", version: TOOL_VERSION },
       bun: { version: this.inputs.bunVersion, path: settings.bun },
@@ -377,29 +311,7 @@ export class Run {
       sweeps: { staleRuns: strip(this.sweeps.staleRuns), endOfRun: strip(this.sweeps.endOfRun) },
       shards,
     };
-    try {
-      // Reports leave the machine (CI artifacts); logs stay raw, mode 0600.
-      const safe = this.inputs.redact ? redactReport(report, this.inputs.redact) : report;
-      const xml = renderJUnit(safe);
-      const json = renderJson(safe);
-      const ctrf = renderCtrf(safe);
-      // The run's own copy first, then the stable paths (last finisher wins).
-      if (this.runDir) {
-        await writeFileAtomic(path.join(this.runDir, "junit.xml"), xml);
-        await writeFileAtomic(path.join(this.runDir, "report.json"), json);
-        await writeFileAtomic(path.join(this.runDir, "ctrf.json"), ctrf);
-      }
-      await writeFileAtomic(settings.junit, xml);
-      await writeFileAtomic(settings.json, json);
-      await writeFileAtomic(settings.ctrf, ctrf);
-    } catch (error) {
-      this.inputs.out.line(`shardguard: could not write the reports: ${(error as Error).message}`);
-    }
-    return report;
   }
 }
 
 const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
-/** `pid command; …` for a console line: redacted first, then cut, so a cut never splits a secret. */
-const describe = (list: readonly { pid: number; command: string }[], redact: (text: string) => string = (t) => t) =>
-  list.map((e) => `${e.pid} ${redact(e.command).slice(0, 60)}`).join("; ");

@@ -1,0 +1,106 @@
+/**
+ * Writing a run's three reports (JUnit, JSON, CTRF) atomically, as often as
+ * the run changes but never so often that writing slows the run: interim
+ * writes coalesce and are spaced apart, the final write is never delayed,
+ * and writes land in order so an older snapshot never lands last.
+ */
+import path from "node:path";
+import { renderCtrf } from "../report/ctrf.ts";
+import { renderJson } from "../report/json.ts";
+import { renderJUnit } from "../report/junit.ts";
+import type { RunReport } from "../results/model.ts";
+import { redactReport } from "../results/redact.ts";
+import { writeFileAtomic } from "../util/atomic.ts";
+
+/**
+ * Minimum time between two interim report writes, ms. Reports on disk are
+ * then at most this much behind the run, and always valid.
+ */
+export const INTERIM_WRITE_GAP_MS = 200;
+
+/** Where the reports go. */
+export interface ReportTargets {
+  junit: string;
+  json: string;
+  ctrf: string;
+  /** The run's own directory (OUT/runs/<id>), which gets a copy of each; null before it exists. */
+  runDir: () => string | null;
+}
+
+/**
+ * Serialized, coalescing report writer. {@link write} takes a function that
+ * builds the report, called when the write actually runs, so a coalesced
+ * write shows every change made while it waited.
+ */
+export class ReportWriter {
+  /** Report writes run one after another. */
+  private writing: Promise<unknown> = Promise.resolve();
+  private queuedInterim: Promise<RunReport> | null = null;
+  private lastInterimAt = -Infinity;
+  /** How long the last write took, ms (render and disk). */
+  private lastWriteMs = 0;
+  private finalRequested = false;
+
+  /**
+   * @param redact applied to every report before rendering (reports leave the machine; logs stay raw, mode 0600)
+   * @param onError told when a write fails; the run goes on (the next write tries again)
+   */
+  constructor(
+    private readonly targets: ReportTargets,
+    private readonly redact: ((text: string) => string) | undefined,
+    private readonly onError: (message: string) => void,
+  ) {}
+
+  /**
+   * Writes the reports: the run's own copies, then the stable paths (last
+   * finisher wins). An interim write joins one already queued; it waits
+   * until INTERIM_WRITE_GAP_MS (or ten times the last write's cost, since
+   * rendering is O(tests)) after the previous one.
+   *
+   * @returns the report as built (before redaction)
+   */
+  write(final: boolean, build: () => RunReport): Promise<RunReport> {
+    if (!final && this.queuedInterim) return this.queuedInterim;
+    const next = this.writing.then(async () => {
+      if (!final) {
+        const gap = Math.max(INTERIM_WRITE_GAP_MS, 10 * this.lastWriteMs);
+        const wait = this.lastInterimAt + gap - performance.now();
+        if (wait > 0 && !this.finalRequested) await new Promise((r) => setTimeout(r, wait));
+        this.queuedInterim = null;
+        this.lastInterimAt = performance.now();
+      }
+      const began = performance.now();
+      try {
+        const report = build();
+        await this.writeNow(report);
+        return report;
+      } finally {
+        this.lastWriteMs = performance.now() - began;
+      }
+    });
+    if (!final) this.queuedInterim = next;
+    else this.finalRequested = true;
+    this.writing = next.catch(() => {});
+    return next;
+  }
+
+  private async writeNow(report: RunReport): Promise<void> {
+    try {
+      const safe = this.redact ? redactReport(report, this.redact) : report;
+      const xml = renderJUnit(safe);
+      const json = renderJson(safe);
+      const ctrf = renderCtrf(safe);
+      const runDir = this.targets.runDir();
+      if (runDir) {
+        await writeFileAtomic(path.join(runDir, "junit.xml"), xml);
+        await writeFileAtomic(path.join(runDir, "report.json"), json);
+        await writeFileAtomic(path.join(runDir, "ctrf.json"), ctrf);
+      }
+      await writeFileAtomic(this.targets.junit, xml);
+      await writeFileAtomic(this.targets.json, json);
+      await writeFileAtomic(this.targets.ctrf, ctrf);
+    } catch (error) {
+      this.onError(`shardguard: could not write the reports: ${(error as Error).message}`);
+    }
+  }
+}

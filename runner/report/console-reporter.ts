@@ -1,0 +1,97 @@
+/**
+ * The console as one more reporter of a run: a line when the run starts,
+ * when a shard starts and ends (with the tail of a non-passing shard's log),
+ * when processes are swept, and the summary. It renders what the run tells
+ * it and decides nothing. Lines are redacted before anything cuts them, so
+ * no cut can split a secret.
+ */
+import type { PlannedShard } from "../plan/plan.ts";
+import { SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
+import { redactReport, redactShard } from "../results/redact.ts";
+import { plural } from "../util/format.ts";
+import { endLine, logTail, startLine, summaryLines, type Out } from "./console.ts";
+
+/** A process the run killed, as the console names it. */
+export interface KilledProcess {
+  pid: number;
+  command: string;
+}
+
+/** The events of a run a reporter is told about, in order. */
+export interface RunReporter {
+  onRunStart(info: { runId: string; shards: number; files: number; toRun: number; jobs: number; timeoutMs: number; graceMs: number }): void;
+  /** Processes killed by a sweep: left by earlier runs whose runner died, or of this run after its shards ended. */
+  onSweep(kind: "stale-runs" | "end-of-run", killed: readonly KilledProcess[]): void;
+  onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): void;
+  onShardWarning(shard: PlannedShard, total: number, message: string): void;
+  /** After a shard's result is decided; resolves once its lines (and log tail) are printed. */
+  onShardEnd(result: ShardResult, total: number): Promise<void>;
+  onCancel(signal: "SIGINT" | "SIGTERM", running: number): void;
+  /** The final report; `filterMatchedNothing` from the run verdict (results/run-verdict.ts). */
+  onRunEnd(report: RunReport, paths: { junit: string; json: string; ctrf: string }, filterMatchedNothing: boolean): void;
+}
+
+/** `pid command; …`, each command redacted then cut to 60 characters. */
+const describe = (list: readonly KilledProcess[], redact: (text: string) => string) =>
+  list.map((e) => `${e.pid} ${redact(e.command).slice(0, 60)}`).join("; ");
+
+/** The plain-line console reporter (the TTY status area, report/progress.ts, draws around these lines). */
+export class ConsoleReporter implements RunReporter {
+  private readonly redact: (text: string) => string;
+
+  constructor(
+    private readonly out: Out,
+    redact?: (text: string) => string,
+  ) {
+    this.redact = redact ?? ((t) => t);
+  }
+
+  onRunStart(i: Parameters<RunReporter["onRunStart"]>[0]): void {
+    this.out.line(
+      `shardguard: run ${i.runId}: ${plural(i.shards, "shard")} (${plural(i.files, "file")}), ` +
+        `${i.toRun} to run, jobs ${i.jobs}, timeout ${i.timeoutMs / 1000}s, grace ${i.graceMs / 1000}s`,
+    );
+  }
+
+  onSweep(kind: "stale-runs" | "end-of-run", killed: readonly KilledProcess[]): void {
+    if (killed.length === 0) return;
+    this.out.line(
+      kind === "stale-runs"
+        ? `shardguard: killed ${plural(killed.length, "process")} left by earlier runs whose runner died: ${describe(killed, this.redact)}`
+        : `shardguard: killed ${plural(killed.length, "leftover process")} of this run: ${describe(killed, this.redact)}`,
+    );
+  }
+
+  onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): void {
+    this.out.line(startLine(shard, total, timeoutMs, logPath));
+  }
+
+  onShardWarning(shard: PlannedShard, total: number, message: string): void {
+    this.out.line(`[${shard.index}/${total}] WARNING ${message}`);
+  }
+
+  async onShardEnd(result: ShardResult, total: number): Promise<void> {
+    const shown = redactShard(result, this.redact);
+    this.out.line(endLine(shown, total));
+    if (shown.leftovers.length > 0) {
+      const left = shown.leftovers.filter((e) => e.leftGroup).length;
+      this.out.line(
+        `[${shown.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard's tests ended` +
+          `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers, (t) => t)}`,
+      );
+    }
+    if (!SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath) {
+      const tail = await logTail(result.logPath);
+      if (tail) this.out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+    }
+  }
+
+  onCancel(signal: "SIGINT" | "SIGTERM", running: number): void {
+    this.out.line(`shardguard: ${signal} received: starting no new shard, stopping ${running} running (again to kill at once)`);
+  }
+
+  onRunEnd(report: RunReport, paths: { junit: string; json: string; ctrf: string }, filterMatchedNothing: boolean): void {
+    if (filterMatchedNothing) this.out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
+    for (const line of summaryLines(redactReport(report, this.redact), paths)) this.out.line(line);
+  }
+}
