@@ -7,7 +7,7 @@
  *   plain   one `bun test FILE` process per file, N at a time (the baseline)
  *   off     `shardguard run --no-test-events --jobs N`
  *   events  `shardguard run --jobs N` (inspector channel on)
- * Target (issue #3): events ≤ 1.15 × plain.
+ * Target (docs/architecture.md, "The inspector event channel"): events ≤ 1.15 × plain.
  *
  * Usage: bun bench/events-overhead.ts [--files 100] [--jobs 2] [--rounds 5] [--test-ms 0]
  * --test-ms makes one test per file wait that long (a stand-in for real work:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /**
  * Benchmark: the runner's memory when a test fails with a huge message
- * (issue 8 §5: a 20 MiB `Error` message took the runner to 1.26 GB peak RSS
+ * (bench/README.md: a 20 MiB `Error` message took the runner to 1.26 GB peak RSS
  * and wrote 42 MB report.json and ctrf.json).
  *
  * Writes one test file into a temp dir whose test throws an Error with an

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * Benchmark: the runner's memory while a shard prints a lot (issue #5 §4).
+ * Benchmark: the runner's memory while a shard prints a lot (bench/README.md).
  *
  * Writes one test file into a temp dir that prints N bytes to stdout in
  * 1 MiB chunks, runs the real CLI on it (`shardguard run --jobs 1`) as a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * Whole-process benchmark of issue #10's performance targets. Each case runs
+ * Whole-process benchmark of the performance targets in bench/README.md. Each case runs
  * shardguard and its baseline side by side in the same job, alternating,
  * several rounds, and compares medians of wall time (and, for p8, the
  * runner's peak RSS):

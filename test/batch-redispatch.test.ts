@@ -1,5 +1,5 @@
 /**
- * Batching keeps kill isolation (issue #10): when a shard of several files is
+ * Batching keeps kill isolation (bench/README.md): when a shard of several files is
  * killed, the files in which no test started run again in fresh one-file
  * shards and are reported once, with their true status.
  */

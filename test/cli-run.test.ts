@@ -89,7 +89,7 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
   });
   afterAll(() => {
     // The setsid sleeper of holds-stdout escapes the process group by design;
-    // issue #5's sweep is what kills it. Don't leave it behind in CI.
+    // the cookie sweep (docs/architecture.md) is what kills it. Don't leave it behind in CI.
     for (const pid of survivors(report.runId)) process.kill(pid, "SIGKILL");
   });
 

@@ -77,7 +77,7 @@ describe("bad input: one line naming the key, the value and what is accepted", (
     ["bad lock name", ["--lock", "a/b"], {}, undefined, /--lock "a\/b": expected a name/],
     ["bad redact names", ["--redact", "OK_NAME,bad-name"], {}, undefined, /--redact "OK_NAME,bad-name": expected variable names/],
     ["bad events variable", [], { SHARDGUARD_NO_TEST_EVENTS: "maybe" }, undefined, /SHARDGUARD_NO_TEST_EVENTS "maybe"/],
-    // A bad value under a higher-precedence one is still reported (issue 8 §11).
+    // A bad value under a higher-precedence one is still reported (docs/configuration.md).
     ["bad bunfig value hidden by a flag", ["--jobs", "1"], {}, "[shardguard]\njobs = true\n", /^invalid bunfig.toml \[shardguard\] jobs true: expected a whole number from 1 to 10000$/],
     ["bad environment value hidden by a flag", ["--jobs", "2"], { SHARDGUARD_JOBS: "abc" }, undefined, /^invalid SHARDGUARD_JOBS "abc": expected a whole number from 1 to 10000$/],
     ["bad bunfig value hidden by the environment", [], { SHARDGUARD_TIMEOUT: "5" }, "[shardguard]\ntimeout = -1\n", /^invalid bunfig.toml \[shardguard\] timeout -1: expected a number of seconds/],

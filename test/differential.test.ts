@@ -1,5 +1,5 @@
 /**
- * Differential test (issue #8): a table of small fixture files whose truth was
+ * Differential test (docs/reports.md): a table of small fixture files whose truth was
  * decided once by hand, run through the real CLI with events on and off. For
  * every file it asserts the per-test statuses in report.json, that junit.xml
  * and ctrf.json say the same, and, where Bun ended normally, that every test
@@ -80,7 +80,7 @@ const TRUTH: Record<string, Record<string, Truth>> = {
     "a-bail-fails.test.ts": { on: [["ok", "passed"], ["bad", "failed"], ["unreached", "never-started"]], off: [["ok", "passed"], ["bad", "failed"]], shard: "failed" },
     "b-bail-later.test.ts": { on: [[WHOLE, "never-started"]], shard: "failed" },
     "c-spin-after-all.test.ts": { on: [["passes", "passed"], ["afterAll hook", "timed-out"]], off: [[WHOLE, "timed-out"]], shard: "timed-out" },
-    // Batched with the wedged file and never started there: run again in a fresh shard (issue #10).
+    // Batched with the wedged file and never started there: run again in a fresh shard (bench/README.md).
     "d-after-spin.test.ts": { on: [["after the spin", "passed"]], shard: "passed" },
   },
   retry: {

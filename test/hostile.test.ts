@@ -1,5 +1,5 @@
 /**
- * The hostile suite (issue #5 §8): every adversarial fixture in
+ * The hostile suite (docs/architecture.md): every adversarial fixture in
  * test/fixtures/hostile, run by the real CLI in one run, --jobs 2.
  *
  * Fixtures that start processes append "<what> <pid>" lines to files in the
@@ -185,7 +185,7 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
     expect(names.some((n) => n.includes("🚀🔥"))).toBe(true);
   });
 
-  // Needs the runner's cookie sweep (issue #5 §1). The setsid sleeper and the
+  // Needs the runner's cookie sweep (docs/architecture.md). The setsid sleeper and the
   // stdout holder are direct children of the test process, which Bun's
   // --no-orphans kills itself when the test process exits (sometimes before
   // the sweep looks, so they may or may not be reported); the double-forked
@@ -200,7 +200,7 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
     expect(reported.filter((e) => e.pid === doubleFork)).toEqual([{ pid: doubleFork, command: "sleep 300", leftGroup: true }]);
   });
 
-  // Needs redaction wired into the report writers and the console (issue #5 §6).
+  // Needs redaction wired into the report writers and the console (docs/configuration.md, redaction).
   test("a secret printed by a failing test is in no report and not on the console, only in the raw log", () => {
     expect(junit).not.toContain(secret);
     expect(json).not.toContain(secret);

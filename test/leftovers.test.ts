@@ -1,5 +1,5 @@
 /**
- * Processes a shard leaves behind (issue 8 §6): one leaked inside the
+ * Processes a shard leaves behind (docs/architecture.md, leftovers): one leaked inside the
  * process group is killed by Bun's --no-orphans the moment the child exits,
  * before any sweep can look; the child preload lists it at the end of the
  * run, so it is still reported.

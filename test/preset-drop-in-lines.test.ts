@@ -1,6 +1,6 @@
 /**
  * gstack-paid as a true drop-in: after `shardguard init`, every command line
- * of the gstack-shaped fixture repository keeps its meaning (issue 9).
+ * of the gstack-shaped fixture repository keeps its meaning (docs/presets.md).
  * Tierless lines stay tierless and give plain `bun test`'s exit code; the
  * project's own sharded runner is never taken over; an edit to the
  * touchfiles data module never selects less than the map diff; one agent

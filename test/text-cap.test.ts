@@ -1,5 +1,5 @@
 /**
- * Failure text is capped everywhere it enters or leaves the runner (issue 8
+ * Failure text is capped everywhere it enters or leaves the runner (docs/reports.md
  * §5): inspector messages and Bun's JUnit are cut on the way in, and every
  * report keeps at most 64 KiB of the tail and names the shard's log.
  * Memory itself is measured by bench/failure-rss.ts, not here.

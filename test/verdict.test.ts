@@ -40,7 +40,7 @@ test("a killed multi-file shard: the hook or file in flight is timed-out, files 
     process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM", durationMs: 1000 }),
     events: { connected: true, looseErrors: [], tests: [ended] },
   }));
-  // Every test of a.test.ts ended and nothing else registered: a's afterAll was in flight (issue #8).
+  // Every test of a.test.ts ended and nothing else registered: a's afterAll was in flight (docs/reports.md).
   expect(result.tests.map((t) => [t.file, t.name, t.status, t.durationMs])).toEqual([
     ["a.test.ts", "t", "passed", 5],
     ["a.test.ts", "afterAll hook", "timed-out", 900],
@@ -146,7 +146,7 @@ const bunFile = (...tests: ReturnType<typeof bunCase>[]) => [{ file: "a.test.ts"
 const connected = (...tests: EventTest[]) => ({ connected: true, looseErrors: [], tests });
 const names = (r: ReturnType<typeof decideShard>) => r.tests.map((t) => [t.name, t.status]);
 
-describe("Bun's JUnit is trusted only when the rest of the evidence agrees (issue #8)", () => {
+describe("Bun's JUnit is trusted only when the rest of the evidence agrees (docs/reports.md)", () => {
   test("no end-of-run mark: crashed, whatever the JUnit says", () => {
     const result = decideShard(evidence({ junit: passedJUnit, finishedNormally: false, testsStarted: 1 }));
     expect(result.status).toBe("crashed");
@@ -185,7 +185,7 @@ describe("Bun's JUnit is trusted only when the rest of the evidence agrees (issu
   });
 });
 
-describe("hooks, .only and the found plan (issue #8)", () => {
+describe("hooks, .only and the found plan (docs/reports.md)", () => {
   test("passing and skipped hook entries are dropped; failing ones are named after the hook and its describe path", () => {
     const junit = bunFile(
       bunCase("off > (unnamed)", "skipped"), bunCase("off > real", "skipped", 3), bunCase("off > (unnamed)", "skipped"),

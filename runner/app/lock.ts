@@ -1,6 +1,6 @@
 /**
  * `--lock NAME`: a machine-wide advisory lock, so that runs of the same lane
- * started from different worktrees run one after another (issue #5 §7).
+ * started from different worktrees run one after another (docs/configuration.md, --lock).
  *
  * Why not the `proper-lockfile` package: it records no holder, so a waiter
  * could not say who it waits for, and it detects a dead holder by the age of

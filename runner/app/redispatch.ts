@@ -1,5 +1,5 @@
 /**
- * Batching keeps kill isolation (issue #10): the files of a killed batched
+ * Batching keeps kill isolation (bench/README.md): the files of a killed batched
  * shard that never started there are taken out of its result and run again.
  */
 import { shardSlug, type PlannedShard } from "../plan/plan.ts";

@@ -23,7 +23,7 @@
  *    synchronous tests then `process.exit(0)` delivered 0 to 5 of 20 `end`
  *    events; a natural end without a yield, 0 to 5. So the preload waits
  *    only at the two ends, never per test (a 0 ms timer costs about 1 ms in
- *    Bun, which made 100,000 tests take minutes, issue #10):
+ *    Bun, which made 100,000 tests take minutes, bench/README.md):
  *    - after all tests, one 0 ms timer (natural end: 20 of 20 in 14 of 15
  *      runs, 19 in the other; Bun's JUnit is the authority there anyway);
  *    - with `--bail` (SHARDGUARD_YIELD=bail), also one 5 ms wait before the
@@ -38,7 +38,7 @@
  *    live descendants are appended to the marks file, one line each:
  *    `\nP <pid> <process group id> <command line>`. Bun's `--no-orphans`
  *    kills descendants still in the group as soon as the child exits, so the
- *    runner's sweep would never see a process a test leaked (issue 8 §6);
+ *    runner's sweep would never see a process a test leaked (docs/architecture.md, leftovers);
  *    this list is how it is reported. Linux only (/proc); read with Bun's
  *    own file API, not node:fs (see below). Once per shard it costs a
  *    median of about 2 ms (0.8 ms to 10 ms measured on a busy 2-core

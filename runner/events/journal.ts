@@ -65,7 +65,7 @@ export class EventJournal {
    * Appends one event as one line. No-op after {@link close} or a write error.
    * Lines are handed to the stream in batches (at the next event-loop turn,
    * or once 64 KiB are pending): one write per event cost the runner about
-   * 25 µs each, most of a 100,000-test file's event handling (issue #10).
+   * 25 µs each, most of a 100,000-test file's event handling (bench/README.md).
    */
   append(event: TestEvent): void {
     if (this.ended || this.failure) return;

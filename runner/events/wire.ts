@@ -110,7 +110,7 @@ const END_STATUSES: ReadonlySet<unknown> = new Set(BUN_END_STATUSES);
  * The same rules as {@link FoundEventSchema}, {@link StartEventSchema} and
  * {@link EndEventSchema}, checked by hand: these three events come once to
  * three times per test, and zod's generic parse cost the runner more than
- * the rest of its event handling (issue #10: 100,000 tests). Anything this
+ * the rest of its event handling (bench/README.md: 100,000 tests). Anything this
  * does not accept goes through the schema, which stays the authority.
  */
 function isCommonEvent(record: Record<string, unknown>): record is TestEvent {

@@ -1,6 +1,6 @@
 /**
  * The run's guardian: a small process that outlives a runner killed with
- * SIGKILL just long enough to kill what the runner left (issue 8 §10).
+ * SIGKILL just long enough to kill what the runner left (docs/architecture.md, "Runner death").
  *
  * Without it, a process that left its shard's group (setsid, double fork)
  * survives the runner's death: `--no-orphans` takes the shard child and its

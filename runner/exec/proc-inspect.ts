@@ -138,7 +138,7 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
  * the counter wrapped since. Returns that range, or null (read everything)
  * when `/proc/sys/kernel/ns_last_pid` cannot be read or shows a wrap. The
  * sweep after every shard then reads the environment of the few processes
- * started since the shard, not of every process on the machine (issue #10:
+ * started since the shard, not of every process on the machine (bench/README.md:
  * the full scan was the largest cost of a short shard).
  */
 function pidsSince(first: number): { first: number; last: number } | null {

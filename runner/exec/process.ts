@@ -300,7 +300,7 @@ export class ShardProcess {
    * Writes the chunks read since the last flush as one buffer. A child that
    * prints a line per test (Bun's console reporter does) sends one small
    * chunk per line; one log write per chunk made the runner, and through
-   * back-pressure the child, slow on files with many tests (issue #10).
+   * back-pressure the child, slow on files with many tests (bench/README.md).
    * Respects the disk: both pipes pause while the log catches up, so memory
    * stays bounded (at most LOG_BATCH_BYTES plus the stream's buffer) however
    * fast the child prints.

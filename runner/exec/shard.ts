@@ -141,7 +141,7 @@ export async function runShard(
         running.eventsProblem = (error as Error).message;
         // With --inspect-wait the child holds its tests until a debugger
         // attaches, so no test has run yet: stop it and run the shard again
-        // without events, rather than lose the shard (issue #3).
+        // without events, rather than lose the shard (docs/architecture.md, "The inspector event channel").
         proc.killNow("cancel");
         await proc.done;
         unregister();

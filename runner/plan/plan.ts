@@ -62,7 +62,7 @@ export interface PlanOptions {
  * it"; a pattern naming an existing file means that file.
  *
  * @throws ConfigError "no test files matched" when nothing matches: a run that
- *   executes nothing must never look like a pass (issue #2); also when a
+ *   executes nothing must never look like a pass (docs/reports.md); also when a
  *   pattern without glob characters names no existing file (a typo)
  */
 export function planRun(options: PlanOptions): Plan {

@@ -1,5 +1,5 @@
 /**
- * Secrets out of reports (issue #5 §6).
+ * Secrets out of reports (docs/configuration.md, redaction).
  *
  * A failing test can print an API key into its failure message, and the
  * JUnit file that carries the message gets published by CI. Before anything
@@ -18,7 +18,7 @@
  */
 import type { RunReport, ShardResult, TestResult } from "./model.ts";
 
-/** Name globs that mark an environment variable as secret (issue #5 §6). */
+/** Name globs that mark an environment variable as secret (docs/configuration.md, redaction). */
 export const SECRET_NAME_PATTERNS: readonly string[] = ["*_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*"];
 
 /** Shortest value (in Unicode code points) that gets redacted. */

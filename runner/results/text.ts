@@ -2,7 +2,7 @@
  * Text rules the result model applies to what tests write: terminal escape
  * sequences out of names, on every path (Bun's JUnit, inspector events), so a
  * test has the same name in every report whether its shard ended normally or
- * was killed (issue #8). Reporters re-export {@link stripAnsi} for failure texts.
+ * was killed (docs/reports.md). Reporters re-export {@link stripAnsi} for failure texts.
  */
 
 /**

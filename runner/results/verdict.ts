@@ -11,7 +11,7 @@
  *     may lose their tail when a process exits.
  * Console text is never evidence: a test can print anything.
  *
- * Rules (issues #2 and #3):
+ * Rules (docs/reports.md):
  *  - killed at the deadline → `timed-out`; tests that ended keep their status,
  *    the one in flight is `timed-out`, the rest found but not started are
  *    `never-started`;
@@ -111,7 +111,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
 /**
  * Why Bun's JUnit cannot be taken as proof of a finished run, or null when
  * the rest of the evidence agrees with it. The file lies where the test
- * process can write, so a test can forge it and exit 0 (issue #8). It is
+ * process can write, so a test can forge it and exit 0 (docs/reports.md). It is
  * trusted only when
  *  1. the child preload's end-of-run mark is there (Bun reached the normal
  *     end; `--bail` after a failure skips that hook, measured), and

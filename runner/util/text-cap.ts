@@ -1,6 +1,6 @@
 /**
  * Caps on test-written text, so the runner's memory and the reports stay
- * bounded however large a failure message is (issue 8 §5: a 20 MiB
+ * bounded however large a failure message is (bench/README.md: a 20 MiB
  * `Error` message once took the runner to 1.26 GB and wrote 42 MB reports).
  *
  * Text is cut twice, with the same marker:
