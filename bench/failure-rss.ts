@@ -24,10 +24,10 @@
  * Exits 1 when the runner's peak RSS reaches the limit, when the shard is
  * not `failed`, or when a report exceeds 1 MiB. Linux only (/proc).
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { runSampled } from "./peak-rss.ts";
 
 const MiB = 1024 * 1024;
 const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
@@ -67,27 +67,6 @@ test("throws a ${bytes}-byte message", () => {
 `;
 }
 
-/** VmHWM and VmRSS of a live process in bytes; null once it is gone or a zombie. */
-function memoryOf(pid: number): { hwm: number; rss: number } | null {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN) * 1024;
-    const hwm = kb("VmHWM");
-    const rss = kb("VmRSS");
-    return Number.isNaN(hwm) || Number.isNaN(rss) ? null : { hwm, rss };
-  } catch {
-    return null;
-  }
-}
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
 interface Measurement {
   bytes: number;
   wallMs: number;
@@ -115,38 +94,8 @@ async function measure(bytes: number): Promise<Measurement> {
 
 async function measureIn(dir: string, bytes: number): Promise<Measurement> {
   writeFileSync(path.join(dir, "huge.test.ts"), fixture(bytes));
-  const t0 = performance.now();
-  const args = [CLI, "run", "--root", dir, "--jobs", "1", "--timeout", "600", "--grace", "1", ...(EVENTS ? [] : ["--no-test-events"])];
-  const cli = spawn(process.execPath, args, { cwd: dir, env: { ...process.env, NO_COLOR: "1" }, stdio: "ignore" });
-  const exited = new Promise<number | null>((resolve) => cli.once("exit", (code) => resolve(code)));
-  const pid = cli.pid!;
-  let runnerPeak = 0;
-  let childPeak = 0;
-  let verified = false;
-  let done = false;
-  void exited.then(() => (done = true));
-  while (!done) {
-    if (!verified) {
-      // Count only once this pid runs the CLI: between fork and exec it is a copy of this process.
-      let cmdline: string[] = [];
-      try {
-        cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      } catch {
-        // Gone already.
-      }
-      verified = cmdline[1] === CLI;
-    }
-    const mem = verified ? memoryOf(pid) : null;
-    if (mem) runnerPeak = Math.max(runnerPeak, mem.hwm, mem.rss);
-    for (const child of childrenOf(pid)) {
-      const m = memoryOf(child);
-      if (m) childPeak = Math.max(childPeak, m.hwm, m.rss);
-    }
-    await Bun.sleep(SAMPLE_MS);
-  }
-  const wallMs = performance.now() - t0;
-  const code = await exited;
-  if (!verified) throw new Error(`never saw pid ${pid} run ${CLI}; nothing was measured`);
+  const args = ["run", "--root", dir, "--jobs", "1", "--timeout", "600", "--grace", "1", ...(EVENTS ? [] : ["--no-test-events"])];
+  const { code, wallMs, runnerPeak, childPeak } = await runSampled(CLI, args, dir, SAMPLE_MS);
   const out = path.join(dir, ".shardguard");
   const size = (name: string) => {
     try {

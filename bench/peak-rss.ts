@@ -1,0 +1,79 @@
+/**
+ * Peak memory of a shardguard run, sampled from outside: the runner's own
+ * peak (VmHWM, which exec resets, so counting starts once the pid runs the
+ * CLI) and the largest peak of any direct child. Shared by the RSS benchmarks.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+/** What one sampled run measured; memory in bytes, times in ms. */
+export interface PeakSample {
+  code: number | null;
+  wallMs: number;
+  runnerPeak: number;
+  childPeak: number;
+}
+
+/** VmHWM and VmRSS of `pid` in bytes, or null when it is gone. */
+export function memoryOf(pid: number): { hwm: number; rss: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN) * 1024;
+    const hwm = kb("VmHWM");
+    const rss = kb("VmRSS");
+    return Number.isNaN(hwm) || Number.isNaN(rss) ? null : { hwm, rss };
+  } catch {
+    return null;
+  }
+}
+
+/** Direct children of `pid` (its main thread's), empty when it is gone. */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Runs `bun CLI ...args` in `cwd` (output discarded) and samples memory
+ * every `sampleMs` until it exits.
+ *
+ * @throws Error when the pid was never seen running the CLI (nothing measured)
+ */
+export async function runSampled(cli: string, args: readonly string[], cwd: string, sampleMs: number): Promise<PeakSample> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: "1" }, stdio: "ignore" });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const pid = child.pid!;
+  let runnerPeak = 0;
+  let childPeak = 0;
+  let verified = false;
+  let done = false;
+  void exited.then(() => (done = true));
+  while (!done) {
+    if (!verified) {
+      // Count only once this pid runs the CLI: between fork and exec it is
+      // still a copy of this process (exec resets VmHWM).
+      let cmdline: string[] = [];
+      try {
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      } catch {
+        // Gone already.
+      }
+      verified = cmdline[1] === cli;
+    }
+    const mem = verified ? memoryOf(pid) : null;
+    if (mem) runnerPeak = Math.max(runnerPeak, mem.hwm, mem.rss);
+    for (const c of childrenOf(pid)) {
+      const m = memoryOf(c);
+      if (m) childPeak = Math.max(childPeak, m.hwm, m.rss);
+    }
+    await Bun.sleep(sampleMs);
+  }
+  const wallMs = performance.now() - t0;
+  const code = await exited;
+  if (!verified) throw new Error(`never saw pid ${pid} run ${cli}; nothing was measured`);
+  return { code, wallMs, runnerPeak, childPeak };
+}
