@@ -27,29 +27,13 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { runSampled } from "./peak-rss.ts";
+import { MiB, option, parseBytes, runSampled } from "./peak-rss.ts";
 
-const MiB = 1024 * 1024;
 const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const SAMPLE_MS = 10;
 const BASELINE_BYTES = 1024;
 /** A report with a capped failure is ~200 KiB; more means text was not capped. */
 const REPORT_LIMIT = MiB;
-
-/** "20M" → 20971520; plain integers are bytes. */
-function parseBytes(text: string): number {
-  const m = /^(\d+)([KMG]?)$/i.exec(text.trim());
-  if (!m) throw new Error(`--bytes needs a whole number with an optional K, M or G suffix, got ${JSON.stringify(text)}`);
-  const scale = { "": 1, K: 1024, M: MiB, G: 1024 * MiB }[m[2]!.toUpperCase() as "" | "K" | "M" | "G"];
-  const value = Number(m[1]) * scale;
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--bytes must be at least 1, got ${JSON.stringify(text)}`);
-  return value;
-}
-
-function option(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
 
 const BYTES = parseBytes(option("bytes") ?? "20M");
 const LIMIT_MIB = Number(option("limit-mib") ?? 150);

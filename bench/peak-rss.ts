@@ -6,6 +6,25 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 
+/** Bytes in a mebibyte. */
+export const MiB = 1024 * 1024;
+
+/** "20M" → 20971520, "1G", "512K"; plain integers are bytes. @throws Error naming what is accepted */
+export function parseBytes(text: string): number {
+  const m = /^(\d+)([KMG]?)$/i.exec(text.trim());
+  if (!m) throw new Error(`--bytes needs a whole number with an optional K, M or G suffix, got ${JSON.stringify(text)}`);
+  const scale = { "": 1, K: 1024, M: MiB, G: 1024 * MiB }[m[2]!.toUpperCase() as "" | "K" | "M" | "G"];
+  const value = Number(m[1]) * scale;
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--bytes must be at least 1, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** The value after `--name` on this process's command line. */
+export function option(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
 /** What one sampled run measured; memory in bytes, times in ms. */
 export interface PeakSample {
   code: number | null;
