@@ -197,6 +197,32 @@ export async function acquireRunLock(name: string, options: AcquireLockOptions):
   }
 }
 
+/**
+ * The live holder of lock `name` right now, null when it is free (or was
+ * never taken). Reads only; a waiter that must not wait (`--no-wait`) asks
+ * this first.
+ *
+ * @throws Error when the name is invalid
+ */
+export async function lockHolderNow(name: string, dir: string = defaultLockDir()): Promise<LockHolder | null> {
+  validateLockName(name);
+  const lane = path.join(path.resolve(dir), name);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let gens: number[];
+    try {
+      gens = await generations(lane);
+    } catch {
+      return null;
+    }
+    const top = maxOf(gens);
+    if (top < 0) return null;
+    const holder = await liveHolder(lane, top);
+    if (holder === "vanished") continue;
+    return holder === null ? null : { pid: holder.pid, since: new Date(holder.since) };
+  }
+  return null;
+}
+
 /** Creates `dir` (mode 0700) or checks that the existing one is a real directory of ours; tightens its mode. */
 async function ensurePrivateDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });

@@ -23,12 +23,45 @@ that \`bun test --preset NAME\` needs, and a package.json script (gstack-paid:
 "test:gate": "bun test --preset gstack-paid"); an existing script is never replaced.
 Running it again changes nothing. --dry-run prints the changes without writing.`;
 
+export const BG_HELP = `shardguard bg [PATTERN...] [RUN FLAGS...] [--label NAME] [--lock NAME] [--cap SECONDS]
+              [--local | --dispatch] [--workflow FILE] [--repo OWNER/NAME] [--ref BRANCH]
+              [--follow] [--no-wait] [--timings FILE] [-- BUN_TEST_FLAGS...]
+
+Starts \`shardguard run\` with the RUN FLAGS in the background (its own session, output to
+OUT/bg/<id>.log), prints the id and the log, and returns (exit 0). The log's last line is
+"### shardguard EXIT=<code> ###": 0 passed, 1 failed, 130 cancelled, 2 cap reached or other.
+A clean checkout pushed to GitHub is dispatched to CI (gh workflow run) and followed instead,
+unless --local; otherwise every reason is printed and it runs here (--dispatch refuses, exit 2).
+
+  --label NAME        name in the run id (default: the preset and tier, or "run")
+  --lock NAME         lane: bg runs of one lane run one at a time (default: per root and preset)
+  --no-wait           refuse (exit 2) instead of queueing when the lane is busy
+  --cap SECONDS       wall-clock cap of the whole run (default: ceil(1.5 x planned serial
+                      seconds / jobs) + 20 min, at most 4 h; planned seconds from --timings,
+                      10 min per file without a record); when reached the run is cancelled
+  --local | --dispatch   force a backend
+  --workflow FILE     workflow to dispatch (default: the preset's, else shardguard-bg.yml)
+  --repo OWNER/NAME   repository to dispatch on (default: the preset's, else origin)
+  --ref BRANCH        branch to dispatch (default: the current branch)
+  --follow            stay and stream the log; exit with the run's code
+Tests see SHARDGUARD_RUN_ID (and the preset's run-id variable) set to the id unless exported.
+docs/background.md has the details.`;
+
+export const STATUS_HELP = `shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow] [--repo OWNER/NAME] [--root DIR] [--out DIR]
+
+Prints the state of a background run (running, passed, failed, cancelled, incomplete), its
+counts so far and the test in flight per running shard; without an argument, the newest run
+under OUT/bg. A CI run id (digits) is asked of gh. --follow streams until the run ends and
+exits with its code (0 passed, 1 failed, 130 cancelled, 2 other or incomplete).`;
+
 export const USAGE = `shardguard ${TOOL_VERSION}: run expensive bun test tiers one shard per process, under a wall-clock timeout
 
 Usage:
   shardguard run  [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]   plan and run
   shardguard list [PATTERN...] [flags]                          print the plan, run nothing
   shardguard run|list --preset NAME [--tier T] [PATTERN...]     run or list a preset (docs/presets.md)
+  shardguard bg [RUN FLAGS...] [bg flags]                       start a run in the background (or on CI), return at once
+  shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow]       state of a background run (default: the newest)
   shardguard init [--preset NAME] [--dry-run]                   add the bun test preload (and a preset's entry file)
   shardguard help | --help | --version
 

@@ -13,7 +13,11 @@ import { settleRefusal } from "../app/refused.ts";
 import { runCommand } from "../app/run-command.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { EXIT } from "../results/model.ts";
-import { flagHelp, INIT_HELP, PRESET_FLAGS, USAGE } from "./help.ts";
+import { bgCommand } from "../app/bg/command.ts";
+import { statusCommand } from "../app/bg/status.ts";
+import { bgWorker, type WorkerSpec } from "../app/bg/worker.ts";
+import { parseBgArgs, parseStatusArgs } from "./bg-args.ts";
+import { BG_HELP, flagHelp, INIT_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
 
 /**
  * Runs the CLI with `argv` (without the executable and script).
@@ -48,8 +52,21 @@ export async function main(argv: readonly string[], host: Host): Promise<number>
       }
       case "init":
         return initFromArgs(rest, host);
+      case "bg": {
+        const options = parseBgArgs(rest);
+        if (options === null) return (host.stdout(BG_HELP), EXIT.ok);
+        const follow = (log: string) => statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
+        return await bgCommand(options, host, follow);
+      }
+      case "status": {
+        const options = parseStatusArgs(rest, host);
+        if (options === null) return (host.stdout(STATUS_HELP), EXIT.ok);
+        return await statusCommand(options, host);
+      }
+      case "__bg-worker":
+        return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) => main(["run", ...argv], runHost));
       default:
-        throw new ConfigError(`unknown command ${JSON.stringify(command)}; accepted: run, list, init, help`);
+        throw new ConfigError(`unknown command ${JSON.stringify(command)}; accepted: run, list, bg, status, init, help`);
     }
   } catch (error) {
     if (error instanceof ConfigError) {

@@ -68,5 +68,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
     },
     preflight: { module: "test/helpers/anthropic-preflight.ts", export: "preflightAnthropicApi", "ok-env": "EVALS_PREFLIGHT_OK" },
     script: "test:gate",
+    "run-id-env": "EVALS_RUN_ID",
+    dispatch: { repo: "garrytan/gstack", workflow: "shardguard-bg.yml", inputs: { tier: "{tier}" } },
   },
 };

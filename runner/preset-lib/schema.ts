@@ -112,6 +112,15 @@ const PreflightSchema = z.strictObject({
   "ok-env": envName.optional(),
 });
 
+const DispatchSchema = z.strictObject({
+  /** owner/name the workflow is dispatched on (`shardguard bg --dispatch`); default: origin's. */
+  repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "expected owner/name").optional(),
+  /** Workflow file (name under .github/workflows) to dispatch; default shardguard-bg.yml. */
+  workflow: z.string().min(1).optional(),
+  /** workflow_dispatch inputs besides expected_sha and nonce; `{tier}` is replaced by the run's tier. */
+  inputs: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, "expected an input name"), z.string()).default({}),
+});
+
 /** The raw (TOML / built-in) form of a complete preset, validated and converted. */
 export const PresetSchema = z
   .strictObject({
@@ -142,6 +151,13 @@ export const PresetSchema = z
     preflight: PreflightSchema.optional(),
     /** package.json script `shardguard init` adds; default `test:<name>`. */
     script: name.optional(),
+    /**
+     * Environment variable that carries the run id of a background run
+     * (`shardguard bg`) to the tests, besides SHARDGUARD_RUN_ID (gstack: EVALS_RUN_ID).
+     */
+    "run-id-env": envName.optional(),
+    /** Where `shardguard bg` dispatches this preset on CI (docs/background.md). */
+    dispatch: DispatchSchema.optional(),
   })
   .superRefine((p, ctx) => {
     if (p.tier) {
@@ -214,6 +230,10 @@ export interface Preset {
     okEnv: string | null;
   } | null;
   script: string;
+  /** Variable carrying a background run's id to the tests; null: SHARDGUARD_RUN_ID only. */
+  runIdEnv: string | null;
+  /** CI dispatch settings of `shardguard bg`; null when the preset names none. */
+  dispatch: { repo: string | null; workflow: string | null; inputs: Record<string, string> } | null;
   /** Where the preset came from: "built-in", or its bunfig.toml table (and what it extends). */
   source: string;
 }
@@ -262,6 +282,8 @@ function convert(name: string, raw: Raw, source: string): Preset {
         }
       : null,
     script: raw.script ?? `test:${name}`,
+    runIdEnv: raw["run-id-env"] ?? null,
+    dispatch: raw.dispatch ? { repo: raw.dispatch.repo ?? null, workflow: raw.dispatch.workflow ?? null, inputs: raw.dispatch.inputs } : null,
     source,
   };
 }
@@ -313,6 +335,7 @@ function knownKeys(path: readonly PropertyKey[]): string | null {
     "shard-dir": ShardDirSchema,
     selection: SelectionSchema,
     preflight: PreflightSchema,
+    dispatch: DispatchSchema,
   };
   const table = tables[path.map(String).join(".")];
   return table ? Object.keys(table.shape).sort().join(", ") : null;

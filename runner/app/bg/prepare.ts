@@ -1,0 +1,81 @@
+/**
+ * What a background run needs to know before it starts: the run's settings
+ * and the files it will run (for the cap), its preset (for the run-id
+ * variable and the dispatch settings) and the base of a diff-selected run
+ * (for the dedupe key). Validates the run's flags the way `shardguard run`
+ * will, so a usage error is refused here, before anything is started.
+ */
+import { createHash } from "node:crypto";
+import type { ParsedWithExtras } from "../../config/args.ts";
+import { resolveSettings } from "../../config/load.ts";
+import { ConfigError, type RunSettings } from "../../config/schema.ts";
+import { runTool } from "../../exec/detach.ts";
+import { planRun } from "../../plan/plan.ts";
+import { detectBase } from "../../preset-lib/diff.ts";
+import { splitBunTestArgs } from "../../preset-lib/flags.ts";
+import type { Preset } from "../../preset-lib/schema.ts";
+import { preparePresetRun } from "../../preset-lib/session.ts";
+import type { Host } from "../host.ts";
+
+/** The run a background run will start, as far as `bg` needs it. */
+export interface BgPlan {
+  settings: RunSettings;
+  /** Root-relative files that will run (skipped-by-diff ones left out). */
+  files: string[];
+  preset: Preset | null;
+  tier: string | null;
+  /** The git ref diff selection compares with, when the preset selects by diff. */
+  baseRef: string | null;
+}
+
+/**
+ * Plans the run `args` describe without starting anything.
+ *
+ * @throws ConfigError (exit 2) for anything `shardguard run` would refuse, and for a run with no file
+ */
+export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Promise<BgPlan> {
+  const name = args.extras.get("--preset");
+  const tier = args.extras.get("--tier");
+  if (name === undefined) {
+    if (tier !== undefined) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
+    const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+    // As `shardguard run`: the output directory inside the root is never searched.
+    const rel = settings.out.startsWith(settings.root + "/") ? settings.out.slice(settings.root.length + 1) : null;
+    const plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: rel ? [`${rel}/**`] : [] });
+    const files = plan.shards.flatMap((s) => s.files);
+    if (files.length === 0) throw new ConfigError(`no test files to run under ${settings.root} (shardguard list shows the plan)`);
+    return { settings, files, preset: null, tier: null, baseRef: null };
+  }
+  if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
+  const split = splitBunTestArgs(args.bunArgs);
+  const p = await preparePresetRun({
+    name,
+    via: "--preset",
+    cwd: host.cwd,
+    env: host.env,
+    args,
+    ...(typeof tier === "string" ? { tier } : {}),
+    patterns: args.patterns,
+    commandFlags: split.flags,
+    flagsWhere: `flags after "--"`,
+  });
+  const skipped = new Set(p.skipped.map((s) => s.index));
+  const files = p.plan.shards.filter((s) => !skipped.has(s.index)).flatMap((s) => s.files);
+  if (p.plan.shards.length === 0) throw new ConfigError(`nothing to run: every file of preset ${name} is excluded (shardguard list --preset ${name} shows why)`);
+  const sel = p.preset.selection;
+  const baseRef = sel ? host.env[sel.baseEnv] || detectBase(p.settings.root, sel.baseCandidates) || sel.defaultBase : null;
+  return { settings: p.settings, files, preset: p.preset, tier: p.tier?.name ?? null, baseRef };
+}
+
+/** The default lane: one per root and preset, `bg-<preset or run>-<hash of the root>`. */
+export function defaultLane(root: string, preset: string | null): string {
+  const hash = createHash("sha256").update(root).digest("hex").slice(0, 10);
+  return `bg-${(preset ?? "run").replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${hash}`;
+}
+
+/** `git merge-base HEAD <ref>`, null when git cannot tell. */
+export function mergeBase(root: string, ref: string): string | null {
+  const out = runTool("git", ["merge-base", "HEAD", ref], { cwd: root, timeoutMs: 30_000 });
+  const sha = out.stdout.trim();
+  return out.status === 0 && /^[0-9a-f]{40}$/.test(sha) ? sha : null;
+}

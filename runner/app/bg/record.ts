@@ -1,0 +1,127 @@
+/**
+ * The files of a background run, under the run's output directory:
+ *
+ *     OUT/bg/<id>.log    everything the run printed; first line the header,
+ *                        last line the sentinel `### shardguard EXIT=<code> ###`
+ *     OUT/bg/<id>.json   its record (below), rewritten atomically
+ *
+ * `<id>` starts with a UTC time stamp, so names sort oldest first. The
+ * sentinel is written on every way the run ends except being killed
+ * outright; a log without one whose process is gone is "incomplete".
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { isAlive, readProcStat } from "../../exec/proc-inspect.ts";
+import { writeFileAtomic } from "../../util/atomic.ts";
+
+/** Exit codes of a background run, as its sentinel carries them. */
+export const BG_EXIT = { passed: 0, failed: 1, other: 2, cancelled: 130 } as const;
+
+/** What `status` calls a background run. */
+export type BgState = "running" | "passed" | "failed" | "cancelled" | "incomplete";
+
+/** The record of one background run (`OUT/bg/<id>.json`). */
+export interface BgRecord {
+  id: string;
+  backend: "local" | "dispatch";
+  /** Absolute path of the log. */
+  log: string;
+  root: string;
+  out: string;
+  /** The lane lock the run holds while it runs. */
+  lock: string;
+  /** The detached process (its own process group); null until it has started. */
+  pid: number | null;
+  /** /proc start time of `pid` (Linux), so a recycled pid is not taken for the run. */
+  procStart: string | null;
+  startedAt: string;
+  /** The shardguard run id once the run has started (its report: OUT/runs/<runId>/report.json). */
+  runId: string | null;
+  /** The followed CI run (dispatch backend). */
+  ci: { repo: string; workflow: string; runId: number | null; url: string | null; nonce: string } | null;
+}
+
+/** The sentinel line that ends every log: `### shardguard EXIT=<code> ###`. */
+export function sentinelLine(code: number): string {
+  return `### shardguard EXIT=${code} ###`;
+}
+
+/** The code of the last sentinel in a log's text, null when there is none. */
+export function sentinelCode(logText: string): number | null {
+  const all = [...logText.matchAll(/^### shardguard EXIT=(\d+) ###$/gm)];
+  return all.length > 0 ? Number(all[all.length - 1]![1]) : null;
+}
+
+/** The state word for a finished run's code: 0 passed, 130 cancelled, anything else failed. */
+export function stateForCode(code: number): BgState {
+  return code === BG_EXIT.passed ? "passed" : code === BG_EXIT.cancelled ? "cancelled" : "failed";
+}
+
+/** A new background run id: `20261130T154226Z-1a2b3c-<label>`. */
+export function newBgId(label: string, now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  return `${stamp}-${randomBytes(3).toString("hex")}-${label}`;
+}
+
+/** `OUT/bg`. */
+export const bgDir = (out: string) => path.join(out, "bg");
+/** The record path that belongs to a log path (`x.log` → `x.json`). */
+export const recordPathFor = (log: string) => log.replace(/\.log$/, "") + ".json";
+
+/** Writes a record atomically next to its log. */
+export async function writeRecord(record: BgRecord): Promise<void> {
+  await writeFileAtomic(recordPathFor(record.log), JSON.stringify(record, null, 2) + "\n");
+}
+
+/**
+ * Reads the record of a log (or of a record path).
+ *
+ * @throws Error naming the file when it is missing or not a record
+ */
+export function readRecord(logOrRecord: string): BgRecord {
+  const file = logOrRecord.endsWith(".json") ? logOrRecord : recordPathFor(logOrRecord);
+  const parsed = JSON.parse(readFileSync(file, "utf8")) as BgRecord;
+  if (typeof parsed.id !== "string" || typeof parsed.log !== "string") throw new Error(`${file} is not a shardguard bg record`);
+  return parsed;
+}
+
+/** Record paths under OUT/bg, oldest first (ids sort by start time). */
+export function listRecords(out: string): string[] {
+  try {
+    return readdirSync(bgDir(out))
+      .filter((n) => n.endsWith(".json"))
+      .sort()
+      .map((n) => path.join(bgDir(out), n));
+  } catch {
+    return [];
+  }
+}
+
+/** True while the record's process is the one that wrote it and is alive (not a zombie, not a recycled pid). */
+export function recordAlive(record: BgRecord): boolean {
+  if (record.pid === null) return false;
+  if (!isAlive(record.pid)) return false;
+  const stat = readProcStat(record.pid);
+  if (stat === null) return true;
+  if (stat.state === "Z" || stat.state === "X") return false;
+  return record.procStart === null || record.procStart === stat.start;
+}
+
+/** The /proc start time of a pid (Linux), null elsewhere. */
+export function procStartOf(pid: number): string | null {
+  return readProcStat(pid)?.start ?? null;
+}
+
+/**
+ * The state of a background run from its log and record: the sentinel's
+ * code when there is one; else running while its process lives (or has not
+ * started yet, within `startGraceMs` of the record's start); else incomplete.
+ */
+export function bgState(record: BgRecord, logText: string, now = Date.now(), startGraceMs = 10_000): { state: BgState; code: number | null } {
+  const code = sentinelCode(logText);
+  if (code !== null) return { state: stateForCode(code), code };
+  if (recordAlive(record)) return { state: "running", code: null };
+  if (record.pid === null && now - Date.parse(record.startedAt) < startGraceMs) return { state: "running", code: null };
+  return { state: "incomplete", code: null };
+}

@@ -1,0 +1,185 @@
+/**
+ * `shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow]`: the state of a
+ * background run (running / passed / failed / cancelled / incomplete), its
+ * counts so far from the run's own report copy (OUT/runs/<run>/report.json,
+ * written atomically, so valid at every instant), and the test in flight
+ * in each running shard (from the shard's event journal). With --follow it
+ * streams the log until the sentinel and exits with the run's code.
+ * A CI run id (digits) is asked of gh.
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { journalPathFor } from "../../events/journal.ts";
+import { TestEventModel } from "../../events/model.ts";
+import { runTool } from "../../exec/detach.ts";
+import { ghRunView, ghRunner } from "../../exec/gh.ts";
+import { ConfigError } from "../../config/schema.ts";
+import { EXIT, summarize, type RunReport } from "../../results/model.ts";
+import { plural } from "../../util/format.ts";
+import type { Host } from "../host.ts";
+import { githubRepoOf } from "./checkout.ts";
+import { conclusionCode } from "./dispatch.ts";
+import { bgDir, bgState, BG_EXIT, listRecords, readRecord, stateForCode, type BgRecord } from "./record.ts";
+import { pollMsFrom } from "./worker.ts";
+
+/** `status` options (cli/bg-args.ts parses them). */
+export interface StatusOptions {
+  target: string | null;
+  follow: boolean;
+  /** The run's output directory (from --out / --root, the environment, bunfig.toml). */
+  out: string;
+  root: string;
+  repo: string | null;
+}
+
+/**
+ * Prints the state; with `follow`, streams until the run ends.
+ *
+ * @returns 0 (without --follow), else the run's code (2 when it ended incomplete)
+ * @throws ConfigError (exit 2) when the target names no run
+ */
+export async function statusCommand(o: StatusOptions, host: Host): Promise<number> {
+  const recordFile = findRecord(o);
+  if (recordFile === null) return await ciStatus(o, host, null);
+  const record = readRecord(recordFile);
+  if (/^\d+$/.test(o.target ?? "") && record.ci) return await ciStatus(o, host, record);
+  for (const l of describeRun(record)) host.stdout(l);
+  if (!o.follow) return EXIT.ok;
+  return await followLog(record, host);
+}
+
+/** The record `o.target` names: a log or record path, a bg id, a CI run id of a known record; the newest when null. */
+function findRecord(o: StatusOptions): string | null {
+  const t = o.target;
+  if (t === null) {
+    const all = listRecords(o.out);
+    if (all.length === 0) throw new ConfigError(`no background run under ${bgDir(o.out)} (shardguard bg starts one)`);
+    return all[all.length - 1]!;
+  }
+  const asPath = path.resolve(t);
+  if ((t.endsWith(".log") || t.endsWith(".json")) && existsSync(asPath)) return asPath;
+  const byId = path.join(bgDir(o.out), `${t}.json`);
+  if (existsSync(byId)) return byId;
+  if (/^\d+$/.test(t)) {
+    const known = listRecords(o.out).find((f) => readRecord(f).ci?.runId === Number(t));
+    return known ?? null;
+  }
+  throw new ConfigError(`no background run ${JSON.stringify(t)}: give a run id from shardguard bg, its log path, or a CI run id (digits)`);
+}
+
+/** The lines `status` prints for a run: state, counts, shards in flight. */
+export function describeRun(record: BgRecord, now = Date.now()): string[] {
+  const logText = readFileSync(record.log, "utf8");
+  const { state, code } = bgState(record, logText, now);
+  const lines = [`${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}`, `  backend ${record.backend}, log ${record.log}`];
+  if (state === "incomplete") lines.push("  the run's process is gone and its log has no EXIT line: it was killed (counts below are the last it wrote)");
+  if (record.ci) lines.push(`  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`);
+  const report = record.runId ? readReportCopy(record) : null;
+  if (report) lines.push(...progressLines(record, report));
+  else if (record.backend === "local") lines.push(state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written");
+  return lines;
+}
+
+function readReportCopy(record: BgRecord): RunReport | null {
+  try {
+    return JSON.parse(readFileSync(path.join(record.out, "runs", record.runId!, "report.json"), "utf8")) as RunReport;
+  } catch {
+    return null;
+  }
+}
+
+/** Counts of the shards that ended, and each running shard with its test in flight. */
+function progressLines(record: BgRecord, report: RunReport): string[] {
+  const logDir = path.join(record.out, "runs", record.runId!, "logs");
+  const ended = report.shards.filter((s) => s.startedAt !== null || s.status === "skipped-by-diff" || report.finishedAt !== null);
+  const open = report.shards.filter((s) => !ended.includes(s));
+  const sum = summarize(ended);
+  const t = sum.tests;
+  const lines = [
+    `  shards: ${ended.length} of ${report.shards.length} ended (${sum.shards.passed} passed, ${sum.shards.failed} failed, ${sum.shards["timed-out"]} timed out, ${sum.shards.crashed} crashed, ${sum.shards["never-started"]} never started${sum.shards["skipped-by-diff"] ? `, ${sum.shards["skipped-by-diff"]} skipped by diff` : ""})`,
+    `  tests so far: ${t.passed} passed, ${t.failed} failed, ${t["timed-out"]} timed out, ${t.crashed} crashed, ${t.skipped + t.todo} skipped${t.flaky ? `, ${t.flaky} flaky` : ""}`,
+  ];
+  for (const shard of open) {
+    const log = path.join(logDir, `shard-${shard.index}-${shard.slug}.log`);
+    if (!existsSync(log)) continue;
+    const since = Math.round((Date.now() - statSync(log).birthtimeMs) / 1000);
+    lines.push(`  [${shard.index}/${report.shards.length}] running ${shard.files.join(" ")}${Number.isFinite(since) && since >= 0 ? ` (${since}s)` : ""}: ${inFlight(log, report.root)}`);
+  }
+  const queued = open.filter((s) => !existsSync(path.join(logDir, `shard-${s.index}-${s.slug}.log`))).length;
+  if (queued > 0) lines.push(`  ${plural(queued, "shard")} not started yet`);
+  return lines;
+}
+
+/** The test in flight per the shard's event journal (what the events said so far). */
+function inFlight(shardLog: string, root: string): string {
+  const journal = journalPathFor(shardLog);
+  if (!existsSync(journal)) return "no test events";
+  try {
+    const text = readFileSync(journal, "utf8");
+    const model = TestEventModel.fromEvents(
+      text.split("\n").flatMap((l) => {
+        try {
+          return l.trim() ? [JSON.parse(l)] : [];
+        } catch {
+          return [];
+        }
+      }),
+      { root },
+    );
+    const test = model.running();
+    return test ? `in flight: ${test.fullName}` : "between tests";
+  } catch {
+    return "no test events";
+  }
+}
+
+/** Streams the log from where `describeRun` left it until the sentinel (or the process is gone). */
+async function followLog(record: BgRecord, host: Host): Promise<number> {
+  let offset = readFileSync(record.log).length;
+  const write = (text: string) => (host.write ? host.write(text) : host.stdout(text.replace(/\n$/, "")));
+  for (;;) {
+    const buf = readFileSync(record.log);
+    if (buf.length > offset) {
+      const text = buf.subarray(offset).toString("utf8");
+      const cut = text.lastIndexOf("\n") + 1;
+      if (cut > 0) {
+        write(text.slice(0, cut));
+        offset += Buffer.byteLength(text.slice(0, cut));
+      }
+    }
+    const fresh = readRecord(record.log);
+    const { state, code } = bgState(fresh, buf.toString("utf8"));
+    if (code !== null) {
+      host.stdout(`${record.id}: ${state} (exit ${code})`);
+      return code;
+    }
+    if (state === "incomplete") {
+      host.stdout(`${record.id}: incomplete (the run's process is gone and its log has no EXIT line)`);
+      return BG_EXIT.other;
+    }
+    await delay(Math.min(500, pollMsFrom(host.env)));
+  }
+}
+
+/** `status CI_RUN_ID`: gh's view of the run; with --follow until it completes. */
+async function ciStatus(o: StatusOptions, host: Host, record: BgRecord | null): Promise<number> {
+  const id = o.target ?? "";
+  const repo = o.repo ?? record?.ci?.repo ?? githubRepoOf(runTool("git", ["config", "--get", "remote.origin.url"], { cwd: o.root }).stdout);
+  if (repo === null) throw new ConfigError(`status ${id}: which repository? give --repo OWNER/NAME (origin is not on github.com)`);
+  const gh = ghRunner(o.root, host.env);
+  let last = "";
+  for (;;) {
+    const view = ghRunView(gh, repo, id);
+    if (view === null && !o.follow) throw new ConfigError(`gh run view ${id} --repo ${repo} failed (is gh installed and authenticated, and is ${id} a run of ${repo}?)`);
+    if (view && view.status !== last) {
+      last = view.status;
+      const done = view.status === "completed";
+      const code = conclusionCode(view.conclusion);
+      host.stdout(`CI run ${id} on ${repo}: ${done ? `${stateForCode(code)} (${view.conclusion ?? "no conclusion"}, exit ${code})` : `running (${view.status})`} ${view.url ?? ""}`.trimEnd());
+      if (done) return o.follow ? code : EXIT.ok;
+    }
+    if (!o.follow) return EXIT.ok;
+    await delay(pollMsFrom(host.env));
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * argv of `shardguard bg` and `shardguard status`. `bg` takes its own flags
+ * out and hands the rest to `shardguard run` unchanged (parsed here too, so
+ * a bad run flag is refused before anything starts).
+ */
+import { parseArgs } from "../config/args.ts";
+import { resolveSettings } from "../config/load.ts";
+import { ConfigError, SETTINGS } from "../config/schema.ts";
+import type { BgOptions } from "../app/bg/command.ts";
+import type { StatusOptions } from "../app/bg/status.ts";
+import type { Host } from "../app/host.ts";
+import { PRESET_FLAGS } from "./help.ts";
+
+const BG_VALUED = ["--label", "--lock", "--cap", "--workflow", "--repo", "--ref"] as const;
+const BG_BOOLEAN = ["--local", "--dispatch", "--follow", "--no-wait"] as const;
+/** `run` reads --timings itself once it has the flag; until then bg alone uses it (for the cap). */
+const RUN_HAS_TIMINGS = SETTINGS.some((s) => s.flag === "--timings");
+
+/**
+ * Splits `shardguard bg` argv into bg's options and the run's flags.
+ *
+ * @returns null when --help was asked
+ * @throws ConfigError for a bad bg flag or a run flag `shardguard run` would refuse
+ */
+export function parseBgArgs(argv: readonly string[]): BgOptions | null {
+  const values = new Map<string, string>();
+  const flags = new Set<string>();
+  const runArgv: string[] = [];
+  let timings: string | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") {
+      runArgv.push(...argv.slice(i));
+      break;
+    }
+    const eq = arg.indexOf("=");
+    const flag = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
+    const value = () => {
+      const v = eq > 0 && flag !== arg ? arg.slice(eq + 1) : argv[++i];
+      if (v === undefined || v === "") throw new ConfigError(`flag ${flag} needs a value (shardguard bg --help)`);
+      return v;
+    };
+    if ((BG_VALUED as readonly string[]).includes(flag)) {
+      if (values.has(flag)) throw new ConfigError(`flag ${flag} was given twice`);
+      values.set(flag, value());
+    } else if ((BG_BOOLEAN as readonly string[]).includes(arg)) flags.add(arg);
+    else if (flag === "--timings" && !RUN_HAS_TIMINGS) timings = value();
+    else {
+      if (flag === "--timings") timings = eq > 0 ? arg.slice(eq + 1) : (argv[i + 1] ?? null);
+      runArgv.push(arg);
+    }
+  }
+  if (flags.has("--local") && flags.has("--dispatch")) throw new ConfigError("--local and --dispatch exclude each other");
+  const runArgs = parseArgs(runArgv, "bg", PRESET_FLAGS);
+  if (runArgs.help) return null;
+  const capRaw = values.get("--cap");
+  const cap = capRaw === undefined ? null : Number(capRaw);
+  if (cap !== null && (!Number.isInteger(cap) || cap < 1 || cap > 7 * 24 * 3600)) {
+    throw new ConfigError(`invalid --cap ${JSON.stringify(capRaw)}: expected whole seconds from 1 to ${7 * 24 * 3600}`);
+  }
+  const repo = values.get("--repo") ?? null;
+  if (repo !== null && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repo)) throw new ConfigError(`invalid --repo ${JSON.stringify(repo)}: expected OWNER/NAME`);
+  return {
+    runArgv,
+    runArgs,
+    label: values.get("--label") ?? null,
+    lock: values.get("--lock") ?? null,
+    capSeconds: cap,
+    mode: flags.has("--local") ? "local" : flags.has("--dispatch") ? "dispatch" : "auto",
+    workflow: values.get("--workflow") ?? null,
+    repo,
+    ref: values.get("--ref") ?? null,
+    follow: flags.has("--follow"),
+    noWait: flags.has("--no-wait"),
+    timings,
+  };
+}
+
+/**
+ * `shardguard status [TARGET] [--follow] [--repo OWNER/NAME] [--root DIR] [--out DIR]`.
+ *
+ * @returns null when --help was asked
+ * @throws ConfigError for anything else
+ */
+export function parseStatusArgs(argv: readonly string[], host: Host): StatusOptions | null {
+  const args = parseArgs(argv, "status", { valued: ["--repo"], boolean: ["--follow"] });
+  if (args.help) return null;
+  const stray = [...args.values.keys()].find((k) => k !== "root" && k !== "out");
+  if (stray !== undefined || args.patterns.length > 1 || args.bunArgs.length > 0 || args.booleans.size > 0) {
+    throw new ConfigError("shardguard status takes [RUN_ID | LOG | CI_RUN_ID] [--follow] [--repo OWNER/NAME] [--root DIR] [--out DIR]");
+  }
+  const settings = resolveSettings({ args: { ...args, patterns: [] }, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+  const repo = args.extras.get("--repo");
+  return {
+    target: args.patterns[0] ?? null,
+    follow: args.extras.get("--follow") === true,
+    out: settings.out,
+    root: settings.root,
+    repo: typeof repo === "string" ? repo : null,
+  };
+}
