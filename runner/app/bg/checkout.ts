@@ -26,6 +26,8 @@ export interface CheckoutFacts {
   canPush: boolean;
   /** The branch's head on `repo` (gh api); null when absent or unknown. */
   remoteSha: string | null;
+  /** False outside a git work tree. */
+  inGit: boolean;
 }
 
 /** owner/name from a GitHub remote URL (https, ssh or git@), null for anything else. */
@@ -45,14 +47,15 @@ export function gatherFacts(root: string, env: Record<string, string | undefined
   const head = git("rev-parse", "--verify", "HEAD");
   const sha = head.status === 0 ? head.stdout.trim() : null;
   const branch = git("symbolic-ref", "--quiet", "--short", "HEAD").stdout.trim() || null;
-  const status = git("status", "--porcelain", "--untracked-files=all");
-  const dirty = status.status === 0 ? status.stdout.split("\n").filter((l) => l.length > 0) : ["(git status failed)"];
+  const inside = git("rev-parse", "--is-inside-work-tree").stdout.trim() === "true";
+  const status = inside ? git("status", "--porcelain", "--untracked-files=all") : null;
+  const dirty = status === null ? [] : status.status === 0 ? status.stdout.split("\n").filter((l) => l.length > 0) : ["(git status failed)"];
   const origin = githubRepoOf(git("config", "--get", "remote.origin.url").stdout);
   const repo = configured ?? origin;
   const ghReady = gh !== null && ghAuthenticated(gh);
   const canPush = ghReady && repo !== null && origin === repo && ghCanPush(gh!, repo);
   const remoteSha = ghReady && repo !== null && origin === repo && branch ? ghBranchHead(gh!, repo, branch) : null;
-  return { sha, branch, dirty, origin, repo, ghReady, canPush, remoteSha };
+  return { sha, branch, dirty, origin, repo, ghReady, canPush, remoteSha, inGit: inside };
 }
 
 /** Every reason the checkout cannot be dispatched, one line each; empty when it can. */
@@ -63,7 +66,8 @@ export function dispatchBlockers(f: CheckoutFacts): string[] {
   if (f.repo === null) reasons.push("no repository to dispatch to: origin is not on github.com and neither --repo nor the preset names one");
   else if (f.origin !== f.repo) reasons.push(`origin is ${f.origin ?? "not a GitHub repository"}, not ${f.repo} (a fork cannot dispatch the configured repository's workflows)`);
   else if (f.ghReady && !f.canPush) reasons.push(`the gh account cannot push to ${f.repo}, so it cannot dispatch its workflows`);
-  if (f.sha === null) reasons.push("not a git checkout with a commit");
+  if (!f.inGit) reasons.push("not a git checkout");
+  else if (f.sha === null) reasons.push("no commit to test");
   else if (f.branch === null) reasons.push(`HEAD ${short(f.sha)} is detached; dispatch needs a pushed branch`);
   else if (f.ghReady && f.repo !== null && f.origin === f.repo) {
     if (f.remoteSha === null) reasons.push(`branch ${f.branch} is not on ${f.repo}; push it`);
@@ -74,7 +78,8 @@ export function dispatchBlockers(f: CheckoutFacts): string[] {
 }
 
 /** The tested revision for a log header: `<sha>` or `<sha> + N uncommitted files`. */
-export function testedRevision(f: Pick<CheckoutFacts, "sha" | "dirty">): string {
+export function testedRevision(f: Pick<CheckoutFacts, "sha" | "dirty" | "inGit">): string {
+  if (!f.inGit) return "(not a git checkout)";
   const sha = f.sha ?? "(no commit)";
   return f.dirty.length > 0 ? `${sha} + ${f.dirty.length} uncommitted file${f.dirty.length === 1 ? "" : "s"}` : sha;
 }

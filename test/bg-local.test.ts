@@ -1,0 +1,132 @@
+/**
+ * `shardguard bg --local` and `shardguard status`: the real CLI starts a
+ * real detached worker that runs real `bun test` shards on fixture files in
+ * temp directories. Checks the returned-at-once contract, the log's header
+ * and EXIT sentinel on every way a run ends (passed, failed, cap reached,
+ * SIGTERM, SIGKILL → incomplete), the lane lock, and the run id the tests see.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
+import { readRecord } from "../runner/app/bg/record.ts";
+
+afterAll(removeSuites);
+
+const ENV_PROBE = `import { test } from "bun:test";
+import { writeFileSync } from "node:fs";
+test("records its run id", () => { writeFileSync(process.cwd() + "/run-id.txt", String(process.env.SHARDGUARD_RUN_ID)); });
+`;
+
+const logOf = (stdout: string) => /log (\/\S+\.log)/.exec(stdout)?.[1] ?? "";
+const lastLine = (file: string) => readFileSync(file, "utf8").trimEnd().split("\n").at(-1);
+const follow = (target: string, cwd: string) => runCli(["status", target, "--follow"], { cwd, limitMs: 60_000 });
+
+describe("bg --local", () => {
+  test("returns at once with exit 0 while the run goes on; status follows it to its code", async () => {
+    const dir = makeSuite({ ...fixtureFiles("slow-pass", "pass"), "probe.test.ts": ENV_PROBE });
+    spawnSync("git", ["init", "-q"], { cwd: dir });
+    const started = await runCli(["bg", "--local", "--jobs", "3"], { cwd: dir });
+    expect(started.code).toBe(0);
+    expect(started.ms).toBeLessThan(1_000);
+    const log = logOf(started.stdout);
+    expect(path.isAbsolute(log)).toBe(true);
+    const id = /started (\S+)/.exec(started.stdout)![1]!;
+    expect(path.basename(log)).toBe(`${id}.log`);
+    // Still running: the slow file sleeps 4 s.
+    const now = await runCli(["status"], { cwd: dir });
+    expect(now.stdout).toContain(`${id}: running`);
+    const first = readFileSync(log, "utf8").split("\n")[0]!;
+    expect(first).toMatch(/^shardguard bg: backend=local tested=\(no commit\) \+ 3 uncommitted files cap=\d+s jobs=3 /);
+    const followed = await follow(log, dir);
+    expect(followed.code).toBe(0);
+    expect(lastLine(log)).toBe("### shardguard EXIT=0 ###");
+    expect(readFileSync(path.join(dir, "run-id.txt"), "utf8")).toBe(id);
+    const done = await runCli(["status", id], { cwd: dir });
+    expect(done.stdout).toContain(`${id}: passed (exit 0)`);
+    expect(done.stdout).toContain("shards: 3 of 3 ended (3 passed");
+  }, 60_000);
+
+  test("a failing run ends EXIT=1; an exported SHARDGUARD_RUN_ID is kept", async () => {
+    const dir = makeSuite({ ...fixtureFiles("fail"), "probe.test.ts": ENV_PROBE });
+    const started = await runCli(["bg", "--local"], { cwd: dir, env: { SHARDGUARD_RUN_ID: "mine" } });
+    expect(started.code).toBe(0);
+    expect((await follow(logOf(started.stdout), dir)).code).toBe(1);
+    expect(lastLine(logOf(started.stdout))).toBe("### shardguard EXIT=1 ###");
+    expect(readFileSync(path.join(dir, "run-id.txt"), "utf8")).toBe("mine");
+  }, 60_000);
+
+  test("the cap cancels the run the normal way: shards killed, the rest never started, reports written, EXIT=2", async () => {
+    const dir = makeSuite(fixtureFiles("spin", "slow-pass", "pass"));
+    const started = await runCli(["bg", "--local", "--cap", "2", "--jobs", "1", "--grace", "1"], { cwd: dir });
+    expect(started.code).toBe(0);
+    expect(started.stdout).toContain("cap=2s (--cap)");
+    expect(started.stdout).toContain("WARNING the plan");
+    const followed = await follow(logOf(started.stdout), dir);
+    expect(followed.code).toBe(2);
+    const log = readFileSync(logOf(started.stdout), "utf8");
+    expect(log).toContain("cap of 2s reached: cancelling the run");
+    expect(lastLine(logOf(started.stdout))).toBe("### shardguard EXIT=2 ###");
+    const report = readReport(dir);
+    expect(report.cancelledBy).toBe("SIGTERM");
+    // Plan order with one job: pass, slow-pass (in flight at 2 s, killed), spin (never started).
+    expect(report.shards).toHaveLength(3);
+    expect(report.shards.find((s) => s.files[0] === "pass.test.ts")!.status).toBe("passed");
+    expect(report.shards.find((s) => s.files[0] === "slow-pass.test.ts")!.killedBy).toBe("cancel");
+    expect(report.shards.find((s) => s.files[0] === "spin.test.ts")!.status).toBe("never-started");
+  }, 60_000);
+
+  test("SIGTERM to the run ends EXIT=130; SIGKILL leaves no sentinel and status says incomplete", async () => {
+    const dir = makeSuite(fixtureFiles("slow-pass"));
+    const a = await runCli(["bg", "--local", "--lock", `sg-test-${process.pid}-a`], { cwd: dir });
+    const logA = logOf(a.stdout);
+    const recA = await waitFor(() => {
+      const r = readRecord(logA);
+      return r.runId !== null && existsSync(path.join(r.out, "runs", r.runId, "logs")) ? r : null;
+    }, 10_000);
+    process.kill(recA!.pid!, "SIGTERM");
+    expect((await follow(logA, dir)).code).toBe(130);
+    expect(lastLine(logA)).toBe("### shardguard EXIT=130 ###");
+
+    const b = await runCli(["bg", "--local", "--lock", `sg-test-${process.pid}-b`], { cwd: dir });
+    const logB = logOf(b.stdout);
+    const recB = await waitFor(() => readRecord(logB).runId !== null ? readRecord(logB) : null, 10_000);
+    process.kill(recB!.pid!, "SIGKILL");
+    const followed = await follow(logB, dir);
+    expect(followed.code).toBe(2);
+    expect(followed.stdout).toContain("incomplete");
+    expect(readFileSync(logB, "utf8")).not.toContain("### shardguard EXIT=");
+    const st = await runCli(["status", path.basename(logB, ".log")], { cwd: dir });
+    expect(st.stdout).toContain(": incomplete");
+  }, 60_000);
+
+  test("one lane at a time: a second run waits naming the holder; --no-wait refuses with exit 2", async () => {
+    const dir = makeSuite(fixtureFiles("slow-pass"));
+    const lane = `sg-test-${process.pid}-lane`;
+    const first = await runCli(["bg", "--local", "--lock", lane], { cwd: dir });
+    const rec = await waitFor(() => (readRecord(logOf(first.stdout)).pid !== null ? readRecord(logOf(first.stdout)) : null), 10_000);
+    await waitFor(() => readFileSync(rec!.log, "utf8").includes("holding lane"), 10_000);
+    const refused = await runCli(["bg", "--local", "--lock", lane, "--no-wait"], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`lock ${lane} held by pid ${rec!.pid}`);
+    const second = await runCli(["bg", "--local", "--lock", lane], { cwd: dir });
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain(`waiting for lock ${lane} held by pid ${rec!.pid}`);
+    expect((await follow(logOf(second.stdout), dir)).code).toBe(0);
+    // The second started only after the first had ended.
+    const firstEnd = readFileSync(rec!.log, "utf8");
+    expect(firstEnd).toContain("### shardguard EXIT=0 ###");
+    expect(readFileSync(logOf(second.stdout), "utf8")).toContain(`waiting for lock ${lane} held by pid ${rec!.pid}`);
+  }, 60_000);
+
+  test("bad run flags are refused before anything starts", async () => {
+    const dir = makeSuite(fixtureFiles("pass"));
+    const r = await runCli(["bg", "--local", "--jobs", "0"], { cwd: dir });
+    expect(r.code).toBe(2);
+    expect(existsSync(path.join(dir, ".shardguard", "bg"))).toBe(false);
+    const s = await runCli(["status"], { cwd: dir });
+    expect(s.code).toBe(2);
+    expect(s.stderr).toContain("no background run");
+  });
+});
