@@ -1,0 +1,119 @@
+/**
+ * Pure parts of `shardguard bg`: the cap formula, the dispatch rules, the
+ * nonce and dedupe key, the conclusion map, the sentinel and the state of a
+ * run from its log and record.
+ */
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { computeCap, MAX_CAP_SECONDS, readTimings, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/app/bg/cap.ts";
+import { dispatchBlockers, githubRepoOf, testedRevision, type CheckoutFacts } from "../runner/app/bg/checkout.ts";
+import { conclusionCode, dedupeKey, findDuplicate, makeNonce, runForNonce } from "../runner/app/bg/dispatch.ts";
+import { bgState, sentinelCode, sentinelLine, type BgRecord } from "../runner/app/bg/record.ts";
+import { parsePreset } from "../runner/preset-lib/schema.ts";
+import { BUILTIN_PRESETS } from "../runner/preset-lib/builtin.ts";
+import { ConfigError } from "../runner/config/schema.ts";
+
+describe("cap", () => {
+  test("ceil(1.5 x serial seconds / jobs) + 20 min, unrecorded files at 10 min, at most 4 h", () => {
+    const timings = new Map([["a.test.ts", 60_000], ["b.test.ts", 30_000]]);
+    // 90 s serial, 2 jobs: ceil(1.5 * 90 / 2) = 68.
+    expect(computeCap(["a.test.ts", "b.test.ts"], 2, timings)).toMatchObject({ seconds: 68 + SETUP_SECONDS, serialMs: 90_000, exceeds: false, recorded: 2 });
+    // One unrecorded file: 600 s more.
+    expect(computeCap(["a.test.ts", "c.test.ts"], 1, timings).serialMs).toBe(60_000 + UNRECORDED_FILE_MS);
+    const many = Array.from({ length: 100 }, (_, i) => `f${i}.test.ts`);
+    expect(computeCap(many, 4, new Map())).toMatchObject({ seconds: MAX_CAP_SECONDS, exceeds: true });
+  });
+
+  test("timings file: Bun's shape; anything else is a one-line ConfigError", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "sg-cap-"));
+    try {
+      writeFileSync(path.join(dir, "t.json"), JSON.stringify({ version: 1, files: { "a.test.ts": 1500, "bad.test.ts": "x" } }));
+      expect([...readTimings(path.join(dir, "t.json"))]).toEqual([["a.test.ts", 1500]]);
+      writeFileSync(path.join(dir, "u.json"), "[]");
+      expect(() => readTimings(path.join(dir, "u.json"))).toThrow(ConfigError);
+      expect(() => readTimings(path.join(dir, "missing.json"))).toThrow(/cannot read timings file/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("dispatch rules", () => {
+  const sha = "a".repeat(40);
+  const ok: CheckoutFacts = { sha, branch: "main", dirty: [], origin: "acme/w", repo: "acme/w", ghReady: true, canPush: true, remoteSha: sha, inGit: true };
+  test("a clean, pushed checkout of the configured repository can be dispatched", () => {
+    expect(dispatchBlockers(ok)).toEqual([]);
+  });
+  test("every failing rule is one reason", () => {
+    expect(dispatchBlockers({ ...ok, ghReady: false, canPush: false, remoteSha: null })).toEqual(["gh is not installed or not authenticated (gh auth status)"]);
+    expect(dispatchBlockers({ ...ok, canPush: false })).toEqual(["the gh account cannot push to acme/w, so it cannot dispatch its workflows"]);
+    expect(dispatchBlockers({ ...ok, origin: "me/w", remoteSha: null, canPush: false, branch: null, dirty: ["?? x"] })).toEqual([
+      "origin is me/w, not acme/w (a fork cannot dispatch the configured repository's workflows)",
+      `HEAD ${sha.slice(0, 12)} is detached; dispatch needs a pushed branch`,
+      "1 file is modified, staged or untracked; commit or stash it",
+    ]);
+    expect(dispatchBlockers({ ...ok, remoteSha: null })).toEqual(["branch main is not on acme/w; push it"]);
+    expect(dispatchBlockers({ ...ok, remoteSha: "b".repeat(40) })[0]).toContain("is not the head of acme/w:main");
+  });
+  test("origin URLs and the tested revision", () => {
+    expect(githubRepoOf("git@github.com:acme/w.git")).toBe("acme/w");
+    expect(githubRepoOf("https://github.com/acme/w")).toBe("acme/w");
+    expect(githubRepoOf("https://gitlab.com/acme/w.git")).toBe(null);
+    expect(testedRevision({ sha, dirty: ["?? a", " M b"], inGit: true })).toBe(`${sha} + 2 uncommitted files`);
+    expect(testedRevision({ sha, dirty: [], inGit: true })).toBe(sha);
+  });
+});
+
+describe("nonce, dedupe and conclusions", () => {
+  const run = (title: string, status: string, conclusion: string | null, event = "workflow_dispatch") => ({ databaseId: 1, displayTitle: title, status, conclusion, url: "u", event });
+  test("the nonce is the dedupe key plus a random tail", () => {
+    const key = dedupeKey("lane", "0123456789abcdef", null);
+    expect(key).toBe("lane-0123456789ab-none-");
+    const nonce = makeNonce(key);
+    expect(nonce.startsWith(key)).toBe(true);
+    expect(nonce).not.toBe(makeNonce(key));
+  });
+  test("queued, running and successful runs of the key are reused; failed, cancelled and other events are not", () => {
+    const key = "lane-x-none-";
+    expect(findDuplicate([run(`t [shardguard ${key}1]`, "queued", null)], key)).not.toBeNull();
+    expect(findDuplicate([run(`t [shardguard ${key}1]`, "in_progress", null)], key)).not.toBeNull();
+    expect(findDuplicate([run(`t [shardguard ${key}1]`, "completed", "success")], key)).not.toBeNull();
+    expect(findDuplicate([run(`t [shardguard ${key}1]`, "completed", "failure")], key)).toBeNull();
+    expect(findDuplicate([run(`t [shardguard ${key}1]`, "completed", "cancelled")], key)).toBeNull();
+    expect(findDuplicate([run(`t [shardguard ${key}1]`, "queued", null, "push")], key)).toBeNull();
+    expect(findDuplicate([run(`t [shardguard other-x-none-1]`, "queued", null)], key)).toBeNull();
+    expect(runForNonce([run("t [shardguard n1]", "queued", null), run("t [shardguard n12]", "queued", null)], "n12")?.displayTitle).toBe("t [shardguard n12]");
+  });
+  test("success 0, failure 1, cancelled 130, anything else 2", () => {
+    expect([conclusionCode("success"), conclusionCode("failure"), conclusionCode("cancelled"), conclusionCode("timed_out"), conclusionCode(null)]).toEqual([0, 1, 130, 2, 2]);
+  });
+});
+
+describe("sentinel and state", () => {
+  const record = (pid: number | null, startedAt = new Date().toISOString()): BgRecord => ({
+    id: "x", backend: "local", log: "/x.log", root: "/", out: "/o", lock: "l", pid, procStart: null, startedAt, runId: null, ci: null,
+  });
+  test("the last sentinel decides; a live process is running; a dead one without a sentinel is incomplete", () => {
+    expect(sentinelCode(`a\n${sentinelLine(1)}\n`)).toBe(1);
+    expect(sentinelCode("a\n  ### shardguard EXIT=0 ### (quoted)\n")).toBe(null);
+    expect(bgState(record(process.pid), `${sentinelLine(130)}\n`)).toEqual({ state: "cancelled", code: 130 });
+    expect(bgState(record(process.pid), `${sentinelLine(2)}\n`)).toEqual({ state: "failed", code: 2 });
+    expect(bgState(record(process.pid), "started\n")).toEqual({ state: "running", code: null });
+    expect(bgState(record(2 ** 22 + 12345), "started\n")).toEqual({ state: "incomplete", code: null });
+    expect(bgState(record(null), "").state).toBe("running");
+    expect(bgState(record(null, new Date(Date.now() - 60_000).toISOString()), "").state).toBe("incomplete");
+  });
+});
+
+describe("preset keys", () => {
+  test("gstack-paid carries EVALS_RUN_ID and its dispatch settings; bad values are one-line errors", () => {
+    const p = parsePreset("gstack-paid", BUILTIN_PRESETS["gstack-paid"], "built-in");
+    expect(p.runIdEnv).toBe("EVALS_RUN_ID");
+    expect(p.dispatch).toEqual({ repo: "garrytan/gstack", workflow: "shardguard-bg.yml", inputs: { tier: "{tier}" } });
+    expect(() => parsePreset("x", { globs: ["a"], "run-id-env": "1BAD" }, "t")).toThrow(/run-id-env/);
+    expect(() => parsePreset("x", { globs: ["a"], dispatch: { repo: "nope" } }, "t")).toThrow(/expected owner\/name/);
+    expect(() => parsePreset("x", { globs: ["a"], dispatch: { repos: "a/b" } }, "t")).toThrow(/accepted keys: inputs, repo, workflow/);
+  });
+});
