@@ -4,7 +4,7 @@
  * run from its log and record.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { computeCap, MAX_CAP_SECONDS, readTimings, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/app/bg/cap.ts";
@@ -115,5 +115,40 @@ describe("preset keys", () => {
     expect(() => parsePreset("x", { globs: ["a"], "run-id-env": "1BAD" }, "t")).toThrow(/run-id-env/);
     expect(() => parsePreset("x", { globs: ["a"], dispatch: { repo: "nope" } }, "t")).toThrow(/expected owner\/name/);
     expect(() => parsePreset("x", { globs: ["a"], dispatch: { repos: "a/b" } }, "t")).toThrow(/accepted keys: inputs, repo, workflow/);
+  });
+});
+
+describe("examples/github/shardguard-bg.yml", () => {
+  const text = readFileSync(path.join(import.meta.dir, "..", "examples", "github", "shardguard-bg.yml"), "utf8");
+  const wf = Bun.YAML.parse(text) as {
+    "run-name": string;
+    on: { workflow_dispatch: { inputs: Record<string, { required?: boolean }> } };
+    jobs: Record<string, { steps: { uses?: string; run?: string; if?: string; env?: Record<string, string>; with?: Record<string, unknown> }[] }>;
+  };
+  const steps = Object.values(wf.jobs)[0]!.steps;
+
+  test("takes expected_sha and nonce, and names the run so the follower finds it by nonce", () => {
+    expect(wf.on.workflow_dispatch.inputs.expected_sha!.required).toBe(true);
+    expect(wf.on.workflow_dispatch.inputs.nonce!.required).toBe(true);
+    const title = wf["run-name"].replace("${{ inputs.tier }}", "gate").replace("${{ inputs.nonce }}", "lane-abc-none-1234");
+    expect(runForNonce([{ databaseId: 1, displayTitle: title, status: "queued", conclusion: null, url: "u", event: "workflow_dispatch" }], "lane-abc-none-1234")).not.toBeNull();
+  });
+
+  test("fails first when the checked-out sha is not expected_sha, then runs shardguard and uploads its reports", () => {
+    expect(steps[0]!.uses).toStartWith("actions/checkout@");
+    expect(steps[1]!.env!.EXPECTED_SHA).toBe("${{ inputs.expected_sha }}");
+    expect(steps[1]!.run).toContain('"$(git rev-parse HEAD)"');
+    expect(steps[1]!.run).toContain("exit 1");
+    expect(steps.some((s) => s.run?.includes("shardguard run"))).toBe(true);
+    const upload = steps.find((s) => s.uses?.startsWith("actions/upload-artifact@"))!;
+    expect(upload.if).toBe("always()");
+    expect(String(upload.with!.path)).toContain(".shardguard/report.json");
+  });
+
+  test("the expected_sha step rejects another commit (run with sh)", () => {
+    const script = steps[1]!.run!.replace("$(git rev-parse HEAD)", "$ACTUAL");
+    const run = (actual: string) => Bun.spawnSync(["sh", "-c", script], { env: { ...process.env, ACTUAL: actual, EXPECTED_SHA: "abc" } }).exitCode;
+    expect(run("abc")).toBe(0);
+    expect(run("def")).toBe(1);
   });
 });
