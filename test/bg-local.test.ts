@@ -57,6 +57,18 @@ describe("bg --local", () => {
     expect(readFileSync(path.join(dir, "run-id.txt"), "utf8")).toBe("mine");
   }, 60_000);
 
+  test("a preset's run-id variable (gstack-paid: EVALS_RUN_ID) gets the same id", async () => {
+    const dir = makeSuite({
+      "test/skill-e2e-probe.test.ts": `import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\ntest("probe", () => { writeFileSync(process.cwd() + "/ids.txt", \`\${process.env.SHARDGUARD_RUN_ID} \${process.env.EVALS_RUN_ID}\`); });\n`,
+    });
+    const started = await runCli(["bg", "--local", "--preset", "gstack-paid", "--follow"], { cwd: dir, env: { EVALS_ALL: "1" } });
+    expect(started.code).toBe(0);
+    const id = /started (\S+)/.exec(started.stdout)![1]!;
+    expect(id).toEndWith("-gstack-paid-gate");
+    expect(readFileSync(path.join(dir, "ids.txt"), "utf8")).toBe(`${id} ${id}`);
+    expect(readFileSync(logOf(started.stdout), "utf8").split("\n")[1]).toBe(`shardguard bg: SHARDGUARD_RUN_ID=${id} EVALS_RUN_ID=${id}`);
+  }, 60_000);
+
   test("the cap cancels the run the normal way: shards killed, the rest never started, reports written, EXIT=2", async () => {
     const dir = makeSuite(fixtureFiles("spin", "slow-pass", "pass"));
     const started = await runCli(["bg", "--local", "--cap", "2", "--jobs", "1", "--grace", "1"], { cwd: dir });
@@ -118,6 +130,14 @@ describe("bg --local", () => {
     const firstEnd = readFileSync(rec!.log, "utf8");
     expect(firstEnd).toContain("### shardguard EXIT=0 ###");
     expect(readFileSync(logOf(second.stdout), "utf8")).toContain(`waiting for lock ${lane} held by pid ${rec!.pid}`);
+  }, 60_000);
+
+  test("the cap comes from the timings file: ceil(1.5 x serial seconds / jobs) + 20 min", async () => {
+    const dir = makeSuite({ ...fixtureFiles("pass", "fail"), "t.json": JSON.stringify({ version: 1, files: { "pass.test.ts": 60_000 } }) });
+    // pass 60 s recorded, fail unrecorded (600 s), 2 jobs: ceil(1.5 * 660 / 2) + 1200.
+    const started = await runCli(["bg", "--local", "--jobs", "2", "--timings", "t.json", "--follow"], { cwd: dir });
+    expect(started.stdout).toContain(`cap=${Math.ceil((1.5 * 660) / 2) + 1200}s jobs=2`);
+    expect(started.code).toBe(1);
   }, 60_000);
 
   test("bad run flags are refused before anything starts", async () => {
