@@ -37,6 +37,11 @@ describe("bg --local", () => {
     // Still running: the slow file sleeps 4 s.
     const now = await runCli(["status"], { cwd: dir });
     expect(now.stdout).toContain(`${id}: running`);
+    // The counts so far and the test in flight, from the report copy and the shard's event journal.
+    let seen = "";
+    for (let i = 0; i < 30 && !/in flight: takes a while/.test(seen); i++) seen = (await runCli(["status", id], { cwd: dir })).stdout;
+    expect(seen).toMatch(/\[\d\/3\] running slow-pass\.test\.ts \(\d+s\): in flight: takes a while/);
+    expect(seen).toMatch(/shards: \d of 3 ended/);
     const first = readFileSync(log, "utf8").split("\n")[0]!;
     expect(first).toMatch(/^shardguard bg: backend=local tested=\(no commit\) \+ 3 uncommitted files cap=\d+s jobs=3 /);
     const followed = await follow(log, dir);

@@ -152,3 +152,19 @@ describe("examples/github/shardguard-bg.yml", () => {
     expect(run("def")).toBe(1);
   });
 });
+
+describe("lane holder", () => {
+  test("lockHolderNow names the live holder and nothing once it released", async () => {
+    const { acquireRunLock, lockHolderNow } = await import("../runner/app/lock.ts");
+    const dir = mkdtempSync(path.join(tmpdir(), "sg-lane-"));
+    try {
+      expect(await lockHolderNow("lane", dir)).toBeNull();
+      const lock = await acquireRunLock("lane", { dir, onWait: () => {} });
+      expect((await lockHolderNow("lane", dir))?.pid).toBe(process.pid);
+      await lock.release();
+      expect(await lockHolderNow("lane", dir)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

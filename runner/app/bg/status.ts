@@ -10,7 +10,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { journalPathFor } from "../../events/journal.ts";
+import { journalPathFor, readJournal } from "../../events/journal.ts";
 import { TestEventModel } from "../../events/model.ts";
 import { runTool } from "../../exec/detach.ts";
 import { ghRunView, ghRunner } from "../../exec/gh.ts";
@@ -44,7 +44,7 @@ export async function statusCommand(o: StatusOptions, host: Host): Promise<numbe
   if (recordFile === null) return await ciStatus(o, host, null);
   const record = readRecord(recordFile);
   if (/^\d+$/.test(o.target ?? "") && record.ci) return await ciStatus(o, host, record);
-  for (const l of describeRun(record)) host.stdout(l);
+  for (const l of await describeRun(record)) host.stdout(l);
   if (!o.follow) return EXIT.ok;
   return await followLog(record, host);
 }
@@ -69,14 +69,14 @@ function findRecord(o: StatusOptions): string | null {
 }
 
 /** The lines `status` prints for a run: state, counts, shards in flight. */
-export function describeRun(record: BgRecord, now = Date.now()): string[] {
+export async function describeRun(record: BgRecord, now = Date.now()): Promise<string[]> {
   const logText = readFileSync(record.log, "utf8");
   const { state, code } = bgState(record, logText, now);
   const lines = [`${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}`, `  backend ${record.backend}, log ${record.log}`];
   if (state === "incomplete") lines.push("  the run's process is gone and its log has no EXIT line: it was killed (counts below are the last it wrote)");
   if (record.ci) lines.push(`  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`);
   const report = record.runId ? readReportCopy(record) : null;
-  if (report) lines.push(...progressLines(record, report));
+  if (report) lines.push(...(await progressLines(record, report)));
   else if (record.backend === "local") lines.push(state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written");
   return lines;
 }
@@ -90,7 +90,7 @@ function readReportCopy(record: BgRecord): RunReport | null {
 }
 
 /** Counts of the shards that ended, and each running shard with its test in flight. */
-function progressLines(record: BgRecord, report: RunReport): string[] {
+async function progressLines(record: BgRecord, report: RunReport): Promise<string[]> {
   const logDir = path.join(record.out, "runs", record.runId!, "logs");
   const ended = report.shards.filter((s) => s.startedAt !== null || s.status === "skipped-by-diff" || report.finishedAt !== null);
   const open = report.shards.filter((s) => !ended.includes(s));
@@ -103,8 +103,9 @@ function progressLines(record: BgRecord, report: RunReport): string[] {
   for (const shard of open) {
     const log = path.join(logDir, `shard-${shard.index}-${shard.slug}.log`);
     if (!existsSync(log)) continue;
-    const since = Math.round((Date.now() - statSync(log).birthtimeMs) / 1000);
-    lines.push(`  [${shard.index}/${report.shards.length}] running ${shard.files.join(" ")}${Number.isFinite(since) && since >= 0 ? ` (${since}s)` : ""}: ${inFlight(log, report.root)}`);
+    const born = statSync(log).birthtimeMs;
+    const since = born > 0 ? ` (${Math.round((Date.now() - born) / 1000)}s)` : "";
+    lines.push(`  [${shard.index}/${report.shards.length}] running ${shard.files.join(" ")}${since}: ${await inFlight(log, report.root)}`);
   }
   const queued = open.filter((s) => !existsSync(path.join(logDir, `shard-${s.index}-${s.slug}.log`))).length;
   if (queued > 0) lines.push(`  ${plural(queued, "shard")} not started yet`);
@@ -112,22 +113,9 @@ function progressLines(record: BgRecord, report: RunReport): string[] {
 }
 
 /** The test in flight per the shard's event journal (what the events said so far). */
-function inFlight(shardLog: string, root: string): string {
-  const journal = journalPathFor(shardLog);
-  if (!existsSync(journal)) return "no test events";
+async function inFlight(shardLog: string, root: string): Promise<string> {
   try {
-    const text = readFileSync(journal, "utf8");
-    const model = TestEventModel.fromEvents(
-      text.split("\n").flatMap((l) => {
-        try {
-          return l.trim() ? [JSON.parse(l)] : [];
-        } catch {
-          return [];
-        }
-      }),
-      { root },
-    );
-    const test = model.running();
+    const test = TestEventModel.fromEvents(await readJournal(journalPathFor(shardLog)), { root }).running();
     return test ? `in flight: ${test.fullName}` : "between tests";
   } catch {
     return "no test events";
