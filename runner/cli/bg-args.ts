@@ -13,7 +13,7 @@ import { PRESET_FLAGS } from "./help.ts";
 
 const BG_VALUED = ["--label", "--lock", "--cap", "--workflow", "--repo", "--ref"] as const;
 const BG_BOOLEAN = ["--local", "--dispatch", "--follow", "--no-wait"] as const;
-/** `run` reads --timings itself once it has the flag; until then bg alone uses it (for the cap). */
+/** When `run` has --timings (a setting), it is passed on and the cap reads the resolved setting; else bg alone uses it. */
 const RUN_HAS_TIMINGS = SETTINGS.some((s) => s.flag === "--timings");
 
 /**
@@ -45,10 +45,7 @@ export function parseBgArgs(argv: readonly string[]): BgOptions | null {
       values.set(flag, value());
     } else if ((BG_BOOLEAN as readonly string[]).includes(arg)) flags.add(arg);
     else if (flag === "--timings" && !RUN_HAS_TIMINGS) timings = value();
-    else {
-      if (flag === "--timings") timings = eq > 0 ? arg.slice(eq + 1) : (argv[i + 1] ?? null);
-      runArgv.push(arg);
-    }
+    else runArgv.push(arg);
   }
   if (flags.has("--local") && flags.has("--dispatch")) throw new ConfigError("--local and --dispatch exclude each other");
   const runArgs = parseArgs(runArgv, "bg", PRESET_FLAGS);

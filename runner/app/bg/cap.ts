@@ -38,12 +38,21 @@ export interface Cap {
 /**
  * Reads a Bun timings file into root-relative path → ms.
  *
+ * @returns an empty map when the file does not exist (a suite's first run)
  * @throws ConfigError (exit 2) when the file is unreadable or not in that shape
  */
 export function readTimings(file: string): Map<string, number> {
   let parsed: unknown;
+  let text: string;
   try {
-    parsed = JSON.parse(readFileSync(file, "utf8"));
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    // A suite's first run has no timings yet: plan with the per-file default, as `run` orders by plan.
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return new Map();
+    throw new ConfigError(`cannot read timings file ${file}: ${(error as Error).message}`);
+  }
+  try {
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new ConfigError(`cannot read timings file ${file}: ${(error as Error).message}; expected {"version":1,"files":{"<path>":ms}}`);
   }

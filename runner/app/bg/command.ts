@@ -85,7 +85,11 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   let cap: Cap;
   if (backend === "dispatch") cap = { seconds: o.capSeconds ?? FOLLOW_CAP_SECONDS, serialMs: 0, exceeds: false, recorded: 0, source: o.capSeconds ? "--cap" : "plan" };
   else {
-    const computed = computeCap(plan.files, settings.jobs, o.timings ? readTimings(path.resolve(host.cwd, o.timings)) : new Map());
+    // The run's own timings setting (flag, SHARDGUARD_TIMINGS, bunfig.toml) where `run` has one.
+    const timingFiles = o.timings ? [path.resolve(host.cwd, o.timings)] : ((settings as { timings?: readonly string[] }).timings ?? []);
+    const timings = new Map<string, number>();
+    for (const file of timingFiles) for (const [name, ms] of readTimings(file)) timings.set(name, ms);
+    const computed = computeCap(plan.files, settings.jobs, timings);
     cap = o.capSeconds !== null ? { ...computed, seconds: o.capSeconds, source: "--cap", exceeds: computed.serialMs / settings.jobs / 1000 > o.capSeconds } : computed;
   }
 
