@@ -99,6 +99,18 @@ describe("dispatch", () => {
     }
   }, 60_000);
 
+  test("status CI_RUN_ID asks gh; --follow waits for the conclusion and exits with its code", async () => {
+    const c = checkout();
+    c.setState({ conclusion: "failure", viewsToComplete: 3, runs: [{ databaseId: 55, displayTitle: "x", status: "queued", conclusion: null, url: "https://github.com/acme/widgets/actions/runs/55", event: "workflow_dispatch", views: 0 }] });
+    const once = await runCli(["status", "55"], { cwd: c.dir, env: c.env });
+    expect(once.code).toBe(0);
+    expect(once.stdout).toContain("CI run 55 on acme/widgets: running (in_progress)");
+    const followed = await runCli(["status", "55", "--follow"], { cwd: c.dir, env: c.env, limitMs: 30_000 });
+    expect(followed.code).toBe(1);
+    expect(followed.stdout).toContain("failed (failure, exit 1)");
+    expect(c.readCalls().filter((a) => a[0] === "run" && a[1] === "view").every((a) => a.includes("--repo") && a.includes("acme/widgets"))).toBe(true);
+  }, 60_000);
+
   test("refuses a dirty, detached, unpushed or forked checkout with exit 2 and every reason", async () => {
     const dirty = checkout();
     writeFileSync(path.join(dirty.dir, "new.txt"), "x");

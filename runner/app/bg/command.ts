@@ -6,7 +6,7 @@
  * worker (worker.ts) then takes the lane lock, runs, and ends the log with
  * the sentinel.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ParsedWithExtras } from "../../config/args.ts";
@@ -20,7 +20,7 @@ import { computeCap, MAX_CAP_SECONDS, readTimings, type Cap } from "./cap.ts";
 import { dispatchBlockers, gatherFacts, testedRevision } from "./checkout.ts";
 import { dedupeKey, makeNonce, type DispatchSpec } from "./dispatch.ts";
 import { defaultLane, mergeBase, planBackgroundRun } from "./prepare.ts";
-import { bgDir, newBgId, writeRecord, type BgRecord } from "./record.ts";
+import { BG_EXIT, bgDir, newBgId, sentinelLine, writeRecord, type BgRecord } from "./record.ts";
 import type { WorkerSpec } from "./worker.ts";
 
 /** `shardguard bg` options (cli/bg-args.ts parses them). */
@@ -133,7 +133,13 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   };
   await writeRecord(record);
   const spec: WorkerSpec = { record: log, backend, lock, noWait: o.noWait, capSeconds: cap.seconds, graceMs: settings.graceMs, runArgv: o.runArgv, dispatch };
-  startDetached({ argv: [process.execPath, ENTRY, "__bg-worker", JSON.stringify(spec)], cwd: host.cwd, env, logPath: log });
+  try {
+    startDetached({ argv: [process.execPath, ENTRY, "__bg-worker", JSON.stringify(spec)], cwd: host.cwd, env, logPath: log });
+  } catch (error) {
+    // The log must still end with its verdict: nothing ran.
+    appendFileSync(log, `shardguard bg: could not start the run: ${(error as Error).message}\n${sentinelLine(BG_EXIT.other)}\n`);
+    throw error;
+  }
 
   for (const line of lines.slice(0, 1).concat(lines.slice(2))) host.stdout(line);
   if (holder) host.stdout(`shardguard bg: ${lockWaitMessage(lock, holder)}; the run starts when it is released`);
