@@ -29,8 +29,9 @@ describe("bg --local", () => {
     spawnSync("git", ["init", "-q"], { cwd: dir });
     const started = await runCli(["bg", "--local", "--jobs", "3"], { cwd: dir });
     expect(started.code).toBe(0);
-    expect(started.ms).toBeLessThan(1_000);
+    // bg has returned while the run goes on (how fast it returns: bench/bg-return.ts).
     const log = logOf(started.stdout);
+    expect(readFileSync(log, "utf8")).not.toContain("### shardguard EXIT=");
     expect(path.isAbsolute(log)).toBe(true);
     const id = /started (\S+)/.exec(started.stdout)![1]!;
     expect(path.basename(log)).toBe(`${id}.log`);
