@@ -15,8 +15,8 @@ afterAll(removeSuites);
 const FAKE_GH = path.join(REPO, "test", "fixtures", "fake-gh", "gh.ts");
 
 /** A committed checkout on branch main with origin `https://github.com/<origin>.git`, and a fake gh. */
-function checkout(origin = "acme/widgets") {
-  const dir = makeSuite({ "pass.test.ts": `import { test, expect } from "bun:test";\ntest("ok", () => expect(1).toBe(1));\n`, ".gitignore": ".shardguard/\nbin/\ngh-*\n" }, "sg-bg-gh-");
+function checkout(origin = "acme/widgets", extra: Record<string, string> = {}) {
+  const dir = makeSuite({ "pass.test.ts": `import { test, expect } from "bun:test";\ntest("ok", () => expect(1).toBe(1));\n`, ".gitignore": ".shardguard/\nbin/\ngh-*\n", ...extra }, "sg-bg-gh-");
   const git = (...args: string[]) => {
     const r = spawnSync("git", args, { cwd: dir, encoding: "utf8", env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@e", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@e" } });
     if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
@@ -97,6 +97,20 @@ describe("dispatch", () => {
         expect(followed.code).toBe(0);
       }
     }
+  }, 60_000);
+
+  test("a preset's repository, workflow and inputs ({tier} replaced); the tier is part of the dedupe key", async () => {
+    const c = checkout("acme/widgets", {
+      "bunfig.toml": `[shardguard.presets.paid]\nglobs = ["*.test.ts"]\ntier = { env = "PAID_TIER", values = ["gate", "periodic"], default = "gate" }\ndispatch = { repo = "acme/widgets", workflow = "paid.yml", inputs = { tier = "{tier}" } }\n`,
+    });
+    const started = await bg(c, "--dispatch", "--preset", "paid", "--tier", "periodic", "--lock", "paid-lane");
+    expect(started.stderr).toBe("");
+    expect(started.code).toBe(0);
+    expect((await runCli(["status", logOf(started.stdout), "--follow"], { cwd: c.dir, env: c.env, limitMs: 30_000 })).code).toBe(0);
+    const dispatched = c.readCalls().find((a) => a[0] === "workflow" && a[1] === "run")!;
+    expect(dispatched.slice(0, 7)).toEqual(["workflow", "run", "paid.yml", "--repo", "acme/widgets", "--ref", "main"]);
+    expect(dispatched).toContain("tier=periodic");
+    expect(dispatched.find((a) => a.startsWith("nonce="))).toStartWith(`nonce=paid-lane.periodic-${c.sha.slice(0, 12)}-`);
   }, 60_000);
 
   test("status CI_RUN_ID asks gh; --follow waits for the conclusion and exits with its code", async () => {

@@ -93,7 +93,7 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
     cap = o.capSeconds !== null ? { ...computed, seconds: o.capSeconds, source: "--cap", exceeds: computed.serialMs / settings.jobs / 1000 > o.capSeconds } : computed;
   }
 
-  const label = o.label ?? (preset ? `${preset.name}${plan.tier ? `-${plan.tier}` : ""}` : "run");
+  const label = o.label ?? (preset ? `${preset.name}${plan.tier ? `-${plan.tier}` : ""}`.replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60) : "run");
   const id = newBgId(label);
   mkdirSync(bgDir(settings.out), { recursive: true, mode: 0o700 });
   const log = path.join(bgDir(settings.out), `${id}.log`);
@@ -106,7 +106,8 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   const capText = `cap=${cap.seconds}s${cap.source === "--cap" ? " (--cap)" : ""}`;
   if (backend === "dispatch") {
     const baseSha = plan.baseRef ? mergeBase(settings.root, plan.baseRef) : null;
-    const key = dedupeKey(lock, facts.sha!, baseSha);
+    // The tier is part of what is tested: a gate run must never stand in for a periodic one.
+    const key = dedupeKey(plan.tier ? `${lock}.${plan.tier}` : lock, facts.sha!, baseSha);
     const inputs = Object.fromEntries(Object.entries(preset?.dispatch?.inputs ?? {}).map(([k, v]) => [k, v.split("{tier}").join(plan.tier ?? "")]));
     dispatch = { repo: facts.repo!, workflow: o.workflow ?? preset?.dispatch?.workflow ?? DEFAULT_WORKFLOW, ref: o.ref ?? facts.branch!, sha: facts.sha!, key, nonce: makeNonce(key), inputs };
     header = `shardguard bg: backend=dispatch tested=${facts.sha} repo=${dispatch.repo} workflow=${dispatch.workflow} ref=${dispatch.ref} nonce=${dispatch.nonce} ${capText} jobs=${settings.jobs} lane=${lock}`;
