@@ -113,6 +113,16 @@ describe("dispatch", () => {
     expect(dispatched.find((a) => a.startsWith("nonce="))).toStartWith(`nonce=paid-lane.periodic-${c.sha.slice(0, 12)}-`);
   }, 60_000);
 
+  test("shardguard's own output (reports, bg logs) does not make the tree dirty", async () => {
+    const c = checkout("acme/widgets", { ".gitignore": "bin/\ngh-*\n" });
+    const local = await bg(c, "--local", "--follow");
+    expect(local.code).toBe(0);
+    const started = await bg(c, "--dispatch", "--repo", "acme/widgets");
+    expect(started.stderr).toBe("");
+    expect(started.code).toBe(0);
+    expect((await runCli(["status", logOf(started.stdout), "--follow"], { cwd: c.dir, env: c.env, limitMs: 30_000 })).code).toBe(0);
+  }, 60_000);
+
   test("status CI_RUN_ID asks gh; --follow waits for the conclusion and exits with its code", async () => {
     const c = checkout();
     c.setState({ conclusion: "failure", viewsToComplete: 3, runs: [{ databaseId: 55, displayTitle: "x", status: "queued", conclusion: null, url: "https://github.com/acme/widgets/actions/runs/55", event: "workflow_dispatch", views: 0 }] });

@@ -7,6 +7,7 @@
  * that fails is one reason; any reason means the run stays local (or, with
  * `--dispatch`, is refused).
  */
+import path from "node:path";
 import { runTool } from "../../exec/detach.ts";
 import { ghAuthenticated, ghBranchHead, ghCanPush, type GhRunner } from "../../exec/gh.ts";
 
@@ -41,15 +42,27 @@ export function githubRepoOf(url: string): string | null {
  *
  * @param gh null to ask gh nothing (a `--local` run needs only the local facts)
  * @param configured the repository dispatches go to (--repo or the preset's); null: origin's
+ * @param outDir shardguard's output directory: files under it do not count as uncommitted
  */
-export function gatherFacts(root: string, env: Record<string, string | undefined>, gh: GhRunner | null, configured: string | null): CheckoutFacts {
+export function gatherFacts(
+  root: string,
+  env: Record<string, string | undefined>,
+  gh: GhRunner | null,
+  configured: string | null,
+  outDir: string | null = null,
+): CheckoutFacts {
   const git = (...args: string[]) => runTool("git", args, { cwd: root, env, timeoutMs: 30_000 });
   const head = git("rev-parse", "--verify", "HEAD");
   const sha = head.status === 0 ? head.stdout.trim() : null;
   const branch = git("symbolic-ref", "--quiet", "--short", "HEAD").stdout.trim() || null;
   const inside = git("rev-parse", "--is-inside-work-tree").stdout.trim() === "true";
   const status = inside ? git("status", "--porcelain", "--untracked-files=all") : null;
-  const dirty = status === null ? [] : status.status === 0 ? status.stdout.split("\n").filter((l) => l.length > 0) : ["(git status failed)"];
+  const lines = status === null ? [] : status.status === 0 ? status.stdout.split("\n").filter((l) => l.length > 0) : ["(git status failed)"];
+  // shardguard's own output (reports, bg logs) never makes the tree dirty.
+  const top = inside ? git("rev-parse", "--show-toplevel").stdout.trim() : "";
+  const outRel = outDir && top ? path.relative(top, outDir) : "";
+  const ours = outRel && !outRel.startsWith("..") ? `${outRel.split(path.sep).join("/")}/` : null;
+  const dirty = ours ? lines.filter((l) => !l.slice(3).replace(/^"|"$/g, "").startsWith(ours)) : lines;
   const origin = githubRepoOf(git("config", "--get", "remote.origin.url").stdout);
   const repo = configured ?? origin;
   const ghReady = gh !== null && ghAuthenticated(gh);

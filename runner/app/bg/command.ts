@@ -71,7 +71,7 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   }
   const repo = o.repo ?? preset?.dispatch?.repo ?? null;
   const gh = o.mode === "local" ? null : ghRunner(settings.root, host.env);
-  const facts = gatherFacts(settings.root, host.env, gh, repo);
+  const facts = gatherFacts(settings.root, host.env, gh, repo, settings.out);
   const blockers = o.mode === "local" ? [] : dispatchBlockers(facts);
   if (o.mode === "dispatch" && blockers.length > 0) {
     throw new ConfigError(`cannot dispatch: ${blockers.join("; ")} (or run it here with --local)`);
