@@ -7,13 +7,12 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { computeCap, MAX_CAP_SECONDS, readTimings, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/app/bg/cap.ts";
+import { computeCap, MAX_CAP_SECONDS, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/app/bg/cap.ts";
 import { dispatchBlockers, githubRepoOf, testedRevision, type CheckoutFacts } from "../runner/app/bg/checkout.ts";
 import { conclusionCode, dedupeKey, findDuplicate, makeNonce, runForNonce } from "../runner/app/bg/dispatch.ts";
 import { bgState, sentinelCode, sentinelLine, type BgRecord } from "../runner/app/bg/record.ts";
 import { parsePreset } from "../runner/preset-lib/schema.ts";
 import { BUILTIN_PRESETS } from "../runner/preset-lib/builtin.ts";
-import { ConfigError } from "../runner/config/schema.ts";
 
 describe("cap", () => {
   test("ceil(1.5 x serial seconds / jobs) + 20 min, unrecorded files at 10 min, at most 4 h", () => {
@@ -24,20 +23,6 @@ describe("cap", () => {
     expect(computeCap(["a.test.ts", "c.test.ts"], 1, timings).serialMs).toBe(60_000 + UNRECORDED_FILE_MS);
     const many = Array.from({ length: 100 }, (_, i) => `f${i}.test.ts`);
     expect(computeCap(many, 4, new Map())).toMatchObject({ seconds: MAX_CAP_SECONDS, exceeds: true });
-  });
-
-  test("timings file: Bun's shape; anything else is a one-line ConfigError", () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "sg-cap-"));
-    try {
-      writeFileSync(path.join(dir, "t.json"), JSON.stringify({ version: 1, files: { "a.test.ts": 1500, "bad.test.ts": "x" } }));
-      expect([...readTimings(path.join(dir, "t.json"))]).toEqual([["a.test.ts", 1500]]);
-      writeFileSync(path.join(dir, "u.json"), "[]");
-      expect(() => readTimings(path.join(dir, "u.json"))).toThrow(ConfigError);
-      expect(() => readTimings(path.join(dir, "u.json"))).toThrow(/has no "files" object/);
-      expect(readTimings(path.join(dir, "missing.json")).size).toBe(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
   });
 });
 

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
-import { ConfigError, SETTINGS } from "../config/schema.ts";
+import { ConfigError } from "../config/schema.ts";
 import type { BgOptions } from "../app/bg/command.ts";
 import type { StatusOptions } from "../app/bg/status.ts";
 import type { Host } from "../app/host.ts";
@@ -13,8 +13,6 @@ import { PRESET_FLAGS } from "./help.ts";
 
 const BG_VALUED = ["--label", "--lock", "--cap", "--workflow", "--repo", "--ref"] as const;
 const BG_BOOLEAN = ["--local", "--dispatch", "--follow", "--no-wait"] as const;
-/** When `run` has --timings (a setting), it is passed on and the cap reads the resolved setting; else bg alone uses it. */
-const RUN_HAS_TIMINGS = SETTINGS.some((s) => s.flag === "--timings");
 
 /**
  * Splits `shardguard bg` argv into bg's options and the run's flags.
@@ -26,7 +24,6 @@ export function parseBgArgs(argv: readonly string[]): BgOptions | null {
   const values = new Map<string, string>();
   const flags = new Set<string>();
   const runArgv: string[] = [];
-  let timings: string | null = null;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === "--") {
@@ -44,7 +41,6 @@ export function parseBgArgs(argv: readonly string[]): BgOptions | null {
       if (values.has(flag)) throw new ConfigError(`flag ${flag} was given twice`);
       values.set(flag, value());
     } else if ((BG_BOOLEAN as readonly string[]).includes(arg)) flags.add(arg);
-    else if (flag === "--timings" && !RUN_HAS_TIMINGS) timings = value();
     else runArgv.push(arg);
   }
   if (flags.has("--local") && flags.has("--dispatch")) throw new ConfigError("--local and --dispatch exclude each other");
@@ -69,7 +65,6 @@ export function parseBgArgs(argv: readonly string[]): BgOptions | null {
     ref: values.get("--ref") ?? null,
     follow: flags.has("--follow"),
     noWait: flags.has("--no-wait"),
-    timings,
   };
 }
 

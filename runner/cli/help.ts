@@ -25,7 +25,7 @@ Running it again changes nothing. --dry-run prints the changes without writing.`
 
 export const BG_HELP = `shardguard bg [PATTERN...] [RUN FLAGS...] [--label NAME] [--lock NAME] [--cap SECONDS]
               [--local | --dispatch] [--workflow FILE] [--repo OWNER/NAME] [--ref BRANCH]
-              [--follow] [--no-wait] [--timings FILE] [-- BUN_TEST_FLAGS...]
+              [--follow] [--no-wait] [-- BUN_TEST_FLAGS...]
 
 Starts \`shardguard run\` with the RUN FLAGS in the background (its own session, output to
 OUT/bg/<id>.log), prints the id and the log, and returns (exit 0). The log's last line is
@@ -37,8 +37,8 @@ unless --local; otherwise every reason is printed and it runs here (--dispatch r
   --lock NAME         lane: bg runs of one lane run one at a time (default: per root and preset)
   --no-wait           refuse (exit 2) instead of queueing when the lane is busy
   --cap SECONDS       wall-clock cap of the whole run (default: ceil(1.5 x planned serial
-                      seconds / jobs) + 20 min, at most 4 h; planned seconds from --timings,
-                      10 min per file without a record); when reached the run is cancelled
+                      seconds / jobs) + 20 min, at most 4 h; planned seconds from the run's
+                      --timings, 10 min per file without a record); when reached the run is cancelled
   --local | --dispatch   force a backend
   --workflow FILE     workflow to dispatch (default: the preset's, else shardguard-bg.yml)
   --repo OWNER/NAME   repository to dispatch on (default: the preset's, else origin)

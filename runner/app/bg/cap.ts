@@ -6,11 +6,9 @@
  *     cap = ceil(1.5 × planned serial seconds / jobs) + 20 min set-up, at most 4 h
  *
  * Planned serial seconds sum the recorded duration of every planned file,
- * from a Bun timings file (`{"version":1,"files":{"<root-relative path>":ms}}`)
- * when one is given; a file without a record counts {@link UNRECORDED_FILE_MS}.
+ * from the run's timings files (`--timings`, plan/timings.ts); a file
+ * without a record counts {@link UNRECORDED_FILE_MS}.
  */
-import { readFileSync } from "node:fs";
-import { ConfigError } from "../../config/schema.ts";
 
 /** Longest cap, seconds (4 h). */
 export const MAX_CAP_SECONDS = 4 * 60 * 60;
@@ -33,36 +31,6 @@ export interface Cap {
   recorded: number;
   /** Where the seconds came from: "--cap" or "plan". */
   source: "--cap" | "plan";
-}
-
-/**
- * Reads a Bun timings file into root-relative path → ms.
- *
- * @returns an empty map when the file does not exist (a suite's first run)
- * @throws ConfigError (exit 2) when the file is unreadable or not in that shape
- */
-export function readTimings(file: string): Map<string, number> {
-  let parsed: unknown;
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    // A suite's first run has no timings yet: plan with the per-file default, as `run` orders by plan.
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return new Map();
-    throw new ConfigError(`cannot read timings file ${file}: ${(error as Error).message}`);
-  }
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`cannot read timings file ${file}: ${(error as Error).message}; expected {"version":1,"files":{"<path>":ms}}`);
-  }
-  const files = (parsed as { files?: unknown })?.files;
-  if (typeof files !== "object" || files === null || Array.isArray(files)) {
-    throw new ConfigError(`timings file ${file} has no "files" object; expected {"version":1,"files":{"<path>":ms}}`);
-  }
-  const out = new Map<string, number>();
-  for (const [name, ms] of Object.entries(files)) if (typeof ms === "number" && Number.isFinite(ms) && ms >= 0) out.set(name, ms);
-  return out;
 }
 
 /**

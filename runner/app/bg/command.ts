@@ -16,7 +16,8 @@ import { ghRunner } from "../../exec/gh.ts";
 import { EXIT } from "../../results/model.ts";
 import type { Host } from "../host.ts";
 import { lockHolderNow, lockWaitMessage, validateLockName } from "../lock.ts";
-import { computeCap, MAX_CAP_SECONDS, readTimings, type Cap } from "./cap.ts";
+import { readTimings } from "../../plan/timings.ts";
+import { computeCap, MAX_CAP_SECONDS, type Cap } from "./cap.ts";
 import { dispatchBlockers, gatherFacts, testedRevision } from "./checkout.ts";
 import { dedupeKey, makeNonce, type DispatchSpec } from "./dispatch.ts";
 import { defaultLane, mergeBase, planBackgroundRun } from "./prepare.ts";
@@ -39,8 +40,6 @@ export interface BgOptions {
   ref: string | null;
   follow: boolean;
   noWait: boolean;
-  /** A Bun timings file for the cap (--timings). */
-  timings: string | null;
 }
 
 /** Default workflow file dispatched (examples/github/shardguard-bg.yml). */
@@ -85,10 +84,8 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   let cap: Cap;
   if (backend === "dispatch") cap = { seconds: o.capSeconds ?? FOLLOW_CAP_SECONDS, serialMs: 0, exceeds: false, recorded: 0, source: o.capSeconds ? "--cap" : "plan" };
   else {
-    // The run's own timings setting (flag, SHARDGUARD_TIMINGS, bunfig.toml) where `run` has one.
-    const timingFiles = o.timings ? [path.resolve(host.cwd, o.timings)] : ((settings as { timings?: readonly string[] }).timings ?? []);
-    const timings = new Map<string, number>();
-    for (const file of timingFiles) for (const [name, ms] of readTimings(file)) timings.set(name, ms);
+    // The run's own timings files (--timings, SHARDGUARD_TIMINGS, bunfig.toml); missing ones are a first run.
+    const timings = readTimings(settings.timings).durations;
     const computed = computeCap(plan.files, settings.jobs, timings);
     cap = o.capSeconds !== null ? { ...computed, seconds: o.capSeconds, source: "--cap", exceeds: computed.serialMs / settings.jobs / 1000 > o.capSeconds } : computed;
   }
