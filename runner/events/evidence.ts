@@ -14,6 +14,7 @@ export function toEventEvidence(model: TestEventModel, connected: boolean, now: 
     name: t.fullName,
     file: t.file,
     ...(t.line !== undefined ? { line: t.line } : {}),
+    ...(t.viaHelper ? { viaHelper: true } : {}),
     state: t.phase,
     ...(t.status !== undefined ? { status: t.status } : {}),
     attempts: t.attempts,

@@ -39,6 +39,7 @@ import {
   type TestState,
 } from "./test-state.ts";
 import type { BunEndStatus, ErrorEvent, TestEvent } from "./wire.ts";
+import { FileAttribution } from "./attribution.ts";
 
 export { repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
 
@@ -63,7 +64,7 @@ export class TestEventModel {
   private readonly now: () => number;
   private readonly tests_ = new Map<number, TestRecord>();
   private readonly describes = new Map<number, DescribeRecord>();
-  private readonly foundByFile = new Map<string, number>();
+  private readonly attribution: FileAttribution;
   private readonly outside: OutsideError[] = [];
   private readonly anomalyList: string[] = [];
   private anomalyCount = 0;
@@ -73,6 +74,7 @@ export class TestEventModel {
   constructor(options: ModelOptions) {
     this.root = options.root;
     this.now = options.now ?? (() => performance.now());
+    this.attribution = new FileAttribution(options.files);
     let real = options.root;
     try {
       real = realpathSync(options.root);
@@ -106,12 +108,12 @@ export class TestEventModel {
           this.anomaly(`duplicate found for id ${id}`);
           return;
         }
+        const file = this.relativeFile(url);
+        this.attribution.found(id, file, parentId);
         if (type === "describe") {
           this.describes.set(id, { name, parentId });
           return;
         }
-        const file = this.relativeFile(url);
-        this.foundByFile.set(file, (this.foundByFile.get(file) ?? 0) + 1);
         this.tests_.set(id, {
           id,
           name,
@@ -131,6 +133,7 @@ export class TestEventModel {
         return;
       }
       case "TestReporter.start": {
+        this.attribution.progressed(event.params.id);
         const record = this.testFor(event.params.id, "start");
         if (!record) return;
         const previous = record.attempts.at(-1);
@@ -151,6 +154,7 @@ export class TestEventModel {
         return;
       }
       case "TestReporter.end": {
+        this.attribution.progressed(event.params.id);
         const record = this.testFor(event.params.id, "end");
         if (!record) return;
         if (record.phase === "ended") {
@@ -171,7 +175,8 @@ export class TestEventModel {
           return;
         }
         const error = located;
-        const known = error.locations.find((location) => this.foundByFile.has(location.file));
+        const files = new Set(this.files());
+        const known = error.locations.find((location) => files.has(location.file));
         this.outside.push({ ...error, file: (known ?? error.locations[0])?.file });
         return;
       }
@@ -211,12 +216,34 @@ export class TestEventModel {
   /** Number of tests (not describes) found in `file` (relative to the root), or in all files. */
   foundCount(file?: string): number {
     if (file === undefined) return this.tests_.size;
-    return this.foundByFile.get(file) ?? 0;
+    let count = 0;
+    for (const record of this.tests_.values()) if (this.fileFor(record) === file) count += 1;
+    return count;
   }
 
   /** Relative paths of the files with found tests, in first-found order. */
   files(): string[] {
-    return [...this.foundByFile.keys()];
+    return [...new Set([...this.tests_.values()].map((record) => this.fileFor(record)))];
+  }
+
+  /**
+   * Maps tests defined through helper modules to their planned files by the
+   * child preload's file records (attribution.ts, rule 5). Call once the
+   * child has ended, before reading the tests.
+   * @param filesStarted absolute paths from the marks file (`Bun.main` at the first test start of each file), in order
+   */
+  applyFileStarts(filesStarted: readonly string[]): void {
+    this.attribution.applyFileStarts(filesStarted.map((file) => this.relativeFile(file)));
+  }
+
+  /** The test's planned file (attribution.ts), else its url's file. */
+  private fileFor(record: TestRecord): string {
+    return this.attribution.file(record.id) ?? record.file;
+  }
+
+  /** The test's line in its planned file; undefined when Bun's line is a helper module's. */
+  private lineFor(record: TestRecord): number | undefined {
+    return this.attribution.ownLine(record.id) ? record.line : undefined;
   }
 
   /**
@@ -262,9 +289,12 @@ export class TestEventModel {
     if (running.length <= 1) return running[0];
     for (const location of locations) {
       if (location.line === undefined) continue;
-      const candidates = running.filter((r) => r.file === location.file && r.line !== undefined && r.line <= location.line!);
+      const candidates = running.filter((r) => {
+        const line = this.lineFor(r);
+        return this.fileFor(r) === location.file && line !== undefined && line <= location.line!;
+      });
       if (candidates.length === 0) continue;
-      return candidates.reduce((best, r) => (r.line! > best.line! ? r : best));
+      return candidates.reduce((best, r) => (this.lineFor(r)! > this.lineFor(best)! ? r : best));
     }
     return this.runningRecord();
   }
@@ -334,8 +364,9 @@ export class TestEventModel {
       describePath,
       fullName: [...describePath, record.name].join(" > "),
       url: record.url,
-      file: record.file,
-      line: record.line,
+      file: this.fileFor(record),
+      line: this.lineFor(record),
+      viaHelper: !this.attribution.ownLine(record.id),
       phase: record.phase,
       attempts: record.attempts.length,
       status,

@@ -67,8 +67,13 @@ export interface TestState {
   readonly url: string;
   /** File path relative to the model root, forward slashes. */
   readonly file: string;
-  /** 1-based line of the `test(...)` call, when Bun sent it. */
+  /**
+   * 1-based line of the `test(...)` call in `file`, when Bun sent it;
+   * undefined when the call is in a helper module (`url` is not `file`).
+   */
   readonly line: number | undefined;
+  /** True when `url` is not `file`: the test was defined through a helper module. */
+  readonly viaHelper: boolean;
   readonly phase: TestPhase;
   /** Number of `start` events: 0 for skip/todo/never started, 2+ after retries. */
   readonly attempts: number;
@@ -106,6 +111,14 @@ export interface ModelOptions {
    * Default `performance.now()`. Tests inject a fake one.
    */
   now?: () => number;
+  /**
+   * The shard's planned files, relative to `root` as the plan names them.
+   * When given, a test whose `found` url is not one of them (defined through
+   * a helper module) is mapped to its planned file by the rules of
+   * attribution.ts, and loses the helper's line. Undefined: every url is
+   * taken as it is.
+   */
+  files?: readonly string[];
 }
 
 /** Internal to the model (model.ts). */
@@ -118,6 +131,7 @@ export interface TestRecord {
   id: number;
   name: string;
   url: string;
+  /** `url` relative to the root; the test's planned file may differ (model.ts fileFor). */
   file: string;
   line: number | undefined;
   parentId: number | undefined;

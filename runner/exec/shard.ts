@@ -110,7 +110,7 @@ export async function runShard(
     // afterAll flush: the preload then waits once before the first test.
     env[SHARD_ENV.yieldEvents] = socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0";
     const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
-    const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => performance.now() }) : null;
+    const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => performance.now(), files: shard.files }) : null;
     const journal: Journal | null = socketPath ? await openJournal(journalPathFor(logPath)) : null;
     // Cancelled while we prepared: spawn nothing (the shard never started).
     if (cancelled()) {
@@ -185,6 +185,8 @@ export async function runShard(
   const marks = await readMarks(marksPath);
   const { testsStarted, finishedNormally, descendants } = marks;
   const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
+  // Tests defined through helper modules: map them to their files by the preload's file records.
+  model?.applyFileStarts(marks.filesStarted);
   const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
   const cancelSignal = cancelled();
   const decided = decideShard({

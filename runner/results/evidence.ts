@@ -13,6 +13,12 @@ export interface EventTest {
   /** Relative to the run root. */
   file: string;
   line?: number;
+  /**
+   * True when the test was defined through a helper module (its `found` url
+   * is not its file): Bun's lines for it, in events and in its JUnit, are
+   * the helper's, so no line is reported (events/attribution.ts).
+   */
+  viaHelper?: boolean;
   /** `found` = never started; `running` = started, no end seen. */
   state: "found" | "running" | "ended";
   /** Final status when `state` is `ended`. */

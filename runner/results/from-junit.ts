@@ -86,10 +86,13 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       used.add(e);
       enriched = true;
       const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
+      // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
+      const { line: junitLine, ...rest } = t;
+      const line = e.viaHelper ? undefined : junitLine ?? e.line;
       out.push({
-        ...t,
+        ...rest,
         name: cleanEventName(e.name),
-        ...(t.line === undefined && e.line !== undefined ? { line: e.line } : {}),
+        ...(line !== undefined ? { line } : {}),
         retries: Math.max(0, e.attempts - 1),
         flaky,
         attemptFailures: flaky || t.status === "failed" ? e.attemptFailures : [],
