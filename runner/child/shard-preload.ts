@@ -7,7 +7,9 @@
  *    of the run and `f<file>\0` before the first test of each test file
  *    (`Bun.main` is the file being run), synchronously; read by
  *    runner/exec/marks.ts. The file records let the runner re-run, in fresh
- *    shards, the files of a killed batched shard that never started.
+ *    shards, the files of a killed batched shard that never started, and
+ *    map tests defined through helper modules to their files
+ *    (runner/events/attribution.ts).
  *    Bun writes its JUnit only when a run ends normally, and inspector events
  *    can be lost when a process exits, so without this a child that called
  *    `process.exit(0)` mid-file looks the same as a file with no tests
@@ -23,7 +25,9 @@
  *    synchronous tests then `process.exit(0)` delivered 0 to 5 of 20 `end`
  *    events; a natural end without a yield, 0 to 5. So the preload waits
  *    only at the two ends, never per test (a 0 ms timer costs about 1 ms in
- *    Bun, which made 100,000 tests take minutes, bench/README.md):
+ *    Bun, which made 100,000 tests take minutes, bench/README.md; it also let a
+ *    late uncaught error of one test fire between tests, where plain
+ *    `bun test` fails the next test: test/late-error.test.ts):
  *    - after all tests, one 0 ms timer (natural end: 20 of 20 in 14 of 15
  *      runs, 19 in the other; Bun's JUnit is the authority there anyway);
  *    - with `--bail` (SHARDGUARD_YIELD=bail), also one 5 ms wait before the
