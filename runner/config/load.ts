@@ -11,7 +11,7 @@
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type { ParsedArgs } from "./args.ts";
-import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "./schema.ts";
+import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, showValue, type RunSettings, type SettingSpec } from "./schema.ts";
 
 /** Keys of `[shardguard]` that are not plain settings. */
 const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
@@ -57,6 +57,8 @@ export interface BunfigTable {
   file: string | null;
   /** `[test] root` of the same bunfig.toml: where Bun itself looks for tests; null when unset. */
   testRoot: string | null;
+  /** The file's text ("" when absent), to quote a value as written. */
+  text: string;
 }
 
 /**
@@ -66,10 +68,11 @@ export interface BunfigTable {
  */
 export function readBunfigTable(root: string): BunfigTable {
   const file = path.join(root, "bunfig.toml");
-  if (!existsSync(file)) return { table: {}, file: null, testRoot: null };
+  if (!existsSync(file)) return { table: {}, file: null, testRoot: null, text: "" };
   let doc: Record<string, unknown>;
+  const text = readFileSync(file, "utf8");
   try {
-    doc = Bun.TOML.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+    doc = Bun.TOML.parse(text) as Record<string, unknown>;
   } catch (error) {
     const first = String((error as Error).message).split("\n")[0];
     throw new ConfigError(`${file} is not valid TOML: ${first}`);
@@ -77,16 +80,39 @@ export function readBunfigTable(root: string): BunfigTable {
   const testSection = doc.test as Record<string, unknown> | undefined;
   const testRoot = typeof testSection?.root === "string" && testSection.root.length > 0 ? testSection.root : null;
   const table = doc.shardguard;
-  if (table === undefined) return { table: {}, file, testRoot };
+  if (table === undefined) return { table: {}, file, testRoot, text };
   if (typeof table !== "object" || table === null || Array.isArray(table)) {
     throw new ConfigError(`${file}: [shardguard] must be a table`);
   }
-  return { table: table as Record<string, unknown>, file, testRoot };
+  return { table: table as Record<string, unknown>, file, testRoot, text };
+}
+
+const isTable = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * The text of `key = value` in the `[shardguard]` table of a TOML file, as
+ * written (comment and spaces cut), or undefined when not found on one line.
+ * Only used to quote a value in an error: Bun.TOML reads `1e400` and `inf`
+ * as Infinity, which JSON would print as null.
+ */
+export function writtenTomlValue(text: string, key: string): string | undefined {
+  let inTable = false;
+  for (const line of text.split(/\r?\n/)) {
+    const header = /^\s*\[\s*([^\]]*?)\s*\]\s*(#.*)?$/.exec(line);
+    if (header) {
+      inTable = header[1] === "shardguard";
+      continue;
+    }
+    if (!inTable) continue;
+    const m = /^\s*("?)([A-Za-z0-9_-]+)\1\s*=\s*([^#]*?)\s*(#.*)?$/.exec(line);
+    if (m && m[2] === key && m[3]) return m[3];
+  }
+  return undefined;
 }
 
 function stringList(value: unknown, where: string): string[] {
   if (!Array.isArray(value) || !value.every((v) => typeof v === "string" && v.length > 0)) {
-    throw new ConfigError(`invalid ${where} ${JSON.stringify(value)}: expected an array of non-empty strings`);
+    throw new ConfigError(`invalid ${where} ${showValue(value)}: expected an array of non-empty strings`);
   }
   return value as string[];
 }
@@ -146,6 +172,14 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
       throw new ConfigError(`unknown key ${tomlWhere(key)}; accepted keys: ${[...known].sort().join(", ")}`);
     }
   }
+  // Its contents are checked when a preset is used (preset-lib/resolve.ts); its
+  // shape is checked on every run, like every other key, so a typo is not silent.
+  if ("presets" in bunfig.table) {
+    const presets = bunfig.table.presets;
+    if (!isTable(presets) || !Object.values(presets).every(isTable)) {
+      throw new ConfigError(`invalid ${tomlWhere("presets")} ${showValue(presets)}: expected a table of [shardguard.presets.NAME] tables`);
+    }
+  }
 
   /**
    * Picks the highest-precedence value of a setting. Every source that sets
@@ -167,7 +201,9 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     const envValue = nonEmpty(env[spec.env]);
     if (envValue !== undefined) found.push({ value: parseSettingValue(spec, envValue, spec.env), from: "env", source: spec.env });
     if (spec.toml && spec.toml in bunfig.table) {
-      found.push({ value: parseSettingValue(spec, bunfig.table[spec.toml], tomlWhere(spec.toml)), from: "toml", source: tomlWhere(spec.toml) });
+      const raw = bunfig.table[spec.toml];
+      const written = typeof raw === "number" && !Number.isFinite(raw) ? writtenTomlValue(bunfig.text, spec.toml) : undefined;
+      found.push({ value: parseSettingValue(spec, raw, tomlWhere(spec.toml), written), from: "toml", source: tomlWhere(spec.toml) });
     }
     layered(inputs.below);
     const winner = found[0];
@@ -208,7 +244,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
 
   const eventsToml = bunfig.table["test-events"];
   if (eventsToml !== undefined && typeof eventsToml !== "boolean") {
-    throw new ConfigError(`invalid ${tomlWhere("test-events")} ${JSON.stringify(eventsToml)}: expected true or false`);
+    throw new ConfigError(`invalid ${tomlWhere("test-events")} ${showValue(eventsToml)}: expected true or false`);
   }
   const noEventsEnv = nonEmpty(env[BOOLEAN_FLAGS["--no-test-events"].env]);
   if (noEventsEnv !== undefined && !["0", "1", "true", "false"].includes(noEventsEnv)) {

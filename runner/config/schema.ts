@@ -127,8 +127,8 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
     schema: z
       .union([z.string(), z.array(z.string())])
       .transform((v) => (Array.isArray(v) ? v : v.split(",")).map((n) => n.trim()).filter((n) => n.length > 0))
-      .pipe(z.array(z.string().regex(/^[A-Za-z0-9_*?]+$/))),
-    accepted: "variable names separated by commas (letters, digits, _, and * or ? wildcards)",
+      .pipe(z.array(z.string().regex(/^[A-Za-z0-9_*?]+$/)).min(1)),
+    accepted: "variable names separated by commas, at least one (letters, digits, _, and * or ? wildcards)",
   },
   name: { schema: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/), accepted: "a name of 1 to 100 letters, digits, '.', '_' or '-'" },
   // TOML may also say true / false.
@@ -142,10 +142,11 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
  * Parses one raw value of a setting.
  *
  * @param raw a flag or environment string, or a TOML value (number, string, boolean)
+ * @param written the value as the user wrote it, shown in the error instead of `raw` (TOML text)
  * @returns the parsed value: ms for time settings, a number for counts, a string for paths
  * @throws ConfigError naming the source, the value and what is accepted
  */
-export function parseSettingValue(spec: SettingSpec, raw: unknown, source: string): number | string | string[] {
+export function parseSettingValue(spec: SettingSpec, raw: unknown, source: string, written?: string): number | string | string[] {
   const rule = kindSchemas[spec.kind];
   // `z.coerce.number()` would read "" and booleans as 0/1; reject such inputs first.
   const looksNumeric =
@@ -154,9 +155,20 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
   const needsNumber = spec.kind === "posint" || spec.kind === "seconds" || spec.kind === "nonnegSeconds";
   const result = needsNumber && !looksNumeric ? null : rule.schema.safeParse(raw);
   if (!result || !result.success) {
-    throw new ConfigError(`invalid ${source} ${JSON.stringify(raw)}: expected ${rule.accepted}`);
+    throw new ConfigError(`invalid ${source} ${written ?? showValue(raw)}: expected ${rule.accepted}`);
   }
   return result.data as number | string | string[];
+}
+
+/**
+ * A raw setting value for an error line: JSON, except the numbers JSON
+ * cannot write (TOML's `inf`, `nan`, and literals such as `1e400` that
+ * Bun.TOML reads as Infinity), which are spelled as TOML spells them
+ * instead of JSON's `null`.
+ */
+export function showValue(raw: unknown): string {
+  if (typeof raw === "number" && !Number.isFinite(raw)) return Number.isNaN(raw) ? "nan" : raw > 0 ? "inf" : "-inf";
+  return JSON.stringify(raw) ?? String(raw);
 }
 
 /**

@@ -12,7 +12,7 @@
  * `timeoutMs` in the converted shape is milliseconds.
  */
 import { z } from "zod";
-import { ConfigError } from "../config/schema.ts";
+import { ConfigError, showValue } from "../config/schema.ts";
 
 /** Largest accepted time: setTimeout cannot hold more than 2^31-1 ms. */
 export const MAX_MS = 2 ** 31 - 1;
@@ -313,7 +313,7 @@ function describeIssue(error: z.ZodError, raw: unknown, where: string): string {
   }
   const key = issue.path.map(String).join(".");
   const value = valueAt(raw, issue.path);
-  const shown = value === undefined ? "(missing)" : JSON.stringify(value);
+  const shown = value === undefined ? "(missing)" : showValue(value);
   return `invalid ${where} ${key || "(table)"} ${shown}: ${issue.message}`;
 }
 
