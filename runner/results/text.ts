@@ -1,6 +1,6 @@
 /**
  * Text rules the result model applies to what tests write: terminal escape
- * sequences out of names, on every path (Bun's JUnit, inspector events), so a
+ * sequences and the control characters Bun's JUnit drops out of names, on every path (Bun's JUnit, inspector events), so a
  * test has the same name in every report whether its shard ended normally or
  * was killed (docs/reports.md). Reporters re-export {@link stripAnsi} for failure texts.
  */
@@ -33,12 +33,20 @@ export function stripAnsi(text: string): string {
  */
 const SGR_REMNANT = /\[(?:\d{1,3}(?:;\d{1,3})*)?m/g;
 
+/**
+ * The control characters Bun 1.4.4's JUnit writer drops from a name
+ * (measured: U+0000–U+0008, U+000B, U+000C, U+000E–U+001F; it keeps tab,
+ * line feed, carriage return and DEL). Events carry them, so without this a
+ * name would differ between a shard with events and one without.
+ */
+const DROPPED_CONTROLS = /[\x00-\x08\x0b\x0c\x0e-\x1f]/g;
+
 /** A test name from an inspector event, as the reports show it. */
 export function cleanEventName(name: string): string {
-  return stripAnsi(name);
+  return stripAnsi(name).replace(DROPPED_CONTROLS, "");
 }
 
 /** A test name from Bun's JUnit (no event to take it from), as the reports show it. */
 export function cleanJUnitName(name: string): string {
-  return stripAnsi(name).replace(SGR_REMNANT, "");
+  return stripAnsi(name).replace(SGR_REMNANT, "").replace(DROPPED_CONTROLS, "");
 }
