@@ -99,3 +99,25 @@ myTest("t2", async () => {});
     });
   }
 });
+
+describe("helper-defined tests whose file cannot be proven from events", () => {
+  test("--rerun-each in a batched shard: Bun's JUnit statuses stand, and no helper line is reported", async () => {
+    // Each file runs twice in a row: the found blocks outnumber the preload's file records.
+    const dir = makeSuite({
+      "test/helpers/h.ts": HELPER,
+      "test/a.test.ts": `import { myTest } from "./helpers/h";\nmyTest("t1", async () => {});\n`,
+      "test/b.test.ts": wrapped(false),
+    });
+    const run = await runCli(["run", "--root", dir, "--files-per-shard", "2", "--timeout", "30", "--", "--rerun-each=2"]);
+    expect(run.code).toBe(1); // A > flaky fails without --retry
+    const tests = readReport(dir).shards[0]!.tests;
+    expect(tests.filter((t) => t.file === "test/a.test.ts").map((t) => [t.name, t.status])).toEqual([
+      ["t1", "passed"],
+      ["t1", "passed"],
+    ]);
+    expect(tests.filter((t) => t.file === "test/b.test.ts" && t.name === "A > flaky").length).toBe(2);
+    expect(tests.map((t) => t.line)).toEqual(tests.map(() => undefined));
+    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+    for (const line of HELPER_LINES) expect(xml).not.toContain(`line="${line}"`);
+  });
+});

@@ -51,12 +51,25 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   const byFile = new Map(junit.map((f) => [f.file, f.tests]));
   // A queue per name: with --rerun-each the same test appears several times, in order.
   const queues = new Map<string, EventTest[]>();
+  // Tests whose planned file the events could not prove (defined through a
+  // helper module, events/attribution.ts), by name: Bun's JUnit names their file.
+  const planned = new Set(ev.files);
+  const unplaced = new Map<string, EventTest[]>();
   for (const t of ev.events?.tests ?? []) {
-    const key = matchKey(t.file, t.name);
-    const queue = queues.get(key);
+    const key = planned.has(t.file) ? matchKey(t.file, t.name) : matchKey("", t.name);
+    const map = planned.has(t.file) ? queues : unplaced;
+    const queue = map.get(key);
     if (queue) queue.push(t);
-    else queues.set(key, [t]);
+    else map.set(key, [t]);
   }
+  // Only a name that one unplaced event and one JUnit testcase of the shard carry is a proof.
+  const junitNames = new Map<string, number>();
+  for (const f of junit) for (const t of f.tests) junitNames.set(matchKey("", t.name), (junitNames.get(matchKey("", t.name)) ?? 0) + 1);
+  const uniqueUnplaced = (name: string): EventTest | undefined => {
+    const key = matchKey("", name);
+    const queue = unplaced.get(key);
+    return queue?.length === 1 && junitNames.get(key) === 1 ? queue.shift() : undefined;
+  };
   const bailed = ev.bail === true && bunFailed(junit);
   const tests: TestResult[] = [];
   const missing: string[] = [];
@@ -78,9 +91,12 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         if (!after) scopes.push({ prefix, hook: cleanJUnitName(prefix + hook), failure });
         return;
       }
-      const e = queues.get(matchKey(t.file, t.name))?.shift();
+      const e = queues.get(matchKey(t.file, t.name))?.shift() ?? uniqueUnplaced(t.name);
       if (!e) {
-        out.push({ ...t, name: cleanJUnitName(t.name) });
+        // A test of this name was defined through a helper module: Bun's JUnit line may be the helper's.
+        const { line, ...rest } = t;
+        const helperLine = line !== undefined && (unplaced.get(matchKey("", t.name))?.length ?? 0) > 0;
+        out.push({ ...rest, ...(line !== undefined && !helperLine ? { line } : {}), name: cleanJUnitName(t.name) });
         return;
       }
       used.add(e);
