@@ -19,7 +19,11 @@ const found = (id: number, name: string, url = HELPER, parentId?: number, type: 
   params: { id, url, line: 3, name, type, ...(parentId === undefined ? {} : { parentId }) },
 });
 const start = (id: number): TestEvent => ({ method: "TestReporter.start", params: { id } });
-const end = (id: number): TestEvent => ({ method: "TestReporter.end", params: { id, status: "pass", elapsed: 0 } });
+const end = (id: number, status: "pass" | "fail" = "pass"): TestEvent => ({ method: "TestReporter.end", params: { id, status, elapsed: 0 } });
+const error = (message: string): TestEvent => ({
+  method: "LifecycleReporter.error",
+  params: { message, name: "Error", urls: [`${ROOT}/${A}`], lineColumns: [9, 1], sourceLines: ["x"] },
+});
 
 const placed = (model: TestEventModel) => model.tests().map((t) => [t.name, t.file, t.line ?? null]);
 
@@ -64,5 +68,29 @@ describe("mapping helper-defined tests to planned files", () => {
     const mismatched = TestEventModel.fromEvents(events, { root: ROOT, files: [A, B] });
     mismatched.applyFileStarts([`${ROOT}/${A}`]);
     expect(placed(mismatched).map((r) => r[1])).toEqual(["test/helpers/h.ts", "test/helpers/h.ts"]);
+  });
+});
+
+describe("an error while several helper-defined tests run (no line tells whose it is)", () => {
+  const errorsOf = (model: TestEventModel) => model.tests().map((t) => [t.name, t.errors.map((e) => e.message)]);
+
+  test("the test that is retried next claims it, not the test started last", () => {
+    const model = TestEventModel.fromEvents([found(1, "flaky"), found(2, "ok"), start(1), start(2), error("boom"), start(1), end(2), end(1)], { root: ROOT, files: [A] });
+    expect(errorsOf(model)).toEqual([["flaky", ["boom"]], ["ok", []]]);
+    expect(model.tests()[0]!.flaky).toBe(true);
+    expect(model.tests()[0]!.attemptFailures.map((f) => f.message)).toEqual(["boom"]);
+  });
+
+  test("two concurrent failures keep one error each; a passing test keeps none", () => {
+    const model = TestEventModel.fromEvents(
+      [found(1, "x"), found(2, "y"), found(3, "z"), start(1), start(2), start(3), error("e1"), error("e2"), end(3), end(2, "fail"), end(1, "fail")],
+      { root: ROOT, files: [A] },
+    );
+    expect(errorsOf(model)).toEqual([["x", ["e2"]], ["y", ["e1"]], ["z", []]]);
+  });
+
+  test("when all other candidates pass, the error moves to the one left", () => {
+    const model = TestEventModel.fromEvents([found(1, "a"), found(2, "b"), start(1), start(2), error("boom"), end(2)], { root: ROOT, files: [A] });
+    expect(errorsOf(model)).toEqual([["a", ["boom"]], ["b", []]]);
   });
 });

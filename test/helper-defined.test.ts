@@ -61,6 +61,10 @@ describe("a single-file shard of helper-defined tests", () => {
     const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
     for (const line of HELPER_LINES) expect(xml).not.toContain(`line="${line}"`);
     expect(xml).toContain("<flakyFailure");
+    // The assertion error of attempt 1 arrived while three concurrent tests ran; the retry claims it.
+    const flaky = tests.find((t) => t.name === "A > flaky")!;
+    expect(flaky.attemptFailures.map((f) => f.message)).toEqual([expect.stringContaining("Expected: 2")]);
+    expect(tests.find((t) => t.name === "B > ok")!.attemptFailures).toEqual([]);
   });
 });
 

@@ -40,6 +40,7 @@ import {
 } from "./test-state.ts";
 import type { BunEndStatus, ErrorEvent, TestEvent } from "./wire.ts";
 import { FileAttribution } from "./attribution.ts";
+import { PendingErrors } from "./error-claims.ts";
 
 export { repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
 
@@ -65,6 +66,7 @@ export class TestEventModel {
   private readonly tests_ = new Map<number, TestRecord>();
   private readonly describes = new Map<number, DescribeRecord>();
   private readonly attribution: FileAttribution;
+  private readonly pending = new PendingErrors();
   private readonly outside: OutsideError[] = [];
   private readonly anomalyList: string[] = [];
   private anomalyCount = 0;
@@ -140,6 +142,7 @@ export class TestEventModel {
         if (record.phase === "running" && previous) {
           // A new start while the previous attempt never ended: Bun retried it,
           // which it only does after a failure.
+          this.pending.failed(record);
           record.failedAttempts.push(attemptFailure(previous, record.attempts.length));
         } else if (record.phase === "ended") {
           this.anomaly(`start after end for test ${record.id}; treated as a new attempt`);
@@ -160,6 +163,8 @@ export class TestEventModel {
         if (record.phase === "ended") {
           this.anomaly(`second end for test ${record.id}; the later one wins`);
         }
+        if (event.params.status === "fail" || event.params.status === "timeout") this.pending.failed(record);
+        else this.pending.cleared(record);
         record.phase = "ended";
         record.bunStatus = event.params.status;
         record.elapsedNs = event.params.elapsed;
@@ -168,10 +173,12 @@ export class TestEventModel {
       }
       case "LifecycleReporter.error": {
         const located = this.toEventError(event, 0);
-        const current = this.runningRecordFor(located.locations);
+        const { record: current, ambiguous } = this.runningRecordFor(located.locations);
         const attempt = current?.attempts.at(-1);
         if (current && attempt) {
-          attempt.errors.push({ ...located, attempt: current.attempts.length });
+          const error = { ...located, attempt: current.attempts.length };
+          attempt.errors.push(error);
+          if (ambiguous) this.pending.add(error, current, ambiguous);
           return;
         }
         const error = located;
@@ -282,11 +289,12 @@ export class TestEventModel {
    * With several (`test.concurrent`), the error's first location in a file
    * with running tests picks the test declared last at or above that line
    * (the throw is inside its body); without a usable location, the test
-   * started last.
+   * started last, with the running tests that could own it (`ambiguous`,
+   * error-claims.ts).
    */
-  private runningRecordFor(locations: readonly ErrorLocation[]): TestRecord | undefined {
+  private runningRecordFor(locations: readonly ErrorLocation[]): { record: TestRecord | undefined; ambiguous?: TestRecord[] } {
     const running = [...this.tests_.values()].filter((r) => r.phase === "running");
-    if (running.length <= 1) return running[0];
+    if (running.length <= 1) return { record: running[0] };
     for (const location of locations) {
       if (location.line === undefined) continue;
       const candidates = running.filter((r) => {
@@ -294,9 +302,14 @@ export class TestEventModel {
         return this.fileFor(r) === location.file && line !== undefined && line <= location.line!;
       });
       if (candidates.length === 0) continue;
-      return candidates.reduce((best, r) => (this.lineFor(r)! > this.lineFor(best)! ? r : best));
+      return { record: candidates.reduce((best, r) => (this.lineFor(r)! > this.lineFor(best)! ? r : best)) };
     }
-    return this.runningRecord();
+    // Narrowed to the running tests of a file the stack names, when there are any.
+    const files = new Set(locations.map((l) => l.file));
+    const inFile = running.filter((r) => files.has(this.fileFor(r)));
+    const owners = inFile.length > 0 ? inFile : running;
+    const record = owners.reduce((latest, r) => (r.startSeq > latest.startSeq ? r : latest));
+    return { record, ambiguous: owners };
   }
 
   private runningRecord(): TestRecord | undefined {
