@@ -85,7 +85,9 @@ test("a descendant that left the group (setsid) is swept by its cookie", async (
   const proc = startProcess({
     argv: ["sh", "-c", `setsid sh -c 'echo $$ > ${dir}/escapee.pid; exec sleep 30' > /dev/null 2>&1 & sleep 0.2`],
     cwd: dir,
-    env: { ...process.env, SHARDGUARD_RUN: cookie.split("=")[1] },
+    // A live runner pid (this test process), so that another run's stale-run
+    // sweep on the same machine never takes the escapee for an orphan.
+    env: { ...process.env, SHARDGUARD_RUN: cookie.split("=")[1], SHARDGUARD_RUNNER_PID: String(process.pid) },
     logPath: path.join(dir, "e.log"),
     timeoutMs: 5_000,
     graceMs: 100,
