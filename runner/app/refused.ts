@@ -12,7 +12,7 @@
  * directory), and that must never be deleted.
  */
 import { lstatSync, readFileSync, rmSync } from "node:fs";
-import { parseArgs } from "../config/args.ts";
+import { parseArgs, RUN_FLAGS } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import type { RunSettings } from "../config/schema.ts";
 import { makeRedactor } from "../results/redact.ts";
@@ -24,7 +24,7 @@ export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf"): b
   try {
     if (!lstatSync(file).isFile()) return false;
     const text = readFileSync(file, "utf8");
-    if (kind === "junit") return /^<\?xml[^>]*\?>\s*<testsuites name="shardguard"/.test(text.slice(0, 512));
+    if (kind === "junit") return /^<\?xml[^>]*\?>\s*<testsuites name="shardguard[" ]/.test(text.slice(0, 512));
     const doc = JSON.parse(text) as Record<string, unknown>;
     if (kind === "json") return (doc.tool as { name?: unknown } | undefined)?.name === "shardguard" && typeof doc.runId === "string";
     return doc.reportFormat === "CTRF" && doc.generatedBy === "shardguard";
@@ -66,7 +66,7 @@ export function removeStaleReports(settings: Pick<RunSettings, "out" | "junit" |
 export function settleRefusal(argv: readonly string[], host: Pick<Host, "env" | "cwd" | "stdout">, message: string): void {
   let settings: RunSettings;
   try {
-    settings = resolveSettings({ args: parseArgs(argv, "run", { valued: ["--preset", "--tier"] }), env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+    settings = resolveSettings({ args: parseArgs(argv, "run", RUN_FLAGS), env: host.env, cwd: host.cwd, defaultBun: process.execPath });
   } catch {
     return;
   }

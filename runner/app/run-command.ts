@@ -7,10 +7,13 @@ import type { ParsedWithExtras } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
+import { parseSliceSpec, slicePlan } from "../plan/slice.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
 import { plural } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
 import { executeRun } from "./execute.ts";
+import { planLastFailed } from "./last-failed.ts";
+import type { RunInputs } from "./run.ts";
 import type { Host } from "./host.ts";
 import { preflight } from "./preflight.ts";
 import { presetCommand } from "./preset-run.ts";
@@ -23,12 +26,44 @@ import { presetCommand } from "./preset-run.ts";
  * @throws ConfigError (exit 2) for any usage or configuration error, before any child starts
  */
 export async function runCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
-  if (args.extras.has("--preset")) return await presetCommand(command, args, host);
+  const shardFlag = args.extras.get("--shard");
+  const lastFailed = args.extras.get("--last-failed") === true;
+  const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
+  if (args.extras.has("--preset")) {
+    if (spec || lastFailed) throw new ConfigError(`${spec ? "--shard" : "--last-failed"} does not work with --preset yet (it slices or reruns a plain plan)`);
+    return await presetCommand(command, args, host);
+  }
   if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
+  if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
-  const plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
+  let plan: Plan;
+  let provenance: RunInputs["provenance"] = {};
+  if (lastFailed) {
+    const rerun = planLastFailed(settings, args.patterns);
+    if (rerun.kind === "nothing") {
+      host.stdout(`shardguard: ${rerun.message}`);
+      return EXIT.ok;
+    }
+    for (const f of rerun.gone) host.stderr(`shardguard: warning: --last-failed: ${f} no longer exists; not rerun`);
+    host.stdout(`shardguard: --last-failed: rerunning ${plural(rerun.plan.included.size, "file")} of run ${rerun.rerunOf.runId} (${rerun.from})`);
+    plan = rerun.plan;
+    provenance = { rerunOf: rerun.rerunOf };
+  } else {
+    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
+  }
+  if (spec) {
+    const sliced = slicePlan(plan, spec);
+    const m = sliced.manifest;
+    const header = `shardguard: slice ${spec.index}/${spec.count}: ${plural(sliced.plan.shards.length, "shard")} of the plan's ${plan.shards.length} (plan hash ${m.hash})`;
+    provenance = { plan: { hash: m.hash, slices: m.slices, shards: m.shards }, slice: spec };
+    if (sliced.plan.shards.length === 0) {
+      host.stdout(`${header}: this slice is empty (more slices than shards); nothing to run`);
+      if (command === "list") return EXIT.ok;
+    } else if (command === "list") host.stdout(header);
+    plan = sliced.plan;
+  }
   if (command === "list") {
-    for (const line of planLines(plan, settings)) host.stdout(line);
+    if (plan.shards.length > 0) for (const line of planLines(plan, settings)) host.stdout(line);
     return EXIT.ok;
   }
   for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
@@ -39,7 +74,9 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   if (settings.updateTimings) readTimingsFile(settings.updateTimings, "--update-timings");
   const checked = await preflight(settings, planned);
   for (const file of timings.missing) host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
-  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env, timings: timings.durations }, host);
+  // An empty slice still runs (nothing) and writes reports naming the whole
+  // plan, so the merge sees that this slice reported.
+  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env, timings: timings.durations, provenance }, host);
   return result.exitCode;
 }
 

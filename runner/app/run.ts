@@ -51,6 +51,8 @@ export interface RunInputs {
   preset?: RunReport["preset"];
   /** Recorded per-file durations (ms, paths relative to root): shards start longest first. */
   timings?: ReadonlyMap<string, number>;
+  /** Where this run's plan came from, recorded in the report: the sliced plan and this slice (`--shard`), the run it reruns (`--last-failed`). */
+  provenance?: Partial<Pick<RunReport, "plan" | "slice" | "rerunOf">>;
 }
 
 /** Result of a finished run. */
@@ -308,6 +310,10 @@ export class Run {
       },
       summary,
       preset: this.inputs.preset ?? null,
+      plan: this.inputs.provenance?.plan ?? null,
+      slice: this.inputs.provenance?.slice ?? null,
+      merged: null,
+      rerunOf: this.inputs.provenance?.rerunOf ?? null,
       sweeps: { staleRuns: strip(this.sweeps.staleRuns), endOfRun: strip(this.sweeps.endOfRun) },
       shards,
     };

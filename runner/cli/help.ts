@@ -2,17 +2,22 @@
  * The help texts of the `shardguard` command. The flag rows come from the
  * settings table (config/schema.ts), so help and parsing never disagree.
  */
+import { RUN_FLAGS } from "../config/args.ts";
 import { SETTINGS } from "../config/schema.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 
 /** Flags `run` and `list` take beyond the shared settings. */
-export const PRESET_FLAGS = { valued: ["--preset", "--tier"] } as const;
+export const PRESET_FLAGS = RUN_FLAGS;
 
 /** Help rows for the preset flags of `run` / `list`. */
 const PRESET_FLAG_HELP = [
   `  ${"--preset NAME".padEnd(24)} run or list preset NAME (built-in gstack-paid, or [shardguard.presets.NAME] in bunfig.toml); PATTERNs then limit it to some of its files`,
   `  ${"--tier NAME".padEnd(24)} the preset's tier (gstack-paid: gate or periodic; default from EVALS_TIER, else gate)`,
+  `  ${"--shard I/N".padEnd(24)} CI matrix: plan everything, run only slice I of N (a slice is a set of whole shards; not --files-per-shard); merge with shardguard merge (docs/sharding.md)`,
 ];
+
+/** Help row of --last-failed (run and list). */
+const LAST_FAILED_HELP = `  ${"--last-failed".padEnd(24)} only the files that failed, timed out, crashed or never started in the newest run under OUT/runs`;
 
 export const INIT_HELP = `shardguard init [--preset NAME] [--dry-run] [--root DIR]
 
@@ -53,6 +58,18 @@ Prints the state of a background run (running, passed, failed, cancelled, incomp
 counts so far and the test in flight per running shard; without an argument, the newest run
 under OUT/bg. A CI run id (digits) is asked of gh. --follow streams until the run ends and
 exits with its code (0 passed, 1 failed, 130 cancelled, 2 other or incomplete).`;
+export const MERGE_HELP = `shardguard merge DIR... [--out DIR] [--update-timings FILE]
+
+Merges the reports of the slices of one plan (each DIR is the OUT of a
+\`shardguard run --shard I/N\`, or its report.json) into one JUnit, JSON and
+CTRF report of the whole plan, written to --out (default .shardguard/merged).
+Every planned file is in it; the files of a slice that reported nothing are
+never-started ("slice I/N reported nothing"). --update-timings FILE merges the
+measured per-file durations into a Bun timings file.
+
+Exit codes: 0 every planned file passed, 1 otherwise (a missing slice
+included), 2 the slices come from different plans (plan hash), a slice or a
+file is reported twice, or no report was found.`;
 
 export const USAGE = `shardguard ${TOOL_VERSION}: run expensive bun test tiers one shard per process, under a wall-clock timeout
 
@@ -62,6 +79,8 @@ Usage:
   shardguard run|list --preset NAME [--tier T] [PATTERN...]     run or list a preset (docs/presets.md)
   shardguard bg [RUN FLAGS...] [bg flags]                       start a run in the background (or on CI), return at once
   shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow]       state of a background run (default: the newest)
+  shardguard run|list --shard I/N [PATTERN...] [flags]          one slice of the plan, for a CI matrix (docs/sharding.md)
+  shardguard merge DIR... [--out DIR] [--update-timings FILE]   merge the slices' reports, checked against the plan
   shardguard init [--preset NAME] [--dry-run]                   add the bun test preload (and a preset's entry file)
   shardguard help | --help | --version
 
@@ -85,6 +104,7 @@ export function flagHelp(command: "run" | "list"): string {
     "Flags (precedence: flag > environment > bunfig.toml [shardguard] > default):",
     ...rows,
     ...PRESET_FLAG_HELP,
+    LAST_FAILED_HELP,
     ...extra,
     "",
     "Exit codes: 0 all passed, 1 something failed/timed out/crashed/never started, 2 usage error, 130/143 cancelled.",

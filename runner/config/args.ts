@@ -28,6 +28,13 @@ export interface ExtraFlags {
   boolean?: readonly string[];
 }
 
+/**
+ * Flags `run` and `list` take beyond the settings table: a preset and its
+ * tier, one slice of the plan for a CI matrix (`--shard I/N`), and a rerun
+ * of the last report's non-passing files (`--last-failed`).
+ */
+export const RUN_FLAGS = { valued: ["--preset", "--tier", "--shard"], boolean: ["--last-failed"] } as const satisfies ExtraFlags;
+
 /** Result of {@link parseArgs} with the extra flags a command declared. */
 export interface ParsedWithExtras extends ParsedArgs {
   extras: Map<string, string | true>;

@@ -70,7 +70,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "jobs", flag: "--jobs", env: "SHARDGUARD_JOBS", toml: "jobs", kind: "posint", help: "shard processes at once (default 4)" },
   { key: "timeout", flag: "--timeout", env: "SHARDGUARD_TIMEOUT", toml: "timeout", kind: "seconds", help: "wall-clock seconds per shard before its process group is killed (default 1800)" },
   { key: "grace", flag: "--grace", env: "SHARDGUARD_GRACE", toml: "grace", kind: "nonnegSeconds", help: "seconds between SIGTERM and SIGKILL (default 5)" },
-  { key: "filesPerShard", flag: "--files-per-shard", env: "SHARDGUARD_FILES_PER_SHARD", toml: "files-per-shard", kind: "posint", help: "test files per shard process (default 1)" },
+  { key: "filesPerShard", flag: "--files-per-shard", env: "SHARDGUARD_FILES_PER_SHARD", toml: "files-per-shard", kind: "posint", help: "test files per shard, i.e. per bun test process on this machine (default 1); --shard I/N is another thing: a slice of the plan for one CI machine" },
   { key: "out", flag: "--out", env: "SHARDGUARD_OUT", toml: "out", kind: "path", help: "output directory (default .shardguard under root)" },
   { key: "junit", flag: "--junit", env: "SHARDGUARD_JUNIT", toml: "junit", kind: "path", help: "JUnit XML path (default OUT/junit.xml)" },
   { key: "json", flag: "--json", env: "SHARDGUARD_JSON", toml: "json", kind: "path", help: "JSON report path (default OUT/report.json)" },

@@ -104,6 +104,14 @@ export interface CtrfReport {
       cancelledBy: RunReport["cancelledBy"];
       exitCode: number | null;
       shards: { index: number; status: ShardResult["status"]; reason: string; logPath: string | null }[];
+      /** `--shard I/N`: which slice of the plan this report covers. */
+      slice?: { index: number; count: number };
+      /** Hash of the sliced plan (sliced and merged reports). */
+      planHash?: string;
+      /** Run ids of the slices a merged report was made of (null: the slice reported nothing). */
+      mergedFrom?: { slice: number; runId: string | null }[];
+      /** `--last-failed`: the run whose non-passing files this run reran. */
+      rerunOf?: string;
     };
   };
 }
@@ -154,6 +162,10 @@ export function buildCtrf(report: RunReport): CtrfReport {
         cancelledBy: valid.cancelledBy,
         exitCode: valid.exitCode,
         shards: valid.shards.map((s) => ({ index: s.index, status: s.status, reason: s.reason, logPath: s.logPath })),
+        ...(valid.slice ? { slice: { index: valid.slice.index, count: valid.slice.count } } : {}),
+        ...(valid.plan ? { planHash: valid.plan.hash } : {}),
+        ...(valid.merged ? { mergedFrom: valid.merged.slices.map((s) => ({ slice: s.index, runId: s.runId })) } : {}),
+        ...(valid.rerunOf ? { rerunOf: valid.rerunOf.runId } : {}),
       },
     },
   };

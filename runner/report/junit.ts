@@ -76,6 +76,7 @@ export function renderJUnit(report: RunReport, options: JUnitOptions = {}): stri
 
   const totals = { tests: 0, failures: 0, errors: 0, skipped: 0 };
   const suites: string[] = [];
+  const sliceOf = new Map((report.plan?.shards ?? []).flatMap((s) => s.files.map((f) => [f, s.slice] as const)));
   for (const [file, entries] of groupByFile(report.shards)) {
     const cases = uniqueNames(entries).map(({ entry, name }) => renderTestcase(entry, name, file, maxBytes));
     const counts = { tests: cases.length, failures: 0, errors: 0, skipped: 0 };
@@ -89,6 +90,7 @@ export function renderJUnit(report: RunReport, options: JUnitOptions = {}): stri
     totals.errors += counts.errors;
     totals.skipped += counts.skipped;
     const timeMs = entries.reduce((sum, e) => sum + e.test.durationMs, 0);
+    const props = suiteProperties(report, sliceOf.get(file));
     const startedAt = entries.map((e) => e.shard.startedAt).filter((s): s is string => s !== null).sort()[0];
     suites.push(
       `  <testsuite${attrs({
@@ -100,12 +102,13 @@ export function renderJUnit(report: RunReport, options: JUnitOptions = {}): stri
         time: formatSeconds(timeMs),
         timestamp: startedAt ?? report.startedAt,
         file,
-      })}>\n${cases.map((c) => c.xml).join("")}  </testsuite>\n`,
+      })}>\n${props}${cases.map((c) => c.xml).join("")}  </testsuite>\n`,
     );
   }
 
   const rootAttrs = attrs({
-    name: "shardguard",
+    // A slice says so where every consumer shows it (<testsuites> has no properties in the XSD).
+    name: report.slice ? `shardguard slice ${report.slice.index}/${report.slice.count}` : "shardguard",
     tests: totals.tests,
     failures: totals.failures,
     errors: totals.errors,
@@ -114,6 +117,22 @@ export function renderJUnit(report: RunReport, options: JUnitOptions = {}): stri
     timestamp: report.startedAt,
   });
   return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites${rootAttrs}>\n${suites.join("")}</testsuites>\n`;
+}
+
+/**
+ * `<properties>` of a file's suite in a sliced, merged or rerun report:
+ * `shardguard.slice` (the slice that ran the file, "I/N"), `shardguard.plan-hash`,
+ * `shardguard.rerun-of` (run id). Empty for a plain run, whose XML stays as it was.
+ */
+function suiteProperties(report: RunReport, slice: number | undefined): string {
+  const props: [string, string][] = [];
+  if (report.plan) {
+    if (slice !== undefined) props.push(["shardguard.slice", `${slice}/${report.plan.slices}`]);
+    props.push(["shardguard.plan-hash", report.plan.hash]);
+  }
+  if (report.rerunOf) props.push(["shardguard.rerun-of", report.rerunOf.runId]);
+  if (props.length === 0) return "";
+  return `    <properties>\n${props.map(([name, value]) => `      <property${attrs({ name, value })}/>\n`).join("")}    </properties>\n`;
 }
 
 /**

@@ -138,6 +138,62 @@ export const ShardResultSchema = z.object({
 });
 export type ShardResult = z.infer<typeof ShardResultSchema>;
 
+/**
+ * The plan of a sliced run (docs/sharding.md): every planned shard in plan
+ * order with its files and the slice (1-based, of `slices`) that runs it.
+ * `hash` is 16 hex digits of SHA-256 over the slice count and the shards'
+ * files and slices (runner/plan/slice.ts), the same on every machine that
+ * planned the same files the same way.
+ */
+export const PlanManifestSchema = z.object({
+  hash: z.string().regex(/^[0-9a-f]{16}$/),
+  /** N of `--shard I/N`. */
+  slices: z.number().int().positive(),
+  shards: z.array(
+    z.object({
+      /** 1-based position in the whole plan. */
+      index: z.number().int().positive(),
+      slug: z.string(),
+      files: z.array(z.string()).min(1),
+      /** 1-based slice that runs this shard. */
+      slice: z.number().int().positive(),
+    }),
+  ),
+});
+export type PlanManifest = z.infer<typeof PlanManifestSchema>;
+
+/** `--shard I/N`: this report covers slice `index` of `count`. */
+export const SliceSchema = z.object({
+  index: z.number().int().positive(),
+  count: z.number().int().positive(),
+});
+export type SliceRef = z.infer<typeof SliceSchema>;
+
+/** What `shardguard merge` read: one entry per slice of the plan, in slice order. */
+export const MergedFromSchema = z.object({
+  slices: z.array(
+    z.object({
+      index: z.number().int().positive(),
+      /** The slice's own run id; null when the slice reported nothing. */
+      runId: z.string().nullable(),
+      /** The slice run's exit code (null: unfinished, or nothing reported). */
+      exitCode: z.number().int().nullable(),
+      /** The directory its report.json was read from; null when none was found. */
+      source: z.string().nullable(),
+    }),
+  ),
+});
+export type MergedFrom = z.infer<typeof MergedFromSchema>;
+
+/** `--last-failed`: the earlier run whose failed, timed-out, crashed and never-started files this run reran. */
+export const RerunOfSchema = z.object({
+  runId: z.string(),
+  startedAt: z.string(),
+  /** Files rerun, relative to the root, in plan order. */
+  files: z.array(z.string()),
+});
+export type RerunOf = z.infer<typeof RerunOfSchema>;
+
 const countsShape = <T extends readonly string[]>(keys: T) =>
   z.object(Object.fromEntries(keys.map((k) => [k, z.number().int().nonnegative()])) as {
     [K in T[number]]: z.ZodNumber;
@@ -191,6 +247,19 @@ export const RunReportSchema = z.object({
   sweeps: z
     .object({ staleRuns: z.array(EscapeeSchema), endOfRun: z.array(EscapeeSchema) })
     .default({ staleRuns: [], endOfRun: [] }),
+  /**
+   * The whole plan, when it was split into slices for several machines
+   * (`--shard I/N`) or merged from them: every planned shard with its files
+   * and its slice, and a hash of exactly that, so a merge can check that its
+   * inputs share one plan and that every planned file was reported.
+   */
+  plan: PlanManifestSchema.nullable().default(null),
+  /** Which slice of {@link plan} this report covers (`--shard I/N`); null for a whole plan. */
+  slice: SliceSchema.nullable().default(null),
+  /** Set by `shardguard merge`: the slices it read and which reported nothing. */
+  merged: MergedFromSchema.nullable().default(null),
+  /** Set when the run was `--last-failed`: the run whose non-passing files it reran. */
+  rerunOf: RerunOfSchema.nullable().default(null),
   shards: z.array(ShardResultSchema),
 });
 export type RunReport = z.infer<typeof RunReportSchema>;

@@ -73,5 +73,9 @@ export function makeReport(shards: ShardResult[], fields: Partial<RunReport> = {
     ...fields,
     sweeps: fields.sweeps ?? { staleRuns: [], endOfRun: [] },
     preset: fields.preset ?? null,
+    plan: fields.plan ?? null,
+    slice: fields.slice ?? null,
+    merged: fields.merged ?? null,
+    rerunOf: fields.rerunOf ?? null,
   };
 }

@@ -1,0 +1,125 @@
+/**
+ * `shardguard merge DIR... [--out DIR] [--update-timings FILE]`: reads the
+ * report.json of each slice's output directory, merges them against the plan
+ * (results/merge.ts) and writes the merged JUnit, JSON and CTRF reports,
+ * each rendered from the merged model (never concatenated).
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import { ConfigError } from "../config/schema.ts";
+import { summaryLines } from "../report/console.ts";
+import { renderCtrf } from "../report/ctrf.ts";
+import { renderJson } from "../report/json.ts";
+import { renderJUnit } from "../report/junit.ts";
+import { fileDurations, mergeSlices, MergeError, type SliceReport } from "../results/merge.ts";
+import { EXIT, RunReportSchema } from "../results/model.ts";
+import { writeFileAtomic } from "../util/atomic.ts";
+import { plural } from "../util/format.ts";
+import { TOOL_VERSION } from "../util/version.ts";
+import type { Host } from "./host.ts";
+import { newRunId } from "./run.ts";
+
+/** What `shardguard merge` was asked to do; paths absolute. */
+export interface MergeCommandInputs {
+  /** Slice output directories (each holding report.json), or report.json files themselves. */
+  sources: string[];
+  /** Where junit.xml, report.json and ctrf.json of the merge go. */
+  out: string;
+  /** Bun timings file to merge the measured per-file durations into; null for none. */
+  updateTimings: string | null;
+}
+
+/** Default output directory of a merge, relative to the working directory. */
+export const DEFAULT_MERGE_OUT = path.join(".shardguard", "merged");
+
+/**
+ * Merges, writes and prints the summary.
+ *
+ * @returns 0 when every planned file passed (and every slice exited 0), else 1
+ * @throws ConfigError (exit 2, nothing written) when no report is found, a
+ *   report cannot be read, the slices' plan hashes differ, a slice is given
+ *   twice, a file is reported twice, or the timings file is malformed
+ */
+export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Promise<number> {
+  const slices: SliceReport[] = [];
+  for (const source of inputs.sources) {
+    const file = existsSync(source) && statSync(source).isDirectory() ? path.join(source, "report.json") : source;
+    if (!existsSync(file)) {
+      // A slice whose runner died before its first report uploads an empty
+      // directory: its files count as never-started, not as a usage error.
+      host.stderr(`shardguard: warning: ${source} holds no report.json; skipped (its slice counts as reporting nothing)`);
+      continue;
+    }
+    slices.push({ source, report: readReport(file) });
+  }
+  if (slices.length === 0) throw new ConfigError(`no slice report found in ${inputs.sources.join(", ")} (each DIR is the OUT of a shardguard run --shard I/N)`);
+  const previousTimings = inputs.updateTimings ? readTimingsFile(inputs.updateTimings) : null;
+
+  let report;
+  try {
+    report = mergeSlices(slices, { runId: newRunId(), toolVersion: TOOL_VERSION, now: new Date() });
+  } catch (error) {
+    if (error instanceof MergeError) throw new ConfigError(error.message);
+    throw error;
+  }
+
+  for (const s of report.merged!.slices) {
+    const count = report.plan!.shards.filter((x) => x.slice === s.index).reduce((n, x) => n + x.files.length, 0);
+    host.stdout(
+      s.runId === null
+        ? `shardguard: slice ${s.index}/${report.plan!.slices}: reported nothing; its ${plural(count, "file")} are never-started`
+        : `shardguard: slice ${s.index}/${report.plan!.slices}: run ${s.runId}, exit ${s.exitCode ?? "none (unfinished)"}, ${plural(count, "file")} (${s.source})`,
+    );
+  }
+  await mkdir(inputs.out, { recursive: true });
+  const paths = { junit: path.join(inputs.out, "junit.xml"), json: path.join(inputs.out, "report.json"), ctrf: path.join(inputs.out, "ctrf.json") };
+  await writeFileAtomic(paths.junit, renderJUnit(report));
+  await writeFileAtomic(paths.json, renderJson(report));
+  await writeFileAtomic(paths.ctrf, renderCtrf(report));
+  if (inputs.updateTimings) {
+    const measured = fileDurations(report);
+    await writeFileAtomic(inputs.updateTimings, renderTimings(previousTimings, measured));
+    host.stdout(`shardguard: timings of ${plural(measured.size, "file")} merged into ${inputs.updateTimings}`);
+  }
+  for (const line of summaryLines(report, paths)) host.stdout(line);
+  return report.exitCode ?? EXIT.failed;
+}
+
+function readReport(file: string) {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  const parsed = RunReportSchema.safeParse(json);
+  if (!parsed.success) throw new ConfigError(`${file} is not a shardguard report.json of schema version 1`);
+  return parsed.data;
+}
+
+// Bun's timings format ({"version":1,"files":{"<path>":<ms>}}, paths relative
+// to the root). Another change adds a reader of its own under plan/ for
+// `run --timings`; these two should become one when both are in.
+const TimingsSchema = z.object({ version: z.literal(1), files: z.record(z.string(), z.number().nonnegative()) });
+
+function readTimingsFile(file: string): z.infer<typeof TimingsSchema> | null {
+  if (!existsSync(file)) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    json = null;
+  }
+  const parsed = TimingsSchema.safeParse(json);
+  if (!parsed.success) throw new ConfigError(`invalid --update-timings ${JSON.stringify(file)}: expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`);
+  return parsed.data;
+}
+
+function renderTimings(previous: z.infer<typeof TimingsSchema> | null, measured: ReadonlyMap<string, number>): string {
+  const files: Record<string, number> = { ...(previous?.files ?? {}) };
+  for (const [file, ms] of measured) files[file] = Math.round(ms);
+  const sorted = Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]!]));
+  return `${JSON.stringify({ version: 1, files: sorted }, null, 2)}\n`;
+}

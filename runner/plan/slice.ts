@@ -1,0 +1,132 @@
+/**
+ * Slicing a plan for several machines (`--shard I/N`, after Playwright's
+ * `--shard`): every machine computes the same plan (same files, same order,
+ * same shards), splits it the same way into N disjoint slices of whole
+ * shards, and runs only its own. Slices are sets of shards; a shard (one
+ * `bun test` process group) is never split across machines.
+ *
+ * Pure: no file is read here; durations come in as a map.
+ */
+import { createHash } from "node:crypto";
+import { ConfigError } from "../config/schema.ts";
+import type { Plan, PlannedShard } from "./plan.ts";
+
+/** `--shard I/N`: slice `index` (1-based) of `count`. */
+export interface SliceSpec {
+  index: number;
+  count: number;
+}
+
+/** One planned shard of the whole plan and the slice that runs it. */
+export interface ManifestShard {
+  /** 1-based position in the whole plan. */
+  index: number;
+  slug: string;
+  files: string[];
+  /** 1-based slice. */
+  slice: number;
+}
+
+/** The whole plan as every slice records it (RunReport.plan): shards with their slices and a hash of exactly that. */
+export interface SliceManifest {
+  /** 16 hex digits of SHA-256 over `slices` and each shard's files and slice. */
+  hash: string;
+  slices: number;
+  shards: ManifestShard[];
+}
+
+/** Largest N accepted by `--shard I/N`. */
+export const MAX_SLICES = 10_000;
+
+/**
+ * Parses `I/N`.
+ *
+ * @throws ConfigError naming the value and what is accepted
+ */
+export function parseSliceSpec(raw: string): SliceSpec {
+  const m = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(raw);
+  const index = m ? Number(m[1]) : NaN;
+  const count = m ? Number(m[2]) : NaN;
+  if (!m || index < 1 || count < 1 || index > count || count > MAX_SLICES) {
+    throw new ConfigError(`invalid --shard ${JSON.stringify(raw)}: expected I/N, the slice I of N machines, with 1 <= I <= N <= ${MAX_SLICES} (e.g. --shard 2/3)`);
+  }
+  return { index, count };
+}
+
+/**
+ * Splits shards into `count` disjoint slices that together hold every shard.
+ *
+ * Greedy longest-first (LPT): shards by weight, heaviest first (ties in plan
+ * order), each into the lightest slice so far (ties: the slice with fewer
+ * shards, then the lower number). The weight of a shard is the sum of its
+ * files' recorded durations in ms when `durations` knows any planned file (a
+ * file without a record counts as the mean of the recorded ones), else its
+ * number of files. An empty slice always weighs least, so no slice is empty
+ * while `count` is at most the number of shards. Each slice keeps plan order.
+ *
+ * @param durations file (relative to the root, as in the plan) → ms, e.g. from Bun's timings file
+ * @returns `count` arrays of shards, slice 1 first
+ */
+export function sliceShards(shards: readonly PlannedShard[], count: number, durations: ReadonlyMap<string, number> = new Map()): PlannedShard[][] {
+  const known = shards.flatMap((s) => s.files).filter((f) => durations.has(f));
+  const mean = known.length > 0 ? known.reduce((sum, f) => sum + durations.get(f)!, 0) / known.length : 0;
+  const weight = (s: PlannedShard) => (known.length > 0 ? s.files.reduce((sum, f) => sum + (durations.get(f) ?? mean), 0) : s.files.length);
+  const order = shards
+    .map((shard, position) => ({ shard, position, w: weight(shard) }))
+    .sort((a, b) => b.w - a.w || a.position - b.position);
+  const slices = Array.from({ length: count }, () => ({ w: 0, items: [] as { shard: PlannedShard; position: number }[] }));
+  for (const item of order) {
+    let best = 0;
+    for (let i = 1; i < count; i++) {
+      const a = slices[i]!;
+      const b = slices[best]!;
+      if (a.w < b.w || (a.w === b.w && a.items.length < b.items.length)) best = i;
+    }
+    slices[best]!.w += item.w;
+    slices[best]!.items.push(item);
+  }
+  return slices.map((s) => s.items.sort((a, b) => a.position - b.position).map((i) => i.shard));
+}
+
+/**
+ * The manifest of a sliced plan: every shard in plan order with its slice,
+ * and the plan hash. Two machines get the same hash exactly when they
+ * planned the same files into the same shards and slices.
+ */
+export function sliceManifest(shards: readonly PlannedShard[], slices: readonly (readonly PlannedShard[])[]): SliceManifest {
+  const sliceOf = new Map<number, number>();
+  slices.forEach((slice, i) => slice.forEach((s) => sliceOf.set(s.index, i + 1)));
+  const entries = shards.map((s) => ({ index: s.index, slug: s.slug, files: [...s.files], slice: sliceOf.get(s.index) ?? 0 }));
+  const hash = createHash("sha256")
+    .update(JSON.stringify({ slices: slices.length, shards: entries.map((e) => [e.files, e.slice]) }))
+    .digest("hex")
+    .slice(0, 16);
+  return { hash, slices: slices.length, shards: entries };
+}
+
+/** A plan cut down to one slice, the manifest of the whole, and the slice's shard count. */
+export interface SlicedPlan {
+  /** Only this slice's shards, renumbered 1..k in plan order (console lines and logs count within the machine). */
+  plan: Plan;
+  manifest: SliceManifest;
+  spec: SliceSpec;
+}
+
+/**
+ * Slices `plan` and keeps slice `spec.index`. The slice's plan may have no
+ * shard (N larger than the number of shards); the caller says so and runs nothing.
+ */
+export function slicePlan(plan: Plan, spec: SliceSpec, durations?: ReadonlyMap<string, number>): SlicedPlan {
+  const slices = sliceShards(plan.shards, spec.count, durations);
+  const mine = slices[spec.index - 1] ?? [];
+  const files = new Set(mine.flatMap((s) => s.files));
+  return {
+    plan: {
+      ...plan,
+      shards: mine.map((s, i) => ({ ...s, index: i + 1 })),
+      included: new Map([...plan.included].filter(([f]) => files.has(f))),
+    },
+    manifest: sliceManifest(plan.shards, slices),
+    spec,
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * Merging the reports of the slices of one plan (`shardguard merge`,
+ * docs/sharding.md) into one report of the whole plan, and the completeness
+ * rule: every planned file is in the merged report, the files of a slice
+ * that reported nothing are `never-started`, and no file is taken from two
+ * reports. Pure: reports in, report out; reading and writing is the app's.
+ */
+import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type PlanManifest, type RunReport, type ShardResult } from "./model.ts";
+import { decideShard } from "./verdict.ts";
+
+/** One slice's report and where it was read from (named in errors). */
+export interface SliceReport {
+  source: string;
+  report: RunReport;
+}
+
+/** Inputs that cannot be merged honestly: the CLI prints the message and exits 2. */
+export class MergeError extends Error {
+  override name = "MergeError";
+}
+
+/** Values of the merged report that do not come from the slices. */
+export interface MergeOptions {
+  runId: string;
+  toolVersion: string;
+  /** Stands in for a finish time no slice recorded. */
+  now: Date;
+}
+
+const label = (s: SliceReport) => `slice ${s.report.slice?.index}/${s.report.slice?.count} (${s.source})`;
+
+/**
+ * Merges slice reports into one report of the whole plan.
+ *
+ * Shards come in plan order, renumbered 1..k (a slice numbers its shards
+ * within itself). Exit code: 0 only when every planned shard passed (or was
+ * skipped by diff) and every slice run itself exited 0; else 1.
+ *
+ * @throws MergeError (exit 2) when there is no input, an input is not a
+ *   slice report, the inputs carry different plan hashes (the message names
+ *   the slices and their hashes), two inputs are the same slice, or a file is
+ *   reported twice or by a slice the plan did not give it to
+ */
+export function mergeSlices(inputs: readonly SliceReport[], options: MergeOptions): RunReport {
+  if (inputs.length === 0) throw new MergeError("no slice report to merge");
+  for (const input of inputs) {
+    if (!input.report.plan || !input.report.slice) {
+      throw new MergeError(`${input.source}: run ${input.report.runId} is not a slice of a plan (it was not run with --shard I/N)`);
+    }
+  }
+  const hashes = new Set(inputs.map((i) => i.report.plan!.hash));
+  if (hashes.size > 1) {
+    throw new MergeError(
+      `the slices come from different plans: ${inputs.map((i) => `${label(i)} has plan hash ${i.report.plan!.hash}`).join(", ")}; ` +
+        "every slice must plan the same files the same way (same PATTERNs, --files-per-shard, N and timings)",
+    );
+  }
+  const plan: PlanManifest = inputs[0]!.report.plan!;
+  const bySlice = new Map<number, SliceReport>();
+  for (const input of inputs) {
+    const other = bySlice.get(input.report.slice!.index);
+    if (other) throw new MergeError(`slice ${input.report.slice!.index}/${plan.slices} was given twice: ${other.source} and ${input.source}`);
+    bySlice.set(input.report.slice!.index, input);
+  }
+
+  const planned = new Map(plan.shards.flatMap((s) => s.files.map((f) => [f, s] as const)));
+  const reportedBy = new Map<string, SliceReport>();
+  const shards: ShardResult[] = [];
+  for (const input of inputs) {
+    const index = input.report.slice!.index;
+    for (const shard of input.report.shards) {
+      for (const file of shard.files) {
+        const first = reportedBy.get(file);
+        if (first) throw new MergeError(`${file} is reported by ${label(first)} and ${label(input)}; a file belongs to one slice`);
+        reportedBy.set(file, input);
+        const owner = planned.get(file);
+        if (!owner) throw new MergeError(`${label(input)} reports ${file}, which is not in the plan`);
+        if (owner.slice !== index) throw new MergeError(`${label(input)} reports ${file}, which the plan gives to slice ${owner.slice}/${plan.slices}`);
+      }
+      shards.push(shard);
+    }
+  }
+  // Every planned file not reported: its slice reported nothing, or left it out.
+  for (const owner of plan.shards) {
+    const missing = owner.files.filter((f) => !reportedBy.has(f));
+    if (missing.length === 0) continue;
+    const reason = bySlice.has(owner.slice)
+      ? `slice ${owner.slice}/${plan.slices} did not report this file`
+      : `slice ${owner.slice}/${plan.slices} reported nothing`;
+    shards.push(neverStarted(owner.index, owner.slug, missing, reason));
+  }
+
+  const position = new Map(plan.shards.flatMap((s) => s.files).map((f, i) => [f, i]));
+  const ordered = shards
+    .map((s) => ({ s, at: Math.min(...s.files.map((f) => position.get(f) ?? Infinity)) }))
+    .sort((a, b) => a.at - b.at)
+    .map(({ s }, i) => ({ ...s, index: i + 1 }));
+
+  const reports = [...bySlice.values()].map((i) => i.report);
+  const first = [...bySlice.entries()].sort((a, b) => a[0] - b[0])[0]![1].report;
+  const startedAt = reports.map((r) => r.startedAt).sort()[0]!;
+  const finishes = reports.map((r) => r.finishedAt);
+  const finishedAt = finishes.every((f) => f !== null) ? (finishes as string[]).sort().at(-1)! : options.now.toISOString();
+  const allSlices = Array.from({ length: plan.slices }, (_, i) => i + 1);
+  const everyOk =
+    ordered.every((s) => SUCCESSFUL_SHARD_STATUSES.has(s.status)) &&
+    allSlices.every((i) => bySlice.get(i)?.report.exitCode === EXIT.ok || (!bySlice.has(i) && !plan.shards.some((s) => s.slice === i)));
+  return {
+    schemaVersion: REPORT_SCHEMA_VERSION,
+    runId: options.runId,
+    completed: allSlices.every((i) => bySlice.get(i)?.report.completed === true),
+    cancelledBy: null,
+    startedAt,
+    finishedAt,
+    durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(startedAt)),
+    exitCode: everyOk ? EXIT.ok : EXIT.failed,
+    root: first.root,
+    tool: { name: "shardguard", version: options.toolVersion },
+    bun: first.bun,
+    settings: first.settings,
+    summary: summarize(ordered),
+    preset: first.preset,
+    sweeps: { staleRuns: reports.flatMap((r) => r.sweeps.staleRuns), endOfRun: reports.flatMap((r) => r.sweeps.endOfRun) },
+    plan,
+    slice: null,
+    merged: {
+      slices: allSlices.map((i) => {
+        const input = bySlice.get(i);
+        return { index: i, runId: input?.report.runId ?? null, exitCode: input?.report.exitCode ?? null, source: input?.source ?? null };
+      }),
+    },
+    rerunOf: null,
+    shards: ordered,
+  };
+}
+
+/** A planned shard nobody reported: never started, with the reason on every file. */
+function neverStarted(index: number, slug: string, files: string[], reason: string): ShardResult {
+  return decideShard({
+    index,
+    slug,
+    files,
+    process: { started: false, notStartedReason: reason, exitCode: null, signal: null, killedBy: null, escalated: false, durationMs: 0, startedAt: null },
+    junit: null,
+    events: null,
+    passWithNoTests: false,
+    timeoutMs: 1,
+    graceMs: 0,
+    logPath: null,
+    logIncomplete: false,
+  });
+}
+
+/**
+ * Per-file durations in ms measured by the shards that ran (for Bun's
+ * timings file): a one-file shard's wall time, else the sum of each file's
+ * test times. Files that never started or were skipped by diff have none.
+ */
+export function fileDurations(report: RunReport): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const shard of report.shards) {
+    if (shard.startedAt === null || shard.status === "never-started" || shard.status === "skipped-by-diff") continue;
+    if (shard.files.length === 1) {
+      out.set(shard.files[0]!, shard.durationMs);
+      continue;
+    }
+    for (const file of shard.files) out.set(file, shard.tests.filter((t) => t.file === file).reduce((sum, t) => sum + t.durationMs, 0));
+  }
+  return out;
+}
