@@ -1,0 +1,211 @@
+/**
+ * Beyond one machine, end to end with the real CLI and real `bun test`
+ * children: slices of a plan (`--shard I/N`), `shardguard merge` against the
+ * plan (a lost slice, a plan-hash mismatch), and `--last-failed`.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { XMLParser } from "fast-xml-parser";
+import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
+import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
+import { validateJUnitXml } from "./helpers/xsd.ts";
+import type { RunReport } from "../runner/results/model.ts";
+
+afterAll(removeSuites);
+
+const pass = fixtureFiles("pass")["pass.test.ts"]!;
+const fail = fixtureFiles("fail")["fail.test.ts"]!;
+/** Seven files: six pass, one fails. */
+const suiteFiles = (): Record<string, string> => {
+  const files: Record<string, string> = {};
+  for (const name of ["a", "b", "c", "d", "e", "f"]) files[`t/${name}.test.ts`] = pass;
+  files["t/g.test.ts"] = fail;
+  return files;
+};
+const parseXml = (xml: string) =>
+  new XMLParser({ ignoreAttributes: false, isArray: (n) => ["testsuite", "testcase", "property"].includes(n) }).parse(xml);
+
+describe("three slices of a suite, one lost, merged", () => {
+  let dir: string;
+  const slices: { run: CliRun; report: RunReport }[] = [];
+  let merged: CliRun;
+  let mergedReport: RunReport;
+  let complete: CliRun;
+  beforeAll(async () => {
+    dir = makeSuite(suiteFiles());
+    for (const i of [1, 2, 3]) {
+      const run = await runCli(["run", "--root", dir, "--out", path.join(dir, `out${i}`), "--shard", `${i}/3`, "--jobs", "2"]);
+      slices.push({ run, report: readReport(dir, path.join(dir, `out${i}`, "report.json")) });
+    }
+    // Slice 2's artifact is lost: the merge gets only slices 1 and 3.
+    merged = await runCli(["merge", path.join(dir, "out1"), path.join(dir, "out3"), "--out", path.join(dir, "merged")]);
+    mergedReport = readReport(dir, path.join(dir, "merged", "report.json"));
+    complete = await runCli(["merge", "out3", "out1", "out2", "--out", "all"], { cwd: dir });
+  });
+
+  test("the slices are disjoint, cover the plan and share one plan hash", () => {
+    const plan = slices[0]!.report.plan!;
+    const planned = plan.shards.flatMap((s) => s.files);
+    expect(planned).toHaveLength(7);
+    const ran = slices.flatMap((s) => s.report.shards.flatMap((x) => x.files));
+    expect([...ran].sort()).toEqual([...planned].sort());
+    expect(new Set(ran).size).toBe(ran.length);
+    expect(new Set(slices.map((s) => s.report.plan!.hash)).size).toBe(1);
+    slices.forEach((s, i) => {
+      expect(s.report.slice).toEqual({ index: i + 1, count: 3 });
+      // Each slice ran exactly what the manifest gives it.
+      expect(s.report.shards.flatMap((x) => x.files).sort()).toEqual(plan.shards.filter((x) => x.slice === i + 1).flatMap((x) => x.files).sort());
+    });
+  });
+
+  test("a slice's JUnit says which slice it is and stays valid against the XSD; CTRF says so in extra", async () => {
+    const xml = readFileSync(path.join(dir, "out2", "junit.xml"), "utf8");
+    expect((await validateJUnitXml(xml)).errors).toEqual([]);
+    const doc = parseXml(xml);
+    expect(doc.testsuites["@_name"]).toBe("shardguard slice 2/3");
+    for (const suite of doc.testsuites.testsuite) {
+      const props = Object.fromEntries(suite.properties.property.map((p: Record<string, string>) => [p["@_name"], p["@_value"]]));
+      expect(props).toEqual({ "shardguard.slice": "2/3", "shardguard.plan-hash": slices[1]!.report.plan!.hash });
+    }
+    const ctrf = JSON.parse(readFileSync(path.join(dir, "out2", "ctrf.json"), "utf8"));
+    expect(ctrf.results.extra.slice).toEqual({ index: 2, count: 3 });
+    expect(ctrf.results.extra.planHash).toBe(slices[1]!.report.plan!.hash);
+  });
+
+  test("the merge covers the plan, the lost slice's files are never-started, exit 1", async () => {
+    expect(merged.code).toBe(1);
+    const planned = slices[0]!.report.plan!.shards.flatMap((s) => s.files);
+    expect(mergedReport.shards.flatMap((s) => s.files)).toEqual(planned); // plan order
+    expect(mergedReport.shards.map((s) => s.index)).toEqual(planned.map((_, i) => i + 1));
+    const lost = new Set(slices[1]!.report.shards.flatMap((s) => s.files));
+    for (const shard of mergedReport.shards) {
+      const fromLost = shard.files.every((f) => lost.has(f));
+      if (fromLost) {
+        expect(shard.status).toBe("never-started");
+        expect(shard.reason).toBe("slice 2/3 reported nothing");
+        expect(shard.tests.every((t) => t.status === "never-started" && t.failure?.message === "slice 2/3 reported nothing")).toBe(true);
+      } else {
+        expect(shard.status).not.toBe("never-started");
+      }
+    }
+    expect(mergedReport.merged!.slices.map((s) => s.runId === null)).toEqual([false, true, false]);
+    expect(merged.stdout).toContain("slice 2/3: reported nothing");
+    const xml = readFileSync(path.join(dir, "merged", "junit.xml"), "utf8");
+    expect((await validateJUnitXml(xml)).errors).toEqual([]);
+    const doc = parseXml(xml);
+    expect(doc.testsuites["@_name"]).toBe("shardguard");
+    expect(doc.testsuites.testsuite.map((s: Record<string, string>) => s["@_name"])).toEqual(planned);
+    expect(xml.match(/type="never-started" message="slice 2\/3 reported nothing"/g)?.length).toBe(lost.size);
+  });
+
+  test("the complete merge has every slice's tests and exits 1 only for the failing file", () => {
+    expect(complete.code).toBe(1);
+    const report = readReport(dir, path.join(dir, "all", "report.json"));
+    expect(report.summary.shards).toMatchObject({ passed: 6, failed: 1, "never-started": 0, total: 7 });
+    const ctrf = JSON.parse(readFileSync(path.join(dir, "all", "ctrf.json"), "utf8"));
+    expect(ctrf.results.summary.tests).toBe(report.summary.tests.total);
+    expect(ctrf.results.extra.mergedFrom.map((m: { slice: number }) => m.slice)).toEqual([1, 2, 3]);
+  });
+});
+
+describe("merge refuses what it cannot merge honestly (exit 2)", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = makeSuite({ "a.test.ts": pass, "b.test.ts": pass, "c.test.ts": pass });
+    await runCli(["run", "--root", dir, "--out", path.join(dir, "s1"), "--shard", "1/2"]);
+    // Another plan: two files per shard on the machine of slice 2.
+    await runCli(["run", "--root", dir, "--out", path.join(dir, "s2"), "--shard", "2/2", "--files-per-shard", "2"]);
+  });
+
+  test("a plan-hash mismatch names the slices", async () => {
+    const run = await runCli(["merge", "s1", "s2", "--out", "m"], { cwd: dir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/different plans: slice 1\/2 \(.*s1\) has plan hash [0-9a-f]{16}, slice 2\/2 \(.*s2\) has plan hash [0-9a-f]{16}/);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  test("the same slice twice, no report at all, an unknown flag", async () => {
+    mkdirSync(path.join(dir, "s1copy"));
+    cpSync(path.join(dir, "s1", "report.json"), path.join(dir, "s1copy", "report.json"));
+    expect((await runCli(["merge", "s1", "s1copy"], { cwd: dir })).stderr).toContain("slice 1/2 was given twice");
+    mkdirSync(path.join(dir, "empty"));
+    const none = await runCli(["merge", "empty"], { cwd: dir });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("no slice report found");
+    expect((await runCli(["merge", "s1", "--jobs", "2"], { cwd: dir })).code).toBe(2);
+  });
+});
+
+describe("--shard on the command line", () => {
+  test("more slices than shards: the empty slice runs nothing, says so, reports the plan and exits 0", async () => {
+    const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": pass });
+    const run = await runCli(["run", "--root", dir, "--shard", "4/4"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("slice 4/4: 0 shards of the plan's 2");
+    expect(run.stdout).toContain("this slice is empty");
+    const report = readReport(dir);
+    expect(report.shards).toEqual([]);
+    expect(report.plan!.shards.map((s) => s.slice)).toEqual([1, 2]);
+    const list = await runCli(["list", "--root", dir, "--shard", "2/4"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain("b.test.ts");
+    expect(list.stdout).not.toContain("a.test.ts");
+  });
+
+  test("a bad I/N, or --shard with --preset or --last-failed, exits 2 before anything runs", async () => {
+    const dir = makeSuite({ "a.test.ts": pass });
+    const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');
+    expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed"])).code).toBe(2);
+    expect((await runCli(["list", "--root", dir, "--shard", "1/2", "--preset", "gstack-paid"])).stderr).toContain("--shard does not work with --preset");
+  });
+});
+
+describe("--last-failed", () => {
+  test("reruns exactly the failed, timed-out, crashed and never-started files of the newest run, and says of which run", async () => {
+    const dir = makeSuite({
+      ...fixtureFiles("pass", "fail", "spin", "exit0"),
+      "skips.test.ts": 'import { test } from "bun:test";\ntest.skip("later", () => {});\n',
+      "queued.test.ts": pass,
+    });
+    const first = await runCli(["run", "--root", dir, "--timeout", "2", "--grace", "0.5", "--jobs", "2"]);
+    expect(first.code).toBe(1);
+    const earlier = readReport(dir);
+    // A never-started file needs a run that stopped early: the newest run's
+    // report is one whose last shard was still queued (as a killed runner leaves it).
+    const queued = makeReport(
+      [
+        ...earlier.shards.filter((s) => s.files[0] !== "queued.test.ts"),
+        makeShard({ index: 6, files: ["queued.test.ts"], status: "never-started", startedAt: null, logPath: null, reason: "queued: not started when this report was written", tests: [makeTest({ name: "adds", file: "queued.test.ts", status: "never-started" })] }),
+      ],
+      { runId: "20991231T000000Z-abcdef", completed: false, exitCode: null, finishedAt: null, root: dir },
+    );
+    mkdirSync(path.join(dir, ".shardguard", "runs", queued.runId), { recursive: true });
+    writeFileSync(path.join(dir, ".shardguard", "runs", queued.runId, "report.json"), JSON.stringify(queued));
+
+    const rerun = await runCli(["run", "--root", dir, "--last-failed", "--timeout", "2", "--grace", "0.5", "--jobs", "2"]);
+    expect(rerun.code).toBe(1);
+    expect(rerun.stdout).toContain(`rerunning 4 files of run ${queued.runId}`);
+    const report = readReport(dir);
+    expect(report.shards.flatMap((s) => s.files).sort()).toEqual(["exit0.test.ts", "fail.test.ts", "queued.test.ts", "spin.test.ts"]);
+    expect(report.rerunOf!.runId).toBe(queued.runId);
+    expect([...report.rerunOf!.files].sort()).toEqual(["exit0.test.ts", "fail.test.ts", "queued.test.ts", "spin.test.ts"]);
+    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+    expect((await validateJUnitXml(xml)).errors).toEqual([]);
+    expect(xml).toContain(`<property name="shardguard.rerun-of" value="${queued.runId}"/>`);
+    expect(JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8")).results.extra.rerunOf).toBe(queued.runId);
+  }, 60_000);
+
+  test("nothing failed: says so and exits 0; no earlier report: exit 2", async () => {
+    const dir = makeSuite({ "a.test.ts": pass });
+    const none = await runCli(["run", "--root", dir, "--last-failed"]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("--last-failed: no earlier report");
+    expect((await runCli(["run", "--root", dir])).code).toBe(0);
+    const again = await runCli(["run", "--root", dir, "--last-failed"]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("nothing to rerun: every planned file passed");
+  });
+});
