@@ -209,3 +209,37 @@ describe("--last-failed", () => {
     expect(again.stdout).toContain("nothing to rerun: every planned file passed");
   });
 });
+
+describe("examples/github/sharded-tests.yml", () => {
+  type Step = { uses?: string; run?: string; if?: string; id?: string; with?: Record<string, unknown> };
+  type Job = { needs?: string; if?: string; env?: Record<string, unknown>; strategy?: { "fail-fast"?: boolean; matrix: { slice: number[] } }; steps: Step[] };
+  const workflow = Bun.YAML.parse(readFileSync(path.join(import.meta.dir, "..", "examples", "github", "sharded-tests.yml"), "utf8")) as { jobs: Record<string, Job> };
+  const { slice, merge } = workflow.jobs as { slice: Job; merge: Job };
+
+  test("N slice jobs run their slice and upload their OUT whatever the outcome", () => {
+    expect(slice.strategy!["fail-fast"]).toBe(false);
+    expect(slice.strategy!.matrix.slice).toEqual(Array.from({ length: Number(merge.env!.SLICES) }, (_, i) => i + 1));
+    expect(slice.steps.some((s) => s.run?.includes("shardguard run --shard ${{ matrix.slice }}/${{ strategy.job-total }}"))).toBe(true);
+    const upload = slice.steps.find((s) => s.uses?.startsWith("actions/upload-artifact@"))!;
+    expect(upload.if).toBe("always()");
+    expect(upload.with!.name).toBe("shardguard-slice-${{ matrix.slice }}");
+    expect(String(upload.with!.path)).toContain(".shardguard/report.json");
+  });
+
+  test("one merge job downloads them all, merges, publishes the merged JUnit, and fails when a slice is missing", async () => {
+    expect(merge.needs).toBe("slice");
+    expect(merge.if).toContain("always()");
+    expect(merge.steps.find((s) => s.uses?.startsWith("actions/download-artifact@"))!.with).toMatchObject({ pattern: "shardguard-slice-*", path: "slices" });
+    expect(merge.steps.some((s) => s.run?.includes("shardguard merge slices/*"))).toBe(true);
+    expect(merge.steps.find((s) => s.uses?.startsWith("dorny/test-reporter@"))!.with).toMatchObject({ path: "merged/junit.xml", "fail-on-empty": true });
+    // The check step's own shell, on a download where slice 2 is missing.
+    const check = merge.steps.find((s) => s.id === "slices")!.run!;
+    const dir = makeSuite({ "slices/shardguard-slice-1/report.json": "{}", "slices/shardguard-slice-3/report.json": "{}", "slices/shardguard-slice-4/report.json": "{}", "out.txt": "" });
+    const proc = Bun.spawnSync(["bash", "-e", "-c", check], { cwd: dir, env: { ...process.env, SLICES: "4", GITHUB_OUTPUT: path.join(dir, "out.txt") } });
+    expect(proc.exitCode).toBe(0);
+    expect(proc.stdout.toString()).toContain("::error title=slice 2/4 missing::");
+    expect(readFileSync(path.join(dir, "out.txt"), "utf8")).toBe("missing=1\n");
+    const failStep = merge.steps.find((s) => s.if?.includes("steps.slices.outputs.missing == '1'"))!;
+    expect(failStep.run).toContain("exit 1");
+  });
+});
