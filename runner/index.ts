@@ -12,6 +12,8 @@
  * - Renderers, pure functions of a RunReport: {@link renderJUnit} (JUnit
  *   XML), {@link renderJson} (report.json), {@link renderCtrf} (CTRF), and
  *   {@link githubAnnotations} / {@link githubStepSummary} (GitHub Actions).
+ * - Across machines: {@link slicePlan} (`--shard I/N`), {@link mergeSlices}
+ *   (`shardguard merge`, pure), {@link filesToRerun} (`--last-failed`).
  * - Redaction: {@link makeRedactor} and {@link redactReport}, applied to a
  *   report before rendering it for anyone else.
  */
@@ -44,6 +46,9 @@ export {
   type TestStatus,
 } from "./results/model.ts";
 export { skippedByDiff } from "./results/verdict.ts";
+export { parseSliceSpec, sliceShards, sliceManifest, slicePlan, type SliceManifest, type SliceSpec } from "./plan/slice.ts";
+export { fileDurations, mergeSlices, MergeError, type SliceReport } from "./results/merge.ts";
+export { filesToRerun } from "./results/rerun.ts";
 export { renderJUnit, type JUnitOptions } from "./report/junit.ts";
 export { renderJson } from "./report/json.ts";
 export { buildCtrf, renderCtrf, CTRF_STATUS, type CtrfReport } from "./report/ctrf.ts";

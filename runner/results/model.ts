@@ -108,7 +108,7 @@ export const EscapeeSchema = z.object({
 export type EscapeeRecord = z.infer<typeof EscapeeSchema>;
 
 export const ShardResultSchema = z.object({
-  /** 1-based position in the plan. */
+  /** 1-based position in the plan (in a slice's report: within the slice; a merge renumbers in plan order). */
   index: z.number().int().positive(),
   /** Stable, filesystem-safe name derived from the shard's files. */
   slug: z.string(),
