@@ -153,6 +153,19 @@ describe("--shard on the command line", () => {
     expect(list.stdout).not.toContain("a.test.ts");
   });
 
+  test("list --shard I/N: every N from 1 to files+2 gives disjoint slices that cover the plan, one hash per N", async () => {
+    const names = ["a", "b", "c", "d", "e"].map((n) => `${n}.test.ts`);
+    const dir = makeSuite(Object.fromEntries(names.map((n) => [n, pass])));
+    for (let n = 1; n <= names.length + 2; n++) {
+      const lists = await Promise.all(Array.from({ length: n }, (_, i) => runCli(["list", "--root", dir, "--shard", `${i + 1}/${n}`])));
+      const sliceFiles = lists.map((l) => l.stdout.split("\n").filter((line) => /^ {4}\S+\.test\.ts {2}/.test(line)).map((line) => line.trim().split(/\s+/)[0]!));
+      expect(lists.every((l) => l.code === 0)).toBe(true);
+      expect(sliceFiles.flat().sort()).toEqual(names); // covering and disjoint
+      expect(sliceFiles.filter((f) => f.length === 0)).toHaveLength(Math.max(0, n - names.length));
+      expect(new Set(lists.map((l) => /plan hash ([0-9a-f]{16})/.exec(l.stdout)?.[1])).size).toBe(1);
+    }
+  }, 60_000);
+
   test("a bad I/N, or --shard with --preset or --last-failed, exits 2 before anything runs", async () => {
     const dir = makeSuite({ "a.test.ts": pass });
     const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
