@@ -166,13 +166,29 @@ describe("--shard on the command line", () => {
     }
   }, 60_000);
 
-  test("a bad I/N, or --shard with --preset or --last-failed, exits 2 before anything runs", async () => {
+  test("a bad I/N, --shard with --last-failed, or --last-failed with --preset, exits 2 before anything runs", async () => {
     const dir = makeSuite({ "a.test.ts": pass });
     const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');
     expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed"])).code).toBe(2);
-    expect((await runCli(["list", "--root", dir, "--shard", "1/2", "--preset", "gstack-paid"])).stderr).toContain("--shard does not work with --preset");
+    expect((await runCli(["run", "--root", dir, "--last-failed", "--preset", "gstack-paid"])).stderr).toContain("--last-failed does not work with --preset");
+  });
+
+  test("a preset's plan is sliced the same way, and its slices merge", async () => {
+    const dir = makeSuite({
+      "bunfig.toml": '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n',
+      "e2e/a.test.ts": pass,
+      "e2e/b.test.ts": pass,
+      "e2e/c.test.ts": fail,
+    });
+    const runs = await Promise.all([1, 2].map((i) => runCli(["run", "--preset", "slow", "--shard", `${i}/2`, "--out", `o${i}`], { cwd: dir })));
+    expect(runs.map((r) => r.stdout.match(/slice \d\/2: \d shards? of the plan's 3/)?.[0])).toEqual(["slice 1/2: 2 shards of the plan's 3", "slice 2/2: 1 shard of the plan's 3"]);
+    const merged = await runCli(["merge", "o1", "o2", "--out", "m"], { cwd: dir });
+    expect(merged.code).toBe(1);
+    const report = readReport(dir, path.join(dir, "m", "report.json"));
+    expect(report.preset?.name).toBe("slow");
+    expect(report.shards.map((s) => [s.files[0], s.status])).toEqual([["e2e/a.test.ts", "passed"], ["e2e/b.test.ts", "passed"], ["e2e/c.test.ts", "failed"]]);
   });
 });
 

@@ -11,6 +11,7 @@ import type { ParsedWithExtras } from "../config/args.ts";
 import { ConfigError } from "../config/schema.ts";
 import { startProcess } from "../exec/process.ts";
 import type { PlannedShard } from "../plan/plan.ts";
+import { slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { splitBunTestArgs } from "../preset-lib/flags.ts";
 import type { PreflightPlan } from "../preset-lib/preflight.ts";
 import { preparePresetRun, presetHeaderLines, presetPlanLines, type PreparedPresetRun } from "../preset-lib/session.ts";
@@ -19,13 +20,15 @@ import { EXIT } from "../results/model.ts";
 import { executeRun, redactingOutput } from "./execute.ts";
 import type { Host } from "./host.ts";
 import { preflight } from "./preflight.ts";
+import type { RunInputs } from "./run.ts";
+import { sliceHeader, sliceProvenance } from "./slice-run.ts";
 
 /**
  * `shardguard run|list --preset NAME [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]`.
  *
  * @throws ConfigError for any usage or configuration error (nothing started)
  */
-export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
+export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host, slice: SliceSpec | null = null): Promise<number> {
   const name = args.extras.get("--preset");
   const tier = args.extras.get("--tier");
   if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
@@ -44,11 +47,28 @@ export async function presetCommand(command: "run" | "list", args: ParsedWithExt
     commandFlags: split.flags,
     flagsWhere: `flags after "--"`,
   });
+  if (!slice) {
+    if (command === "list") {
+      for (const line of presetPlanLines(prepared)) host.stdout(line);
+      return EXIT.ok;
+    }
+    return executePresetRun(prepared, host);
+  }
+  // One slice of the preset's plan (skipped-by-diff shards included, so every
+  // machine slices the same shards): its shards, and its share of the skipped.
+  const sliced = slicePlan(prepared.plan, slice);
+  const renumbered = new Map(sliced.plan.shards.map((s) => [s.files.join("\n"), s.index]));
+  const skipped = prepared.skipped.flatMap((r) => {
+    const index = renumbered.get(r.files.join("\n"));
+    return index === undefined ? [] : [{ ...r, index }];
+  });
+  const mine: PreparedPresetRun = { ...prepared, plan: sliced.plan, skipped };
+  host.stdout(sliceHeader(sliced, prepared.plan.shards.length));
   if (command === "list") {
-    for (const line of presetPlanLines(prepared)) host.stdout(line);
+    if (sliced.plan.shards.length > 0) for (const line of presetPlanLines(mine)) host.stdout(line);
     return EXIT.ok;
   }
-  return executePresetRun(prepared, host);
+  return executePresetRun(mine, host, sliceProvenance(sliced));
 }
 
 /**
@@ -59,9 +79,10 @@ export async function presetCommand(command: "run" | "list", args: ParsedWithExt
  * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
  * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
  */
-export async function executePresetRun(p: PreparedPresetRun, host: Host): Promise<number> {
-  // A run that executes nothing must never look like a pass (as "no test files matched").
-  if (p.plan.shards.length === 0) {
+export async function executePresetRun(p: PreparedPresetRun, host: Host, provenance?: RunInputs["provenance"]): Promise<number> {
+  // A run that executes nothing must never look like a pass (as "no test files matched");
+  // an empty slice of a plan that has files runs nothing and reports so for the merge.
+  if (p.plan.shards.length === 0 && !provenance?.slice) {
     throw new ConfigError(
       `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
     );
@@ -86,6 +107,7 @@ export async function executePresetRun(p: PreparedPresetRun, host: Host): Promis
       env,
       predecided: p.skipped,
       preset: { name: p.preset.name, via: p.via, tier: p.tier?.name ?? null, selection: p.selection?.reason ?? null },
+      ...(provenance ? { provenance } : {}),
       ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
     },
     host,

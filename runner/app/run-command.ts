@@ -13,6 +13,7 @@ import { plural } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
 import { executeRun } from "./execute.ts";
 import { planLastFailed } from "./last-failed.ts";
+import { sliceHeader, sliceProvenance } from "./slice-run.ts";
 import type { RunInputs } from "./run.ts";
 import type { Host } from "./host.ts";
 import { preflight } from "./preflight.ts";
@@ -30,8 +31,8 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   const lastFailed = args.extras.get("--last-failed") === true;
   const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
   if (args.extras.has("--preset")) {
-    if (spec || lastFailed) throw new ConfigError(`${spec ? "--shard" : "--last-failed"} does not work with --preset yet (it slices or reruns a plain plan)`);
-    return await presetCommand(command, args, host);
+    if (lastFailed) throw new ConfigError(`--last-failed does not work with --preset yet (it reruns a plain plan)`);
+    return await presetCommand(command, args, host, spec);
   }
   if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
   if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
@@ -53,13 +54,10 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   }
   if (spec) {
     const sliced = slicePlan(plan, spec);
-    const m = sliced.manifest;
-    const header = `shardguard: slice ${spec.index}/${spec.count}: ${plural(sliced.plan.shards.length, "shard")} of the plan's ${plan.shards.length} (plan hash ${m.hash})`;
-    provenance = { plan: { hash: m.hash, slices: m.slices, shards: m.shards }, slice: spec };
-    if (sliced.plan.shards.length === 0) {
-      host.stdout(`${header}: this slice is empty (more slices than shards); nothing to run`);
-      if (command === "list") return EXIT.ok;
-    } else if (command === "list") host.stdout(header);
+    provenance = sliceProvenance(sliced);
+    const header = sliceHeader(sliced, plan.shards.length);
+    if (sliced.plan.shards.length === 0 || command === "list") host.stdout(header);
+    if (sliced.plan.shards.length === 0 && command === "list") return EXIT.ok;
     plan = sliced.plan;
   }
   if (command === "list") {
