@@ -4,7 +4,7 @@
  * plan (a lost slice, a plan-hash mismatch), and `--last-failed`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
@@ -118,9 +118,12 @@ describe("merge refuses what it cannot merge honestly (exit 2)", () => {
     await runCli(["run", "--root", dir, "--out", path.join(dir, "s2"), "--shard", "2/2", "--files-per-shard", "2"]);
   });
 
-  test("a plan-hash mismatch names the slices", async () => {
+  test("a plan-hash mismatch names the slices, and leaves no earlier merge's reports at --out", async () => {
+    expect((await runCli(["merge", "s1", "--out", "m"], { cwd: dir })).code).toBe(1); // slice 2 missing
+    expect(readFileSync(path.join(dir, "m", "junit.xml"), "utf8")).toContain("<testsuites");
     const run = await runCli(["merge", "s1", "s2", "--out", "m"], { cwd: dir });
     expect(run.code).toBe(2);
+    for (const f of ["junit.xml", "report.json", "ctrf.json"]) expect(existsSync(path.join(dir, "m", f))).toBe(false);
     expect(run.stderr).toMatch(/different plans: slice 1\/2 \(.*s1\) has plan hash [0-9a-f]{16}, slice 2\/2 \(.*s2\) has plan hash [0-9a-f]{16}/);
     expect(run.stderr.trim().split("\n")).toHaveLength(1);
   });

@@ -19,6 +19,7 @@ import { writeFileAtomic } from "../util/atomic.ts";
 import { plural } from "../util/format.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import type { Host } from "./host.ts";
+import { removeStaleReports } from "./refused.ts";
 import { newRunId } from "./run.ts";
 
 /** What `shardguard merge` was asked to do; paths absolute. */
@@ -38,11 +39,24 @@ export const DEFAULT_MERGE_OUT = path.join(".shardguard", "merged");
  * Merges, writes and prints the summary.
  *
  * @returns 0 when every planned file passed (and every slice exited 0), else 1
- * @throws ConfigError (exit 2, nothing written) when no report is found, a
+ * @throws ConfigError (exit 2; nothing written, and an earlier merge's reports
+ *   at --out removed) when no report is found, a
  *   report cannot be read, the slices' plan hashes differ, a slice is given
  *   twice, a file is reported twice, or the timings file is malformed
  */
 export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Promise<number> {
+  const paths = { junit: path.join(inputs.out, "junit.xml"), json: path.join(inputs.out, "report.json"), ctrf: path.join(inputs.out, "ctrf.json") };
+  try {
+    return await merge(inputs, paths, host);
+  } catch (error) {
+    // As for a refused run (docs/reports.md): an earlier merge's reports
+    // must not be published as this one's.
+    if (error instanceof ConfigError) removeStaleReports({ out: inputs.out, ...paths });
+    throw error;
+  }
+}
+
+async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: string; ctrf: string }, host: Host): Promise<number> {
   const slices: SliceReport[] = [];
   for (const source of inputs.sources) {
     const file = existsSync(source) && statSync(source).isDirectory() ? path.join(source, "report.json") : source;
@@ -74,7 +88,6 @@ export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Prom
     );
   }
   await mkdir(inputs.out, { recursive: true });
-  const paths = { junit: path.join(inputs.out, "junit.xml"), json: path.join(inputs.out, "report.json"), ctrf: path.join(inputs.out, "ctrf.json") };
   await writeFileAtomic(paths.junit, renderJUnit(report));
   await writeFileAtomic(paths.json, renderJson(report));
   await writeFileAtomic(paths.ctrf, renderCtrf(report));

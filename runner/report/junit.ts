@@ -57,7 +57,7 @@ interface Outcome {
  * Renders the report as a JUnit XML document (UTF-8 text with XML
  * declaration, trailing newline).
  *
- * Root `<testsuites name="shardguard">` carries the totals, the run's
+ * Root `<testsuites name="shardguard">` (a slice: `"shardguard slice I/N"`) carries the totals, the run's
  * duration (seconds) and start time. Status → testcase content:
  * passed → nothing (plus one `<flakyFailure>` per failed attempt when flaky);
  * failed → `<failure>`; skipped → `<skipped/>`; todo → `<skipped type="todo"/>`;
