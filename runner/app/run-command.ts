@@ -55,8 +55,8 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   if (spec) {
     const sliced = slicePlan(plan, spec);
     provenance = sliceProvenance(sliced);
-    const header = sliceHeader(sliced, plan.shards.length);
-    if (sliced.plan.shards.length === 0 || command === "list") host.stdout(header);
+    // Every slice's log names its slice and plan hash, so a mismatch can be traced to a machine.
+    host.stdout(sliceHeader(sliced, plan.shards.length));
     if (sliced.plan.shards.length === 0 && command === "list") return EXIT.ok;
     plan = sliced.plan;
   }
