@@ -47,7 +47,7 @@ export {
 } from "./results/model.ts";
 export { skippedByDiff } from "./results/verdict.ts";
 export { parseSliceSpec, sliceShards, sliceManifest, slicePlan, type SliceManifest, type SliceSpec } from "./plan/slice.ts";
-export { fileDurations, mergeSlices, MergeError, type SliceReport } from "./results/merge.ts";
+export { mergeSlices, MergeError, type SliceReport } from "./results/merge.ts";
 export { filesToRerun } from "./results/rerun.ts";
 export { renderJUnit, type JUnitOptions } from "./report/junit.ts";
 export { renderJson } from "./report/json.ts";

@@ -1,6 +1,6 @@
 /** results/merge.ts: the completeness rule and what a merge refuses, on report models. */
 import { describe, expect, test } from "bun:test";
-import { fileDurations, mergeSlices, MergeError, type SliceReport } from "../runner/results/merge.ts";
+import { mergeSlices, MergeError, type SliceReport } from "../runner/results/merge.ts";
 import type { PlanManifest, RunReport } from "../runner/results/model.ts";
 import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 
@@ -56,16 +56,5 @@ describe("mergeSlices", () => {
     expect(() => mergeSlices([slice(1, []), other], options)).toThrow(/different plans: slice 1\/2 \(dir1\) has plan hash 0123456789abcdef, slice 2\/2 \(dir2\) has plan hash fedcba9876543210/);
     expect(() => mergeSlices([{ source: "plain", report: makeReport([]) }], options)).toThrow("plain: run run-1 is not a slice of a plan");
     expect(() => mergeSlices([], options)).toThrow(MergeError);
-  });
-});
-
-describe("fileDurations", () => {
-  test("a one-file shard's wall time, else each file's test times; nothing for files that never started", () => {
-    const report = makeReport([
-      makeShard({ index: 1, files: ["a.test.ts"], durationMs: 900, tests: [makeTest({ name: "t", file: "a.test.ts", durationMs: 5 })] }),
-      makeShard({ index: 2, files: ["b.test.ts", "c.test.ts"], tests: [makeTest({ name: "t", file: "b.test.ts", durationMs: 7 }), makeTest({ name: "u", file: "b.test.ts", durationMs: 3 })] }),
-      makeShard({ index: 3, files: ["d.test.ts"], status: "never-started", startedAt: null }),
-    ]);
-    expect([...fileDurations(report)]).toEqual([["a.test.ts", 900], ["b.test.ts", 10], ["c.test.ts", 0]]);
   });
 });

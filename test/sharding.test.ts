@@ -169,6 +169,28 @@ describe("--shard on the command line", () => {
     }
   }, 60_000);
 
+  test("--timings balances the slices by recorded duration; merge --update-timings writes what the slices measured", async () => {
+    const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": pass, "c.test.ts": pass, "d.test.ts": pass });
+    // a is as long as the three others together: alone in one slice. By file count it would share.
+    writeFileSync(path.join(dir, "t.json"), JSON.stringify({ version: 1, files: { "a.test.ts": 3000, "b.test.ts": 1000, "c.test.ts": 1000, "d.test.ts": 1000 } }));
+    const listed = async (i: number, timings: boolean) => {
+      const run = await runCli(["list", "--root", dir, "--shard", `${i}/2`, ...(timings ? ["--timings", path.join(dir, "t.json")] : [])]);
+      return run.stdout.split("\n").filter((l) => /^ {4}\S+\.test\.ts/.test(l)).map((l) => l.trim().split(/\s+/)[0]);
+    };
+    expect(await listed(1, true)).toEqual(["a.test.ts"]);
+    expect(await listed(2, true)).toEqual(["b.test.ts", "c.test.ts", "d.test.ts"]);
+    expect(await listed(1, false)).toEqual(["a.test.ts", "c.test.ts"]);
+    for (const i of [1, 2]) await runCli(["run", "--root", dir, "--shard", `${i}/2`, "--timings", path.join(dir, "t.json"), "--out", path.join(dir, `o${i}`)]);
+    // Only slice 1 is merged: a ran, b-d did not, so only a's duration changes.
+    const merged = await runCli(["merge", "o1", "--update-timings", "t.json", "--out", "m"], { cwd: dir });
+    expect(merged.code).toBe(1);
+    const after = JSON.parse(readFileSync(path.join(dir, "t.json"), "utf8"));
+    expect(Object.keys(after.files)).toEqual(["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts"]);
+    expect(after.files["a.test.ts"]).toBeLessThan(3000);
+    expect(after.files["a.test.ts"]).toBeGreaterThan(0);
+    expect(after.files["b.test.ts"]).toBe(1000);
+  }, 60_000);
+
   test("a bad I/N, --shard with --last-failed, or --last-failed with --preset, exits 2 before anything runs", async () => {
     const dir = makeSuite({ "a.test.ts": pass });
     const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);

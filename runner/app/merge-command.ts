@@ -7,13 +7,13 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { z } from "zod";
 import { ConfigError } from "../config/schema.ts";
+import { readTimingsFile, renderTimings } from "../plan/timings.ts";
 import { summaryLines } from "../report/console.ts";
 import { renderCtrf } from "../report/ctrf.ts";
 import { renderJson } from "../report/json.ts";
 import { renderJUnit } from "../report/junit.ts";
-import { fileDurations, mergeSlices, MergeError, type SliceReport } from "../results/merge.ts";
+import { mergeSlices, MergeError, type SliceReport } from "../results/merge.ts";
 import { EXIT, RunReportSchema } from "../results/model.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
 import { plural } from "../util/format.ts";
@@ -21,6 +21,7 @@ import { TOOL_VERSION } from "../util/version.ts";
 import type { Host } from "./host.ts";
 import { removeStaleReports } from "./refused.ts";
 import { newRunId } from "./run.ts";
+import { measuredDurations } from "./timings-update.ts";
 
 /** What `shardguard merge` was asked to do; paths absolute. */
 export interface MergeCommandInputs {
@@ -69,7 +70,7 @@ async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: s
     slices.push({ source, report: readReport(file) });
   }
   if (slices.length === 0) throw new ConfigError(`no slice report found in ${inputs.sources.join(", ")} (each DIR is the OUT of a shardguard run --shard I/N)`);
-  const previousTimings = inputs.updateTimings ? readTimingsFile(inputs.updateTimings) : null;
+  const previousTimings = inputs.updateTimings ? readTimingsFile(inputs.updateTimings, "--update-timings") : null;
 
   let report;
   try {
@@ -92,7 +93,7 @@ async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: s
   await writeFileAtomic(paths.json, renderJson(report));
   await writeFileAtomic(paths.ctrf, renderCtrf(report));
   if (inputs.updateTimings) {
-    const measured = fileDurations(report);
+    const measured = measuredDurations(report.shards);
     await writeFileAtomic(inputs.updateTimings, renderTimings(previousTimings, measured));
     host.stdout(`shardguard: timings of ${plural(measured.size, "file")} merged into ${inputs.updateTimings}`);
   }
@@ -110,29 +111,4 @@ function readReport(file: string) {
   const parsed = RunReportSchema.safeParse(json);
   if (!parsed.success) throw new ConfigError(`${file} is not a shardguard report.json of schema version 1`);
   return parsed.data;
-}
-
-// Bun's timings format ({"version":1,"files":{"<path>":<ms>}}, paths relative
-// to the root). Another change adds a reader of its own under plan/ for
-// `run --timings`; these two should become one when both are in.
-const TimingsSchema = z.object({ version: z.literal(1), files: z.record(z.string(), z.number().nonnegative()) });
-
-function readTimingsFile(file: string): z.infer<typeof TimingsSchema> | null {
-  if (!existsSync(file)) return null;
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(file, "utf8"));
-  } catch {
-    json = null;
-  }
-  const parsed = TimingsSchema.safeParse(json);
-  if (!parsed.success) throw new ConfigError(`invalid --update-timings ${JSON.stringify(file)}: expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`);
-  return parsed.data;
-}
-
-function renderTimings(previous: z.infer<typeof TimingsSchema> | null, measured: ReadonlyMap<string, number>): string {
-  const files: Record<string, number> = { ...(previous?.files ?? {}) };
-  for (const [file, ms] of measured) files[file] = Math.round(ms);
-  const sorted = Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]!]));
-  return `${JSON.stringify({ version: 1, files: sorted }, null, 2)}\n`;
 }

@@ -12,6 +12,7 @@ import { ConfigError } from "../config/schema.ts";
 import { startProcess } from "../exec/process.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { slicePlan, type SliceSpec } from "../plan/slice.ts";
+import { readTimings } from "../plan/timings.ts";
 import { splitBunTestArgs } from "../preset-lib/flags.ts";
 import type { PreflightPlan } from "../preset-lib/preflight.ts";
 import { preparePresetRun, presetHeaderLines, presetPlanLines, type PreparedPresetRun } from "../preset-lib/session.ts";
@@ -56,7 +57,7 @@ export async function presetCommand(command: "run" | "list", args: ParsedWithExt
   }
   // One slice of the preset's plan (skipped-by-diff shards included, so every
   // machine slices the same shards): its shards, and its share of the skipped.
-  const sliced = slicePlan(prepared.plan, slice);
+  const sliced = slicePlan(prepared.plan, slice, readTimings(prepared.settings.timings).durations);
   const renumbered = new Map(sliced.plan.shards.map((s) => [s.files.join("\n"), s.index]));
   const skipped = prepared.skipped.flatMap((r) => {
     const index = renumbered.get(r.files.join("\n"));

@@ -37,6 +37,11 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
   if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+  // Malformed timings files are exit 2 before anything runs; a missing one is
+  // the first run of a suite (then --update-timings creates it). They order
+  // the shards and, with --shard, balance the slices.
+  const timings = readTimings(settings.timings);
+  if (settings.updateTimings) readTimingsFile(settings.updateTimings, "--update-timings");
   let plan: Plan;
   let provenance: RunInputs["provenance"] = {};
   if (lastFailed) {
@@ -53,7 +58,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
   }
   if (spec) {
-    const sliced = slicePlan(plan, spec);
+    const sliced = slicePlan(plan, spec, timings.durations);
     provenance = sliceProvenance(sliced);
     // Every slice's log names its slice and plan hash, so a mismatch can be traced to a machine.
     host.stdout(sliceHeader(sliced, plan.shards.length));
@@ -66,10 +71,6 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   }
   for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
   const planned = plan.shards.flatMap((s) => s.files.map((f) => path.resolve(settings.root, f)));
-  // Malformed timings files are exit 2 before anything runs; a missing one is
-  // the first run of a suite (then --update-timings creates it).
-  const timings = readTimings(settings.timings);
-  if (settings.updateTimings) readTimingsFile(settings.updateTimings, "--update-timings");
   const checked = await preflight(settings, planned);
   for (const file of timings.missing) host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
   // An empty slice still runs (nothing) and writes reports naming the whole

@@ -150,21 +150,3 @@ function neverStarted(index: number, slug: string, files: string[], reason: stri
     logIncomplete: false,
   });
 }
-
-/**
- * Per-file durations in ms measured by the shards that ran (for Bun's
- * timings file): a one-file shard's wall time, else the sum of each file's
- * test times. Files that never started or were skipped by diff have none.
- */
-export function fileDurations(report: RunReport): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const shard of report.shards) {
-    if (shard.startedAt === null || shard.status === "never-started" || shard.status === "skipped-by-diff") continue;
-    if (shard.files.length === 1) {
-      out.set(shard.files[0]!, shard.durationMs);
-      continue;
-    }
-    for (const file of shard.files) out.set(file, shard.tests.filter((t) => t.file === file).reduce((sum, t) => sum + t.durationMs, 0));
-  }
-  return out;
-}
