@@ -4,9 +4,11 @@
  * rule: every planned file is in the merged report, the files of a slice
  * that reported nothing are `never-started`, and no file is taken from two
  * reports. Pure: reports in, report out; reading and writing is the app's.
+ * The exit rule is a run's (run-verdict.ts) over the whole plan.
  */
-import { EXIT, REPORT_SCHEMA_VERSION, summarize, SUCCESSFUL_SHARD_STATUSES, type PlanManifest, type RunReport, type ShardResult } from "./model.ts";
-import { decideShard } from "./verdict.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, summarize, type PlanManifest, type RunReport, type ShardResult } from "./model.ts";
+import { decideRun } from "./run-verdict.ts";
+import { neverStarted } from "./verdict.ts";
 
 /** One slice's report and where it was read from (named in errors). */
 export interface SliceReport {
@@ -87,7 +89,7 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
     const reason = bySlice.has(owner.slice)
       ? `slice ${owner.slice}/${plan.slices} did not report this file`
       : `slice ${owner.slice}/${plan.slices} reported nothing`;
-    shards.push(neverStarted(owner.index, owner.slug, missing, reason));
+    shards.push(neverStarted({ index: owner.index, slug: owner.slug, files: missing }, reason));
   }
 
   const position = new Map(plan.shards.flatMap((s) => s.files).map((f, i) => [f, i]));
@@ -102,8 +104,11 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
   const finishes = reports.map((r) => r.finishedAt);
   const finishedAt = finishes.every((f) => f !== null) ? (finishes as string[]).sort().at(-1)! : options.now.toISOString();
   const allSlices = Array.from({ length: plan.slices }, (_, i) => i + 1);
+  const summary = summarize(ordered);
+  // A run's verdict over the whole plan, and no slice run that itself did not
+  // exit 0 (cancelled, unfinished, or a -t filter that matched nothing there).
   const everyOk =
-    ordered.every((s) => SUCCESSFUL_SHARD_STATUSES.has(s.status)) &&
+    decideRun(ordered, summary, { final: true, cancelledBy: null, filtersByName: false }).exitCode === EXIT.ok &&
     allSlices.every((i) => bySlice.get(i)?.report.exitCode === EXIT.ok || (!bySlice.has(i) && !plan.shards.some((s) => s.slice === i)));
   return {
     schemaVersion: REPORT_SCHEMA_VERSION,
@@ -118,7 +123,7 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
     tool: { name: "shardguard", version: options.toolVersion },
     bun: first.bun,
     settings: first.settings,
-    summary: summarize(ordered),
+    summary,
     preset: first.preset,
     sweeps: { staleRuns: reports.flatMap((r) => r.sweeps.staleRuns), endOfRun: reports.flatMap((r) => r.sweeps.endOfRun) },
     plan,
@@ -132,21 +137,4 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
     rerunOf: null,
     shards: ordered,
   };
-}
-
-/** A planned shard nobody reported: never started, with the reason on every file. */
-function neverStarted(index: number, slug: string, files: string[], reason: string): ShardResult {
-  return decideShard({
-    index,
-    slug,
-    files,
-    process: { started: false, notStartedReason: reason, exitCode: null, signal: null, killedBy: null, escalated: false, durationMs: 0, startedAt: null },
-    junit: null,
-    events: null,
-    passWithNoTests: false,
-    timeoutMs: 1,
-    graceMs: 0,
-    logPath: null,
-    logIncomplete: false,
-  });
 }
