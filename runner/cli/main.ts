@@ -9,7 +9,7 @@ import { parseArgs } from "../config/args.ts";
 import { ConfigError } from "../config/schema.ts";
 import type { Host } from "../app/host.ts";
 import { initCommand } from "../app/init-command.ts";
-import { DEFAULT_MERGE_OUT, mergeCommand } from "../app/merge-command.ts";
+import { mergeCommand } from "../app/merge-command.ts";
 import { settleRefusal } from "../app/refused.ts";
 import { runCommand } from "../app/run-command.ts";
 import { TOOL_VERSION } from "../util/version.ts";
@@ -18,6 +18,7 @@ import { bgCommand } from "../app/bg/command.ts";
 import { statusCommand } from "../app/bg/status.ts";
 import { bgWorker, type WorkerSpec } from "../app/bg/worker.ts";
 import { parseBgArgs, parseStatusArgs } from "./bg-args.ts";
+import { parseMergeArgs } from "./merge-args.ts";
 import { BG_HELP, flagHelp, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
 
 /**
@@ -66,8 +67,11 @@ export async function main(argv: readonly string[], host: Host): Promise<number>
       }
       case "__bg-worker":
         return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) => main(["run", ...argv], runHost));
-      case "merge":
-        return await mergeFromArgs(rest, host);
+      case "merge": {
+        const inputs = parseMergeArgs(rest, host);
+        if (inputs === null) return (host.stdout(MERGE_HELP), EXIT.ok);
+        return await mergeCommand(inputs, host);
+      }
       default:
         throw new ConfigError(`unknown command ${JSON.stringify(command)}; accepted: run, list, merge, bg, status, init, help`);
     }
@@ -99,39 +103,6 @@ function initFromArgs(argv: readonly string[], host: Host): number {
       root: path.resolve(host.cwd, args.values.get("root") ?? host.env.SHARDGUARD_ROOT ?? "."),
       preset: typeof preset === "string" ? preset : null,
       dryRun: args.extras.get("--dry-run") === true,
-    },
-    host,
-  );
-}
-
-/** `shardguard merge DIR... [--out DIR] [--update-timings FILE]`; throws ConfigError for usage errors. */
-async function mergeFromArgs(argv: readonly string[], host: Host): Promise<number> {
-  const sources: string[] = [];
-  const values = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "-h" || arg === "--help") {
-      host.stdout(MERGE_HELP);
-      return EXIT.ok;
-    }
-    if (!arg.startsWith("-")) {
-      sources.push(arg);
-      continue;
-    }
-    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
-    if (flag !== "--out" && flag !== "--update-timings") throw new ConfigError(`unknown flag ${flag} for shardguard merge; accepted: --out DIR, --update-timings FILE`);
-    const value = inline ?? argv[++i];
-    if (value === undefined || value === "") throw new ConfigError(`flag ${flag} needs a value (shardguard merge --help)`);
-    if (values.has(flag)) throw new ConfigError(`flag ${flag} was given twice`);
-    values.set(flag, value);
-  }
-  if (sources.length === 0) throw new ConfigError(`shardguard merge needs at least one DIR (the OUT of each shardguard run --shard I/N)`);
-  const timings = values.get("--update-timings");
-  return await mergeCommand(
-    {
-      sources: sources.map((s) => path.resolve(host.cwd, s)),
-      out: path.resolve(host.cwd, values.get("--out") ?? DEFAULT_MERGE_OUT),
-      updateTimings: timings === undefined ? null : path.resolve(host.cwd, timings),
     },
     host,
   );
