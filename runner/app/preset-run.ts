@@ -13,9 +13,8 @@ import { startProcess } from "../exec/process.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings } from "../plan/timings.ts";
-import { splitBunTestArgs } from "../preset-lib/flags.ts";
 import type { PreflightPlan } from "../preset-lib/preflight.ts";
-import { preparePresetRun, presetHeaderLines, presetPlanLines, type PreparedPresetRun } from "../preset-lib/session.ts";
+import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFromArgs, type PreparedPresetRun } from "../preset-lib/session.ts";
 import { logTail, type Out } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
 import { executeRun, redactingOutput } from "./execute.ts";
@@ -30,24 +29,7 @@ import { sliceHeader, sliceProvenance } from "./slice-run.ts";
  * @throws ConfigError for any usage or configuration error (nothing started)
  */
 export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host, slice: SliceSpec | null = null): Promise<number> {
-  const name = args.extras.get("--preset");
-  const tier = args.extras.get("--tier");
-  if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
-  const split = splitBunTestArgs(args.bunArgs);
-  if (split.positionals.length > 0) {
-    throw new ConfigError(`bun test flags after "--" cannot include files or filters (${JSON.stringify(split.positionals[0])}); put PATTERNs before "--"`);
-  }
-  const prepared = await preparePresetRun({
-    name,
-    via: "--preset",
-    cwd: host.cwd,
-    env: host.env,
-    args,
-    ...(typeof tier === "string" ? { tier } : {}),
-    patterns: args.patterns,
-    commandFlags: split.flags,
-    flagsWhere: `flags after "--"`,
-  });
+  const prepared = await preparePresetRun(presetRequestFromArgs(args, host.cwd, host.env));
   if (!slice) {
     if (command === "list") {
       for (const line of presetPlanLines(prepared)) host.stdout(line);

@@ -8,7 +8,7 @@
  * exits 2 before any child, the preflight command included, has started.
  */
 import path from "node:path";
-import type { ParsedArgs } from "../config/args.ts";
+import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
 import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
 import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
@@ -94,6 +94,34 @@ export function checkShardFlags(flags: readonly CommandFlag[], where: string): v
     const why = REFUSED_FLAGS[flag.name];
     if (why) throw new ConfigError(`${where}: ${flag.tokens.join(" ")} cannot be used with a preset: ${why}`);
   }
+}
+
+/**
+ * The request of `shardguard run|list|bg --preset NAME [PATTERN...] [-- FLAGS]`
+ * from its parsed command line: the preset, tier and patterns from the
+ * flags, the bun test flags after `--` for every shard.
+ *
+ * @throws ConfigError when --preset has no value, or the flags after `--` hold a file or filter
+ */
+export function presetRequestFromArgs(args: ParsedWithExtras, cwd: string, env: Record<string, string | undefined>): PresetRequest {
+  const name = args.extras.get("--preset");
+  const tier = args.extras.get("--tier");
+  if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
+  const split = splitBunTestArgs(args.bunArgs);
+  if (split.positionals.length > 0) {
+    throw new ConfigError(`bun test flags after "--" cannot include files or filters (${JSON.stringify(split.positionals[0])}); put PATTERNs before "--"`);
+  }
+  return {
+    name,
+    via: "--preset",
+    cwd,
+    env,
+    args,
+    ...(typeof tier === "string" ? { tier } : {}),
+    patterns: args.patterns,
+    commandFlags: split.flags,
+    flagsWhere: `flags after "--"`,
+  };
 }
 
 /** Parses a millisecond count from an environment variable or `bun test --timeout`. */

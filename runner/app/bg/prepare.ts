@@ -12,9 +12,8 @@ import { ConfigError, type RunSettings } from "../../config/schema.ts";
 import { runTool } from "../../exec/detach.ts";
 import { planRun } from "../../plan/plan.ts";
 import { detectBase } from "../../preset-lib/diff.ts";
-import { splitBunTestArgs } from "../../preset-lib/flags.ts";
 import type { Preset } from "../../preset-lib/schema.ts";
-import { preparePresetRun } from "../../preset-lib/session.ts";
+import { preparePresetRun, presetRequestFromArgs } from "../../preset-lib/session.ts";
 import type { Host } from "../host.ts";
 
 /** The run a background run will start, as far as `bg` needs it. */
@@ -47,18 +46,7 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
     return { settings, files, preset: null, tier: null, baseRef: null };
   }
   if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
-  const split = splitBunTestArgs(args.bunArgs);
-  const p = await preparePresetRun({
-    name,
-    via: "--preset",
-    cwd: host.cwd,
-    env: host.env,
-    args,
-    ...(typeof tier === "string" ? { tier } : {}),
-    patterns: args.patterns,
-    commandFlags: split.flags,
-    flagsWhere: `flags after "--"`,
-  });
+  const p = await preparePresetRun(presetRequestFromArgs(args, host.cwd, host.env));
   const skipped = new Set(p.skipped.map((s) => s.index));
   const files = p.plan.shards.filter((s) => !skipped.has(s.index)).flatMap((s) => s.files);
   if (p.plan.shards.length === 0) throw new ConfigError(`nothing to run: every file of preset ${name} is excluded (shardguard list --preset ${name} shows why)`);
