@@ -35,11 +35,13 @@ export interface ReportTargets {
 export class ReportWriter {
   /** Report writes run one after another. */
   private writing: Promise<unknown> = Promise.resolve();
-  private queuedInterim: Promise<RunReport> | null = null;
+  private queuedInterim: Promise<RunReport | null> | null = null;
   private lastInterimAt = -Infinity;
   /** How long the last write took, ms (render and disk). */
   private lastWriteMs = 0;
   private finalRequested = false;
+  /** Ends the spacing wait of a queued interim write early (the final write was requested). */
+  private wakeInterim: (() => void) | null = null;
 
   /**
    * @param redact applied to every report before rendering (reports leave the machine; logs stay raw, mode 0600)
@@ -55,18 +57,39 @@ export class ReportWriter {
    * Writes the reports: the run's own copies, then the stable paths (last
    * finisher wins). An interim write joins one already queued; it waits
    * until INTERIM_WRITE_GAP_MS (or ten times the last write's cost, since
-   * rendering is O(tests)) after the previous one.
+   * rendering is O(tests)) after the previous one. A final write cuts that
+   * wait short and the waiting interim write is dropped: the final one,
+   * queued right behind it, shows everything it would have shown (waiting
+   * out the gap at the end of a run cost up to ten report writes of wall
+   * time, bench/README.md).
    *
-   * @returns the report as built (before redaction)
+   * @returns the report as built (before redaction); null for an interim
+   *   write dropped in favour of the final one
    */
-  write(final: boolean, build: () => RunReport): Promise<RunReport> {
+  write(final: true, build: () => RunReport): Promise<RunReport>;
+  write(final: boolean, build: () => RunReport): Promise<RunReport | null>;
+  write(final: boolean, build: () => RunReport): Promise<RunReport | null> {
     if (!final && this.queuedInterim) return this.queuedInterim;
+    if (final) {
+      this.finalRequested = true;
+      this.wakeInterim?.();
+    }
     const next = this.writing.then(async () => {
       if (!final) {
         const gap = Math.max(INTERIM_WRITE_GAP_MS, 10 * this.lastWriteMs);
         const wait = this.lastInterimAt + gap - performance.now();
-        if (wait > 0 && !this.finalRequested) await new Promise((r) => setTimeout(r, wait));
+        if (wait > 0 && !this.finalRequested) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, wait);
+            this.wakeInterim = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          this.wakeInterim = null;
+        }
         this.queuedInterim = null;
+        if (this.finalRequested) return null;
         this.lastInterimAt = performance.now();
       }
       const began = performance.now();
@@ -79,7 +102,6 @@ export class ReportWriter {
       }
     });
     if (!final) this.queuedInterim = next;
-    else this.finalRequested = true;
     this.writing = next.catch(() => {});
     return next;
   }

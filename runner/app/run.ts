@@ -278,7 +278,9 @@ export class Run {
    * start and end, and at the end, so the files on disk are valid and honest
    * whenever the runner dies.
    */
-  private writeReports(final: boolean): Promise<RunReport> {
+  private writeReports(final: true): Promise<RunReport>;
+  private writeReports(final: false): Promise<RunReport | null>;
+  private writeReports(final: boolean): Promise<RunReport | null> {
     return this.writer.write(final, () => this.buildReport(final));
   }
 
