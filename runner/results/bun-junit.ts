@@ -9,13 +9,13 @@
  *             <failure type message>text</failure> | <skipped/> | <skipped message="TODO"/>
  *
  * Tests and describe blocks are interleaved in definition order, so the
- * document is parsed with fast-xml-parser's `preserveOrder` (the plain object
- * form groups children by tag and would lose that order).
+ * document is read in one pass in document order (results/xml-scan.ts),
+ * building each test's entry as its testcase closes; no DOM is built.
  *
  * Bun writes no retry information here; `retries`, `flaky` and
  * `attemptFailures` come from elsewhere (inspector events).
  */
-import { XMLParser, XMLValidator } from "fast-xml-parser";
+import { scanXml, XmlScanError } from "./xml-scan.ts";
 import type { TestResult } from "./model.ts";
 
 /** The tests of one file in Bun's JUnit output. */
@@ -38,26 +38,8 @@ export class BunJUnitParseError extends Error {
 /** Joins describe blocks and the test name, as in the model (`outer > inner > test`). */
 const NAME_SEPARATOR = " > ";
 
-/** Deeper than any real describe nesting, but bounded (the library's default is 100). */
+/** Deeper than any real describe nesting, but bounded (a hostile file must not exhaust the stack of whoever walks it). */
 const MAX_DEPTH = 1000;
-
-const parser = new XMLParser({
-  preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: "",
-  parseAttributeValue: false,
-  parseTagValue: false,
-  trimValues: false,
-  // Entities are decoded by decodeXmlEntities below: the library's decoder
-  // leaves numeric references such as `&#10;` alone and silently drops ones
-  // for control characters, and we want every character kept (sanitizing
-  // happens when reports are written).
-  processEntities: false,
-  maxNestedTags: MAX_DEPTH,
-});
-
-/** A node of fast-xml-parser's preserveOrder form: `{ tag: children, ":@"?: attrs }` or `{ "#text": s }`. */
-type OrderedNode = Record<string, unknown>;
 
 /**
  * Parses the text of Bun's JUnit file into one entry per test file.
@@ -71,77 +53,131 @@ type OrderedNode = Record<string, unknown>;
  *   well-formed XML or its root is not `<testsuites>`.
  */
 export function readBunJUnit(xmlText: string): BunJUnitFile[] {
-  const check = XMLValidator.validate(xmlText);
-  if (check !== true) {
-    const { msg, line, col } = check.err;
-    throw new BunJUnitParseError(oneLine(`malformed JUnit XML at line ${line}, column ${col}: ${msg}`));
-  }
-  let doc: OrderedNode[];
+  const reader = new JUnitReader();
   try {
-    doc = parser.parse(xmlText) as OrderedNode[];
+    scanXml(xmlText, reader, MAX_DEPTH);
   } catch (error) {
-    throw new BunJUnitParseError(oneLine(`malformed JUnit XML: ${(error as Error).message}`));
+    if (error instanceof XmlScanError) {
+      const { line, col } = lineAndColumn(xmlText, error.offset);
+      throw new BunJUnitParseError(oneLine(`malformed JUnit XML at line ${line}, column ${col}: ${error.message}`));
+    }
+    throw error;
   }
-  const roots = doc.filter((node) => tagOf(node) !== undefined && tagOf(node) !== "?xml");
-  const root = roots[0];
-  if (roots.length !== 1 || root === undefined || tagOf(root) !== "testsuites") {
-    throw new BunJUnitParseError(
-      `unexpected JUnit layout: expected one <testsuites> root, found ${roots.map((r) => `<${tagOf(r)}>`).join(", ") || "none"}`,
-    );
+  if (reader.rootName !== "testsuites") {
+    throw new BunJUnitParseError(`unexpected JUnit layout: expected one <testsuites> root, found <${reader.rootName}>`);
   }
-  return childElements(root, "testsuite").map((suite) => {
-    const attrs = attributesOf(suite);
-    const file = (attrs.file ?? attrs.name ?? "").replaceAll("\\", "/");
-    const tests: TestResult[] = [];
-    collectTests(suite, [], file, tests);
-    return { file, tests };
-  });
+  return reader.files;
 }
 
-/** Walks a suite in document order; nested suites are describe blocks. */
-function collectTests(suite: OrderedNode, describePath: string[], file: string, out: TestResult[]): void {
-  for (const child of childrenOf(suite)) {
-    const tag = tagOf(child);
-    if (tag === "testsuite") {
-      collectTests(child, [...describePath, attributesOf(child).name ?? ""], file, out);
-    } else if (tag === "testcase") {
-      out.push(toTestResult(child, describePath, file));
+/**
+ * What an open element is to the walk: the root, a file's suite, a describe
+ * block, a testcase, a testcase's failure (or error) or skip marker, or
+ * anything else (ignored, with everything inside it).
+ */
+type Role = "root" | "file" | "describe" | "case" | "failure" | "skipped" | "other";
+
+/**
+ * Builds the entries of Bun's JUnit from scanner events. The rules of the
+ * former DOM walk, unchanged: the root's `<testsuite>` children are files;
+ * a `<testsuite>` inside one is a describe block; a `<testcase>` directly
+ * inside either is a test; of a testcase's direct children the first
+ * `<failure>`/`<error>` and the first `<skipped>` count, a failure's direct
+ * text is its details.
+ */
+class JUnitReader {
+  rootName = "";
+  readonly files: BunJUnitFile[] = [];
+  private readonly roles: Role[] = [];
+  private readonly describePath: string[] = [];
+  private file: BunJUnitFile | null = null;
+  private test: TestResult | null = null;
+  private failure: { type: string; message: string | undefined; text: string } | null = null;
+  private failureSeen = false;
+  private skipped: string | null = null;
+
+  open(name: string, attrs: Record<string, string>): void {
+    const parent = this.roles[this.roles.length - 1];
+    let role: Role = "other";
+    if (parent === undefined) {
+      this.rootName = name;
+      role = "root";
+    } else if (name === "testsuite" && parent === "root") {
+      const file = (decoded(attrs.file) ?? decoded(attrs.name) ?? "").replaceAll("\\", "/");
+      this.file = { file, tests: [] };
+      this.files.push(this.file);
+      role = "file";
+    } else if (name === "testsuite" && (parent === "file" || parent === "describe")) {
+      this.describePath.push(decoded(attrs.name) ?? "");
+      role = "describe";
+    } else if (name === "testcase" && (parent === "file" || parent === "describe")) {
+      this.test = testcaseOf(attrs, this.describePath, this.file!.file);
+      this.file!.tests.push(this.test);
+      this.failure = null;
+      this.failureSeen = false;
+      this.skipped = null;
+      role = "case";
+    } else if (parent === "case" && (name === "failure" || name === "error") && !this.failureSeen) {
+      this.failureSeen = true;
+      this.failure = { type: decoded(attrs.type) ?? name, message: decoded(attrs.message), text: "" };
+      role = "failure";
+    } else if (parent === "case" && name === "skipped" && this.skipped === null) {
+      this.skipped = decoded(attrs.message) ?? "";
+      role = "skipped";
+    }
+    this.roles.push(role);
+  }
+
+  close(): void {
+    const role = this.roles.pop();
+    if (role === "describe") this.describePath.pop();
+    else if (role === "file") this.file = null;
+    else if (role === "case") this.finishTest();
+  }
+
+  text(raw: string): void {
+    if (this.failure && this.roles[this.roles.length - 1] === "failure") this.failure.text += raw;
+  }
+
+  /** Status from the testcase's children: a failure outranks a skip marker (a failed test must never read as skipped). */
+  private finishTest(): void {
+    const result = this.test!;
+    this.test = null;
+    if (this.failure) {
+      const details = decodeXmlEntities(this.failure.text);
+      result.status = "failed";
+      result.failure = { type: this.failure.type, message: this.failure.message ?? details.split("\n", 1)[0] ?? "" };
+      if (details !== "") result.failure.details = details;
+    } else if (this.skipped !== null) {
+      result.status = this.skipped === "TODO" ? "todo" : "skipped";
     }
   }
 }
 
-function toTestResult(testcase: OrderedNode, describePath: string[], file: string): TestResult {
-  const attrs = attributesOf(testcase);
+/** An attribute value, entity-decoded; undefined when absent. */
+const decoded = (value: string | undefined) => (value === undefined ? undefined : decodeXmlEntities(value));
+
+function testcaseOf(attrs: Record<string, string>, describePath: readonly string[], file: string): TestResult {
+  const name = decoded(attrs.name) ?? "";
   const result: TestResult = {
-    name: [...describePath, attrs.name ?? ""].join(NAME_SEPARATOR),
+    name: describePath.length === 0 ? name : [...describePath, name].join(NAME_SEPARATOR),
     file,
     status: "passed",
-    durationMs: secondsToMs(attrs.time),
+    durationMs: secondsToMs(decoded(attrs.time)),
     retries: 0,
     flaky: false,
     attemptFailures: [],
     synthetic: false,
   };
-  const line = attrs.line === undefined ? NaN : Number(attrs.line);
+  const line = attrs.line === undefined ? NaN : Number(decoded(attrs.line));
   if (Number.isSafeInteger(line) && line >= 0) result.line = line;
-
-  const children = childrenOf(testcase);
-  const failure = children.find((c) => tagOf(c) === "failure" || tagOf(c) === "error");
-  const skipped = children.find((c) => tagOf(c) === "skipped");
-  if (failure !== undefined) {
-    // A failure outranks a skip marker: a test that failed must never read as skipped.
-    const fAttrs = attributesOf(failure);
-    const details = textOf(failure);
-    result.status = "failed";
-    result.failure = {
-      type: fAttrs.type ?? tagOf(failure) ?? "failure",
-      message: fAttrs.message ?? details.split("\n", 1)[0] ?? "",
-    };
-    if (details !== "") result.failure.details = details;
-  } else if (skipped !== undefined) {
-    result.status = attributesOf(skipped).message === "TODO" ? "todo" : "skipped";
-  }
   return result;
+}
+
+/** 1-based line and column of a UTF-16 offset, for error messages. */
+function lineAndColumn(text: string, offset: number): { line: number; col: number } {
+  const before = text.slice(0, offset);
+  const lastNewline = before.lastIndexOf("\n");
+  return { line: before.split("\n").length, col: offset - lastNewline };
 }
 
 /** Seconds as Bun writes them ("0.000012") → milliseconds, rounded to 1 µs; bad values → 0. */
@@ -149,39 +185,6 @@ function secondsToMs(seconds: string | undefined): number {
   const value = seconds === undefined ? NaN : Number(seconds);
   if (!Number.isFinite(value) || value < 0) return 0;
   return Math.round(value * 1_000_000) / 1000;
-}
-
-function tagOf(node: OrderedNode): string | undefined {
-  return Object.keys(node).find((key) => key !== ":@");
-}
-
-function childrenOf(node: OrderedNode): OrderedNode[] {
-  const tag = tagOf(node);
-  const value = tag === undefined ? undefined : node[tag];
-  return Array.isArray(value) ? (value as OrderedNode[]) : [];
-}
-
-function childElements(node: OrderedNode, tag: string): OrderedNode[] {
-  return childrenOf(node).filter((child) => tagOf(child) === tag);
-}
-
-/** Attribute values, entity-decoded. */
-function attributesOf(node: OrderedNode): Record<string, string | undefined> {
-  const raw = node[":@"];
-  const out: Record<string, string | undefined> = {};
-  if (raw !== null && typeof raw === "object") {
-    for (const [key, value] of Object.entries(raw)) {
-      if (typeof value === "string") out[key] = decodeXmlEntities(value);
-    }
-  }
-  return out;
-}
-
-/** Concatenated, entity-decoded text content of an element. */
-function textOf(node: OrderedNode): string {
-  return childrenOf(node)
-    .map((child) => (typeof child["#text"] === "string" ? decodeXmlEntities(child["#text"]) : ""))
-    .join("");
 }
 
 const PREDEFINED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
