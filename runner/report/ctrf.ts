@@ -13,7 +13,7 @@
  * Schema shipped by the `ctrf` reference implementation (a devDependency;
  * nothing here imports it at run time).
  */
-import { RunReportSchema, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../results/model.ts";
+import { validReport, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../results/model.ts";
 import { failureNote, reportText } from "./json.ts";
 
 /**
@@ -129,7 +129,7 @@ export interface CtrfReport {
  * @throws ZodError when the report does not match {@link RunReportSchema}.
  */
 export function buildCtrf(report: RunReport): CtrfReport {
-  const valid = RunReportSchema.parse(report);
+  const valid = validReport(report); // RunReportSchema.parse, once per report object
   const start = Date.parse(valid.startedAt);
   const duration = Math.round(valid.durationMs);
   const stop = valid.finishedAt !== null ? Date.parse(valid.finishedAt) : start + duration;
