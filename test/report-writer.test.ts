@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { INTERIM_WRITE_GAP_MS, ReportWriter } from "../runner/app/report-writer.ts";
-import type { RunReport } from "../runner/results/model.ts";
+import { validReport, type RunReport } from "../runner/results/model.ts";
+import { renderJson } from "../runner/report/json.ts";
 import { makeReport, makeShard } from "./helpers/report-fixtures.ts";
 
 const dirs: string[] = [];
@@ -63,5 +64,18 @@ describe("ReportWriter", () => {
     expect(await writer.write(false, build)).not.toBeNull();
     expect(stamps.length).toBe(2);
     expect(stamps[1]! - stamps[0]!).toBeGreaterThanOrEqual(INTERIM_WRITE_GAP_MS - 5);
+  });
+});
+
+describe("validReport", () => {
+  test("a checked copy is handed back as is; any other report is parsed on every call, so a change is seen", () => {
+    const report = makeReport([makeShard({ index: 1 })]);
+    const valid = validReport(report);
+    expect(valid).not.toBe(report);
+    expect(validReport(valid)).toBe(valid);
+    expect(renderJson(valid)).toBe(renderJson(report));
+    report.runId = "changed";
+    expect(JSON.parse(renderJson(report)).runId).toBe("changed");
+    expect(validReport(report)).not.toBe(valid);
   });
 });

@@ -8,7 +8,7 @@ import path from "node:path";
 import { renderCtrf } from "../report/ctrf.ts";
 import { renderJson } from "../report/json.ts";
 import { renderJUnit } from "../report/junit.ts";
-import type { RunReport } from "../results/model.ts";
+import { validReport, type RunReport } from "../results/model.ts";
 import { redactReport } from "../results/redact.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
 
@@ -114,21 +114,24 @@ export class ReportWriter {
     try {
       const redactBegan = performance.now();
       const safe = this.redact ? redactReport(report, this.redact) : report;
+      // JSON and CTRF render the checked copy (validReport), checked once here
+      // rather than once by each renderer.
+      const valid = validReport(safe);
       this.lastRenderMs += performance.now() - redactBegan;
       const runDir = this.targets.runDir();
       // One report rendered at a time, its copies written, then dropped: the
       // three texts of 100,000 tests are ~75 MB together, and holding them
       // at once set the runner's peak (bench/README.md). For each report
       // the run's own copy lands before the stable path.
-      const reports: [name: string, target: string, render: (r: RunReport) => string][] = [
-        ["junit.xml", this.targets.junit, renderJUnit],
-        ["report.json", this.targets.json, renderJson],
-        ["ctrf.json", this.targets.ctrf, renderCtrf],
+      const reports: [name: string, target: string, render: () => string][] = [
+        ["junit.xml", this.targets.junit, () => renderJUnit(safe)],
+        ["report.json", this.targets.json, () => renderJson(valid)],
+        ["ctrf.json", this.targets.ctrf, () => renderCtrf(valid)],
       ];
       const large = safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS;
       for (const [name, target, render] of reports) {
         const began = performance.now();
-        const text = render(safe);
+        const text = render();
         this.lastRenderMs += performance.now() - began;
         if (runDir) await writeFileAtomic(path.join(runDir, name), text);
         await writeFileAtomic(target, text);

@@ -129,7 +129,7 @@ export interface CtrfReport {
  * @throws ZodError when the report does not match {@link RunReportSchema}.
  */
 export function buildCtrf(report: RunReport): CtrfReport {
-  const valid = validReport(report); // RunReportSchema.parse, once per report object
+  const valid = validReport(report); // RunReportSchema.parse, unless already checked
   const start = Date.parse(valid.startedAt);
   const duration = Math.round(valid.durationMs);
   const stop = valid.finishedAt !== null ? Date.parse(valid.finishedAt) : start + duration;

@@ -22,7 +22,7 @@ import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
  * @throws ZodError when the report does not match the schema.
  */
 export function renderJson(report: RunReport): string {
-  const valid = validReport(report); // RunReportSchema.parse, once per report object
+  const valid = validReport(report); // RunReportSchema.parse, unless already checked
   const shards = valid.shards.map((shard) => ({ ...shard, tests: shard.tests.map((t) => cleanTest(t, failureNote(shard.logPath))) }));
   return `${JSON.stringify({ ...valid, shards }, null, 2)}\n`;
 }

@@ -264,25 +264,24 @@ export const RunReportSchema = z.object({
 });
 export type RunReport = z.infer<typeof RunReportSchema>;
 
-/** Reports already checked by {@link validReport}, with what the parse returned. */
-const validated = new WeakMap<RunReport, RunReport>();
+/** Reports returned by {@link validReport}: already checked copies. */
+const checked = new WeakSet<RunReport>();
 
 /**
- * `RunReportSchema.parse(report)` (a checked deep copy without unknown keys),
- * computed once per report object: the JSON and CTRF renderers both check
- * the report they are given, and one report write renders both from the
- * same object; for 100,000 tests each parse cost ~150 ms and a copy of
- * every test (bench/README.md). Reports are built anew for every write, so
- * a report object is never changed after it has been rendered.
+ * `RunReportSchema.parse(report)`: a checked deep copy without unknown keys.
+ * A report this function returned is handed back as it is, without a second
+ * parse: the report writer checks a report once and renders JSON and CTRF
+ * from the copy, where each renderer used to parse it again (for 100,000
+ * tests ~150 ms and a copy of every test each, bench/README.md). Reports
+ * from anywhere else are parsed on every call, so changing a report between
+ * two renders is always seen.
  *
  * @throws ZodError when the report does not match the schema
  */
 export function validReport(report: RunReport): RunReport {
-  let valid = validated.get(report);
-  if (valid === undefined) {
-    valid = RunReportSchema.parse(report);
-    validated.set(report, valid);
-  }
+  if (checked.has(report)) return report;
+  const valid = RunReportSchema.parse(report);
+  checked.add(valid);
   return valid;
 }
 
