@@ -35,6 +35,14 @@ interface Block {
   /** Planned files named by the urls of its events. */
   named: Set<string>;
   started: boolean;
+  /**
+   * How many of `ids` {@link FileAttribution.settle} has already handled, and
+   * whether it has seen the block name a second file. Settling only the ids
+   * added since the last call keeps a block linear: re-walking every id on
+   * each `found` made a file of 100,000 tests O(n²) (50 s, bench/README.md).
+   */
+  settled: number;
+  conflicted: boolean;
 }
 
 export class FileAttribution {
@@ -65,7 +73,7 @@ export class FileAttribution {
    */
   found(id: number, urlFile: string, parentId: number | undefined): void {
     if (!this.open) {
-      this.open = { ids: [], named: new Set(), started: false };
+      this.open = { ids: [], named: new Set(), started: false, settled: 0, conflicted: false };
       this.blocks.push(this.open);
     }
     const block = this.open;
@@ -124,17 +132,26 @@ export class FileAttribution {
   /** Rule 4: a block naming one planned file maps its unmapped events to it (children after their parents). */
   private settle(block: Block): void {
     if (block.named.size > 1) {
-      for (const id of block.ids) {
+      // The first time: undo every id mapped through the block; later, only
+      // the ids added since (settle maps none once the block is conflicted).
+      const from = block.conflicted ? block.settled : 0;
+      block.conflicted = true;
+      for (let i = from; i < block.ids.length; i++) {
+        const id = block.ids[i]!;
         if (this.viaBlock.delete(id)) this.fileOf.delete(id);
       }
+      block.settled = block.ids.length;
       return;
     }
     const [file] = block.named;
     if (file === undefined) return;
-    for (const id of block.ids) {
+    // Ids before `settled` were handled while the block named this same file.
+    for (let i = block.settled; i < block.ids.length; i++) {
+      const id = block.ids[i]!;
       if (this.fileOf.has(id)) continue;
       this.fileOf.set(id, file);
       this.viaBlock.add(id);
     }
+    block.settled = block.ids.length;
   }
 }
