@@ -5,30 +5,19 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError } from "../runner/config/schema.ts";
 import { computeSelection, loadTouchfiles, type Touchfiles } from "../runner/preset-lib/diff.ts";
 import { getPreset, loadPresets } from "../runner/preset-lib/resolve.ts";
 import type { SelectionSpec } from "../runner/preset-lib/schema.ts";
 import { diffTouchfiles, moduleClosure } from "../runner/preset-lib/touchfiles.ts";
+import { makeSuite, removeSuites } from "./helpers/cli.ts";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+afterAll(removeSuites);
 
-/** A temp dir holding `files` (relative path → text). */
-function tree(files: Record<string, string>): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-touchfiles-"));
-  dirs.push(dir);
-  for (const [rel, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
-    writeFileSync(path.join(dir, rel), text);
-  }
-  return dir;
-}
+/** A temp dir holding `files` (relative path → text), removed after the file's tests. */
+const tree = (files: Record<string, string>): string => makeSuite(files, "sg-touchfiles-");
 
 async function configErrorAsync(fn: () => Promise<unknown>): Promise<string> {
   try {

@@ -4,8 +4,6 @@
  * temp dirs (touchfiles loading and the map diff: preset-touchfiles.test.ts).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "../runner/config/args.ts";
 import { ConfigError } from "../runner/config/schema.ts";
@@ -26,22 +24,12 @@ import { getPreset, loadPresets, mergeTables } from "../runner/preset-lib/resolv
 import type { SelectionSpec, TierSpec } from "../runner/preset-lib/schema.ts";
 import { chooseTier, classifyTier, filterByTier } from "../runner/preset-lib/select-tier.ts";
 import { checkShardFlags, preparePresetRun } from "../runner/preset-lib/session.ts";
+import { makeSuite, removeSuites } from "./helpers/cli.ts";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+afterAll(removeSuites);
 
-/** A temp dir holding `files` (relative path → text). */
-function tree(files: Record<string, string>): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-preset-"));
-  dirs.push(dir);
-  for (const [rel, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
-    writeFileSync(path.join(dir, rel), text);
-  }
-  return dir;
-}
+/** A temp dir holding `files` (relative path → text), removed after the file's tests. */
+const tree = (files: Record<string, string>): string => makeSuite(files, "sg-preset-");
 
 function configError(fn: () => unknown): string {
   try {
