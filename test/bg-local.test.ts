@@ -155,4 +155,17 @@ describe("bg --local", () => {
     expect(s.code).toBe(2);
     expect(s.stderr).toContain("no background run");
   });
+
+  test("plan flags a run refuses are refused by bg before anything starts; a slice's cap counts its own files", async () => {
+    const dir = makeSuite(fixtureFiles("pass", "fail", "exit0"));
+    for (const args of [["--shard", "3/2"], ["--last-failed", "--shard", "1/2"], ["--tier", "gate"]]) {
+      const r = await runCli(["bg", "--local", ...args], { cwd: dir });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(existsSync(path.join(dir, ".shardguard", "bg"))).toBe(false);
+    }
+    // Three one-file shards in two slices: slice 2/2 gets one file, planned at the 10 min default.
+    const sliced = await runCli(["bg", "--local", "--shard", "2/2", "--jobs", "1", "--follow"], { cwd: dir, limitMs: 60_000 });
+    expect(sliced.stdout).toContain(`cap=${Math.ceil(1.5 * 600) + 1200}s jobs=1 files=1`);
+  }, 60_000);
 });

@@ -84,7 +84,7 @@ async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: s
     const count = report.plan!.shards.filter((x) => x.slice === s.index).reduce((n, x) => n + x.files.length, 0);
     host.stdout(
       s.runId === null
-        ? `shardguard: slice ${s.index}/${report.plan!.slices}: reported nothing; its ${plural(count, "file")} are never-started`
+        ? `shardguard: slice ${s.index}/${report.plan!.slices}: reported nothing; its ${plural(count, "file")} ${count === 1 ? "is" : "are"} never-started`
         : `shardguard: slice ${s.index}/${report.plan!.slices}: run ${s.runId}, exit ${s.exitCode ?? "none (unfinished)"}, ${plural(count, "file")} (${s.source})`,
     );
   }

@@ -7,7 +7,7 @@ import type { ParsedWithExtras } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
-import { parseSliceSpec, slicePlan } from "../plan/slice.ts";
+import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
 import { plural } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
@@ -27,15 +27,8 @@ import { presetCommand } from "./preset-run.ts";
  * @throws ConfigError (exit 2) for any usage or configuration error, before any child starts
  */
 export async function runCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
-  const shardFlag = args.extras.get("--shard");
-  const lastFailed = args.extras.get("--last-failed") === true;
-  const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
-  if (args.extras.has("--preset")) {
-    if (lastFailed) throw new ConfigError(`--last-failed does not work with --preset yet (it reruns a plain plan)`);
-    return await presetCommand(command, args, host, spec);
-  }
-  if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
-  if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
+  const { spec, lastFailed } = planFlags(args);
+  if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
   // Malformed timings files are exit 2 before anything runs; a missing one is
   // the first run of a suite (then --update-timings creates it). They order
@@ -79,8 +72,28 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   return result.exitCode;
 }
 
+/**
+ * The flags that change what a run plans (`--shard I/N`, `--last-failed`,
+ * `--tier`), checked together; shared by run, list and bg so a background
+ * run refuses exactly what a run refuses, before it starts.
+ *
+ * @throws ConfigError (exit 2) for a bad `--shard`, or a combination the run cannot honour
+ */
+export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; lastFailed: boolean } {
+  const shardFlag = args.extras.get("--shard");
+  const lastFailed = args.extras.get("--last-failed") === true;
+  const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
+  if (args.extras.has("--preset")) {
+    if (lastFailed) throw new ConfigError(`--last-failed does not work with --preset yet (it reruns a plain plan)`);
+  } else {
+    if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
+    if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
+  }
+  return { spec, lastFailed };
+}
+
 /** The output directory, when inside the root, is never searched for tests. */
-function outIgnore(settings: RunSettings): string[] {
+export function outIgnore(settings: RunSettings): string[] {
   const rel = settings.out.startsWith(settings.root + "/") ? settings.out.slice(settings.root.length + 1) : null;
   return rel ? [`${rel}/**`] : [];
 }

@@ -10,11 +10,15 @@ import type { ParsedWithExtras } from "../../config/args.ts";
 import { resolveSettings } from "../../config/load.ts";
 import { ConfigError, type RunSettings } from "../../config/schema.ts";
 import { runTool } from "../../exec/detach.ts";
-import { planRun } from "../../plan/plan.ts";
+import { planRun, type Plan } from "../../plan/plan.ts";
+import { slicePlan } from "../../plan/slice.ts";
+import { readTimings } from "../../plan/timings.ts";
 import { detectBase } from "../../preset-lib/diff.ts";
 import type { Preset } from "../../preset-lib/schema.ts";
 import { preparePresetRun, presetRequestFromArgs } from "../../preset-lib/session.ts";
 import type { Host } from "../host.ts";
+import { planLastFailed } from "../last-failed.ts";
+import { outIgnore, planFlags } from "../run-command.ts";
 
 /** The run a background run will start, as far as `bg` needs it. */
 export interface BgPlan {
@@ -34,21 +38,29 @@ export interface BgPlan {
  */
 export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Promise<BgPlan> {
   const name = args.extras.get("--preset");
-  const tier = args.extras.get("--tier");
+  // What `run` refuses, refused here before anything starts; with --shard,
+  // the cap and the log's count are this slice's.
+  const { spec, lastFailed } = planFlags(args);
   if (name === undefined) {
-    if (tier !== undefined) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
     const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
-    // As `shardguard run`: the output directory inside the root is never searched.
-    const rel = settings.out.startsWith(settings.root + "/") ? settings.out.slice(settings.root.length + 1) : null;
-    const plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: rel ? [`${rel}/**`] : [] });
-    const files = plan.shards.flatMap((s) => s.files);
-    if (files.length === 0) throw new ConfigError(`no test files to run under ${settings.root} (shardguard list shows the plan)`);
-    return { settings, files, preset: null, tier: null, baseRef: null };
+    const timings = readTimings(settings.timings);
+    let plan: Plan;
+    if (lastFailed) {
+      const rerun = planLastFailed(settings, args.patterns);
+      // Nothing to rerun: the run says so and ends with EXIT=0.
+      plan = rerun.kind === "nothing" ? { root: settings.root, patterns: [], shards: [], included: new Map(), excluded: [] } : rerun.plan;
+    } else {
+      plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
+      if (plan.shards.length === 0) throw new ConfigError(`no test files to run under ${settings.root} (shardguard list shows the plan)`);
+    }
+    if (spec) plan = slicePlan(plan, spec, timings.durations).plan;
+    return { settings, files: plan.shards.flatMap((s) => s.files), preset: null, tier: null, baseRef: null };
   }
   if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
   const p = await preparePresetRun(presetRequestFromArgs(args, host.cwd, host.env));
-  const skipped = new Set(p.skipped.map((s) => s.index));
-  const files = p.plan.shards.filter((s) => !skipped.has(s.index)).flatMap((s) => s.files);
+  const shards = spec ? slicePlan(p.plan, spec, readTimings(p.settings.timings).durations).plan.shards : p.plan.shards;
+  const skippedFiles = new Set(p.skipped.flatMap((s) => s.files));
+  const files = shards.flatMap((s) => s.files).filter((f) => !skippedFiles.has(f));
   if (p.plan.shards.length === 0) throw new ConfigError(`nothing to run: every file of preset ${name} is excluded (shardguard list --preset ${name} shows why)`);
   const sel = p.preset.selection;
   const baseRef = sel ? host.env[sel.baseEnv] || detectBase(p.settings.root, sel.baseCandidates) || sel.defaultBase : null;
