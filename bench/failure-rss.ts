@@ -24,10 +24,9 @@
  * Exits 1 when the runner's peak RSS reaches the limit, when the shard is
  * not `failed`, or when a report exceeds 1 MiB. Linux only (/proc).
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { MiB, option, parseBytes, runSampled } from "./peak-rss.ts";
+import { inTempDir, MiB, option, parseBytes, runSampled } from "./peak-rss.ts";
 
 const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const SAMPLE_MS = 10;
@@ -67,13 +66,7 @@ interface Measurement {
 }
 
 async function measure(bytes: number): Promise<Measurement> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-fail-"));
-  try {
-    return await measureIn(dir, bytes);
-  } catch (error) {
-    if (!KEEP) rmSync(dir, { recursive: true, force: true });
-    throw error;
-  }
+  return inTempDir("sg-bench-fail-", KEEP, (dir) => measureIn(dir, bytes));
 }
 
 async function measureIn(dir: string, bytes: number): Promise<Measurement> {

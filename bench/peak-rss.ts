@@ -4,7 +4,9 @@
  * CLI) and the largest peak of any direct child. Shared by the RSS benchmarks.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 
 /** Bytes in a mebibyte. */
 export const MiB = 1024 * 1024;
@@ -95,4 +97,19 @@ export async function runSampled(cli: string, args: readonly string[], cwd: stri
   const code = await exited;
   if (!verified) throw new Error(`never saw pid ${pid} run ${cli}; nothing was measured`);
   return { code, wallMs, runnerPeak, childPeak };
+}
+
+/**
+ * Runs `body` in a new temp directory named `prefix…`; on failure the
+ * directory is removed unless `keep` (the caller removes it on success,
+ * after reading what it needs).
+ */
+export async function inTempDir<T>(prefix: string, keep: boolean, body: (dir: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  try {
+    return await body(dir);
+  } catch (error) {
+    if (!keep) rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
 }

@@ -7,28 +7,17 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ConfigError } from "../runner/config/schema.ts";
 import { computeSelection, loadTouchfiles, type Touchfiles } from "../runner/preset-lib/diff.ts";
 import { getPreset, loadPresets } from "../runner/preset-lib/resolve.ts";
 import type { SelectionSpec } from "../runner/preset-lib/schema.ts";
 import { diffTouchfiles, moduleClosure } from "../runner/preset-lib/touchfiles.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
+import { configErrorAsync } from "./helpers/config-error.ts";
 
 afterAll(removeSuites);
 
 /** A temp dir holding `files` (relative path → text), removed after the file's tests. */
 const tree = (files: Record<string, string>): string => makeSuite(files, "sg-touchfiles-");
-
-async function configErrorAsync(fn: () => Promise<unknown>): Promise<string> {
-  try {
-    await fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as Error).message).not.toContain("\n");
-    return (error as Error).message;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("touchfiles data and the map diff", () => {
   const spec = getPreset(loadPresets(tree({})), "gstack-paid").selection as SelectionSpec;

@@ -25,6 +25,7 @@ import type { SelectionSpec, TierSpec } from "../runner/preset-lib/schema.ts";
 import { chooseTier, classifyTier, filterByTier } from "../runner/preset-lib/select-tier.ts";
 import { checkShardFlags, preparePresetRun } from "../runner/preset-lib/session.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
+import { configErrorAsync } from "./helpers/config-error.ts";
 
 afterAll(removeSuites);
 
@@ -34,17 +35,6 @@ const tree = (files: Record<string, string>): string => makeSuite(files, "sg-pre
 function configError(fn: () => unknown): string {
   try {
     fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as Error).message).not.toContain("\n");
-    return (error as Error).message;
-  }
-  throw new Error("expected a ConfigError");
-}
-
-async function configErrorAsync(fn: () => Promise<unknown>): Promise<string> {
-  try {
-    await fn();
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).not.toContain("\n");
