@@ -22,7 +22,7 @@ import { sweepCookie } from "./process.ts";
 const [cookieName, cookieValue, runnerPidText, runnerStart] = process.argv.slice(2);
 const cookiePrefix = `${cookieName}=${cookieValue}`;
 const runnerPid = Number(runnerPidText);
-if (!cookieName || !cookieValue || !Number.isInteger(runnerPid) || runnerPid <= 1) process.exit(2);
+const badArguments = !cookieName || !cookieValue || !Number.isInteger(runnerPid) || runnerPid <= 1;
 
 /** Between liveness probes of the runner, ms. */
 const PROBE_MS = 250;
@@ -32,6 +32,22 @@ const SWEEP_GAP_MS = 50;
 const SWEEP_BUDGET_MS = 2_000;
 
 let finished = false;
+let probe: ReturnType<typeof setInterval> | undefined;
+
+/**
+ * Ends the guardian with `code` by leaving nothing on the event loop (the
+ * probe timer, the pipe): exit codes, not process.exit, as everywhere but
+ * the program entries (docs/architecture.md).
+ */
+function finish(code: number): void {
+  finished = true;
+  process.exitCode = code;
+  if (probe) clearInterval(probe);
+  process.stdin.removeAllListeners();
+  process.stdin.pause();
+  (process.stdin as { unref?: () => void }).unref?.();
+  process.stdin.destroy();
+}
 
 /** True while the runner's pid is the runner (not dead, not a zombie, not recycled). */
 function runnerAlive(): boolean {
@@ -57,20 +73,22 @@ async function cleanUp(): Promise<never> {
     quiet = sweepCookie(cookiePrefix!, "prefix").length === 0 ? quiet + 1 : 0;
     if (quiet < 2) await Bun.sleep(SWEEP_GAP_MS);
   }
-  process.exit(0);
+  finish(0);
+  return new Promise<never>(() => {});
 }
 
 let received = "";
 process.stdin.on("data", (chunk: Buffer) => {
   received = (received + chunk.toString("utf8")).slice(-16);
-  if (received.includes("done")) {
-    finished = true;
-    process.exit(0);
-  }
+  if (received.includes("done")) finish(0);
 });
-process.stdin.on("end", () => void cleanUp());
-process.stdin.on("close", () => void cleanUp());
-process.stdin.on("error", () => void cleanUp());
-setInterval(() => {
-  if (!runnerAlive()) void cleanUp();
-}, PROBE_MS);
+if (badArguments) {
+  finish(2);
+} else {
+  process.stdin.on("end", () => void cleanUp());
+  process.stdin.on("close", () => void cleanUp());
+  process.stdin.on("error", () => void cleanUp());
+  probe = setInterval(() => {
+    if (!runnerAlive()) void cleanUp();
+  }, PROBE_MS);
+}
