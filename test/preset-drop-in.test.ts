@@ -27,8 +27,15 @@ beforeAll(() => {
 afterAll(() => repo?.remove());
 
 /** The report without what differs from run to run (ids, times, paths of the run directory). */
+/**
+ * A report without what differs between any two runs: ids, times, paths, and
+ * what depends on whether a shard's inspector events arrived (testSource,
+ * and the line, which for these helper-defined tests only events can prove
+ * wrong). Under load a short shard can lose its events (docs/bun-behaviour.md);
+ * statuses never depend on them here, since Bun's JUnit decides a normal end.
+ */
 function stableReport(r: RunReport): unknown {
-  const drop = new Set(["runId", "startedAt", "finishedAt", "durationMs", "logPath"]);
+  const drop = new Set(["runId", "startedAt", "finishedAt", "durationMs", "logPath", "testSource", "line"]);
   const strip = (v: unknown): unknown =>
     Array.isArray(v)
       ? v.map(strip)
@@ -38,7 +45,7 @@ function stableReport(r: RunReport): unknown {
   return strip(r);
 }
 
-const stableJUnit = (xml: string) => xml.replace(/ (time|timestamp)="[^"]*"/g, ` $1="…"`);
+const stableJUnit = (xml: string) => xml.replace(/ (time|timestamp)="[^"]*"/g, ` $1="…"`).replace(/ line="\d+"/g, "");
 
 describe("gstack-paid drop-in on a clean main branch", () => {
   test("plain `bun test` is untouched: every file runs in-process, paid tests self-skip, shardguard writes nothing", () => {
