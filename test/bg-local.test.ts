@@ -10,7 +10,17 @@ import { existsSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
-import { readRecord } from "../runner/app/bg/record.ts";
+import { readRecord, type BgRecord } from "../runner/app/bg/record.ts";
+import type { RunReport } from "../runner/index.ts";
+
+/** The run's own report copy (OUT/runs/<run id>/report.json) as status reads it, null until written. */
+function readReportCopy(record: BgRecord): RunReport | null {
+  try {
+    return JSON.parse(readFileSync(path.join(record.out, "runs", record.runId!, "report.json"), "utf8")) as RunReport;
+  } catch {
+    return null;
+  }
+}
 
 afterAll(removeSuites);
 
@@ -93,6 +103,10 @@ describe("bg --local", () => {
     expect(report.shards.find((s) => s.files[0] === "pass.test.ts")!.status).toBe("passed");
     expect(report.shards.find((s) => s.files[0] === "slow-pass.test.ts")!.killedBy).toBe("cancel");
     expect(report.shards.find((s) => s.files[0] === "spin.test.ts")!.status).toBe("never-started");
+    // status names the state: the cap is the run's wall-clock timeout, not a test failure.
+    const st = await runCli(["status", path.basename(logOf(started.stdout), ".log")], { cwd: dir });
+    expect(st.stdout).toContain(": timed-out (exit 2): cap of 2s reached; the run was cancelled");
+    expect(st.stdout).not.toContain(": failed");
   }, 60_000);
 
   test("SIGTERM to the run ends EXIT=130; SIGKILL leaves no sentinel and status says incomplete", async () => {
@@ -109,7 +123,12 @@ describe("bg --local", () => {
 
     const b = await runCli(["bg", "--local", "--lock", `sg-test-${process.pid}-b`], { cwd: dir });
     const logB = logOf(b.stdout);
-    const recB = await waitFor(() => readRecord(logB).runId !== null ? readRecord(logB) : null, 10_000);
+    // Killed while its shard runs: the report copy then still shows that shard open.
+    const recB = await waitFor(() => {
+      const r = readRecord(logB);
+      return r.runId !== null && existsSync(path.join(r.out, "runs", r.runId, "logs", "shard-1-slow-pass.log")) ? r : null;
+    }, 10_000);
+    expect(await waitFor(() => (readReportCopy(recB!)?.shards[0]?.startedAt === null ? true : null), 5_000)).toBe(true);
     process.kill(recB!.pid!, "SIGKILL");
     const followed = await follow(logB, dir);
     expect(followed.code).toBe(2);
@@ -117,6 +136,10 @@ describe("bg --local", () => {
     expect(readFileSync(logB, "utf8")).not.toContain("### shardguard EXIT=");
     const st = await runCli(["status", path.basename(logB, ".log")], { cwd: dir });
     expect(st.stdout).toContain(": incomplete");
+    // Its shard is not running any more: the group was swept when the run died.
+    expect(st.stdout).not.toMatch(/\] running /);
+    expect(readReportCopy(recB!)!.finishedAt).toBeNull();
+    expect(st.stdout).toContain("[1/1] was running when the run died, slow-pass.test.ts");
   }, 60_000);
 
   test("one lane at a time: a second run waits naming the holder; --no-wait refuses with exit 2", async () => {

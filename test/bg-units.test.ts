@@ -84,12 +84,19 @@ describe("sentinel and state", () => {
   test("the last sentinel decides; a live process is running; a dead one without a sentinel is incomplete", () => {
     expect(sentinelCode(`a\n${sentinelLine(1)}\n`)).toBe(1);
     expect(sentinelCode("a\n  ### shardguard EXIT=0 ### (quoted)\n")).toBe(null);
-    expect(bgState(record(process.pid), `${sentinelLine(130)}\n`)).toEqual({ state: "cancelled", code: 130 });
-    expect(bgState(record(process.pid), `${sentinelLine(2)}\n`)).toEqual({ state: "failed", code: 2 });
-    expect(bgState(record(process.pid), "started\n")).toEqual({ state: "running", code: null });
-    expect(bgState(record(2 ** 22 + 12345), "started\n")).toEqual({ state: "incomplete", code: null });
+    expect(bgState(record(process.pid), `${sentinelLine(130)}\n`)).toEqual({ state: "cancelled", code: 130, why: null });
+    expect(bgState(record(process.pid), `${sentinelLine(1)}\n`)).toEqual({ state: "failed", code: 1, why: null });
+    expect(bgState(record(process.pid), `${sentinelLine(2)}\n`)).toEqual({ state: "error", code: 2, why: null });
+    expect(bgState(record(process.pid), "started\n")).toEqual({ state: "running", code: null, why: null });
+    expect(bgState(record(2 ** 22 + 12345), "started\n")).toEqual({ state: "incomplete", code: null, why: null });
     expect(bgState(record(null), "").state).toBe("running");
     expect(bgState(record(null, new Date(Date.now() - 60_000).toISOString()), "").state).toBe("incomplete");
+  });
+  test("the record's ending names an exit 2 (a reached cap is timed-out) only when it carries the sentinel's code", () => {
+    const ended = (code: number): BgRecord => ({ ...record(null), ending: { code, state: "timed-out", why: "cap of 5s reached; the run was cancelled" } });
+    expect(bgState(ended(2), `${sentinelLine(2)}\n`)).toEqual({ state: "timed-out", code: 2, why: "cap of 5s reached; the run was cancelled" });
+    // A later run's sentinel in the same log (or a stale record) does not borrow the wording.
+    expect(bgState(ended(2), `${sentinelLine(0)}\n`)).toEqual({ state: "passed", code: 0, why: null });
   });
 });
 

@@ -18,8 +18,22 @@ import { writeFileAtomic } from "../../util/atomic.ts";
 /** Exit codes of a background run, as its sentinel carries them. */
 export const BG_EXIT = { passed: 0, failed: 1, other: 2, cancelled: 130 } as const;
 
-/** What `status` calls a background run. */
-export type BgState = "running" | "passed" | "failed" | "cancelled" | "incomplete";
+/**
+ * What `status` calls a background run. `timed-out`: its wall-clock cap was
+ * reached and the run was cancelled (exit 2); `error`: it ended with exit 2
+ * for any other reason (refused, lane busy with --no-wait, CI concluded
+ * otherwise); `incomplete`: its process is gone without a sentinel.
+ */
+export type BgState = "running" | "passed" | "failed" | "cancelled" | "timed-out" | "error" | "incomplete";
+
+/** How a run ended, written by the worker just before its sentinel. */
+export interface BgEnding {
+  /** The code the sentinel carries. */
+  code: number;
+  state: Exclude<BgState, "running" | "incomplete">;
+  /** One line saying why, e.g. "cap of 600s reached". */
+  why: string;
+}
 
 /** The record of one background run (`OUT/bg/<id>.json`). */
 export interface BgRecord {
@@ -40,6 +54,8 @@ export interface BgRecord {
   runId: string | null;
   /** The followed CI run (dispatch backend). */
   ci: { repo: string; workflow: string; runId: number | null; url: string | null; nonce: string } | null;
+  /** Written when the run ends (absent in records of older versions and while it runs). */
+  ending?: BgEnding | null;
 }
 
 /** The sentinel line that ends every log: `### shardguard EXIT=<code> ###`. */
@@ -53,9 +69,9 @@ export function sentinelCode(logText: string): number | null {
   return all.length > 0 ? Number(all[all.length - 1]![1]) : null;
 }
 
-/** The state word for a finished run's code: 0 passed, 130 cancelled, anything else failed. */
-export function stateForCode(code: number): BgState {
-  return code === BG_EXIT.passed ? "passed" : code === BG_EXIT.cancelled ? "cancelled" : "failed";
+/** The state word for a finished run's code: 0 passed, 1 failed, 130 cancelled, anything else error. */
+export function stateForCode(code: number): BgEnding["state"] {
+  return code === BG_EXIT.passed ? "passed" : code === BG_EXIT.failed ? "failed" : code === BG_EXIT.cancelled ? "cancelled" : "error";
 }
 
 /** A new background run id: `20261130T154226Z-1a2b3c-<label>`. */
@@ -115,13 +131,18 @@ export function procStartOf(pid: number): string | null {
 
 /**
  * The state of a background run from its log and record: the sentinel's
- * code when there is one; else running while its process lives (or has not
- * started yet, within `startGraceMs` of the record's start); else incomplete.
+ * code when there is one (named by the record's ending when that carries the
+ * same code, so a reached cap reads "timed-out"); else running while its
+ * process lives (or has not started yet, within `startGraceMs` of the
+ * record's start); else incomplete.
  */
-export function bgState(record: BgRecord, logText: string, now = Date.now(), startGraceMs = 10_000): { state: BgState; code: number | null } {
+export function bgState(record: BgRecord, logText: string, now = Date.now(), startGraceMs = 10_000): { state: BgState; code: number | null; why: string | null } {
   const code = sentinelCode(logText);
-  if (code !== null) return { state: stateForCode(code), code };
-  if (recordAlive(record)) return { state: "running", code: null };
-  if (record.pid === null && now - Date.parse(record.startedAt) < startGraceMs) return { state: "running", code: null };
-  return { state: "incomplete", code: null };
+  if (code !== null) {
+    const ending = record.ending?.code === code ? record.ending : null;
+    return { state: ending?.state ?? stateForCode(code), code, why: ending?.why ?? null };
+  }
+  if (recordAlive(record)) return { state: "running", code: null, why: null };
+  if (record.pid === null && now - Date.parse(record.startedAt) < startGraceMs) return { state: "running", code: null, why: null };
+  return { state: "incomplete", code: null, why: null };
 }

@@ -71,12 +71,12 @@ function findRecord(o: StatusOptions): string | null {
 /** The lines `status` prints for a run: state, counts, shards in flight. */
 export async function describeRun(record: BgRecord, now = Date.now()): Promise<string[]> {
   const logText = readFileSync(record.log, "utf8");
-  const { state, code } = bgState(record, logText, now);
-  const lines = [`${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}`, `  backend ${record.backend}, log ${record.log}`];
+  const { state, code, why } = bgState(record, logText, now);
+  const lines = [`${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}${why ? `: ${why}` : ""}`, `  backend ${record.backend}, log ${record.log}`];
   if (state === "incomplete") lines.push("  the run's process is gone and its log has no EXIT line: it was killed (counts below are the last it wrote)");
   if (record.ci) lines.push(`  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`);
   const report = record.runId ? readReportCopy(record) : null;
-  if (report) lines.push(...(await progressLines(record, report)));
+  if (report) lines.push(...(await progressLines(record, report, state === "running")));
   else if (record.runId) lines.push(`  its report ${path.join(record.out, "runs", record.runId, "report.json")} is gone (older runs are pruned)`);
   else if (record.backend === "local") lines.push(state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written");
   return lines;
@@ -90,8 +90,13 @@ function readReportCopy(record: BgRecord): RunReport | null {
   }
 }
 
-/** Counts of the shards that ended, and each running shard with its test in flight. */
-async function progressLines(record: BgRecord, report: RunReport): Promise<string[]> {
+/**
+ * Counts of the shards that ended, and each running shard with its test in
+ * flight. When the run is no longer running (its process was killed before
+ * the report's final write), the shards its report still shows open are not
+ * running either: they are named as in flight when the run died.
+ */
+async function progressLines(record: BgRecord, report: RunReport, running: boolean): Promise<string[]> {
   const logDir = path.join(record.out, "runs", record.runId!, "logs");
   const ended = report.shards.filter((s) => s.startedAt !== null || s.status === "skipped-by-diff" || report.finishedAt !== null);
   const open = report.shards.filter((s) => !ended.includes(s));
@@ -106,10 +111,11 @@ async function progressLines(record: BgRecord, report: RunReport): Promise<strin
     if (!existsSync(log)) continue;
     const born = statSync(log).birthtimeMs;
     const since = born > 0 ? ` (${Math.round((Date.now() - born) / 1000)}s)` : "";
-    lines.push(`  [${shard.index}/${report.shards.length}] running ${shard.files.join(" ")}${since}: ${await inFlight(log, report.root)}`);
+    if (running) lines.push(`  [${shard.index}/${report.shards.length}] running ${shard.files.join(" ")}${since}: ${await inFlight(log, report.root)}`);
+    else lines.push(`  [${shard.index}/${report.shards.length}] was running when the run died, ${shard.files.join(" ")}: ${await inFlight(log, report.root)}`);
   }
   const queued = open.filter((s) => !existsSync(path.join(logDir, `shard-${s.index}-${s.slug}.log`))).length;
-  if (queued > 0) lines.push(`  ${plural(queued, "shard")} not started yet`);
+  if (queued > 0) lines.push(running ? `  ${plural(queued, "shard")} not started yet` : `  ${plural(queued, "shard")} never started`);
   return lines;
 }
 
@@ -138,9 +144,9 @@ async function followLog(record: BgRecord, host: Host): Promise<number> {
       }
     }
     const fresh = readRecord(record.log);
-    const { state, code } = bgState(fresh, buf.toString("utf8"));
+    const { state, code, why } = bgState(fresh, buf.toString("utf8"));
     if (code !== null) {
-      host.stdout(`${record.id}: ${state} (exit ${code})`);
+      host.stdout(`${record.id}: ${state} (exit ${code})${why ? `: ${why}` : ""}`);
       return code;
     }
     if (state === "incomplete") {

@@ -16,7 +16,7 @@ import { EXIT } from "../../results/model.ts";
 import type { Host } from "../host.ts";
 import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "../lock.ts";
 import { followDispatch, type DispatchSpec } from "./dispatch.ts";
-import { BG_EXIT, procStartOf, readRecord, sentinelLine, writeRecord } from "./record.ts";
+import { BG_EXIT, procStartOf, readRecord, sentinelLine, stateForCode, writeRecord, type BgEnding } from "./record.ts";
 
 /** What the foreground hands the worker (as one JSON argument). */
 export interface WorkerSpec {
@@ -42,6 +42,17 @@ export function pollMsFrom(env: Record<string, string | undefined>): number {
   return Number.isFinite(n) && n >= 10 ? n : 15_000;
 }
 
+/** Writes how the run ended into its record, before the sentinel; a record that cannot be written only loses the wording. */
+async function recordEnding(log: string, ending: BgEnding): Promise<void> {
+  try {
+    const record = readRecord(log);
+    record.ending = ending;
+    await writeRecord(record);
+  } catch {
+    // The sentinel alone still gives the code; status then names the state by the code.
+  }
+}
+
 /**
  * The worker's body. Never throws: anything unexpected is logged and ends
  * as exit 2, with the sentinel.
@@ -56,6 +67,8 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
   let lock: RunLock | null = null;
   let cancelledBy: "SIGINT" | "SIGTERM" | null = null;
   let capReached = false;
+  /** Why the run ends with exit 2 or 130, for the record's ending (status prints it). */
+  let why = "";
   const timers: ReturnType<typeof setTimeout>[] = [];
   // Before the run has started, a signal aborts the lock wait or the follower.
   const abort = new AbortController();
@@ -84,6 +97,7 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
       if (!(error instanceof LockAbortedError)) throw error;
       line(cancelledBy ? `shardguard bg: cancelled by ${cancelledBy} while waiting for lane ${spec.lock}; nothing ran` : `shardguard bg: lane ${spec.lock} is busy and --no-wait was given; nothing ran`);
       code = cancelledBy ? BG_EXIT.cancelled : BG_EXIT.other;
+      why = cancelledBy ? `cancelled by ${cancelledBy} while waiting for lane ${spec.lock}` : `lane ${spec.lock} was busy (--no-wait)`;
       return code;
     }
     line(`shardguard bg: holding lane ${spec.lock}; cap ${spec.capSeconds}s from now`);
@@ -116,7 +130,9 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
         if (!abort.signal.aborted) throw error;
         line(capReached ? "shardguard bg: stopped following (cap reached); the CI run goes on" : `shardguard bg: stopped following (${cancelledBy}); the CI run goes on`);
         code = capReached ? BG_EXIT.other : BG_EXIT.cancelled;
+        why = capReached ? `cap of ${spec.capSeconds}s reached; stopped following, the CI run goes on` : `cancelled by ${cancelledBy}; stopped following, the CI run goes on`;
       }
+      if (code === BG_EXIT.other && why === "") why = "the CI run did not conclude success, failure or cancelled (see the log)";
       return code;
     }
 
@@ -149,15 +165,20 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
     };
     const runCode = await runRun(spec.runArgv, runHost);
     code = capReached ? BG_EXIT.other : runCode === EXIT.sigint || runCode === EXIT.sigterm ? BG_EXIT.cancelled : runCode === 0 || runCode === 1 ? runCode : BG_EXIT.other;
+    if (capReached) why = `cap of ${spec.capSeconds}s reached; the run was cancelled`;
+    else if (code === BG_EXIT.cancelled) why = `cancelled by ${cancelledBy ?? "a signal"}`;
+    else if (code === BG_EXIT.other) why = `the run ended with exit ${runCode} (refused or could not start; see the log)`;
     return code;
   } catch (error) {
     line(`shardguard bg: ${(error as Error).stack ?? String(error)}`);
     code = BG_EXIT.other;
+    why = `bg failed: ${(error as Error).message ?? String(error)}`.split("\n")[0]!;
     return code;
   } finally {
     for (const t of timers) clearTimeout(t);
     await lock?.release().catch(() => {});
     unsubscribe?.();
+    await recordEnding(log, { code, state: capReached ? "timed-out" : stateForCode(code), why });
     line(sentinelLine(code));
   }
 }
