@@ -49,6 +49,7 @@ describe("dispatch", () => {
   test("passes expected_sha and the nonce, finds the run by nonce, and maps each conclusion", async () => {
     const c = checkout();
     const codes: Record<string, number> = { success: 0, failure: 1, cancelled: 130, timed_out: 2, startup_failure: 2 };
+    const states: Record<string, string> = { success: "passed", failure: "failed", cancelled: "cancelled", timed_out: "timed-out", startup_failure: "error" };
     for (const [conclusion, code] of Object.entries(codes)) {
       c.setState({ conclusion });
       const started = await bg(c, "--dispatch", "--repo", "acme/widgets", "--lock", `lane-${conclusion}`);
@@ -70,7 +71,10 @@ describe("dispatch", () => {
       // status CI_RUN_ID asks gh.
       const ci = await runCli(["status", String(run.databaseId)], { cwd: c.dir, env: c.env });
       expect(ci.code).toBe(0);
-      expect(ci.stdout).toContain(`exit ${code}`);
+      expect(ci.stdout).toContain(`: ${states[conclusion]} (${conclusion}, exit ${code})`);
+      // The background run's own status says the same, and why.
+      const own = await runCli(["status", logOf(started.stdout)], { cwd: c.dir, env: c.env });
+      expect(own.stdout).toContain(`: ${states[conclusion]} (exit ${code}): CI run ${run.databaseId} concluded ${conclusion}`);
     }
     // Remote state came from gh api only; nothing fetched.
     expect(c.readCalls().some((a) => a[0] === "api" && a[1] === "repos/acme/widgets/branches/main")).toBe(true);

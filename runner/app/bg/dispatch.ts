@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import { ghDispatchRuns, ghRunView, ghWorkflowRun, type CiRun, type GhRunner } from "../../exec/gh.ts";
-import { BG_EXIT } from "./record.ts";
+import { BG_EXIT, stateForCode, type BgEnding } from "./record.ts";
 
 /** The dedupe key of a lane, revision and base: the nonce without its random tail. */
 export function dedupeKey(lane: string, sha: string, baseSha: string | null): string {
@@ -76,7 +76,14 @@ export interface FollowOptions {
   findPolls?: number;
   /** Called once the followed run is known (the record is updated with it). */
   onRun?: (run: CiRun) => Promise<void> | void;
+  /** Called once with how the follow ended (the record's ending): its state word and one line saying why. */
+  onEnding?: (state: BgEnding["state"], why: string) => void;
   signal?: AbortSignal;
+}
+
+/** The state word for a CI conclusion: as its code, except that `timed_out` is timed-out. */
+export function conclusionState(conclusion: string | null | undefined): BgEnding["state"] {
+  return conclusion === "timed_out" ? "timed-out" : stateForCode(conclusionCode(conclusion));
 }
 
 /**
@@ -95,6 +102,7 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
     const refused = ghWorkflowRun(o.gh, { repo: spec.repo, workflow: spec.workflow, ref: spec.ref, inputs });
     if (refused !== null) {
       o.line(`shardguard bg: gh workflow run ${spec.workflow} failed: ${refused}`);
+      o.onEnding?.("error", `gh workflow run ${spec.workflow} failed`);
       return BG_EXIT.other;
     }
     o.line(`shardguard bg: dispatched ${spec.workflow} on ${spec.repo}@${spec.ref} with nonce ${spec.nonce}`);
@@ -104,6 +112,7 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
     }
     if (!target) {
       o.line(`shardguard bg: no run named ${nonceMarker(spec.nonce)} appeared; does ${spec.workflow} set run-name with the nonce (examples/github/)?`);
+      o.onEnding?.("error", `the dispatched run never appeared`);
       return BG_EXIT.other;
     }
   }
@@ -119,6 +128,7 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
     if (view?.status === "completed") {
       const code = conclusionCode(view.conclusion);
       o.line(`shardguard bg: CI run ${target.databaseId} concluded ${view.conclusion ?? "(none)"}: exit ${code}`);
+      o.onEnding?.(conclusionState(view.conclusion), `CI run ${target.databaseId} concluded ${view.conclusion ?? "(none)"}`);
       return code;
     }
     await wait();

@@ -19,8 +19,8 @@ import { EXIT, summarize, type RunReport } from "../../results/model.ts";
 import { plural } from "../../util/format.ts";
 import type { Host } from "../host.ts";
 import { githubRepoOf } from "./checkout.ts";
-import { conclusionCode } from "./dispatch.ts";
-import { bgDir, bgState, BG_EXIT, listRecords, readRecord, stateForCode, type BgRecord } from "./record.ts";
+import { conclusionCode, conclusionState } from "./dispatch.ts";
+import { bgDir, bgState, BG_EXIT, listRecords, readRecord, type BgRecord } from "./record.ts";
 import { pollMsFrom } from "./worker.ts";
 
 /** `status` options (cli/bg-args.ts parses them). */
@@ -171,7 +171,7 @@ async function ciStatus(o: StatusOptions, host: Host, record: BgRecord | null): 
       last = view.status;
       const done = view.status === "completed";
       const code = conclusionCode(view.conclusion);
-      host.stdout(`CI run ${id} on ${repo}: ${done ? `${stateForCode(code)} (${view.conclusion ?? "no conclusion"}, exit ${code})` : `running (${view.status})`} ${view.url ?? ""}`.trimEnd());
+      host.stdout(`CI run ${id} on ${repo}: ${done ? `${conclusionState(view.conclusion)} (${view.conclusion ?? "no conclusion"}, exit ${code})` : `running (${view.status})`} ${view.url ?? ""}`.trimEnd());
       if (done) return o.follow ? code : EXIT.ok;
     }
     if (!o.follow) return EXIT.ok;

@@ -69,6 +69,8 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
   let capReached = false;
   /** Why the run ends with exit 2 or 130, for the record's ending (status prints it). */
   let why = "";
+  /** The state a dispatch follow named (a CI timed_out is timed-out), else the code's. */
+  let endState: BgEnding["state"] | null = null;
   const timers: ReturnType<typeof setTimeout>[] = [];
   // Before the run has started, a signal aborts the lock wait or the follower.
   const abort = new AbortController();
@@ -120,6 +122,10 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
           line,
           pollMs: pollMsFrom(host.env),
           signal: abort.signal,
+          onEnding: (state, text) => {
+            endState = state;
+            why = text;
+          },
           onRun: async (run) => {
             const r = readRecord(log);
             r.ci = { repo: dispatch.repo, workflow: dispatch.workflow, runId: run.databaseId, url: run.url, nonce: dispatch.nonce };
@@ -132,7 +138,6 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
         code = capReached ? BG_EXIT.other : BG_EXIT.cancelled;
         why = capReached ? `cap of ${spec.capSeconds}s reached; stopped following, the CI run goes on` : `cancelled by ${cancelledBy}; stopped following, the CI run goes on`;
       }
-      if (code === BG_EXIT.other && why === "") why = "the CI run did not conclude success, failure or cancelled (see the log)";
       return code;
     }
 
@@ -178,7 +183,7 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
     for (const t of timers) clearTimeout(t);
     await lock?.release().catch(() => {});
     unsubscribe?.();
-    await recordEnding(log, { code, state: capReached ? "timed-out" : stateForCode(code), why });
+    await recordEnding(log, { code, state: capReached ? "timed-out" : endState ?? stateForCode(code), why });
     line(sentinelLine(code));
   }
 }
