@@ -4,13 +4,16 @@
  * plan (a lost slice, a plan-hash mismatch), and `--last-failed`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
-import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
+import { fixtureFiles, makeSuite, readReport, REPO, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
 import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import type { RunReport } from "../runner/results/model.ts";
+import { takeOverBunPlanFlags } from "../runner/app/bun-plan-flags.ts";
+import { splitBunTestArgs } from "../runner/preset-lib/flags.ts";
 
 afterAll(removeSuites);
 
@@ -215,6 +218,66 @@ describe("--shard on the command line", () => {
     expect(report.preset?.name).toBe("slow");
     expect(report.shards.map((s) => [s.files[0], s.status])).toEqual([["e2e/a.test.ts", "passed"], ["e2e/b.test.ts", "passed"], ["e2e/c.test.ts", "failed"]]);
   });
+});
+
+describe("bun test --preset NAME with Bun's own plan flags", () => {
+  /** A suite whose bunfig loads the preset preload, with preset "slow" over e2e/. */
+  const presetSuite = () =>
+    makeSuite({
+      "bunfig.toml": `[test]\npreload = [${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n`,
+      "test/shardguard.slow.test.ts": pass,
+      "e2e/a.test.ts": pass,
+      "e2e/b.test.ts": pass,
+      "e2e/c.test.ts": fail,
+    });
+  /** `bun test ARGS` in `dir` with no SHARDGUARD_* of ours leaking in. */
+  const bunTest = (dir: string, args: string[], env: Record<string, string> = {}) => {
+    const clean: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("SHARDGUARD_")) clean[k] = v;
+    return spawnSync(process.execPath, ["test", ...args], { cwd: dir, encoding: "utf8", env: { ...clean, NO_COLOR: "1", ...env }, timeout: 60_000 });
+  };
+
+  test("--shard=I/N cannot be taken over: Bun slices its files before the preload, so slice 1 is refused (exit 2) naming shardguard's --shard and slice 2 never reaches shardguard", () => {
+    const dir = presetSuite();
+    const first = bunTest(dir, ["--preset", "slow", "--shard=1/2"]);
+    expect(first.status).toBe(2);
+    expect(first.stderr).toContain("--shard=1/2 cannot be used with a preset: Bun applies it to its own file list before the preset's preload runs");
+    expect(first.stderr).toContain("use shardguard run --preset NAME --shard I/N");
+    // Bun's slice 2 holds no file (the entry file is its only one): the preload never runs.
+    const second = bunTest(dir, ["--preset", "slow", "--shard=2/2"]);
+    expect(second.stdout + second.stderr).toContain("running 0/1 test file");
+    expect(second.stdout).not.toContain("shardguard:");
+    expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
+  }, 60_000);
+
+  test("--timings=FILE orders the run and --update-timings writes the measured durations into it", () => {
+    const dir = presetSuite();
+    writeFileSync(path.join(dir, "t.json"), JSON.stringify({ version: 1, files: { "e2e/b.test.ts": 5000, "other.test.ts": 7 } }));
+    const r = bunTest(dir, ["--preset", "slow", "--timings=t.json", "--update-timings"]);
+    expect(r.status).toBe(1);
+    const after = JSON.parse(readFileSync(path.join(dir, "t.json"), "utf8"));
+    // Merged with what was there; every file that ran now has its measured duration.
+    expect(after.files["other.test.ts"]).toBe(7);
+    expect(after.files["e2e/b.test.ts"]).toBeLessThan(5000);
+    for (const f of ["e2e/a.test.ts", "e2e/b.test.ts", "e2e/c.test.ts"]) expect(after.files[f]).toBeGreaterThan(0);
+  }, 60_000);
+
+  test("--update-timings without --timings, and these flags after -- of shardguard run, exit 2 before anything runs", async () => {
+    const dir = presetSuite();
+    // Bun refuses this one itself, before the preload (exit 1, its own line); nothing of ours runs.
+    const noFile = bunTest(dir, ["--preset", "slow", "--update-timings"]);
+    expect(noFile.status).not.toBe(0);
+    expect(noFile.stderr).toContain("--update-timings requires --timings");
+    expect(() => takeOverBunPlanFlags(splitBunTestArgs(["--update-timings"]).flags)).toThrow("--update-timings writes to the first --timings file; give --timings=FILE too");
+    expect(takeOverBunPlanFlags(splitBunTestArgs(["--timings=a.json", "--timings", "b.json", "--update-timings", "--retry", "1"]).flags)).toMatchObject({
+      runArgs: ["--timings", "a.json,b.json", "--update-timings", "a.json"],
+      shardFlags: [{ name: "--retry", value: "1" }],
+    });
+    const after = await runCli(["run", "--preset", "slow", "--", "--timings=t.json"], { cwd: dir });
+    expect(after.code).toBe(2);
+    expect(after.stderr).toContain(`--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings FILE before "--"`);
+    expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
+  }, 60_000);
 });
 
 describe("--last-failed", () => {

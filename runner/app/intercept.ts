@@ -40,17 +40,19 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
     }
     const { parseArgs } = await import("../config/args.ts");
     const { preparePresetRun } = await import("../preset-lib/session.ts");
-    const { executePresetRun } = await import("./preset-run.ts");
+    const { runPreparedPreset } = await import("./preset-run.ts");
+    const { takeOverBunPlanFlags } = await import("./bun-plan-flags.ts");
+    const taken = takeOverBunPlanFlags(decision.flags);
     const prepared = await preparePresetRun({
       name: decision.preset,
       via: decision.via,
       cwd: host.cwd,
       env: host.env,
-      args: parseArgs([], "run"),
+      args: parseArgs(taken.runArgs, "run"),
       ...(decision.tier !== null ? { tier: decision.tier } : {}),
       tierDefault: decision.tierDefault,
       files: decision.files,
-      commandFlags: decision.flags,
+      commandFlags: taken.shardFlags,
       flagsWhere: "bun test",
     });
     if (decision.tierSplit) {
@@ -61,7 +63,7 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
         `shardguard: note: Bun read "${decision.tier}" after --tier as a test path filter, so the file name Bun printed above may be unrelated (no test of it ran); write --tier=${decision.tier}`,
       );
     }
-    return await executePresetRun(prepared, host);
+    return await runPreparedPreset("run", prepared, host, null);
   } catch (error) {
     // ConfigError, matched by name so the plain `bun test` path never loads its module (and zod).
     if (error instanceof Error && error.name === "ConfigError") {

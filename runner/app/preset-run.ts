@@ -30,6 +30,17 @@ import { sliceHeader, sliceProvenance } from "./slice-run.ts";
  */
 export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host, slice: SliceSpec | null = null): Promise<number> {
   const prepared = await preparePresetRun(presetRequestFromArgs(args, host.cwd, host.env));
+  return runPreparedPreset(command, prepared, host, slice);
+}
+
+/**
+ * Lists or runs a prepared preset run, or one slice of it (`--shard I/N`,
+ * also `bun test --preset NAME --shard=I/N`): the slice's shards and its
+ * share of the skipped-by-diff ones, so every machine slices the same plan.
+ *
+ * @throws ConfigError for any configuration error found before a shard starts
+ */
+export async function runPreparedPreset(command: "run" | "list", prepared: PreparedPresetRun, host: Host, slice: SliceSpec | null): Promise<number> {
   if (!slice) {
     if (command === "list") {
       for (const line of presetPlanLines(prepared)) host.stdout(line);

@@ -79,13 +79,23 @@ export const VALUE_FLAGS: ReadonlySet<string> = new Set([
   "--install",
 ]);
 
-/** Flags shardguard cannot pass to shards, with the reason shown to the user. */
+/**
+ * Flags shardguard cannot pass to shards, with the reason shown to the user.
+ * `--timings` and `--update-timings` mean something for the whole run: on
+ * `bun test --preset` they are taken over as the run's own flags before this
+ * check (app/bun-plan-flags.ts); after "--" of `shardguard run --preset` they
+ * are refused here. `--shard` is refused everywhere: each shard would run
+ * part of its files, and Bun applies it to its own file list before the
+ * preload runs (docs/sharding.md).
+ */
 export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
   "--parallel": "shardguard runs its own process pool (the preset's jobs setting sets its size)",
   "--test-worker": "it is Bun's internal worker flag",
   "--watch": "a shard run is not a watch session",
+  "--shard": "Bun applies it to its own file list before the preset's preload runs, so every other slice runs nothing and exits 0; use shardguard run --preset NAME --shard I/N",
+  "--timings": "it orders the whole run: give shardguard's own --timings FILE before \"--\"",
+  "--update-timings": "it records the whole run: give shardguard's own --update-timings FILE before \"--\"",
   "--hot": "a shard run is not a watch session",
-  "--shard": "shardguard plans the shards itself",
   "--changed": "the preset's diff selection decides what runs",
   "--coverage": "coverage of separate shard processes is not merged",
   "--coverage-reporter": "coverage of separate shard processes is not merged",
@@ -93,8 +103,6 @@ export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
   "--reporter": "shardguard writes the JUnit and JSON reports itself (shardguard --junit / --json)",
   "--reporter-outfile": "shardguard writes the JUnit and JSON reports itself (shardguard --junit / --json)",
   "--dots": "shardguard writes the reports itself; shard output goes to per-shard logs",
-  "--timings": "per-file timings of separate shard processes are not merged",
-  "--update-timings": "per-file timings of separate shard processes are not merged",
 };
 
 /** Flags dropped because shardguard sets them or consumed them itself. */
