@@ -48,6 +48,23 @@ describe("touchfiles data and the map diff", () => {
     expect(await loadTouchfiles(dir, { ...spec, touchfiles: "nope.ts" })).toBeNull();
   });
 
+  test("a module is loaded by a separate process: one that hangs is killed after the timeout, one that throws or exits is named, neither touches this process", async () => {
+    const dir = tree({
+      "ok.ts": `(globalThis as any).__sgTouched = 1;\nexport const E2E_TOUCHFILES = { a: ["x/**"] };\nexport const GLOBAL_TOUCHFILES: string[] = [];\nexport const helper = () => 1;\n`,
+      "hang.ts": `await Bun.sleep(600_000);\nexport const E2E_TOUCHFILES = {};\nexport const GLOBAL_TOUCHFILES = [];\n`,
+      "throws.ts": `throw new Error("no data here");\n`,
+      "exits.ts": `process.exit(3);\n`,
+    });
+    const ok = await loadTouchfiles(dir, { ...spec, touchfiles: "ok.ts" });
+    expect(ok?.map).toEqual({ a: ["x/**"] });
+    expect((globalThis as { __sgTouched?: number }).__sgTouched).toBeUndefined();
+    const t0 = performance.now();
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "hang.ts" }, 1_000))).toContain('invalid selection touchfiles "hang.ts": could not load it (it did not finish loading within 1s)');
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "throws.ts" }))).toContain("no data here");
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "exits.ts" }))).toContain("could not load it (exit 3)");
+  }, 30_000);
+
   test("with git: global touchfiles select everything; a touchfiles source whose old version cannot be loaded too; shardguard's output never counts", async () => {
     const dir = tree({ "src/alpha/x.ts": "1", "package.json": "{}", "test/helpers/touchfiles.ts": "" });
     const git = (...args: string[]) => {

@@ -67,10 +67,50 @@ function extract(mod: Record<string, unknown>, spec: SelectionSpec, where: strin
   return { map, global, names: [...names], file, tables, sources };
 }
 
-async function importData(abs: string): Promise<Record<string, unknown>> {
-  return abs.endsWith(".json")
-    ? (JSON.parse(readFileSync(abs, "utf8")) as Record<string, unknown>)
-    : ((await import(pathToFileURL(abs).href)) as Record<string, unknown>);
+/** Wall-clock limit of loading one version of a touchfiles module, ms. */
+export const TOUCHFILES_LOAD_TIMEOUT_MS = 30_000;
+
+/** Largest JSON a touchfiles module may export, bytes (64 MiB; gstack's is about 40 KiB). */
+const MAX_EXPORT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Prints a module's exports as JSON. Run by a separate Bun process, so a
+ * module that hangs (a top-level await on the network), exits or leaves
+ * side effects cannot stall or change the run that plans: it is killed
+ * after the timeout. Functions and other non-JSON exports drop out, which
+ * only the configured exports' shape checks can notice.
+ */
+const LOADER = `const m = await import(process.env.SHARDGUARD_TOUCHFILES_URL); process.stdout.write(JSON.stringify({ ...m }));`;
+
+/**
+ * The exports of a touchfiles module (or a parsed JSON file), as JSON values.
+ *
+ * @param timeoutMs wall-clock limit of the loading process, ms
+ * @throws Error with one line saying why: the module threw or exited, timed out, or exported no JSON
+ */
+function importData(abs: string, timeoutMs: number): Record<string, unknown> {
+  if (abs.endsWith(".json")) return JSON.parse(readFileSync(abs, "utf8")) as Record<string, unknown>;
+  // cwd is the temp dir, not the project: a bunfig.toml there must not preload anything into the loader.
+  const r = spawnSync(process.execPath, ["-e", LOADER], {
+    cwd: os.tmpdir(),
+    env: { ...process.env, SHARDGUARD_TOUCHFILES_URL: pathToFileURL(abs).href },
+    timeout: timeoutMs,
+    killSignal: "SIGKILL",
+    maxBuffer: MAX_EXPORT_BYTES,
+    encoding: "utf8",
+  });
+  if (r.error && (r.error as NodeJS.ErrnoException).code === "ETIMEDOUT") throw new Error(`it did not finish loading within ${timeoutMs / 1000}s`);
+  if (r.error) throw r.error;
+  if (r.status !== 0) {
+    const lines = (r.stderr ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
+    const why = lines.find((l) => /^(error|\w*Error)\b/.test(l)) ?? lines.at(-1) ?? `exit ${r.status ?? r.signal}`;
+    throw new Error(why);
+  }
+  try {
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  } catch {
+    throw new Error("its exports are not JSON (did it print to stdout?)");
+  }
 }
 
 const toPosix = (p: string) => p.split(path.sep).join("/");
@@ -118,13 +158,14 @@ export function moduleClosure(root: string, file: string): string[] {
 
 /**
  * Loads the touchfiles data as it is in the working tree: imports a module
- * (`.ts`, `.js`, …) or reads a JSON file, and takes the configured exports.
+ * (`.ts`, `.js`, …) in a separate Bun process killed after `timeoutMs`, or
+ * reads a JSON file, and takes the configured exports.
  *
  * @returns null when there is no such file (the caller then runs everything)
  * @throws ConfigError when the file cannot be loaded, or the map or global
  *   export is missing or not of the expected shape (extra name exports are optional)
  */
-export async function loadTouchfiles(root: string, spec: SelectionSpec): Promise<Touchfiles | null> {
+export async function loadTouchfiles(root: string, spec: SelectionSpec, timeoutMs = TOUCHFILES_LOAD_TIMEOUT_MS): Promise<Touchfiles | null> {
   const abs = path.resolve(root, spec.touchfiles);
   const where = `selection touchfiles ${JSON.stringify(spec.touchfiles)}`;
   // No module at all: selection is simply not set up in this repository.
@@ -132,7 +173,7 @@ export async function loadTouchfiles(root: string, spec: SelectionSpec): Promise
   if (!existsSync(abs)) return null;
   let mod: Record<string, unknown>;
   try {
-    mod = await importData(abs);
+    mod = importData(abs, timeoutMs);
   } catch (error) {
     throw new ConfigError(`invalid ${where}: could not load it (${String((error as Error).message).split("\n")[0]})`);
   }
@@ -150,7 +191,7 @@ export async function loadTouchfiles(root: string, spec: SelectionSpec): Promise
  *
  * @returns the old data, or a phrase saying why it could not be loaded
  */
-export async function loadTouchfilesAt(root: string, spec: SelectionSpec, ref: string, now: Touchfiles): Promise<Touchfiles | string> {
+export async function loadTouchfilesAt(root: string, spec: SelectionSpec, ref: string, now: Touchfiles, timeoutMs = TOUCHFILES_LOAD_TIMEOUT_MS): Promise<Touchfiles | string> {
   const show = (file: string) =>
     spawnSync("git", ["show", `${ref}:${file}`], { cwd: root, timeout: 10_000, maxBuffer: 64 * 1024 * 1024 });
   const tmp = mkdtempSync(path.join(os.tmpdir(), "shardguard-touchfiles-"));
@@ -167,7 +208,7 @@ export async function loadTouchfilesAt(root: string, spec: SelectionSpec, ref: s
     }
     let mod: Record<string, unknown>;
     try {
-      mod = await importData(path.join(tmp, now.file));
+      mod = importData(path.join(tmp, now.file), timeoutMs);
     } catch (error) {
       return `its version at ${ref} could not be loaded (${String((error as Error).message).split("\n")[0]})`;
     }
