@@ -194,13 +194,13 @@ describe("--shard on the command line", () => {
     expect(after.files["b.test.ts"]).toBe(1000);
   }, 60_000);
 
-  test("a bad I/N, --shard with --last-failed, or --last-failed with --preset, exits 2 before anything runs", async () => {
+  test("a bad I/N, or --shard with --last-failed (with or without --preset), exits 2 before anything runs", async () => {
     const dir = makeSuite({ "a.test.ts": pass });
     const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');
     expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed"])).code).toBe(2);
-    expect((await runCli(["run", "--root", dir, "--last-failed", "--preset", "gstack-paid"])).stderr).toContain("--last-failed does not work with --preset");
+    expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed", "--preset", "gstack-paid"])).code).toBe(2);
   });
 
   test("a preset's plan is sliced the same way, and its slices merge", async () => {
@@ -313,6 +313,35 @@ describe("--last-failed", () => {
     expect((await validateJUnitXml(xml)).errors).toEqual([]);
     expect(xml).toContain(`<property name="shardguard.rerun-of" value="${queued.runId}"/>`);
     expect(JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8")).results.extra.rerunOf).toBe(queued.runId);
+  }, 60_000);
+
+  test("with --preset: reruns the preset's failed files whole, with its settings; a file no longer in the preset is named and not rerun", async () => {
+    const dir = makeSuite({
+      "bunfig.toml": '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.env]\nSLOW_MARK = "on"\n',
+      "e2e/a.test.ts": pass,
+      "e2e/b.test.ts": `import { test, expect } from "bun:test";\ntest("needs the preset's env", () => { expect(process.env.SLOW_MARK).toBe("on"); });\ntest("fails", () => { expect(1).toBe(2); });\n`,
+      "e2e/c.test.ts": fail,
+    });
+    const first = await runCli(["run", "--preset", "slow"], { cwd: dir });
+    expect(first.code).toBe(1);
+    const firstId = readReport(dir).runId;
+    const listed = await runCli(["list", "--preset", "slow", "--last-failed"], { cwd: dir });
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(`--last-failed: rerunning 2 files of run ${firstId}`);
+    expect(listed.stdout).toContain(`e2e/b.test.ts  (did not pass in run ${firstId})`);
+    expect(listed.stdout).not.toContain("e2e/a.test.ts");
+    const rerun = await runCli(["run", "--preset", "slow", "--last-failed"], { cwd: dir });
+    expect(rerun.code).toBe(1);
+    const report = readReport(dir);
+    expect(report.preset?.name).toBe("slow");
+    expect(report.rerunOf?.runId).toBe(firstId);
+    expect(report.shards.map((s) => s.files[0])).toEqual(["e2e/b.test.ts", "e2e/c.test.ts"]);
+    expect(report.shards[0]!.tests.map((t) => [t.name, t.status])).toEqual([["needs the preset's env", "passed"], ["fails", "failed"]]);
+    // c leaves the preset: it is named, b still reruns.
+    writeFileSync(path.join(dir, "bunfig.toml"), '[shardguard.presets.slow]\nglobs = ["e2e/a.test.ts", "e2e/b.test.ts"]\n');
+    const narrowed = await runCli(["run", "--preset", "slow", "--last-failed"], { cwd: dir });
+    expect(narrowed.stderr).toContain("--last-failed: e2e/c.test.ts is not one of preset slow's files; not rerun");
+    expect(readReport(dir).shards.map((s) => s.files[0])).toEqual(["e2e/b.test.ts"]);
   }, 60_000);
 
   test("nothing failed: says so and exits 0; no earlier report: exit 2", async () => {

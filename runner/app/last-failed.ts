@@ -31,38 +31,67 @@ export function lastReport(out: string): { report: RunReport; file: string } | n
   return null;
 }
 
+/**
+ * `--last-failed` takes no PATTERN.
+ *
+ * @throws ConfigError naming the first pattern
+ */
+export function refusePatterns(patterns: readonly string[]): void {
+  if (patterns.length > 0) {
+    throw new ConfigError(`--last-failed takes no PATTERN (it reruns the files of the last report); got ${JSON.stringify(patterns[0])}`);
+  }
+}
+
+/** The files `--last-failed` reruns, or why there is nothing to rerun. */
+export type LastFailedFiles =
+  | { kind: "files"; files: string[]; rerunOf: RerunOf; from: string; gone: string[] }
+  | { kind: "nothing"; message: string };
+
+/**
+ * The files of the newest run's report under `out/runs` that failed, timed
+ * out, crashed or never started (results/rerun.ts), in that report's order.
+ * Files deleted since, or not accepted by `keep` (e.g. no longer one of a
+ * preset's files), are left out and listed in `gone` with why.
+ *
+ * @param keep says why a file cannot be rerun now (null when it can)
+ * @throws ConfigError when there is no earlier report under OUT/runs, or PATTERNs were given
+ */
+export function lastFailedFiles(settings: RunSettings, patterns: readonly string[], keep: (file: string) => string | null = () => null): LastFailedFiles {
+  refusePatterns(patterns);
+  const last = lastReport(settings.out);
+  if (!last) throw new ConfigError(`--last-failed: no earlier report under ${path.join(settings.out, "runs")} (run once without it first)`);
+  const wanted = filesToRerun(last.report);
+  const why = (f: string) => (existsSync(path.resolve(settings.root, f)) ? keep(f) : "no longer exists");
+  const reasons = new Map(wanted.map((f) => [f, why(f)] as const));
+  const present = wanted.filter((f) => reasons.get(f) === null);
+  const gone = wanted.filter((f) => reasons.get(f) !== null).map((f) => `${f} ${reasons.get(f)}`);
+  if (present.length === 0) {
+    const what = wanted.length === 0 ? "every planned file passed" : `none of the ${wanted.length} files that did not pass can run now`;
+    return { kind: "nothing", message: `--last-failed: nothing to rerun: ${what} in run ${last.report.runId} (${last.file})` };
+  }
+  return { kind: "files", files: present, rerunOf: { runId: last.report.runId, startedAt: last.report.startedAt, files: present }, from: last.file, gone };
+}
+
 /** What `--last-failed` found: the rerun's plan, or why there is nothing to run. */
 export type LastFailed =
   | { kind: "plan"; plan: Plan; rerunOf: RerunOf; from: string; gone: string[] }
   | { kind: "nothing"; message: string };
 
 /**
- * Plans the rerun: the files of the newest run's report that failed, timed
- * out, crashed or never started (results/rerun.ts), in that report's order,
- * grouped by this run's --files-per-shard. Files deleted since are left out
- * (listed in `gone`).
+ * Plans the rerun of {@link lastFailedFiles}, grouped by this run's
+ * --files-per-shard.
  *
  * @throws ConfigError when there is no earlier report under OUT/runs, or PATTERNs were given
  */
 export function planLastFailed(settings: RunSettings, patterns: readonly string[]): LastFailed {
-  if (patterns.length > 0) {
-    throw new ConfigError(`--last-failed takes no PATTERN (it reruns the files of the last report); got ${JSON.stringify(patterns[0])}`);
-  }
-  const last = lastReport(settings.out);
-  if (!last) throw new ConfigError(`--last-failed: no earlier report under ${path.join(settings.out, "runs")} (run once without it first)`);
-  const wanted = filesToRerun(last.report);
-  const present = wanted.filter((f) => existsSync(path.resolve(settings.root, f)));
-  const gone = wanted.filter((f) => !present.includes(f));
-  if (present.length === 0) {
-    const why = wanted.length === 0 ? "every planned file passed" : `the ${wanted.length} files that did not pass no longer exist`;
-    return { kind: "nothing", message: `--last-failed: nothing to rerun: ${why} in run ${last.report.runId} (${last.file})` };
-  }
-  const reason = `did not pass in run ${last.report.runId}`;
+  const found = lastFailedFiles(settings, patterns);
+  if (found.kind === "nothing") return found;
+  const reason = `did not pass in run ${found.rerunOf.runId}`;
   return {
     kind: "plan",
-    plan: { root: settings.root, patterns: [], shards: groupIntoShards(present, settings.filesPerShard), included: new Map(present.map((f) => [f, reason])), excluded: [] },
-    rerunOf: { runId: last.report.runId, startedAt: last.report.startedAt, files: present },
-    from: last.file,
-    gone,
+    plan: { root: settings.root, patterns: [], shards: groupIntoShards(found.files, settings.filesPerShard), included: new Map(found.files.map((f) => [f, reason])), excluded: [] },
+    rerunOf: found.rerunOf,
+    from: found.from,
+    gone: found.gone,
   };
 }

@@ -14,11 +14,12 @@ import type { PlannedShard } from "../plan/plan.ts";
 import { slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings } from "../plan/timings.ts";
 import type { PreflightPlan } from "../preset-lib/preflight.ts";
-import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFromArgs, type PreparedPresetRun } from "../preset-lib/session.ts";
-import { logTail, type Out } from "../report/console.ts";
+import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFromArgs, type PreparedPresetRun, type PresetRequest } from "../preset-lib/session.ts";
+import { logTail, plural, type Out } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
 import { executeRun, redactingOutput } from "./execute.ts";
 import type { Host } from "./host.ts";
+import { lastFailedFiles, refusePatterns } from "./last-failed.ts";
 import { preflight } from "./preflight.ts";
 import type { RunInputs } from "./run.ts";
 import { sliceHeader, sliceProvenance } from "./slice-run.ts";
@@ -28,9 +29,43 @@ import { sliceHeader, sliceProvenance } from "./slice-run.ts";
  *
  * @throws ConfigError for any usage or configuration error (nothing started)
  */
-export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host, slice: SliceSpec | null = null): Promise<number> {
-  const prepared = await preparePresetRun(presetRequestFromArgs(args, host.cwd, host.env));
-  return runPreparedPreset(command, prepared, host, slice);
+export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host, slice: SliceSpec | null = null, lastFailed = false): Promise<number> {
+  const request = presetRequestFromArgs(args, host.cwd, host.env);
+  if (lastFailed) return lastFailedPreset(command, request, host);
+  return runPreparedPreset(command, await preparePresetRun(request), host, slice);
+}
+
+/**
+ * `run|list --preset NAME --last-failed`: the files of the newest run under
+ * OUT/runs that did not pass, run with the preset's settings, environment
+ * and tier, whole (diff selection off: the rerun asked for these files).
+ * A file that is no longer one of the preset's files in this tier is not
+ * rerun (a warning names it).
+ *
+ * @throws ConfigError as {@link preparePresetRun}, and when there is no earlier report
+ */
+async function lastFailedPreset(command: "run" | "list", request: PresetRequest, host: Host): Promise<number> {
+  refusePatterns(request.patterns ?? []);
+  const selectionOff = "--last-failed reruns whole files";
+  // The preset's whole plan in this tier, without selection: what may be rerun.
+  const whole = await preparePresetRun({ ...request, selectionOff });
+  const allowed = new Set(whole.plan.included.keys());
+  const tierWord = whole.tier ? ` in tier ${whole.tier.name}` : "";
+  const found = lastFailedFiles(whole.settings, request.patterns ?? [], (f) => (allowed.has(f) ? null : `is not one of preset ${whole.preset.name}'s files${tierWord}`));
+  if (found.kind === "nothing") {
+    host.stdout(`shardguard: ${found.message}`);
+    return EXIT.ok;
+  }
+  for (const f of found.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
+  host.stdout(`shardguard: --last-failed: rerunning ${plural(found.files.length, "file")} of run ${found.rerunOf.runId} (${found.from})`);
+  const prepared = await preparePresetRun({ ...request, files: found.files, selectionOff });
+  const reason = `did not pass in run ${found.rerunOf.runId}`;
+  for (const f of prepared.plan.included.keys()) prepared.plan.included.set(f, reason);
+  if (command === "list") {
+    for (const line of presetPlanLines(prepared)) host.stdout(line);
+    return EXIT.ok;
+  }
+  return executePresetRun(prepared, host, { rerunOf: found.rerunOf });
 }
 
 /**

@@ -28,7 +28,7 @@ import { presetCommand } from "./preset-run.ts";
  */
 export async function runCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
   const { spec, lastFailed } = planFlags(args);
-  if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec);
+  if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec, lastFailed);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
   // Malformed timings files are exit 2 before anything runs; a missing one is
   // the first run of a suite (then --update-timings creates it). They order
@@ -43,7 +43,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
       host.stdout(`shardguard: ${rerun.message}`);
       return EXIT.ok;
     }
-    for (const f of rerun.gone) host.stderr(`shardguard: warning: --last-failed: ${f} no longer exists; not rerun`);
+    for (const f of rerun.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
     host.stdout(`shardguard: --last-failed: rerunning ${plural(rerun.plan.included.size, "file")} of run ${rerun.rerunOf.runId} (${rerun.from})`);
     plan = rerun.plan;
     provenance = { rerunOf: rerun.rerunOf };
@@ -83,12 +83,8 @@ export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; las
   const shardFlag = args.extras.get("--shard");
   const lastFailed = args.extras.get("--last-failed") === true;
   const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
-  if (args.extras.has("--preset")) {
-    if (lastFailed) throw new ConfigError(`--last-failed does not work with --preset yet (it reruns a plain plan)`);
-  } else {
-    if (args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
-    if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
-  }
+  if (!args.extras.has("--preset") && args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
+  if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
   return { spec, lastFailed };
 }
 

@@ -44,6 +44,11 @@ export interface PresetRequest {
   files?: string[];
   /** Globs (root-relative) limiting the run (`shardguard run --preset X PATTERN...`). */
   patterns?: string[];
+  /**
+   * Turns diff-based selection off, with the reason the selection line shows
+   * (e.g. a `--last-failed` rerun runs its files whole). Nothing is loaded or diffed.
+   */
+  selectionOff?: string;
   /** `bun test` flags from the command line, for every shard. */
   commandFlags: CommandFlag[];
   /** Where `commandFlags` came from, for messages, e.g. "bun test command line". */
@@ -249,12 +254,14 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   let decisions = new Map<string, FileDecision>();
   if (preset.selection && shards.length > 0) {
     const spec = preset.selection;
-    // EVALS_ALL means no selection at all: nothing to load, nothing to diff.
-    const touchfiles = env[spec.allEnv] ? null : await loadTouchfiles(root, spec);
+    // EVALS_ALL (or a caller's reason) means no selection at all: nothing to load, nothing to diff.
+    const touchfiles = env[spec.allEnv] || req.selectionOff ? null : await loadTouchfiles(root, spec);
     if (touchfiles === null) {
-      const reason = env[spec.allEnv]
-        ? `run all (${spec.allEnv} is set)`
-        : `run all (no touchfiles module ${spec.touchfiles}: diff-based selection is off)`;
+      const reason = req.selectionOff
+        ? `run all (${req.selectionOff})`
+        : env[spec.allEnv]
+          ? `run all (${spec.allEnv} is set)`
+          : `run all (no touchfiles module ${spec.touchfiles}: diff-based selection is off)`;
       selection = { selected: null, reason, total: 0 };
     } else {
       selection = await computeSelection({ root, env, spec, touchfiles, ignore: outRel ? [outRel] : [] });

@@ -17,7 +17,7 @@ import { detectBase } from "../../preset-lib/diff.ts";
 import type { Preset } from "../../preset-lib/schema.ts";
 import { preparePresetRun, presetRequestFromArgs } from "../../preset-lib/session.ts";
 import type { Host } from "../host.ts";
-import { planLastFailed } from "../last-failed.ts";
+import { lastFailedFiles, planLastFailed } from "../last-failed.ts";
 import { outIgnore, planFlags } from "../run-command.ts";
 
 /** The run a background run will start, as far as `bg` needs it. */
@@ -57,10 +57,16 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
     return { settings, files: plan.shards.flatMap((s) => s.files), preset: null, tier: null, baseRef: null };
   }
   if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
-  const p = await preparePresetRun(presetRequestFromArgs(args, host.cwd, host.env));
+  const request = presetRequestFromArgs(args, host.cwd, host.env);
+  const p = await preparePresetRun(lastFailed ? { ...request, selectionOff: "--last-failed reruns whole files" } : request);
   const shards = spec ? slicePlan(p.plan, spec, readTimings(p.settings.timings).durations).plan.shards : p.plan.shards;
   const skippedFiles = new Set(p.skipped.flatMap((s) => s.files));
-  const files = shards.flatMap((s) => s.files).filter((f) => !skippedFiles.has(f));
+  let files = shards.flatMap((s) => s.files).filter((f) => !skippedFiles.has(f));
+  if (lastFailed) {
+    // The rerun's files, as app/preset-run.ts picks them (none: the run says so and ends with EXIT=0).
+    const found = lastFailedFiles(p.settings, args.patterns, (f) => (files.includes(f) ? null : "not in the plan"));
+    files = found.kind === "files" ? found.files : [];
+  }
   if (p.plan.shards.length === 0) throw new ConfigError(`nothing to run: every file of preset ${name} is excluded (shardguard list --preset ${name} shows why)`);
   const sel = p.preset.selection;
   const baseRef = sel ? host.env[sel.baseEnv] || detectBase(p.settings.root, sel.baseCandidates) || sel.defaultBase : null;
