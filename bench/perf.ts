@@ -15,13 +15,22 @@
  *       then one with --timings; its makespan against
  *       max(longest, total/jobs) + start-up (a shardguard run of one empty test)   target ≤ 1.05×
  *
+ * p8 also measures, for context: the floor of any inspector-based design
+ * (a bare `bun --inspect-wait` child and the handshake, events parsed by the
+ * runner's own client and discarded; and the same with a raw WebSocket
+ * client that does not even parse them) and shardguard `--no-test-events`.
+ *
  * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5] [--rounds 3] [--p8-tests 100000]
+ *                          [--compare-cli OTHER/runner/cli-entry.ts]
+ * `--compare-cli` adds, for p8, a run of another checkout's CLI (e.g. main's)
+ * to the same alternating rounds, so before and after are compared in one job.
  * Exits 1 when a measured case misses its target. Linux only (reads /proc for RSS).
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import WebSocket from "ws";
 import { connectTestEvents } from "../runner/events/inspector.ts";
 
 const opt = (name: string) => {
@@ -34,6 +43,7 @@ const P8_TESTS = Number(opt("p8-tests") ?? 100_000);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error("--rounds needs a positive integer");
 if (!Number.isInteger(P8_TESTS) || P8_TESTS < 1) throw new Error("--p8-tests needs a positive integer");
 const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
+const COMPARE_CLI = opt("compare-cli");
 const BUN = process.execPath;
 
 interface Sample {
@@ -103,6 +113,38 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
   await Promise.all(Array.from({ length: jobs }, worker));
   rmSync(sockDir, { recursive: true, force: true });
   return { ms: performance.now() - t0, peakMiB: 0 };
+}
+
+/**
+ * The bare floor with the smallest possible client: a raw WebSocket that
+ * sends the two enables and `Inspector.initialized` (without waiting for the
+ * replies: Bun answers in order) and drops every message unparsed. What the
+ * inspector itself costs, before any client-side work per event.
+ */
+async function rawInspectorFloor(file: string, cwd: string): Promise<Sample> {
+  const sockDir = mkdtempSync(path.join(os.tmpdir(), "sg-floor-"));
+  const socketPath = path.join(sockDir, "raw.sock");
+  const t0 = performance.now();
+  const child = spawn(BUN, [`--inspect-wait=ws+unix://${socketPath}`, "test", file], { cwd, stdio: "ignore" });
+  const exited = new Promise((r) => child.once("exit", r));
+  let ws: WebSocket | null = null;
+  while (ws === null) {
+    ws = await new Promise<WebSocket | null>((resolve) => {
+      const w = new WebSocket(`ws+unix://${socketPath}`);
+      w.once("open", () => resolve(w));
+      w.once("error", () => setTimeout(() => resolve(null), 2));
+    });
+  }
+  const closed = new Promise((r) => ws!.once("close", r));
+  ws.on("message", () => {});
+  ws.send(JSON.stringify({ id: 1, method: "TestReporter.enable" }));
+  ws.send(JSON.stringify({ id: 2, method: "LifecycleReporter.enable" }));
+  ws.send(JSON.stringify({ method: "Inspector.initialized" }));
+  await exited;
+  await closed;
+  const ms = performance.now() - t0;
+  rmSync(sockDir, { recursive: true, force: true });
+  return { ms, peakMiB: 0 };
 }
 
 const median = (xs: number[]) => {
@@ -175,14 +217,25 @@ if (CASES.includes("p3")) {
 if (CASES.includes("p8")) {
   const dir = suiteDir("p8");
   const body = `import { expect, test } from "bun:test";\nfor (let i = 0; i < ${P8_TESTS}; i++) test("t" + i, () => { expect(i).toBe(i); });\n`;
-  writeFileSync(path.join(dir, "t", "many.test.ts"), body);
+  const file = path.join(dir, "t", "many.test.ts");
+  writeFileSync(file, body);
   const m = await compare("p8", {
-    junit: () => timed([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, path.join(dir, "t", "many.test.ts")], dir),
+    junit: () => timed([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
+    floor: () => inspectorFloor([file], 1, dir),
+    rawFloor: () => rawInspectorFloor(file, dir),
     shardguard: () => timed(sg(dir, "--jobs", "1", "t"), dir),
+    noEvents: () => timed(sg(dir, "--jobs", "1", "--no-test-events", "t"), dir),
+    ...(COMPARE_CLI ? { other: () => timed([BUN, COMPARE_CLI, ...sg(dir, "--jobs", "1", "t").slice(2)], dir) } : {}),
   });
-  const r = m.shardguard!.ms / m.junit!.ms;
+  const base = m.junit!.ms;
+  const ratio = (ms: number) => `${s(ms)} (${(ms / base).toFixed(2)}×)`;
+  const r = m.shardguard!.ms / base;
   const rss = m.shardguard!.peakMiB;
-  rows.push(`| P8 one file, ${P8_TESTS.toLocaleString("en")} tests, events on | \`bun test --reporter=junit\`: ${s(m.junit!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×), runner peak ${rss.toFixed(0)} MiB | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
+  rows.push(`| P8 one file, ${P8_TESTS.toLocaleString("en")} tests, events on | \`bun test --reporter=junit\`: ${s(base)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
+  rows.push(`| P8 floor: bare \`bun --inspect-wait\` child + handshake, events parsed (connectTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
+  rows.push(`| P8 floor, raw WebSocket client (events not parsed) | same | ${ratio(m.rawFloor!.ms)} | (context) |`);
+  rows.push(`| P8 same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB | (context) |`);
+  if (m.other) rows.push(`| P8 events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
 
