@@ -13,8 +13,9 @@
  * Schema shipped by the `ctrf` reference implementation (a devDependency;
  * nothing here imports it at run time).
  */
-import { validReport, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../results/model.ts";
+import { validReport, validReportShell, validTest, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../results/model.ts";
 import { failureNote, reportText } from "./json.ts";
+import { jsonWithStreamedArray, nestedJson } from "./json-stream.ts";
 
 /**
  * The CTRF specification version written to `specVersion`: the current one
@@ -130,11 +131,29 @@ export interface CtrfReport {
  */
 export function buildCtrf(report: RunReport): CtrfReport {
   const valid = validReport(report); // RunReportSchema.parse, unless already checked
+  const tests = valid.shards.flatMap((shard) => shard.tests.map((test) => ctrfTest(test, shard.index, failureNote(shard.logPath))));
+  return ctrfDocument(valid, tests);
+}
+
+/**
+ * The document around `tests`, its summary counted from `valid`'s entries
+ * (so the streamed writer, which passes no tests, counts the same).
+ */
+function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
   const start = Date.parse(valid.startedAt);
   const duration = Math.round(valid.durationMs);
   const stop = valid.finishedAt !== null ? Date.parse(valid.finishedAt) : start + duration;
-  const tests = valid.shards.flatMap((shard) => shard.tests.map((test) => ctrfTest(test, shard.index, failureNote(shard.logPath))));
-  const count = (status: CtrfStatus) => tests.filter((t) => t.status === status).length;
+  const counts = { tests: 0, passed: 0, failed: 0, skipped: 0, pending: 0, other: 0, flaky: 0 };
+  const files = new Set<string>();
+  for (const shard of valid.shards) {
+    for (const test of shard.tests) {
+      counts.tests += 1;
+      counts[CTRF_STATUS[test.status]] += 1;
+      // Unchecked entries (the streamed path checks each one later): flaky may still be missing (default false).
+      if (test.flaky === true) counts.flaky += 1;
+      files.add(test.file);
+    }
+  }
   return {
     reportFormat: "CTRF",
     specVersion: CTRF_SPEC_VERSION,
@@ -142,19 +161,7 @@ export function buildCtrf(report: RunReport): CtrfReport {
     generatedBy: "shardguard",
     results: {
       tool: { name: "shardguard", version: valid.tool.version },
-      summary: {
-        tests: tests.length,
-        passed: count("passed"),
-        failed: count("failed"),
-        skipped: count("skipped"),
-        pending: count("pending"),
-        other: count("other"),
-        flaky: tests.filter((t) => t.flaky).length,
-        suites: new Set(tests.map((t) => t.filePath)).size,
-        start,
-        stop,
-        duration,
-      },
+      summary: { ...counts, suites: files.size, start, stop, duration },
       tests,
       extra: {
         runId: valid.runId,
@@ -173,12 +180,36 @@ export function buildCtrf(report: RunReport): CtrfReport {
 
 /**
  * {@link buildCtrf} as JSON text with 2-space indentation and a trailing
- * newline: the content of `ctrf.json`.
+ * newline: the content of `ctrf.json` ({@link ctrfChunks} joined).
  *
  * @throws ZodError when the report does not match {@link RunReportSchema}.
  */
 export function renderCtrf(report: RunReport): string {
-  return `${JSON.stringify(buildCtrf(report), null, 2)}\n`;
+  let out = "";
+  for (const chunk of ctrfChunks(report)) out += chunk;
+  return out;
+}
+
+/**
+ * The text of {@link renderCtrf} in pieces, one test entry at a time, for a
+ * writer that streams it to a file: the report is checked part by part
+ * (validReportShell, then each test as it is rendered), so neither a
+ * checked copy of the report nor the document is ever held whole.
+ *
+ * @throws ZodError (on the pull that reaches the bad part) when the report
+ *   does not match {@link RunReportSchema}.
+ */
+export function* ctrfChunks(report: RunReport): Generator<string, void, undefined> {
+  const valid = validReportShell(report);
+  const tests = function* () {
+    for (let s = 0; s < valid.shards.length; s++) {
+      const shard = valid.shards[s]!;
+      const note = failureNote(shard.logPath);
+      for (let t = 0; t < shard.tests.length; t++) yield nestedJson(ctrfTest(validTest(shard.tests[t]!, s, t), shard.index, note), 3);
+    }
+  };
+  yield* jsonWithStreamedArray(ctrfDocument(valid, []), ["results", "tests"], 0, tests());
+  yield "\n";
 }
 
 function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {

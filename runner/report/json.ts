@@ -3,7 +3,8 @@
  * (docs/report.schema.json, generated from the zod schema in
  * runner/results/model.ts).
  */
-import { validReport, type RunReport, type TestResult } from "../results/model.ts";
+import { validReportShell, validTest, type RunReport, type TestResult } from "../results/model.ts";
+import { jsonWithStreamedArray, nestedJson } from "./json-stream.ts";
 import { capText, stripAnsi } from "./sanitize.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
@@ -22,9 +23,34 @@ import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
  * @throws ZodError when the report does not match the schema.
  */
 export function renderJson(report: RunReport): string {
-  const valid = validReport(report); // RunReportSchema.parse, unless already checked
-  const shards = valid.shards.map((shard) => ({ ...shard, tests: shard.tests.map((t) => cleanTest(t, failureNote(shard.logPath))) }));
-  return `${JSON.stringify({ ...valid, shards }, null, 2)}\n`;
+  let out = "";
+  for (const chunk of jsonChunks(report)) out += chunk;
+  return out;
+}
+
+/**
+ * The text of {@link renderJson} in pieces, one test entry at a time, for
+ * a writer that streams it to a file: the report is checked part by part
+ * (validReportShell first, then each test as it is rendered), so neither a
+ * checked copy of the report nor its text is ever held whole.
+ *
+ * @throws ZodError (on the pull that reaches the bad part; earlier pieces
+ *   were already yielded) when the report does not match the schema.
+ */
+export function* jsonChunks(report: RunReport): Generator<string, void, undefined> {
+  const valid = validReportShell(report);
+  const shards = function* () {
+    for (let s = 0; s < valid.shards.length; s++) {
+      const shard = valid.shards[s]!;
+      const note = failureNote(shard.logPath);
+      const tests = function* () {
+        for (let t = 0; t < shard.tests.length; t++) yield nestedJson(cleanTest(validTest(shard.tests[t]!, s, t), note), 4);
+      };
+      yield jsonWithStreamedArray(shard, ["tests"], 2, tests());
+    }
+  };
+  yield* jsonWithStreamedArray(valid, ["shards"], 0, shards());
+  yield "\n";
 }
 
 /** Where a cut failure text is whole: the note of every cut in JSON and CTRF (as in JUnit). */

@@ -39,12 +39,6 @@ export interface JUnitOptions {
 /** Name of the testcase that stands for a whole file without per-test data (the verdict's own name). */
 export const WHOLE_FILE_TESTCASE = WHOLE_FILE;
 
-/** One test in its suite, with the shard it ran in (for the log path and timestamp). */
-interface Entry {
-  test: TestResult;
-  shard: ShardResult;
-}
-
 /** One child element of a testcase, as the table in docs/reports.md maps our statuses. */
 interface Outcome {
   element: "failure" | "error" | "skipped" | "flakyFailure";
@@ -55,7 +49,7 @@ interface Outcome {
 
 /**
  * Renders the report as a JUnit XML document (UTF-8 text with XML
- * declaration, trailing newline).
+ * declaration, trailing newline): {@link junitChunks} joined.
  *
  * Root `<testsuites name="shardguard">` (a slice: `"shardguard slice I/N"`) carries the totals, the run's
  * duration (seconds) and start time. Status → testcase content:
@@ -69,43 +63,32 @@ interface Outcome {
  * @throws RangeError when `maxOutputBytes` is not a non-negative integer.
  */
 export function renderJUnit(report: RunReport, options: JUnitOptions = {}): string {
+  let out = "";
+  for (const chunk of junitChunks(report, options)) out += chunk;
+  return out;
+}
+
+/**
+ * The document of {@link renderJUnit} in pieces, one testcase (or suite
+ * tag) at a time, so a writer can stream it to a file without ever holding
+ * it whole (100,000 testcases are ~15 MB of text). Suite and root counts
+ * come from a counting pass over the statuses first (their attributes
+ * precede the testcases); the testcases are rendered one by one as the
+ * caller pulls them. The report must not change while the generator runs.
+ *
+ * @throws RangeError (on the first pull) when `maxOutputBytes` is not a non-negative integer.
+ */
+export function* junitChunks(report: RunReport, options: JUnitOptions = {}): Generator<string, void, undefined> {
   const maxBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   if (!Number.isInteger(maxBytes) || maxBytes < 0) {
     throw new RangeError(`maxOutputBytes must be a non-negative integer, got ${maxBytes}`);
   }
 
+  const suites = groupByFile(report.shards);
   const totals = { tests: 0, failures: 0, errors: 0, skipped: 0 };
-  const suites: string[] = [];
-  const sliceOf = new Map((report.plan?.shards ?? []).flatMap((s) => s.files.map((f) => [f, s.slice] as const)));
-  for (const [file, entries] of groupByFile(report.shards)) {
-    const cases = uniqueNames(entries).map(({ entry, name }) => renderTestcase(entry, name, file, maxBytes));
-    const counts = { tests: cases.length, failures: 0, errors: 0, skipped: 0 };
-    for (const c of cases) {
-      counts.failures += c.counts.failures;
-      counts.errors += c.counts.errors;
-      counts.skipped += c.counts.skipped;
-    }
-    totals.tests += counts.tests;
-    totals.failures += counts.failures;
-    totals.errors += counts.errors;
-    totals.skipped += counts.skipped;
-    const timeMs = entries.reduce((sum, e) => sum + e.test.durationMs, 0);
-    const props = suiteProperties(report, sliceOf.get(file));
-    const startedAt = entries.map((e) => e.shard.startedAt).filter((s): s is string => s !== null).sort()[0];
-    suites.push(
-      `  <testsuite${attrs({
-        name: file,
-        tests: counts.tests,
-        failures: counts.failures,
-        errors: counts.errors,
-        skipped: counts.skipped,
-        time: formatSeconds(timeMs),
-        timestamp: startedAt ?? report.startedAt,
-        file,
-      })}>\n${props}${cases.map((c) => c.xml).join("")}  </testsuite>\n`,
-    );
+  for (const suite of suites.values()) {
+    for (const test of suite.tests) countInto(totals, test);
   }
-
   const rootAttrs = attrs({
     // A slice says so where every consumer shows it (<testsuites> has no properties in the XSD).
     name: report.slice ? `shardguard slice ${report.slice.index}/${report.slice.count}` : "shardguard",
@@ -116,7 +99,56 @@ export function renderJUnit(report: RunReport, options: JUnitOptions = {}): stri
     time: formatSeconds(report.durationMs),
     timestamp: report.startedAt,
   });
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites${rootAttrs}>\n${suites.join("")}</testsuites>\n`;
+  yield `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites${rootAttrs}>\n`;
+
+  const sliceOf = new Map((report.plan?.shards ?? []).flatMap((s) => s.files.map((f) => [f, s.slice] as const)));
+  for (const [file, { tests, shards }] of suites) {
+    const counts = { tests: 0, failures: 0, errors: 0, skipped: 0 };
+    let timeMs = 0;
+    let startedAt: string | undefined;
+    for (let i = 0; i < tests.length; i++) {
+      countInto(counts, tests[i]!);
+      timeMs += tests[i]!.durationMs;
+      const started = shards[i]!.startedAt;
+      if (started !== null && (startedAt === undefined || started < startedAt)) startedAt = started;
+    }
+    yield `  <testsuite${attrs({
+      name: file,
+      tests: counts.tests,
+      failures: counts.failures,
+      errors: counts.errors,
+      skipped: counts.skipped,
+      time: formatSeconds(timeMs),
+      timestamp: startedAt ?? report.startedAt,
+      file,
+    })}>\n${suiteProperties(report, sliceOf.get(file))}`;
+    const names = uniqueNames(tests);
+    for (let i = 0; i < tests.length; i++) yield renderTestcase(tests[i]!, shards[i]!, names[i]!, file, maxBytes);
+    yield "  </testsuite>\n";
+  }
+  yield "</testsuites>\n";
+}
+
+/** Adds one testcase to suite or root counts: which element its status yields (outcomesOf; flaky passes count as passes). */
+function countInto(counts: { tests: number; failures: number; errors: number; skipped: number }, test: TestResult): void {
+  counts.tests += 1;
+  switch (test.status) {
+    case "failed":
+      counts.failures += 1;
+      break;
+    case "timed-out":
+    case "crashed":
+    case "never-started":
+      counts.errors += 1;
+      break;
+    case "skipped":
+    case "todo":
+    case "skipped-by-diff":
+      counts.skipped += 1;
+      break;
+    case "passed":
+      break;
+  }
 }
 
 /**
@@ -145,29 +177,37 @@ export function formatSeconds(ms: number): string {
   return (Math.min(ms, 1e15) / 1000).toFixed(3);
 }
 
+/** A file's testcases in report order, each with the shard it ran in (parallel arrays: no object per test). */
+interface Suite {
+  tests: TestResult[];
+  shards: ShardResult[];
+}
+
 /**
  * Test entries by file, files in order of first appearance. A planned file
  * that has no test entry in its shard gets a synthetic one built from the
  * shard's status, so that it still shows up as a suite.
  */
-function groupByFile(shards: readonly ShardResult[]): Map<string, Entry[]> {
-  const byFile = new Map<string, Entry[]>();
-  const add = (file: string, entry: Entry) => {
-    const list = byFile.get(file);
-    if (list === undefined) byFile.set(file, [entry]);
-    else list.push(entry);
+function groupByFile(shards: readonly ShardResult[]): Map<string, Suite> {
+  const byFile = new Map<string, Suite>();
+  const add = (test: TestResult, shard: ShardResult) => {
+    const suite = byFile.get(test.file);
+    if (suite === undefined) byFile.set(test.file, { tests: [test], shards: [shard] });
+    else {
+      suite.tests.push(test);
+      suite.shards.push(shard);
+    }
   };
   for (const shard of shards) {
     const seen = new Set<string>();
     for (const test of shard.tests) {
       seen.add(test.file);
-      add(test.file, { test, shard });
+      add(test, shard);
     }
-    for (const test of standInsFor(shard, seen)) add(test.file, { test, shard });
+    for (const test of standInsFor(shard, seen)) add(test, shard);
   }
   return byFile;
 }
-
 
 /**
  * Sanitized testcase names, unique within a suite. Names are compared after
@@ -175,12 +215,13 @@ function groupByFile(shards: readonly ShardResult[]): Map<string, Entry[]> {
  * the first free " (n)" suffix, n ≥ 2, that no other test in the suite
  * already uses as its own name.
  */
-function uniqueNames(entries: readonly Entry[]): { entry: Entry; name: string }[] {
-  const safe = entries.map((e) => xmlSafe(e.test.name));
+function uniqueNames(tests: readonly TestResult[]): string[] {
+  const safe = tests.map((t) => xmlSafe(t.name));
   const taken = new Set(safe);
+  // No repeats (the usual case): every name is its own.
+  if (taken.size === safe.length) return safe;
   const used = new Set<string>();
-  return entries.map((entry, i) => {
-    const base = safe[i] ?? "";
+  return safe.map((base) => {
     let name = base;
     if (used.has(name)) {
       let n = 2;
@@ -188,24 +229,16 @@ function uniqueNames(entries: readonly Entry[]): { entry: Entry; name: string }[
       name = `${base} (${n})`;
     }
     used.add(name);
-    return { entry, name };
+    return name;
   });
 }
 
-function renderTestcase(
-  { test, shard }: Entry,
-  name: string,
-  file: string,
-  maxBytes: number,
-): { xml: string; counts: { failures: number; errors: number; skipped: number } } {
+/** One `<testcase>` element with its children, indented, with a trailing newline. */
+function renderTestcase(test: TestResult, shard: ShardResult, name: string, file: string, maxBytes: number): string {
   const note = shard.logPath === null ? "no log was written" : `full log: ${shard.logPath}`;
   const cap = (text: string) => capText(xmlSafe(text), maxBytes, note);
   const outcomes = outcomesOf(test, shard);
-  const counts = { failures: 0, errors: 0, skipped: 0 };
   const children = outcomes.map((o) => {
-    if (o.element === "failure") counts.failures += 1;
-    else if (o.element === "error") counts.errors += 1;
-    else if (o.element === "skipped") counts.skipped += 1;
     const head = `<${o.element}${attrs({
       type: o.type,
       message: o.message === undefined ? undefined : cap(o.message),
@@ -221,8 +254,7 @@ function renderTestcase(
     line: test.line,
     time: formatSeconds(test.durationMs),
   })}`;
-  const xml = children.length === 0 ? `${open}/>\n` : `${open}>\n${children.join("")}    </testcase>\n`;
-  return { xml, counts };
+  return children.length === 0 ? `${open}/>\n` : `${open}>\n${children.join("")}    </testcase>\n`;
 }
 
 /** The docs/reports.md status table. Each status yields elements of one kind only. */

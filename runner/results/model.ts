@@ -285,6 +285,44 @@ export function validReport(report: RunReport): RunReport {
   return valid;
 }
 
+/**
+ * Checks a value against one schema of the model, as part of a report: a
+ * failure throws a ZodError whose issue paths start with `at` (e.g.
+ * `["shards", 0, "tests", 41]`), as {@link validReport} would report them.
+ */
+function checkedPart<T>(schema: z.ZodType<T>, value: unknown, at: readonly (string | number)[]): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new z.ZodError(result.error.issues.map((issue) => ({ ...issue, path: [...at, ...issue.path] })));
+}
+
+/**
+ * The report without its test entries, checked: {@link RunReportSchema}
+ * applied to the report with every shard's `tests` empty; each shard of the
+ * result then gets its own `tests` back, unchecked. With {@link validTest}
+ * on each entry it checks a report part by part (a report writer streaming
+ * 100,000 tests checks each as it renders it, where one parse of the whole
+ * report held a checked deep copy of every test, bench/README.md); together
+ * they accept exactly what `RunReportSchema` accepts.
+ *
+ * @throws ZodError when the report without its tests does not match
+ */
+export function validReportShell(report: RunReport): RunReport {
+  const shards: unknown = report.shards;
+  const shell = checkedPart(RunReportSchema, { ...report, shards: Array.isArray(shards) ? shards.map((shard) => ({ ...shard, tests: Array.isArray(shard?.tests) ? [] : shard?.tests })) : shards }, []);
+  return { ...shell, shards: shell.shards.map((shard, i) => ({ ...shard, tests: report.shards[i]!.tests })) };
+}
+
+/**
+ * Test `index` of shard `shardIndex` (both 0-based), checked: a copy with
+ * defaults filled in and unknown keys dropped.
+ *
+ * @throws ZodError (paths from `shards`) when it does not match {@link TestResultSchema}
+ */
+export function validTest(test: TestResult, shardIndex: number, index: number): TestResult {
+  return checkedPart(TestResultSchema, test, ["shards", shardIndex, "tests", index]);
+}
+
 /** Zero counts for every shard and test status. */
 export function emptySummary(): Summary {
   const zeros = <T extends readonly string[]>(keys: T) =>

@@ -1,0 +1,78 @@
+/**
+ * Pieces of `JSON.stringify(value, null, 2)` for documents too large to
+ * hold as one string: the document's shell is stringified whole, and one
+ * array in it is produced item by item, each item stringified on its own.
+ * The joined pieces are byte for byte what one `JSON.stringify` of the
+ * whole document gives (test/report-stream.test.ts compares them).
+ */
+
+/** Stands for the streamed array in the shell while the shell is stringified. */
+const PLACEHOLDER = "\u0000shardguard: streamed array\u0000";
+
+/** The indentation of `JSON.stringify(…, null, 2)` at nesting `depth`. */
+const indent = (depth: number) => "  ".repeat(depth);
+
+/** The text around a value nested `depth` arrays deep, by depth: what {@link nestedJson} cuts off. */
+const wrappers: { before: number; after: number }[] = [];
+
+/**
+ * `JSON.stringify(value, null, 2)` as it appears nested `depth` levels deep
+ * in a larger document: every line after the first indented by `depth`
+ * levels. It is exactly that: the value is stringified inside `depth`
+ * one-item arrays and the arrays' own text is cut off (faster than
+ * re-indenting the text, and indented by JSON.stringify itself).
+ */
+export function nestedJson(value: unknown, depth: number): string {
+  if (depth === 0) return JSON.stringify(value, null, 2);
+  let wrapped: unknown = value;
+  for (let i = 0; i < depth; i++) wrapped = [wrapped];
+  const text = JSON.stringify(wrapped, null, 2);
+  let cut = wrappers[depth];
+  if (cut === undefined) {
+    let probe: unknown = 0;
+    for (let i = 0; i < depth; i++) probe = [probe];
+    const around = JSON.stringify(probe, null, 2);
+    cut = wrappers[depth] = { before: around.indexOf("0"), after: around.length - around.indexOf("0") - 1 };
+  }
+  return text.slice(cut.before, text.length - cut.after);
+}
+
+/**
+ * The pieces of `nestedJson(shell, depth)` with the array at `path` (keys
+ * from the shell down; the last one must be a key of its object, whose key
+ * order places it) made of `items`. The array's owner sits at
+ * `owner = depth + path.length - 1`; `items` yields each array item
+ * already as `nestedJson(item, owner + 2)`, either as one string or as the
+ * pieces of one (an item that streams an array of its own).
+ */
+export function* jsonWithStreamedArray(
+  shell: object,
+  path: readonly string[],
+  depth: number,
+  items: Iterable<string | Iterable<string>>,
+): Generator<string, void, undefined> {
+  const key = path[path.length - 1]!;
+  const withPlaceholder = (value: object, rest: readonly string[]): object =>
+    rest.length === 1 ? { ...value, [key]: PLACEHOLDER } : { ...value, [rest[0]!]: withPlaceholder((value as Record<string, object>)[rest[0]!]!, rest.slice(1)) };
+  const text = nestedJson(withPlaceholder(shell, path), depth);
+  depth += path.length - 1;
+  // Keys are the model's own, and a string value's quotes are escaped, so
+  // the member `"key": "<placeholder>"` cannot occur anywhere else.
+  const member = `${JSON.stringify(key)}: ${JSON.stringify(PLACEHOLDER)}`;
+  const at = text.indexOf(member);
+  if (at === -1) throw new Error(`jsonWithStreamedArray: no member ${JSON.stringify(key)} in the shell`);
+  yield text.slice(0, at + member.length - JSON.stringify(PLACEHOLDER).length);
+  const itemIndent = indent(depth + 2);
+  let first = true;
+  for (const item of items) {
+    const head = `${first ? "[\n" : ",\n"}${itemIndent}`;
+    first = false;
+    if (typeof item === "string") yield head + item;
+    else {
+      yield head;
+      yield* item;
+    }
+  }
+  yield first ? "[]" : `\n${indent(depth + 1)}]`;
+  yield text.slice(at + member.length);
+}
