@@ -5,21 +5,18 @@
  * and writes land in order so an older snapshot never lands last.
  */
 import path from "node:path";
-import { renderCtrf } from "../report/ctrf.ts";
-import { renderJson } from "../report/json.ts";
-import { renderJUnit } from "../report/junit.ts";
-import { validReport, type RunReport } from "../results/model.ts";
+import { writeChunksAtomic } from "../report/atomic-stream.ts";
+import { ctrfChunks } from "../report/ctrf.ts";
+import { jsonChunks } from "../report/json.ts";
+import { junitChunks } from "../report/junit.ts";
+import type { RunReport } from "../results/model.ts";
 import { redactReport } from "../results/redact.ts";
-import { writeFileAtomic } from "../util/atomic.ts";
 
 /**
  * Minimum time between two interim report writes, ms. Reports on disk are
  * then at most this much behind the run, and always valid.
  */
 export const INTERIM_WRITE_GAP_MS = 200;
-
-/** Tests in a report from which each rendered format is followed by a full garbage collection. */
-export const LARGE_REPORT_TESTS = 20_000;
 
 /** Where the reports go. */
 export interface ReportTargets {
@@ -112,37 +109,45 @@ export class ReportWriter {
 
   private async writeNow(report: RunReport): Promise<void> {
     try {
-      const redactBegan = performance.now();
+      const began = performance.now();
+      // Redaction copies only the entries it changes (results/redact.ts).
       const safe = this.redact ? redactReport(report, this.redact) : report;
-      // JSON and CTRF render the checked copy (validReport), checked once here
-      // rather than once by each renderer.
-      const valid = validReport(safe);
-      this.lastRenderMs += performance.now() - redactBegan;
+      this.lastRenderMs += performance.now() - began;
       const runDir = this.targets.runDir();
-      // One report rendered at a time, its copies written, then dropped: the
-      // three texts of 100,000 tests are ~75 MB together, and holding them
-      // at once set the runner's peak (bench/README.md). For each report
-      // the run's own copy lands before the stable path.
-      const reports: [name: string, target: string, render: () => string][] = [
-        ["junit.xml", this.targets.junit, () => renderJUnit(safe)],
-        ["report.json", this.targets.json, () => renderJson(valid)],
-        ["ctrf.json", this.targets.ctrf, () => renderCtrf(valid)],
+      // Each report is streamed to its files as it is rendered, testcase by
+      // testcase, and never held whole (report/atomic-stream.ts): for
+      // 100,000 tests the three texts are ~75 MB together and holding them
+      // set the runner's peak (bench/README.md). The run's own copy and the
+      // stable path get the same pieces; the run's copy lands first.
+      //
+      // report.json goes first: it checks the report against the schema
+      // entry by entry as it renders (no checked copy of the whole report is
+      // held), so a report that fails the check is written nowhere, as when
+      // the whole report was parsed up front. CTRF checks the same entries
+      // again and JUnit checks nothing, so neither can fail where it passed.
+      const reports: [name: string, target: string, chunks: () => Iterable<string>][] = [
+        ["report.json", this.targets.json, () => jsonChunks(safe)],
+        ["junit.xml", this.targets.junit, () => junitChunks(safe)],
+        ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe)],
       ];
-      const large = safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS;
-      for (const [name, target, render] of reports) {
-        const began = performance.now();
-        const text = render();
-        this.lastRenderMs += performance.now() - began;
-        if (runDir) await writeFileAtomic(path.join(runDir, name), text);
-        await writeFileAtomic(target, text);
-        // Rendering a large report leaves ~100 MiB of short-lived strings and
-        // objects per format, which Bun's collector let pile up across the
-        // three: a full collection after each one cut the runner's peak for
-        // 100,000 tests from 578 to 402 MiB, for ~0.15 s each (bench/README.md).
-        if (large) Bun.gc(true);
+      for (const [name, target, chunks] of reports) {
+        const paths = runDir ? [path.join(runDir, name), target] : [target];
+        await writeChunksAtomic(paths, this.timed(chunks()));
       }
     } catch (error) {
       this.onError(`shardguard: could not write the reports: ${(error as Error).message}`);
+    }
+  }
+
+  /** The pieces of `chunks`, with the time spent rendering them (not writing them) added to the write's cost. */
+  private *timed(chunks: Iterable<string>): Generator<string, void, undefined> {
+    const iterator = chunks[Symbol.iterator]();
+    for (;;) {
+      const began = performance.now();
+      const next = iterator.next();
+      this.lastRenderMs += performance.now() - began;
+      if (next.done) return;
+      yield next.value;
     }
   }
 }

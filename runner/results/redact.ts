@@ -162,7 +162,9 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
  * `logPath`, `slug`, `runId`, `bun.path`, `settings.bunArgs`) are left as
  * they are, so report consumers can still find files. Fields added to the
  * model later are copied unchanged: list them here if a test can write them.
- * Pure; `report` is not modified.
+ * Pure; `report` is not modified. A test entry, escapee or shard in which
+ * nothing was redacted is the input's own object, not a copy (a report of
+ * 100,000 tests without secrets costs no copy of each, bench/README.md).
  */
 export function redactReport(report: RunReport, redact: (text: string) => string): RunReport {
   return {
@@ -173,27 +175,52 @@ export function redactReport(report: RunReport, redact: (text: string) => string
 }
 
 const commands = <T extends { command: string }>(list: readonly T[], redact: (text: string) => string): T[] =>
-  list.map((p) => ({ ...p, command: redact(p.command) }));
+  list.map((p) => {
+    const command = redact(p.command);
+    return command === p.command ? p : { ...p, command };
+  });
 
-/** One shard's part of {@link redactReport}, for console lines built before any cutting. */
+/** One shard's part of {@link redactReport}, for console lines built before any cutting; the shard itself when nothing changed. */
 export function redactShard(shard: ShardResult, redact: (text: string) => string): ShardResult {
-  return {
-    ...shard,
-    reason: redact(shard.reason),
-    leftovers: commands(shard.leftovers, redact),
-    tests: shard.tests.map((test) => redactTest(test, redact)),
-  };
+  const reason = redact(shard.reason);
+  const leftovers = commands(shard.leftovers, redact);
+  let tests: TestResult[] | null = null;
+  for (let i = 0; i < shard.tests.length; i++) {
+    const test = shard.tests[i]!;
+    const safe = redactTest(test, redact);
+    if (safe !== test) (tests ??= shard.tests.slice())[i] = safe;
+  }
+  const same = reason === shard.reason && leftovers.every((p, i) => p === shard.leftovers[i]) && tests === null;
+  return same ? shard : { ...shard, reason, leftovers, tests: tests ?? shard.tests };
 }
 
+/** One test entry with `redact` applied to its test-written texts; the entry itself when nothing changed. */
 function redactTest(test: TestResult, redact: (text: string) => string): TestResult {
-  const out: TestResult = {
-    ...test,
-    name: redact(test.name),
-    attemptFailures: test.attemptFailures.map((a) => ({ ...a, type: redact(a.type), message: redact(a.message) })),
-  };
-  if (test.failure !== undefined) {
-    out.failure = { ...test.failure, type: redact(test.failure.type), message: redact(test.failure.message) };
-    if (test.failure.details !== undefined) out.failure.details = redact(test.failure.details);
+  const name = redact(test.name);
+  let changed = name !== test.name;
+  let attemptFailures = test.attemptFailures;
+  for (let i = 0; i < test.attemptFailures.length; i++) {
+    const a = test.attemptFailures[i]!;
+    const type = redact(a.type);
+    const message = redact(a.message);
+    if (type === a.type && message === a.message) continue;
+    if (attemptFailures === test.attemptFailures) attemptFailures = attemptFailures.slice();
+    attemptFailures[i] = { ...a, type, message };
+    changed = true;
   }
+  let failure = test.failure;
+  if (failure !== undefined) {
+    const type = redact(failure.type);
+    const message = redact(failure.message);
+    const details = failure.details === undefined ? undefined : redact(failure.details);
+    if (type !== failure.type || message !== failure.message || details !== failure.details) {
+      changed = true;
+      failure = { ...failure, type, message };
+      if (details !== undefined) failure.details = details;
+    }
+  }
+  if (!changed) return test;
+  const out: TestResult = { ...test, name, attemptFailures };
+  if (failure !== undefined) out.failure = failure;
   return out;
 }

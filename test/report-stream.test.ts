@@ -1,0 +1,238 @@
+/**
+ * Streamed reports (report/atomic-stream.ts and the *Chunks renderers):
+ * the files are what the writers produced before they streamed, byte for
+ * byte, they land atomically, and a failure half way leaves the previous
+ * reports as they were.
+ *
+ * The golden files under test/fixtures/report-golden/ and the digests below
+ * were produced by the report writer as it was before streaming (the whole
+ * report parsed, each document rendered as one string), on the same
+ * fixtures (helpers/varied-report.ts), through ReportWriter with a redactor.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ZodError } from "zod";
+import { ReportWriter } from "../runner/app/report-writer.ts";
+import { FLUSH_CHARS, writeChunksAtomic } from "../runner/report/atomic-stream.ts";
+import { renderCtrf } from "../runner/report/ctrf.ts";
+import { renderJson } from "../runner/report/json.ts";
+import { nestedJson } from "../runner/report/json-stream.ts";
+import { renderJUnit } from "../runner/report/junit.ts";
+import type { RunReport, TestResult } from "../runner/results/model.ts";
+import { makeRedactor, redactReport } from "../runner/results/redact.ts";
+import { variedReport, VARIED_SECRET } from "./helpers/varied-report.ts";
+import { validateJUnitXml } from "./helpers/xsd.ts";
+
+const FORMATS = ["junit.xml", "report.json", "ctrf.json"] as const;
+const GOLDEN = join(import.meta.dir, "fixtures", "report-golden");
+
+/** SHA-256 of what the non-streamed writers produced for variedReport(20_000). */
+const DIGESTS_20K = {
+  writer: {
+    "junit.xml": "80266e001bd252d78875c24eab184258a7764ae66d40e6a6c2fa86b929cd9565",
+    "report.json": "f6586273d9632cd4bfdaf78168c21237a3ec7c6b39384c0fa9b74301aa63fb71",
+    "ctrf.json": "f54bf6a12224ad393c81687e1c037888c9a6fbab54f5fa98df73dc991da4d998",
+  },
+  // renderJUnit / renderJson / renderCtrf, without redaction.
+  pure: {
+    "junit.xml": "e95ae1ca265531132946f6b58086449f844648d1ab10bde48953cac61152a8bf",
+    "report.json": "9121c774436c9e50429fcf78ff00d430e5c57c2554ffcbc9feed94658a4d321c",
+    "ctrf.json": "7f51e89a7443bdc0da1d427b80531f0dede5f935f13bbcdee1c772d89e8bada3",
+  },
+};
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "shardguard-report-stream-"));
+  dirs.push(dir);
+  return dir;
+}
+
+const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+
+/** A ReportWriter into `dir` (stable paths) and `dir/run` (the run's copies), redacting the fixture's secret. */
+function writerIn(dir: string, errors: string[] = []): ReportWriter {
+  return new ReportWriter(
+    { junit: join(dir, "junit.xml"), json: join(dir, "report.json"), ctrf: join(dir, "ctrf.json"), runDir: () => join(dir, "run") },
+    makeRedactor({ [VARIED_SECRET.name]: VARIED_SECRET.value }),
+    (message) => errors.push(message),
+  );
+}
+
+describe("streamed reports are the non-streamed reports, byte for byte", () => {
+  test("a varied report of 200 tests: the golden files; the run's copies are the same; secrets redacted; JUnit valid", async () => {
+    const dir = tempDir();
+    const errors: string[] = [];
+    await writerIn(dir, errors).write(true, () => variedReport(200));
+    expect(errors).toEqual([]);
+    for (const name of FORMATS) {
+      const written = readFileSync(join(dir, name), "utf8");
+      expect(written).toBe(readFileSync(join(GOLDEN, name), "utf8"));
+      expect(readFileSync(join(dir, "run", name), "utf8")).toBe(written);
+      expect(written).not.toContain(VARIED_SECRET.value);
+    }
+    const xsd = await validateJUnitXml(readFileSync(join(dir, "junit.xml"), "utf8"));
+    expect(xsd.errors).toEqual([]);
+    expect(xsd.valid).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(["ctrf.json", "junit.xml", "report.json", "run"]);
+  });
+
+  test("a varied report of 20,000 tests: the same digests through the writer and the string renderers", async () => {
+    const dir = tempDir();
+    await writerIn(dir).write(true, () => variedReport(20_000));
+    for (const name of FORMATS) expect(`${name} ${sha256(readFileSync(join(dir, name)))}`).toBe(`${name} ${DIGESTS_20K.writer[name]}`);
+    const report = variedReport(20_000);
+    expect(sha256(renderJUnit(report))).toBe(DIGESTS_20K.pure["junit.xml"]);
+    expect(sha256(renderJson(report))).toBe(DIGESTS_20K.pure["report.json"]);
+    expect(sha256(renderCtrf(report))).toBe(DIGESTS_20K.pure["ctrf.json"]);
+  }, 30_000);
+
+  test("nestedJson is JSON.stringify of the value nested that deep", () => {
+    const value = { a: [1, { b: "x\ny" }], c: {}, d: [], e: null, u: undefined, s: "\u0000 \u2028" };
+    for (const depth of [0, 1, 3, 7]) {
+      let wrapped: unknown = value;
+      let before = "";
+      let after = "";
+      for (let i = 0; i < depth; i++) {
+        wrapped = { k: wrapped };
+        before = `{\n${"  ".repeat(depth - i)}"k": ${before}`;
+        after += `\n${"  ".repeat(depth - 1 - i)}}`;
+      }
+      expect(before + nestedJson(value, depth) + after).toBe(JSON.stringify(wrapped, null, 2));
+    }
+  });
+});
+
+describe("a failure half way leaves the previous reports intact", () => {
+  test("a test entry that fails the schema in the middle of 20,000: no report changes, no temp file, the error is told", async () => {
+    const dir = tempDir();
+    const errors: string[] = [];
+    const writer = writerIn(dir, errors);
+    await writer.write(false, () => variedReport(200));
+    const before = Object.fromEntries(FORMATS.map((name) => [name, readFileSync(join(dir, name))]));
+    const broken = variedReport(20_000);
+    const tests = broken.shards[2]!.tests;
+    tests[tests.length >> 1] = { ...tests[tests.length >> 1]!, status: "exploded" as TestResult["status"] };
+    await writer.write(true, () => broken);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain("could not write the reports");
+    for (const name of FORMATS) {
+      expect(readFileSync(join(dir, name)).equals(before[name]!)).toBe(true);
+      expect(readFileSync(join(dir, "run", name)).equals(before[name]!)).toBe(true);
+    }
+    expect(readdirSync(dir).sort()).toEqual(["ctrf.json", "junit.xml", "report.json", "run"]);
+    expect(readdirSync(join(dir, "run")).sort()).toEqual([...FORMATS].sort());
+  }, 30_000);
+
+  test("the schema error names the bad entry's place in the report", () => {
+    const report = variedReport(200);
+    report.shards[1]!.tests[7] = { ...report.shards[1]!.tests[7]!, durationMs: -1 };
+    let caught: unknown;
+    try {
+      renderJson(report);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ZodError);
+    expect((caught as ZodError).issues.map((i) => i.path)).toEqual([["shards", 1, "tests", 7, "durationMs"]]);
+    expect(() => renderCtrf(report)).toThrow(ZodError);
+    expect(() => renderJson({ ...report, runId: 5 } as unknown as RunReport)).toThrow(ZodError);
+    expect(() => renderJson({ ...report, shards: [{ ...report.shards[0]!, tests: undefined }] } as unknown as RunReport)).toThrow(ZodError);
+  });
+
+  test("writeChunksAtomic: chunks that throw after several flushes leave every target as it was and no temp file", async () => {
+    const dir = tempDir();
+    const targets = [join(dir, "run", "a.txt"), join(dir, "a.txt")];
+    mkdirSync(join(dir, "run"));
+    for (const target of targets) writeFileSync(target, "previous\n");
+    function* chunks(): Generator<string> {
+      for (let i = 0; i < 5; i++) yield "x".repeat(FLUSH_CHARS);
+      throw new Error("render failed half way");
+    }
+    await expect(writeChunksAtomic(targets, chunks())).rejects.toThrow("render failed half way");
+    for (const target of targets) expect(readFileSync(target, "utf8")).toBe("previous\n");
+    expect(readdirSync(dir).sort()).toEqual(["a.txt", "run"]);
+    expect(readdirSync(join(dir, "run"))).toEqual(["a.txt"]);
+  });
+});
+
+describe("writeChunksAtomic", () => {
+  test("every target gets the whole text (UTF-8, across flushes); parents are created; the mode applies", async () => {
+    const dir = tempDir();
+    const targets = [join(dir, "x", "run", "r.json"), join(dir, "y", "r.json")];
+    const pieces = ["h\u00e9llo \u{1F600}\n", "a".repeat(FLUSH_CHARS - 3), "\u{1F600}".repeat(1000), "end\n"];
+    await writeChunksAtomic(targets, pieces, 0o600);
+    for (const target of targets) {
+      expect(readFileSync(target, "utf8")).toBe(pieces.join(""));
+      expect((await Bun.file(target).stat()).mode & 0o777).toBe(0o600);
+    }
+    await writeChunksAtomic(targets, []);
+    for (const target of targets) expect(readFileSync(target, "utf8")).toBe("");
+    expect(readdirSync(join(dir, "y"))).toEqual(["r.json"]);
+  });
+
+  test("readers polling during streamed rewrites only ever see a complete version", async () => {
+    const dir = tempDir();
+    const target = join(dir, "junit.xml");
+    const versions = Array.from({ length: 6 }, (_, v) => Array.from({ length: 8 }, (_, i) => `<${v}.${i}>${String.fromCharCode(97 + v).repeat(FLUSH_CHARS / 2)}\n`));
+    const complete = new Set(versions.map((pieces) => pieces.join("")));
+    let writing = true;
+    let reads = 0;
+    let torn = 0;
+    const reader = async () => {
+      while (writing) {
+        let text: string;
+        try {
+          text = await readFile(target, "utf8");
+        } catch {
+          await Bun.sleep(0); // not created yet
+          continue;
+        }
+        reads += 1;
+        if (!complete.has(text)) torn += 1;
+      }
+    };
+    const readers = Array.from({ length: 3 }, reader);
+    for (let round = 0; round < 3; round++) for (const pieces of versions) await writeChunksAtomic([target], pieces);
+    writing = false;
+    await Promise.all(readers);
+    expect(reads).toBeGreaterThan(0);
+    expect(torn).toBe(0);
+    expect(readdirSync(dir)).toEqual(["junit.xml"]);
+  }, 30_000);
+});
+
+describe("redactReport copies only what it changes", () => {
+  test("entries without a secret are the input's own objects; entries with one are copies; the input is untouched", () => {
+    const report = variedReport(200);
+    const redact = makeRedactor({ [VARIED_SECRET.name]: VARIED_SECRET.value });
+    const safe = redactReport(report, redact);
+    let same = 0;
+    let copied = 0;
+    report.shards.forEach((shard, s) =>
+      shard.tests.forEach((test, t) => {
+        const out = safe.shards[s]!.tests[t]!;
+        if (JSON.stringify(test).includes(VARIED_SECRET.value)) {
+          expect(out).not.toBe(test);
+          expect(JSON.stringify(out)).not.toContain(VARIED_SECRET.value);
+          copied += 1;
+        } else {
+          expect(out).toBe(test);
+          same += 1;
+        }
+      }),
+    );
+    expect(copied).toBeGreaterThan(0);
+    expect(same).toBeGreaterThan(copied);
+    expect(JSON.stringify(report)).toContain(VARIED_SECRET.value);
+    // A shard without any secret is handed back as it is.
+    expect(safe.shards[3]).toBe(report.shards[3]!);
+  });
+});
