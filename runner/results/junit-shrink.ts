@@ -13,7 +13,7 @@
  * or a document still too large after the cuts, is refused: the caller then
  * treats the JUnit as unreadable, never as a pass.
  */
-import { createReadStream } from "node:fs";
+import { open } from "node:fs/promises";
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
 /** Largest JUnit text handed to the XML parser after the cuts, bytes: 16 MiB (tens of thousands of tests). */
@@ -55,10 +55,14 @@ export class JUnitShrinker {
   private dropped = 0;
   private tagBytes = 0;
 
+  /** @param expectedBytes the input's size when known: the output buffer starts that large (capped at `maxTotalBytes`). */
   constructor(
     private readonly maxRunBytes = MAX_TEXT_BYTES,
     private readonly maxTotalBytes = MAX_JUNIT_BYTES,
-  ) {}
+    expectedBytes = 0,
+  ) {
+    if (expectedBytes > this.out.length) this.out = Buffer.allocUnsafe(Math.min(maxTotalBytes, expectedBytes));
+  }
 
   /** Consumes one chunk. @throws JUnitTooLargeError past the bounds. */
   push(chunk: Buffer): void {
@@ -71,12 +75,12 @@ export class JUnitShrinker {
         this.tagBytes = 0;
         from = i;
       } else if (this.state === "tag" && (byte === QUOTE || byte === APOS)) {
-        this.emit(chunk.subarray(from, i + 1));
+        this.emit(chunk, from, i + 1);
         this.state = "attr";
         this.quote = byte;
         from = i + 1;
       } else if (this.state === "tag" && byte === GT) {
-        this.emit(chunk.subarray(from, i + 1));
+        this.emit(chunk, from, i + 1);
         this.state = "text";
         from = i + 1;
       } else if (this.state === "attr" && byte === this.quote) {
@@ -85,7 +89,7 @@ export class JUnitShrinker {
         from = i;
       }
     }
-    if (this.state === "tag") this.emit(chunk.subarray(from));
+    if (this.state === "tag") this.emit(chunk, from, chunk.length);
     else this.addRun(chunk.subarray(from));
   }
 
@@ -102,22 +106,28 @@ export class JUnitShrinker {
    */
   private endRun(chunk: Buffer, from: number, to: number, inAttribute: boolean): void {
     if (this.runBytes === 0 && this.dropped === 0 && to - from <= this.maxRunBytes) {
-      this.emit(chunk.subarray(from, to));
+      this.emit(chunk, from, to);
       return;
     }
     this.addRun(chunk.subarray(from, to));
     this.flushRun(inAttribute);
   }
 
-  private emit(bytes: Buffer): void {
-    if (bytes.length === 0) return;
+  /**
+   * Appends `bytes[from, to)` to the output. Offsets rather than a
+   * subarray: a view object per token (about ten per testcase) was most of
+   * the garbage of reading 100,000 testcases (bench/README.md).
+   */
+  private emit(bytes: Buffer, from = 0, to = bytes.length): void {
+    const length = to - from;
+    if (length <= 0) return;
     if (this.state === "tag") {
-      this.tagBytes += bytes.length;
+      this.tagBytes += length;
       if (this.tagBytes > this.maxRunBytes) {
         throw new JUnitTooLargeError(`an XML tag (or comment, CDATA) longer than ${this.maxRunBytes} bytes`);
       }
     }
-    const end = this.outBytes + bytes.length;
+    const end = this.outBytes + length;
     if (end > this.maxTotalBytes) {
       throw new JUnitTooLargeError(`over ${this.maxTotalBytes} bytes even with long texts cut`);
     }
@@ -127,7 +137,7 @@ export class JUnitShrinker {
       this.out = grown;
     }
     // Copied: the chunk's memory belongs to the stream.
-    bytes.copy(this.out, this.outBytes);
+    bytes.copy(this.out, this.outBytes, from, to);
     this.outBytes = end;
   }
 
@@ -179,12 +189,22 @@ export class JUnitShrinker {
  * @throws JUnitTooLargeError when it is too large even after the cuts
  */
 export async function readJUnitCapped(file: string): Promise<string> {
-  const shrinker = new JUnitShrinker();
-  const stream = createReadStream(file, { highWaterMark: 64 * 1024 });
+  const handle = await open(file, "r");
   try {
-    for await (const chunk of stream) shrinker.push(chunk as Buffer);
+    // The output is at most the file (cuts only shrink it): sized once, not grown by doubling.
+    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES, MAX_JUNIT_BYTES, (await handle.stat()).size);
+    // One buffer, refilled: a fresh one per chunk was 10 MB of garbage per 100,000 testcases.
+    const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      shrinker.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+    }
+    return shrinker.end();
   } finally {
-    stream.destroy();
+    await handle.close();
   }
-  return shrinker.end();
 }
+
+/** Bytes read from Bun's JUnit file at a time. */
+const READ_CHUNK_BYTES = 256 * 1024;
