@@ -26,8 +26,53 @@ import type { EventTest, ShardEvidence } from "./evidence.ts";
 const BUN_HOOK_NAME = "(unnamed)";
 const SEP = " > ";
 
-/** Key used to match a JUnit testcase with an event test (Bun's JUnit drops control characters). */
-const matchKey = (file: string, name: string) => `${file}\u0000${name.replace(/[\u0000-\u001f\u007f]/g, "")}`;
+/** Control characters: Bun's JUnit drops them from names, events keep them. */
+const CONTROLS = /[\u0000-\u001f\u007f]/;
+const CONTROLS_ALL = /[\u0000-\u001f\u007f]/g;
+
+/** A name as matched between a JUnit testcase and an event test (Bun's JUnit drops control characters). */
+const matchName = (name: string) => (CONTROLS.test(name) ? name.replace(CONTROLS_ALL, "") : name);
+
+/**
+ * Event tests by file, then by matched name, in event order: one test, or a
+ * queue when a name repeats (with --rerun-each the same test appears several
+ * times, in order). Nested maps instead of one map keyed by "file + name":
+ * no key string per test (100,000 tests, bench/README.md).
+ */
+class EventIndex {
+  private readonly byFile = new Map<string, Map<string, EventTest | EventTest[]>>();
+
+  add(file: string, t: EventTest): void {
+    let names = this.byFile.get(file);
+    if (names === undefined) this.byFile.set(file, (names = new Map()));
+    const key = matchName(t.name);
+    const found = names.get(key);
+    if (found === undefined) names.set(key, t);
+    else if (Array.isArray(found)) found.push(t);
+    else names.set(key, [found, t]);
+  }
+
+  /** Tests left under this file and name. */
+  count(file: string, name: string): number {
+    const found = this.byFile.get(file)?.get(matchName(name));
+    return found === undefined ? 0 : Array.isArray(found) ? found.length : 1;
+  }
+
+  /** Takes the first test left under this file and name. */
+  take(file: string, name: string): EventTest | undefined {
+    const names = this.byFile.get(file);
+    const key = matchName(name);
+    const found = names?.get(key);
+    if (found === undefined) return undefined;
+    if (!Array.isArray(found)) {
+      names!.delete(key);
+      return found;
+    }
+    const first = found.shift();
+    if (found.length === 0) names!.delete(key);
+    return first;
+  }
+}
 
 /** A hook's testcase: Bun names it "(unnamed)" and gives it no line (a real test always has one). */
 export function isHook(t: TestResult): boolean {
@@ -49,26 +94,26 @@ const bunFailed = (junit: BunJUnitFile[]) => junit.some((f) => f.tests.some((t) 
  */
 export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitFile[]): ShardResult {
   const byFile = new Map(junit.map((f) => [f.file, f.tests]));
-  // A queue per name: with --rerun-each the same test appears several times, in order.
-  const queues = new Map<string, EventTest[]>();
+  const planned = new Set(ev.files);
+  const eventTests = ev.events?.tests ?? [];
+  const queues = new EventIndex();
   // Tests whose planned file the events could not prove (defined through a
   // helper module, events/attribution.ts), by name: Bun's JUnit names their file.
-  const planned = new Set(ev.files);
-  const unplaced = new Map<string, EventTest[]>();
-  for (const t of ev.events?.tests ?? []) {
-    const key = planned.has(t.file) ? matchKey(t.file, t.name) : matchKey("", t.name);
-    const map = planned.has(t.file) ? queues : unplaced;
-    const queue = map.get(key);
-    if (queue) queue.push(t);
-    else map.set(key, [t]);
+  const unplaced = new EventIndex();
+  for (const t of eventTests) {
+    if (planned.has(t.file)) queues.add(t.file, t);
+    else unplaced.add("", t);
   }
-  // Only a name that one unplaced event and one JUnit testcase of the shard carry is a proof.
-  const junitNames = new Map<string, number>();
-  for (const f of junit) for (const t of f.tests) junitNames.set(matchKey("", t.name), (junitNames.get(matchKey("", t.name)) ?? 0) + 1);
+  // Only a name that one unplaced event and one JUnit testcase of the shard
+  // carry is a proof (counted only when there are unplaced events at all).
+  let junitNames: Map<string, number> | null = null;
   const uniqueUnplaced = (name: string): EventTest | undefined => {
-    const key = matchKey("", name);
-    const queue = unplaced.get(key);
-    return queue?.length === 1 && junitNames.get(key) === 1 ? queue.shift() : undefined;
+    if (unplaced.count("", name) !== 1) return undefined;
+    if (junitNames === null) {
+      junitNames = new Map();
+      for (const f of junit) for (const t of f.tests) junitNames.set(matchName(t.name), (junitNames.get(matchName(t.name)) ?? 0) + 1);
+    }
+    return junitNames.get(matchName(name)) === 1 ? unplaced.take("", name) : undefined;
   };
   const bailed = ev.bail === true && bunFailed(junit);
   const tests: TestResult[] = [];
@@ -91,11 +136,11 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         if (!after) scopes.push({ prefix, hook: cleanJUnitName(prefix + hook), failure });
         return;
       }
-      const e = queues.get(matchKey(t.file, t.name))?.shift() ?? uniqueUnplaced(t.name);
+      const e = queues.take(t.file, t.name) ?? uniqueUnplaced(t.name);
       if (!e) {
         // A test of this name was defined through a helper module: Bun's JUnit line may be the helper's.
         const { line, ...rest } = t;
-        const helperLine = line !== undefined && (unplaced.get(matchKey("", t.name))?.length ?? 0) > 0;
+        const helperLine = line !== undefined && unplaced.count("", t.name) > 0;
         out.push({ ...rest, ...(line !== undefined && !helperLine ? { line } : {}), name: cleanJUnitName(t.name) });
         return;
       }
@@ -103,18 +148,11 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       enriched = true;
       const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
       // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
-      const { line: junitLine, ...rest } = t;
-      const line = e.viaHelper ? undefined : junitLine ?? e.line;
-      out.push({
-        ...rest,
-        name: cleanEventName(e.name),
-        ...(line !== undefined ? { line } : {}),
-        retries: Math.max(0, e.attempts - 1),
-        flaky,
-        attemptFailures: flaky || t.status === "failed" ? e.attemptFailures : [],
-      });
+      const line = e.viaHelper ? undefined : t.line ?? e.line;
+      out.push(enrichedEntry(t, cleanEventName(e.name), line, Math.max(0, e.attempts - 1), flaky, flaky || t.status === "failed" ? e.attemptFailures : []));
     });
-    const left = (ev.events?.tests ?? []).filter((e) => e.file === file && !used.has(e) && queues.get(matchKey(e.file, e.name))?.includes(e));
+    // Events of this file that no JUnit testcase took, in event order.
+    const left = eventTests.filter((e) => e.file === file && !used.has(e));
 
     if (out.length === 0) {
       // Bun's JUnit has nothing for this file: it did not run.
@@ -164,6 +202,19 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     tests.push(...out);
   }
   return { ...base, ...shardVerdict(ev, code, tests, missing, bailed), testSource: enriched ? "junit+events" : "junit", tests };
+}
+
+/**
+ * A JUnit entry (as readBunJUnit builds it) with what its events add: exact
+ * name, line, retries, flakiness, failed attempts. Built field by field,
+ * with the key order of spreading the entry without its `line` and adding
+ * `line` last, as this was written before: one object per test, not two.
+ */
+function enrichedEntry(t: TestResult, name: string, line: number | undefined, retries: number, flaky: boolean, attemptFailures: TestResult["attemptFailures"]): TestResult {
+  const out: TestResult = { name, file: t.file, status: t.status, durationMs: t.durationMs, retries, flaky, attemptFailures, synthetic: t.synthetic };
+  if (t.failure !== undefined) out.failure = t.failure;
+  if (line !== undefined) out.line = line;
+  return out;
 }
 
 const NOT_FAILING = new Set(["passed", "skipped", "todo"]);

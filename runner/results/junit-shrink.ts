@@ -64,9 +64,19 @@ export class JUnitShrinker {
     if (expectedBytes > this.out.length) this.out = Buffer.allocUnsafe(Math.min(maxTotalBytes, expectedBytes));
   }
 
-  /** Consumes one chunk. @throws JUnitTooLargeError past the bounds. */
+  /**
+   * Start, in the chunk being pushed, of the bytes that go to the output as
+   * they are and have not been copied yet: every tag and every short run
+   * (nearly the whole document), copied in one piece when a long run needs
+   * cutting or the chunk ends. A copy per token (~10 per testcase) was the
+   * largest cost of reading 100,000 testcases (bench/README.md).
+   */
+  private spanStart = 0;
+
+  /** Consumes one chunk (only read during the call: it may be reused afterwards). @throws JUnitTooLargeError past the bounds. */
   push(chunk: Buffer): void {
     let from = 0;
+    this.spanStart = 0;
     for (let i = 0; i < chunk.length; i++) {
       const byte = chunk[i]!;
       if (this.state === "text" && byte === LT) {
@@ -75,12 +85,12 @@ export class JUnitShrinker {
         this.tagBytes = 0;
         from = i;
       } else if (this.state === "tag" && (byte === QUOTE || byte === APOS)) {
-        this.emit(chunk, from, i + 1);
+        this.countTag(i + 1 - from);
         this.state = "attr";
         this.quote = byte;
         from = i + 1;
       } else if (this.state === "tag" && byte === GT) {
-        this.emit(chunk, from, i + 1);
+        this.countTag(i + 1 - from);
         this.state = "text";
         from = i + 1;
       } else if (this.state === "attr" && byte === this.quote) {
@@ -89,8 +99,14 @@ export class JUnitShrinker {
         from = i;
       }
     }
-    if (this.state === "tag") this.emit(chunk, from, chunk.length);
-    else this.addRun(chunk.subarray(from));
+    if (this.state === "tag") {
+      this.countTag(chunk.length - from);
+      this.emit(chunk, this.spanStart, chunk.length);
+    } else {
+      // A run that goes on in the next chunk is gathered (and cut if long).
+      this.emit(chunk, this.spanStart, from);
+      this.addRun(chunk.subarray(from));
+    }
   }
 
   /** The cut document as text. @throws JUnitTooLargeError past the bounds. */
@@ -99,34 +115,31 @@ export class JUnitShrinker {
     return this.out.toString("utf8", 0, this.outBytes);
   }
 
-  /**
-   * Ends the run whose last bytes are `chunk[from, to)`. A short run that
-   * lies wholly in this chunk (nearly every one) goes straight to the output
-   * without being gathered first.
-   */
-  private endRun(chunk: Buffer, from: number, to: number, inAttribute: boolean): void {
-    if (this.runBytes === 0 && this.dropped === 0 && to - from <= this.maxRunBytes) {
-      this.emit(chunk, from, to);
-      return;
+  /** Counts `n` more bytes of the current tag's own text. @throws JUnitTooLargeError past the cap. */
+  private countTag(n: number): void {
+    this.tagBytes += n;
+    if (this.tagBytes > this.maxRunBytes) {
+      throw new JUnitTooLargeError(`an XML tag (or comment, CDATA) longer than ${this.maxRunBytes} bytes`);
     }
-    this.addRun(chunk.subarray(from, to));
-    this.flushRun(inAttribute);
   }
 
   /**
-   * Appends `bytes[from, to)` to the output. Offsets rather than a
-   * subarray: a view object per token (about ten per testcase) was most of
-   * the garbage of reading 100,000 testcases (bench/README.md).
+   * Ends the run whose last bytes are `chunk[from, to)`. A short run that
+   * lies wholly in this chunk (nearly every one) stays in the span that goes
+   * to the output as it is; any other is gathered and cut.
    */
+  private endRun(chunk: Buffer, from: number, to: number, inAttribute: boolean): void {
+    if (this.runBytes === 0 && this.dropped === 0 && to - from <= this.maxRunBytes) return;
+    this.emit(chunk, this.spanStart, from);
+    this.addRun(chunk.subarray(from, to));
+    this.flushRun(inAttribute);
+    this.spanStart = to;
+  }
+
+  /** Appends `bytes[from, to)` to the output. @throws JUnitTooLargeError past the total cap. */
   private emit(bytes: Buffer, from = 0, to = bytes.length): void {
     const length = to - from;
     if (length <= 0) return;
-    if (this.state === "tag") {
-      this.tagBytes += length;
-      if (this.tagBytes > this.maxRunBytes) {
-        throw new JUnitTooLargeError(`an XML tag (or comment, CDATA) longer than ${this.maxRunBytes} bytes`);
-      }
-    }
     const end = this.outBytes + length;
     if (end > this.maxTotalBytes) {
       throw new JUnitTooLargeError(`over ${this.maxTotalBytes} bytes even with long texts cut`);
@@ -136,7 +149,7 @@ export class JUnitShrinker {
       this.out.copy(grown, 0, 0, this.outBytes);
       this.out = grown;
     }
-    // Copied: the chunk's memory belongs to the stream.
+    // Copied: the chunk's memory belongs to the caller.
     bytes.copy(this.out, this.outBytes, from, to);
     this.outBytes = end;
   }
