@@ -214,7 +214,8 @@ export function* ctrfChunks(report: RunReport): Generator<string, void, undefine
 
 function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {
   const failure = test.failure;
-  return {
+  // Keys added in the order of the document (JSON keeps insertion order); optional ones only when present.
+  const out: CtrfTest = {
     // CTRF requires a non-empty name; Bun accepts test("").
     name: test.name === "" ? "(unnamed test)" : test.name,
     status: CTRF_STATUS[test.status],
@@ -222,22 +223,21 @@ function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {
     duration: Math.round(test.durationMs),
     suite: [test.file],
     filePath: test.file,
-    ...(test.line !== undefined ? { line: test.line } : {}),
-    ...(failure !== undefined ? { message: reportText(failure.message, note) } : {}),
-    ...(failure?.details !== undefined ? { trace: reportText(failure.details, note) } : {}),
-    retries: test.retries,
-    flaky: test.flaky,
-    // Bun retries only after a failure, so the recorded failures are attempts 1..n.
-    ...(test.attemptFailures.length > 0
-      ? {
-          retryAttempts: test.attemptFailures.map((a, i) => ({
-            attempt: i + 1,
-            status: "failed" as const,
-            message: reportText(a.message, note),
-            extra: { type: a.type },
-          })),
-        }
-      : {}),
-    extra: { shard, synthetic: test.synthetic, ...(failure !== undefined ? { failureType: failure.type } : {}) },
-  };
+  } as CtrfTest;
+  if (test.line !== undefined) out.line = test.line;
+  if (failure !== undefined) out.message = reportText(failure.message, note);
+  if (failure?.details !== undefined) out.trace = reportText(failure.details, note);
+  out.retries = test.retries;
+  out.flaky = test.flaky;
+  // Bun retries only after a failure, so the recorded failures are attempts 1..n.
+  if (test.attemptFailures.length > 0) {
+    out.retryAttempts = test.attemptFailures.map((a, i) => ({
+      attempt: i + 1,
+      status: "failed" as const,
+      message: reportText(a.message, note),
+      extra: { type: a.type },
+    }));
+  }
+  out.extra = failure !== undefined ? { shard, synthetic: test.synthetic, failureType: failure.type } : { shard, synthetic: test.synthetic };
+  return out;
 }
