@@ -77,26 +77,34 @@ export class JUnitShrinker {
   push(chunk: Buffer): void {
     let from = 0;
     this.spanStart = 0;
+    // Text and quoted values are skipped with indexOf (a native byte search);
+    // only the bytes of tags outside quotes are looked at one by one.
     for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i]!;
-      if (this.state === "text" && byte === LT) {
+      if (this.state === "text") {
+        i = chunk.indexOf(LT, i);
+        if (i === -1) break;
         this.endRun(chunk, from, i, false);
         this.state = "tag";
         this.tagBytes = 0;
         from = i;
-      } else if (this.state === "tag" && (byte === QUOTE || byte === APOS)) {
-        this.countTag(i + 1 - from);
-        this.state = "attr";
-        this.quote = byte;
-        from = i + 1;
-      } else if (this.state === "tag" && byte === GT) {
-        this.countTag(i + 1 - from);
-        this.state = "text";
-        from = i + 1;
-      } else if (this.state === "attr" && byte === this.quote) {
+      } else if (this.state === "attr") {
+        i = chunk.indexOf(this.quote, i);
+        if (i === -1) break;
         this.endRun(chunk, from, i, true);
         this.state = "tag";
         from = i;
+      } else {
+        const byte = chunk[i]!;
+        if (byte === QUOTE || byte === APOS) {
+          this.countTag(i + 1 - from);
+          this.state = "attr";
+          this.quote = byte;
+          from = i + 1;
+        } else if (byte === GT) {
+          this.countTag(i + 1 - from);
+          this.state = "text";
+          from = i + 1;
+        }
       }
     }
     if (this.state === "tag") {
