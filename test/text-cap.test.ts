@@ -74,6 +74,29 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(shrink(long, 500, 1)).toBe(shrink(long, 500, 4096));
   });
 
+  test("many testcases with long and short texts: the same bytes whatever the chunking, also from one reused buffer", () => {
+    const cases = Array.from({ length: 60 }, (_, i) => {
+      const message = i % 3 === 0 ? `m${i}&amp;`.repeat(200 + i) : `short ${i} 'q'`;
+      const body = i % 4 === 0 ? `b${i}&#10;`.repeat(150 + i) : i % 4 === 1 ? "" : `line ${i}`;
+      return `    <testcase name='t${i}' time="0.${i}">\n      <failure type="E" message="${message}">${body}</failure>\n    </testcase>\n`;
+    });
+    const doc = `<?xml version="1.0"?>\n<testsuites>\n  <testsuite name="a.test.ts">\n${cases.join("")}  </testsuite>\n</testsuites>\n`;
+    const whole = shrink(doc, 400, doc.length);
+    expect(whole.length).toBeLessThan(doc.length);
+    for (const chunk of [1, 3, 13, 400, 4096]) expect(shrink(doc, 400, chunk)).toBe(whole);
+    // As readJUnitCapped feeds it: one buffer, refilled between pushes.
+    const shrinker = new JUnitShrinker(400);
+    const bytes = Buffer.from(doc);
+    const reused = Buffer.alloc(37);
+    for (let i = 0; i < bytes.length; i += reused.length) {
+      const n = bytes.copy(reused, 0, i, i + reused.length);
+      shrinker.push(reused.subarray(0, n));
+      reused.fill(0x3c);
+    }
+    expect(shrinker.end()).toBe(whole);
+    expect(readBunJUnit(whole)[0]!.tests).toHaveLength(60);
+  });
+
   test("a tag longer than the cap, or a document too large after cuts, is refused", () => {
     expect(() => shrink(`<testsuites ${"a".repeat(2000)}="1"/>`, 500)).toThrow(JUnitTooLargeError);
     const many = new JUnitShrinker(500, 10_000);
