@@ -227,6 +227,8 @@ if (CASES.includes("p8")) {
     noEvents: () => timed(sg(dir, "--jobs", "1", "--no-test-events", "t"), dir),
     ...(COMPARE_CLI ? { other: () => timed([BUN, COMPARE_CLI, ...sg(dir, "--jobs", "1", "t").slice(2)], dir) } : {}),
   });
+  // Every sample, for a shared machine where one slow round moves a median.
+  for (const [name, v] of Object.entries(m)) process.stderr.write(`p8 ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
   const base = m.junit!.ms;
   const ratio = (ms: number) => `${s(ms)} (${(ms / base).toFixed(2)}×)`;
   const r = m.shardguard!.ms / base;
