@@ -49,7 +49,7 @@ const EQUALS = 0x3d;
 const DQUOTE = 0x22;
 const SQUOTE = 0x27;
 /** Start tags between two young-generation collections while scanning. */
-const GC_EVERY_ELEMENTS = 4096;
+const GC_EVERY_ELEMENTS = 16_384;
 
 /**
  * Scans `text` and calls `handler` for each element and text run inside
