@@ -278,6 +278,27 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     expect(after.stderr).toContain(`--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings FILE before "--"`);
     expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
   }, 60_000);
+
+  test("shardguard run's own flags on the bun test line (--last-failed, --jobs) exit 2 before anything runs, instead of a whole run that ignored them", () => {
+    const dir = presetSuite();
+    for (const [args, said] of [
+      [["--preset", "slow", "--last-failed"], "bun test: --last-failed is a flag of shardguard run, not of bun test"],
+      [["--preset", "slow", "--jobs=1"], "bun test: --jobs=1 is a flag of shardguard run, not of bun test"],
+      // Bun reads the 1 of "--jobs 1" as a filter; the flag is named, not "invalid file 1".
+      [["--preset", "slow", "--jobs", "1"], "bun test: --jobs is a flag of shardguard run"],
+    ] as const) {
+      const r = bunTest(dir, [...args]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(said);
+      expect(r.stderr).toContain("use shardguard run --preset NAME --");
+      expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
+    }
+    // Bun's own flags of the same family still pass: --bun is Bun's runtime flag.
+    expect(takeOverBunPlanFlags(splitBunTestArgs(["--bun", "--retry=1"]).flags).shardFlags.map((f) => f.name)).toEqual(["--bun", "--retry"]);
+    for (const flag of ["--out=o", "--files-per-shard=2", "--no-test-events", "--grace=1"]) {
+      expect(() => takeOverBunPlanFlags(splitBunTestArgs([flag]).flags)).toThrow("is a flag of shardguard run, not of bun test");
+    }
+  }, 60_000);
 });
 
 describe("--last-failed", () => {

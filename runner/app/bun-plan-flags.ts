@@ -16,8 +16,25 @@
  * Everything else stays a flag of every shard (or is refused by
  * preset-lib/session.ts `checkShardFlags`).
  */
-import { ConfigError } from "../config/schema.ts";
+import { RUN_FLAGS } from "../config/args.ts";
+import { BOOLEAN_FLAGS, ConfigError, SETTINGS } from "../config/schema.ts";
 import type { CommandFlag } from "../preset-lib/flags.ts";
+
+/**
+ * Flags of `shardguard run` that `bun test` (1.4.4, `bun test --help`) does
+ * not have. Bun ignores an unknown flag, and shardguard would pass it to
+ * every shard, which ignores it too: `bun test --preset NAME --last-failed`
+ * reran the whole tier and `--jobs=1` still ran 4 shards at once, with only
+ * the header's "shard flags" line showing it. They are refused instead.
+ * Names Bun shares are left out: `--timeout` (the shard timeout),
+ * `--timings` and `--update-timings` (taken over below), `--bun` (Bun's own
+ * runtime flag) and `--shard` (refused with its own reason, preset-lib/flags.ts).
+ */
+const SHARDGUARD_ONLY_FLAGS: ReadonlySet<string> = new Set(
+  [...SETTINGS.map((s) => s.flag), ...Object.keys(BOOLEAN_FLAGS), ...RUN_FLAGS.valued, ...RUN_FLAGS.boolean].filter(
+    (flag) => !["--timeout", "--timings", "--update-timings", "--bun", "--shard", "--preset", "--tier"].includes(flag),
+  ),
+);
 
 /** The split of a `bun test` command line's flags. */
 export interface TakenPlanFlags {
@@ -27,19 +44,28 @@ export interface TakenPlanFlags {
   shardFlags: CommandFlag[];
 }
 
+/** The flags of {@link SHARDGUARD_ONLY_FLAGS} that take no value. */
+const BOOLEAN_RUN_FLAGS: ReadonlySet<string> = new Set([...Object.keys(BOOLEAN_FLAGS), ...RUN_FLAGS.boolean]);
+
 /**
  * Takes `--timings` and `--update-timings` out of a `bun test` command
  * line's flags.
  *
  * @throws ConfigError (exit 2, nothing started) for a `--timings` without a
- *   file, or `--update-timings` with a value or without a `--timings` file
- *   (Bun would have nowhere to write either)
+ *   file, `--update-timings` with a value or without a `--timings` file
+ *   (Bun would have nowhere to write either), or a flag only `shardguard run`
+ *   has ({@link SHARDGUARD_ONLY_FLAGS})
  */
 export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFlags {
   const shardFlags: CommandFlag[] = [];
   const timings: string[] = [];
   let update = false;
   for (const flag of flags) {
+    if (SHARDGUARD_ONLY_FLAGS.has(flag.name)) {
+      throw new ConfigError(
+        `bun test: ${flag.tokens.join(" ")} is a flag of shardguard run, not of bun test (Bun and every shard would ignore it); use shardguard run --preset NAME ${flag.name}${BOOLEAN_RUN_FLAGS.has(flag.name) ? "" : " VALUE"}`,
+      );
+    }
     if (flag.name === "--timings") {
       if (flag.value === null || flag.value === "") throw new ConfigError(`bun test: ${flag.tokens.join(" ")} needs a file (e.g. --timings=timings.json)`);
       timings.push(flag.value);
