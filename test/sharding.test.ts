@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, REPO, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
@@ -363,6 +363,49 @@ describe("--last-failed", () => {
     const narrowed = await runCli(["run", "--preset", "slow", "--last-failed"], { cwd: dir });
     expect(narrowed.stderr).toContain("--last-failed: e2e/c.test.ts is not one of preset slow's files; not rerun");
     expect(readReport(dir).shards.map((s) => s.files[0])).toEqual(["e2e/b.test.ts"]);
+    // None of the files that did not pass can run now: exit 2 naming them, never 0 ("passed").
+    writeFileSync(path.join(dir, "bunfig.toml"), '[shardguard.presets.slow]\nglobs = ["e2e/a.test.ts"]\n');
+    const newest = readReport(dir).runId;
+    for (const command of ["run", "list", "bg"]) {
+      const none = await runCli([command, "--preset", "slow", "--last-failed", ...(command === "bg" ? ["--local"] : [])], { cwd: dir });
+      expect(none.code).toBe(2);
+      expect(none.stderr).toContain(`--last-failed: nothing left to run: none of the 1 files that did not pass in run ${newest} can run now (e2e/b.test.ts is not one of preset slow's files)`);
+    }
+    expect(readdirSync(path.join(dir, ".shardguard", "runs")).sort().at(-1)).toBe(newest);
+  }, 60_000);
+
+  test("two runs started in the same second: the one that started last is the newest, whatever the random part of their ids", async () => {
+    const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": fail });
+    const first = await runCli(["run", "--root", dir]);
+    expect(first.code).toBe(1);
+    const real = readReport(dir);
+    const runs = path.join(dir, ".shardguard", "runs");
+    rmSync(path.join(runs, real.runId), { recursive: true });
+    // The later run (b failed) gets the id that sorts first; the earlier one passed everything.
+    const passedAll = makeReport(
+      real.shards.map((s) => ({ ...s, status: "passed" as const, tests: s.tests.map((t) => ({ ...t, status: "passed" as const, message: null })) })),
+      { runId: "20991231T000000Z-ffffff", startedAt: "2099-12-31T00:00:00.100Z", exitCode: 0, root: dir },
+    );
+    const later = { ...real, runId: "20991231T000000Z-000000", startedAt: "2099-12-31T00:00:00.900Z" };
+    for (const r of [passedAll, later]) {
+      mkdirSync(path.join(runs, r.runId), { recursive: true });
+      writeFileSync(path.join(runs, r.runId, "report.json"), JSON.stringify(r));
+    }
+    const listed = await runCli(["list", "--root", dir, "--last-failed"]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(`--last-failed: rerunning 1 file of run ${later.runId}`);
+    expect(listed.stdout).toContain("b.test.ts");
+    expect(listed.stdout).not.toContain("nothing to rerun");
+  }, 60_000);
+
+  test("failed files that were all deleted since: exit 2, not a pass", async () => {
+    const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": fail });
+    expect((await runCli(["run", "--root", dir])).code).toBe(1);
+    rmSync(path.join(dir, "b.test.ts"));
+    const r = await runCli(["run", "--root", dir, "--last-failed"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--last-failed: nothing left to run: none of the 1 files that did not pass in run");
+    expect(r.stderr).toContain("can run now (b.test.ts no longer exists)");
   }, 60_000);
 
   test("nothing failed: says so and exits 0; no earlier report: exit 2", async () => {

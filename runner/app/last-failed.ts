@@ -11,7 +11,13 @@ import { groupIntoShards, type Plan } from "../plan/plan.ts";
 import { RunReportSchema, type RerunOf, type RunReport } from "../results/model.ts";
 import { filesToRerun } from "../results/rerun.ts";
 
-/** The newest report of a run under `out/runs/<run id>/report.json` that parses, with its path; null when there is none. */
+/**
+ * The newest report of a run under `out/runs/<run id>/report.json` that
+ * parses, with its path; null when there is none. A run id names its start
+ * to the second, then a random part (app/run.ts newRunId), so ids of runs
+ * started in the same second do not sort by start: among those, the
+ * report's own `startedAt` (ms) decides.
+ */
 export function lastReport(out: string): { report: RunReport; file: string } | null {
   let names: string[];
   try {
@@ -19,16 +25,20 @@ export function lastReport(out: string): { report: RunReport; file: string } | n
   } catch {
     return null;
   }
+  let newest: { report: RunReport; file: string; second: string } | null = null;
   for (const name of names) {
+    const second = name.split("-")[0]!;
+    if (newest && second !== newest.second) break;
     const file = path.join(out, "runs", name, "report.json");
     try {
       const parsed = RunReportSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-      if (parsed.success) return { report: parsed.data, file };
+      if (!parsed.success) continue;
+      if (!newest || Date.parse(parsed.data.startedAt) > Date.parse(newest.report.startedAt)) newest = { report: parsed.data, file, second };
     } catch {
       // A run refused before its first report, or a report cut by a full disk: look further back.
     }
   }
-  return null;
+  return newest ? { report: newest.report, file: newest.file } : null;
 }
 
 /**
@@ -54,7 +64,8 @@ export type LastFailedFiles =
  * preset's files), are left out and listed in `gone` with why.
  *
  * @param keep says why a file cannot be rerun now (null when it can)
- * @throws ConfigError when there is no earlier report under OUT/runs, or PATTERNs were given
+ * @throws ConfigError when there is no earlier report under OUT/runs, PATTERNs were given,
+ *   or files did not pass there and none of them can run now
  */
 export function lastFailedFiles(settings: RunSettings, patterns: readonly string[], keep: (file: string) => string | null = () => null): LastFailedFiles {
   refusePatterns(patterns);
@@ -65,9 +76,16 @@ export function lastFailedFiles(settings: RunSettings, patterns: readonly string
   const reasons = new Map(wanted.map((f) => [f, why(f)] as const));
   const present = wanted.filter((f) => reasons.get(f) === null);
   const gone = wanted.filter((f) => reasons.get(f) !== null).map((f) => `${f} ${reasons.get(f)}`);
+  if (wanted.length === 0) {
+    return { kind: "nothing", message: `--last-failed: nothing to rerun: every planned file passed in run ${last.report.runId} (${last.file})` };
+  }
   if (present.length === 0) {
-    const what = wanted.length === 0 ? "every planned file passed" : `none of the ${wanted.length} files that did not pass can run now`;
-    return { kind: "nothing", message: `--last-failed: nothing to rerun: ${what} in run ${last.report.runId} (${last.file})` };
+    // Exit 2 ("nothing left to run"), never 0: these files did not pass and
+    // nothing has shown otherwise since (e.g. a periodic run's failures,
+    // reran in the default tier that leaves them out).
+    throw new ConfigError(
+      `--last-failed: nothing left to run: none of the ${wanted.length} files that did not pass in run ${last.report.runId} can run now (${gone.join("; ")})`,
+    );
   }
   return { kind: "files", files: present, rerunOf: { runId: last.report.runId, startedAt: last.report.startedAt, files: present }, from: last.file, gone };
 }

@@ -47,7 +47,8 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
     let plan: Plan;
     if (lastFailed) {
       const rerun = planLastFailed(settings, args.patterns);
-      // Nothing to rerun: the run says so and ends with EXIT=0.
+      // Nothing to rerun (every file passed): the run says so and ends with EXIT=0; files that did not
+      // pass but cannot run now are refused (exit 2) by planLastFailed.
       plan = rerun.kind === "nothing" ? { root: settings.root, patterns: [], shards: [], included: new Map(), excluded: [] } : rerun.plan;
     } else {
       plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
@@ -63,8 +64,10 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
   const skippedFiles = new Set(p.skipped.flatMap((s) => s.files));
   let files = shards.flatMap((s) => s.files).filter((f) => !skippedFiles.has(f));
   if (lastFailed) {
-    // The rerun's files, as app/preset-run.ts picks them (none: the run says so and ends with EXIT=0).
-    const found = lastFailedFiles(p.settings, args.patterns, (f) => (files.includes(f) ? null : "not in the plan"));
+    // The rerun's files, as app/preset-run.ts picks them (every file passed: the run says so and ends with EXIT=0;
+    // none that did not pass can run now: refused here, exit 2).
+    const tierWord = p.tier ? ` in tier ${p.tier.name}` : "";
+    const found = lastFailedFiles(p.settings, args.patterns, (f) => (files.includes(f) ? null : `is not one of preset ${p.preset.name}'s files${tierWord}`));
     files = found.kind === "files" ? found.files : [];
   }
   if (p.plan.shards.length === 0) throw new ConfigError(`nothing to run: every file of preset ${name} is excluded (shardguard list --preset ${name} shows why)`);
