@@ -6,7 +6,7 @@
  * SIGTERM, SIGKILL → incomplete), the lane lock, and the run id the tests see.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
@@ -191,4 +191,24 @@ describe("bg --local", () => {
     const sliced = await runCli(["bg", "--local", "--shard", "2/2", "--jobs", "1", "--follow"], { cwd: dir, limitMs: 60_000 });
     expect(sliced.stdout).toContain(`cap=${Math.ceil(1.5 * 600) + 1200}s jobs=1 files=1`);
   }, 60_000);
+
+  test("two runs started in the same second: status without an id, and --follow's exit code, are the run started last", async () => {
+    const dir = makeSuite(fixtureFiles("pass"));
+    const bg = path.join(dir, ".shardguard", "bg");
+    mkdirSync(bg, { recursive: true });
+    // The later run gets the id that sorts first (ids name the second, then a random part).
+    const runs = [
+      { id: "20991231T000000Z-ffffff-run", startedAt: "2099-12-31T00:00:00.100Z", code: 0 },
+      { id: "20991231T000000Z-000000-run", startedAt: "2099-12-31T00:00:00.900Z", code: 1 },
+    ];
+    for (const r of runs) {
+      const log = path.join(bg, `${r.id}.log`);
+      writeFileSync(log, `shardguard bg: backend=local\n### shardguard EXIT=${r.code} ###\n`);
+      const record: BgRecord = { id: r.id, backend: "local", log, root: dir, out: path.join(dir, ".shardguard"), lock: "l", pid: null, procStart: null, startedAt: r.startedAt, runId: null, ci: null };
+      writeFileSync(path.join(bg, `${r.id}.json`), JSON.stringify(record));
+    }
+    const st = await runCli(["status"], { cwd: dir });
+    expect(st.stdout.split("\n")[0]).toBe("20991231T000000Z-000000-run: failed (exit 1)");
+    expect((await runCli(["status", "--follow"], { cwd: dir })).code).toBe(1);
+  });
 });

@@ -102,16 +102,30 @@ export function readRecord(logOrRecord: string): BgRecord {
   return parsed;
 }
 
-/** Record paths under OUT/bg, oldest first (ids sort by start time). */
+/**
+ * Record paths under OUT/bg, oldest first. An id names its start only to the
+ * second, then a random part ({@link newBgId}), so records of the same second
+ * are ordered by their `startedAt` (ms): `status` without an id, and
+ * `status --follow`'s exit code, must be the run started last.
+ */
 export function listRecords(out: string): string[] {
+  let names: string[];
   try {
-    return readdirSync(bgDir(out))
-      .filter((n) => n.endsWith(".json"))
-      .sort()
-      .map((n) => path.join(bgDir(out), n));
+    names = readdirSync(bgDir(out)).filter((n) => n.endsWith(".json"));
   } catch {
     return [];
   }
+  const startedAt = (name: string): number => {
+    try {
+      return Date.parse(readRecord(path.join(bgDir(out), name)).startedAt) || 0;
+    } catch {
+      return 0; // Not a record (or half written): ordered by its name alone.
+    }
+  };
+  const keyed = names.map((name) => ({ name, second: name.split("-")[0]!, at: startedAt(name) }));
+  const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  keyed.sort((a, b) => byText(a.second, b.second) || a.at - b.at || byText(a.name, b.name));
+  return keyed.map((k) => path.join(bgDir(out), k.name));
 }
 
 /** True while the record's process is the one that wrote it and is alive (not a zombie, not a recycled pid). */
