@@ -192,7 +192,7 @@ describe("bg --local", () => {
     expect(sliced.stdout).toContain(`cap=${Math.ceil(1.5 * 600) + 1200}s jobs=1 files=1`);
   }, 60_000);
 
-  test("two runs started in the same second: status without an id, and --follow's exit code, are the run started last", async () => {
+  test("two runs started in the same second: status without an id, and --follow's exit code, are the run started last; a stray .json is no run", async () => {
     const dir = makeSuite(fixtureFiles("pass"));
     const bg = path.join(dir, ".shardguard", "bg");
     mkdirSync(bg, { recursive: true });
@@ -207,7 +207,10 @@ describe("bg --local", () => {
       const record: BgRecord = { id: r.id, backend: "local", log, root: dir, out: path.join(dir, ".shardguard"), lock: "l", pid: null, procStart: null, startedAt: r.startedAt, runId: null, ci: null };
       writeFileSync(path.join(bg, `${r.id}.json`), JSON.stringify(record));
     }
+    // A stray .json that is not a record (it sorts last by name) is left out, not a crash.
+    writeFileSync(path.join(bg, "zzz.json"), "not a record");
     const st = await runCli(["status"], { cwd: dir });
+    expect(st.code).toBe(0);
     expect(st.stdout.split("\n")[0]).toBe("20991231T000000Z-000000-run: failed (exit 1)");
     expect((await runCli(["status", "--follow"], { cwd: dir })).code).toBe(1);
   });

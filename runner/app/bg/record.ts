@@ -106,7 +106,8 @@ export function readRecord(logOrRecord: string): BgRecord {
  * Record paths under OUT/bg, oldest first. An id names its start only to the
  * second, then a random part ({@link newBgId}), so records of the same second
  * are ordered by their `startedAt` (ms): `status` without an id, and
- * `status --follow`'s exit code, must be the run started last.
+ * `status --follow`'s exit code, must be the run started last. A file that
+ * is not a record is left out.
  */
 export function listRecords(out: string): string[] {
   let names: string[];
@@ -115,14 +116,17 @@ export function listRecords(out: string): string[] {
   } catch {
     return [];
   }
-  const startedAt = (name: string): number => {
+  const startedAt = (name: string): number | null => {
     try {
       return Date.parse(readRecord(path.join(bgDir(out), name)).startedAt) || 0;
     } catch {
-      return 0; // Not a record (or half written): ordered by its name alone.
+      return null; // Not a record (a stray or foreign .json): left out rather than crash `status`.
     }
   };
-  const keyed = names.map((name) => ({ name, second: name.split("-")[0]!, at: startedAt(name) }));
+  const keyed = names.flatMap((name) => {
+    const at = startedAt(name);
+    return at === null ? [] : [{ name, second: name.split("-")[0]!, at }];
+  });
   const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   keyed.sort((a, b) => byText(a.second, b.second) || a.at - b.at || byText(a.name, b.name));
   return keyed.map((k) => path.join(bgDir(out), k.name));
