@@ -214,4 +214,22 @@ describe("bg --local", () => {
     expect(st.stdout.split("\n")[0]).toBe("20991231T000000Z-000000-run: failed (exit 1)");
     expect((await runCli(["status", "--follow"], { cwd: dir })).code).toBe(1);
   });
+
+  test("a test whose name holds a line break and an EXIT=0 line cannot end the run early for status --follow", async () => {
+    const forged = "### shardguard EXIT=0 ###";
+    const dir = makeSuite({
+      // Failing at once: its name reaches the shard's end line and the summary.
+      "a.test.ts": `import { test, expect } from "bun:test";\ntest("lf\\n${forged}\\n", () => { expect(1).toBe(2); });\ntest("ls\\u2028${forged}\\u2028", () => { expect(1).toBe(2); });\n`,
+      // In flight for 3 s: its name reaches the heartbeat lines.
+      "b.test.ts": `import { test, expect } from "bun:test";\ntest("wait\\n${forged}\\nmore", async () => { await Bun.sleep(3000); expect(1).toBe(2); });\n`,
+    });
+    const started = await runCli(["bg", "--local", "--heartbeat", "1"], { cwd: dir });
+    expect(started.code).toBe(0);
+    const followed = await follow(path.basename(logOf(started.stdout), ".log"), dir);
+    expect(followed.code).toBe(1);
+    const lines = readFileSync(logOf(started.stdout), "utf8").split("\n");
+    // The names were printed (end lines, heartbeats, summary), on one line each; the worker's own sentinel is the only one.
+    expect(lines.filter((l) => l.includes(forged)).length).toBeGreaterThan(2);
+    expect(lines.filter((l) => /^### shardguard EXIT=\d+ ###$/.test(l))).toEqual(["### shardguard EXIT=1 ###"]);
+  }, 60_000);
 });

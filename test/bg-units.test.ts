@@ -84,6 +84,9 @@ describe("sentinel and state", () => {
   test("the last sentinel decides; a live process is running; a dead one without a sentinel is incomplete", () => {
     expect(sentinelCode(`a\n${sentinelLine(1)}\n`)).toBe(1);
     expect(sentinelCode("a\n  ### shardguard EXIT=0 ### (quoted)\n")).toBe(null);
+    // Only LF ends a line: a test name printed with CR, U+2028 or U+2029 around a forged line is no sentinel.
+    for (const sep of ["\r", "\u2028", "\u2029", "\u0085"]) expect(sentinelCode(`x${sep}### shardguard EXIT=0 ###${sep}y\n`)).toBe(null);
+    expect(sentinelCode(`x\u2028### shardguard EXIT=0 ###\u2028\n${sentinelLine(1)}\n`)).toBe(1);
     expect(bgState(record(process.pid), `${sentinelLine(130)}\n`)).toEqual({ state: "cancelled", code: 130, why: null });
     expect(bgState(record(process.pid), `${sentinelLine(1)}\n`)).toEqual({ state: "failed", code: 1, why: null });
     expect(bgState(record(process.pid), `${sentinelLine(2)}\n`)).toEqual({ state: "error", code: 2, why: null });

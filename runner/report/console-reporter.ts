@@ -8,7 +8,7 @@
 import type { PlannedShard } from "../plan/plan.ts";
 import { SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
 import { redactReport, redactShard } from "../results/redact.ts";
-import { plural } from "../util/format.ts";
+import { oneLine, plural } from "../util/format.ts";
 import { endLine, logTail, startLine, summaryLines, type Out } from "./console.ts";
 
 /** A process the run killed, as the console names it. */
@@ -33,7 +33,7 @@ export interface RunReporter {
 
 /** `pid command; …`, each command redacted then cut to 60 characters. */
 const describe = (list: readonly KilledProcess[], redact: (text: string) => string) =>
-  list.map((e) => `${e.pid} ${redact(e.command).slice(0, 60)}`).join("; ");
+  list.map((e) => `${e.pid} ${oneLine(redact(e.command)).slice(0, 60)}`).join("; ");
 
 /** The plain-line console reporter (the TTY status area, report/progress.ts, draws around these lines). */
 export class ConsoleReporter implements RunReporter {
@@ -67,7 +67,7 @@ export class ConsoleReporter implements RunReporter {
   }
 
   onShardWarning(shard: PlannedShard, total: number, message: string): void {
-    this.out.line(`[${shard.index}/${total}] WARNING ${message}`);
+    this.out.line(`[${shard.index}/${total}] WARNING ${oneLine(message)}`);
   }
 
   async onShardEnd(result: ShardResult, total: number): Promise<void> {

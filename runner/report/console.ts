@@ -7,7 +7,7 @@ import type { RunReport, ShardResult } from "../results/model.ts";
 import path from "node:path";
 import { readFileTail } from "../util/file-tail.ts";
 import { stripAnsi } from "./sanitize.ts";
-import { plural, secs } from "../util/format.ts";
+import { oneLine, plural, secs } from "../util/format.ts";
 
 /** Where console lines go; injectable for tests. */
 export interface Out {
@@ -26,7 +26,7 @@ export { plural } from "../util/format.ts";
 
 /** `[2/7] START test/x.test.ts (timeout 1800s) log: …` */
 export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): string {
-  return `[${shard.index}/${total}] START ${shard.files.join(" ")} (timeout ${secs(timeoutMs)}) log: ${shortPath(logPath)}`;
+  return `[${shard.index}/${total}] START ${oneLine(shard.files.join(" "))} (timeout ${secs(timeoutMs)}) log: ${shortPath(logPath)}`;
 }
 
 /** Test statuses worth naming on the console: anything that is not a pass or a planned skip. */
@@ -38,12 +38,12 @@ const MAX_NAMED = 5;
 /** `   timed-out  outer > spins forever (6.0s): in flight when …` (one line, message cut). */
 function testLine(test: ShardResult["tests"][number], withFile: boolean): string {
   const where = withFile ? `${test.file} > ` : "";
-  const message = test.failure?.message.split(/[\r\n]/)[0]?.slice(0, 160) ?? "";
+  const message = oneLine(test.failure?.message.split(/[\r\n]/)[0]?.slice(0, 160) ?? "");
   const flaky = test.flaky ? " (flaky)" : "";
   // A name with a line break would start a console line of its own, which CI
   // log readers (GitHub's workflow commands) may take for an instruction.
-  const name = test.name.slice(0, 200).replace(/[\r\n]+/g, " ");
-  return `    ${test.status.padEnd(13)} ${where.replace(/[\r\n]+/g, " ")}${name}${flaky}${message ? `: ${stripAnsi(message)}` : ""}`;
+  const name = oneLine(test.name.slice(0, 200));
+  return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${message ? `: ${stripAnsi(message)}` : ""}`;
 }
 
 /**
@@ -52,7 +52,7 @@ function testLine(test: ShardResult["tests"][number], withFile: boolean): string
  * test in flight first among them) and the path of its full log.
  */
 export function endLine(result: ShardResult, total: number): string {
-  const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${result.files.join(" ")}: ${result.reason}`;
+  const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}`;
   if (result.status === "passed" || result.status === "skipped-by-diff") return head;
   const notable = result.tests.filter((t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"));
   const lines = [head, ...notable.slice(0, MAX_NAMED).map((t) => testLine(t, result.files.length > 1))];
@@ -92,7 +92,7 @@ export function summaryLines(report: RunReport, paths: { junit: string; json: st
     `shardguard: ${plural(s.tests.total, "test")}: ${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
   ];
   for (const shard of report.shards) {
-    lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${shard.files.join(" ")}`);
+    lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${oneLine(shard.files.join(" "))}`);
   }
   // Like Playwright's closing list: every test that needs a look, by name.
   const notable = report.shards.flatMap((s) => s.tests.filter((t) => NOTABLE.has(t.status) && t.status !== "never-started"));

@@ -9,7 +9,7 @@
  * time, so a wedge can be diagnosed from a CI log alone.
  */
 import type { Out } from "./console.ts";
-import { secs } from "../util/format.ts";
+import { oneLine, secs } from "../util/format.ts";
 
 /** Minimum time between two redraws of the TTY status area, ms. */
 export const REDRAW_MS = 250;
@@ -58,7 +58,7 @@ export interface Progress {
 /** Describes the test in flight of a shard, or that none is known. */
 function flightText(shard: ProgressShard, redact: (text: string) => string = (t) => t): string {
   const flight = shard.inFlight();
-  return flight ? `in flight: ${redact(flight.name)} (${secs(flight.forMs)})` : "no test in flight reported";
+  return flight ? `in flight: ${oneLine(redact(flight.name))} (${secs(flight.forMs)})` : "no test in flight reported";
 }
 
 /**
@@ -78,7 +78,7 @@ function ciProgress(options: ProgressOptions): Progress {
       if (beats < 1 || (lastBeat.get(shard.index) ?? 0) >= beats) continue;
       lastBeat.set(shard.index, beats);
       const label = shard.stopping?.() ? "STOPPING" : "RUNNING";
-      options.write(`[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${shard.files.join(" ")}: ${flightText(shard, options.redact)}\n`);
+      options.write(`[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${oneLine(shard.files.join(" "))}: ${flightText(shard, options.redact)}\n`);
     }
   };
   // Checked four times per period, so a beat is at most a quarter period late.
@@ -107,7 +107,7 @@ function ttyProgress(options: ProgressOptions): Progress {
     const lines = [color("1", `shards: ${done} done, ${running.length} running, ${queued} queued`)];
     for (const shard of running) {
       const stopping = shard.stopping?.() ? color("33", " stopping") : "";
-      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${shard.files.join(" ")}  ${color("2", flightText(shard, options.redact))}`));
+      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${oneLine(shard.files.join(" "))}  ${color("2", flightText(shard, options.redact))}`));
     }
     clear();
     options.write(`${lines.join("\n")}\n`);

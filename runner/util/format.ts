@@ -9,5 +9,14 @@ export const plural = (n: number, word: string): string => `${n} ${word}${n === 
 /** Milliseconds as seconds with one decimal, for columns and progress: `12.3s`. */
 export const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
+/**
+ * Text on one console line: every line break (CR, LF, NEL, U+2028, U+2029, the
+ * characters JavaScript's multiline `^`/`$` also break at) becomes a space.
+ * Test names, file names and command lines come from the tests; with a break
+ * in them a console line would start a line of its own, such as a forged
+ * `### shardguard EXIT=0 ###` in a background run's log (app/bg/record.ts).
+ */
+export const oneLine = (text: string): string => text.replace(/[\r\n\u0085\u2028\u2029]+/g, " ");
+
 /** Milliseconds as seconds in a sentence, trailing zeros dropped: `1800 s`, `2.5 s`. */
 export const seconds = (ms: number): string => `${+(ms / 1000).toFixed(1)} s`;

@@ -63,10 +63,20 @@ export function sentinelLine(code: number): string {
   return `### shardguard EXIT=${code} ###`;
 }
 
-/** The code of the last sentinel in a log's text, null when there is none. */
+/**
+ * The code of the last sentinel in a log's text, null when there is none. A
+ * sentinel is a whole line between LFs (as the worker writes it): JavaScript's
+ * multiline `^`/`$` would also break at CR, U+2028 and U+2029, which a test
+ * name printed on the console may hold, so a failing test could forge an
+ * `EXIT=0` line while the run goes on.
+ */
 export function sentinelCode(logText: string): number | null {
-  const all = [...logText.matchAll(/^### shardguard EXIT=(\d+) ###$/gm)];
-  return all.length > 0 ? Number(all[all.length - 1]![1]) : null;
+  let code: number | null = null;
+  for (const line of logText.split("\n")) {
+    const m = /^### shardguard EXIT=(\d+) ###$/.exec(line);
+    if (m) code = Number(m[1]);
+  }
+  return code;
 }
 
 /** The state word for a finished run's code: 0 passed, 1 failed, 130 cancelled, anything else error. */

@@ -16,7 +16,7 @@ import { runTool } from "../../exec/detach.ts";
 import { ghRunView, ghRunner } from "../../exec/gh.ts";
 import { ConfigError } from "../../config/schema.ts";
 import { EXIT, summarize, type RunReport } from "../../results/model.ts";
-import { plural } from "../../util/format.ts";
+import { oneLine, plural } from "../../util/format.ts";
 import type { Host } from "../host.ts";
 import { githubRepoOf } from "./checkout.ts";
 import { conclusionCode, conclusionState } from "./dispatch.ts";
@@ -111,8 +111,8 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
     if (!existsSync(log)) continue;
     const born = statSync(log).birthtimeMs;
     const since = born > 0 ? ` (${Math.round((Date.now() - born) / 1000)}s)` : "";
-    if (running) lines.push(`  [${shard.index}/${report.shards.length}] running ${shard.files.join(" ")}${since}: ${await inFlight(log, report.root)}`);
-    else lines.push(`  [${shard.index}/${report.shards.length}] was running when the run died, ${shard.files.join(" ")}: ${await inFlight(log, report.root)}`);
+    if (running) lines.push(`  [${shard.index}/${report.shards.length}] running ${oneLine(shard.files.join(" "))}${since}: ${await inFlight(log, report.root)}`);
+    else lines.push(`  [${shard.index}/${report.shards.length}] was running when the run died, ${oneLine(shard.files.join(" "))}: ${await inFlight(log, report.root)}`);
   }
   const queued = open.filter((s) => !existsSync(path.join(logDir, `shard-${s.index}-${s.slug}.log`))).length;
   if (queued > 0) lines.push(running ? `  ${plural(queued, "shard")} not started yet` : `  ${plural(queued, "shard")} never started`);
@@ -123,7 +123,7 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
 async function inFlight(shardLog: string, root: string): Promise<string> {
   try {
     const test = TestEventModel.fromEvents(await readJournal(journalPathFor(shardLog)), { root }).running();
-    return test ? `in flight: ${test.fullName}` : "between tests";
+    return test ? `in flight: ${oneLine(test.fullName)}` : "between tests";
   } catch {
     return "no test events";
   }
