@@ -196,6 +196,19 @@ describe("--shard on the command line", () => {
 
   test("a bad I/N, or --shard with --last-failed (with or without --preset), exits 2 before anything runs", async () => {
     const dir = makeSuite({ "a.test.ts": pass });
+    // shardguard's own flags and --shard after "--" would reach every shard, which ignores or misapplies them.
+    for (const [after, says] of [
+      ["--shard=2/2", `--shard=2/2 after "--" would slice each shard's own files`],
+      ["--last-failed", `--last-failed after "--" is a flag of shardguard run, not of bun test`],
+      ["--jobs=1", `--jobs=1 after "--" is a flag of shardguard run`],
+    ] as const) {
+      for (const command of ["run", "bg"]) {
+        const r = await runCli([command, "--root", dir, "--", after]);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toContain(says);
+      }
+    }
+    expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
     const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');
@@ -374,6 +387,29 @@ describe("--last-failed", () => {
     }
     // Nothing started: no run directory was added (ids of one second do not sort by time, so compare the sets).
     expect(readdirSync(path.join(dir, ".shardguard", "runs")).sort()).toEqual(runsBefore);
+  }, 60_000);
+
+  test("with --preset and no tier named: reruns in the tier of the run it reruns, not the preset's default", async () => {
+    const tiered = (tier: string, body: string) => `// TIER=${tier}\nimport { test, expect } from "bun:test";\ntest("t", () => { ${body} });\n`;
+    const dir = makeSuite({
+      "bunfig.toml": '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.tier]\nenv = "SLOW_TIER"\nvalues = ["gate", "periodic"]\ndefault = "gate"\nguards = ["TIER={tier}"]\n',
+      "e2e/g.test.ts": tiered("gate", "expect(process.env.SLOW_TIER).toBe(process.env.SLOW_TIER);"),
+      "e2e/p.test.ts": tiered("periodic", "expect(process.env.SLOW_TIER).toBe('gate');"),
+    });
+    const periodic = await runCli(["run", "--preset", "slow", "--tier=periodic"], { cwd: dir });
+    expect(periodic.stderr).toBe("");
+    expect(periodic.code).toBe(1);
+    const runId = readReport(dir).runId;
+    const rerun = await runCli(["run", "--preset", "slow", "--last-failed"], { cwd: dir });
+    expect(rerun.stdout).toContain(`tier periodic (from run ${runId}, which --last-failed reruns)`);
+    expect(rerun.code).toBe(1);
+    const report = readReport(dir);
+    expect(report.preset?.tier).toBe("periodic");
+    expect(report.shards.map((s) => [s.files[0], s.status])).toEqual([["e2e/p.test.ts", "failed"]]);
+    // A tier named on the command line wins: p is not a gate file, so nothing can rerun (exit 2).
+    const gate = await runCli(["run", "--preset", "slow", "--last-failed", "--tier=gate"], { cwd: dir });
+    expect(gate.code).toBe(2);
+    expect(gate.stderr).toContain("e2e/p.test.ts is not one of preset slow's files in tier gate");
   }, 60_000);
 
   test("two runs started in the same second: the one that started last is the newest, whatever the random part of their ids", async () => {

@@ -18,7 +18,7 @@
  */
 import { RUN_FLAGS } from "../config/args.ts";
 import { BOOLEAN_FLAGS, ConfigError, SETTINGS } from "../config/schema.ts";
-import type { CommandFlag } from "../preset-lib/flags.ts";
+import { splitBunTestArgs, type CommandFlag } from "../preset-lib/flags.ts";
 
 /**
  * Flags of `shardguard run` that `bun test` (1.4.4, `bun test --help`) does
@@ -78,4 +78,24 @@ export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFl
   const runArgs = timings.length > 0 ? ["--timings", timings.join(",")] : [];
   if (update) runArgs.push("--update-timings", timings[0]!);
   return { runArgs, shardFlags };
+}
+
+/**
+ * Refuses, in the `bun test` flags after "--" of `shardguard run|list|bg`,
+ * the flags that are shardguard's own or that slice the whole run: every
+ * shard would get them, and `bun test` ignores an unknown flag
+ * (`-- --last-failed` reran everything) or applies `--shard` to each
+ * shard's own files (every shard but one ran nothing).
+ *
+ * @throws ConfigError (exit 2, nothing started) naming the flag and where it belongs
+ */
+export function refuseRunFlagsAfterDash(bunArgs: readonly string[]): void {
+  for (const flag of splitBunTestArgs(bunArgs).flags) {
+    if (flag.name === "--shard") {
+      throw new ConfigError(`${flag.tokens.join(" ")} after "--" would slice each shard's own files (the other slices of every shard run nothing); give shardguard's --shard I/N before "--"`);
+    }
+    if (SHARDGUARD_ONLY_FLAGS.has(flag.name) || flag.name === "--preset" || flag.name === "--tier") {
+      throw new ConfigError(`${flag.tokens.join(" ")} after "--" is a flag of shardguard run, not of bun test (every shard would ignore it); put it before "--"`);
+    }
+  }
 }

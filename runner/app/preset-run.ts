@@ -19,7 +19,7 @@ import { logTail, plural, type Out } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
 import { executeRun, redactingOutput } from "./execute.ts";
 import type { Host } from "./host.ts";
-import { lastFailedFiles, refusePatterns } from "./last-failed.ts";
+import { lastFailedFiles, lastReport, refusePatterns } from "./last-failed.ts";
 import { preflight } from "./preflight.ts";
 import type { RunInputs } from "./run.ts";
 import { sliceHeader, sliceProvenance } from "./slice-run.ts";
@@ -46,9 +46,8 @@ export async function presetCommand(command: "run" | "list", args: ParsedWithExt
  */
 async function lastFailedPreset(command: "run" | "list", request: PresetRequest, host: Host): Promise<number> {
   refusePatterns(request.patterns ?? []);
-  const selectionOff = "--last-failed reruns whole files";
-  // The preset's whole plan in this tier, without selection: what may be rerun.
-  const whole = await preparePresetRun({ ...request, selectionOff });
+  let whole: PreparedPresetRun;
+  ({ whole, request } = await lastFailedScope(request));
   const allowed = new Set(whole.plan.included.keys());
   const tierWord = whole.tier ? ` in tier ${whole.tier.name}` : "";
   const found = lastFailedFiles(whole.settings, request.patterns ?? [], (f) => (allowed.has(f) ? null : `is not one of preset ${whole.preset.name}'s files${tierWord}`));
@@ -58,7 +57,7 @@ async function lastFailedPreset(command: "run" | "list", request: PresetRequest,
   }
   for (const f of found.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
   host.stdout(`shardguard: --last-failed: rerunning ${plural(found.files.length, "file")} of run ${found.rerunOf.runId} (${found.from})`);
-  const prepared = await preparePresetRun({ ...request, files: found.files, selectionOff });
+  const prepared = await preparePresetRun({ ...request, files: found.files, selectionOff: LAST_FAILED_SELECTION_OFF });
   const reason = `did not pass in run ${found.rerunOf.runId}`;
   for (const f of prepared.plan.included.keys()) prepared.plan.included.set(f, reason);
   if (command === "list") {
@@ -66,6 +65,29 @@ async function lastFailedPreset(command: "run" | "list", request: PresetRequest,
     return EXIT.ok;
   }
   return executePresetRun(prepared, host, { rerunOf: found.rerunOf });
+}
+
+/** Why a `--last-failed` rerun of a preset has no diff selection. */
+const LAST_FAILED_SELECTION_OFF = "--last-failed reruns whole files";
+
+/**
+ * What a `--preset --last-failed` rerun may rerun: the preset's whole plan
+ * (no diff selection) in the tier asked for or, when none is named, in the
+ * tier of the run being rerun (a periodic run's failures are periodic files;
+ * the default tier would leave them out). Shared with `bg`, which sizes its
+ * cap from it.
+ *
+ * @returns the prepared whole plan and the request with that tier
+ * @throws ConfigError as {@link preparePresetRun}
+ */
+export async function lastFailedScope(request: PresetRequest): Promise<{ whole: PreparedPresetRun; request: PresetRequest }> {
+  let whole = await preparePresetRun({ ...request, selectionOff: LAST_FAILED_SELECTION_OFF });
+  const last = lastReport(whole.settings.out)?.report;
+  if (whole.tier?.from === "default" && last?.preset?.name === whole.preset.name && last.preset.tier && last.preset.tier !== whole.tier.name) {
+    request = { ...request, defaultTier: { name: last.preset.tier, from: `run ${last.runId}, which --last-failed reruns` } };
+    whole = await preparePresetRun({ ...request, selectionOff: LAST_FAILED_SELECTION_OFF });
+  }
+  return { whole, request };
 }
 
 /**

@@ -11,6 +11,7 @@ import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
 import { plural } from "../report/console.ts";
 import { EXIT } from "../results/model.ts";
+import { refuseRunFlagsAfterDash } from "./bun-plan-flags.ts";
 import { executeRun } from "./execute.ts";
 import { planLastFailed } from "./last-failed.ts";
 import { sliceHeader, sliceProvenance } from "./slice-run.ts";
@@ -77,9 +78,11 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
  * `--tier`), checked together; shared by run, list and bg so a background
  * run refuses exactly what a run refuses, before it starts.
  *
- * @throws ConfigError (exit 2) for a bad `--shard`, or a combination the run cannot honour
+ * @throws ConfigError (exit 2) for a bad `--shard`, a combination the run cannot honour, or
+ *   a flag of shardguard's (or `--shard`) among the `bun test` flags after "--"
  */
 export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; lastFailed: boolean } {
+  refuseRunFlagsAfterDash(args.bunArgs);
   const shardFlag = args.extras.get("--shard");
   const lastFailed = args.extras.get("--last-failed") === true;
   const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;

@@ -40,6 +40,12 @@ export interface PresetRequest {
    * meaning before the preset existed and keeps it (see chooseTier).
    */
   tierDefault?: boolean;
+  /**
+   * The tier to use where the preset's default would apply (no `--tier`, no
+   * tier variable), and where it came from, e.g. the tier of the run a
+   * `--last-failed` rerun reruns. Ignored when it is not one of the preset's tiers.
+   */
+  defaultTier?: { name: string; from: string };
   /** Files (root-relative or absolute) limiting the run; each must be a file of the preset. */
   files?: string[];
   /** Globs (root-relative) limiting the run (`shardguard run --preset X PATTERN...`). */
@@ -167,6 +173,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   let tier: ChosenTier | null = null;
   if (preset.tier) tier = chooseTier(preset.tier, req.tier, env, req.tierDefault ?? true);
   else if (req.tier !== undefined) throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
+  if (tier?.from === "default" && req.defaultTier && preset.tier?.values.includes(req.defaultTier.name)) tier = { ...req.defaultTier };
 
   // Command-line flags: refuse what cannot be passed on; pull out the two that become settings.
   checkShardFlags(req.commandFlags, req.flagsWhere);

@@ -18,6 +18,7 @@ import type { Preset } from "../../preset-lib/schema.ts";
 import { preparePresetRun, presetRequestFromArgs } from "../../preset-lib/session.ts";
 import type { Host } from "../host.ts";
 import { lastFailedFiles, planLastFailed } from "../last-failed.ts";
+import { lastFailedScope } from "../preset-run.ts";
 import { outIgnore, planFlags } from "../run-command.ts";
 
 /** The run a background run will start, as far as `bg` needs it. */
@@ -59,7 +60,7 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
   }
   if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
   const request = presetRequestFromArgs(args, host.cwd, host.env);
-  const p = await preparePresetRun(lastFailed ? { ...request, selectionOff: "--last-failed reruns whole files" } : request);
+  const p = lastFailed ? (await lastFailedScope(request)).whole : await preparePresetRun(request);
   const shards = spec ? slicePlan(p.plan, spec, readTimings(p.settings.timings).durations).plan.shards : p.plan.shards;
   const skippedFiles = new Set(p.skipped.flatMap((s) => s.files));
   let files = shards.flatMap((s) => s.files).filter((f) => !skippedFiles.has(f));
