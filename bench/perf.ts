@@ -15,10 +15,12 @@
  *       then one with --timings; its makespan against
  *       max(longest, total/jobs) + start-up (a shardguard run of one empty test)   target ≤ 1.05×
  *
- * p8 also measures, for context: the floor of any inspector-based design
- * (a bare `bun --inspect-wait` child and the handshake, events parsed by the
- * runner's own client and discarded; and the same with a raw WebSocket
- * client that does not even parse them) and shardguard `--no-test-events`.
+ * p1 and p8 also measure, for context: the floor of any inspector-based
+ * design (a bare `bun --inspect-wait=unix:` child dialing the runner's own
+ * channel, events parsed and discarded; for p8 also the same with a raw
+ * socket client that does not even parse them) and shardguard
+ * `--no-test-events`. bench/inspector-floor.ts compares the channel with
+ * the WebSocket client it replaced.
  *
  * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5] [--rounds 3] [--p8-tests 100000]
  *                          [--compare-cli OTHER/runner/cli-entry.ts]
@@ -30,8 +32,8 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import WebSocket from "ws";
-import { connectTestEvents } from "../runner/events/inspector.ts";
+import { encodeFrame } from "../runner/events/frames.ts";
+import { listenForTestEvents } from "../runner/events/inspector.ts";
 
 const opt = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -89,10 +91,13 @@ async function perFile(files: string[], jobs: number, cwd: string): Promise<Samp
 }
 
 /**
- * The floor of any inspector-based design: per file, a bare
- * `bun --inspect-wait=ws+unix://… test FILE` child and the handshake
- * (TestReporter/LifecycleReporter enable, Inspector.initialized), events
- * discarded, `jobs` at a time. No preload, no JUnit, no supervision.
+ * The floor of the runner's inspector channel: per file, the runner's own
+ * listener (`listenForTestEvents`, the socket made before the spawn), a
+ * bare `bun --inspect-wait=unix:… test FILE` child that dials it, and the
+ * handshake (TestReporter/LifecycleReporter enable, Inspector.initialized,
+ * and the end-of-run barrier's first request), events parsed and
+ * discarded, `jobs` at a time. No preload (so the barrier never completes),
+ * no JUnit, no supervision.
  */
 async function inspectorFloor(files: string[], jobs: number, cwd: string): Promise<Sample> {
   const t0 = performance.now();
@@ -103,11 +108,13 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
     while (next < files.length) {
       const file = files[next++]!;
       const socketPath = path.join(sockDir, `${n++}.sock`);
-      const child = spawn(BUN, [`--inspect-wait=ws+unix://${socketPath}`, "test", file], { cwd, stdio: "ignore" });
+      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {} });
+      const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", file], { cwd, stdio: "ignore" });
       const exited = new Promise((r) => child.once("exit", r));
-      const channel = await connectTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {} });
+      await channel.ready;
       await exited;
       await channel.closed;
+      channel.close();
     }
   };
   await Promise.all(Array.from({ length: jobs }, worker));
@@ -116,33 +123,36 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
 }
 
 /**
- * The bare floor with the smallest possible client: a raw WebSocket that
- * sends the two enables and `Inspector.initialized` (without waiting for the
- * replies: Bun answers in order) and drops every message unparsed. What the
- * inspector itself costs, before any client-side work per event.
+ * The bare floor with the smallest possible client: a raw unix socket
+ * listener that writes the two enables and `Inspector.initialized` in
+ * Bun's length-prefixed frames when the child dials in (Bun answers in
+ * order) and drops every byte unparsed. What the inspector itself costs,
+ * before any client-side work per event.
  */
 async function rawInspectorFloor(file: string, cwd: string): Promise<Sample> {
   const sockDir = mkdtempSync(path.join(os.tmpdir(), "sg-floor-"));
   const socketPath = path.join(sockDir, "raw.sock");
   const t0 = performance.now();
-  const child = spawn(BUN, [`--inspect-wait=ws+unix://${socketPath}`, "test", file], { cwd, stdio: "ignore" });
-  const exited = new Promise((r) => child.once("exit", r));
-  let ws: WebSocket | null = null;
-  while (ws === null) {
-    ws = await new Promise<WebSocket | null>((resolve) => {
-      const w = new WebSocket(`ws+unix://${socketPath}`);
-      w.once("open", () => resolve(w));
-      w.once("error", () => setTimeout(() => resolve(null), 2));
-    });
-  }
-  const closed = new Promise((r) => ws!.once("close", r));
-  ws.on("message", () => {});
-  ws.send(JSON.stringify({ id: 1, method: "TestReporter.enable" }));
-  ws.send(JSON.stringify({ id: 2, method: "LifecycleReporter.enable" }));
-  ws.send(JSON.stringify({ method: "Inspector.initialized" }));
-  await exited;
-  await closed;
+  let closed!: () => void;
+  const done = new Promise<void>((r) => (closed = r));
+  const server = Bun.listen<undefined>({
+    unix: socketPath,
+    socket: {
+      open(socket) {
+        const requests = ["TestReporter.enable", "LifecycleReporter.enable", "Inspector.initialized"];
+        socket.write(Buffer.concat(requests.map((method, i) => encodeFrame(JSON.stringify({ id: i + 1, method })))));
+      },
+      data() {},
+      close() {
+        closed();
+      },
+    },
+  });
+  const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", file], { cwd, stdio: "ignore" });
+  await new Promise((r) => child.once("exit", r));
+  await done;
   const ms = performance.now() - t0;
+  server.stop(true);
   rmSync(sockDir, { recursive: true, force: true });
   return { ms, peakMiB: 0 };
 }
@@ -194,7 +204,7 @@ if (CASES.includes("p1")) {
   });
   const r = m.shardguard!.ms / m.raw!.ms;
   rows.push(`| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.5× ${verdict(r <= 1.5)} |`);
-  rows.push(`| P1 floor: bare \`bun --inspect-wait\` child + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  rows.push(`| P1 floor: bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   rows.push(`| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
@@ -234,8 +244,8 @@ if (CASES.includes("p8")) {
   const r = m.shardguard!.ms / base;
   const rss = m.shardguard!.peakMiB;
   rows.push(`| P8 one file, ${P8_TESTS.toLocaleString("en")} tests, events on | \`bun test --reporter=junit\`: ${s(base)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
-  rows.push(`| P8 floor: bare \`bun --inspect-wait\` child + handshake, events parsed (connectTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
-  rows.push(`| P8 floor, raw WebSocket client (events not parsed) | same | ${ratio(m.rawFloor!.ms)} | (context) |`);
+  rows.push(`| P8 floor: bare \`bun --inspect-wait=unix:\` child + handshake, events parsed (listenForTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
+  rows.push(`| P8 floor, raw unix socket client (frames not parsed) | same | ${ratio(m.rawFloor!.ms)} | (context) |`);
   rows.push(`| P8 same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB | (context) |`);
   if (m.other) rows.push(`| P8 events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB | (context) |`);
   rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,9 @@
 /**
- * The inspector event channel against REAL `bun --inspect-wait` children
- * running fixture test files written into a temp dir. Each child is spawned
- * detached (its own process group) so a test can kill the whole group.
+ * The inspector event channel against REAL `bun --inspect-wait=unix:`
+ * children running fixture test files written into a temp dir: the test
+ * listens first (listenForTestEvents), then spawns the child, which dials
+ * in. Each child is spawned detached (its own process group) so a test can
+ * kill the whole group.
  *
  * Bun drops the last events of a run now and then (the process exits before
  * the socket queue drains; docs/bun-behaviour.md), so every fixture ends with a "tail"
@@ -13,7 +15,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectTestEvents, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
+import { connect as netConnect } from "node:net";
+import { encodeFrame } from "../runner/events/frames.ts";
+import { listenForTestEvents, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
 import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 import { openJournal, readJournal } from "../runner/events/journal.ts";
@@ -100,17 +104,37 @@ interface Shard {
   events: TestEvent[];
   model: TestEventModel;
   logPath: string;
+  channel: EventChannel;
 }
 
 let shardCounter = 0;
 
-/** Spawns `bun --inspect-wait=ws+unix://… test <files>` in its own process group. */
-function spawnShard(files: string[], bunArgs: string[] = []): Shard {
+/**
+ * Listens on a fresh socket, then spawns `bun --inspect-wait=unix:<socket>
+ * test <files>` in its own process group; `dialPath` makes the child dial
+ * somewhere else (a child that never dials us).
+ */
+function spawnShard(
+  files: string[],
+  bunArgs: string[] = [],
+  options: { onEvent?: (event: TestEvent) => void; connectTimeoutMs?: number; dialPath?: string } = {},
+): Shard {
   shardCounter += 1;
   const socketPath = socketPathFor(sockDir, shardCounter);
+  const events: TestEvent[] = [];
+  const model = new TestEventModel({ root });
+  const channel = listenForTestEvents({
+    socketPath,
+    connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+    onEvent: (event) => {
+      events.push(event);
+      model.apply(event);
+      options.onEvent?.(event);
+    },
+  });
   const logPath = join(root, `shard-${shardCounter}.log`);
   const log = openSync(logPath, "w");
-  const child = spawn(BUN, [`--inspect-wait=ws+unix://${socketPath}`, "test", ...bunArgs, ...files.map((f) => join(root, f))], {
+  const child = spawn(BUN, [`--inspect-wait=unix:${options.dialPath ?? socketPath}`, "test", ...bunArgs, ...files.map((f) => join(root, f))], {
     cwd: root,
     detached: true,
     stdio: ["ignore", log, log],
@@ -124,19 +148,13 @@ function spawnShard(files: string[], bunArgs: string[] = []): Shard {
     });
   });
   if (child.pid === undefined) throw new Error("spawn failed");
-  return { child, pid: child.pid, socketPath, exited, events: [], model: new TestEventModel({ root }), logPath };
+  return { child, pid: child.pid, socketPath, exited, events, model, logPath, channel };
 }
 
-async function connect(shard: Shard, onEvent?: (event: TestEvent) => void): Promise<EventChannel> {
-  return connectTestEvents({
-    socketPath: shard.socketPath,
-    connectTimeoutMs: 5_000,
-    onEvent: (event) => {
-      shard.events.push(event);
-      shard.model.apply(event);
-      onEvent?.(event);
-    },
-  });
+/** The shard's channel once the child dialed in and was released. */
+async function connect(shard: Shard): Promise<EventChannel> {
+  await shard.channel.ready;
+  return shard.channel;
 }
 
 function byName(states: TestState[], fullName: string): TestState {
@@ -216,12 +234,12 @@ function unixSocketInodes(pid: number, path: string): string[] {
 
 // ---------------------------------------------------------------------------
 
-describe("connectTestEvents with real bun children", () => {
+describe("listenForTestEvents with real bun children", () => {
   test("pass / fail / skip / todo / retry-flaky / nested describes build the expected model; journal round-trips", async () => {
-    const shard = spawnShard(["main.test.ts"], ["--retry", "1"]);
     const journal = await openJournal(join(root, "main.events.jsonl"));
     const started = performance.now();
-    const channel = await connect(shard, (event) => journal.append(event));
+    const shard = spawnShard(["main.test.ts"], ["--retry", "1"], { onEvent: (event) => journal.append(event) });
+    const channel = await connect(shard);
     const connectMs = performance.now() - started;
     await channel.closed;
     await journal.close();
@@ -230,7 +248,9 @@ describe("connectTestEvents with real bun children", () => {
     expect(connectMs).toBeLessThan(5_000);
 
     const stats = channel.stats();
-    expect(stats.closeCode).toBe(1006);
+    expect(stats.closedBy).toBe("peer");
+    expect(stats.refused).toBe(0);
+    expect(stats.requestError).toBeNull();
     expect(stats.malformed).toBe(0);
     expect(stats.invalid).toBe(0);
     expect(stats.handlerErrors).toBe(0);
@@ -286,11 +306,12 @@ describe("connectTestEvents with real bun children", () => {
       const spinning = await waitFor(() => shard.model.running()?.name === "two", 5_000);
       expect(spinning).toBe(true);
 
-      // While it spins: the inspector listens on our unix socket (proving the
-      // fd scan sees it) and on no TCP port.
-      const fds = socketInodes(shard.pid);
-      const unix = unixSocketInodes(shard.pid, shard.socketPath);
-      expect(unix.some((inode) => fds.has(inode))).toBe(true);
+      // While it spins: the socket path is bound by us (the runner side
+      // listens, proving the fd scan sees it), the child holds a socket
+      // connected to it and listens on no TCP port.
+      const ours = socketInodes(process.pid);
+      expect(unixSocketInodes(process.pid, shard.socketPath).some((inode) => ours.has(inode))).toBe(true);
+      expect(socketInodes(shard.pid).size).toBeGreaterThan(0);
       expect(tcpListenersOf(shard.pid)).toEqual([]);
 
       await Bun.sleep(Math.max(0, 1_500 - (performance.now() - spawnedAt)));
@@ -298,7 +319,7 @@ describe("connectTestEvents with real bun children", () => {
       const exit = await shard.exited;
       expect(exit.signal).toBe("SIGKILL");
       await channel.closed;
-      expect(channel.stats().closeCode).toBe(1006);
+      expect(channel.stats().closedBy).toBe("peer");
 
       const [one, two, three] = shard.model.tests();
       expect(one?.name).toBe("one");
@@ -369,60 +390,82 @@ describe("connectTestEvents with real bun children", () => {
   });
 });
 
-describe("connectTestEvents failure paths", () => {
-  test("a socket path nobody serves rejects within the timeout, naming the socket and the wait", async () => {
-    const socketPath = socketPathFor(sockDir, "nobody");
+describe("listenForTestEvents failure paths", () => {
+  test("a child that never dials: ready rejects at the deadline naming the socket and the wait; no socket file is left", async () => {
+    const elsewhere = socketPathFor(sockDir, "elsewhere");
     const started = performance.now();
-    const error = await connectTestEvents({ socketPath, connectTimeoutMs: 300, onEvent: () => {} }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    const waited = performance.now() - started;
-    expect(error).toBeInstanceOf(InspectorConnectError);
-    const connectError = error as InspectorConnectError;
-    expect(connectError.reason).toBe("timeout");
-    expect(connectError.socketPath).toBe(socketPath);
-    expect(connectError.message).toContain(socketPath);
-    expect(connectError.message).toContain("timeout 300 ms");
-    expect(connectError.waitedMs).toBeGreaterThanOrEqual(295);
-    expect(waited).toBeGreaterThanOrEqual(295);
-    expect(waited).toBeLessThan(1_000);
+    const shard = spawnShard(["later.test.ts"], [], { connectTimeoutMs: 300, dialPath: elsewhere });
+    try {
+      const error = await shard.channel.ready.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const waited = performance.now() - started;
+      expect(error).toBeInstanceOf(InspectorConnectError);
+      const connectError = error as InspectorConnectError;
+      expect(connectError.reason).toBe("timeout");
+      expect(connectError.socketPath).toBe(shard.socketPath);
+      expect(connectError.message).toContain(shard.socketPath);
+      expect(connectError.message).toContain("never connected");
+      expect(connectError.message).toContain("timeout 300 ms");
+      expect(connectError.waitedMs).toBeGreaterThanOrEqual(295);
+      expect(waited).toBeGreaterThanOrEqual(295);
+      expect(waited).toBeLessThan(2_000);
+      await shard.channel.closed;
+      expect(existsSync(shard.socketPath)).toBe(false);
+      // The child still waits for a debugger: with --inspect-wait it never runs a test alone.
+      expect([shard.child.exitCode, shard.child.signalCode]).toEqual([null, null]);
+      expect(shard.events).toEqual([]);
+    } finally {
+      process.kill(-shard.pid, "SIGKILL");
+      await shard.exited;
+    }
   });
 
-  test("a stale socket file (its child died) is retried until the timeout, then socketPathFor removes it", async () => {
-    const shard = spawnShard(["later.test.ts"]);
-    expect(await waitFor(() => existsSync(shard.socketPath), 5_000)).toBe(true);
-    await Bun.sleep(50);
-    process.kill(-shard.pid, "SIGKILL");
-    await shard.exited;
-    expect(statSync(shard.socketPath).isSocket()).toBe(true);
+  test("a leftover socket file (its owner died): listening fails with reason listen; socketPathFor removes it", async () => {
+    const path = socketPathFor(sockDir, "stale");
+    const owner = spawn(BUN, ["-e", `Bun.listen({ unix: ${JSON.stringify(path)}, socket: { data() {} } }); setInterval(() => {}, 1000);`], {
+      detached: true,
+      stdio: "ignore",
+    });
+    children.add(owner);
+    expect(await waitFor(() => existsSync(path), 5_000)).toBe(true);
+    killGroup(owner);
+    await new Promise((resolve) => owner.once("exit", resolve));
+    expect(statSync(path).isSocket()).toBe(true);
 
-    const error = (await connectTestEvents({ socketPath: shard.socketPath, connectTimeoutMs: 200, onEvent: () => {} }).catch(
-      (e: unknown) => e,
-    )) as InspectorConnectError;
+    let error: unknown;
+    try {
+      listenForTestEvents({ socketPath: path, connectTimeoutMs: 200, onEvent: () => {} });
+    } catch (e) {
+      error = e;
+    }
     expect(error).toBeInstanceOf(InspectorConnectError);
-    expect(error.message).toContain("ECONNREFUSED");
+    expect((error as InspectorConnectError).reason).toBe("listen");
+    expect((error as InspectorConnectError).message).toContain(path);
 
-    // Bun refuses to start its inspector on an existing socket file (EADDRINUSE);
-    // socketPathFor clears it.
-    const name = shard.socketPath.slice(sockDir.length + 1, -".sock".length);
-    expect(socketPathFor(sockDir, name)).toBe(shard.socketPath);
-    expect(existsSync(shard.socketPath)).toBe(false);
+    expect(socketPathFor(sockDir, "stale")).toBe(path);
+    expect(existsSync(path)).toBe(false);
+    const channel = listenForTestEvents({ socketPath: path, connectTimeoutMs: 5_000, onEvent: () => {} });
+    channel.close();
+    await channel.closed;
+    expect(existsSync(path)).toBe(false);
   });
 
   test("an abort signal ends the wait at once", async () => {
     const controller = new AbortController();
     const started = performance.now();
-    const pending = connectTestEvents({
+    const channel = listenForTestEvents({
       socketPath: socketPathFor(sockDir, "aborted"),
       connectTimeoutMs: 5_000,
       onEvent: () => {},
       signal: controller.signal,
     });
     setTimeout(() => controller.abort(), 50);
-    const error = (await pending.catch((e: unknown) => e)) as InspectorConnectError;
+    const error = (await channel.ready.catch((e: unknown) => e)) as InspectorConnectError;
     expect(error.reason).toBe("aborted");
     expect(performance.now() - started).toBeLessThan(1_000);
+    await channel.closed;
   });
 
   test("close() on an open channel resolves closed; the child keeps running until killed", async () => {
@@ -431,7 +474,8 @@ describe("connectTestEvents failure paths", () => {
     channel.close();
     channel.close();
     await channel.closed;
-    expect(channel.stats().closeCode).not.toBeNull();
+    expect(channel.stats().closedBy).toBe("local");
+    expect(existsSync(shard.socketPath)).toBe(false);
     await Bun.sleep(100);
     expect([shard.child.exitCode, shard.child.signalCode]).toEqual([null, null]);
     process.kill(-shard.pid, "SIGKILL");
@@ -439,105 +483,178 @@ describe("connectTestEvents failure paths", () => {
   });
 });
 
-describe("connectTestEvents against a fake inspector (Bun.serve on a unix socket)", () => {
-  type Behaviour = "normal" | "silent" | "refuse" | "hang-up";
-
-  /** Serves the handshake like Bun does, or misbehaves; after `Inspector.initialized` sends `afterInit`. */
-  function fakeInspector(name: string, behaviour: Behaviour, afterInit: string[] = []) {
-    const socketPath = socketPathFor(sockDir, name);
-    const server = Bun.serve({
-      unix: socketPath,
-      fetch(request, srv) {
-        return srv.upgrade(request) ? undefined : new Response("upgrade required", { status: 426 });
-      },
-      websocket: {
-        open(ws) {
-          if (behaviour === "hang-up") ws.close();
-        },
-        message(ws, data) {
-          const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
-          if (behaviour === "silent") return;
-          if (behaviour === "refuse") {
-            ws.send(JSON.stringify({ id, error: { message: `no ${method}` } }));
-            return;
-          }
-          ws.send(JSON.stringify({ result: {}, id }));
-          if (method === "Inspector.initialized") {
-            for (const text of afterInit) ws.send(text);
-            ws.close();
-          }
-        },
-      },
+describe("listenForTestEvents against fake children (a raw unix socket client speaking Bun's framing)", () => {
+  /**
+   * Dials `socketPath` like a Bun child: answers each request with
+   * `{"result":{},"id":N}` (an error reply when `refuse`); after
+   * `Inspector.initialized` writes `afterInit`, one write each, a few ms
+   * apart so they arrive as separate reads, then hangs up unless `stayOpen`.
+   */
+  function fakeChild(socketPath: string, options: { afterInit?: Buffer[]; refuse?: boolean; stayOpen?: boolean } = {}) {
+    const socket = netConnect(socketPath);
+    const requests: string[] = [];
+    let buffered = Buffer.alloc(0);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("error", () => {});
+    const afterInit = async () => {
+      for (const piece of options.afterInit ?? []) {
+        socket.write(piece);
+        await Bun.sleep(5);
+      }
+      if (!options.stayOpen) socket.end();
+    };
+    socket.on("data", (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      let released = false;
+      while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
+        const length = buffered.readUInt32BE(0);
+        const { id, method } = JSON.parse(buffered.subarray(4, 4 + length).toString("utf8")) as { id: number; method: string };
+        buffered = buffered.subarray(4 + length);
+        requests.push(method);
+        if (socket.writableEnded) continue;
+        socket.write(encodeFrame(JSON.stringify(options.refuse ? { id, error: { message: `no ${method}` } } : { result: {}, id })));
+        if (method === "Inspector.initialized") released = true;
+      }
+      // After the replies to everything in this read (the runner pipelines its requests).
+      if (released) void afterInit();
     });
-    return { socketPath, stop: () => server.stop(true) };
+    return { socket, requests, closed };
   }
 
+  const frame = (text: string) => encodeFrame(text);
+
   test("malformed, invalid and unknown messages are counted, not thrown; a throwing onEvent is contained", async () => {
-    const fake = fakeInspector("fake-ok", "normal", [
-      "this is not json",
-      '{"method":"TestReporter.start","params":{}}',
-      '{"method":"Console.messageAdded","params":{"message":{}}}',
-      '{"method":"TestReporter.found","params":{"id":1,"url":"/x/a.test.ts","line":1,"name":"a","type":"test"}}',
-      '{"method":"TestReporter.start","params":{"id":1}}',
-    ]);
-    try {
-      const received: TestEvent[] = [];
-      const channel = await connectTestEvents({
-        socketPath: fake.socketPath,
-        connectTimeoutMs: 2_000,
-        onEvent: (event) => {
-          received.push(event);
-          if (event.method === "TestReporter.found") throw new Error("consumer bug");
-        },
-      });
-      await channel.closed;
-      expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "TestReporter.start"]);
-      const stats = channel.stats();
-      expect([stats.events, stats.malformed, stats.invalid, stats.ignored, stats.handlerErrors]).toEqual([2, 1, 1, 1, 1]);
-      expect(stats.connectMs).toBeGreaterThan(0);
-    } finally {
-      fake.stop();
-    }
+    const socketPath = socketPathFor(sockDir, "fake-ok");
+    const received: TestEvent[] = [];
+    const channel = listenForTestEvents({
+      socketPath,
+      connectTimeoutMs: 2_000,
+      onEvent: (event) => {
+        received.push(event);
+        if (event.method === "TestReporter.found") throw new Error("consumer bug");
+      },
+    });
+    const fake = fakeChild(socketPath, {
+      afterInit: [
+        frame("this is not json"),
+        frame('{"method":"TestReporter.start","params":{}}'),
+        frame('{"method":"Console.messageAdded","params":{"message":{}}}'),
+        frame('{"method":"TestReporter.found","params":{"id":1,"url":"/x/a.test.ts","line":1,"name":"a","type":"test"}}'),
+        frame('{"method":"TestReporter.start","params":{"id":1}}'),
+      ],
+    });
+    await channel.ready;
+    await channel.closed;
+    await fake.closed;
+    expect(fake.requests.slice(0, 4)).toEqual(["TestReporter.enable", "LifecycleReporter.enable", "Inspector.initialized", "Runtime.evaluate"]);
+    expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "TestReporter.start"]);
+    const stats = channel.stats();
+    expect([stats.events, stats.malformed, stats.invalid, stats.ignored, stats.handlerErrors]).toEqual([2, 1, 1, 1, 1]);
+    expect(stats.closedBy).toBe("peer");
+    expect(stats.dialMs).toBeGreaterThan(0);
+    expect(stats.connectMs).toBeGreaterThan(0);
+    channel.close();
   });
 
-  test("no reply to the enable requests → rejects at the deadline", async () => {
-    const fake = fakeInspector("fake-silent", "silent");
-    try {
-      const started = performance.now();
-      const error = (await connectTestEvents({ socketPath: fake.socketPath, connectTimeoutMs: 300, onEvent: () => {} }).catch(
-        (e: unknown) => e,
-      )) as InspectorConnectError;
-      expect(error.reason).toBe("timeout");
-      expect(error.message).toContain("no reply");
-      expect(performance.now() - started).toBeLessThan(1_000);
-    } finally {
-      fake.stop();
-    }
+  test("frames split across reads: a non-ASCII name and a 200 KiB message arrive whole, the message cut to its 64 KiB tail", async () => {
+    const socketPath = socketPathFor(sockDir, "fake-split");
+    const received: TestEvent[] = [];
+    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const name = "héllo wörld ✓ 日本語 😀";
+    const found = frame(JSON.stringify({ method: "TestReporter.found", params: { id: 7, url: "/x/ü.test.ts", line: 3, name, type: "test" } }));
+    const message = `${"é".repeat(100 * 1024)}THE-TAIL`;
+    const error = frame(JSON.stringify({ method: "LifecycleReporter.error", params: { message, name: "Error", urls: [], lineColumns: [] } }));
+    // Cut inside the header (2 bytes), inside a multi-byte character of the
+    // name, and through the long message several times.
+    const nameAt = found.indexOf(Buffer.from("ö")) + 1;
+    const pieces = [
+      found.subarray(0, 2),
+      found.subarray(2, nameAt),
+      found.subarray(nameAt),
+      error.subarray(0, 3),
+      error.subarray(3, 70_000),
+      error.subarray(70_000, 150_001),
+      error.subarray(150_001),
+    ];
+    const fake = fakeChild(socketPath, { afterInit: pieces });
+    await channel.ready;
+    await channel.closed;
+    await fake.closed;
+    expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "LifecycleReporter.error"]);
+    expect(received[0]?.params).toMatchObject({ id: 7, name, url: "/x/ü.test.ts" });
+    const kept = (received[1] as { params: { message: string } }).params.message;
+    expect(kept.startsWith("[shardguard: first ")).toBe(true);
+    expect(kept.endsWith("ééTHE-TAIL")).toBe(true);
+    expect(Buffer.byteLength(kept)).toBeLessThanOrEqual(64 * 1024 + 100);
+    expect(channel.stats().malformed).toBe(0);
+    channel.close();
   });
 
-  test("an error reply → rejects with reason refused", async () => {
-    const fake = fakeInspector("fake-refuse", "refuse");
-    try {
-      const error = (await connectTestEvents({ socketPath: fake.socketPath, connectTimeoutMs: 2_000, onEvent: () => {} }).catch(
-        (e: unknown) => e,
-      )) as InspectorConnectError;
-      expect(error.reason).toBe("refused");
-      expect(error.message).toContain("no TestReporter.enable");
-    } finally {
-      fake.stop();
-    }
+  test("a frame over the size cap is skipped unread and the stream stays in step", async () => {
+    const socketPath = socketPathFor(sockDir, "fake-big");
+    const received: TestEvent[] = [];
+    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const huge = Buffer.alloc(4 + 33 * 1024 * 1024, 0x78);
+    huge.writeUInt32BE(33 * 1024 * 1024, 0);
+    const fake = fakeChild(socketPath, { afterInit: [huge, frame('{"method":"TestReporter.start","params":{"id":2}}')] });
+    await channel.ready;
+    await channel.closed;
+    await fake.closed;
+    expect(channel.stats().oversized).toBe(1);
+    expect(received).toEqual([{ method: "TestReporter.start", params: { id: 2 } }]);
+    channel.close();
   });
 
-  test("the peer hangs up during the handshake → rejects with reason closed", async () => {
-    const fake = fakeInspector("fake-hangup", "hang-up");
-    try {
-      const error = (await connectTestEvents({ socketPath: fake.socketPath, connectTimeoutMs: 2_000, onEvent: () => {} }).catch(
-        (e: unknown) => e,
-      )) as InspectorConnectError;
-      expect(error.reason).toBe("closed");
-    } finally {
-      fake.stop();
-    }
+  test("an error reply is recorded, not thrown; the channel stays open and released the child", async () => {
+    const socketPath = socketPathFor(sockDir, "fake-refuse");
+    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: () => {} });
+    const fake = fakeChild(socketPath, { refuse: true, stayOpen: true });
+    await channel.ready;
+    expect(await waitFor(() => channel.stats().requestError !== null, 2_000)).toBe(true);
+    expect(channel.stats().requestError).toContain("no TestReporter.enable");
+    expect(await waitFor(() => fake.requests.includes("Inspector.initialized"), 2_000)).toBe(true);
+    fake.socket.end();
+    await channel.closed;
+    expect(channel.stats().closedBy).toBe("peer");
+    channel.close();
+  });
+
+  test("one connection only: a second one while the first is open, and one after it closed, are cut unread and noted", async () => {
+    const socketPath = socketPathFor(sockDir, "fake-second");
+    const received: TestEvent[] = [];
+    const noted: string[] = [];
+    const channel = listenForTestEvents({
+      socketPath,
+      connectTimeoutMs: 2_000,
+      onEvent: (event) => received.push(event),
+      onRefused: (detail) => noted.push(detail),
+    });
+    const first = fakeChild(socketPath, { stayOpen: true, afterInit: [frame('{"method":"TestReporter.start","params":{"id":1}}')] });
+    await channel.ready;
+    expect(await waitFor(() => received.length === 1, 2_000)).toBe(true);
+
+    // An intruder dials while the first is open and pushes a valid event.
+    const intruder = netConnect(socketPath);
+    intruder.on("error", () => {});
+    intruder.write(frame('{"method":"TestReporter.start","params":{"id":99}}'));
+    await new Promise((resolve) => intruder.once("close", resolve));
+    expect(await waitFor(() => noted.length === 1, 2_000)).toBe(true);
+    expect(noted[0]).toContain("while the first one was open");
+
+    first.socket.end();
+    await channel.closed;
+    // One more after the first closed: still refused until the owner closes the channel.
+    const late = netConnect(socketPath);
+    late.on("error", () => {});
+    late.write(frame('{"method":"TestReporter.start","params":{"id":98}}'));
+    await new Promise((resolve) => late.once("close", resolve));
+    expect(await waitFor(() => noted.length === 2, 2_000)).toBe(true);
+    expect(noted[1]).toContain("after the first one closed");
+
+    expect(received).toEqual([{ method: "TestReporter.start", params: { id: 1 } }]);
+    expect(channel.stats().refused).toBe(2);
+    channel.close();
+    expect(existsSync(socketPath)).toBe(false);
   });
 });
 
@@ -584,13 +701,17 @@ describe("socket paths", () => {
     expect(() => socketPathFor(join(root, "with space"), 1)).toThrow("characters");
   });
 
-  test("connectTestEvents refuses a relative or unsafe socket path without trying", async () => {
+  test("listenForTestEvents refuses a relative or unsafe socket path without trying", () => {
     for (const socketPath of ["rel/1.sock", "/tmp/a b/1.sock", "/tmp/a:b/1.sock"]) {
-      const error = (await connectTestEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: () => {} }).catch(
-        (e: unknown) => e,
-      )) as InspectorConnectError;
+      let error: unknown;
+      try {
+        listenForTestEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: () => {} });
+      } catch (e) {
+        error = e;
+      }
       expect(error).toBeInstanceOf(InspectorConnectError);
-      expect(error.reason).toBe("invalid-path");
+      expect((error as InspectorConnectError).reason).toBe("invalid-path");
+      expect(existsSync(socketPath)).toBe(false);
     }
   });
 

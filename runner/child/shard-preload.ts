@@ -28,8 +28,14 @@
  *    Bun, which made 100,000 tests take minutes, bench/README.md; it also let a
  *    late uncaught error of one test fire between tests, where plain
  *    `bun test` fails the next test: test/late-error.test.ts):
- *    - after all tests, one 0 ms timer (natural end: 20 of 20 in 14 of 15
- *      runs, 19 in the other; Bun's JUnit is the authority there anyway);
+ *    - after all tests, an end-of-run barrier with the runner
+ *      (runner/events/inspector.ts): resolve the promise the runner awaits
+ *      through the inspector, whose reply Bun sends after every event
+ *      queued before it, then wait (at most {@link ACK_MAX_MS}) until the
+ *      runner, holding that reply and so every event, resolves ours. A 0 ms
+ *      timer here instead lost every event of about 1 short shard in 50 at
+ *      two shards per core (Bun's sending thread had not run yet;
+ *      bench/event-loss.ts);
  *    - with `--bail` (SHARDGUARD_YIELD=bail), also one 5 ms wait before the
  *      first test: Bun then ends without the afterAll;
  *    - in `process.exit`, a synchronous sleep of {@link EXIT_FLUSH_MS}
@@ -67,6 +73,21 @@ let firstWait = process.env.SHARDGUARD_YIELD === "bail";
 
 /** Wait before the first test under --bail, ms (a 0 ms timer was not always enough under load). */
 const FIRST_WAIT_MS = 5;
+
+/** Longest wait for the runner's end-of-run acknowledgement, ms (it normally takes one round trip). */
+const ACK_MAX_MS = 1_000;
+
+/**
+ * The promise slots shared with the runner's inspector client through
+ * `Runtime.evaluate` (END_OF_RUN_EXPRESSION and ACK_EXPRESSION in
+ * runner/events/inspector.ts; this file imports nothing). Either side may
+ * create a slot first.
+ */
+type Slot = { promise: Promise<unknown>; resolve: (value?: unknown) => void };
+const slot = (name: string): Slot => {
+  const g = globalThis as unknown as Record<symbol, Slot | undefined>;
+  return (g[Symbol.for(name)] ??= Promise.withResolvers<unknown>() as Slot);
+};
 
 /** Sleep before a `process.exit` of a test, ms, so queued inspector events leave. */
 const EXIT_FLUSH_MS = 25;
@@ -118,8 +139,13 @@ afterAll(async () => {
   } catch {
     // Ignored on purpose: a leak list is a report detail, never a verdict.
   }
-  // The natural end: one loop turn lets the last events leave (see 2. above).
-  if (flushEvents) await new Promise<void>((resolve) => setTimeout(resolve, 0));
+  // The natural end: wait until the runner has every event (see 2. above).
+  if (flushEvents) {
+    slot("shardguard.endOfRun").resolve("end");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([slot("shardguard.eventsReceived").promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ACK_MAX_MS)))]);
+    clearTimeout(timer);
+  }
 });
 
 /** Most descendants listed; a fork bomb must not make the list the problem. */

@@ -1,36 +1,69 @@
 /**
- * The inspector event channel: a client for the WebSocket that a
- * `bun --inspect-wait=ws+unix://<socket> test …` child serves on a unix
- * socket, reduced to the per-test events shardguard needs.
+ * The inspector event channel: the runner listens on a unix socket BEFORE it
+ * spawns `bun --inspect-wait=unix:<socket> test …`, and the child dials in
+ * as soon as its inspector is up (reverse connect; no polling for a socket
+ * file). The stream is Bun's length-prefixed framing (frames.ts), reduced
+ * to the per-test events shardguard needs.
  *
  * Protocol (docs/bun-behaviour.md, "Inspector test events"):
- *   1. the child creates the socket file a few ms after spawn and waits;
- *   2. we send `TestReporter.enable` (id 1) and `LifecycleReporter.enable`
- *      (id 2) and wait for their `{"result":{},"id":N}` replies;
- *   3. we send `Inspector.initialized` (id 3) and the tests start;
- *   4. the child pushes `TestReporter.found|start|end` and
+ *   1. we listen; the child starts and connects a few ms after spawn, then
+ *      holds its tests;
+ *   2. we write, at once, `TestReporter.enable` (id 1),
+ *      `LifecycleReporter.enable` (id 2), `Inspector.initialized` (id 3)
+ *      and the end-of-run request (id 4, below). Bun handles them in order,
+ *      so both domains are on before the tests are released; not waiting
+ *      for the two replies saves a round trip through the runner's event
+ *      loop per shard (about 12 ms under load, measured). An error reply is
+ *      recorded (`requestError`): events may then be missing, which
+ *      consumers already treat as "unknown";
+ *   3. the child pushes `TestReporter.found|start|end` and
  *      `LifecycleReporter.error` notifications;
- *   5. the socket closes (code 1006) when the child exits. The last events
- *      of a run may be lost, so consumers must treat missing data as
- *      "unknown", never as success (see `model.ts`).
+ *   4. end-of-run barrier: request 4 evaluates the promise the child
+ *      preload resolves in its global afterAll (runner/child/shard-preload.ts,
+ *      {@link END_OF_RUN_EXPRESSION}), request 5 awaits it. Bun sends the
+ *      reply to 5 after every event queued before it, so when it arrives
+ *      we have them all (`flushed`), and request 6 resolves the preload's
+ *      wait ({@link ACK_EXPRESSION}) so the child may exit. Without it a
+ *      short shard lost every event now and then (Bun's sending thread had
+ *      not run before the process ended; bench/event-loss.ts);
+ *   5. the connection closes when the child exits. Events of a run that did
+ *      not reach the barrier (a kill, `process.exit`, `--bail`) may be lost
+ *      at the end, so consumers must treat missing data as "unknown", never
+ *      as success (see `model.ts`).
  *
- * The wire format is wire.ts; where sockets live is socket-dir.ts.
+ * Exactly one connection is trusted: the first. Any other (a second one
+ * while it is open, or one after it closed) is cut at once, never read,
+ * and counted (`refused`, and `onRefused`), since only the child we
+ * spawned may feed a shard's verdict. The socket lives in the private
+ * directory of socket-dir.ts; the file is removed when the channel closes.
  */
-import { existsSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
-import WebSocket from "ws";
-import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
+import { rmSync } from "node:fs";
+import { isAbsolute } from "node:path";
+import type { Socket, UnixSocketListener } from "bun";
+import { capJsonStrings } from "../util/text-cap.ts";
+import { encodeFrame, FrameReader } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
 import { parseInspectorMessage, type TestEvent } from "./wire.ts";
 
-/** Options of {@link connectTestEvents}. */
-export interface ConnectOptions {
-  /** Absolute path of the unix socket given to `--inspect-wait=ws+unix://…`. */
+/**
+ * The expression request 4 evaluates in the child: the promise the child
+ * preload resolves after the last test. Either side may create it first.
+ */
+export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
+
+/** The expression request 6 evaluates: releases the preload's wait at the end of the run. */
+export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived")] ??= Promise.withResolvers()).resolve()';
+
+/** Options of {@link listenForTestEvents}. */
+export interface ListenOptions {
+  /**
+   * Absolute path of the unix socket to listen on, from `socketPathFor`
+   * (nothing may exist there yet); the child gets `--inspect-wait=unix:<it>`.
+   */
   socketPath: string;
   /**
-   * Budget in ms for the whole handshake: waiting for the socket file,
-   * connecting (retried), and both `*.enable` replies.
+   * Budget in ms, counted from the call, for the child to dial in. Spawn
+   * the child right after.
    */
   connectTimeoutMs: number;
   /**
@@ -39,14 +72,22 @@ export interface ConnectOptions {
    * propagated into the socket's event loop.
    */
   onEvent: (event: TestEvent) => void;
-  /** Aborting rejects a pending connect and closes an open channel. */
+  /** Called once per refused connection, with a one-line description. */
+  onRefused?: (detail: string) => void;
+  /** Aborting rejects a pending handshake and closes an open channel. */
   signal?: AbortSignal;
 }
 
 /** Counters of one channel, for diagnostics and the report's reason lines. */
 export interface ChannelStats {
-  /** ms from the call to {@link connectTestEvents} to the `Inspector.initialized` send. */
+  /** ms from the call to {@link listenForTestEvents} to the child's connection, or null before it. */
+  dialMs: number | null;
+  /** ms from the call to {@link listenForTestEvents} to the handshake's write (0 before it). */
   connectMs: number;
+  /** True once the end-of-run barrier's reply arrived: every event the run sent was received. */
+  flushed: boolean;
+  /** The first error reply to one of our requests, or null. */
+  requestError: string | null;
   /** Valid events delivered to `onEvent`. */
   events: number;
   /** Messages that were not JSON objects. */
@@ -55,33 +96,50 @@ export interface ChannelStats {
   invalid: number;
   /** Messages with methods we do not consume (dropped). */
   ignored: number;
+  /** Frames over the size cap, skipped unread (frames.ts MAX_FRAME_BYTES). */
+  oversized: number;
   /** Exceptions thrown by `onEvent` (caught). */
   handlerErrors: number;
-  /** WebSocket close code once closed (1006 when the child exited), else null. */
-  closeCode: number | null;
+  /** Connections cut unread: any after the first. */
+  refused: number;
+  /**
+   * Who ended the trusted connection: `peer` (the child closed it or
+   * exited), `local` ({@link EventChannel.close}, an abort, a failed
+   * handshake); null while it is open or when nobody dialed.
+   */
+  closedBy: "peer" | "local" | null;
 }
 
-/** An open event channel returned by {@link connectTestEvents}. */
+/** A listening channel returned by {@link listenForTestEvents}. */
 export interface EventChannel {
   /**
-   * Resolves when the socket has closed, for whatever reason (child exit,
-   * {@link EventChannel.close}, abort). Never rejects. All events have been
-   * delivered to `onEvent` by then.
+   * Resolves once the child dialed in and the handshake was written (its
+   * tests are released). Rejects with {@link InspectorConnectError} when
+   * nobody dialed within the budget, or the signal aborted or
+   * {@link EventChannel.close} was called first; the channel is closed then.
+   */
+  readonly ready: Promise<void>;
+  /**
+   * Resolves when the trusted connection has closed, or the channel was
+   * closed (also when nobody ever dialed). Never rejects. All events have
+   * been delivered to `onEvent` by then.
    */
   readonly closed: Promise<void>;
-  /** Closes the socket immediately. Idempotent; `closed` then resolves. */
+  /**
+   * Cuts the connection, stops listening and removes the socket file.
+   * Idempotent; `closed` then resolves.
+   */
   close(): void;
   /** A snapshot of the counters. */
   stats(): ChannelStats;
 }
 
 /**
- * Thrown (as a rejection) by {@link connectTestEvents} when the handshake
- * did not complete within `connectTimeoutMs`, the child refused a request,
- * the socket closed during the handshake, the signal aborted, or the socket
- * path was unusable. The caller treats it as "per-test data missing" for
- * the shard (and should stop the child: with `--inspect-wait` it waits for a
- * debugger forever).
+ * Thrown by {@link listenForTestEvents} (`invalid-path`, `listen`) or as the
+ * rejection of {@link EventChannel.ready}. The caller treats it as
+ * "per-test data missing" for the shard (and must stop the child: with
+ * `--inspect-wait` a child that never completes the handshake waits
+ * forever).
  */
 export class InspectorConnectError extends Error {
   override readonly name = "InspectorConnectError";
@@ -91,101 +149,42 @@ export class InspectorConnectError extends Error {
     /** ms spent before giving up. */
     readonly waitedMs: number,
     /**
-     * Why: `timeout`; `refused` (a JSON-RPC error reply); `closed` (the
-     * socket closed during the handshake, e.g. the child exited); `aborted`;
-     * `invalid-path` (not absolute, or unsafe characters: nothing was tried).
+     * Why: `timeout` (nobody dialed); `aborted` (the signal, or a close
+     * first); `invalid-path` (not absolute, or unsafe characters: nothing
+     * was tried); `listen` (the socket could not be created).
      */
-    readonly reason: "timeout" | "refused" | "closed" | "aborted" | "invalid-path",
+    readonly reason: "timeout" | "aborted" | "invalid-path" | "listen",
   ) {
     super(message);
   }
 }
 
-/** Pause between connection attempts while the child has not bound the socket yet. */
-const RETRY_INTERVAL_MS = 2;
-
-/**
- * A message as text, every string in it cut to its last 64 KiB on the way
- * in (a test's error message can be any size; the full text is in the log).
- */
-function rawToText(data: WebSocket.RawData | string): string {
-  if (typeof data === "string") return data.length <= MAX_TEXT_BYTES ? data : capJsonStrings(Buffer.from(data, "utf8"));
-  if (Array.isArray(data)) return capJsonStrings(Buffer.concat(data));
-  if (data instanceof ArrayBuffer) return capJsonStrings(Buffer.from(data));
-  return capJsonStrings(data);
-}
-
-function describeError(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  return String(error);
+/** What a connection carries: whether it is the trusted one. */
+interface ConnectionData {
+  trusted: boolean;
 }
 
 /**
- * One connection attempt, bounded by `remainingMs`. Resolves with the open
- * socket, or rejects with the transport error (ENOENT, ECONNREFUSED, …).
- */
-function openOnce(url: string, remainingMs: number, signal: AbortSignal | undefined): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    let settled = false;
-    const finish = (error: Error | undefined) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      ws.off("open", onOpen);
-      ws.off("close", onClose);
-      if (error) {
-        ws.off("error", onError);
-        // Keep a no-op listener: a late 'error' without one would throw.
-        ws.on("error", () => {});
-        try {
-          ws.terminate();
-        } catch {
-          // already closed
-        }
-        reject(error);
-      } else {
-        // Swap in a no-op until the caller attaches its own 'error' listener.
-        ws.off("error", onError);
-        ws.on("error", () => {});
-        resolve(ws);
-      }
-    };
-    const onOpen = () => finish(undefined);
-    const onError = (error: Error) => finish(error);
-    const onClose = (code: number) => finish(new Error(`closed with code ${code} before opening`));
-    const onAbort = () => finish(new Error("aborted"));
-    const timer = setTimeout(() => finish(new Error("attempt timed out")), Math.max(1, remainingMs));
-    signal?.addEventListener("abort", onAbort, { once: true });
-    ws.on("open", onOpen);
-    ws.on("error", onError);
-    ws.on("close", onClose);
-  });
-}
-
-/**
- * Connects to a `bun --inspect-wait=ws+unix://<socketPath> test …` child,
+ * Listens on `socketPath` for the one connection of a
+ * `bun --inspect-wait=unix:<socketPath> test …` child; when it dials,
  * enables the `TestReporter` and `LifecycleReporter` domains, releases the
- * child with `Inspector.initialized`, and streams validated events to
- * `onEvent` until the socket closes.
+ * child with `Inspector.initialized` and sets up the end-of-run barrier
+ * (see the module comment), then streams validated events to `onEvent`
+ * until the connection closes. Spawn the child after this returns.
  *
- * Waiting: the socket file appears a few ms after spawn, and can exist a
- * moment before the child listens (ECONNREFUSED), so the connection is
- * retried every few ms until `connectTimeoutMs` has passed. The same overall
- * deadline bounds the `*.enable` replies. Never hangs past the deadline.
+ * Every JSON string of a message is cut to its last 64 KiB on the way in
+ * (util/text-cap.ts); frames over frames.ts MAX_FRAME_BYTES are skipped
+ * unread and counted (`oversized`). Messages that are not JSON are counted
+ * (`malformed`), unknown methods ignored, invalid events counted; none of
+ * these throw.
  *
- * Messages that are not JSON are counted (`malformed`), events with unknown
- * methods are ignored, events that fail validation are counted (`invalid`);
- * none of these throw.
- *
- * @throws InspectorConnectError (as a rejection) naming the socket and the
- *   ms waited, when the handshake did not complete.
+ * @throws InspectorConnectError `invalid-path` when the path is not
+ *   absolute or has characters outside `A-Z a-z 0-9 . _ / -`; `listen` when
+ *   the socket cannot be created (e.g. something exists at the path).
  */
-export async function connectTestEvents(options: ConnectOptions): Promise<EventChannel> {
-  const { socketPath, connectTimeoutMs, onEvent, signal } = options;
+export function listenForTestEvents(options: ListenOptions): EventChannel {
+  const { socketPath, connectTimeoutMs, onEvent, onRefused, signal } = options;
   const started = performance.now();
-  const deadline = started + connectTimeoutMs;
   if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
     throw new InspectorConnectError(
       `inspector socket path must be absolute and use only A-Z a-z 0-9 . _ / - (see socketPathFor): ${JSON.stringify(socketPath)}`,
@@ -194,55 +193,64 @@ export async function connectTestEvents(options: ConnectOptions): Promise<EventC
       "invalid-path",
     );
   }
-  const url = `ws+unix://${socketPath}`;
   const waited = () => Math.round(performance.now() - started);
   const fail = (reason: InspectorConnectError["reason"], detail: string) =>
     new InspectorConnectError(
-      `inspector handshake with ${socketPath} failed after ${waited()} ms (timeout ${connectTimeoutMs} ms): ${detail}`,
+      `inspector handshake on ${socketPath} failed after ${waited()} ms (timeout ${connectTimeoutMs} ms): ${detail}`,
       socketPath,
       waited(),
       reason,
     );
 
-  // 1. Connect, retrying until the child listens.
-  let ws: WebSocket | undefined;
-  let lastError = "the socket file never appeared";
-  while (ws === undefined) {
-    if (signal?.aborted) throw fail("aborted", "aborted by the caller");
-    const remaining = deadline - performance.now();
-    if (remaining <= 0) throw fail("timeout", `could not connect (last error: ${lastError})`);
-    if (!existsSync(socketPath)) {
-      await delay(Math.max(0, Math.min(RETRY_INTERVAL_MS, remaining)));
-      continue;
-    }
-    try {
-      ws = await openOnce(url, remaining, signal);
-    } catch (error) {
-      lastError = describeError(error);
-      await delay(Math.max(0, Math.min(RETRY_INTERVAL_MS, deadline - performance.now())));
-    }
-  }
-  const socket = ws;
-
-  // 2. Wire up the permanent handlers before sending anything.
   const stats: ChannelStats = {
+    dialMs: null,
     connectMs: 0,
+    flushed: false,
+    requestError: null,
     events: 0,
     malformed: 0,
     invalid: 0,
     ignored: 0,
+    oversized: 0,
     handlerErrors: 0,
-    closeCode: null,
+    refused: 0,
+    closedBy: null,
   };
-  const pending = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+  let resolveReady!: () => void;
+  let rejectReady!: (error: Error) => void;
+  const ready = new Promise<void>((resolve, reject) => {
+    resolveReady = resolve;
+    rejectReady = reject;
+  });
+  // A rejection nobody awaits must not become an unhandled one.
+  ready.catch(() => {});
   let resolveClosed!: () => void;
   const closed = new Promise<void>((resolve) => {
     resolveClosed = resolve;
   });
-  let isClosed = false;
 
-  socket.on("message", (data: WebSocket.RawData) => {
-    const parsed = parseInspectorMessage(rawToText(data));
+  let handshake: "waiting" | "done" | "failed" = "waiting";
+  let isClosed = false;
+  let trusted: Socket<ConnectionData> | null = null;
+  /** Bytes the kernel did not take yet (tiny: three requests), written on drain. */
+  let unsent: Buffer | null = null;
+
+  const send = (socket: Socket<ConnectionData>, ...messages: object[]) => {
+    const frame = Buffer.concat(messages.map((m) => encodeFrame(JSON.stringify(m))));
+    const queued = unsent ? Buffer.concat([unsent, frame]) : frame;
+    const written = socket.write(queued);
+    unsent = written < queued.length ? queued.subarray(Math.max(0, written)) : null;
+  };
+
+  const failHandshake = (error: InspectorConnectError) => {
+    if (handshake === "done" || handshake === "failed") return;
+    handshake = "failed";
+    rejectReady(error);
+    close();
+  };
+
+  const onMessage = (body: Buffer) => {
+    const parsed = parseInspectorMessage(capJsonStrings(body));
     switch (parsed.kind) {
       case "event":
         stats.events += 1;
@@ -252,15 +260,19 @@ export async function connectTestEvents(options: ConnectOptions): Promise<EventC
           stats.handlerErrors += 1;
         }
         break;
-      case "response": {
-        const waiter = pending.get(parsed.id);
-        if (waiter) {
-          pending.delete(parsed.id);
-          if (parsed.error !== undefined) waiter.reject(fail("refused", `request ${parsed.id} was refused: ${parsed.error}`));
-          else waiter.resolve();
+      case "response":
+        if (parsed.error !== undefined) {
+          stats.requestError ??= `request ${parsed.id} was refused: ${parsed.error}`;
+          break;
+        }
+        if (trusted === null || isClosed) break;
+        if (parsed.id === 4 && parsed.objectId !== undefined) {
+          send(trusted, { id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: parsed.objectId } });
+        } else if (parsed.id === 5) {
+          stats.flushed = true;
+          send(trusted, { id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } });
         }
         break;
-      }
       case "ignored":
         stats.ignored += 1;
         break;
@@ -271,80 +283,119 @@ export async function connectTestEvents(options: ConnectOptions): Promise<EventC
         stats.malformed += 1;
         break;
     }
+  };
+  const reader = new FrameReader(onMessage, () => {
+    stats.oversized += 1;
   });
-  socket.on("error", () => {
-    // A transport error is always followed by 'close'; that is where we react.
-  });
-  socket.on("close", (code: number) => {
-    isClosed = true;
-    stats.closeCode = code;
-    for (const [id, waiter] of pending) waiter.reject(fail("closed", `socket closed (code ${code}) before reply ${id}`));
-    pending.clear();
-    signal?.removeEventListener("abort", onAbort);
-    resolveClosed();
-  });
-  const close = () => {
-    if (isClosed) return;
+
+  const refuse = (socket: Socket<ConnectionData>) => {
+    socket.data = { trusted: false };
+    socket.terminate();
+    stats.refused += 1;
+    const when = stats.closedBy !== null ? "after the first one closed" : "while the first one was open";
     try {
-      socket.terminate();
+      onRefused?.(`refused a connection to the inspector socket ${socketPath} ${when} (only the first is trusted)`);
     } catch {
-      // already closing
+      // A reporting hook must not break the channel.
     }
   };
-  const onAbort = () => close();
-  signal?.addEventListener("abort", onAbort, { once: true });
-  if (signal?.aborted) close();
 
-  const request = (id: number, method: string) =>
-    new Promise<void>((resolve, reject) => {
-      pending.set(id, { resolve, reject });
-      try {
-        socket.send(JSON.stringify({ id, method }));
-      } catch (error) {
-        pending.delete(id);
-        reject(fail("closed", `could not send ${method}: ${describeError(error)}`));
-      }
-    });
-
-  // 3. Enable the domains; wait for both replies within the deadline.
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopWaiting: ((error: Error) => void) | undefined;
-  const onAbortDuringHandshake = () => stopWaiting?.(fail("aborted", "aborted by the caller"));
+  let server: UnixSocketListener<ConnectionData>;
   try {
-    if (signal?.aborted) throw fail("aborted", "aborted by the caller");
-    const giveUp = new Promise<never>((_, reject) => {
-      stopWaiting = reject;
-      timer = setTimeout(
-        () => reject(fail("timeout", "no reply to TestReporter.enable / LifecycleReporter.enable")),
-        Math.max(0, deadline - performance.now()),
-      );
+    server = Bun.listen<ConnectionData>({
+      unix: socketPath,
+      socket: {
+        open(socket) {
+          if (trusted !== null || isClosed) {
+            refuse(socket);
+            return;
+          }
+          socket.data = { trusted: true };
+          trusted = socket;
+          stats.dialMs = Math.round((performance.now() - started) * 10) / 10;
+          send(
+            socket,
+            { id: 1, method: "TestReporter.enable" },
+            { id: 2, method: "LifecycleReporter.enable" },
+            { id: 3, method: "Inspector.initialized" },
+            { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
+          );
+          handshake = "done";
+          stats.connectMs = Math.round((performance.now() - started) * 10) / 10;
+          clearTimeout(timer);
+          resolveReady();
+        },
+        data(socket, chunk) {
+          if (socket !== trusted || isClosed) return;
+          reader.push(chunk);
+        },
+        drain(socket) {
+          if (socket !== trusted || unsent === null) return;
+          const pending = unsent;
+          unsent = null;
+          const written = socket.write(pending);
+          if (written < pending.length) unsent = pending.subarray(Math.max(0, written));
+        },
+        close(socket) {
+          if (socket !== trusted) return;
+          if (stats.closedBy === null) stats.closedBy = "peer";
+          resolveClosed();
+        },
+        error(socket) {
+          // A transport error is followed by 'close'; that is where we react.
+          void socket;
+        },
+      },
     });
-    signal?.addEventListener("abort", onAbortDuringHandshake, { once: true });
-    await Promise.race([
-      Promise.all([request(1, "TestReporter.enable"), request(2, "LifecycleReporter.enable")]),
-      giveUp,
-    ]);
   } catch (error) {
-    pending.clear();
-    close();
-    throw error;
-  } finally {
+    throw new InspectorConnectError(
+      `could not listen on inspector socket ${socketPath}: ${error instanceof Error ? error.message : String(error)}`,
+      socketPath,
+      waited(),
+      "listen",
+    );
+  }
+
+  function close(): void {
+    if (isClosed) return;
+    isClosed = true;
     clearTimeout(timer);
-    signal?.removeEventListener("abort", onAbortDuringHandshake);
+    signal?.removeEventListener("abort", onAbort);
+    if (trusted !== null && stats.closedBy === null) stats.closedBy = "local";
+    try {
+      trusted?.terminate();
+    } catch {
+      // already closed
+    }
+    try {
+      server.stop(true);
+    } catch {
+      // already stopped
+    }
+    // No leftover file: the next child on this path could not bind, nor could we.
+    rmSync(socketPath, { force: true });
+    failHandshake(fail("aborted", "the channel was closed before the handshake completed"));
+    resolveClosed();
   }
 
-  // 4. Release the child. Its reply (id 3) is not awaited: events follow it.
-  try {
-    socket.send(JSON.stringify({ id: 3, method: "Inspector.initialized" }));
-  } catch (error) {
-    close();
-    throw fail("closed", `could not send Inspector.initialized: ${describeError(error)}`);
-  }
-  stats.connectMs = Math.round((performance.now() - started) * 10) / 10;
-
-  return {
-    closed,
-    close,
-    stats: () => ({ ...stats }),
+  const onAbort = () => {
+    if (handshake === "done") close();
+    else failHandshake(fail("aborted", "aborted by the caller"));
   };
+  const timer = setTimeout(
+    () =>
+      failHandshake(
+        fail(
+          "timeout",
+          trusted === null
+            ? "the child never connected (its inspector did not start?)"
+            : "no reply to TestReporter.enable / LifecycleReporter.enable",
+        ),
+      ),
+    Math.max(0, connectTimeoutMs),
+  );
+  signal?.addEventListener("abort", onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+
+  return { ready, closed, close, stats: () => ({ ...stats }) };
 }

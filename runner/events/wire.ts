@@ -94,8 +94,12 @@ const EVENT_METHODS: ReadonlySet<string> = new Set([
 /** What one inspector message turned out to be. */
 export type ParsedMessage =
   | { kind: "event"; event: TestEvent }
-  /** A JSON-RPC reply to one of our requests; `error` when the child refused it. */
-  | { kind: "response"; id: number; error?: string }
+  /**
+   * A JSON-RPC reply to one of our requests; `error` when the child refused
+   * it; `objectId` when it carries a remote object (`result.result.objectId`
+   * of `Runtime.evaluate`).
+   */
+  | { kind: "response"; id: number; error?: string; objectId?: string }
   /** Valid JSON with a method we do not consume (e.g. `Console.*`). */
   | { kind: "ignored"; method: string }
   /** A known method whose params do not match the schema. */
@@ -161,7 +165,9 @@ export function parseInspectorMessage(text: string): ParsedMessage {
     if (record.error !== undefined) {
       return { kind: "response", id: record.id, error: JSON.stringify(record.error) };
     }
-    return { kind: "response", id: record.id };
+    const result = record.result as { result?: { objectId?: unknown } } | undefined;
+    const objectId = typeof result === "object" && result !== null ? result.result?.objectId : undefined;
+    return typeof objectId === "string" ? { kind: "response", id: record.id, objectId } : { kind: "response", id: record.id };
   }
   return { kind: "malformed" };
 }

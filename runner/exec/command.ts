@@ -44,7 +44,8 @@ export interface CommandInputs {
  */
 export function shardArgv(inputs: CommandInputs): string[] {
   const argv = [inputs.bun];
-  if (inputs.socketPath) argv.push(`--inspect-wait=ws+unix://${inputs.socketPath}`);
+  // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
+  if (inputs.socketPath) argv.push(`--inspect-wait=unix:${inputs.socketPath}`);
   argv.push("--no-orphans", "test", "--preload", SHARD_PRELOAD);
   for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
   argv.push(...inputs.bunArgs);

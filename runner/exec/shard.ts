@@ -4,7 +4,7 @@
  */
 import { realpath, rm } from "node:fs/promises";
 import path from "node:path";
-import { connectTestEvents, type EventChannel } from "../events/inspector.ts";
+import { listenForTestEvents, type EventChannel } from "../events/inspector.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
 import { TestEventModel } from "../events/model.ts";
@@ -117,28 +117,49 @@ export async function runShard(
       await journal?.close();
       return null;
     }
+    // Listen before the spawn: the child dials this socket as soon as its
+    // inspector is up, then holds its tests until the handshake.
+    let channel: EventChannel | null = null;
+    if (socketPath && model) {
+      try {
+        channel = listenForTestEvents({
+          socketPath,
+          connectTimeoutMs: CONNECT_TIMEOUT_MS,
+          onEvent: (event) => {
+            model.apply(event);
+            journal?.append(event);
+          },
+          onRefused: (detail) => hooks.onWarning?.(shard, detail),
+        });
+      } catch (error) {
+        running.eventsProblem = (error as Error).message;
+        await journal?.close();
+        return null;
+      }
+    }
     const proc = startProcess({ argv, cwd: ctx.root, env, logPath, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, cookie });
     const unregister = register(proc);
     running.process = proc;
     running.model = model;
     if (!cancelled()) hooks.onStart?.(running);
 
-    let channel: EventChannel | null = null;
-    if (socketPath && model) {
-      const abort = new AbortController();
-      void proc.done.then(() => abort.abort());
+    if (channel) {
+      // Only the handshake races the exit. Once the tests are released the
+      // channel stays open until the child's side closes: its last frames
+      // can still be unread when the exit is seen, and cutting the socket
+      // then drops them (every event of a short shard, measured:
+      // bench/event-loss.ts).
+      let exitedFirst: () => void = () => {};
+      const exited = new Promise<never>((_, reject) => {
+        exitedFirst = () => reject(new Error("the child exited before the inspector handshake completed"));
+      });
+      void proc.done.then(() => exitedFirst());
       try {
-        channel = await connectTestEvents({
-          socketPath,
-          connectTimeoutMs: CONNECT_TIMEOUT_MS,
-          signal: abort.signal,
-          onEvent: (event) => {
-            model.apply(event);
-            journal?.append(event);
-          },
-        });
+        await Promise.race([channel.ready, exited]);
+        exitedFirst = () => {};
       } catch (error) {
         running.eventsProblem = (error as Error).message;
+        channel.close();
         // With --inspect-wait the child holds its tests until a debugger
         // attaches, so no test has run yet: stop it and run the shard again
         // without events, rather than lose the shard (docs/architecture.md, "The inspector event channel").
@@ -155,6 +176,8 @@ export async function runShard(
       // The socket closes when the child exits; never wait on a stuck one.
       await Promise.race([channel.closed, new Promise((r) => setTimeout(r, 1_000))]);
       channel.close();
+      const { requestError } = channel.stats();
+      if (requestError) running.eventsProblem = `the child's inspector ${requestError}`;
     }
     await journal?.close();
     return { outcome, model, connected: channel !== null };

@@ -1,0 +1,135 @@
+/**
+ * The framing of Bun's reverse-connect inspector socket
+ * (`bun --inspect-wait=unix:<path>`, docs/bun-behaviour.md): in both
+ * directions every message is a 4-byte big-endian unsigned length followed
+ * by that many bytes of UTF-8 JSON. The length counts BYTES, not UTF-16
+ * code units: measured on Bun 1.4.4, a request whose length counted
+ * characters of a non-ASCII text got a -32700 "Message must be in JSON
+ * format" reply and desynchronised the stream, and Bun's own frames of
+ * non-ASCII test names carry their byte length.
+ */
+
+/** Bytes of the length prefix. */
+export const FRAME_HEADER_BYTES = 4;
+
+/**
+ * Largest frame buffered whole, bytes: 32 MiB. A frame this size is held
+ * once (one buffer of its declared length, filled as chunks arrive) and
+ * then has every JSON string cut to its 64 KiB tail (util/text-cap.ts); a
+ * larger frame is skipped as it streams past, never held, and counted. The
+ * WebSocket client this replaced buffered up to 100 MiB (its default
+ * maximum payload) and then closed the channel; Bun 1.4.4 did not deliver a
+ * 100 MiB error message at all (bench/README.md, failure-rss.ts), while
+ * 20 MiB ones arrive and must keep their tail.
+ */
+export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
+
+/** One frame: header and UTF-8 body, ready to write to the socket. */
+export function encodeFrame(text: string): Buffer {
+  const body = Buffer.from(text, "utf8");
+  const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + body.length);
+  frame.writeUInt32BE(body.length, 0);
+  body.copy(frame, FRAME_HEADER_BYTES);
+  return frame;
+}
+
+/**
+ * Incremental parser of length-prefixed frames. Feed it the socket's chunks
+ * in order with {@link FrameReader.push}; it calls `onFrame` once per
+ * complete frame whose length is at most `maxFrameBytes`, and `onOversized`
+ * once per larger frame after its last byte went past (the stream stays in
+ * step). Frames may be split anywhere, the header included, and one chunk
+ * may hold many frames.
+ *
+ * Memory: at most one partial frame (≤ `maxFrameBytes`) plus up to 3 header
+ * bytes are held between calls; a frame that arrives whole inside one chunk
+ * is handed over as a view of that chunk without a copy.
+ */
+export class FrameReader {
+  /** Header bytes collected so far (a header split across chunks). */
+  private readonly header = Buffer.alloc(FRAME_HEADER_BYTES);
+  private headerFilled = 0;
+  /** The frame being filled, or null between frames. */
+  private body: Buffer | null = null;
+  private bodyFilled = 0;
+  /** Bytes still to skip of an oversized frame. */
+  private skipping = 0;
+  private skippedLength = 0;
+
+  /**
+   * @param onFrame gets each frame's body; the buffer may be a view of the
+   *   pushed chunk, valid only during the call (copy it to keep it)
+   * @param onOversized gets the declared length, bytes, of a skipped frame
+   * @param maxFrameBytes largest frame handed to `onFrame` (default {@link MAX_FRAME_BYTES})
+   */
+  constructor(
+    private readonly onFrame: (body: Buffer) => void,
+    private readonly onOversized: (declaredBytes: number) => void,
+    private readonly maxFrameBytes: number = MAX_FRAME_BYTES,
+  ) {
+    if (!Number.isInteger(maxFrameBytes) || maxFrameBytes < 0) {
+      throw new RangeError(`FrameReader: maxFrameBytes must be a non-negative integer, got ${maxFrameBytes}`);
+    }
+  }
+
+  /** Bytes held for the frame in progress (diagnostics and tests). */
+  get bufferedBytes(): number {
+    return this.headerFilled + this.bodyFilled;
+  }
+
+  /** Consumes one chunk. Exceptions thrown by the callbacks propagate. */
+  push(chunk: Uint8Array): void {
+    const data = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let at = 0;
+    while (at < data.length) {
+      if (this.skipping > 0) {
+        const n = Math.min(this.skipping, data.length - at);
+        this.skipping -= n;
+        at += n;
+        if (this.skipping === 0) this.onOversized(this.skippedLength);
+        continue;
+      }
+      if (this.body !== null) {
+        const n = Math.min(this.body.length - this.bodyFilled, data.length - at);
+        data.copy(this.body, this.bodyFilled, at, at + n);
+        this.bodyFilled += n;
+        at += n;
+        if (this.bodyFilled === this.body.length) {
+          const body = this.body;
+          this.body = null;
+          this.bodyFilled = 0;
+          this.onFrame(body);
+        }
+        continue;
+      }
+      // Between frames: read the header, from this chunk alone when it is whole.
+      let length: number;
+      if (this.headerFilled === 0 && data.length - at >= FRAME_HEADER_BYTES) {
+        length = data.readUInt32BE(at);
+        at += FRAME_HEADER_BYTES;
+      } else {
+        const n = Math.min(FRAME_HEADER_BYTES - this.headerFilled, data.length - at);
+        data.copy(this.header, this.headerFilled, at, at + n);
+        this.headerFilled += n;
+        at += n;
+        if (this.headerFilled < FRAME_HEADER_BYTES) return;
+        this.headerFilled = 0;
+        length = this.header.readUInt32BE(0);
+      }
+      if (length > this.maxFrameBytes) {
+        this.skippedLength = length;
+        this.skipping = length;
+        continue;
+      }
+      if (data.length - at >= length) {
+        // Whole frame inside this chunk: hand over a view, no copy.
+        const body = data.subarray(at, at + length);
+        at += length;
+        this.onFrame(body);
+        continue;
+      }
+      this.body = Buffer.allocUnsafe(length);
+      this.bodyFilled = 0;
+    }
+  }
+}

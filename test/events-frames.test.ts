@@ -1,0 +1,173 @@
+/**
+ * The length-prefixed framing of Bun's reverse-connect inspector socket
+ * (runner/events/frames.ts), on the bytes a REAL `bun --inspect-wait=unix:`
+ * child sends: recorded once from a child whose test has a non-ASCII name
+ * and fails with a 100 KiB message, then fed to the parser cut at every
+ * chunk size that matters. The recorder runs the child with the shard
+ * preload and answers the end-of-run barrier like the runner does, so the
+ * recording is the whole run, not a tail cut short at exit.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SHARD_PRELOAD } from "../runner/exec/command.ts";
+import { encodeFrame, FrameReader } from "../runner/events/frames.ts";
+import { ACK_EXPRESSION, END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
+import { socketDirFor, socketPathFor } from "../runner/events/socket-dir.ts";
+
+const NAME = "grüße ✓ 日本語 😀";
+let root = "";
+/** Every byte the child sent, in order, and how the kernel cut it into reads. */
+let recorded = Buffer.alloc(0);
+let reads = 0;
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "sg-frames-"));
+  writeFileSync(
+    join(root, "names.test.ts"),
+    `import { expect, test } from "bun:test";\ntest(${JSON.stringify(NAME)}, () => { throw new Error("ü".repeat(50 * 1024) + "END"); });\ntest("plain", () => expect(1).toBe(1));\n`,
+  );
+  const socketPath = socketPathFor(socketDirFor(join(root, "run")), 1);
+  const chunks: Buffer[] = [];
+  const replies: { id?: number; result?: { result?: { objectId?: string } } }[] = [];
+  const barrier = new FrameReader(
+    (body) => {
+      const message = JSON.parse(body.toString("utf8")) as (typeof replies)[number];
+      if (message.id !== undefined) replies.push(message);
+    },
+    () => {},
+  );
+  let done!: () => void;
+  const closed = new Promise<void>((resolve) => (done = resolve));
+  const server = Bun.listen<undefined>({
+    unix: socketPath,
+    socket: {
+      open(socket) {
+        const requests = [
+          { id: 1, method: "TestReporter.enable" },
+          { id: 2, method: "LifecycleReporter.enable" },
+          { id: 3, method: "Inspector.initialized" },
+          { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
+        ];
+        socket.write(Buffer.concat(requests.map((r) => encodeFrame(JSON.stringify(r)))));
+      },
+      data(socket, chunk) {
+        chunks.push(Buffer.from(chunk));
+        barrier.push(chunk);
+        for (const reply of replies.splice(0)) {
+          if (reply.id === 4) socket.write(encodeFrame(JSON.stringify({ id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: reply.result?.result?.objectId } })));
+          if (reply.id === 5) socket.write(encodeFrame(JSON.stringify({ id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } })));
+        }
+      },
+      close() {
+        done();
+      },
+    },
+  });
+  const child = spawn(process.execPath, [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, join(root, "names.test.ts")], {
+    cwd: root,
+    stdio: "ignore",
+    env: { ...process.env, SHARDGUARD_YIELD: "1" },
+  });
+  await new Promise((resolve) => child.once("exit", resolve));
+  await closed;
+  server.stop(true);
+  recorded = Buffer.concat(chunks);
+  reads = chunks.length;
+});
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Parses `bytes` pushed in chunks of `size` bytes; returns the frames as text and the skipped lengths. */
+function parse(bytes: Buffer, size: number, max?: number) {
+  const frames: string[] = [];
+  const skipped: number[] = [];
+  let peak = 0;
+  const reader = new FrameReader(
+    (body) => frames.push(body.toString("utf8")),
+    (n) => skipped.push(n),
+    max,
+  );
+  for (let at = 0; at < bytes.length; at += size) {
+    reader.push(bytes.subarray(at, at + size));
+    peak = Math.max(peak, reader.bufferedBytes);
+  }
+  return { frames, skipped, peak, left: reader.bufferedBytes };
+}
+
+describe("FrameReader on a real child's bytes", () => {
+  test("the recording holds the replies, the non-ASCII name and the long error (the kernel split it into several reads)", () => {
+    const { frames, left } = parse(recorded, recorded.length);
+    expect(left).toBe(0);
+    const messages = frames.map((f) => JSON.parse(f) as { id?: number; method?: string; params?: { name?: string; message?: string } });
+    // The reply to 6 (the acknowledgement) may be lost as the child exits right after it.
+    expect(messages.filter((m) => m.id !== undefined).map((m) => m.id).slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
+    expect(messages.filter((m) => m.method === "TestReporter.end")).toHaveLength(2);
+    const found = messages.find((m) => m.method === "TestReporter.found" && m.params?.name === NAME);
+    expect(found).toBeDefined();
+    const error = messages.find((m) => m.method === "LifecycleReporter.error");
+    expect(error?.params?.message?.endsWith("üüEND")).toBe(true);
+    expect(recorded.length).toBeGreaterThan(100 * 1024);
+    expect(reads).toBeGreaterThan(1);
+  });
+
+  test("Bun's length prefix counts UTF-8 bytes, not characters", () => {
+    const { frames } = parse(recorded, recorded.length);
+    const text = frames.find((f) => f.includes(NAME))!;
+    // Find that frame's header in the raw bytes and compare.
+    const body = Buffer.from(text, "utf8");
+    const at = recorded.indexOf(body);
+    expect(at).toBeGreaterThanOrEqual(4);
+    expect(recorded.readUInt32BE(at - 4)).toBe(body.length);
+    expect(body.length).toBeGreaterThan(text.length);
+  });
+
+  test("every chunk size gives the same frames: 1, 2, 3, 5 and 7 bytes, 4 KiB, one read", () => {
+    const whole = parse(recorded, recorded.length).frames;
+    for (const size of [1, 2, 3, 5, 7, 4096]) {
+      const { frames, left } = parse(recorded, size);
+      expect(left).toBe(0);
+      expect(frames).toEqual(whole);
+    }
+  });
+
+  test("with a cap below the long error, that frame is skipped without being held and the rest stays in step", () => {
+    const whole = parse(recorded, recorded.length).frames;
+    const big = whole.find((f) => f.includes("LifecycleReporter.error"))!;
+    const cap = 16 * 1024;
+    const { frames, skipped, peak } = parse(recorded, 1000, cap);
+    expect(skipped).toEqual([Buffer.byteLength(big)]);
+    expect(frames).toEqual(whole.filter((f) => f !== big));
+    expect(peak).toBeLessThanOrEqual(cap + 4);
+  });
+});
+
+describe("FrameReader edge cases and encodeFrame", () => {
+  test("an empty frame, a header split 1+3 and several frames in one chunk", () => {
+    const bytes = Buffer.concat([encodeFrame(""), encodeFrame("a"), encodeFrame("é")]);
+    const got: string[] = [];
+    const reader = new FrameReader(
+      (body) => got.push(body.toString("utf8")),
+      () => {},
+    );
+    reader.push(bytes.subarray(0, 1));
+    reader.push(bytes.subarray(1, 4));
+    reader.push(bytes.subarray(4));
+    expect(got).toEqual(["", "a", "é"]);
+    expect(reader.bufferedBytes).toBe(0);
+  });
+
+  test("encodeFrame writes the byte length big-endian", () => {
+    const frame = encodeFrame('{"name":"日本"}');
+    expect(frame.readUInt32BE(0)).toBe(Buffer.byteLength('{"name":"日本"}'));
+    expect(frame.readUInt32BE(0)).toBe(17);
+    expect(frame.subarray(4).toString("utf8")).toBe('{"name":"日本"}');
+  });
+
+  test("a negative or fractional cap is refused", () => {
+    expect(() => new FrameReader(() => {}, () => {}, -1)).toThrow(RangeError);
+    expect(() => new FrameReader(() => {}, () => {}, 1.5)).toThrow("non-negative integer");
+  });
+});
