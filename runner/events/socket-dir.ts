@@ -20,10 +20,13 @@ export const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
 const SOCKET_NAME_RESERVE = "99999.sock".length;
 
 /**
- * Characters a socket path may contain. Measured on Bun 1.4.4: a space in
- * the path makes the child fail with "Failed to start inspector" (its URL
- * parsing), and a `:` makes the `ws` client cut the path at the colon
- * (`ws+unix://<socket>:<request path>` syntax) and connect to the wrong file.
+ * Characters a socket path may contain. Measured on Bun 1.4.4 with the
+ * WebSocket channel this replaced: a space made the child fail with "Failed
+ * to start inspector" (URL parsing of `ws+unix://`), and a `:` made the
+ * `ws` client cut the path. The reverse connect's `--inspect-wait=unix:<path>`
+ * takes the rest of the argument as a plain path (a space and a colon
+ * worked, measured), but the set stays conservative: a run directory
+ * outside it only moves the sockets to the private temp directory.
  */
 export const SAFE_SOCKET_PATH = /^[A-Za-z0-9._\/-]+$/;
 
@@ -88,7 +91,7 @@ export function socketDirFor(runDir: string): string {
 function assertSafeCharacters(path: string): void {
   if (!SAFE_SOCKET_PATH.test(path)) {
     throw new Error(
-      `unix socket path ${JSON.stringify(path)} contains characters Bun's inspector or the ws client cannot handle (only A-Z a-z 0-9 . _ / - are safe)`,
+      `unix socket path ${JSON.stringify(path)} contains characters outside the safe set for inspector sockets (only A-Z a-z 0-9 . _ / - are accepted)`,
     );
   }
 }
@@ -111,11 +114,12 @@ function assertPrivateDir(dir: string): string {
 }
 
 /**
- * Returns `<dir>/<name>.sock`, ready for `--inspect-wait=ws+unix://<path>`.
+ * Returns `<dir>/<name>.sock`, ready for the runner to listen on
+ * (events/inspector.ts) and for `--inspect-wait=unix:<path>`.
  *
- * A socket file left at that path by an earlier child is removed: Bun 1.4.4
- * does not replace it but fails with "Failed to start inspector: EADDRINUSE"
- * and exits 1 without running any test (measured).
+ * A socket file left at that path by an earlier run is removed: binding a
+ * unix socket fails with EADDRINUSE on an existing file (measured with
+ * Bun 1.4.4, both for `Bun.listen` and for the child's own inspector).
  *
  * @param name a short file-name-safe token such as the shard index.
  * @throws SocketPathTooLongError when the path exceeds {@link MAX_SOCKET_PATH_BYTES}.
