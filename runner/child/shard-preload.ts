@@ -130,6 +130,9 @@ beforeEach(() => {
 // reached the normal end of the run (measured on Bun 1.4.4).
 afterAll(async () => {
   mark("e");
+  // The natural end: start the barrier now, so its round trip through the
+  // runner overlaps the descendant listing (see 2. above).
+  if (flushEvents) slot("shardguard.endOfRun").resolve("end");
   try {
     const lines = await descendantLines();
     if (marks && lines.length > 0) {
@@ -139,9 +142,8 @@ afterAll(async () => {
   } catch {
     // Ignored on purpose: a leak list is a report detail, never a verdict.
   }
-  // The natural end: wait until the runner has every event (see 2. above).
+  // Then wait until the runner has every event.
   if (flushEvents) {
-    slot("shardguard.endOfRun").resolve("end");
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([slot("shardguard.eventsReceived").promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ACK_MAX_MS)))]);
     clearTimeout(timer);
