@@ -14,6 +14,9 @@
  *            dials in; the same handshake in 4-byte big-endian length-prefixed
  *            frames (Inspector.initialized after both enable replies)
  *   reversePipelined  the same, all three requests written at once
+ *   reverseBarrierRequests  the same plus the runner's end-of-run requests
+ *            (Runtime.evaluate, Runtime.awaitPromise), whose promise no
+ *            preload resolves here: what the barrier costs a bare child
  *
  * Each variant also records the mean ms from spawn to "handshake sent"
  * (the child released). No preload, no JUnit, no supervision: the floor of
@@ -28,6 +31,7 @@ import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import WebSocket from "ws";
+import { END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
 
 const opt = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -116,8 +120,13 @@ const frame = (message: object) => {
   return Buffer.concat([head, body]);
 };
 
-/** `pipelined`: all three requests in one write; else Inspector.initialized after both enable replies. */
-async function reverseWith(file: string, pipelined: boolean): Promise<number> {
+/**
+ * `pipelined`: all three requests in one write; else Inspector.initialized
+ * after both enable replies. `barrier`: also the runner's end-of-run
+ * requests (Runtime.evaluate, then Runtime.awaitPromise on its reply; with
+ * no preload the promise never settles and the child just ends).
+ */
+async function reverseWith(file: string, pipelined: boolean, barrier = false): Promise<number> {
   const sock = nextSocket();
   const t0 = performance.now();
   let released = 0;
@@ -134,10 +143,15 @@ async function reverseWith(file: string, pipelined: boolean): Promise<number> {
           return;
         }
         // All three at once: Bun handles them in order, the enables before the release.
-        socket.write(Buffer.concat([...enables, frame({ id: 3, method: "Inspector.initialized" })]));
+        const end = barrier ? [frame({ id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } })] : [];
+        socket.write(Buffer.concat([...enables, frame({ id: 3, method: "Inspector.initialized" }), ...end]));
         released = performance.now() - t0;
       },
       data(socket, chunk) {
+        if (barrier) {
+          const objectId = /"objectId":"((?:[^"\\]|\\.)*)"/.exec(chunk.toString("utf8"))?.[1];
+          if (objectId) socket.write(frame({ id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: JSON.parse(`"${objectId}"`) } }));
+        }
         // Sequential handshake: the two replies are the first 2 × 24 bytes ({"result":{},"id":N} framed).
         if (pipelined || released > 0) return;
         received += chunk.length;
@@ -169,6 +183,7 @@ const variants: Record<string, (file: string) => Promise<number>> = {
   wsPoll,
   reverseSequential: (file) => reverseWith(file, false),
   reversePipelined: (file) => reverseWith(file, true),
+  reverseBarrierRequests: (file) => reverseWith(file, true, true),
 };
 const samples: Record<string, { ms: number; releaseMs: number }[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
 for (let round = 0; round < ROUNDS; round++) {

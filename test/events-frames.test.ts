@@ -16,6 +16,8 @@ import { SHARD_PRELOAD } from "../runner/exec/command.ts";
 import { encodeFrame, FrameReader } from "../runner/events/frames.ts";
 import { ACK_EXPRESSION, END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
 import { socketDirFor, socketPathFor } from "../runner/events/socket-dir.ts";
+import { JsonStreamCapper } from "../runner/util/json-stream-cap.ts";
+import { capJsonStrings } from "../runner/util/text-cap.ts";
 
 const NAME = "grüße ✓ 日本語 😀";
 let root = "";
@@ -169,5 +171,45 @@ describe("FrameReader edge cases and encodeFrame", () => {
   test("a negative or fractional cap is refused", () => {
     expect(() => new FrameReader(() => {}, () => {}, -1)).toThrow(RangeError);
     expect(() => new FrameReader(() => {}, () => {}, 1.5)).toThrow("non-negative integer");
+  });
+});
+
+describe("JsonStreamCapper: capJsonStrings for a document that arrives in pieces", () => {
+  test("same result as the one-pass capper for any chunking, escapes and code points included", () => {
+    const pieces = ["\\", '"', "\n", "é", "😀", "\u0001", "a", "\u2028"];
+    let compared = 0;
+    for (let seed = 0; seed < 120; seed++) {
+      let text = "";
+      for (let i = 0; i < 400; i++) text += pieces[(seed * 7 + i * ((seed % 5) + 1)) % pieces.length];
+      const json = Buffer.from(JSON.stringify({ message: text, other: "kept", list: [text.slice(0, 30), 1] }));
+      for (const cap of [10, 37, 64, 101]) {
+        const whole = capJsonStrings(json, cap);
+        for (const size of [1, 3, 17, 256, json.length]) {
+          const capper = new JsonStreamCapper(cap);
+          for (let at = 0; at < json.length; at += size) capper.push(json.subarray(at, at + size));
+          const streamed = capper.end();
+          expect(streamed).toBe(whole);
+          const parsed = JSON.parse(streamed) as { other: string; message: string };
+          expect(parsed.other).toBe("kept");
+          compared += 1;
+        }
+      }
+    }
+    expect(compared).toBe(120 * 4 * 5);
+  });
+
+  test("a 5 MiB string keeps its tail behind the marker, every byte cut or kept", () => {
+    const doc = Buffer.from(JSON.stringify({ method: "LifecycleReporter.error", params: { message: `${"é".repeat(2_600_000)}END`, name: "Error" } }));
+    const capper = new JsonStreamCapper();
+    for (let at = 0; at < doc.length; at += 65_536) capper.push(doc.subarray(at, at + 65_536));
+    const out = JSON.parse(capper.end()) as { params: { message: string; name: string } };
+    expect(out.params.name).toBe("Error");
+    const marker = /^\[shardguard: first (\d+) bytes cut; full text in the shard log\]\n/.exec(out.params.message);
+    expect(marker).not.toBeNull();
+    const kept = out.params.message.slice(marker![0].length);
+    // Every byte is either cut (and counted) or kept, and the kept tail is the end of the message.
+    expect(Number(marker![1]) + Buffer.byteLength(kept)).toBe(Buffer.byteLength(`${"é".repeat(2_600_000)}END`));
+    expect(Buffer.byteLength(kept)).toBeLessThanOrEqual(64 * 1024);
+    expect(kept.endsWith("éEND")).toBe(true);
   });
 });

@@ -590,6 +590,29 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
     channel.close();
   });
 
+  test("a 3 MiB message (over the 1 MiB whole-frame limit) is streamed through the capper: name kept, tail kept, events after it in step", async () => {
+    const socketPath = socketPathFor(sockDir, "fake-stream");
+    const received: TestEvent[] = [];
+    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const message = `${"ü\\\"x".repeat(600 * 1024)}THE-TAIL`;
+    const error = frame(JSON.stringify({ method: "LifecycleReporter.error", params: { message, name: "TypeÉrror", urls: ["/x/a.test.ts"], lineColumns: [3, 7] } }));
+    expect(error.length).toBeGreaterThan(3 * 1024 * 1024);
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < error.length; at += 700_001) pieces.push(error.subarray(at, at + 700_001));
+    const fake = fakeChild(socketPath, { afterInit: [...pieces, frame('{"method":"TestReporter.start","params":{"id":3}}')] });
+    await channel.ready;
+    await channel.closed;
+    await fake.closed;
+    expect(received.map((e) => e.method)).toEqual(["LifecycleReporter.error", "TestReporter.start"]);
+    const params = (received[0] as { params: { message: string; name: string; urls: string[]; lineColumns: number[] } }).params;
+    expect([params.name, params.urls, params.lineColumns]).toEqual(["TypeÉrror", ["/x/a.test.ts"], [3, 7]]);
+    expect(params.message).toMatch(/^\[shardguard: first \d+ bytes cut; full text in the shard log\]\n/);
+    expect(params.message.endsWith('ü\\"xTHE-TAIL')).toBe(true);
+    expect(Buffer.byteLength(params.message)).toBeLessThanOrEqual(64 * 1024 + 100);
+    expect(channel.stats().malformed).toBe(0);
+    channel.close();
+  });
+
   test("a frame over the size cap is skipped unread and the stream stays in step", async () => {
     const socketPath = socketPathFor(sockDir, "fake-big");
     const received: TestEvent[] = [];

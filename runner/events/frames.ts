@@ -9,20 +9,36 @@
  * non-ASCII test names carry their byte length.
  */
 
+import { JsonStreamCapper } from "../util/json-stream-cap.ts";
+
 /** Bytes of the length prefix. */
 export const FRAME_HEADER_BYTES = 4;
 
 /**
- * Largest frame buffered whole, bytes: 32 MiB. A frame this size is held
- * once (one buffer of its declared length, filled as chunks arrive) and
- * then has every JSON string cut to its 64 KiB tail (util/text-cap.ts); a
- * larger frame is skipped as it streams past, never held, and counted. The
- * WebSocket client this replaced buffered up to 100 MiB (its default
- * maximum payload) and then closed the channel; Bun 1.4.4 did not deliver a
- * 100 MiB error message at all (bench/README.md, failure-rss.ts), while
- * 20 MiB ones arrive and must keep their tail.
+ * Largest frame read at all, bytes: 32 MiB; a larger one is skipped as it
+ * streams past, never held, and counted. The WebSocket client this
+ * replaced buffered up to 100 MiB (its default maximum payload) and then
+ * closed the channel; Bun 1.4.4 did not deliver a 100 MiB error message at
+ * all (bench/README.md, failure-rss.ts), while 20 MiB ones arrive and must
+ * keep their tail.
  */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Largest frame buffered whole, bytes: 1 MiB. A larger one (up to
+ * {@link MAX_FRAME_BYTES}) goes through a streaming string capper as it
+ * arrives (util/json-stream-cap.ts) and is never held whole: a 20 MiB error
+ * message buffered first raised the runner's peak by ~20 MiB.
+ */
+export const WHOLE_FRAME_BYTES = 1024 * 1024;
+
+/** Where frames above a size go instead of being buffered: see {@link FrameReader}. */
+export interface StreamedFrames {
+  /** Frames longer than this many bytes are streamed (default {@link WHOLE_FRAME_BYTES}). */
+  aboveBytes: number;
+  /** Gets each streamed frame's text with every JSON string cut to its tail (util/text-cap.ts MAX_TEXT_BYTES). */
+  onText: (text: string) => void;
+}
 
 /** One frame: header and UTF-8 body, ready to write to the socket. */
 export function encodeFrame(text: string): Buffer {
@@ -41,9 +57,14 @@ export function encodeFrame(text: string): Buffer {
  * step). Frames may be split anywhere, the header included, and one chunk
  * may hold many frames.
  *
- * Memory: at most one partial frame (≤ `maxFrameBytes`) plus up to 3 header
- * bytes are held between calls; a frame that arrives whole inside one chunk
- * is handed over as a view of that chunk without a copy.
+ * With `streamed`, frames longer than `streamed.aboveBytes` go to a
+ * streaming JSON string capper instead, and their capped text to
+ * `streamed.onText`.
+ *
+ * Memory: at most one partial frame (≤ `maxFrameBytes`, or ≤
+ * `streamed.aboveBytes` with `streamed`) plus up to 3 header bytes are held
+ * between calls; a frame that arrives whole inside one chunk is handed over
+ * as a view of that chunk without a copy.
  */
 export class FrameReader {
   /** Header bytes collected so far (a header split across chunks). */
@@ -55,6 +76,9 @@ export class FrameReader {
   /** Bytes still to skip of an oversized frame. */
   private skipping = 0;
   private skippedLength = 0;
+  /** The streamed frame in progress, and its bytes still to come. */
+  private capper: JsonStreamCapper | null = null;
+  private streamRemaining = 0;
 
   /**
    * @param onFrame gets each frame's body; the buffer may be a view of the
@@ -66,6 +90,7 @@ export class FrameReader {
     private readonly onFrame: (body: Buffer) => void,
     private readonly onOversized: (declaredBytes: number) => void,
     private readonly maxFrameBytes: number = MAX_FRAME_BYTES,
+    private readonly streamed?: StreamedFrames,
   ) {
     if (!Number.isInteger(maxFrameBytes) || maxFrameBytes < 0) {
       throw new RangeError(`FrameReader: maxFrameBytes must be a non-negative integer, got ${maxFrameBytes}`);
@@ -87,6 +112,18 @@ export class FrameReader {
         this.skipping -= n;
         at += n;
         if (this.skipping === 0) this.onOversized(this.skippedLength);
+        continue;
+      }
+      if (this.capper !== null) {
+        const n = Math.min(this.streamRemaining, data.length - at);
+        this.capper.push(data.subarray(at, at + n));
+        this.streamRemaining -= n;
+        at += n;
+        if (this.streamRemaining === 0) {
+          const capper = this.capper;
+          this.capper = null;
+          this.streamed!.onText(capper.end());
+        }
         continue;
       }
       if (this.body !== null) {
@@ -119,6 +156,11 @@ export class FrameReader {
       if (length > this.maxFrameBytes) {
         this.skippedLength = length;
         this.skipping = length;
+        continue;
+      }
+      if (this.streamed && length > this.streamed.aboveBytes) {
+        this.capper = new JsonStreamCapper();
+        this.streamRemaining = length;
         continue;
       }
       if (data.length - at >= length) {

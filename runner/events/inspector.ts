@@ -41,7 +41,7 @@ import { rmSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import type { Socket, UnixSocketListener } from "bun";
 import { capJsonStrings } from "../util/text-cap.ts";
-import { encodeFrame, FrameReader } from "./frames.ts";
+import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
 import { parseInspectorMessage, type TestEvent } from "./wire.ts";
 
@@ -173,8 +173,9 @@ interface ConnectionData {
  * until the connection closes. Spawn the child after this returns.
  *
  * Every JSON string of a message is cut to its last 64 KiB on the way in
- * (util/text-cap.ts); frames over frames.ts MAX_FRAME_BYTES are skipped
- * unread and counted (`oversized`). Messages that are not JSON are counted
+ * (util/text-cap.ts); frames over 1 MiB are never held whole (streamed
+ * through util/json-stream-cap.ts), frames over frames.ts MAX_FRAME_BYTES
+ * are skipped unread and counted (`oversized`). Messages that are not JSON are counted
  * (`malformed`), unknown methods ignored, invalid events counted; none of
  * these throw.
  *
@@ -249,8 +250,8 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
     close();
   };
 
-  const onMessage = (body: Buffer) => {
-    const parsed = parseInspectorMessage(capJsonStrings(body));
+  const onMessage = (body: Buffer | string) => {
+    const parsed = parseInspectorMessage(typeof body === "string" ? body : capJsonStrings(body));
     switch (parsed.kind) {
       case "event":
         stats.events += 1;
@@ -284,9 +285,14 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
         break;
     }
   };
-  const reader = new FrameReader(onMessage, () => {
-    stats.oversized += 1;
-  });
+  const reader = new FrameReader(
+    onMessage,
+    () => {
+      stats.oversized += 1;
+    },
+    MAX_FRAME_BYTES,
+    { aboveBytes: WHOLE_FRAME_BYTES, onText: onMessage },
+  );
 
   const refuse = (socket: Socket<ConnectionData>) => {
     socket.data = { trusted: false };

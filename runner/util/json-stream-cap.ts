@@ -1,0 +1,151 @@
+/**
+ * {@link capJsonStrings} for a JSON document that arrives in pieces and
+ * must never be held whole: every string literal longer than `maxBytes`
+ * keeps only its tail, behind the same cut marker, while the bytes stream
+ * past. Memory: the output (bounded by the input's non-string bytes and
+ * `maxBytes` per string) plus one window of about `maxBytes` + one chunk.
+ * Used for large inspector frames (events/frames.ts), where buffering a
+ * 20 MiB error message first cost the runner 20 MiB more than the
+ * WebSocket client it replaced (bench/README.md, failure-rss.ts).
+ */
+import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "./text-cap.ts";
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const LOWER_U = 0x75;
+
+/** A copied piece of a long string's content, with the escape state at its first byte. */
+interface Piece {
+  bytes: Buffer;
+  /** Bytes of an escape sequence still to come at the piece's start (0: none). */
+  escape: number;
+  /** True when the byte before the piece was the backslash that opened an escape. */
+  afterBackslash: boolean;
+}
+
+/**
+ * Streaming string capper. Call {@link JsonStreamCapper.push} with the
+ * document's bytes in order, then {@link JsonStreamCapper.end} once.
+ * Cuts never split an escape sequence or a UTF-8 code point, so the result
+ * is valid JSON whenever the input is; input that is not JSON comes out as
+ * garbage of bounded size.
+ */
+export class JsonStreamCapper {
+  private readonly out: Buffer[] = [];
+  private inString = false;
+  /** Escape bytes still to come (inside a string). */
+  private escape = 0;
+  private afterBackslash = false;
+  /** The current string's content so far (copied), trimmed to a window once long. */
+  private pieces: Piece[] = [];
+  private pieceBytes = 0;
+  /** Bytes of the current string dropped from the front of the window. */
+  private dropped = 0;
+
+  constructor(private readonly maxBytes: number = MAX_TEXT_BYTES) {}
+
+  /** Consumes the next bytes of the document. */
+  push(chunk: Uint8Array): void {
+    const data = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let at = 0;
+    while (at < data.length) {
+      if (!this.inString) {
+        const quote = data.indexOf(QUOTE, at);
+        const end = quote < 0 ? data.length : quote + 1;
+        this.out.push(Buffer.from(data.subarray(at, end)));
+        at = end;
+        if (quote >= 0) this.startString();
+        continue;
+      }
+      // Inside a string: find its closing quote, tracking escapes.
+      const start = at;
+      const state = { escape: this.escape, afterBackslash: this.afterBackslash };
+      let closed = -1;
+      for (; at < data.length; at++) {
+        const byte = data[at]!;
+        if (this.escape > 0) {
+          if (this.afterBackslash && byte === LOWER_U) this.escape = 5;
+          this.afterBackslash = false;
+          this.escape -= 1;
+        } else if (byte === BACKSLASH) {
+          this.escape = 1;
+          this.afterBackslash = true;
+        } else if (byte === QUOTE) {
+          closed = at;
+          break;
+        }
+      }
+      this.addContent(data.subarray(start, closed < 0 ? at : closed), state);
+      if (closed >= 0) {
+        this.endString();
+        this.out.push(Buffer.from([QUOTE]));
+        at = closed + 1;
+      }
+    }
+  }
+
+  /** The capped document as text. An unterminated string is emitted as it stands. */
+  end(): string {
+    if (this.inString) this.endString();
+    return Buffer.concat(this.out).toString("utf8");
+  }
+
+  private startString(): void {
+    this.inString = true;
+    this.escape = 0;
+    this.afterBackslash = false;
+    this.pieces = [];
+    this.pieceBytes = 0;
+    this.dropped = 0;
+  }
+
+  private addContent(bytes: Buffer, state: { escape: number; afterBackslash: boolean }): void {
+    if (bytes.length === 0) return;
+    this.pieces.push({ bytes: Buffer.from(bytes), ...state });
+    this.pieceBytes += bytes.length;
+    // Keep a window: whole pieces are dropped from the front while what
+    // remains still holds more than maxBytes (the cut is chosen at the end).
+    while (this.pieces.length > 1 && this.pieceBytes - this.pieces[0]!.bytes.length > this.maxBytes) {
+      const first = this.pieces.shift()!;
+      this.pieceBytes -= first.bytes.length;
+      this.dropped += first.bytes.length;
+    }
+  }
+
+  private endString(): void {
+    this.inString = false;
+    const total = this.dropped + this.pieceBytes;
+    const window = Buffer.concat(this.pieces.map((p) => p.bytes));
+    const first = this.pieces[0];
+    this.pieces = [];
+    this.pieceBytes = 0;
+    if (total <= this.maxBytes) {
+      this.out.push(window);
+      return;
+    }
+    const keep = this.safeCut(window, window.length - this.maxBytes, first?.escape ?? 0, first?.afterBackslash ?? false);
+    this.out.push(Buffer.from(JSON.stringify(cutMarker(this.dropped + keep, INGEST_NOTE)).slice(1, -1), "utf8"));
+    this.out.push(window.subarray(keep));
+  }
+
+  /**
+   * The first position at or after `from` in `window` that is neither
+   * inside an escape sequence nor on a UTF-8 continuation byte, scanning
+   * from the window's start with its known escape state.
+   */
+  private safeCut(window: Buffer, from: number, escape: number, afterBackslash: boolean): number {
+    for (let i = 0; i < window.length; i++) {
+      const byte = window[i]!;
+      if (i >= from && escape === 0 && (byte & 0xc0) !== 0x80) return i;
+      if (escape > 0) {
+        if (afterBackslash && byte === LOWER_U) escape = 5;
+        afterBackslash = false;
+        escape -= 1;
+      } else if (byte === BACKSLASH) {
+        escape = 1;
+        afterBackslash = true;
+      }
+    }
+    return window.length;
+  }
+}
