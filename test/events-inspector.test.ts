@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as netConnect } from "node:net";
 import { encodeFrame } from "../runner/events/frames.ts";
+import { SHARD_PRELOAD } from "../runner/exec/command.ts";
 import { listenForTestEvents, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
 import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
@@ -70,6 +71,11 @@ import { test } from "bun:test";
 test("later", async () => { await Bun.sleep(50); });
 test("tail", async () => { await Bun.sleep(100); });
 `,
+  "short-flaky.test.ts": `
+import { expect, test } from "bun:test";
+let attempt = 0;
+test("flaky", () => { attempt += 1; expect(attempt).toBe(2); });
+`,
   "serve-tcp.ts": `
 Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("x") });
 setInterval(() => {}, 1000);
@@ -117,7 +123,7 @@ let shardCounter = 0;
 function spawnShard(
   files: string[],
   bunArgs: string[] = [],
-  options: { onEvent?: (event: TestEvent) => void; connectTimeoutMs?: number; dialPath?: string } = {},
+  options: { onEvent?: (event: TestEvent) => void; connectTimeoutMs?: number; dialPath?: string; preload?: boolean } = {},
 ): Shard {
   shardCounter += 1;
   const socketPath = socketPathFor(sockDir, shardCounter);
@@ -134,8 +140,10 @@ function spawnShard(
   });
   const logPath = join(root, `shard-${shardCounter}.log`);
   const log = openSync(logPath, "w");
-  const child = spawn(BUN, [`--inspect-wait=unix:${options.dialPath ?? socketPath}`, "test", ...bunArgs, ...files.map((f) => join(root, f))], {
+  const preload = options.preload ? ["--preload", SHARD_PRELOAD] : [];
+  const child = spawn(BUN, [`--inspect-wait=unix:${options.dialPath ?? socketPath}`, "test", ...preload, ...bunArgs, ...files.map((f) => join(root, f))], {
     cwd: root,
+    env: { ...process.env, SHARDGUARD_YIELD: options.preload ? "1" : "0" },
     detached: true,
     stdio: ["ignore", log, log],
   });
@@ -387,6 +395,64 @@ describe("listenForTestEvents with real bun children", () => {
     expect(readFileSync(shard.logPath, "utf8")).toContain("Cannot find module './does-not-exist.ts'");
 
     expect(byName(model.tests(), "later").status).toBe("passed");
+  });
+});
+
+describe("the end-of-run barrier with the shard preload", () => {
+  test("short runs, four at a time: every run reaches the barrier and every event arrives, the retry included", async () => {
+    for (let batch = 0; batch < 3; batch++) {
+      const shards = Array.from({ length: 4 }, () => spawnShard(["short-flaky.test.ts"], ["--retry", "1"], { preload: true }));
+      for (const shard of shards) {
+        await shard.channel.ready;
+        await shard.channel.closed;
+        expect((await shard.exited).code).toBe(0);
+        const stats = shard.channel.stats();
+        expect(stats.flushed).toBe(true);
+        expect(stats.requestError).toBeNull();
+        expect(shard.events.map((e) => e.method)).toEqual([
+          "TestReporter.found",
+          "TestReporter.start",
+          "LifecycleReporter.error",
+          "TestReporter.start",
+          "TestReporter.end",
+        ]);
+        const flaky = byName(shard.model.tests(), "flaky");
+        expect([flaky.status, flaky.attempts, flaky.flaky]).toEqual(["passed", 2, true]);
+        shard.channel.close();
+      }
+    }
+  });
+
+  test("without the runner's acknowledgement the preload waits at most 1 s, then the child ends", async () => {
+    const socketPath = socketPathFor(sockDir, "no-ack");
+    // A listener that releases the child but never runs the barrier.
+    const server = Bun.listen<undefined>({
+      unix: socketPath,
+      socket: {
+        open(socket) {
+          const requests = ["TestReporter.enable", "LifecycleReporter.enable", "Inspector.initialized"];
+          socket.write(Buffer.concat(requests.map((method, i) => encodeFrame(JSON.stringify({ id: i + 1, method })))));
+        },
+        data() {},
+      },
+    });
+    try {
+      const started = performance.now();
+      const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, join(root, "short-flaky.test.ts"), "--retry", "1"], {
+        cwd: root,
+        stdio: "ignore",
+        env: { ...process.env, SHARDGUARD_YIELD: "1" },
+      });
+      children.add(child);
+      const code = await new Promise((resolve) => child.once("exit", resolve));
+      children.delete(child);
+      expect(code).toBe(0);
+      const ms = performance.now() - started;
+      expect(ms).toBeGreaterThanOrEqual(1_000);
+      expect(ms).toBeLessThan(4_000);
+    } finally {
+      server.stop(true);
+    }
   });
 });
 
