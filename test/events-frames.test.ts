@@ -52,6 +52,8 @@ beforeAll(async () => {
           { id: 2, method: "LifecycleReporter.enable" },
           { id: 3, method: "Inspector.initialized" },
           { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
+          // Non-ASCII in OUR frame: Bun must read its length as bytes too.
+          { id: 7, method: "Runtime.evaluate", params: { expression: JSON.stringify(NAME) + ".length", returnByValue: true } },
         ];
         socket.write(Buffer.concat(requests.map((r) => encodeFrame(JSON.stringify(r)))));
       },
@@ -105,7 +107,7 @@ describe("FrameReader on a real child's bytes", () => {
     expect(left).toBe(0);
     const messages = frames.map((f) => JSON.parse(f) as { id?: number; method?: string; params?: { name?: string; message?: string } });
     // The reply to 6 (the acknowledgement) may be lost as the child exits right after it.
-    expect(messages.filter((m) => m.id !== undefined).map((m) => m.id).slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
+    expect(messages.filter((m) => m.id !== undefined && m.id !== 6).map((m) => m.id)).toEqual([1, 2, 3, 4, 7, 5]);
     expect(messages.filter((m) => m.method === "TestReporter.end")).toHaveLength(2);
     const found = messages.find((m) => m.method === "TestReporter.found" && m.params?.name === NAME);
     expect(found).toBeDefined();
@@ -113,6 +115,13 @@ describe("FrameReader on a real child's bytes", () => {
     expect(error?.params?.message?.endsWith("üüEND")).toBe(true);
     expect(recorded.length).toBeGreaterThan(100 * 1024);
     expect(reads).toBeGreaterThan(1);
+  });
+
+  test("Bun reads our length prefix as UTF-8 bytes: a request with a non-ASCII expression is answered, not refused", () => {
+    const { frames } = parse(recorded, recorded.length);
+    const reply = frames.map((f) => JSON.parse(f) as { id?: number; error?: unknown; result?: { result?: { value?: unknown } } }).find((m) => m.id === 7);
+    expect(reply?.error).toBeUndefined();
+    expect(reply?.result?.result?.value).toBe(NAME.length);
   });
 
   test("Bun's length prefix counts UTF-8 bytes, not characters", () => {
