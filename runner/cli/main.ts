@@ -3,24 +3,19 @@
  * application layer (app/), prints usage errors, and returns the exit code.
  * Never exits the process itself (cli-entry.ts does), so tests and
  * embedders can call it.
+ *
+ * Each command's modules are imported when that command runs: a plain `run`
+ * pays for neither bg, status, merge and init nor their dependencies (the
+ * runner's start-up is paid by every suite; bench/README.md).
  */
 import path from "node:path";
 import { parseArgs } from "../config/args.ts";
 import { ConfigError } from "../config/schema.ts";
 import type { Host } from "../app/host.ts";
-import { initCommand } from "../app/init-command.ts";
-import { mergeCommand } from "../app/merge-command.ts";
-import { settleRefusal } from "../app/refused.ts";
-import { runCommand } from "../app/run-command.ts";
+import type { WorkerSpec } from "../app/bg/worker.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { EXIT } from "../results/model.ts";
-import { bgCommand } from "../app/bg/command.ts";
-import { statusCommand } from "../app/bg/status.ts";
-import { bgWorker, type WorkerSpec } from "../app/bg/worker.ts";
-import { parseBgArgs, parseStatusArgs } from "./bg-args.ts";
-import { parseMergeArgs } from "./merge-args.ts";
 import { BG_HELP, flagHelp, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
-
 /**
  * Runs the CLI with `argv` (without the executable and script).
  *
@@ -50,24 +45,30 @@ export async function main(argv: readonly string[], host: Host): Promise<number>
         if (command === "list" && args.bunArgs.length > 0) {
           throw new ConfigError(`list takes no bun test flags after "--" (they are for run)`);
         }
+        const { runCommand } = await import("../app/run-command.ts");
         return await runCommand(command, args, host);
       }
       case "init":
-        return initFromArgs(rest, host);
+        return await initFromArgs(rest, host);
       case "bg": {
+        const [{ parseBgArgs }, { bgCommand }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../app/bg/command.ts"), import("../app/bg/status.ts")]);
         const options = parseBgArgs(rest);
         if (options === null) return (host.stdout(BG_HELP), EXIT.ok);
         const follow = (log: string) => statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
         return await bgCommand(options, host, follow);
       }
       case "status": {
+        const [{ parseStatusArgs }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../app/bg/status.ts")]);
         const options = parseStatusArgs(rest, host);
         if (options === null) return (host.stdout(STATUS_HELP), EXIT.ok);
         return await statusCommand(options, host);
       }
-      case "__bg-worker":
+      case "__bg-worker": {
+        const { bgWorker } = await import("../app/bg/worker.ts");
         return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) => main(["run", ...argv], runHost));
+      }
       case "merge": {
+        const [{ parseMergeArgs }, { mergeCommand }] = await Promise.all([import("./merge-args.ts"), import("../app/merge-command.ts")]);
         const inputs = parseMergeArgs(rest, host);
         if (inputs === null) return (host.stdout(MERGE_HELP), EXIT.ok);
         return await mergeCommand(inputs, host);
@@ -79,7 +80,7 @@ export async function main(argv: readonly string[], host: Host): Promise<number>
     if (error instanceof ConfigError) {
       host.stderr(`shardguard: ${error.message}`);
       // Earlier reports must not pass for this run's (docs/reports.md).
-      if (command === "run") settleRefusal(rest, host, error.message);
+      if (command === "run") (await import("../app/refused.ts")).settleRefusal(rest, host, error.message);
       return EXIT.usage;
     }
     throw error;
@@ -87,7 +88,7 @@ export async function main(argv: readonly string[], host: Host): Promise<number>
 }
 
 /** `shardguard init [--preset NAME] [--dry-run] [--root DIR]`; throws ConfigError for usage errors. */
-function initFromArgs(argv: readonly string[], host: Host): number {
+async function initFromArgs(argv: readonly string[], host: Host): Promise<number> {
   const args = parseArgs(argv, "init", { valued: ["--preset"], boolean: ["--dry-run"] });
   if (args.help) {
     host.stdout(INIT_HELP);
@@ -98,6 +99,7 @@ function initFromArgs(argv: readonly string[], host: Host): number {
     throw new ConfigError(`shardguard init takes only --preset NAME, --dry-run and --root DIR (shardguard init --help)`);
   }
   const preset = args.extras.get("--preset");
+  const { initCommand } = await import("../app/init-command.ts");
   return initCommand(
     {
       root: path.resolve(host.cwd, args.values.get("root") ?? host.env.SHARDGUARD_ROOT ?? "."),
