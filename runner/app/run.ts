@@ -167,10 +167,6 @@ export class Run {
     });
     this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
     this.console.onSweep("stale-runs", this.sweeps.staleRuns);
-    // Not awaited: the writes (six files, each fsynced: 40-55 ms on a busy
-    // disk) go on while the first shards start; every later write queues
-    // behind this one, so the files on disk still move forward in order.
-    void this.writeReports(false);
     // Kills what this run leaves behind if the runner itself is SIGKILLed.
     const guardian = startGuardian(`${SHARD_ENV.cookie}=${this.runId}:`);
     try {
@@ -187,6 +183,18 @@ export class Run {
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
     const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
     const shardTotal = () => plan.shards.length + this.redispatched.length;
+    // The first report write (every shard queued or running) waits until the
+    // first wave of shards has been spawned: building and rendering it is
+    // CPU work (25 ms for 300 files, bench/README.md) that held back the first
+    // spawns, and its files landed after them anyway. Not awaited: the
+    // writes (six files, each fsynced) go on while the shards run; every
+    // later write queues behind this one, so the files on disk move forward
+    // in order.
+    let firstWave = Math.min(Math.max(1, settings.jobs), toRun.length);
+    const spawnedOrSettled = () => {
+      if (firstWave > 0 && --firstWave === 0) void this.writeReports(false);
+    };
+    if (firstWave === 0) void this.writeReports(false);
     const ctx = {
       runId: this.runId,
       root: settings.root,
@@ -204,6 +212,7 @@ export class Run {
       toRun,
       settings.jobs,
       async (shard, enqueue) => {
+        let started = false;
         const { result, filesNotStarted } = await runShard(
           ctx,
           shard,
@@ -211,8 +220,10 @@ export class Run {
             onStart: (running) => {
               this.running.set(shard.index, running);
               this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
+              started = true;
               // So a runner killed right now leaves reports naming this shard as running.
-              void this.writeReports(false);
+              if (firstWave > 0) spawnedOrSettled();
+              else void this.writeReports(false);
             },
             onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
           },
@@ -229,6 +240,9 @@ export class Run {
           this.running.get(shard.index)?.process?.killNow("cancel");
           return { result: supervisionFailed(shard, (error as Error).message ?? String(error)), filesNotStarted: [] };
         });
+        // A shard of the first wave that never started (cancelled, or its
+        // preparation failed) must not hold back the first write.
+        if (!started) spawnedOrSettled();
         for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
