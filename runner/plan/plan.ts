@@ -6,14 +6,19 @@
 import { createHash } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import fg from "fast-glob";
+import type FastGlob from "fast-glob";
 import { ConfigError } from "../config/schema.ts";
+import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, walkTestFiles } from "./walk.ts";
+
+/** fast-glob, loaded on first use: a run whose patterns are directories never needs it (plan/walk.ts). */
+let fastGlob: typeof FastGlob | null = null;
+const fg = (): typeof FastGlob => (fastGlob ??= require("fast-glob") as typeof FastGlob);
 
 /**
  * Bun's own test-file naming (`bun test` docs: `*.test.*`, `*_test.*`,
  * `*.spec.*`, `*_spec.*` with a JS/TS extension).
  */
-export const DEFAULT_PATTERN = "**/*{.test,_test,.spec,_spec}.{ts,tsx,js,jsx,mjs,cjs}";
+export const DEFAULT_PATTERN = `**/*{${TEST_SUFFIXES.join(",")}}.{${TEST_EXTENSIONS.join(",")}}`;
 
 /** Directories never searched: dependencies, VCS data and shardguard's own output. */
 export const ALWAYS_IGNORED = ["**/node_modules/**", "**/.git/**", "**/.shardguard/**"];
@@ -69,19 +74,24 @@ export function planRun(options: PlanOptions): Plan {
   const patterns = options.patterns.length > 0 ? [...options.patterns] : [DEFAULT_PATTERN];
   const included = new Map<string, string>();
   const excluded: ExcludedFile[] = [];
+  const skipDirs = walkableIgnores(options.ignore ?? []);
   for (const pattern of patterns) {
     const glob = expandPattern(options.root, pattern);
-    const matches = fg.sync(glob, {
-      cwd: options.root,
-      ignore: [...ALWAYS_IGNORED, ...(options.ignore ?? [])],
-      onlyFiles: true,
-      dot: false,
-      followSymbolicLinks: false,
-    });
+    const dir = skipDirs ? walkableDir(glob) : null;
+    const matches =
+      dir !== null
+        ? walkTestFiles(options.root, dir, skipDirs!)
+        : fg().sync(glob, {
+            cwd: options.root,
+            ignore: [...ALWAYS_IGNORED, ...(options.ignore ?? [])],
+            onlyFiles: true,
+            dot: false,
+            followSymbolicLinks: false,
+          });
     if (matches.length === 0) {
       // A path written out (no glob characters) that matches nothing is a
       // typo, not an empty selection: say so instead of running less.
-      if (!fg.isDynamicPattern(pattern.replace(/\\/g, "/"))) {
+      if (!fg().isDynamicPattern(pattern.replace(/\\/g, "/"))) {
         throw new ConfigError(`no test file at ${JSON.stringify(pattern)} under ${options.root} (a PATTERN is a path or a glob relative to --root)`);
       }
       excluded.push({ file: pattern, reason: "pattern matched no file (node_modules, .git and .shardguard are never searched)" });
@@ -104,6 +114,30 @@ function compareStable(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * The directory to walk (root-relative, "" for the root) when `glob` is the
+ * default pattern under a directory fast-glob would read as a plain path,
+ * outside anything never searched; null when fast-glob must decide.
+ */
+function walkableDir(glob: string): string | null {
+  if (glob === DEFAULT_PATTERN) return "";
+  if (!glob.endsWith(`/${DEFAULT_PATTERN}`)) return null;
+  const dir = glob.slice(0, -DEFAULT_PATTERN.length - 1);
+  const plain = isPlainPath(dir) && dir.split("/").every((part) => part !== "" && !part.startsWith(".") && part !== "node_modules");
+  return plain ? dir : null;
+}
+
+/** The extra ignores as directories for the walk (`DIR/**` with a plain DIR); null when one is not of that form. */
+function walkableIgnores(ignore: readonly string[]): string[] | null {
+  const dirs: string[] = [];
+  for (const glob of ignore) {
+    const dir = glob.endsWith("/**") ? glob.slice(0, -3) : "";
+    if (dir === "" || !isPlainPath(dir)) return null;
+    dirs.push(dir);
+  }
+  return dirs;
+}
+
 function expandPattern(root: string, pattern: string): string {
   const clean = pattern.replace(/\\/g, "/").replace(/^\.\//, "");
   // Files outside the root would reach Bun (and its JUnit) under another
@@ -112,14 +146,20 @@ function expandPattern(root: string, pattern: string): string {
   if (relative === ".." || relative.startsWith(`..${path.sep}`)) {
     throw new ConfigError(`pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test file`);
   }
-  if (fg.isDynamicPattern(clean)) return clean;
+  // A plain path is static for fast-glob too; only a possible glob needs it to decide.
+  if (!isPlainPath(clean) && fg().isDynamicPattern(clean)) return clean;
   const full = path.resolve(root, clean);
   if (existsSync(full) && statSync(full).isDirectory()) {
     const rel = path.relative(root, full).split(path.sep).join("/");
-    return rel === "" ? DEFAULT_PATTERN : `${fg.escapePath(rel)}/${DEFAULT_PATTERN}`;
+    return rel === "" ? DEFAULT_PATTERN : `${escapePath(rel)}/${DEFAULT_PATTERN}`;
   }
-  if (path.isAbsolute(clean)) return fg.escapePath(path.relative(root, clean).split(path.sep).join("/"));
-  return fg.escapePath(clean);
+  if (path.isAbsolute(clean)) return escapePath(path.relative(root, clean).split(path.sep).join("/"));
+  return escapePath(clean);
+}
+
+/** fast-glob's escapePath, without loading it for a path that has nothing to escape. */
+function escapePath(text: string): string {
+  return isPlainPath(text) ? text : fg().escapePath(text);
 }
 
 /**

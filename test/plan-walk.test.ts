@@ -1,0 +1,81 @@
+/**
+ * The directory walk that stands in for fast-glob in the common case
+ * (runner/plan/walk.ts) finds exactly the files fast-glob finds with the
+ * plan's options, on a tree of edge cases: every naming, dot entries,
+ * ignored directories, symbolic links, names with glob characters.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import fg from "fast-glob";
+import { ALWAYS_IGNORED, DEFAULT_PATTERN, planRun } from "../runner/plan/plan.ts";
+import { walkTestFiles } from "../runner/plan/walk.ts";
+
+const roots: string[] = [];
+afterAll(() => {
+  for (const root of roots) rmSync(root, { recursive: true, force: true });
+});
+
+function edgeTree(): string {
+  const root = mkdtempSync(path.join(tmpdir(), "sg-walk-"));
+  roots.push(root);
+  const files = [
+    "a.test.ts", "b_test.js", "c.spec.tsx", "d_spec.mjs", "e.test.cjs", "f.test.jsx", "_test.ts", "x.spec.test.ts",
+    "g.test.TS", "h.test.md", "helper.ts", ".hidden.test.ts", ".test.ts", "x.test.d.ts", "a.test.ts.bak",
+    "sp ace.test.ts", "ünï.test.ts", "weird[1].test.ts", "br{a,b}.spec.js", "(group).test.ts", "!bang.test.ts", "+(x).test.ts",
+    "sub/deep/deeper/k.test.ts", "sub/plain.ts", ".dotdir/l.test.ts", "sub/.dotdir/m.test.ts",
+    "node_modules/pkg/n.test.ts", "sub/node_modules/o.test.ts", ".git/p.test.ts", ".shardguard/q.test.ts", "sub/.shardguard/r.test.ts",
+    "out/s.test.ts", "sub/out2/u.test.ts", "outside/v.test.ts", "dir.test.ts/t.test.ts", "star*dir/w.test.ts",
+  ];
+  for (const rel of files) {
+    mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    writeFileSync(path.join(root, rel), "");
+  }
+  symlinkSync(path.join(root, "a.test.ts"), path.join(root, "link.test.ts"));
+  symlinkSync(path.join(root, "sub"), path.join(root, "linkdir"));
+  symlinkSync(path.join(root, "nowhere"), path.join(root, "broken.test.ts"));
+  spawnSync("mkfifo", [path.join(root, "fifo.test.ts")]);
+  return root;
+}
+
+/** What fast-glob finds with planRun's options. */
+function viaFastGlob(root: string, dir: string, ignore: string[]): string[] {
+  const glob = dir === "" ? DEFAULT_PATTERN : `${dir}/${DEFAULT_PATTERN}`;
+  return fg.sync(glob, { cwd: root, ignore: [...ALWAYS_IGNORED, ...ignore], onlyFiles: true, dot: false, followSymbolicLinks: false }).sort();
+}
+
+describe("walkTestFiles", () => {
+  const root = edgeTree();
+
+  test("finds what fast-glob finds from the root, with and without an ignored output directory", () => {
+    const all = walkTestFiles(root, "", []).sort();
+    expect(all).toEqual(viaFastGlob(root, "", []));
+    // The test can fail: the tree's own expectations, in fast-glob's terms.
+    expect(all).toContain("_test.ts");
+    expect(all).toContain("weird[1].test.ts");
+    expect(all).toContain("dir.test.ts/t.test.ts");
+    expect(all).not.toContain("link.test.ts");
+    expect(all.some((f) => f.includes("node_modules") || f.startsWith(".") || f.includes("/."))).toBe(false);
+    expect(walkTestFiles(root, "", ["out", "sub/out2"]).sort()).toEqual(viaFastGlob(root, "", ["out/**", "sub/out2/**"]));
+  });
+
+  test("finds what fast-glob finds under a subdirectory", () => {
+    expect(walkTestFiles(root, "sub", []).sort()).toEqual(viaFastGlob(root, "sub", []));
+    expect(walkTestFiles(root, "sub/deep", []).sort()).toEqual(["sub/deep/deeper/k.test.ts"]);
+    expect(walkTestFiles(root, "sub", ["sub/out2"]).sort()).toEqual(viaFastGlob(root, "sub", ["sub/out2/**"]));
+  });
+
+  test("planRun gives the same plan whichever way a directory is searched", () => {
+    // Plain directories and DIR/** ignores are walked; an ignore with a glob character sends every pattern to fast-glob.
+    const walked = planRun({ root, patterns: ["sub", "outside", "."], filesPerShard: 5, ignore: ["out/**"] });
+    const globbed = planRun({ root, patterns: ["sub", "outside", "."], filesPerShard: 5, ignore: ["ou[t]/**"] });
+    expect(walked.shards).toEqual(globbed.shards);
+    // Insertion order is each walker's directory order; only the sorted shards are ordered.
+    expect([...walked.included].sort()).toEqual([...globbed.included].sort());
+    expect(walked.included.get("sub/deep/deeper/k.test.ts")).toBe(`matches sub (sub/${DEFAULT_PATTERN})`);
+    // A glob still goes to fast-glob (it loads on demand).
+    expect(planRun({ root, patterns: ["star*/*.test.ts"], filesPerShard: 1 }).shards.map((s) => s.files[0])).toEqual(["star*dir/w.test.ts"]);
+  });
+});
