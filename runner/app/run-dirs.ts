@@ -27,8 +27,8 @@ export const KEEP_RUNS = 10;
 const PRUNE_MIN_AGE_MS = 6 * 60 * 60 * 1000;
 
 /**
- * Creates the run's directories, points OUT/logs at its logs, and prunes
- * old runs beyond {@link KEEP_RUNS}.
+ * Creates the run's directories and points OUT/logs at its logs. Pruning
+ * old runs is {@link pruneRuns}, done while the shards run.
  *
  * @throws the file system's error when OUT cannot be written (preflight checks it first)
  */
@@ -39,8 +39,22 @@ export async function prepareRunDirs(out: string, runId: string): Promise<RunDir
   await mkdir(logDir, { recursive: true, mode: 0o700 });
   await mkdir(junitDir, { recursive: true, mode: 0o700 });
   await pointLatest(path.join(out, "logs"), path.relative(out, logDir));
-  await prune(path.join(out, "runs"), runId);
   return { runDir, logDir, junitDir };
+}
+
+/**
+ * Removes finished runs under OUT/runs beyond {@link KEEP_RUNS} (never
+ * `current`, never one touched in the last 6 hours). Never rejects: pruning
+ * is housekeeping, and a run must not fail for it. It costs a `stat` per
+ * excess run and the removal of whole run directories, so the run starts it
+ * once its first shards are spawned rather than before (bench/README.md).
+ */
+export async function pruneRuns(out: string, current: string): Promise<void> {
+  try {
+    await prune(path.join(out, "runs"), current);
+  } catch {
+    // OUT/runs unreadable: the next run tries again.
+  }
 }
 
 /** Replaces the OUT/logs symlink atomically (temp link + rename); leaves a real directory alone. */

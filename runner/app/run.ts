@@ -27,7 +27,7 @@ import { neverStarted, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import { ReportWriter } from "./report-writer.ts";
-import { prepareRunDirs } from "./run-dirs.ts";
+import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 
 /** Inputs of a run. */
@@ -189,12 +189,17 @@ export class Run {
     // spawns, and its files landed after them anyway. Not awaited: the
     // writes (six files, each fsynced) go on while the shards run; every
     // later write queues behind this one, so the files on disk move forward
-    // in order.
+    // in order. Pruning old runs waits for the same moment.
+    let pruning: Promise<void> = Promise.resolve();
+    const afterFirstWave = () => {
+      void this.writeReports(false);
+      pruning = pruneRuns(settings.out, this.runId);
+    };
     let firstWave = Math.min(Math.max(1, settings.jobs), toRun.length);
     const spawnedOrSettled = () => {
-      if (firstWave > 0 && --firstWave === 0) void this.writeReports(false);
+      if (firstWave > 0 && --firstWave === 0) afterFirstWave();
     };
-    if (firstWave === 0) void this.writeReports(false);
+    if (firstWave === 0) afterFirstWave();
     const ctx = {
       runId: this.runId,
       root: settings.root,
@@ -262,6 +267,7 @@ export class Run {
     this.console.onSweep("end-of-run", this.sweeps.endOfRun);
     await guardian.release();
     const report = await this.writeReports(true);
+    await pruning;
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
     this.console.onRunEnd(report, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf }, this.filterMatchedNothing);
