@@ -216,7 +216,7 @@ export class Run {
     await runPool(
       toRun,
       settings.jobs,
-      async (shard, enqueue) => {
+      async (shard, enqueue, release) => {
         let started = false;
         const { result, filesNotStarted } = await runShard(
           ctx,
@@ -236,7 +236,16 @@ export class Run {
             this.live.add(proc);
             // A cancel that raced with the spawn still reaches this shard.
             if (this.cancelledBy) proc.terminate("cancel");
-            return () => this.live.delete(proc);
+            return () => {
+              this.live.delete(proc);
+              // The child's process group is gone (exited or killed, swept,
+              // pipes drained): its job slot goes to the next shard while this
+              // one's JUnit and marks are read and its verdict decided (10-25 ms
+              // per batched shard, bench/README.md). Not after a failed event
+              // channel: the shard then runs again without events
+              // (exec/shard.ts) and keeps its slot until it returns.
+              if (this.running.get(shard.index)?.eventsProblem === null) release();
+            };
           },
           () => this.cancelledBy,
         ).catch((error: unknown) => {

@@ -4,24 +4,37 @@
  * `jobs` workers take items in queue order; an item's work may add items
  * (re-dispatched files of a killed batched shard), which join the end of
  * the queue. Once `stopped()` is true no new item starts.
+ *
+ * An item holds one of the `jobs` slots until its work resolves or calls
+ * `release()`: a shard gives its slot back as soon as its process group is
+ * gone, so the next shard starts while the finished one's JUnit and marks
+ * are read (app/run.ts). Released work still counts as running for the end
+ * of the pool and may still add items.
  */
 
 /**
  * Runs `work` over `items`, and over every item `work` adds with `enqueue`,
- * with at most `jobs` at once. Items are taken in order; a worker with an
- * empty queue waits while other items still run (they may add more).
+ * with at most `jobs` holding a slot at once. Items are taken in order; a
+ * worker with an empty queue waits while other items still run (they may
+ * add more).
  *
+ * @param work gets the item, `enqueue`, and `release` (idempotent) to free
+ *   the item's slot before its work resolves
  * @returns for each item, in the order it was queued (the given ones first),
- *   its result or `undefined` when it never started
+ *   its result or `undefined` when it never started; resolves once every
+ *   started item's work has resolved
+ * @throws the first error a work function throws while it holds its slot;
+ *   one thrown after its release, once every other item has finished
  */
 export async function runPool<T, R>(
   items: readonly T[],
   jobs: number,
-  work: (item: T, enqueue: (more: T) => void) => Promise<R>,
+  work: (item: T, enqueue: (more: T) => void, release: () => void) => Promise<R>,
   stopped: () => boolean,
 ): Promise<(R | undefined)[]> {
   const queue = [...items];
   const results: (R | undefined)[] = new Array(queue.length).fill(undefined);
+  const started: Promise<void>[] = [];
   let next = 0;
   let active = 0;
   // Wakes idle workers when an item is queued or a running one ends.
@@ -45,14 +58,21 @@ export async function runPool<T, R>(
       }
       const index = next++;
       active++;
-      try {
-        results[index] = await work(queue[index]!, enqueue);
-      } finally {
-        active--;
-        signal();
-      }
+      let release: () => void = () => {};
+      const released = new Promise<void>((r) => (release = r));
+      const done = work(queue[index]!, enqueue, release)
+        .then((result) => {
+          results[index] = result;
+        })
+        .finally(() => {
+          active--;
+          signal();
+        });
+      started.push(done);
+      await Promise.race([released, done]);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, jobs) }, worker));
+  await Promise.all(started);
   return results;
 }
