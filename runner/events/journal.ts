@@ -4,13 +4,13 @@
  * a report be rebuilt (or a hang be diagnosed) from disk after the run, and
  * it is written as a stream so nothing accumulates in memory.
  *
- * Lines hold the validated events exactly as {@link TestEventSchema} parses
+ * Lines hold the validated events exactly as {@link testEventSchema} parses
  * them (unknown fields kept), so `readJournal` → `TestEventModel.fromEvents`
  * rebuilds the same per-test state, except clock values (replay time).
  */
 import { closeSync, createWriteStream, fchmodSync, openSync, type WriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { TestEventSchema, type TestEvent } from "./wire.ts";
+import { testEventSchema, type TestEvent } from "./wire.ts";
 
 /**
  * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;
@@ -149,7 +149,7 @@ export async function readJournalDetailed(path: string): Promise<JournalRead> {
   const result: JournalRead = { events: [], invalidLines: 0, truncatedTail: false };
   const parseLine = (line: string): TestEvent | undefined => {
     try {
-      const parsed = TestEventSchema.safeParse(JSON.parse(line));
+      const parsed = testEventSchema().safeParse(JSON.parse(line));
       return parsed.success ? parsed.data : undefined;
     } catch {
       return undefined;

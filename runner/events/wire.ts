@@ -8,81 +8,98 @@
 import { z } from "zod";
 import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
-const testId = z.number().int().nonnegative();
-
-/**
- * `TestReporter.found`: one test or describe block, sent for every block of a
- * file before any of its tests run. `url` is the absolute path of the file,
- * `line` 1-based, `parentId` the enclosing describe (absent at top level).
- * Unknown extra fields are kept (loose objects) so the journal stays raw.
- */
-export const FoundEventSchema = z.object({
-  method: z.literal("TestReporter.found"),
-  params: z.looseObject({
-    id: testId,
-    url: z.string(),
-    line: z.number().int().nonnegative().optional(),
-    name: z.string(),
-    type: z.enum(["test", "describe"]),
-    parentId: testId.optional(),
-  }),
-});
-
-/** `TestReporter.start`: one attempt of a test begins (sent again for each `--retry` attempt). */
-export const StartEventSchema = z.object({
-  method: z.literal("TestReporter.start"),
-  params: z.looseObject({ id: testId }),
-});
-
 /** Bun's final verdict on a test, as sent in `TestReporter.end`. */
 export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
 export type BunEndStatus = (typeof BUN_END_STATUSES)[number];
 
 /**
- * `TestReporter.end`: the final attempt of a test finished. `elapsed` is in
- * **nanoseconds** and covers the final attempt only. Skipped and todo tests
- * get an `end` (elapsed 0) without any `start`. A failed attempt that is
- * retried gets no `end`; the next `start` of the same id marks it.
+ * The zod schemas of the four events, built on first use: found, start and
+ * end are checked by hand ({@link parseInspectorMessage}), so a run without
+ * an error event (no failing test) or a malformed one never builds them
+ * (about 4 ms of CPU at start-up, bench/README.md).
  */
-export const EndEventSchema = z.object({
-  method: z.literal("TestReporter.end"),
-  params: z.looseObject({
-    id: testId,
-    status: z.enum(BUN_END_STATUSES),
-    elapsed: z.number().nonnegative(),
-  }),
-});
+function buildSchemas() {
+  const testId = z.number().int().nonnegative();
+
+  /**
+   * `TestReporter.found`: one test or describe block, sent for every block of a
+   * file before any of its tests run. `url` is the absolute path of the file,
+   * `line` 1-based, `parentId` the enclosing describe (absent at top level).
+   * Unknown extra fields are kept (loose objects) so the journal stays raw.
+   */
+  const FoundEventSchema = z.object({
+    method: z.literal("TestReporter.found"),
+    params: z.looseObject({
+      id: testId,
+      url: z.string(),
+      line: z.number().int().nonnegative().optional(),
+      name: z.string(),
+      type: z.enum(["test", "describe"]),
+      parentId: testId.optional(),
+    }),
+  });
+
+  /** `TestReporter.start`: one attempt of a test begins (sent again for each `--retry` attempt). */
+  const StartEventSchema = z.object({
+    method: z.literal("TestReporter.start"),
+    params: z.looseObject({ id: testId }),
+  });
+
+  /**
+   * `TestReporter.end`: the final attempt of a test finished. `elapsed` is in
+   * **nanoseconds** and covers the final attempt only. Skipped and todo tests
+   * get an `end` (elapsed 0) without any `start`. A failed attempt that is
+   * retried gets no `end`; the next `start` of the same id marks it.
+   */
+  const EndEventSchema = z.object({
+    method: z.literal("TestReporter.end"),
+    params: z.looseObject({
+      id: testId,
+      status: z.enum(BUN_END_STATUSES),
+      elapsed: z.number().nonnegative(),
+    }),
+  });
+
+  /**
+   * `LifecycleReporter.error`: an error Bun printed, either a failing
+   * assertion inside a running test or an "unhandled error between tests"
+   * (e.g. a top-level `throw` in a test file). Carries no test id.
+   * `urls[i]` pairs with `lineColumns[2i]` (line) and `lineColumns[2i+1]`
+   * (column), both 1-based. A per-test timeout sends no error event.
+   */
+  const ErrorEventSchema = z.object({
+    method: z.literal("LifecycleReporter.error"),
+    params: z.looseObject({
+      message: z.string(),
+      name: z.string().optional(),
+      urls: z.array(z.string()).optional(),
+      lineColumns: z.array(z.number()).optional(),
+      sourceLines: z.array(z.string()).optional(),
+    }),
+  });
+
+  /** Any event shardguard consumes, discriminated by `method`. */
+  const TestEventSchema = z.discriminatedUnion("method", [FoundEventSchema, StartEventSchema, EndEventSchema, ErrorEventSchema]);
+  return { FoundEventSchema, StartEventSchema, EndEventSchema, ErrorEventSchema, TestEventSchema };
+}
+
+let schemas: ReturnType<typeof buildSchemas> | null = null;
 
 /**
- * `LifecycleReporter.error`: an error Bun printed, either a failing
- * assertion inside a running test or an "unhandled error between tests"
- * (e.g. a top-level `throw` in a test file). Carries no test id.
- * `urls[i]` pairs with `lineColumns[2i]` (line) and `lineColumns[2i+1]`
- * (column), both 1-based. A per-test timeout sends no error event.
+ * The schema of any event shardguard consumes, discriminated by `method`
+ * (`TestReporter.found`, `.start`, `.end`, `LifecycleReporter.error`): the
+ * authority for what an event is; unknown extra fields are kept.
  */
-export const ErrorEventSchema = z.object({
-  method: z.literal("LifecycleReporter.error"),
-  params: z.looseObject({
-    message: z.string(),
-    name: z.string().optional(),
-    urls: z.array(z.string()).optional(),
-    lineColumns: z.array(z.number()).optional(),
-    sourceLines: z.array(z.string()).optional(),
-  }),
-});
+export function testEventSchema(): ReturnType<typeof buildSchemas>["TestEventSchema"] {
+  return (schemas ??= buildSchemas()).TestEventSchema;
+}
 
-/** Any event shardguard consumes, discriminated by `method`. */
-export const TestEventSchema = z.discriminatedUnion("method", [
-  FoundEventSchema,
-  StartEventSchema,
-  EndEventSchema,
-  ErrorEventSchema,
-]);
-export type TestEvent = z.infer<typeof TestEventSchema>;
-export type FoundEvent = z.infer<typeof FoundEventSchema>;
-export type StartEvent = z.infer<typeof StartEventSchema>;
-export type EndEvent = z.infer<typeof EndEventSchema>;
-export type ErrorEvent = z.infer<typeof ErrorEventSchema>;
+type Schemas = ReturnType<typeof buildSchemas>;
+export type TestEvent = z.infer<Schemas["TestEventSchema"]>;
+export type FoundEvent = z.infer<Schemas["FoundEventSchema"]>;
+export type StartEvent = z.infer<Schemas["StartEventSchema"]>;
+export type EndEvent = z.infer<Schemas["EndEventSchema"]>;
+export type ErrorEvent = z.infer<Schemas["ErrorEventSchema"]>;
 
 const EVENT_METHODS: ReadonlySet<string> = new Set([
   "TestReporter.found",
@@ -111,8 +128,8 @@ const isId = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >
 const END_STATUSES: ReadonlySet<unknown> = new Set(BUN_END_STATUSES);
 
 /**
- * The same rules as {@link FoundEventSchema}, {@link StartEventSchema} and
- * {@link EndEventSchema}, checked by hand: these three events come once to
+ * The same rules as the found, start and end schemas ({@link testEventSchema}),
+ * checked by hand: these three events come once to
  * three times per test, and zod's generic parse cost the runner more than
  * the rest of its event handling (bench/README.md: 100,000 tests). Anything this
  * does not accept goes through the schema, which stays the authority.
@@ -155,7 +172,7 @@ export function parseInspectorMessage(text: string): ParsedMessage {
   if (typeof record.method === "string") {
     if (!EVENT_METHODS.has(record.method)) return { kind: "ignored", method: record.method };
     if (isCommonEvent(record)) return { kind: "event", event: record };
-    const parsed = TestEventSchema.safeParse(record);
+    const parsed = testEventSchema().safeParse(record);
     if (!parsed.success) {
       return { kind: "invalid", method: record.method, issue: parsed.error.issues[0]?.message ?? "invalid" };
     }
