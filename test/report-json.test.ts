@@ -2,8 +2,8 @@
  * renderJson, the committed JSON Schema, and writeFileAtomic.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { pollForTornReads } from "./helpers/torn-reads.ts";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod";
@@ -124,30 +124,13 @@ describe("writeFileAtomic", () => {
     // fs.writeFile in place of writeFileAtomic this sees torn reads every run.
     const payloads = Array.from({ length: 8 }, (_, i) => `<${i}>${String.fromCharCode(97 + i).repeat(1_000_000)}</${i}>\n`);
     const complete = new Set(payloads);
-    let writing = true;
-    let reads = 0;
-    let torn = 0;
-    const reader = async () => {
-      while (writing) {
-        let text: string;
-        try {
-          text = await readFile(target, "utf8");
-        } catch {
-          await Bun.sleep(0); // not created yet
-          continue;
-        }
-        reads += 1;
-        if (!complete.has(text)) torn += 1;
-      }
-    };
-    const readers = Array.from({ length: 4 }, reader);
+    const polling = pollForTornReads(target, complete, 4);
     await Promise.all(
       payloads.map(async (payload) => {
         for (let round = 0; round < 6; round += 1) await writeFileAtomic(target, payload);
       }),
     );
-    writing = false;
-    await Promise.all(readers);
+    const { reads, torn } = await polling.stop();
     expect(reads).toBeGreaterThan(0);
     expect(torn).toBe(0);
     expect(complete.has(readFileSync(target, "utf8"))).toBe(true);

@@ -10,9 +10,9 @@
  * fixtures (helpers/varied-report.ts), through ReportWriter with a redactor.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { pollForTornReads } from "./helpers/torn-reads.ts";
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod";
@@ -183,26 +183,9 @@ describe("writeChunksAtomic", () => {
     const target = join(dir, "junit.xml");
     const versions = Array.from({ length: 6 }, (_, v) => Array.from({ length: 8 }, (_, i) => `<${v}.${i}>${String.fromCharCode(97 + v).repeat(FLUSH_CHARS / 2)}\n`));
     const complete = new Set(versions.map((pieces) => pieces.join("")));
-    let writing = true;
-    let reads = 0;
-    let torn = 0;
-    const reader = async () => {
-      while (writing) {
-        let text: string;
-        try {
-          text = await readFile(target, "utf8");
-        } catch {
-          await Bun.sleep(0); // not created yet
-          continue;
-        }
-        reads += 1;
-        if (!complete.has(text)) torn += 1;
-      }
-    };
-    const readers = Array.from({ length: 3 }, reader);
+    const polling = pollForTornReads(target, complete, 3);
     for (let round = 0; round < 3; round++) for (const pieces of versions) await writeChunksAtomic([target], pieces);
-    writing = false;
-    await Promise.all(readers);
+    const { reads, torn } = await polling.stop();
     expect(reads).toBeGreaterThan(0);
     expect(torn).toBe(0);
     expect(readdirSync(dir)).toEqual(["junit.xml"]);
