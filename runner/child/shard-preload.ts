@@ -37,7 +37,8 @@
  *      two shards per core (Bun's sending thread had not run yet;
  *      bench/event-loss.ts);
  *    - with `--bail` (SHARDGUARD_YIELD=bail), also one 5 ms wait before the
- *      first test: Bun then ends without the afterAll;
+ *      first test (a synchronous sleep under fake timers): Bun then ends
+ *      without the afterAll;
  *    - in `process.exit`, a synchronous sleep of {@link EXIT_FLUSH_MS}
  *      before the real exit (an event-loop turn is impossible inside a
  *      synchronous call; 10 ms delivered 20 of 20 in 14 of 15 runs).
@@ -57,7 +58,7 @@
  * The hooks cannot fail (errors are swallowed); per test they cost one
  * synchronous append.
  */
-import { afterAll, beforeEach } from "bun:test";
+import { afterAll, beforeEach, jest } from "bun:test";
 
 // Bun's FileSink, not node:fs: importing node:fs costs a child about 4 ms,
 // which dominated the runner's overhead on small files (bench/events-overhead.ts);
@@ -88,6 +89,24 @@ const slot = (name: string): Slot => {
   const g = globalThis as unknown as Record<symbol, Slot | undefined>;
   return (g[Symbol.for(name)] ??= Promise.withResolvers<unknown>() as Slot);
 };
+
+/**
+ * The timer functions as they were before any test ran: a test may replace
+ * the globals (sinon's fake timers do), and the waits below must still end.
+ * Bun's own fake timers work below the globals; {@link fakeTimers} tells.
+ */
+const realSetTimeout = globalThis.setTimeout;
+const realClearTimeout = globalThis.clearTimeout;
+const realSetImmediate = globalThis.setImmediate;
+
+/** True while Bun's fake timers are installed (`jest.useFakeTimers()`): no timer fires then. */
+function fakeTimers(): boolean {
+  try {
+    return jest.isFakeTimers?.() === true;
+  } catch {
+    return false;
+  }
+}
 
 /** Sleep before a `process.exit` of a test, ms, so queued inspector events leave. */
 const EXIT_FLUSH_MS = 25;
@@ -123,7 +142,20 @@ beforeEach(() => {
   } else mark("s");
   if (!firstWait) return undefined;
   firstWait = false;
-  return new Promise<void>((resolve) => setTimeout(resolve, FIRST_WAIT_MS));
+  // A file that installs fake timers at load (`jest.useFakeTimers()`) would
+  // never fire this timer, and its first test failed after Bun's 5 s hook
+  // timeout (test/preload-timers.test.ts). Then sleep synchronously, like the
+  // wait in process.exit (Bun's inspector thread sends while the main thread
+  // sleeps), and give the event loop one turn.
+  if (fakeTimers()) {
+    try {
+      Bun.sleepSync(FIRST_WAIT_MS);
+    } catch {
+      // Never stand between a test and its run.
+    }
+    return new Promise<void>((resolve) => realSetImmediate(resolve));
+  }
+  return new Promise<void>((resolve) => realSetTimeout(resolve, FIRST_WAIT_MS));
 });
 // A global afterAll runs once, after every file, even when no test was
 // registered, and never after a call to process.exit: its "e" proves that Bun
@@ -145,8 +177,8 @@ afterAll(async () => {
   // Then wait until the runner has every event.
   if (flushEvents) {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([slot("shardguard.eventsReceived").promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ACK_MAX_MS)))]);
-    clearTimeout(timer);
+    await Promise.race([slot("shardguard.eventsReceived").promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, ACK_MAX_MS)))]);
+    realClearTimeout(timer);
   }
 });
 
