@@ -3,17 +3,19 @@
  * spaced apart, but the final write never waits out that spacing.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { INTERIM_WRITE_GAP_MS, ReportWriter } from "../runner/app/report-writer.ts";
 import { validReport, type RunReport } from "../runner/results/model.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { makeReport, makeShard } from "./helpers/report-fixtures.ts";
+import { makeSuite, removeSuites, runCli } from "./helpers/cli.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  removeSuites();
 });
 
 function writerIn(): { writer: ReportWriter; dir: string; errors: string[] } {
@@ -65,6 +67,45 @@ describe("ReportWriter", () => {
     expect(stamps.length).toBe(2);
     expect(stamps[1]! - stamps[0]!).toBeGreaterThanOrEqual(INTERIM_WRITE_GAP_MS - 5);
   });
+});
+
+describe("a final write that fails", () => {
+  test("is recorded (an interim failure is not), so the run cannot exit 0", async () => {
+    const { writer, dir, errors } = writerIn();
+    // A non-empty directory where junit.xml goes: the rename over it fails.
+    mkdirSync(join(dir, "junit.xml", "taken"), { recursive: true });
+    const build = () => makeReport([makeShard({ index: 1 })]);
+    await writer.write(false, build);
+    expect(writer.finalWriteError).toBeNull();
+    await writer.write(true, build);
+    expect(writer.finalWriteError).toContain("junit.xml");
+    expect(errors.length).toBe(2);
+  });
+
+  test("the CLI: every shard passed but junit.xml could not be written, so exit 1 and say why", async () => {
+    // The test itself puts a directory where the runner's junit.xml goes, so every report write fails.
+    const dir = makeSuite({
+      "ok.test.ts": `import { test } from "bun:test";
+import { mkdirSync, rmSync } from "node:fs";
+test("passes, and takes the junit path", () => {
+  // An interim report may have landed there already (and may land again in between).
+  for (let i = 0; i < 20; i++) {
+    rmSync(process.env.TAKE_PATH!, { recursive: true, force: true });
+    try {
+      mkdirSync(process.env.TAKE_PATH + "/taken", { recursive: true });
+      return;
+    } catch {}
+  }
+});
+`,
+    });
+    const junit = join(dir, "out", "junit.xml");
+    const run = await runCli(["run", "--root", dir, "--junit", junit], { env: { TAKE_PATH: junit }, limitMs: 30_000 });
+    expect(run.stdout).toContain("shardguard: 1 shard: 1 passed");
+    expect(run.stdout).toContain("could not write the reports");
+    expect(run.stdout).toContain("the final reports could not be written: exit 1");
+    expect(run.code).toBe(1);
+  }, 40_000);
 });
 
 describe("validReport", () => {

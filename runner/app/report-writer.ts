@@ -49,6 +49,12 @@ export class ReportWriter {
   private finalRequested = false;
   /** Ends the spacing wait of a queued interim write early (the final write was requested). */
   private wakeInterim: (() => void) | null = null;
+  /**
+   * Why the final write failed (the fs error), or null. The files on disk
+   * are then an older snapshot or missing, so the run must not exit 0
+   * (app/run.ts).
+   */
+  finalWriteError: string | null = null;
 
   /**
    * @param redact applied to every report before rendering (reports leave the machine; logs stay raw, mode 0600)
@@ -102,7 +108,8 @@ export class ReportWriter {
       const began = performance.now();
       const report = build();
       this.lastRenderMs = performance.now() - began;
-      await this.writeNow(report);
+      const error = await this.writeNow(report);
+      if (final) this.finalWriteError = error;
       return report;
     });
     if (!final) this.queuedInterim = next;
@@ -110,7 +117,8 @@ export class ReportWriter {
     return next;
   }
 
-  private async writeNow(report: RunReport): Promise<void> {
+  /** Writes the three reports; returns the error's message when one could not be written (told to `onError` too), else null. */
+  private async writeNow(report: RunReport): Promise<string | null> {
     try {
       const began = performance.now();
       // Redaction copies only the entries it changes (results/redact.ts).
@@ -143,8 +151,11 @@ export class ReportWriter {
         const paths = runDir ? [path.join(runDir, name), target] : [target];
         await writeChunksAtomic(paths, this.timed(chunks()));
       }
+      return null;
     } catch (error) {
-      this.onError(`shardguard: could not write the reports: ${(error as Error).message}`);
+      const message = (error as Error).message;
+      this.onError(`shardguard: could not write the reports: ${message}`);
+      return message;
     }
   }
 

@@ -275,7 +275,13 @@ export class Run {
     this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
     this.console.onSweep("end-of-run", this.sweeps.endOfRun);
     await guardian.release();
-    const report = await this.writeReports(true);
+    let report = await this.writeReports(true);
+    if (this.writer.finalWriteError !== null && report.exitCode === EXIT.ok) {
+      // The files on disk are an older snapshot, or missing: a CI step that
+      // reads them must not be told the run passed (docs/reports.md).
+      report = { ...report, exitCode: EXIT.failed };
+      this.inputs.out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
+    }
     await pruning;
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();

@@ -73,7 +73,14 @@ export async function writeChunksAtomic(targets: readonly string[], chunks: Iter
         await link(first, temp);
         made.push(temp);
       } catch {
-        await copyFile(first, temp, constants.COPYFILE_EXCL);
+        try {
+          await copyFile(first, temp, constants.COPYFILE_EXCL);
+        } catch (error) {
+          // A copy cut short (ENOSPC) leaves a partial temp file: not ours to
+          // keep when it is not there because another writer holds the name.
+          if ((error as NodeJS.ErrnoException).code !== "EEXIST") await rm(temp, { force: true });
+          throw error;
+        }
         made.push(temp);
         const copy = await open(temp, "r+");
         try {
