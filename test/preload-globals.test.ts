@@ -1,10 +1,13 @@
 /**
- * The child preload's waits (runner/child/shard-preload.ts) must end in test
- * files that fake or replace the timers: under `--bail` the preload waits
+ * The child preload's hooks (runner/child/shard-preload.ts) must neither hang
+ * nor fail in test files that fake timers or break globals. Its waits must
+ * end in files that fake or replace the timers: under `--bail` the preload waits
  * once before the first test, and a timer there never fired in a file that
  * calls `jest.useFakeTimers()` at load, so its first test failed after Bun's
- * 5 s hook timeout where plain `bun test --bail` passes. Real CLI, real
- * `bun test` children, events on.
+ * 5 s hook timeout where plain `bun test --bail` passes. And its end-of-run
+ * hook must not throw where a test broke `Symbol` or `Promise.withResolvers`
+ * (it failed as an "afterAll hook" where plain `bun test` passes). Real CLI,
+ * real `bun test` children, events on.
  */
 import { afterAll, expect, test } from "bun:test";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
@@ -44,4 +47,28 @@ test("under --bail, files with fake or swapped timers pass at once, as with plai
     expect(shard.durationMs).toBeLessThan(4_000);
   }
   expect(report.shards.map((s) => s.files[0]).sort()).toEqual(Object.keys(FILES).sort());
+}, 40_000);
+
+test("a file that breaks Symbol, Promise.withResolvers, Promise.race and setTimeout passes, as with plain bun test", async () => {
+  const dir = makeSuite({
+    "breaks-globals.test.ts": `import { test } from "bun:test";
+test("breaks them", () => {
+  (Promise as any).withResolvers = undefined;
+  (Promise as any).race = () => new Promise(() => {});
+  (globalThis as any).setTimeout = undefined;
+  (globalThis as any).Symbol = undefined;
+});
+test("after", () => {});
+`,
+  });
+  const run = await runCli(["run", "--root", dir, "--timeout", "20"], { limitMs: 30_000 });
+  expect(run.code).toBe(0);
+  const [shard] = readReport(dir).shards;
+  expect(shard!.status).toBe("passed");
+  expect(shard!.tests.map((t) => [t.name, t.status])).toEqual([
+    ["breaks them", "passed"],
+    ["after", "passed"],
+  ]);
+  // The barrier cannot run in that child; the preload's wait for it is bounded (ACK_MAX_MS, 1 s).
+  expect(shard!.durationMs).toBeLessThan(10_000);
 }, 40_000);
