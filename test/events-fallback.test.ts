@@ -95,3 +95,23 @@ describe("a shard child that never dials the runner's inspector socket", () => {
     30_000,
   );
 });
+
+describe("a test that removes the run's socket directory (its path is in the test's own command line)", () => {
+  test("later shards still get their events: the directory is made again, private, before each listen", async () => {
+    const remover =
+      `import { expect, test } from "bun:test";\nimport { readFileSync, rmSync } from "node:fs";\nimport path from "node:path";\n` +
+      `test("removes the socket dir", () => {\n` +
+      `  const arg = readFileSync("/proc/self/cmdline", "utf8").split("\\0").find((a) => a.startsWith("--inspect-wait=unix:"))!;\n` +
+      `  rmSync(path.dirname(arg.slice("--inspect-wait=unix:".length)), { recursive: true, force: true });\n` +
+      `  expect(1).toBe(1);\n});\n`;
+    const dir = makeSuite({ "t/a-remove.test.ts": remover, ...SUITE });
+    const out = path.join(dir, ".shardguard");
+    const r = await runCli(["run", "--root", dir, "--out", out, "--jobs", "1", "t"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).not.toContain("running it again without them");
+    // Every shard, the ones after the removal included, journaled events.
+    const sizes = journalSizes(out);
+    expect(sizes).toHaveLength(3);
+    for (const size of sizes) expect(size).toBeGreaterThan(0);
+  }, 30_000);
+});

@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as netConnect } from "node:net";
@@ -486,6 +486,16 @@ describe("listenForTestEvents failure paths", () => {
       process.kill(-shard.pid, "SIGKILL");
       await shard.exited;
     }
+  });
+
+  test("a socket directory removed meanwhile (a test can: it is in its argv) is made again, private, by socketPathFor", () => {
+    const dir = socketDirFor(join(root, "run-removed"));
+    rmSync(dir, { recursive: true, force: true });
+    const path = socketPathFor(dir, "again");
+    expect(path).toBe(join(dir, "again.sock"));
+    const stat = lstatSync(dir);
+    expect(stat.isDirectory()).toBe(true);
+    expect(stat.mode & 0o777).toBe(0o700);
   });
 
   test("a leftover socket file (its owner died): listening fails with reason listen; socketPathFor removes it", async () => {

@@ -119,13 +119,15 @@ function assertPrivateDir(dir: string): string {
  *
  * A socket file left at that path by an earlier run is removed: binding a
  * unix socket fails with EADDRINUSE on an existing file (measured with
- * Bun 1.4.4, both for `Bun.listen` and for the child's own inspector).
+ * Bun 1.4.4, both for `Bun.listen` and for the child's own inspector). A
+ * directory removed meanwhile (by a test) is made again and checked as
+ * {@link socketDirFor} does.
  *
  * @param name a short file-name-safe token such as the shard index.
  * @throws SocketPathTooLongError when the path exceeds {@link MAX_SOCKET_PATH_BYTES}.
  * @throws Error when `name` is not a plain file name, the path has
- *   characters outside `A-Z a-z 0-9 . _ / -`, or something other than a
- *   socket already exists at the path.
+ *   characters outside `A-Z a-z 0-9 . _ / -`, something other than a
+ *   socket already exists at the path, or the directory is not private.
  */
 export function socketPathFor(dir: string, name: string | number): string {
   const token = String(name);
@@ -136,6 +138,15 @@ export function socketPathFor(dir: string, name: string | number): string {
   const bytes = byteLength(path);
   if (bytes > MAX_SOCKET_PATH_BYTES) throw new SocketPathTooLongError(path, bytes);
   assertSafeCharacters(path);
+  // A test may have removed the directory (it is in the test's own argv):
+  // made again, private, so later shards keep their events.
+  try {
+    lstatSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    mkdirSync(dir, { mode: 0o700, recursive: true });
+  }
+  assertPrivateDir(dir);
   let existing;
   try {
     existing = lstatSync(path);
