@@ -8,7 +8,15 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { readBunJUnit } from "../runner/results/bun-junit.ts";
-import { JUnitShrinker, JUnitTooLargeError, readJUnitCapped } from "../runner/results/junit-shrink.ts";
+import {
+  JUNIT_BYTES_PER_STARTED_TEST,
+  junitByteLimit,
+  JUnitShrinker,
+  JUnitTooLargeError,
+  MAX_JUNIT_BYTES,
+  MAX_JUNIT_BYTES_CEILING,
+  readJUnitCapped,
+} from "../runner/results/junit-shrink.ts";
 import { capJsonStrings, capText, cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../runner/util/text-cap.ts";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 
@@ -112,6 +120,25 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     const missing = await readJUnitCapped(path.join(dir, "none.xml")).catch((e: NodeJS.ErrnoException) => e.code);
     expect(missing).toBe("ENOENT");
   });
+
+  test("the limit grows with the tests started: a passing file of 100,000 long-named tests (about 19 MB, as Bun writes it) is read, not refused", async () => {
+    expect(junitByteLimit(0)).toBe(MAX_JUNIT_BYTES);
+    expect(junitByteLimit(100_000)).toBe(MAX_JUNIT_BYTES + 100_000 * JUNIT_BYTES_PER_STARTED_TEST);
+    expect(junitByteLimit(10_000_000)).toBe(MAX_JUNIT_BYTES_CEILING);
+    const dir = makeSuite({});
+    const file = path.join(dir, "bun.xml");
+    const suites: string[] = [];
+    for (let d = 0; d < 100; d++) {
+      const name = `suite ${d} of the agent evaluation matrix`;
+      const cases = Array.from({ length: 1000 }, (_, i) => `<testcase name="case ${i} returns the expected answer for the prompt" classname="${name}" time="0.000001" file="big.test.ts" line="${i + 3}" assertions="0" />`);
+      suites.push(`<testsuite name="${name}" file="big.test.ts" line="2" tests="1000" assertions="0" failures="0" skipped="0" time="0.01" hostname="h">\n${cases.join("\n")}\n</testsuite>`);
+    }
+    writeFileSync(file, `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="100000" assertions="0" failures="0" skipped="0" time="1"><testsuite name="big.test.ts" file="big.test.ts" tests="100000" assertions="0" failures="0" skipped="0" time="1" hostname="h">\n${suites.join("\n")}\n</testsuite></testsuites>\n`);
+    expect(Bun.file(file).size).toBeGreaterThan(MAX_JUNIT_BYTES);
+    await expect(readJUnitCapped(file)).rejects.toThrow(JUnitTooLargeError);
+    const entries = readBunJUnit(await readJUnitCapped(file, junitByteLimit(100_000)));
+    expect(entries.flatMap((e) => e.tests)).toHaveLength(100_000);
+  }, 30_000);
 });
 
 describe("capText: a text cut at ingestion is cut again as one in reports", () => {

@@ -11,7 +11,7 @@ import { TestEventModel } from "../events/model.ts";
 import { toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
-import { readJUnitCapped } from "../results/junit-shrink.ts";
+import { junitByteLimit, readJUnitCapped } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
@@ -194,18 +194,21 @@ export async function runShard(
   }
   const { outcome, model, connected } = result;
 
+  // The preload's global afterAll writes "e": Bun reached the end of the run.
+  const marks = await readMarks(marksPath);
+
   let junit: BunJUnitFile[] | null = null;
   let junitProblem: string | undefined;
   try {
-    // Streamed with long texts cut: the file is test-controlled and may be huge.
-    junit = alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath)), shard.files, ctx.root);
+    // Streamed with long texts cut: the file is test-controlled and may be
+    // huge. Its limit grows with the tests that started (a passing file of
+    // 100,000 tests writes about 19 MB).
+    junit = alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath, junitByteLimit(marks.testsStarted))), shard.files, ctx.root);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
   }
 
-  // The preload's global afterAll writes "e": Bun reached the end of the run.
-  const marks = await readMarks(marksPath);
   const { testsStarted, finishedNormally, descendants } = marks;
   const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
   // Tests defined through helper modules: map them to their files by the preload's file records.

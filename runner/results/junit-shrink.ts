@@ -16,8 +16,30 @@
 import { open } from "node:fs/promises";
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
-/** Largest JUnit text handed to the XML parser after the cuts, bytes: 16 MiB (tens of thousands of tests). */
+/** Largest JUnit text handed to the XML parser after the cuts, bytes, whatever the test count: 16 MiB (tens of thousands of tests). */
 export const MAX_JUNIT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Bytes of JUnit allowed per test the child preload counted as started, on
+ * top of {@link MAX_JUNIT_BYTES}: 1 KiB. A passing file of 100,000 tests
+ * with long describe and test names makes Bun write about 19 MB (about 190
+ * bytes a testcase), which a fixed 16 MiB refused as unreadable.
+ */
+export const JUNIT_BYTES_PER_STARTED_TEST = 1024;
+
+/** The most a JUnit may ever take after the cuts, bytes: 256 MiB (the start count is test-controlled too). */
+export const MAX_JUNIT_BYTES_CEILING = 256 * 1024 * 1024;
+
+/**
+ * The byte limit of a shard's JUnit after the cuts: {@link MAX_JUNIT_BYTES}
+ * plus {@link JUNIT_BYTES_PER_STARTED_TEST} per started test, at most
+ * {@link MAX_JUNIT_BYTES_CEILING}.
+ *
+ * @param testsStarted test starts the child preload counted (exec/marks.ts)
+ */
+export function junitByteLimit(testsStarted: number): number {
+  return Math.min(MAX_JUNIT_BYTES_CEILING, MAX_JUNIT_BYTES + JUNIT_BYTES_PER_STARTED_TEST * Math.max(0, testsStarted));
+}
 
 /** Bun's JUnit file cannot be read within the bounds. */
 export class JUnitTooLargeError extends Error {
@@ -206,14 +228,15 @@ export class JUnitShrinker {
 /**
  * Reads Bun's JUnit file at `file` through a {@link JUnitShrinker}.
  *
+ * @param maxBytes the limit after the cuts ({@link junitByteLimit} for a shard)
  * @throws the file system error (e.g. ENOENT, as `code`) when it cannot be read
  * @throws JUnitTooLargeError when it is too large even after the cuts
  */
-export async function readJUnitCapped(file: string): Promise<string> {
+export async function readJUnitCapped(file: string, maxBytes = MAX_JUNIT_BYTES): Promise<string> {
   const handle = await open(file, "r");
   try {
     // The output is at most the file (cuts only shrink it): sized once, not grown by doubling.
-    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES, MAX_JUNIT_BYTES, (await handle.stat()).size);
+    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES, maxBytes, (await handle.stat()).size);
     // One buffer, refilled: a fresh one per chunk was 10 MB of garbage per 100,000 testcases.
     const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
     for (;;) {
