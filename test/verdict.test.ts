@@ -153,6 +153,16 @@ describe("Bun's JUnit is trusted only when the rest of the evidence agrees (docs
     expect(result.reason).toContain("exited 0 before finishing (Bun's JUnit report was not trusted: the child preload's end-of-run mark is missing)");
     expect(result.tests.map((t) => t.status)).toEqual(["crashed"]);
   });
+  test("end mark present, JUnit unusable (too large, malformed): crashed, and the reason does not claim the run ended early", () => {
+    const events = connected(evTest("one", "ended", "passed"), evTest("two", "ended", "passed"));
+    const junitProblem = "Bun's JUnit report is unreadable: over 16777216 bytes even with long texts cut";
+    const result = decideShard(evidence({ junitProblem, finishedNormally: true, testsStarted: 2, events }));
+    expect(result.status).toBe("crashed");
+    expect(result.reason).toContain(`exited 0 after reaching the end of the run, but ${junitProblem}`);
+    expect(result.reason).not.toContain("process.exit");
+    // One entry carries the shard's status into every report; no hook was in flight (Bun reached the end).
+    expect(names(result)).toEqual([["one", "passed"], ["two", "passed"], ["(Bun's JUnit report)", "crashed"]]);
+  });
   test("more tests listed as run than the preload counted starts: crashed", () => {
     const junit = bunFile(bunCase("one", "passed", 1), bunCase("two", "passed", 2));
     const result = decideShard(evidence({ junit, finishedNormally: true, testsStarted: 1 }));

@@ -101,11 +101,14 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   if (code === 0 && !anyFound && ev.finishedNormally === true) {
     return noTests(ev, base);
   }
-  const reason =
-    code === 0 || code === 1
+  // With the end mark, the run did reach its end: what is missing is a usable JUnit (too large, malformed, forged).
+  const reachedEnd = ev.finishedNormally === true && !distrust && ev.junitProblem !== undefined;
+  const reason = reachedEnd
+    ? `exited ${code} after reaching the end of the run, but ${ev.junitProblem}: per-test results are the events' where they have them`
+    : code === 0 || code === 1
       ? `exited ${code} before finishing (${noJUnit}): the run ended early, e.g. a test called process.exit`
       : `exited with code ${code} (${noJUnit})`;
-  return interrupted(ev, base, "crashed", reason, "crashed", "crash");
+  return interrupted(ev, base, "crashed", reason, "crashed", "crash", reachedEnd);
 }
 
 /**
@@ -152,6 +155,7 @@ function interrupted(
   reason: string,
   inFlightStatus: TestStatus,
   failureType: string,
+  reachedEnd = false,
 ): ShardResult {
   const tests: TestResult[] = [];
   let usedEvents = false;
@@ -210,7 +214,9 @@ function interrupted(
     }
     if (!inFlightAssigned && file === lastLoaded) {
       inFlightAssigned = true;
-      tests.push(hookInFlight(file, found, inFlightStatus, failureType, reason, idleMs));
+      // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
+      if (reachedEnd) tests.push(hookEntry(file, "(Bun's JUnit report)", inFlightStatus, { type: failureType, message: reason }, 0));
+      else tests.push(hookInFlight(file, found, inFlightStatus, failureType, reason, idleMs));
     }
   }
   return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
