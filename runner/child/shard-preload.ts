@@ -36,9 +36,11 @@
  *      timer here instead lost every event of about 1 short shard in 50 at
  *      two shards per core (Bun's sending thread had not run yet;
  *      bench/event-loss.ts);
- *    - with `--bail` (SHARDGUARD_YIELD=bail), also one 5 ms wait before the
- *      first test (a synchronous sleep under fake timers): Bun then ends
- *      without the afterAll;
+ *    - with `--bail` (SHARDGUARD_YIELD=bail), where Bun ends without the
+ *      afterAll, the same barrier before the first test (the runner's
+ *      requests 7-9), so the first file's `found` plan has arrived before
+ *      any test can fail; under Bun's fake timers a 5 ms synchronous sleep
+ *      instead (a fixed 5 ms wait lost the plan now and then under load);
  *    - in `process.exit`, a synchronous sleep of {@link EXIT_FLUSH_MS}
  *      before the real exit (an event-loop turn is impossible inside a
  *      synchronous call; 10 ms delivered 20 of 20 in 14 of 15 runs).
@@ -72,7 +74,7 @@ const flushEvents = process.env.SHARDGUARD_YIELD === "1" || process.env.SHARDGUA
 // under load). One wait before the first test of the process sends them.
 let firstWait = process.env.SHARDGUARD_YIELD === "bail";
 
-/** Wait before the first test under --bail, ms (a 0 ms timer was not always enough under load). */
+/** Wait before the first test under --bail when Bun's fake timers are on (no barrier then), ms. */
 const FIRST_WAIT_MS = 5;
 
 /** Longest wait for the runner's end-of-run acknowledgement, ms (it normally takes one round trip). */
@@ -145,21 +147,38 @@ beforeEach(() => {
   } else mark("s");
   if (!firstWait) return undefined;
   firstWait = false;
+  if (!fakeTimers()) return firstTestBarrier();
   // A file that installs fake timers at load (`jest.useFakeTimers()`) would
-  // never fire this timer, and its first test failed after Bun's 5 s hook
-  // timeout (test/preload-globals.test.ts). Then sleep synchronously, like the
-  // wait in process.exit (Bun's inspector thread sends while the main thread
-  // sleeps), and give the event loop one turn.
-  if (fakeTimers()) {
-    try {
-      Bun.sleepSync(FIRST_WAIT_MS);
-    } catch {
-      // Never stand between a test and its run.
-    }
-    return new Promise<void>((resolve) => realSetImmediate(resolve));
+  // never fire the barrier's bounding timer, and its first test failed after
+  // Bun's 5 s hook timeout (test/preload-globals.test.ts). Then sleep
+  // synchronously, like the wait in process.exit (Bun's inspector thread
+  // sends while the main thread sleeps), and give the event loop one turn.
+  try {
+    slot("shardguard.firstTest").resolve("first");
+    Bun.sleepSync(FIRST_WAIT_MS);
+  } catch {
+    // Never stand between a test and its run.
   }
-  return new Promise<void>((resolve) => realSetTimeout(resolve, FIRST_WAIT_MS));
+  return new Promise<void>((resolve) => realSetImmediate(resolve));
 });
+
+/**
+ * Under --bail: the first test waits until the runner has every event sent
+ * before it (the first file's `found` plan; Bun's reply to the runner's
+ * awaitPromise on the firstTest slot comes after them), at most
+ * {@link ACK_MAX_MS}. A fixed 5 ms wait still lost the plan now and then
+ * under load (the differential test's bail case).
+ */
+async function firstTestBarrier(): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    slot("shardguard.firstTest").resolve("first");
+    await race([slot("shardguard.planReceived").promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, ACK_MAX_MS)))]);
+    realClearTimeout(timer);
+  } catch {
+    // A test broke what the slot needs: go on; the plan may then be lost, never a pass.
+  }
+}
 // A global afterAll runs once, after every file, even when no test was
 // registered, and never after a call to process.exit: its "e" proves that Bun
 // reached the normal end of the run (measured on Bun 1.4.4).

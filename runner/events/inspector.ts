@@ -54,6 +54,18 @@ export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRu
 /** The expression request 6 evaluates: releases the preload's wait at the end of the run. */
 export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived")] ??= Promise.withResolvers()).resolve()';
 
+/**
+ * Under `--bail` (the preload's global afterAll never runs when Bun bails),
+ * request 7 evaluates the promise the preload resolves before the first
+ * test; request 8 awaits it, so its reply proves every event sent before the
+ * first test (the first file's `found` plan) arrived; request 9 releases the
+ * preload ({@link PLAN_ACK_EXPRESSION}).
+ */
+export const FIRST_TEST_EXPRESSION = '(globalThis[Symbol.for("shardguard.firstTest")] ??= Promise.withResolvers()).promise';
+
+/** The expression request 9 evaluates: releases the preload's wait before the first test. */
+export const PLAN_ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.planReceived")] ??= Promise.withResolvers()).resolve()';
+
 /** Options of {@link listenForTestEvents}. */
 export interface ListenOptions {
   /**
@@ -74,6 +86,13 @@ export interface ListenOptions {
   onEvent: (event: TestEvent) => void;
   /** Called once per refused connection, with a one-line description. */
   onRefused?: (detail: string) => void;
+  /**
+   * Also hold the first test until the runner has every event sent before it
+   * (requests 7-9, {@link FIRST_TEST_EXPRESSION}): set under `--bail`, where
+   * Bun ends without the end-of-run barrier and a fast file could lose its
+   * `found` plan. The child preload takes part when SHARDGUARD_YIELD=bail.
+   */
+  firstTestBarrier?: boolean;
   /** Aborting rejects a pending handshake and closes an open channel. */
   signal?: AbortSignal;
 }
@@ -184,7 +203,7 @@ interface ConnectionData {
  *   the socket cannot be created (e.g. something exists at the path).
  */
 export function listenForTestEvents(options: ListenOptions): EventChannel {
-  const { socketPath, connectTimeoutMs, onEvent, onRefused, signal } = options;
+  const { socketPath, connectTimeoutMs, onEvent, onRefused, signal, firstTestBarrier = false } = options;
   const started = performance.now();
   if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
     throw new InspectorConnectError(
@@ -272,6 +291,10 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
         } else if (parsed.id === 5) {
           stats.flushed = true;
           send(trusted, { id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } });
+        } else if (parsed.id === 7 && parsed.objectId !== undefined) {
+          send(trusted, { id: 8, method: "Runtime.awaitPromise", params: { promiseObjectId: parsed.objectId } });
+        } else if (parsed.id === 8) {
+          send(trusted, { id: 9, method: "Runtime.evaluate", params: { expression: PLAN_ACK_EXPRESSION } });
         }
         break;
       case "ignored":
@@ -325,6 +348,7 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
             { id: 2, method: "LifecycleReporter.enable" },
             { id: 3, method: "Inspector.initialized" },
             { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
+            ...(firstTestBarrier ? [{ id: 7, method: "Runtime.evaluate", params: { expression: FIRST_TEST_EXPRESSION } }] : []),
           );
           handshake = "done";
           stats.connectMs = Math.round((performance.now() - started) * 10) / 10;

@@ -130,6 +130,7 @@ export async function runShard(
             journal?.append(event);
           },
           onRefused: (detail) => hooks.onWarning?.(shard, detail),
+          firstTestBarrier: bails(ctx.bunArgs),
         });
       } catch (error) {
         running.eventsProblem = (error as Error).message;
