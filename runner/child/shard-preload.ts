@@ -37,9 +37,9 @@
  *      two shards per core (Bun's sending thread had not run yet;
  *      bench/event-loss.ts);
  *    - with `--bail` (SHARDGUARD_YIELD=bail), where Bun ends without the
- *      afterAll, the same barrier before the first test (the runner's
- *      requests 7-9), so the first file's `found` plan has arrived before
- *      any test can fail; under Bun's fake timers a 5 ms synchronous sleep
+ *      afterAll, the same kind of barrier before each file's first test
+ *      (the runner's per-file requests), so that file's `found` plan has
+ *      arrived before any of its tests can fail; under Bun's fake timers a 5 ms synchronous sleep
  *      instead (a fixed 5 ms wait lost the plan now and then under load);
  *    - in `process.exit`, a synchronous sleep of {@link EXIT_FLUSH_MS}
  *      before the real exit (an event-loop turn is impossible inside a
@@ -71,8 +71,9 @@ const flushEvents = process.env.SHARDGUARD_YIELD === "1" || process.env.SHARDGUA
 // "bail" (the user passed --bail): Bun ends the run right after the first
 // failure, without running the global afterAll, so a fast file could lose
 // every event, its `found` plan included (seen in the differential test
-// under load). One wait before the first test of the process sends them.
-let firstWait = process.env.SHARDGUARD_YIELD === "bail";
+// under load). A barrier with the runner before each file's first test
+// makes sure its plan arrived (firstTestBarrier).
+const bailBarriers = process.env.SHARDGUARD_YIELD === "bail";
 
 /** Wait before the first test under --bail when Bun's fake timers are on (no barrier then), ms. */
 const FIRST_WAIT_MS = 5;
@@ -140,21 +141,25 @@ if (flushEvents) {
 }
 
 let currentFile: string | undefined;
+/** Test files begun so far in this process; the k-th file's barrier is named by k - 1. */
+let filesBegun = 0;
 beforeEach(() => {
-  if (Bun.main !== currentFile) {
+  const newFile = Bun.main !== currentFile;
+  if (newFile) {
     currentFile = Bun.main;
+    filesBegun += 1;
     mark(`f${currentFile}\0s`);
   } else mark("s");
-  if (!firstWait) return undefined;
-  firstWait = false;
-  if (!fakeTimers()) return firstTestBarrier();
+  if (!bailBarriers || !newFile) return undefined;
+  const k = filesBegun - 1;
+  if (!fakeTimers()) return firstTestBarrier(k);
   // A file that installs fake timers at load (`jest.useFakeTimers()`) would
   // never fire the barrier's bounding timer, and its first test failed after
   // Bun's 5 s hook timeout (test/preload-globals.test.ts). Then sleep
   // synchronously, like the wait in process.exit (Bun's inspector thread
   // sends while the main thread sleeps), and give the event loop one turn.
   try {
-    slot("shardguard.firstTest").resolve("first");
+    slot(`shardguard.firstTest.${k}`).resolve("first");
     Bun.sleepSync(FIRST_WAIT_MS);
   } catch {
     // Never stand between a test and its run.
@@ -163,17 +168,17 @@ beforeEach(() => {
 });
 
 /**
- * Under --bail: the first test waits until the runner has every event sent
- * before it (the first file's `found` plan; Bun's reply to the runner's
- * awaitPromise on the firstTest slot comes after them), at most
- * {@link ACK_MAX_MS}. A fixed 5 ms wait still lost the plan now and then
- * under load (the differential test's bail case).
+ * Under --bail: the first test of the k-th file (0-based) waits until the
+ * runner has every event sent before it (that file's `found` plan; Bun's
+ * reply to the runner's awaitPromise on the slot comes after them), at most
+ * {@link ACK_MAX_MS}. A fixed 5 ms wait before the first test of the
+ * process lost the plan now and then under load (test/bail-plan.test.ts).
  */
-async function firstTestBarrier(): Promise<void> {
+async function firstTestBarrier(k: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    slot("shardguard.firstTest").resolve("first");
-    await race([slot("shardguard.planReceived").promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, ACK_MAX_MS)))]);
+    slot(`shardguard.firstTest.${k}`).resolve("first");
+    await race([slot(`shardguard.planReceived.${k}`).promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, ACK_MAX_MS)))]);
     realClearTimeout(timer);
   } catch {
     // A test broke what the slot needs: go on; the plan may then be lost, never a pass.

@@ -56,15 +56,29 @@ export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived
 
 /**
  * Under `--bail` (the preload's global afterAll never runs when Bun bails),
- * request 7 evaluates the promise the preload resolves before the first
- * test; request 8 awaits it, so its reply proves every event sent before the
- * first test (the first file's `found` plan) arrived; request 9 releases the
- * preload ({@link PLAN_ACK_EXPRESSION}).
+ * one barrier per test file: for the k-th file (0-based) a request evaluates
+ * the promise the preload resolves before that file's first test
+ * ({@link firstTestExpression}), the next awaits it, so its reply proves
+ * every event sent before (that file's `found` plan) arrived, and the third
+ * releases the preload ({@link planAckExpression}) while the file after it
+ * gets its own first request. Request ids: {@link FILE_BARRIER_FIRST_ID} + 3k,
+ * + 3k + 1, + 3k + 2.
  */
-export const FIRST_TEST_EXPRESSION = '(globalThis[Symbol.for("shardguard.firstTest")] ??= Promise.withResolvers()).promise';
+export const firstTestExpression = (k: number) => `(globalThis[Symbol.for("shardguard.firstTest.${k}")] ??= Promise.withResolvers()).promise`;
 
-/** The expression request 9 evaluates: releases the preload's wait before the first test. */
-export const PLAN_ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.planReceived")] ??= Promise.withResolvers()).resolve()';
+/** The expression that releases the preload's wait before the k-th file's first test. */
+export const planAckExpression = (k: number) => `(globalThis[Symbol.for("shardguard.planReceived.${k}")] ??= Promise.withResolvers()).resolve()`;
+
+/** Id of the first request of the per-file barriers (ids below are the handshake's and the end of run's). */
+export const FILE_BARRIER_FIRST_ID = 100;
+
+/** Most files a shard has (--files-per-shard is at most 10,000): per-file barriers stop after that. */
+const MAX_FILE_BARRIERS = 10_000;
+
+/** The request that starts the k-th file's barrier. */
+function fileBarrierRequest(k: number): { id: number; method: string; params: { expression: string } } {
+  return { id: FILE_BARRIER_FIRST_ID + 3 * k, method: "Runtime.evaluate", params: { expression: firstTestExpression(k) } };
+}
 
 /** Options of {@link listenForTestEvents}. */
 export interface ListenOptions {
@@ -88,7 +102,7 @@ export interface ListenOptions {
   onRefused?: (detail: string) => void;
   /**
    * Also hold the first test until the runner has every event sent before it
-   * (requests 7-9, {@link FIRST_TEST_EXPRESSION}): set under `--bail`, where
+   * (the per-file barriers of {@link firstTestExpression}): set under `--bail`, where
    * Bun ends without the end-of-run barrier and a fast file could lose its
    * `found` plan. The child preload takes part when SHARDGUARD_YIELD=bail.
    */
@@ -291,10 +305,15 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
         } else if (parsed.id === 5) {
           stats.flushed = true;
           send(trusted, { id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } });
-        } else if (parsed.id === 7 && parsed.objectId !== undefined) {
-          send(trusted, { id: 8, method: "Runtime.awaitPromise", params: { promiseObjectId: parsed.objectId } });
-        } else if (parsed.id === 8) {
-          send(trusted, { id: 9, method: "Runtime.evaluate", params: { expression: PLAN_ACK_EXPRESSION } });
+        } else if (firstTestBarrier && parsed.id >= FILE_BARRIER_FIRST_ID) {
+          const k = Math.floor((parsed.id - FILE_BARRIER_FIRST_ID) / 3);
+          const step = (parsed.id - FILE_BARRIER_FIRST_ID) % 3;
+          if (step === 0 && parsed.objectId !== undefined) {
+            send(trusted, { id: parsed.id + 1, method: "Runtime.awaitPromise", params: { promiseObjectId: parsed.objectId } });
+          } else if (step === 1) {
+            send(trusted, { id: parsed.id + 1, method: "Runtime.evaluate", params: { expression: planAckExpression(k) } });
+            if (k + 1 < MAX_FILE_BARRIERS) send(trusted, fileBarrierRequest(k + 1));
+          }
         }
         break;
       case "ignored":
@@ -348,7 +367,7 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
             { id: 2, method: "LifecycleReporter.enable" },
             { id: 3, method: "Inspector.initialized" },
             { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
-            ...(firstTestBarrier ? [{ id: 7, method: "Runtime.evaluate", params: { expression: FIRST_TEST_EXPRESSION } }] : []),
+            ...(firstTestBarrier ? [fileBarrierRequest(0)] : []),
           );
           handshake = "done";
           stats.connectMs = Math.round((performance.now() - started) * 10) / 10;
