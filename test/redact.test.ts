@@ -105,6 +105,19 @@ describe("makeRedactor", () => {
     expect(redact(`token=${KEY};`)).toBe("token=[redacted:FILE_TOKEN];");
   });
 
+  test("a secret with quotes, backslashes or URL-special characters is redacted as written, inside a JSON string and percent-encoded", () => {
+    const value = 'pa"ss\\wo rd/+?&=token';
+    const redact = makeRedactor({ API_TOKEN: value });
+    const asJson = JSON.stringify({ auth: value });
+    const inUrl = `https://x.example/?t=${encodeURIComponent(value)}`;
+    for (const text of [value, asJson, inUrl]) {
+      const out = redact(`sent ${text} twice ${text}`);
+      expect(out).toContain("[redacted:API_TOKEN]");
+      expect(out).not.toContain("wo rd");
+      expect(out).not.toContain("wo%20rd");
+    }
+    expect(redact(asJson)).toBe('{"auth":"[redacted:API_TOKEN]"}');
+  });
   test("the marker text itself is never redacted again", () => {
     const redact = makeRedactor({ A_KEY: "redacted:", B_PASSWORD: "12345678" });
     expect(redact("12345678")).toBe("[redacted:B_PASSWORD]");

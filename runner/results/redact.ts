@@ -105,8 +105,14 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
   for (const name of Object.keys(env).sort()) {
     const raw = env[name];
     if (raw === undefined || !globs.some((g) => g.test(name))) continue;
-    for (const value of new Set([raw, raw.trim()])) {
-      if ([...value].length >= MIN_SECRET_LENGTH && !byValue.has(value)) byValue.set(value, name);
+    // As written, trimmed, and in the two encodings a secret most often
+    // reaches a message in: inside a JSON string (a test that JSON.stringify's
+    // a request: `"` and `\` escaped) and in a URL (percent-encoded).
+    // The length rule is the value's own: an encoding only lengthens it.
+    const values = [raw, raw.trim()].filter((v) => [...v].length >= MIN_SECRET_LENGTH);
+    const forms = values.flatMap((v) => [v, JSON.stringify(v).slice(1, -1), encodeURIComponent(v)]);
+    for (const value of new Set(forms)) {
+      if (!byValue.has(value)) byValue.set(value, name);
     }
   }
   // Longest first: at one position the longest value claims the text.
