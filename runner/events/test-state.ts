@@ -177,6 +177,15 @@ export function formatLocations(errors: readonly EventError[]): string {
   return lines.join("\n");
 }
 
+/** The last error of a test's last attempt that has any, or undefined. */
+export function lastError(record: TestRecord): EventError | undefined {
+  for (let i = record.attempts.length - 1; i >= 0; i--) {
+    const errors = record.attempts[i]!.errors;
+    if (errors.length > 0) return errors[errors.length - 1];
+  }
+  return undefined;
+}
+
 export function finalFailure(record: TestRecord, durationMs: number | undefined): Failure {
   const errors = record.attempts.at(-1)?.errors ?? [];
   const ran = durationMs === undefined ? "" : ` (ran ${Math.round(durationMs)} ms)`;

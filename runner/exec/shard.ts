@@ -193,7 +193,9 @@ export async function runShard(
     const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
     return { result: neverStarted(shard, reason, logPath), filesNotStarted: [] };
   }
-  const { outcome, model, connected } = result;
+  const { outcome, connected } = result;
+  let model = result.model;
+  result = null;
 
   // The preload's global afterAll writes "e": Bun reached the end of the run.
   const marks = await readMarks(marksPath);
@@ -215,6 +217,10 @@ export async function runShard(
   // Tests defined through helper modules: map them to their files by the preload's file records.
   model?.applyFileStarts(marks.filesStarted);
   const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
+  // The model's records are no longer needed: let the collector have them
+  // before the decision builds the result entries (bench/README.md, P8).
+  model = null;
+  running.model = null;
   const cancelSignal = cancelled();
   const decided = decideShard({
     index: shard.index,
