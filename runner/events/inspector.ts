@@ -43,7 +43,7 @@ import type { Socket, UnixSocketListener } from "bun";
 import { capJsonStrings } from "../util/text-cap.ts";
 import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
-import { parseInspectorMessage, type TestEvent } from "./wire.ts";
+import { classifyInspectorMessage, type TestEvent } from "./wire.ts";
 
 /**
  * The expression request 4 evaluates in the child: the promise the child
@@ -95,9 +95,12 @@ export interface ListenOptions {
   /**
    * Called synchronously for every valid event, in arrival order. An
    * exception thrown here is caught and counted (`handlerErrors`), never
-   * propagated into the socket's event loop.
+   * propagated into the socket's event loop. `text` is the message as
+   * received (strings capped) when it encodes `event` as it is: the
+   * hand-checked found/start/end events; undefined for events that the
+   * schema checked (it may have dropped keys).
    */
-  onEvent: (event: TestEvent) => void;
+  onEvent: (event: TestEvent, text: string | undefined) => void;
   /** Called once per refused connection, with a one-line description. */
   onRefused?: (detail: string) => void;
   /**
@@ -284,12 +287,14 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
   };
 
   const onMessage = (body: Buffer | string) => {
-    const parsed = parseInspectorMessage(typeof body === "string" ? body : capJsonStrings(body));
+    const text = typeof body === "string" ? body : capJsonStrings(body);
+    const parsed = classifyInspectorMessage(text);
     switch (parsed.kind) {
+      case "raw-event":
       case "event":
         stats.events += 1;
         try {
-          onEvent(parsed.event);
+          onEvent(parsed.event, parsed.kind === "raw-event" ? text : undefined);
         } catch {
           stats.handlerErrors += 1;
         }

@@ -62,15 +62,20 @@ export class EventJournal {
   }
 
   /**
-   * Appends one event as one line. No-op after {@link close} or a write error.
+   * Appends one event as one line: `text` when given (the message that
+   * encodes `event` as it is, see inspector.ts `onEvent`), else the event
+   * re-encoded. No-op after {@link close} or a write error.
    * Lines are handed to the stream in batches (at the next event-loop turn,
    * or once 64 KiB are pending): one write per event cost the runner about
    * 25 µs each, most of a 100,000-test file's event handling (bench/README.md).
    */
-  append(event: TestEvent): void {
+  append(event: TestEvent, text?: string): void {
     if (this.ended || this.failure) return;
     this.lines += 1;
-    this.pending += `${JSON.stringify(event)}\n`;
+    // The message's own text when it is one line (Bun writes compact JSON):
+    // re-encoding every event cost more than the rest of the journal.
+    this.pending += text !== undefined && !text.includes("\n") ? text : JSON.stringify(event);
+    this.pending += "\n";
     if (this.pending.length >= JOURNAL_BATCH_CHARS) this.flush();
     else if (!this.flushQueued) {
       this.flushQueued = true;

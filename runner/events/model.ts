@@ -88,6 +88,8 @@ export class TestEventModel {
     this.roots = real === options.root ? [options.root] : [options.root, real];
   }
 
+  /** The last url made relative (relativeFile), and the result. */
+  private last = { url: "", file: "" };
   /** The root as given and, when it differs, its real path. */
   private readonly roots: string[];
 
@@ -202,12 +204,10 @@ export class TestEventModel {
   }
 
   /**
-   * Every test as the verdict's evidence ({@link EventTest}), in found
-   * order, built straight from the records: the same fields
-   * events/evidence.ts would take from {@link tests}, without a snapshot
-   * per test (a 100,000-test file: about 100 MiB less at the runner's
-   * peak, bench/README.md). The failed-attempt lists are the records' own,
-   * not copies: call once the events have stopped.
+   * Every test as the verdict's evidence ({@link EventTest}) in found order,
+   * straight from the records: no snapshot per test (100,000 tests: ~100 MiB
+   * less at the runner's peak, bench/README.md). The failed-attempt lists
+   * are the records' own: call once the events have stopped.
    * @param now clock value (ms, the model's clock) for `runningForMs` / `sinceEndMs`
    */
   eventTests(now: number): EventTest[] {
@@ -224,11 +224,9 @@ export class TestEventModel {
       if (status !== undefined) test.status = status;
       if (record.phase === "running" && record.startedAtMs !== undefined) test.runningForMs = Math.max(0, now - record.startedAtMs);
       if (ended && record.endedAtMs !== undefined) test.sinceEndMs = Math.max(0, now - record.endedAtMs);
+      const last = status === "failed" ? undefined : lastError(record);
       if (status === "failed") test.failure = finalFailure(record, durationMs);
-      else {
-        const last = lastError(record);
-        if (last) test.failure = { type: last.name, message: last.message };
-      }
+      else if (last) test.failure = { type: last.name, message: last.message };
       out.push(test);
     }
     return out;
@@ -375,6 +373,12 @@ export class TestEventModel {
    * real path too.
    */
   private relativeFile(url: string): string {
+    // A file's tests all carry its url: one path computation per run of equal urls.
+    if (url !== this.last.url) this.last = { url, file: this.computeRelativeFile(url) };
+    return this.last.file;
+  }
+
+  private computeRelativeFile(url: string): string {
     if (!isAbsolute(url)) return url.split(sep).join("/");
     for (const candidate of [url, repairLatin1(url)]) {
       for (const root of this.roots) {

@@ -161,6 +161,17 @@ function isCommonEvent(record: Record<string, unknown>): record is TestEvent {
  * Classifies one raw inspector message. Pure; never throws.
  */
 export function parseInspectorMessage(text: string): ParsedMessage {
+  const parsed = classifyInspectorMessage(text);
+  return parsed.kind === "raw-event" ? { kind: "event", event: parsed.event } : parsed;
+}
+
+/**
+ * {@link parseInspectorMessage}, telling apart an event that is the
+ * message's own JSON.parse result (`raw-event`: the hand-checked found,
+ * start and end), so the message text encodes it as it is and the journal
+ * can write that text instead of re-encoding the event. Pure; never throws.
+ */
+export function classifyInspectorMessage(text: string): ParsedMessage | { kind: "raw-event"; event: TestEvent } {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -171,7 +182,7 @@ export function parseInspectorMessage(text: string): ParsedMessage {
   const record = value as Record<string, unknown>;
   if (typeof record.method === "string") {
     if (!EVENT_METHODS.has(record.method)) return { kind: "ignored", method: record.method };
-    if (isCommonEvent(record)) return { kind: "event", event: record };
+    if (isCommonEvent(record)) return { kind: "raw-event", event: record };
     const parsed = testEventSchema().safeParse(record);
     if (!parsed.success) {
       return { kind: "invalid", method: record.method, issue: parsed.error.issues[0]?.message ?? "invalid" };

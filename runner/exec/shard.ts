@@ -125,9 +125,9 @@ export async function runShard(
         channel = listenForTestEvents({
           socketPath,
           connectTimeoutMs: CONNECT_TIMEOUT_MS,
-          onEvent: (event) => {
+          onEvent: (event, text) => {
             model.apply(event);
-            journal?.append(event);
+            journal?.append(event, text);
           },
           onRefused: (detail) => hooks.onWarning?.(shard, detail),
           firstTestBarrier: bails(ctx.bunArgs),

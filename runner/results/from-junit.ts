@@ -90,6 +90,8 @@ interface FailedScope {
 const bunFailed = (junit: BunJUnitFile[]) => junit.some((f) => f.tests.some((t) => t.status === "failed"));
 
 /**
+ * The entries of `junit` are taken over, not copied: most become the
+ * result's entries (renamed, enriched), so `junit` must not be read again.
  * @param code the child's exit code (0 or 1 lead to passed/failed; anything else is crashed)
  */
 export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitFile[]): ShardResult {
@@ -100,19 +102,21 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   // Tests whose planned file the events could not prove (defined through a
   // helper module, events/attribution.ts), by name: Bun's JUnit names their file.
   const unplaced = new EventIndex();
+  let unplacedCount = 0;
   for (const t of eventTests) {
     if (planned.has(t.file)) queues.add(t.file, t);
-    else unplaced.add("", t);
+    else {
+      unplaced.add("", t);
+      unplacedCount += 1;
+    }
   }
   // Only a name that one unplaced event and one JUnit testcase of the shard
-  // carry is a proof (counted only when there are unplaced events at all).
-  let junitNames: Map<string, number> | null = null;
+  // carry is a proof (counted only when there are unplaced events at all,
+  // and before the loop below renames the entries it reuses).
+  const junitNames = new Map<string, number>();
+  if (unplacedCount > 0) for (const f of junit) for (const t of f.tests) junitNames.set(matchName(t.name), (junitNames.get(matchName(t.name)) ?? 0) + 1);
   const uniqueUnplaced = (name: string): EventTest | undefined => {
     if (unplaced.count("", name) !== 1) return undefined;
-    if (junitNames === null) {
-      junitNames = new Map();
-      for (const f of junit) for (const t of f.tests) junitNames.set(matchName(t.name), (junitNames.get(matchName(t.name)) ?? 0) + 1);
-    }
     return junitNames.get(matchName(name)) === 1 ? unplaced.take("", name) : undefined;
   };
   const bailed = ev.bail === true && bunFailed(junit);
@@ -125,11 +129,19 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     const used = new Set<EventTest>();
     const out: TestResult[] = [];
     const scopes: FailedScope[] = [];
+    // Whether each failed hook follows something of its describe block, by
+    // Bun's names: found before the loop below renames the entries it reuses.
+    const afterAll = new Map<number, boolean>();
+    entries.forEach((t, i) => {
+      if (!isHook(t) || t.status !== "failed") return;
+      const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
+      afterAll.set(i, entries.slice(0, i).some((e) => e.name.startsWith(prefix)));
+    });
     entries.forEach((t, i) => {
       if (isHook(t)) {
         if (t.status !== "failed") return; // hooks are never entries unless they fail
         const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
-        const after = entries.slice(0, i).some((e) => e.name.startsWith(prefix));
+        const after = afterAll.get(i)!;
         const hook = after ? "afterAll hook" : "beforeAll hook";
         const failure = t.failure ?? { type: "failure", message: `${hook} failed` };
         out.push({ ...t, name: cleanJUnitName(prefix + hook), failure });
@@ -139,9 +151,14 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       const e = queues.take(t.file, t.name) ?? uniqueUnplaced(t.name);
       if (!e) {
         // A test of this name was defined through a helper module: Bun's JUnit line may be the helper's.
-        const { line, ...rest } = t;
-        const helperLine = line !== undefined && unplaced.count("", t.name) > 0;
-        out.push({ ...rest, ...(line !== undefined && !helperLine ? { line } : {}), name: cleanJUnitName(t.name) });
+        if (t.line !== undefined && unplaced.count("", t.name) > 0) {
+          const { line: _helperLine, ...rest } = t;
+          out.push({ ...rest, name: cleanJUnitName(t.name) });
+        } else {
+          // Bun's entry is this shard's own (readBunJUnit): reused, not copied.
+          t.name = cleanJUnitName(t.name);
+          out.push(t);
+        }
         return;
       }
       used.add(e);
@@ -173,7 +190,7 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         why = "";
       }
       for (const e of left) out.push(fromEvent(e, "never-started", { type: "never-started", message: why }));
-      tests.push(...out);
+      for (const entry of out) tests.push(entry);
       continue;
     }
 
@@ -199,20 +216,29 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         out.push(fromEvent(e, "skipped", { type: "not-selected", message: "not run: another test of the file is marked .only" }));
       }
     }
-    tests.push(...out);
+    for (const entry of out) tests.push(entry);
   }
   return { ...base, ...shardVerdict(ev, code, tests, missing, bailed), testSource: enriched ? "junit+events" : "junit", tests };
 }
 
 /**
- * A JUnit entry (as readBunJUnit builds it) with what its events add: exact
- * name, line, retries, flakiness, failed attempts. Built field by field,
- * with the key order of spreading the entry without its `line` and adding
- * `line` last, as this was written before: one object per test, not two.
+ * A JUnit entry (as readBunJUnit builds it, owned by this shard's decision)
+ * with what its events add: exact name, line, retries, flakiness, failed
+ * attempts. The entry itself is updated and returned, not copied (one
+ * object per test less: 100,000 tests, bench/README.md); only a line to be
+ * dropped (a helper's) takes a new object. Reports never depend on key
+ * order (report.json is rendered from its zod-checked copy).
  */
 function enrichedEntry(t: TestResult, name: string, line: number | undefined, retries: number, flaky: boolean, attemptFailures: TestResult["attemptFailures"]): TestResult {
-  const out: TestResult = { name, file: t.file, status: t.status, durationMs: t.durationMs, retries, flaky, attemptFailures, synthetic: t.synthetic };
-  if (t.failure !== undefined) out.failure = t.failure;
+  let out = t;
+  if (line === undefined && t.line !== undefined) {
+    const { line: _helperLine, ...rest } = t;
+    out = rest;
+  }
+  out.name = name;
+  out.retries = retries;
+  out.flaky = flaky;
+  out.attemptFailures = attemptFailures;
   if (line !== undefined) out.line = line;
   return out;
 }
