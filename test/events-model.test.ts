@@ -4,10 +4,10 @@
  * Event sequences follow what Bun 1.4.4 was measured to send (docs/bun-behaviour.md).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseInspectorMessage, type TestEvent } from "../runner/events/wire.ts";
+import { parseInspectorMessage, parseStartOrEnd, type TestEvent } from "../runner/events/wire.ts";
 import { EventJournal, journalPathFor, readJournal, readJournalDetailed } from "../runner/events/journal.ts";
 import { repairLatin1, TestEventModel, type TestState } from "../runner/events/model.ts";
 import { toEventEvidence } from "../runner/events/evidence.ts";
@@ -298,6 +298,44 @@ describe("parseInspectorMessage", () => {
   });
 });
 
+describe("parseStartOrEnd (the byte-level path of start and end)", () => {
+  const read = (text: string) => parseStartOrEnd(Buffer.from(text));
+
+  test("reads Bun's exact start and end messages as JSON.parse does", () => {
+    for (const text of [
+      '{"method":"TestReporter.start","params":{"id":0}}',
+      '{"method":"TestReporter.start","params":{"id":123456789012345}}',
+      '{"method":"TestReporter.end","params":{"id":7,"status":"pass","elapsed":335401}}',
+      '{"method":"TestReporter.end","params":{"id":7,"status":"timeout","elapsed":0}}',
+      '{"method":"TestReporter.end","params":{"id":7,"status":"todo","elapsed":12}}',
+    ]) {
+      const event = read(text);
+      expect(event).toEqual(JSON.parse(text));
+      expect(parseInspectorMessage(text)).toEqual({ kind: "event", event: event! });
+    }
+  });
+
+  test("leaves everything else to the full parser, which stays the authority", () => {
+    for (const text of [
+      '{"method":"TestReporter.start","params":{"id":05}}', // not JSON
+      '{"method":"TestReporter.start","params":{"id":}}',
+      '{"method":"TestReporter.start","params":{"id":5}}x',
+      '{"method":"TestReporter.start","params":{"id":5} }', // valid, but not Bun's bytes
+      '{"method":"TestReporter.start","params":{"id":5,"future":true}}',
+      '{"method":"TestReporter.start","params":{"id":1234567890123456}}', // past 15 digits
+      '{"method":"TestReporter.end","params":{"id":1,"status":"passx","elapsed":7}}',
+      '{"method":"TestReporter.end","params":{"id":1,"status":"pas","elapsed":7}}',
+      '{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":7.5}}',
+      '{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":-7}}',
+      '{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":7}',
+      '{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":7}}}',
+      '{"method":"TestReporter.found","params":{"id":1}}',
+    ]) {
+      expect(read(text)).toBeNull();
+    }
+  });
+});
+
 describe("journal", () => {
   const dir = mkdtempSync(join(tmpdir(), "sg-journal-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -321,6 +359,25 @@ describe("journal", () => {
     const state = TestEventModel.fromEvents(back, { root: ROOT }).tests()[0];
     expect(state?.fullName).toBe("d > t");
     expect(state?.flaky).toBe(true);
+  });
+
+  test("writes a message's own text or bytes as the line, re-encodes one with a newline, and batches past 64 KiB", async () => {
+    const path = join(dir, "messages.events.jsonl");
+    const journal = EventJournal.open(path);
+    const spaced = '{"method":"TestReporter.start", "params":{"id":1}}';
+    journal.append(start(1), spaced);
+    journal.append(end(1, "pass", 5), Buffer.from('{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":5}}'));
+    journal.append(start(2), '{"method":"TestReporter.start",\n"params":{"id":2}}');
+    const long = found(3, "x".repeat(200_000));
+    journal.append(long, JSON.stringify(long));
+    for (let id = 4; id < 3004; id++) journal.append(start(id), Buffer.from(JSON.stringify(start(id))));
+    await journal.close();
+    const lines = readFileSync(path, "utf8").split("\n");
+    expect(lines[0]).toBe(spaced);
+    expect(lines[2]).toBe(JSON.stringify(start(2)));
+    expect(lines.length).toBe(3004 + 1);
+    const back = await readJournal(path);
+    expect(back).toEqual([start(1), end(1, "pass", 5), start(2), long, ...Array.from({ length: 3000 }, (_, i) => start(i + 4))]);
   });
 
   test("appends to an existing file and forces mode 0600", async () => {

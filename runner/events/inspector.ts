@@ -43,7 +43,7 @@ import type { Socket, UnixSocketListener } from "bun";
 import { capJsonStrings } from "../util/text-cap.ts";
 import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
-import { classifyInspectorMessage, type TestEvent } from "./wire.ts";
+import { classifyInspectorMessage, parseStartOrEnd, type TestEvent } from "./wire.ts";
 
 /**
  * The expression request 4 evaluates in the child: the promise the child
@@ -95,12 +95,13 @@ export interface ListenOptions {
   /**
    * Called synchronously for every valid event, in arrival order. An
    * exception thrown here is caught and counted (`handlerErrors`), never
-   * propagated into the socket's event loop. `text` is the message as
-   * received (strings capped) when it encodes `event` as it is: the
-   * hand-checked found/start/end events; undefined for events that the
-   * schema checked (it may have dropped keys).
+   * propagated into the socket's event loop. `message` is the message as
+   * received (strings capped; bytes are a view valid only during the call)
+   * when it encodes `event` as it is: the hand-checked found/start/end
+   * events; undefined for events that the schema checked (it may have
+   * dropped keys).
    */
-  onEvent: (event: TestEvent, text: string | undefined) => void;
+  onEvent: (event: TestEvent, message: string | Uint8Array | undefined) => void;
   /** Called once per refused connection, with a one-line description. */
   onRefused?: (detail: string) => void;
   /**
@@ -287,6 +288,18 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
   };
 
   const onMessage = (body: Buffer | string) => {
+    if (typeof body !== "string") {
+      const common = parseStartOrEnd(body);
+      if (common !== null) {
+        stats.events += 1;
+        try {
+          onEvent(common, body);
+        } catch {
+          stats.handlerErrors += 1;
+        }
+        return;
+      }
+    }
     const text = typeof body === "string" ? body : capJsonStrings(body);
     const parsed = classifyInspectorMessage(text);
     switch (parsed.kind) {

@@ -31,8 +31,12 @@ export class EventJournal {
   private failure: Error | undefined;
   private ended = false;
   private lines = 0;
-  /** Lines not yet handed to the stream; flushed at the next event-loop turn or at 64 KiB. */
-  private pending = "";
+  /**
+   * Lines not yet handed to the stream, as UTF-8 in `pending[0, used)`;
+   * flushed at the next event-loop turn or when the next line does not fit.
+   */
+  private pending = Buffer.allocUnsafe(JOURNAL_BATCH_BYTES);
+  private used = 0;
   private flushQueued = false;
 
   private constructor(
@@ -62,33 +66,60 @@ export class EventJournal {
   }
 
   /**
-   * Appends one event as one line: `text` when given (the message that
-   * encodes `event` as it is, see inspector.ts `onEvent`), else the event
-   * re-encoded. No-op after {@link close} or a write error.
-   * Lines are handed to the stream in batches (at the next event-loop turn,
-   * or once 64 KiB are pending): one write per event cost the runner about
-   * 25 µs each, most of a 100,000-test file's event handling (bench/README.md).
+   * Appends one event as one line: `message` when given (the message that
+   * encodes `event` as it is, see inspector.ts `onEvent`; bytes are copied
+   * at once), else the event re-encoded. No-op after {@link close} or a
+   * write error. Lines are collected as bytes and handed to the stream in
+   * batches (at the next event-loop turn, or once 64 KiB are pending): one
+   * write per event cost the runner about 25 µs each, and re-encoding
+   * every event more than the rest of the journal (bench/README.md).
    */
-  append(event: TestEvent, text?: string): void {
+  append(event: TestEvent, message?: string | Uint8Array): void {
     if (this.ended || this.failure) return;
     this.lines += 1;
-    // The message's own text when it is one line (Bun writes compact JSON):
-    // re-encoding every event cost more than the rest of the journal.
-    this.pending += text !== undefined && !text.includes("\n") ? text : JSON.stringify(event);
-    this.pending += "\n";
-    if (this.pending.length >= JOURNAL_BATCH_CHARS) this.flush();
-    else if (!this.flushQueued) {
+    // A message's own text only when it is one line (Bun writes compact JSON).
+    if (message instanceof Uint8Array && !message.includes(NEWLINE)) this.put(message);
+    else this.putText(typeof message === "string" && !message.includes("\n") ? message : JSON.stringify(event));
+    this.pending[this.used++] = NEWLINE;
+    if (!this.flushQueued) {
       this.flushQueued = true;
       setImmediate(() => this.flush());
     }
   }
 
+  /** Room for `bytes` more bytes and the newline, flushing first when needed. */
+  private room(bytes: number): boolean {
+    if (this.used + bytes + 1 <= this.pending.length) return true;
+    this.flush();
+    return bytes + 1 <= this.pending.length;
+  }
+
+  private put(bytes: Uint8Array): void {
+    if (this.room(bytes.length)) {
+      this.pending.set(bytes, this.used);
+      this.used += bytes.length;
+    } else this.stream.write(Buffer.from(bytes));
+  }
+
+  private putText(text: string): void {
+    // At most 3 bytes of UTF-8 per UTF-16 unit: measure only a text that might not fit.
+    const bytes = text.length * 3 + 1 <= this.pending.length - this.used ? text.length * 3 : Buffer.byteLength(text);
+    if (this.room(bytes)) this.used += this.pending.write(text, this.used);
+    else this.stream.write(text);
+  }
+
   /** Hands the pending lines to the stream. */
   private flush(): void {
     this.flushQueued = false;
-    if (this.pending.length === 0 || this.stream.destroyed) return;
-    const chunk = this.pending;
-    this.pending = "";
+    if (this.used === 0) return;
+    if (this.stream.destroyed) {
+      this.used = 0; // nothing can be written any more (the error is kept)
+      return;
+    }
+    const chunk = this.pending.subarray(0, this.used);
+    // The stream keeps the chunk until it is written: the next lines go to a new buffer.
+    this.pending = Buffer.allocUnsafe(JOURNAL_BATCH_BYTES);
+    this.used = 0;
     this.stream.write(chunk);
   }
 
@@ -118,8 +149,9 @@ export class EventJournal {
   }
 }
 
-/** Pending journal text that triggers an immediate write, in UTF-16 code units (~64 KiB). */
-const JOURNAL_BATCH_CHARS = 64 * 1024;
+/** Bytes of pending journal lines handed to the stream at once: 64 KiB. */
+const JOURNAL_BATCH_BYTES = 64 * 1024;
+const NEWLINE = 0x0a;
 
 /** The journal writer type, under the name the runner uses. */
 export type Journal = EventJournal;

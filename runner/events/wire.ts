@@ -199,3 +199,70 @@ export function classifyInspectorMessage(text: string): ParsedMessage | { kind: 
   }
   return { kind: "malformed" };
 }
+
+const START_HEAD = Buffer.from('{"method":"TestReporter.start","params":{"id":');
+const END_HEAD = Buffer.from('{"method":"TestReporter.end","params":{"id":');
+const STATUS_KEY = Buffer.from(',"status":"');
+const ELAPSED_KEY = Buffer.from('","elapsed":');
+const STATUS_BYTES = BUN_END_STATUSES.map((status) => [status, Buffer.from(status)] as const);
+const QUOTE = 0x22;
+const CLOSE = 0x7d;
+
+/** True when `bytes` holds `pattern` at `at`. */
+function has(bytes: Uint8Array, at: number, pattern: Uint8Array): boolean {
+  if (at + pattern.length > bytes.length) return false;
+  for (let i = 0; i < pattern.length; i++) if (bytes[at + i] !== pattern[i]) return false;
+  return true;
+}
+
+/**
+ * The end of a JSON integer of 1 to 15 digits at `at` (no leading zero,
+ * so exactly what JSON.parse reads as a safe non-negative integer), or -1.
+ */
+function integerEnd(bytes: Uint8Array, at: number): number {
+  let end = at;
+  while (end < bytes.length && end - at <= 15 && bytes[end]! >= 0x30 && bytes[end]! <= 0x39) end += 1;
+  const length = end - at;
+  if (length === 0 || length > 15 || (length > 1 && bytes[at] === 0x30)) return -1;
+  return end;
+}
+
+const integerAt = (bytes: Uint8Array, from: number, to: number) => {
+  let value = 0;
+  for (let i = from; i < to; i++) value = value * 10 + (bytes[i]! - 0x30);
+  return value;
+};
+
+/**
+ * The two messages that come once per test attempt, read from their bytes
+ * when they are exactly as Bun 1.4.4 writes them:
+ * `{"method":"TestReporter.start","params":{"id":N}}` and
+ * `{"method":"TestReporter.end","params":{"id":N,"status":"pass","elapsed":N}}`
+ * (no spaces, this key order, integers). The event returned is what
+ * JSON.parse of those bytes gives, and it meets the schema; anything else
+ * returns null and goes through {@link classifyInspectorMessage}, which
+ * stays the authority. Skipping the string conversion and JSON.parse of
+ * two thirds of the messages saved ~0.2 s of CPU per 100,000 tests
+ * (bench/README.md, P8).
+ */
+export function parseStartOrEnd(bytes: Uint8Array): TestEvent | null {
+  if (has(bytes, 0, START_HEAD)) {
+    const end = integerEnd(bytes, START_HEAD.length);
+    if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE || bytes[end + 1] !== CLOSE) return null;
+    return { method: "TestReporter.start", params: { id: integerAt(bytes, START_HEAD.length, end) } };
+  }
+  if (!has(bytes, 0, END_HEAD)) return null;
+  const idEnd = integerEnd(bytes, END_HEAD.length);
+  if (idEnd < 0 || !has(bytes, idEnd, STATUS_KEY)) return null;
+  const statusAt = idEnd + STATUS_KEY.length;
+  const match = STATUS_BYTES.find(([, word]) => has(bytes, statusAt, word) && bytes[statusAt + word.length] === QUOTE);
+  if (match === undefined) return null;
+  const elapsedAt = statusAt + match[1].length + ELAPSED_KEY.length;
+  if (!has(bytes, statusAt + match[1].length, ELAPSED_KEY)) return null;
+  const end = integerEnd(bytes, elapsedAt);
+  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE || bytes[end + 1] !== CLOSE) return null;
+  return {
+    method: "TestReporter.end",
+    params: { id: integerAt(bytes, END_HEAD.length, idEnd), status: match[0], elapsed: integerAt(bytes, elapsedAt, end) },
+  };
+}

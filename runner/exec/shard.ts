@@ -125,9 +125,9 @@ export async function runShard(
         channel = listenForTestEvents({
           socketPath,
           connectTimeoutMs: CONNECT_TIMEOUT_MS,
-          onEvent: (event, text) => {
+          onEvent: (event, message) => {
             model.apply(event);
-            journal?.append(event, text);
+            journal?.append(event, message);
           },
           onRefused: (detail) => hooks.onWarning?.(shard, detail),
           firstTestBarrier: bails(ctx.bunArgs),
