@@ -45,6 +45,7 @@ export class PendingErrors {
 
   /** `record` ended without failing: it owns no pending error. */
   cleared(record: TestRecord): void {
+    if (this.list.length === 0) return; // nearly always: no copy of the list per ended test
     for (const pending of [...this.list]) {
       if (!pending.candidates.delete(record)) continue;
       if (pending.candidates.size === 1) {

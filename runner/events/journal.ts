@@ -116,9 +116,11 @@ export class EventJournal {
       this.used = 0; // nothing can be written any more (the error is kept)
       return;
     }
-    const chunk = this.pending.subarray(0, this.used);
-    // The stream keeps the chunk until it is written: the next lines go to a new buffer.
-    this.pending = Buffer.allocUnsafe(JOURNAL_BATCH_BYTES);
+    // The stream keeps the chunk until it is written: it gets a copy of the
+    // lines, and the batch buffer is reused (a new 64 KiB buffer per flush,
+    // one per event-loop turn, cost ~0.1 s per 100,000 tests).
+    const chunk = Buffer.allocUnsafe(this.used);
+    this.pending.copy(chunk, 0, 0, this.used);
     this.used = 0;
     this.stream.write(chunk);
   }
