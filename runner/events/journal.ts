@@ -83,7 +83,7 @@ export class EventJournal {
     this.pending[this.used++] = NEWLINE;
     if (!this.flushQueued) {
       this.flushQueued = true;
-      setImmediate(() => this.flush());
+      setTimeout(() => this.flush(), JOURNAL_FLUSH_MS);
     }
   }
 
@@ -150,6 +150,14 @@ export class EventJournal {
     });
   }
 }
+
+/**
+ * Most ms a journal line waits before it is handed to the stream. Bun's
+ * events arrive a few hundred bytes per socket read: flushing at every
+ * event-loop turn meant one write(2) per read, 38,000 of them for a
+ * 100,000-test file (bench/README.md, P8).
+ */
+const JOURNAL_FLUSH_MS = 20;
 
 /** Bytes of pending journal lines handed to the stream at once: 64 KiB. */
 const JOURNAL_BATCH_BYTES = 64 * 1024;
