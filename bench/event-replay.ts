@@ -1,0 +1,76 @@
+#!/usr/bin/env bun
+/**
+ * The runner's per-event cost alone, without a `bun test` child: the
+ * messages of one file of N passing tests (found, start, end per test, in
+ * Bun 1.4.4's compact form) are sent through a unix socket to
+ * `listenForTestEvents`, whose events go to a `TestEventModel` and an
+ * `EventJournal` as in runner/exec/shard.ts. A separate process sends them
+ * as fast as the socket takes them; the time is from the handshake to the
+ * channel's close, with the runner's CPU over the same span.
+ *
+ * Usage: bun bench/event-replay.ts [--tests 100000] [--rounds 5] [--checkout DIR]
+ * `--checkout` measures another checkout's runner/events (e.g. an export of
+ * main) with the same messages, for a before/after in one job.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+const opt = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+
+if (process.argv[2] === "--send") {
+  // The sending side: one write of every frame, then end.
+  const frames = readFileSync(process.argv[4]!);
+  const socket = net.connect(process.argv[3]!, () => socket.end(frames));
+  socket.on("data", () => {});
+} else {
+  const tests = Number(opt("tests") ?? 100_000);
+  const rounds = Number(opt("rounds") ?? 5);
+  const checkout = path.resolve(opt("checkout") ?? path.join(import.meta.dir, ".."));
+  const { listenForTestEvents } = await import(path.join(checkout, "runner/events/inspector.ts"));
+  const { encodeFrame } = await import(path.join(checkout, "runner/events/frames.ts"));
+  const { TestEventModel } = await import(path.join(checkout, "runner/events/model.ts"));
+  const { openJournal } = await import(path.join(checkout, "runner/events/journal.ts"));
+  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-replay-"));
+  const url = path.join(dir, "t", "many.test.ts");
+  const messages: string[] = [];
+  for (let id = 1; id <= tests; id++) {
+    messages.push(JSON.stringify({ method: "TestReporter.found", params: { id, url, line: 2, name: `t${id - 1}`, type: "test" } }));
+  }
+  for (let id = 1; id <= tests; id++) {
+    messages.push(JSON.stringify({ method: "TestReporter.start", params: { id } }));
+    messages.push(JSON.stringify({ method: "TestReporter.end", params: { id, status: "pass", elapsed: 1000 + (id % 5000) } }));
+  }
+  const framesPath = path.join(dir, "frames");
+  writeFileSync(framesPath, Buffer.concat(messages.map((m) => encodeFrame(m))));
+  for (let round = 0; round < rounds; round++) {
+    const socketPath = path.join(dir, `s${round}`);
+    const model = new TestEventModel({ root: dir, files: ["t/many.test.ts"] });
+    const journal = await openJournal(path.join(dir, `j${round}.events.jsonl`));
+    const channel = listenForTestEvents({
+      socketPath,
+      connectTimeoutMs: 5_000,
+      onEvent: (event: unknown, message: unknown) => {
+        model.apply(event);
+        journal.append(event, message);
+      },
+    });
+    const sender = Bun.spawn([process.execPath, import.meta.path, "--send", socketPath, framesPath], { stdio: ["ignore", "ignore", "inherit"] });
+    await channel.ready;
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await channel.closed;
+    channel.close();
+    await journal.close();
+    const cpu = process.cpuUsage(cpu0);
+    const ms = performance.now() - t0;
+    await sender.exited;
+    const { events } = channel.stats();
+    process.stdout.write(`round ${round + 1}: ${ms.toFixed(0)} ms wall, ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms CPU, ${events} events, RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB\n`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
