@@ -95,11 +95,9 @@ export interface ListenOptions {
   /**
    * Called synchronously for every valid event, in arrival order. An
    * exception thrown here is caught and counted (`handlerErrors`), never
-   * propagated into the socket's event loop. `message` is the message as
-   * received (strings capped; bytes are a view valid only during the call)
-   * when it encodes `event` as it is: the hand-checked found/start/end
-   * events; undefined for events that the schema checked (it may have
-   * dropped keys).
+   * propagated into the socket's event loop. `message`: the message as
+   * received (capped; bytes valid only during the call) when it encodes
+   * `event` as it is (hand-checked events), else undefined.
    */
   onEvent: (event: TestEvent, message: string | Uint8Array | undefined) => void;
   /** Called once per refused connection, with a one-line description. */
@@ -287,30 +285,23 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
     close();
   };
 
-  const onMessage = (body: Buffer | string) => {
-    if (typeof body !== "string") {
-      const common = parseStartOrEnd(body);
-      if (common !== null) {
-        stats.events += 1;
-        try {
-          onEvent(common, body);
-        } catch {
-          stats.handlerErrors += 1;
-        }
-        return;
-      }
+  const deliver = (event: TestEvent, message: string | Uint8Array | undefined) => {
+    stats.events += 1;
+    try {
+      onEvent(event, message);
+    } catch {
+      stats.handlerErrors += 1;
     }
+  };
+  const onMessage = (body: Buffer | string) => {
+    const common = typeof body === "string" ? null : parseStartOrEnd(body);
+    if (common !== null) return deliver(common, body);
     const text = typeof body === "string" ? body : capJsonStrings(body);
     const parsed = classifyInspectorMessage(text);
     switch (parsed.kind) {
       case "raw-event":
       case "event":
-        stats.events += 1;
-        try {
-          onEvent(parsed.event, parsed.kind === "raw-event" ? text : undefined);
-        } catch {
-          stats.handlerErrors += 1;
-        }
+        deliver(parsed.event, parsed.kind === "raw-event" ? text : undefined);
         break;
       case "response":
         if (parsed.error !== undefined) {
