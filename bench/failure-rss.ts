@@ -24,9 +24,9 @@
  * Exits 1 when the runner's peak RSS reaches the limit, when the shard is
  * not `failed`, or when a report exceeds 1 MiB. Linux only (/proc).
  */
-import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { inTempDir, MiB, option, parseBytes, runSampled } from "./peak-rss.ts";
+import { comparePeaks, inTempDir, MiB, option, parseBytes, runSampled } from "./peak-rss.ts";
 
 const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const SAMPLE_MS = 10;
@@ -111,25 +111,19 @@ function row(label: string, m: Measurement): string {
   ].join("  ");
 }
 
-console.log(`shardguard failure-rss bench: one test throwing a ${mib(BYTES)} MiB message, events ${EVENTS ? "on" : "off"}; limit ${LIMIT_MIB} MiB runner peak RSS`);
-const baseline = await measure(BASELINE_BYTES);
-console.log(row("baseline", baseline));
-const target = await measure(BYTES);
-console.log(row("target", target));
-const ratio = target.runnerPeak / baseline.runnerPeak;
-console.log(`runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${ratio.toFixed(2)})`);
-
-const problems: string[] = [];
-if (target.runnerPeak >= LIMIT_MIB * MiB) problems.push(`runner peak RSS ${mib(target.runnerPeak)} MiB ≥ ${LIMIT_MIB} MiB`);
-for (const [label, m] of [["baseline", baseline], ["target", target]] as const) {
-  if (m.status !== "failed") problems.push(`${label} shard is ${m.status}, not failed`);
-  for (const [name, bytes] of Object.entries(m.reports)) if (bytes > REPORT_LIMIT) problems.push(`${label} ${name} is ${mib(bytes)} MiB`);
-  if (!m.tailKept) problems.push(`${label} report.json lost the message's tail or does not name the log`);
-}
-if (KEEP) console.log(`kept: ${baseline.dir} ${target.dir}`);
-else for (const m of [baseline, target]) rmSync(m.dir, { recursive: true, force: true });
-if (problems.length > 0) {
-  console.log(`FAIL: ${problems.join("; ")}`);
-  process.exit(1);
-}
-console.log("OK");
+await comparePeaks({
+  title: `shardguard failure-rss bench: one test throwing a ${mib(BYTES)} MiB message, events ${EVENTS ? "on" : "off"}; limit ${LIMIT_MIB} MiB runner peak RSS`,
+  baselineBytes: BASELINE_BYTES,
+  bytes: BYTES,
+  limitMib: LIMIT_MIB,
+  keep: KEEP,
+  measure,
+  row,
+  check: (label, m) => {
+    const found: string[] = [];
+    if (m.status !== "failed") found.push(`${label} shard is ${m.status}, not failed`);
+    for (const [name, bytes] of Object.entries(m.reports)) if (bytes > REPORT_LIMIT) found.push(`${label} ${name} is ${mib(bytes)} MiB`);
+    if (!m.tailKept) found.push(`${label} report.json lost the message's tail or does not name the log`);
+    return found;
+  },
+});

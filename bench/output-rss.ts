@@ -20,9 +20,9 @@
  * Exits 1 when the runner's peak RSS reaches the limit, when the shard did
  * not pass, or when its log holds fewer than N bytes. Linux only (/proc).
  */
-import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { inTempDir, MiB, option, parseBytes, runSampled } from "./peak-rss.ts";
+import { comparePeaks, inTempDir, MiB, option, parseBytes, runSampled } from "./peak-rss.ts";
 
 const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const SAMPLE_MS = 20;
@@ -98,24 +98,18 @@ function row(label: string, m: Measurement): string {
   ].join("  ");
 }
 
-console.log(`shardguard output-rss bench: one shard printing ${BYTES} bytes (${mib(BYTES)} MiB); limit ${LIMIT_MIB} MiB runner peak RSS`);
-const baseline = await measure(BASELINE_BYTES);
-console.log(row("baseline", baseline));
-const target = await measure(BYTES);
-console.log(row("target", target));
-const ratio = target.runnerPeak / baseline.runnerPeak;
-console.log(`runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${ratio.toFixed(2)})`);
-
-const problems: string[] = [];
-if (target.runnerPeak >= LIMIT_MIB * MiB) problems.push(`runner peak RSS ${mib(target.runnerPeak)} MiB ≥ ${LIMIT_MIB} MiB`);
-for (const [label, m] of [["baseline", baseline], ["target", target]] as const) {
-  if (m.status !== "passed") problems.push(`${label} shard is ${m.status}, not passed`);
-  if (m.logBytes < m.bytes) problems.push(`${label} log holds ${m.logBytes} bytes, fewer than the ${m.bytes} printed`);
-}
-if (KEEP) console.log(`kept: ${baseline.dir} ${target.dir}`);
-else for (const m of [baseline, target]) rmSync(m.dir, { recursive: true, force: true });
-if (problems.length > 0) {
-  console.log(`FAIL: ${problems.join("; ")}`);
-  process.exit(1);
-}
-console.log("OK");
+await comparePeaks({
+  title: `shardguard output-rss bench: one shard printing ${BYTES} bytes (${mib(BYTES)} MiB); limit ${LIMIT_MIB} MiB runner peak RSS`,
+  baselineBytes: BASELINE_BYTES,
+  bytes: BYTES,
+  limitMib: LIMIT_MIB,
+  keep: KEEP,
+  measure,
+  row,
+  check: (label, m) => {
+    const found: string[] = [];
+    if (m.status !== "passed") found.push(`${label} shard is ${m.status}, not passed`);
+    if (m.logBytes < m.bytes) found.push(`${label} log holds ${m.logBytes} bytes, fewer than the ${m.bytes} printed`);
+    return found;
+  },
+});

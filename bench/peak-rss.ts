@@ -113,3 +113,48 @@ export async function inTempDir<T>(prefix: string, keep: boolean, body: (dir: st
     throw error;
   }
 }
+
+/** What {@link comparePeaks} needs of one measurement. */
+export interface PeakMeasurement {
+  runnerPeak: number;
+  /** Temp dir of the run, removed unless kept. */
+  dir: string;
+}
+
+/**
+ * The common driver of the RSS benchmarks: prints the title, measures a
+ * baseline and then the target with `measure`, prints both rows and their
+ * peak ratio, checks the target's runner peak against `limitMib` plus
+ * `check(label, m)` for each, removes the temp dirs (unless `keep`), and
+ * ends with OK or FAIL (exit status 1).
+ *
+ * @param check problems of one measurement, each a phrase
+ */
+export async function comparePeaks<M extends PeakMeasurement>(o: {
+  title: string;
+  baselineBytes: number;
+  bytes: number;
+  limitMib: number;
+  keep: boolean;
+  measure: (bytes: number) => Promise<M>;
+  row: (label: string, m: M) => string;
+  check: (label: string, m: M) => string[];
+}): Promise<void> {
+  const mib = (n: number) => (n / MiB).toFixed(1);
+  console.log(o.title);
+  const baseline = await o.measure(o.baselineBytes);
+  console.log(o.row("baseline", baseline));
+  const target = await o.measure(o.bytes);
+  console.log(o.row("target", target));
+  console.log(`runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${(target.runnerPeak / baseline.runnerPeak).toFixed(2)})`);
+  const problems: string[] = [];
+  if (target.runnerPeak >= o.limitMib * MiB) problems.push(`runner peak RSS ${mib(target.runnerPeak)} MiB ≥ ${o.limitMib} MiB`);
+  problems.push(...o.check("baseline", baseline), ...o.check("target", target));
+  if (o.keep) console.log(`kept: ${baseline.dir} ${target.dir}`);
+  else for (const m of [baseline, target]) rmSync(m.dir, { recursive: true, force: true });
+  if (problems.length > 0) {
+    console.log(`FAIL: ${problems.join("; ")}`);
+    process.exit(1);
+  }
+  console.log("OK");
+}
