@@ -11,6 +11,7 @@
 import { closeSync, createWriteStream, fchmodSync, openSync, type WriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { testEventSchema, type TestEvent } from "./wire.ts";
+import { NEWLINE } from "../util/bytes.ts";
 
 /**
  * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;
@@ -161,7 +162,6 @@ const JOURNAL_FLUSH_MS = 20;
 
 /** Bytes of pending journal lines handed to the stream at once: 64 KiB. */
 const JOURNAL_BATCH_BYTES = 64 * 1024;
-const NEWLINE = 0x0a;
 
 /** The journal writer type, under the name the runner uses. */
 export type Journal = EventJournal;

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
+import { CLOSE_BRACE, QUOTE } from "../util/bytes.ts";
 
 /** Bun's final verdict on a test, as sent in `TestReporter.end`. */
 export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
@@ -205,8 +206,6 @@ const END_HEAD = Buffer.from('{"method":"TestReporter.end","params":{"id":');
 const STATUS_KEY = Buffer.from(',"status":"');
 const ELAPSED_KEY = Buffer.from('","elapsed":');
 const STATUS_BYTES = BUN_END_STATUSES.map((status) => [status, Buffer.from(status)] as const);
-const QUOTE = 0x22;
-const CLOSE = 0x7d;
 
 /** True when `bytes` holds `pattern` at `at`. */
 function has(bytes: Uint8Array, at: number, pattern: Uint8Array): boolean {
@@ -248,7 +247,7 @@ const integerAt = (bytes: Uint8Array, from: number, to: number) => {
 export function parseStartOrEnd(bytes: Uint8Array): TestEvent | null {
   if (has(bytes, 0, START_HEAD)) {
     const end = integerEnd(bytes, START_HEAD.length);
-    if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE || bytes[end + 1] !== CLOSE) return null;
+    if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return null;
     return { method: "TestReporter.start", params: { id: integerAt(bytes, START_HEAD.length, end) } };
   }
   if (!has(bytes, 0, END_HEAD)) return null;
@@ -260,7 +259,7 @@ export function parseStartOrEnd(bytes: Uint8Array): TestEvent | null {
   const elapsedAt = statusAt + match[1].length + ELAPSED_KEY.length;
   if (!has(bytes, statusAt + match[1].length, ELAPSED_KEY)) return null;
   const end = integerEnd(bytes, elapsedAt);
-  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE || bytes[end + 1] !== CLOSE) return null;
+  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return null;
   return {
     method: "TestReporter.end",
     params: { id: integerAt(bytes, END_HEAD.length, idEnd), status: match[0], elapsed: integerAt(bytes, elapsedAt, end) },

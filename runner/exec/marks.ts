@@ -12,6 +12,7 @@
  * descendant lines of at most 300 characters are kept.
  */
 import { createReadStream } from "node:fs";
+import { NEWLINE, NUL } from "../util/bytes.ts";
 
 /** Descendant lines kept, the preload's own limit. */
 export const MAX_DESCENDANTS = 100;
@@ -44,11 +45,9 @@ export interface ShardMarks {
 /** File records kept; a shard has at most --files-per-shard (≤ 10000) files. */
 export const MAX_FILES = 10_000;
 const F = 0x66;
-const NUL = 0x00;
 /** Longest path kept, bytes (PATH_MAX). */
 const MAX_PATH = 4096;
 
-const NEWLINE = 0x0a;
 const S = 0x73;
 const E = 0x65;
 const MAX_LINE = 300;

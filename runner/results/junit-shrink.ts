@@ -15,6 +15,7 @@
  */
 import { open } from "node:fs/promises";
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../util/text-cap.ts";
+import { AMP, APOS, GT, LT, QUOTE, SEMI } from "../util/bytes.ts";
 
 /** Largest JUnit text handed to the XML parser after the cuts, bytes, whatever the test count: 16 MiB (tens of thousands of tests). */
 export const MAX_JUNIT_BYTES = 16 * 1024 * 1024;
@@ -46,12 +47,6 @@ export class JUnitTooLargeError extends Error {
   override name = "JUnitTooLargeError";
 }
 
-const LT = 0x3c;
-const GT = 0x3e;
-const QUOTE = 0x22;
-const APOS = 0x27;
-const AMP = 0x26;
-const SEMI = 0x3b;
 
 type State = "text" | "tag" | "attr";
 

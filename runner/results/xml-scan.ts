@@ -21,6 +21,7 @@
  * (control characters are kept on purpose) and entity references (decoded,
  * or left as written, by the caller).
  */
+import { APOS, EQUALS, GT, LT, QUOTE, SLASH } from "../util/bytes.ts";
 
 /** The text is not well-formed XML; `offset` is where the problem was found (UTF-16 index). */
 export class XmlScanError extends Error {
@@ -42,12 +43,6 @@ export interface XmlHandler {
 }
 
 const NAME = /^[A-Za-z_:][-\w.:]*$/;
-const LT = 0x3c;
-const GT = 0x3e;
-const SLASH = 0x2f;
-const EQUALS = 0x3d;
-const DQUOTE = 0x22;
-const SQUOTE = 0x27;
 /** Start tags between two young-generation collections while scanning. */
 const GC_EVERY_ELEMENTS = 16_384;
 
@@ -136,7 +131,7 @@ function tagEnd(text: string, lt: number): number {
     const c = text.charCodeAt(j);
     if (quote !== 0) {
       if (c === quote) quote = 0;
-    } else if (c === DQUOTE || c === SQUOTE) quote = c;
+    } else if (c === QUOTE || c === APOS) quote = c;
     else if (c === GT) return j;
     else if (c === LT) break;
   }
@@ -181,7 +176,7 @@ function parseAttributes(text: string, from: number, end: number, lt: number): R
     p++;
     while (p < end && isSpace(text.charCodeAt(p))) p++;
     const quote = p < end ? text.charCodeAt(p) : 0;
-    if (quote !== DQUOTE && quote !== SQUOTE) throw bad();
+    if (quote !== QUOTE && quote !== APOS) throw bad();
     let close = p + 1;
     while (close < end && text.charCodeAt(close) !== quote) {
       if (text.charCodeAt(close) === LT) throw bad();

@@ -9,9 +9,8 @@
  * WebSocket client it replaced (bench/README.md, failure-rss.ts).
  */
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "./text-cap.ts";
+import { BACKSLASH, QUOTE } from "./bytes.ts";
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const LOWER_U = 0x75;
 
 /** A copied piece of a long string's content, with the escape state at its first byte. */

@@ -11,6 +11,7 @@
  *     with the total count, so the number a reader sees is honest.
  * The full text is always in the shard's log, where Bun prints it.
  */
+import { BACKSLASH, QUOTE } from "./bytes.ts";
 
 /** Bytes of UTF-8 kept of any one test-written string (failure message, details, name), tail first: 64 KiB. */
 export const MAX_TEXT_BYTES = 64 * 1024;
@@ -65,8 +66,6 @@ export function capText(text: string, maxBytes: number, note: string): string {
   return marker(start) + bytes.subarray(start).toString("utf8");
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
 /**
  * Cuts every string literal longer than `maxBytes` bytes in a JSON text to
