@@ -13,6 +13,7 @@ import type { SelectionSpec } from "../runner/preset-lib/schema.ts";
 import { diffTouchfiles, moduleClosure } from "../runner/preset-lib/touchfiles.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
 import { configErrorAsync } from "./helpers/config-error.ts";
+import { sampleTouchfiles } from "./helpers/touchfiles-fixture.ts";
 
 afterAll(removeSuites);
 
@@ -21,14 +22,7 @@ const tree = (files: Record<string, string>): string => makeSuite(files, "sg-tou
 
 describe("touchfiles data and the map diff", () => {
   const spec = getPreset(loadPresets(tree({})), "gstack-paid").selection as SelectionSpec;
-  const touchfiles: Touchfiles = {
-    map: { "alpha-basic": ["src/alpha/**"], "beta-flow": ["src/beta.ts", "test/skill-e2e-built.test.ts"] },
-    global: ["package.json"],
-    names: ["alpha-basic", "beta-flow", "gamma-tier-only"],
-    file: "test/helpers/touchfiles.ts",
-    tables: {},
-    sources: ["test/helpers/touchfiles.ts"],
-  };
+  const touchfiles: Touchfiles = sampleTouchfiles();
 
   test("touchfiles load from a JSON file too; a missing export is a config error", async () => {
     const dir = tree({

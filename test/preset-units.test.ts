@@ -26,6 +26,7 @@ import { chooseTier, classifyTier, filterByTier } from "../runner/preset-lib/sel
 import { checkShardFlags, preparePresetRun } from "../runner/preset-lib/session.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
 import { configErrorAsync } from "./helpers/config-error.ts";
+import { sampleTouchfiles } from "./helpers/touchfiles-fixture.ts";
 
 afterAll(removeSuites);
 
@@ -284,14 +285,7 @@ describe("interception decisions", () => {
 
 describe("diff decisions", () => {
   const spec = getPreset(loadPresets(tree({})), "gstack-paid").selection as SelectionSpec;
-  const touchfiles: Touchfiles = {
-    map: { "alpha-basic": ["src/alpha/**"], "beta-flow": ["src/beta.ts", "test/skill-e2e-built.test.ts"] },
-    global: ["package.json"],
-    names: ["alpha-basic", "beta-flow", "gamma-tier-only"],
-    file: "test/helpers/touchfiles.ts",
-    tables: {},
-    sources: ["test/helpers/touchfiles.ts"],
-  };
+  const touchfiles: Touchfiles = sampleTouchfiles();
   const sources: Record<string, string> = {
     "test/skill-e2e-alpha.test.ts": `test("alpha-basic", () => {})`,
     "test/skill-e2e-beta.test.ts": "describeE2E(`beta-flow`)",
