@@ -9,7 +9,10 @@
  * The file lives where the test process can write (its path is in the
  * child's environment), so it is read as a stream with bounded memory
  * whatever its size: the marks are counted, at most {@link MAX_DESCENDANTS}
- * descendant lines of at most 300 characters are kept.
+ * descendant lines of at most 300 characters are kept, and at most
+ * {@link MAX_MARKS_BYTES} bytes are read, so that a test that grows the file
+ * (a sparse 20 GiB file took 88 s to read) cannot hold the runner past its
+ * wall-clock timeout.
  */
 import { createReadStream } from "node:fs";
 import { NEWLINE, NUL } from "../util/bytes.ts";
@@ -41,6 +44,15 @@ export interface ShardMarks {
    */
   filesStarted: string[];
 }
+
+/**
+ * Bytes of the marks file read, at most: 256 MiB, one "s" per test start
+ * (far beyond any real run's starts, whose JUnit limit stops growing at
+ * about 245,000 starts anyway). Past it the rest is not read: the end mark
+ * and descendant lines that follow read as missing, which can only make the
+ * shard's verdict stricter (no normal end), never a pass.
+ */
+export const MAX_MARKS_BYTES = 256 * 1024 * 1024;
 
 /** File records kept; a shard has at most --files-per-shard (≤ 10000) files. */
 export const MAX_FILES = 10_000;
@@ -80,7 +92,7 @@ export async function readMarks(file: string): Promise<ShardMarks> {
     marks.descendants.push({ pid: Number(m[1]), pgid: m[2] !== "" && Number.isInteger(pgid) ? pgid : null, command: m[3]!.slice(0, 200) });
   };
   try {
-    for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024 }) as AsyncIterable<Buffer>) {
+    for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024, end: MAX_MARKS_BYTES - 1 }) as AsyncIterable<Buffer>) {
       let from = 0;
       for (let i = 0; i < chunk.length; i++) {
         const byte = chunk[i]!;
