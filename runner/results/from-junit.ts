@@ -120,6 +120,10 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     return junitNames.get(matchName(name)) === 1 ? unplaced.take("", name) : undefined;
   };
   const bailed = ev.bail === true && bunFailed(junit);
+  // --bail and exit 1 with no failure in Bun's JUnit: a file failed to load
+  // and Bun stopped there, so the planned files after it never started.
+  const bailedOnLoad = ev.bail === true && code === 1 && !bailed;
+  let loadFailed = false;
   const tests: TestResult[] = [];
   const missing: string[] = [];
   let enriched = false;
@@ -176,11 +180,12 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       missing.push(file);
       const loose = (ev.events?.looseErrors ?? []).some((e) => e.file === file);
       let why: string;
-      if (bailed && !loose) {
+      if ((bailed || loadFailed) && !loose) {
         why = "never started: --bail stopped the run after a failure";
         out.push(synthetic(file, "never-started", { type: "never-started", message: why }));
       } else if (loose || code !== 0 || left.length > 0) {
         out.push(loadFailure(ev, file));
+        loadFailed = bailedOnLoad;
         why = "never started: the file failed to load";
       } else if (ev.passWithNoTests) {
         out.push(synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" }));
@@ -218,7 +223,7 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     }
     for (const entry of out) tests.push(entry);
   }
-  return { ...base, ...shardVerdict(ev, code, tests, missing, bailed), testSource: enriched ? "junit+events" : "junit", tests };
+  return { ...base, ...shardVerdict(ev, code, tests, missing, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
 }
 
 /**

@@ -74,7 +74,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   }
 
   const code = p.exitCode ?? -1;
-  const distrust = ev.junit ? junitDisagreement(ev, ev.junit) : null;
+  const distrust = ev.junit ? junitDisagreement(ev, ev.junit, code) : null;
   if (ev.junit && distrust === null) return fromJUnit(ev, base, code, ev.junit);
 
   const eventTests = ev.events?.tests ?? [];
@@ -83,8 +83,10 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   const noJUnit = distrust ? `Bun's JUnit report was not trusted: ${distrust}` : ev.junitProblem ?? "Bun wrote no JUnit report";
   if (code === 1 && !anyFound && !distrust) {
     // Exit 1 with no test found and no JUnit: the file threw or failed to
-    // import before any test.
-    const tests = ev.files.map((file) => loadFailure(ev, file));
+    // import before any test. Under --bail Bun stopped at the first file
+    // (files run in plan order), so the others never started.
+    const stopped = { type: "never-started", message: "never started: --bail stopped the run after a file failed to load" };
+    const tests = ev.files.map((file, i) => (ev.bail === true && i > 0 ? synthetic(file, "never-started", stopped) : loadFailure(ev, file)));
     return { ...base, status: "failed", reason: `a file failed to load (exit 1, no test registered)`, testSource: "synthetic", tests };
   }
   if (code === 1 && ev.finishedNormally === true && !distrust && !eventTests.some((t) => t.state !== "found")) {
@@ -119,7 +121,9 @@ export function decideShard(ev: ShardEvidence): ShardResult {
  * process can write, so a test can forge it and exit 0 (docs/reports.md). It is
  * trusted only when
  *  1. the child preload's end-of-run mark is there (Bun reached the normal
- *     end; `--bail` after a failure skips that hook, measured), and
+ *     end; `--bail` after a failure skips that hook, measured, and so does
+ *     `--bail` after a later file failed to load, which Bun's JUnit does not
+ *     list but exits 1 for: a shard that exits 1 cannot pass), and
  *  2. it lists no more tests as run (passed or failed, hooks aside) than the
  *     preload counted test starts (synchronous appends, never lost).
  * Events are no evidence against it: under load Bun 1.4.4 loses the tail of a
@@ -127,9 +131,9 @@ export function decideShard(ev: ShardEvidence): ShardResult {
  * of a file's second test, though the run finished and wrote the end mark),
  * and a lost tail looks the same as a test that stopped the process.
  */
-function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[]): string | null {
+function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: number): string | null {
   const ran = junit.flatMap((f) => f.tests.filter((t) => !isHook(t) && (t.status === "passed" || t.status === "failed")));
-  const bailedOnFailure = ev.bail === true && junit.some((f) => f.tests.some((t) => t.status === "failed"));
+  const bailedOnFailure = ev.bail === true && (code === 1 || junit.some((f) => f.tests.some((t) => t.status === "failed")));
   if (ev.finishedNormally === false && !bailedOnFailure) return "the child preload's end-of-run mark is missing";
   if (ev.testsStarted !== undefined && ran.length > ev.testsStarted) {
     return `it lists ${ran.length} tests that ran, the child preload counted ${ev.testsStarted} test starts`;
