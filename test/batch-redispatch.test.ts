@@ -142,3 +142,19 @@ describe("a file that wedges while loading, first in its shard of 5", () => {
     ]);
   }, 60_000);
 });
+
+describe("a file whose beforeAll hangs, second in its shard of 3", () => {
+  test("it keeps its timed-out verdict (its tests were found, none started) and is not run again; the file after it is", async () => {
+    const hangs = `import { beforeAll, test } from "bun:test";\nbeforeAll(() => { while (true) {} });\ntest("never reached", () => {});\n`;
+    const dir = makeSuite({ "t/g1.test.ts": passing(1), "t/g2.test.ts": hangs, "t/g3.test.ts": passing(3) });
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--files-per-shard", "3", "--timeout", "3", "--grace", "1", "t"]);
+    expect(run.code).toBe(1);
+    const files = byFile(readReport(dir));
+    expect(files.get("t/g1.test.ts")!.map((f) => f.tests)).toEqual([[["ok 1", "passed"]]]);
+    expect(files.get("t/g2.test.ts")).toHaveLength(1);
+    // Its verdict is the killed shard's own: before, it ran again alone and hung a second whole timeout.
+    expect(files.get("t/g2.test.ts")![0]!.shard).toBe(files.get("t/g1.test.ts")![0]!.shard);
+    expect(files.get("t/g2.test.ts")![0]!.tests).toEqual([["never reached", "never-started"], ["beforeAll hook", "timed-out"]]);
+    expect(files.get("t/g3.test.ts")!.map((f) => f.tests)).toEqual([[["ok 3", "passed"]]]);
+  }, 60_000);
+});

@@ -16,7 +16,9 @@ import type { ShardResult } from "../results/model.ts";
  * while loading (it leaves no mark) then costs only its own shard, and a
  * one-file shard is never split. Bun runs a shard's files in the order
  * given, so when no file has a mark the first one (loading, or without
- * tests, when the process ended) keeps the shard's verdict.
+ * tests, when the process ended) keeps the shard's verdict; so does a file
+ * without marks that the verdict names as in flight from its events (its
+ * tests were found, none started: a beforeAll hook hung).
  *
  * @param filesNotStarted planned files (relative to root) without a file mark
  * @returns the new shards, in the shard's file order; `result` is edited in place
@@ -24,7 +26,12 @@ import type { ShardResult } from "../results/model.ts";
 export function splitKilledBatch(shard: PlannedShard, result: ShardResult, filesNotStarted: readonly string[], firstIndex: number): PlannedShard[] {
   if (shard.files.length < 2 || filesNotStarted.length === 0) return [];
   if (result.killedBy === "cancel" || (result.status !== "timed-out" && result.status !== "crashed")) return [];
-  const again = filesNotStarted.length === shard.files.length ? filesNotStarted.filter((f) => f !== shard.files[0]) : filesNotStarted;
+  // A file the verdict already names as in flight from its events (its tests were found, then a beforeAll
+  // hook or its loading hung: a timed-out or crashed entry of its own) keeps that verdict:
+  // running it again would only spend another whole timeout on the same hang.
+  const inFlight = new Set(result.tests.filter((t) => !t.synthetic && (t.status === "timed-out" || t.status === "crashed")).map((t) => t.file));
+  const candidates = filesNotStarted.filter((f) => !inFlight.has(f));
+  const again = candidates.length === shard.files.length ? candidates.filter((f) => f !== shard.files[0]) : candidates;
   if (again.length === 0) return [];
   const moved = new Set(again);
   const added = again.map((file, i): PlannedShard => ({ index: firstIndex + i, slug: shardSlug([file]), files: [file] }));
