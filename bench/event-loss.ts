@@ -16,13 +16,9 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { intOption } from "./peak-rss.ts";
 
-const opt = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} needs a positive integer`);
-  return value;
-};
+const opt = intOption;
 const SHARDS = opt("shards", 100);
 const JOBS = opt("jobs", 2 * os.cpus().length);
 const RUNS = opt("runs", 1);

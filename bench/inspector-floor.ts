@@ -32,13 +32,9 @@ import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import WebSocket from "ws";
 import { END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
+import { intOption } from "./peak-rss.ts";
 
-const opt = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} needs a positive integer`);
-  return value;
-};
+const opt = intOption;
 const FILES = opt("files", 200);
 const JOBS = opt("jobs", 2);
 const ROUNDS = opt("rounds", 5);

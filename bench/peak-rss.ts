@@ -27,6 +27,18 @@ export function option(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
+/**
+ * The positive whole number after `--name`, or `fallback` when absent.
+ *
+ * @throws Error naming the flag when the value is not a positive integer
+ */
+export function intOption(name: string, fallback: number): number {
+  const raw = option(name);
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} needs a positive integer`);
+  return value;
+}
+
 /** What one sampled run measured; memory in bytes, times in ms. */
 export interface PeakSample {
   code: number | null;
