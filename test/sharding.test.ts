@@ -208,6 +208,10 @@ describe("--shard on the command line", () => {
         expect(r.stderr).toContain(says);
       }
     }
+    // A combination bun test itself refuses (every shard would end as a load error): exit 2, nothing started.
+    const both = await runCli(["run", "--root", dir, "--", "--retry", "1", "--rerun-each", "2"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("--retry 1 and --rerun-each 2 cannot be used together");
     expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
     const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
     expect(bad.code).toBe(2);
@@ -278,6 +282,11 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
   test("--update-timings without --timings, and these flags after -- of shardguard run, exit 2 before anything runs", async () => {
     const dir = presetSuite();
     // Bun refuses this one itself, before the preload (exit 1, its own line); nothing of ours runs.
+    // The preset's own --retry and the line's --rerun-each: bun test refuses the pair, so exit 2 before anything runs.
+    writeFileSync(path.join(dir, "bunfig.toml"), readFileSync(path.join(dir, "bunfig.toml"), "utf8") + 'shard-flags = ["--retry=1"]\n');
+    const pair = bunTest(dir, ["--preset", "slow", "--rerun-each", "2"]);
+    expect(pair.status).toBe(2);
+    expect(pair.stderr).toContain("preset slow: shard flags --retry=1 and --rerun-each=2 cannot be used together");
     const noFile = bunTest(dir, ["--preset", "slow", "--update-timings"]);
     expect(noFile.status).not.toBe(0);
     expect(noFile.stderr).toContain("--update-timings requires --timings");

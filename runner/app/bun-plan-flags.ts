@@ -18,7 +18,7 @@
  */
 import { RUN_FLAGS } from "../config/args.ts";
 import { BOOLEAN_FLAGS, ConfigError, SETTINGS } from "../config/schema.ts";
-import { splitBunTestArgs, type CommandFlag } from "../preset-lib/flags.ts";
+import { bunFlagConflict, splitBunTestArgs, type CommandFlag } from "../preset-lib/flags.ts";
 
 /**
  * Flags of `shardguard run` that `bun test` (1.4.4, `bun test --help`) does
@@ -87,10 +87,16 @@ export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFl
  * (`-- --last-failed` reran everything) or applies `--shard` to each
  * shard's own files (every shard but one ran nothing).
  *
+ * Also refuses a combination `bun test` itself refuses (preset-lib/flags.ts
+ * {@link bunFlagConflict}).
+ *
  * @throws ConfigError (exit 2, nothing started) naming the flag and where it belongs
  */
 export function refuseRunFlagsAfterDash(bunArgs: readonly string[]): void {
-  for (const flag of splitBunTestArgs(bunArgs).flags) {
+  const flags = splitBunTestArgs(bunArgs).flags;
+  const conflict = bunFlagConflict(flags);
+  if (conflict) throw new ConfigError(`bun test flags after "--": ${conflict}`);
+  for (const flag of flags) {
     if (flag.name === "--shard") {
       throw new ConfigError(`${flag.tokens.join(" ")} after "--" would slice each shard's own files (the other slices of every shard run nothing); give shardguard's --shard I/N before "--"`);
     }

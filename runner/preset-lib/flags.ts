@@ -105,6 +105,20 @@ export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
   "--dots": "shardguard writes the reports itself; shard output goes to per-shard logs",
 };
 
+/**
+ * Why Bun would refuse this combination of `bun test` flags before running
+ * anything, or null. Bun 1.4.4 exits 1 at once on `--retry` with
+ * `--rerun-each` ("--retry cannot be used with --rerun-each"; measured,
+ * docs/bun-behaviour.md); every shard would then end as a load error of its
+ * files. Checked before any child starts, so it is exit 2 instead.
+ */
+export function bunFlagConflict(flags: readonly CommandFlag[]): string | null {
+  const retry = flags.find((f) => f.name === "--retry");
+  const rerun = flags.find((f) => f.name === "--rerun-each");
+  if (retry && rerun) return `${retry.tokens.join(" ")} and ${rerun.tokens.join(" ")} cannot be used together (bun test refuses --retry with --rerun-each)`;
+  return null;
+}
+
 /** Flags dropped because shardguard sets them or consumed them itself. */
 const DROPPED_FLAGS: ReadonlySet<string> = new Set(["--no-orphans"]);
 

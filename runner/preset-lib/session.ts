@@ -16,7 +16,7 @@ import { EXIT, type ShardResult } from "../results/model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
 import { plural } from "../util/format.ts";
 import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
-import { expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
+import { bunFlagConflict, expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
 import { planPreflight, type PreflightPlan } from "./preflight.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
 import { MAX_MS, type Preset } from "./schema.ts";
@@ -223,6 +223,8 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency.value, timeoutMs: timeoutMs.value }),
     [...splitBunTestArgs(resolved.bunArgs).flags, ...passOn],
   );
+  const conflict = bunFlagConflict(splitBunTestArgs(shardFlags).flags);
+  if (conflict) throw new ConfigError(`preset ${preset.name}: shard flags ${conflict}`);
   const settings: RunSettings = { ...resolved, patterns: [...preset.globs], bunArgs: shardFlags };
 
   // Files: the preset's, limited to the ones asked for.
