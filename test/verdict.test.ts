@@ -195,6 +195,16 @@ describe("Bun's JUnit is trusted only when the rest of the evidence agrees (docs
   });
 });
 
+test("--bail: a concurrent test still running when a sibling failed is crashed, and says --bail stopped it", () => {
+  const junit = bunFile(bunCase("bad", "failed", 2));
+  const events = connected(evTest("slow", "running"), evTest("bad", "ended", "failed"));
+  const result = decideShard(evidence({ junit, finishedNormally: false, testsStarted: 2, bail: true, process: ran({ exitCode: 1 }), events }));
+  expect(result.status).toBe("failed");
+  const slow = result.tests.find((t) => t.name === "slow")!;
+  expect(slow.status).toBe("crashed");
+  expect(slow.failure?.message).toBe("stopped while running: --bail ended the run after a failure");
+});
+
 describe("hooks, .only and the found plan (docs/reports.md)", () => {
   test("passing and skipped hook entries are dropped; failing ones are named after the hook and its describe path", () => {
     const junit = bunFile(

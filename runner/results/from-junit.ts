@@ -205,7 +205,9 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       const scope = scopes.find((s) => e.name.startsWith(s.prefix));
       if (e.state === "ended" && e.status) out.push(fromEvent(e, e.status));
       else if (e.state === "running") {
-        out.push(fromEvent(e, "crashed", { type: "crash", message: "started, but Bun's JUnit report has no entry for it" }));
+        // Under --bail a concurrent test still running when a sibling failed is dropped by Bun's JUnit.
+        const message = bailed ? "stopped while running: --bail ended the run after a failure" : "started, but Bun's JUnit report has no entry for it";
+        out.push(fromEvent(e, "crashed", { type: "crash", message }));
       } else if (scope) {
         out.push(
           fromEvent(e, "failed", {
