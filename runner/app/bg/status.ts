@@ -71,7 +71,9 @@ function findRecord(o: StatusOptions): string | null {
 /** The lines `status` prints for a run: state, counts, shards in flight. */
 export async function describeRun(record: BgRecord, now = Date.now()): Promise<string[]> {
   const logText = readFileSync(record.log, "utf8");
-  const { state, code, why } = bgState(record, logText, now);
+  let { state, code, why } = bgState(record, logText, now);
+  // As in followLog: a process seen gone is conclusive only for a log read after that.
+  if (state === "incomplete") ({ state, code, why } = bgState(record, readFileSync(record.log, "utf8"), now));
   const lines = [`${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}${why ? `: ${why}` : ""}`, `  backend ${record.backend}, log ${record.log}`];
   if (state === "incomplete") lines.push("  the run's process is gone and its log has no EXIT line: it was killed (counts below are the last it wrote)");
   if (record.ci) lines.push(`  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`);
@@ -133,6 +135,10 @@ async function inFlight(shardLog: string, root: string): Promise<string> {
 async function followLog(record: BgRecord, host: Host): Promise<number> {
   let offset = readFileSync(record.log).length;
   const write = (text: string) => (host.write ? host.write(text) : host.stdout(text.replace(/\n$/, "")));
+  // The log is read before the process is looked at; a worker that wrote its
+  // sentinel and exited in between would look incomplete. Its death is only
+  // conclusive for a log read after it was seen.
+  let goneSeen = false;
   for (;;) {
     const buf = readFileSync(record.log);
     if (buf.length > offset) {
@@ -150,6 +156,10 @@ async function followLog(record: BgRecord, host: Host): Promise<number> {
       return code;
     }
     if (state === "incomplete") {
+      if (!goneSeen) {
+        goneSeen = true;
+        continue;
+      }
       host.stdout(`${record.id}: incomplete (the run's process is gone and its log has no EXIT line)`);
       return BG_EXIT.other;
     }
