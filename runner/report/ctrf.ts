@@ -185,9 +185,7 @@ function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
  * @throws ZodError when the report does not match {@link RunReportSchema}.
  */
 export function renderCtrf(report: RunReport): string {
-  let out = "";
-  for (const chunk of ctrfChunks(report)) out += chunk;
-  return out;
+  return [...ctrfChunks(report)].join("");
 }
 
 /**

@@ -23,9 +23,7 @@ import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
  * @throws ZodError when the report does not match the schema.
  */
 export function renderJson(report: RunReport): string {
-  let out = "";
-  for (const chunk of jsonChunks(report)) out += chunk;
-  return out;
+  return [...jsonChunks(report)].join("");
 }
 
 /**

@@ -63,9 +63,7 @@ interface Outcome {
  * @throws RangeError when `maxOutputBytes` is not a non-negative integer.
  */
 export function renderJUnit(report: RunReport, options: JUnitOptions = {}): string {
-  let out = "";
-  for (const chunk of junitChunks(report, options)) out += chunk;
-  return out;
+  return [...junitChunks(report, options)].join("");
 }
 
 /**
