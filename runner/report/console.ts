@@ -65,15 +65,21 @@ export function endLine(result: ShardResult, total: number): string {
 
 /**
  * Reads at most `maxBytes` from the end of a log file, ANSI stripped, cut to
- * whole lines. Returns "" when the file cannot be read: a lost tail must never
+ * whole lines, without Bun's inspector banner. Returns "" when the file cannot be read: a lost tail must never
  * turn a verdict into an exception.
  */
 export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): Promise<string> {
   const tail = await readFileTail(logPath, maxBytes);
   let text = stripAnsi(tail.text);
   if (tail.cut) text = text.slice(text.indexOf("\n") + 1);
+  // Bun prints this banner into every shard's output because shardguard asked for its
+  // inspector; it is noise next to the test's own output (the log keeps it).
+  text = text.replace(INSPECTOR_BANNER, "");
   return text.split("\n").slice(-maxLines).join("\n").trimEnd();
 }
+
+/** Bun 1.4.4's three-line inspector banner on stderr: `--- Bun Inspector ---`, `Listening on unix:…`, `--- Bun Inspector ---`. */
+const INSPECTOR_BANNER = /^-+ Bun Inspector -+\nListening on unix:[^\n]*\n-+ Bun Inspector -+\n/gm;
 
 /** The closing summary: counts, one line per non-passing shard, report paths. */
 export function summaryLines(report: RunReport, paths: { junit: string; json: string; ctrf: string }): string[] {
