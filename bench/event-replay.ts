@@ -8,9 +8,14 @@
  * as fast as the socket takes them; the time is from the handshake to the
  * channel's close, with the runner's CPU over the same span.
  *
- * Usage: bun bench/event-replay.ts [--tests 100000] [--rounds 5] [--checkout DIR]
+ * Usage: bun bench/event-replay.ts [--tests 100000] [--rounds 5] [--checkout DIR] [--chunk-frames N]
  * `--checkout` measures another checkout's runner/events (e.g. an export of
  * main) with the same messages, for a before/after in one job.
+ * `--chunk-frames N` has the sender write N frames at a time with an
+ * event-loop turn between writes, so the runner gets many small reads as
+ * from a real child (one read per 1–8 messages, bench/README.md) instead of
+ * 64 KiB ones; then the wall time is mostly the sender's, and the runner's
+ * CPU is the figure to read.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -25,11 +30,25 @@ const opt = (name: string) => {
 if (process.argv[2] === "--send") {
   // The sending side: one write of every frame, then end.
   const frames = readFileSync(process.argv[4]!);
-  const socket = net.connect(process.argv[3]!, () => socket.end(frames));
+  const chunkFrames = Number(process.argv[5] ?? 0);
+  const socket = net.connect(process.argv[3]!, async () => {
+    if (chunkFrames <= 0) return socket.end(frames);
+    let at = 0;
+    while (at < frames.length) {
+      // Whole frames only: walk N length prefixes.
+      let end = at;
+      for (let i = 0; i < chunkFrames && end < frames.length; i++) end += 4 + frames.readUInt32BE(end);
+      if (!socket.write(frames.subarray(at, end))) await new Promise((r) => socket.once("drain", r));
+      else await new Promise((r) => setImmediate(r));
+      at = end;
+    }
+    socket.end();
+  });
   socket.on("data", () => {});
 } else {
   const tests = Number(opt("tests") ?? 100_000);
   const rounds = Number(opt("rounds") ?? 5);
+  const chunkFrames = opt("chunk-frames") ?? "0";
   const checkout = path.resolve(opt("checkout") ?? path.join(import.meta.dir, ".."));
   const { listenForTestEvents } = await import(path.join(checkout, "runner/events/inspector.ts"));
   const { encodeFrame } = await import(path.join(checkout, "runner/events/frames.ts"));
@@ -59,7 +78,7 @@ if (process.argv[2] === "--send") {
         journal.append(event, message);
       },
     });
-    const sender = Bun.spawn([process.execPath, import.meta.path, "--send", socketPath, framesPath], { stdio: ["ignore", "ignore", "inherit"] });
+    const sender = Bun.spawn([process.execPath, import.meta.path, "--send", socketPath, framesPath, chunkFrames], { stdio: ["ignore", "ignore", "inherit"] });
     await channel.ready;
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();

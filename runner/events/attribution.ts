@@ -29,16 +29,36 @@
  * treats its planned file as one without per-test data.
  */
 
+/**
+ * What the attribution keeps of one test or describe: fields on the event
+ * model's own record (model.ts), so mapping an event costs no map entry of
+ * its own (four maps keyed by id cost ~0.15 s of CPU per 100,000 tests,
+ * bench/README.md).
+ */
+export interface AttributionEntry {
+  /** The mapped planned file, or undefined when none is provable (yet). */
+  mapped: string | undefined;
+  /** True when the event's own url is its mapped file (its line is the test file's). */
+  own: boolean;
+  /** Mapped by rule 4 (directly or through a parent): undone if its block names a second file. */
+  viaBlock: boolean;
+  /** The found block it arrived in. */
+  block: Block | undefined;
+}
+
+/** A new entry's attribution fields, before {@link FileAttribution.found}. */
+export const UNATTRIBUTED = { mapped: undefined, own: false, viaBlock: false, block: undefined } as const;
+
 /** The found events between two `start`/`end` events. */
-interface Block {
-  ids: number[];
+export interface Block {
+  entries: AttributionEntry[];
   /** Planned files named by the urls of its events. */
   named: Set<string>;
   started: boolean;
   /**
-   * How many of `ids` {@link FileAttribution.settle} has already handled, and
-   * whether it has seen the block name a second file. Settling only the ids
-   * added since the last call keeps a block linear: re-walking every id on
+   * How many of `entries` {@link FileAttribution.settle} has already handled, and
+   * whether it has seen the block name a second file. Settling only the entries
+   * added since the last call keeps a block linear: re-walking every entry on
    * each `found` made a file of 100,000 tests O(n²) (50 s, bench/README.md).
    */
   settled: number;
@@ -48,13 +68,6 @@ interface Block {
 export class FileAttribution {
   private readonly planned: ReadonlySet<string> | null;
   private readonly only: string | undefined;
-  /** Mapped file of each test and describe id. */
-  private readonly fileOf = new Map<number, string>();
-  /** Ids whose url is their mapped file (their line is the test file's). */
-  private readonly own = new Set<number>();
-  /** Ids mapped by rule 4 (directly or through a parent): undone if their block names a second file. */
-  private readonly viaBlock = new Set<number>();
-  private readonly blockOf = new Map<number, Block>();
   private readonly blocks: Block[] = [];
   private open: Block | null = null;
 
@@ -68,37 +81,39 @@ export class FileAttribution {
   }
 
   /**
-   * Records a `found` event (test or describe). `urlFile` is its url made
-   * relative to the run root.
+   * Records a `found` event (test or describe): sets `entry`'s fields.
+   * `urlFile` is its url made relative to the run root; `parent` the entry
+   * of its `parentId`, when that was found.
    */
-  found(id: number, urlFile: string, parentId: number | undefined): void {
-    if (!this.open) {
-      this.open = { ids: [], named: new Set(), started: false, settled: 0, conflicted: false };
-      this.blocks.push(this.open);
+  found(entry: AttributionEntry, urlFile: string, parent: AttributionEntry | undefined): void {
+    let block = this.open;
+    if (block === null) {
+      block = this.open = { entries: [], named: new Set(), started: false, settled: 0, conflicted: false };
+      this.blocks.push(block);
     }
-    const block = this.open;
-    block.ids.push(id);
-    this.blockOf.set(id, block);
+    block.entries.push(entry);
+    entry.block = block;
     if (this.planned === null || this.planned.has(urlFile)) {
-      this.fileOf.set(id, urlFile);
-      this.own.add(id);
+      entry.mapped = urlFile;
+      entry.own = true;
       if (this.planned !== null) {
         block.named.add(urlFile);
-        this.settle(block);
+        // The common case, a block of one file's own tests: nothing to settle.
+        if (block.named.size === 1 && block.settled === block.entries.length - 1) block.settled += 1;
+        else this.settle(block);
       }
       return;
     }
-    const inherited = this.only ?? (parentId !== undefined ? this.fileOf.get(parentId) : undefined);
+    const inherited = this.only ?? parent?.mapped;
     if (inherited === undefined) return this.settle(block);
-    this.fileOf.set(id, inherited);
-    if (parentId !== undefined && this.viaBlock.has(parentId)) this.viaBlock.add(id);
+    entry.mapped = inherited;
+    if (parent?.viaBlock) entry.viaBlock = true;
   }
 
-  /** Records a `start` or `end`: the open found block is complete. */
-  progressed(id: number): void {
+  /** Records a `start` or `end` of `entry` (undefined: an unknown id): the open found block is complete. */
+  progressed(entry: AttributionEntry | undefined): void {
     this.open = null;
-    const block = this.blockOf.get(id);
-    if (block) block.started = true;
+    if (entry?.block) entry.block.started = true;
   }
 
   /**
@@ -115,43 +130,36 @@ export class FileAttribution {
       const file = filesStarted[i]!;
       if (!this.planned!.has(file)) return;
       if (block.named.size > 0 && !block.named.has(file)) return; // the records disagree: prove nothing
-      for (const id of block.ids) if (!this.fileOf.has(id)) this.fileOf.set(id, file);
+      for (const entry of block.entries) entry.mapped ??= file;
     });
-  }
-
-  /** The mapped file of `id`, or undefined when none is provable. */
-  file(id: number): string | undefined {
-    return this.fileOf.get(id);
-  }
-
-  /** True when the event's own url is its mapped file, so its line is a line of that file. */
-  ownLine(id: number): boolean {
-    return this.own.has(id);
   }
 
   /** Rule 4: a block naming one planned file maps its unmapped events to it (children after their parents). */
   private settle(block: Block): void {
     if (block.named.size > 1) {
-      // The first time: undo every id mapped through the block; later, only
-      // the ids added since (settle maps none once the block is conflicted).
+      // The first time: undo every entry mapped through the block; later, only
+      // the entries added since (settle maps none once the block is conflicted).
       const from = block.conflicted ? block.settled : 0;
       block.conflicted = true;
-      for (let i = from; i < block.ids.length; i++) {
-        const id = block.ids[i]!;
-        if (this.viaBlock.delete(id)) this.fileOf.delete(id);
+      for (let i = from; i < block.entries.length; i++) {
+        const entry = block.entries[i]!;
+        if (entry.viaBlock) {
+          entry.viaBlock = false;
+          entry.mapped = undefined;
+        }
       }
-      block.settled = block.ids.length;
+      block.settled = block.entries.length;
       return;
     }
     const [file] = block.named;
     if (file === undefined) return;
-    // Ids before `settled` were handled while the block named this same file.
-    for (let i = block.settled; i < block.ids.length; i++) {
-      const id = block.ids[i]!;
-      if (this.fileOf.has(id)) continue;
-      this.fileOf.set(id, file);
-      this.viaBlock.add(id);
+    // Entries before `settled` were handled while the block named this same file.
+    for (let i = block.settled; i < block.entries.length; i++) {
+      const entry = block.entries[i]!;
+      if (entry.mapped !== undefined) continue;
+      entry.mapped = file;
+      entry.viaBlock = true;
     }
-    block.settled = block.ids.length;
+    block.settled = block.entries.length;
   }
 }

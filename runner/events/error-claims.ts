@@ -16,7 +16,7 @@
  *
  * One proof claims one error, so two concurrent failures keep one error each.
  */
-import type { EventError, TestRecord } from "./test-state.ts";
+import { currentErrors, type EventError, type TestRecord } from "./test-state.ts";
 
 interface Pending {
   error: EventError;
@@ -60,10 +60,9 @@ export class PendingErrors {
 
 function move(pending: Pending, to: TestRecord): void {
   if (pending.holder === to) return;
-  for (const attempt of pending.holder.attempts) {
-    const at = attempt.errors.indexOf(pending.error);
-    if (at >= 0) attempt.errors.splice(at, 1);
+  for (const errors of pending.holder.attemptErrors ?? []) {
+    const at = errors.indexOf(pending.error);
+    if (at >= 0) errors.splice(at, 1);
   }
-  const attempt = to.attempts.at(-1);
-  if (attempt) attempt.errors.push({ ...pending.error, attempt: to.attempts.length });
+  currentErrors(to)?.push({ ...pending.error, attempt: to.attempts });
 }

@@ -23,15 +23,15 @@
  * `start`/`end`. With `--rerun-each N` every run of a file gets new ids
  * (new `found` events), so the same name can appear N times.
  */
-import { realpathSync } from "node:fs";
-import { relative, isAbsolute, sep } from "node:path";
 import {
+  attemptErrorsOf,
   attemptFailure,
+  currentErrors,
   finalFailure,
   lastError,
-  repairLatin1,
+  endedStatus,
+  snapshotOf,
   type DescribeRecord,
-  type EndedStatus,
   type ErrorLocation,
   type EventError,
   type ModelOptions,
@@ -41,21 +41,15 @@ import {
 } from "./test-state.ts";
 import type { BunEndStatus, ErrorEvent, TestEvent } from "./wire.ts";
 import type { EventTest } from "../results/evidence.ts";
-import { FileAttribution } from "./attribution.ts";
+import { FileAttribution, UNATTRIBUTED } from "./attribution.ts";
 import { PendingErrors } from "./error-claims.ts";
+import { RootRelativePaths } from "./root-paths.ts";
 
 export { repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
 
 /** Most anomalies kept; the count keeps going. */
 const MAX_ANOMALIES = 100;
 
-const STATUS_OF: Record<BunEndStatus, EndedStatus> = {
-  pass: "passed",
-  fail: "failed",
-  timeout: "failed",
-  skip: "skipped",
-  todo: "todo",
-};
 
 /**
  * Accumulates events into per-test state. Feed it with {@link apply} in
@@ -63,7 +57,6 @@ const STATUS_OF: Record<BunEndStatus, EndedStatus> = {
  * query it at any time.
  */
 export class TestEventModel {
-  private readonly root: string;
   private readonly now: () => number;
   private readonly tests_ = new Map<number, TestRecord>();
   private readonly describes = new Map<number, DescribeRecord>();
@@ -76,22 +69,13 @@ export class TestEventModel {
   private eventCount = 0;
 
   constructor(options: ModelOptions) {
-    this.root = options.root;
     this.now = options.now ?? (() => performance.now());
     this.attribution = new FileAttribution(options.files);
-    let real = options.root;
-    try {
-      real = realpathSync(options.root);
-    } catch {
-      // A root that is not on this disk (tests, journals read elsewhere): keep it as given.
-    }
-    this.roots = real === options.root ? [options.root] : [options.root, real];
+    this.paths = new RootRelativePaths(options.root);
   }
 
-  /** The last url made relative (relativeFile), and the result. */
-  private last = { url: "", file: "" };
-  /** The root as given and, when it differs, its real path. */
-  private readonly roots: string[];
+  /** Bun's urls made relative to the root (root-paths.ts). */
+  private readonly paths: RootRelativePaths;
 
   /** Builds a model from a recorded event list (e.g. `readJournal`). Clock values are replay times. */
   static fromEvents(events: Iterable<TestEvent>, options: ModelOptions): TestEventModel {
@@ -106,92 +90,130 @@ export class TestEventModel {
    * {@link anomalies} and otherwise ignored.
    */
   apply(event: TestEvent): void {
-    this.eventCount += 1;
     switch (event.method) {
       case "TestReporter.found": {
         const { id, url, line, name, type, parentId } = event.params;
-        if (this.tests_.has(id) || this.describes.has(id)) {
-          this.anomaly(`duplicate found for id ${id}`);
-          return;
-        }
-        const file = this.relativeFile(url);
-        this.attribution.found(id, file, parentId);
-        if (type === "describe") {
-          this.describes.set(id, { name, parentId });
-          return;
-        }
-        this.tests_.set(id, {
-          id,
-          name,
-          url,
-          file,
-          line,
-          parentId,
-          phase: "found",
-          bunStatus: undefined,
-          elapsedNs: undefined,
-          startedAtMs: undefined,
-          endedAtMs: undefined,
-          startSeq: 0,
-          attempts: [],
-          failedAttempts: [],
-        });
-        return;
+        return this.found(id, url, line, name, type, parentId);
       }
-      case "TestReporter.start": {
-        this.attribution.progressed(event.params.id);
-        const record = this.testFor(event.params.id, "start");
-        if (!record) return;
-        const previous = record.attempts.at(-1);
-        if (record.phase === "running" && previous) {
-          // A new start while the previous attempt never ended: Bun retried it,
-          // which it only does after a failure.
-          this.pending.failed(record);
-          record.failedAttempts.push(attemptFailure(previous, record.attempts.length));
-        } else if (record.phase === "ended") {
-          this.anomaly(`start after end for test ${record.id}; treated as a new attempt`);
-          record.bunStatus = undefined;
-          record.elapsedNs = undefined;
-          record.endedAtMs = undefined;
-        }
-        record.attempts.push({ errors: [] });
-        record.phase = "running";
-        record.startedAtMs = this.now();
-        record.startSeq = ++this.seq;
-        return;
-      }
-      case "TestReporter.end": {
-        this.attribution.progressed(event.params.id);
-        const record = this.testFor(event.params.id, "end");
-        if (!record) return;
-        if (record.phase === "ended") {
-          this.anomaly(`second end for test ${record.id}; the later one wins`);
-        }
-        if (event.params.status === "fail" || event.params.status === "timeout") this.pending.failed(record);
-        else this.pending.cleared(record);
-        record.phase = "ended";
-        record.bunStatus = event.params.status;
-        record.elapsedNs = event.params.elapsed;
-        record.endedAtMs = this.now();
-        return;
-      }
-      case "LifecycleReporter.error": {
-        const located = this.toEventError(event, 0);
-        const { record: current, ambiguous } = this.runningRecordFor(located.locations);
-        const attempt = current?.attempts.at(-1);
-        if (current && attempt) {
-          const error = { ...located, attempt: current.attempts.length };
-          attempt.errors.push(error);
-          if (ambiguous) this.pending.add(error, current, ambiguous);
-          return;
-        }
-        const error = located;
-        const files = new Set(this.files());
-        const known = error.locations.find((location) => files.has(location.file));
-        this.outside.push({ ...error, file: (known ?? error.locations[0])?.file });
-        return;
-      }
+      case "TestReporter.start":
+        return this.start(event.params.id);
+      case "TestReporter.end":
+        return this.end(event.params.id, event.params.status, event.params.elapsed);
+      case "LifecycleReporter.error":
+        return this.error(event);
     }
+  }
+
+  /**
+   * `TestReporter.found`, field by field (wire.ts has the meaning of each):
+   * what {@link apply} does with such an event, without the event object, for
+   * the channel's byte reader (compact.ts). Never throws.
+   */
+  found(id: number, url: string, line: number | undefined, name: string, type: "test" | "describe", parentId: number | undefined): void {
+    this.eventCount += 1;
+    if (this.tests_.has(id) || this.describes.has(id)) {
+      this.anomaly(`duplicate found for id ${id}`);
+      return;
+    }
+    const file = this.relativeFile(url);
+    const parent = parentId === undefined ? undefined : (this.describes.get(parentId) ?? this.tests_.get(parentId));
+    if (type === "describe") {
+      const describe: DescribeRecord = { name, parentId, ...UNATTRIBUTED };
+      this.describes.set(id, describe);
+      this.attribution.found(describe, file, parent);
+      return;
+    }
+    const record: TestRecord = {
+      id,
+      name,
+      url,
+      file,
+      line,
+      parentId,
+      phase: "found",
+      bunStatus: undefined,
+      elapsedNs: undefined,
+      startedAtMs: undefined,
+      endedAtMs: undefined,
+      startSeq: 0,
+      attempts: 0,
+      attemptErrors: undefined,
+      failedAttempts: undefined,
+      mapped: undefined,
+      own: false,
+      viaBlock: false,
+      block: undefined,
+    };
+    this.tests_.set(id, record);
+    this.attribution.found(record, file, parent);
+  }
+
+  /** `TestReporter.start` of test `id`: see {@link found}. Never throws. */
+  start(id: number): void {
+    this.eventCount += 1;
+    const record = this.progressed(id, "start");
+    if (!record) return;
+    if (record.phase === "running" && record.attempts > 0) {
+      // A new start while the previous attempt never ended: Bun retried it,
+      // which it only does after a failure.
+      this.pending.failed(record);
+      (record.failedAttempts ??= []).push(attemptFailure(attemptErrorsOf(record, record.attempts), record.attempts));
+    } else if (record.phase === "ended") {
+      this.anomaly(`start after end for test ${record.id}; treated as a new attempt`);
+      record.bunStatus = undefined;
+      record.elapsedNs = undefined;
+      record.endedAtMs = undefined;
+    }
+    record.attempts += 1;
+    record.phase = "running";
+    record.startedAtMs = this.now();
+    record.startSeq = ++this.seq;
+  }
+
+  /** `TestReporter.end` of test `id`, `elapsedNs` Bun's `elapsed`: see {@link found}. Never throws. */
+  end(id: number, status: BunEndStatus, elapsedNs: number): void {
+    this.eventCount += 1;
+    const record = this.progressed(id, "end");
+    if (!record) return;
+    if (record.phase === "ended") {
+      this.anomaly(`second end for test ${record.id}; the later one wins`);
+    }
+    if (status === "fail" || status === "timeout") this.pending.failed(record);
+    else this.pending.cleared(record);
+    record.phase = "ended";
+    record.bunStatus = status;
+    record.elapsedNs = elapsedNs;
+    record.endedAtMs = this.now();
+  }
+
+  private error(event: ErrorEvent): void {
+    this.eventCount += 1;
+    const located = this.toEventError(event, 0);
+    const { record: current, ambiguous } = this.runningRecordFor(located.locations);
+    const errors = current ? currentErrors(current) : undefined;
+    if (current && errors) {
+      const error = { ...located, attempt: current.attempts };
+      errors.push(error);
+      if (ambiguous) this.pending.add(error, current, ambiguous);
+      return;
+    }
+    const error = located;
+    const files = new Set(this.files());
+    const known = error.locations.find((location) => files.has(location.file));
+    this.outside.push({ ...error, file: (known ?? error.locations[0])?.file });
+  }
+
+  /** A `start` or `end` of `id` closes the open found block; its test record, else an anomaly. */
+  private progressed(id: number, what: string): TestRecord | undefined {
+    const record = this.tests_.get(id);
+    if (record) {
+      this.attribution.progressed(record);
+      return record;
+    }
+    const describe = this.describes.get(id);
+    this.attribution.progressed(describe);
+    this.anomaly(describe ? `${what} for describe ${id}` : `${what} for unknown id ${id}`);
+    return undefined;
   }
 
   /**
@@ -215,12 +237,12 @@ export class TestEventModel {
     const prefixes = new Map<number, string>();
     for (const record of this.tests_.values()) {
       const ended = record.phase === "ended";
-      const status = ended && record.bunStatus ? STATUS_OF[record.bunStatus] : undefined;
+      const status = ended && record.bunStatus ? endedStatus(record.bunStatus) : undefined;
       const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
-      const test: EventTest = { name: this.fullName(record, prefixes), file: this.fileFor(record), state: record.phase, attempts: record.attempts.length, durationMs: durationMs ?? 0, attemptFailures: record.failedAttempts };
+      const test: EventTest = { name: this.fullName(record, prefixes), file: this.fileFor(record), state: record.phase, attempts: record.attempts, durationMs: durationMs ?? 0, attemptFailures: record.failedAttempts ?? [] };
       const line = this.lineFor(record);
       if (line !== undefined) test.line = line;
-      if (!this.attribution.ownLine(record.id)) test.viaHelper = true;
+      if (!record.own) test.viaHelper = true;
       if (status !== undefined) test.status = status;
       if (record.phase === "running" && record.startedAtMs !== undefined) test.runningForMs = Math.max(0, now - record.startedAtMs);
       if (ended && record.endedAtMs !== undefined) test.sinceEndMs = Math.max(0, now - record.endedAtMs);
@@ -290,12 +312,12 @@ export class TestEventModel {
 
   /** The test's planned file (attribution.ts), else its url's file. */
   private fileFor(record: TestRecord): string {
-    return this.attribution.file(record.id) ?? record.file;
+    return record.mapped ?? record.file;
   }
 
   /** The test's line in its planned file; undefined when Bun's line is a helper module's. */
   private lineFor(record: TestRecord): number | undefined {
-    return this.attribution.ownLine(record.id) ? record.line : undefined;
+    return record.own ? record.line : undefined;
   }
 
   /**
@@ -320,13 +342,6 @@ export class TestEventModel {
   private anomaly(text: string): void {
     this.anomalyCount += 1;
     if (this.anomalyList.length < MAX_ANOMALIES) this.anomalyList.push(text);
-  }
-
-  private testFor(id: number, what: string): TestRecord | undefined {
-    const record = this.tests_.get(id);
-    if (record) return record;
-    this.anomaly(this.describes.has(id) ? `${what} for describe ${id}` : `${what} for unknown id ${id}`);
-    return undefined;
   }
 
   /**
@@ -365,28 +380,8 @@ export class TestEventModel {
     return latest;
   }
 
-  /**
-   * Bun's `url` made relative to the root, as the plan names files. Two
-   * measured quirks are undone: Bun 1.4.4 sends non-ASCII Latin letters as
-   * their UTF-8 bytes read as Latin-1 ("é" arrives as "Ã©"), and it sends
-   * real paths, so a root reached through a symlink must be compared by its
-   * real path too.
-   */
   private relativeFile(url: string): string {
-    // A file's tests all carry its url: one path computation per run of equal urls.
-    if (url !== this.last.url) this.last = { url, file: this.computeRelativeFile(url) };
-    return this.last.file;
-  }
-
-  private computeRelativeFile(url: string): string {
-    if (!isAbsolute(url)) return url.split(sep).join("/");
-    for (const candidate of [url, repairLatin1(url)]) {
-      for (const root of this.roots) {
-        const rel = relative(root, candidate);
-        if (rel && !rel.startsWith("..") && !isAbsolute(rel)) return rel.split(sep).join("/");
-      }
-    }
-    return relative(this.root, url).split(sep).join("/");
+    return this.paths.relative(url);
   }
 
   private toEventError(event: ErrorEvent, attempt: number): EventError {
@@ -417,32 +412,7 @@ export class TestEventModel {
   }
 
   private snapshot(record: TestRecord): TestState {
-    const describePath = this.describePath(record);
-    const ended = record.phase === "ended";
-    const status = ended && record.bunStatus ? STATUS_OF[record.bunStatus] : undefined;
-    const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
-    const failedAttempts = [...record.failedAttempts];
-    return {
-      id: record.id,
-      name: record.name,
-      describePath,
-      fullName: [...describePath, record.name].join(" > "),
-      url: record.url,
-      file: this.fileFor(record),
-      line: this.lineFor(record),
-      viaHelper: !this.attribution.ownLine(record.id),
-      phase: record.phase,
-      attempts: record.attempts.length,
-      status,
-      bunStatus: ended ? record.bunStatus : undefined,
-      failure: status === "failed" ? finalFailure(record, durationMs) : undefined,
-      durationMs,
-      startedAtMs: record.startedAtMs,
-      endedAtMs: ended ? record.endedAtMs : undefined,
-      errors: record.attempts.flatMap((attempt) => attempt.errors),
-      attemptFailures: failedAttempts,
-      flaky: status === "passed" && failedAttempts.length > 0,
-    };
+    return snapshotOf(record, this.describePath(record));
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import type { AttemptFailure, Failure, TestResult, TestStatus } from "../results/model.ts";
 import type { BunEndStatus } from "./wire.ts";
+import type { AttributionEntry } from "./attribution.ts";
 
 /**
  * Where a test is in its life, from the events received so far:
@@ -121,13 +122,12 @@ export interface ModelOptions {
   files?: readonly string[];
 }
 
-/** Internal to the model (model.ts). */
-export interface Attempt {
-  errors: EventError[];
-}
-
-/** Internal to the model (model.ts). */
-export interface TestRecord {
+/**
+ * Internal to the model (model.ts): one test. Kept small, since there is one
+ * per test for the whole run: the attempt count is a number, and the lists
+ * that only errors and retries need are allocated by the first of them.
+ */
+export interface TestRecord extends AttributionEntry {
   id: number;
   name: string;
   url: string;
@@ -141,29 +141,92 @@ export interface TestRecord {
   startedAtMs: number | undefined;
   endedAtMs: number | undefined;
   startSeq: number;
-  attempts: Attempt[];
-  failedAttempts: AttemptFailure[];
+  /** Number of `start` events (attempts). */
+  attempts: number;
+  /** `attemptErrors[k]`: the errors of attempt k + 1; undefined until the first error. */
+  attemptErrors: EventError[][] | undefined;
+  /** One entry per attempt that Bun retried; undefined until the first. */
+  failedAttempts: AttemptFailure[] | undefined;
 }
 
 /** Internal to the model (model.ts). */
-export interface DescribeRecord {
+export interface DescribeRecord extends AttributionEntry {
   name: string;
   parentId: number | undefined;
+}
+
+/** The errors of attempt `attempt` (1-based) of `record`; empty when none arrived. */
+export function attemptErrorsOf(record: TestRecord, attempt: number): readonly EventError[] {
+  return record.attemptErrors?.[attempt - 1] ?? NO_ERRORS;
+}
+
+/** The error list of `record`'s current attempt, made on first use; undefined before any start. */
+export function currentErrors(record: TestRecord): EventError[] | undefined {
+  if (record.attempts === 0) return undefined;
+  const lists = (record.attemptErrors ??= []);
+  while (lists.length < record.attempts) lists.push([]);
+  return lists[record.attempts - 1];
+}
+
+const NO_ERRORS: readonly EventError[] = Object.freeze([]);
+
+const STATUS_OF: Record<BunEndStatus, EndedStatus> = {
+  pass: "passed",
+  fail: "failed",
+  timeout: "failed",
+  skip: "skipped",
+  todo: "todo",
+};
+
+/** Bun's `end` status as a result status. */
+export const endedStatus = (status: BunEndStatus): EndedStatus => STATUS_OF[status];
+
+/**
+ * A {@link TestState} snapshot of `record`, its file and line as the
+ * attribution mapped them (`mapped`, `own`).
+ * @param describePath names of the enclosing describes, outermost first
+ */
+export function snapshotOf(record: TestRecord, describePath: string[]): TestState {
+  const ended = record.phase === "ended";
+  const status = ended && record.bunStatus ? STATUS_OF[record.bunStatus] : undefined;
+  const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
+  const failedAttempts = [...(record.failedAttempts ?? [])];
+  return {
+    id: record.id,
+    name: record.name,
+    describePath,
+    fullName: [...describePath, record.name].join(" > "),
+    url: record.url,
+    file: record.mapped ?? record.file,
+    line: record.own ? record.line : undefined,
+    viaHelper: !record.own,
+    phase: record.phase,
+    attempts: record.attempts,
+    status,
+    bunStatus: ended ? record.bunStatus : undefined,
+    failure: status === "failed" ? finalFailure(record, durationMs) : undefined,
+    durationMs,
+    startedAtMs: record.startedAtMs,
+    endedAtMs: ended ? record.endedAtMs : undefined,
+    errors: (record.attemptErrors ?? []).flat(),
+    attemptFailures: failedAttempts,
+    flaky: status === "passed" && failedAttempts.length > 0,
+  };
 }
 
 export function joinMessages(errors: readonly EventError[]): string {
   return errors.map((error) => error.message.trimEnd()).join("\n\n");
 }
 
-export function attemptFailure(attempt: Attempt, number: number): AttemptFailure {
-  const first = attempt.errors[0];
+export function attemptFailure(errors: readonly EventError[], number: number): AttemptFailure {
+  const first = errors[0];
   if (!first) {
     return {
       type: "unknown",
       message: `attempt ${number} failed; Bun reported no error for it (a per-test timeout sends none)`,
     };
   }
-  return { type: first.name, message: joinMessages(attempt.errors) };
+  return { type: first.name, message: joinMessages(errors) };
 }
 
 export function formatLocations(errors: readonly EventError[]): string {
@@ -179,15 +242,16 @@ export function formatLocations(errors: readonly EventError[]): string {
 
 /** The last error of a test's last attempt that has any, or undefined. */
 export function lastError(record: TestRecord): EventError | undefined {
-  for (let i = record.attempts.length - 1; i >= 0; i--) {
-    const errors = record.attempts[i]!.errors;
+  const lists = record.attemptErrors ?? [];
+  for (let i = Math.min(record.attempts, lists.length) - 1; i >= 0; i--) {
+    const errors = lists[i]!;
     if (errors.length > 0) return errors[errors.length - 1];
   }
   return undefined;
 }
 
 export function finalFailure(record: TestRecord, durationMs: number | undefined): Failure {
-  const errors = record.attempts.at(-1)?.errors ?? [];
+  const errors = attemptErrorsOf(record, record.attempts);
   const ran = durationMs === undefined ? "" : ` (ran ${Math.round(durationMs)} ms)`;
   if (record.bunStatus === "timeout") {
     const failure: Failure = { type: "timeout", message: `exceeded Bun's per-test timeout${ran}` };
