@@ -68,14 +68,33 @@ if (process.argv[2] === "--send") {
   writeFileSync(framesPath, Buffer.concat(messages.map((m) => encodeFrame(m))));
   for (let round = 0; round < rounds; round++) {
     const socketPath = path.join(dir, `s${round}`);
-    const model = new TestEventModel({ root: dir, files: ["t/many.test.ts"] });
+    let arrivedAtMs = performance.now();
+    const model = new TestEventModel({ root: dir, files: ["t/many.test.ts"], now: () => arrivedAtMs });
     const journal = await openJournal(path.join(dir, `j${round}.events.jsonl`));
+    // As runner/exec/shard.ts wires it (a checkout without `sink`/`onRead` ignores them).
     const channel = listenForTestEvents({
       socketPath,
       connectTimeoutMs: 5_000,
       onEvent: (event: unknown, message: unknown) => {
         model.apply(event);
         journal.append(event, message);
+      },
+      sink: {
+        found: (id: number, url: string, line: number, name: string, type: string, parentId: number | undefined, message: Uint8Array) => {
+          model.found(id, url, line, name, type, parentId);
+          journal.appendLine(message);
+        },
+        start: (id: number, message: Uint8Array) => {
+          model.start(id);
+          journal.appendLine(message);
+        },
+        end: (id: number, status: string, elapsedNs: number, message: Uint8Array) => {
+          model.end(id, status, elapsedNs);
+          journal.appendLine(message);
+        },
+      },
+      onRead: () => {
+        arrivedAtMs = performance.now();
       },
     });
     const sender = Bun.spawn([process.execPath, import.meta.path, "--send", socketPath, framesPath, chunkFrames], { stdio: ["ignore", "ignore", "inherit"] });

@@ -43,42 +43,11 @@ import type { Socket, UnixSocketListener } from "bun";
 import { capJsonStrings } from "../util/text-cap.ts";
 import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
+import { CompactReader, type CompactSink } from "./compact.ts";
+import { END_OF_RUN_EXPRESSION, fileBarrierRequest, barrierRequestsAfter } from "./barrier.ts";
 import { classifyInspectorMessage, parseStartOrEnd, type TestEvent } from "./wire.ts";
 
-/**
- * The expression request 4 evaluates in the child: the promise the child
- * preload resolves after the last test. Either side may create it first.
- */
-export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
-
-/** The expression request 6 evaluates: releases the preload's wait at the end of the run. */
-export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived")] ??= Promise.withResolvers()).resolve()';
-
-/**
- * Under `--bail` (the preload's global afterAll never runs when Bun bails),
- * one barrier per test file: for the k-th file (0-based) a request evaluates
- * the promise the preload resolves before that file's first test
- * ({@link firstTestExpression}), the next awaits it, so its reply proves
- * every event sent before (that file's `found` plan) arrived, and the third
- * releases the preload ({@link planAckExpression}) while the file after it
- * gets its own first request. Request ids: {@link FILE_BARRIER_FIRST_ID} + 3k,
- * + 3k + 1, + 3k + 2.
- */
-export const firstTestExpression = (k: number) => `(globalThis[Symbol.for("shardguard.firstTest.${k}")] ??= Promise.withResolvers()).promise`;
-
-/** The expression that releases the preload's wait before the k-th file's first test. */
-export const planAckExpression = (k: number) => `(globalThis[Symbol.for("shardguard.planReceived.${k}")] ??= Promise.withResolvers()).resolve()`;
-
-/** Id of the first request of the per-file barriers (ids below are the handshake's and the end of run's). */
-export const FILE_BARRIER_FIRST_ID = 100;
-
-/** Most files a shard has (--files-per-shard is at most 10,000): per-file barriers stop after that. */
-const MAX_FILE_BARRIERS = 10_000;
-
-/** The request that starts the k-th file's barrier. */
-function fileBarrierRequest(k: number): { id: number; method: string; params: { expression: string } } {
-  return { id: FILE_BARRIER_FIRST_ID + 3 * k, method: "Runtime.evaluate", params: { expression: firstTestExpression(k) } };
-}
+export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression } from "./barrier.ts";
 
 /** Options of {@link listenForTestEvents}. */
 export interface ListenOptions {
@@ -100,6 +69,19 @@ export interface ListenOptions {
    * `event` as it is (hand-checked events), else undefined.
    */
   onEvent: (event: TestEvent, message: string | Uint8Array | undefined) => void;
+  /**
+   * Optional: gets the found, start and end messages in Bun's compact form
+   * field by field (compact.ts), without an event object, instead of
+   * `onEvent`; every other event still goes to `onEvent`, all in arrival
+   * order. Exceptions are caught and counted like `onEvent`'s.
+   */
+  sink?: CompactSink;
+  /**
+   * Optional: called once per read from the socket, before the messages it
+   * completed are delivered (e.g. to take one clock reading for all of them:
+   * they arrived together).
+   */
+  onRead?: () => void;
   /** Called once per refused connection, with a one-line description. */
   onRefused?: (detail: string) => void;
   /**
@@ -219,7 +201,8 @@ interface ConnectionData {
  *   the socket cannot be created (e.g. something exists at the path).
  */
 export function listenForTestEvents(options: ListenOptions): EventChannel {
-  const { socketPath, connectTimeoutMs, onEvent, onRefused, signal, firstTestBarrier = false } = options;
+  const { socketPath, connectTimeoutMs, onEvent, onRefused, onRead, signal, firstTestBarrier = false } = options;
+  const compact = options.sink ? new CompactReader(options.sink) : null;
   const started = performance.now();
   if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
     throw new InspectorConnectError(
@@ -294,8 +277,25 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
     }
   };
   const onMessage = (body: Buffer | string) => {
-    const common = typeof body === "string" ? null : parseStartOrEnd(body);
-    if (common !== null) return deliver(common, body);
+    if (typeof body !== "string") {
+      if (compact !== null) {
+        let read: boolean;
+        try {
+          read = compact.read(body);
+        } catch {
+          // Only a sink throws here, after the message was read whole.
+          read = true;
+          stats.handlerErrors += 1;
+        }
+        if (read) {
+          stats.events += 1;
+          return;
+        }
+      } else {
+        const common = parseStartOrEnd(body);
+        if (common !== null) return deliver(common, body);
+      }
+    }
     const text = typeof body === "string" ? body : capJsonStrings(body);
     const parsed = classifyInspectorMessage(text);
     switch (parsed.kind) {
@@ -309,20 +309,10 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
           break;
         }
         if (trusted === null || isClosed) break;
-        if (parsed.id === 4 && parsed.objectId !== undefined) {
-          send(trusted, { id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: parsed.objectId } });
-        } else if (parsed.id === 5) {
-          stats.flushed = true;
-          send(trusted, { id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } });
-        } else if (firstTestBarrier && parsed.id >= FILE_BARRIER_FIRST_ID) {
-          const k = Math.floor((parsed.id - FILE_BARRIER_FIRST_ID) / 3);
-          const step = (parsed.id - FILE_BARRIER_FIRST_ID) % 3;
-          if (step === 0 && parsed.objectId !== undefined) {
-            send(trusted, { id: parsed.id + 1, method: "Runtime.awaitPromise", params: { promiseObjectId: parsed.objectId } });
-          } else if (step === 1) {
-            send(trusted, { id: parsed.id + 1, method: "Runtime.evaluate", params: { expression: planAckExpression(k) } });
-            if (k + 1 < MAX_FILE_BARRIERS) send(trusted, fileBarrierRequest(k + 1));
-          }
+        if (parsed.id === 5) stats.flushed = true;
+        {
+          const next = barrierRequestsAfter(parsed.id, parsed.objectId, firstTestBarrier);
+          if (next.length > 0) send(trusted, ...next);
         }
         break;
       case "ignored":
@@ -385,6 +375,13 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
         },
         data(socket, chunk) {
           if (socket !== trusted || isClosed) return;
+          if (onRead) {
+            try {
+              onRead();
+            } catch {
+              stats.handlerErrors += 1;
+            }
+          }
           reader.push(chunk);
         },
         drain(socket) {

@@ -88,6 +88,22 @@ export class EventJournal {
     }
   }
 
+  /**
+   * Appends one line given as its bytes: a message the channel read as an
+   * event in Bun's compact form (compact.ts), which holds no newline. The
+   * bytes are copied at once. No-op after {@link close} or a write error.
+   */
+  appendLine(line: Uint8Array): void {
+    if (this.ended || this.failure) return;
+    this.lines += 1;
+    this.put(line);
+    this.pending[this.used++] = NEWLINE;
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      setTimeout(() => this.flush(), JOURNAL_FLUSH_MS);
+    }
+  }
+
   /** Room for `bytes` more bytes and the newline, flushing first when needed. */
   private room(bytes: number): boolean {
     if (this.used + bytes + 1 <= this.pending.length) return true;

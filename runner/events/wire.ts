@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
-import { CLOSE_BRACE, QUOTE } from "../util/bytes.ts";
+import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
 
 /** Bun's final verdict on a test, as sent in `TestReporter.end`. */
 export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
@@ -207,31 +207,6 @@ const STATUS_KEY = Buffer.from(',"status":"');
 const ELAPSED_KEY = Buffer.from('","elapsed":');
 const STATUS_BYTES = BUN_END_STATUSES.map((status) => [status, Buffer.from(status)] as const);
 
-/** True when `bytes` holds `pattern` at `at`. */
-function has(bytes: Uint8Array, at: number, pattern: Uint8Array): boolean {
-  if (at + pattern.length > bytes.length) return false;
-  for (let i = 0; i < pattern.length; i++) if (bytes[at + i] !== pattern[i]) return false;
-  return true;
-}
-
-/**
- * The end of a JSON integer of 1 to 15 digits at `at` (no leading zero,
- * so exactly what JSON.parse reads as a safe non-negative integer), or -1.
- */
-function integerEnd(bytes: Uint8Array, at: number): number {
-  let end = at;
-  while (end < bytes.length && end - at <= 15 && bytes[end]! >= 0x30 && bytes[end]! <= 0x39) end += 1;
-  const length = end - at;
-  if (length === 0 || length > 15 || (length > 1 && bytes[at] === 0x30)) return -1;
-  return end;
-}
-
-const integerAt = (bytes: Uint8Array, from: number, to: number) => {
-  let value = 0;
-  for (let i = from; i < to; i++) value = value * 10 + (bytes[i]! - 0x30);
-  return value;
-};
-
 /**
  * The two messages that come once per test attempt, read from their bytes
  * when they are exactly as Bun 1.4.4 writes them:
@@ -245,23 +220,53 @@ const integerAt = (bytes: Uint8Array, from: number, to: number) => {
  * (bench/README.md, P8).
  */
 export function parseStartOrEnd(bytes: Uint8Array): TestEvent | null {
-  if (has(bytes, 0, START_HEAD)) {
-    const end = integerEnd(bytes, START_HEAD.length);
-    if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return null;
-    return { method: "TestReporter.start", params: { id: integerAt(bytes, START_HEAD.length, end) } };
-  }
-  if (!has(bytes, 0, END_HEAD)) return null;
+  const startId = compactStartId(bytes);
+  if (startId >= 0) return { method: "TestReporter.start", params: { id: startId } };
+  const end: CompactEnd = { id: 0, status: "pass", elapsed: 0 };
+  if (!readCompactEnd(bytes, end)) return null;
+  return { method: "TestReporter.end", params: { id: end.id, status: end.status, elapsed: end.elapsed } };
+}
+
+/** The id of a start message in Bun's compact form ({@link parseStartOrEnd}), or -1. */
+export function compactStartId(bytes: Uint8Array): number {
+  if (!hasAt(bytes, 0, START_HEAD)) return -1;
+  const end = integerEnd(bytes, START_HEAD.length);
+  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return -1;
+  return integerAt(bytes, START_HEAD.length, end);
+}
+
+/** The fields of an end message: `elapsed` in ns. */
+export interface CompactEnd {
+  id: number;
+  status: BunEndStatus;
+  elapsed: number;
+}
+
+/**
+ * Reads an end message in Bun's compact form ({@link parseStartOrEnd}) into
+ * `out` (reused by the caller: no object per message); false, and `out`
+ * unspecified, when `bytes` is anything else.
+ */
+export function readCompactEnd(bytes: Uint8Array, out: CompactEnd): boolean {
+  if (!hasAt(bytes, 0, END_HEAD)) return false;
   const idEnd = integerEnd(bytes, END_HEAD.length);
-  if (idEnd < 0 || !has(bytes, idEnd, STATUS_KEY)) return null;
+  if (idEnd < 0 || !hasAt(bytes, idEnd, STATUS_KEY)) return false;
   const statusAt = idEnd + STATUS_KEY.length;
-  const match = STATUS_BYTES.find(([, word]) => has(bytes, statusAt, word) && bytes[statusAt + word.length] === QUOTE);
-  if (match === undefined) return null;
-  const elapsedAt = statusAt + match[1].length + ELAPSED_KEY.length;
-  if (!has(bytes, statusAt + match[1].length, ELAPSED_KEY)) return null;
+  let status: BunEndStatus | undefined;
+  let statusEnd = 0;
+  for (const [word, wordBytes] of STATUS_BYTES) {
+    if (hasAt(bytes, statusAt, wordBytes) && bytes[statusAt + wordBytes.length] === QUOTE) {
+      status = word;
+      statusEnd = statusAt + wordBytes.length;
+      break;
+    }
+  }
+  if (status === undefined || !hasAt(bytes, statusEnd, ELAPSED_KEY)) return false;
+  const elapsedAt = statusEnd + ELAPSED_KEY.length;
   const end = integerEnd(bytes, elapsedAt);
-  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return null;
-  return {
-    method: "TestReporter.end",
-    params: { id: integerAt(bytes, END_HEAD.length, idEnd), status: match[0], elapsed: integerAt(bytes, elapsedAt, end) },
-  };
+  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return false;
+  out.id = integerAt(bytes, END_HEAD.length, idEnd);
+  out.status = status;
+  out.elapsed = integerAt(bytes, elapsedAt, end);
+  return true;
 }

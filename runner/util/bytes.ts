@@ -25,3 +25,29 @@ export const GT = 0x3e;
 export const BACKSLASH = 0x5c;
 /** `}` */
 export const CLOSE_BRACE = 0x7d;
+
+/** True when `bytes` holds `pattern` at `at`. */
+export function hasAt(bytes: Uint8Array, at: number, pattern: Uint8Array): boolean {
+  if (at + pattern.length > bytes.length) return false;
+  for (let i = 0; i < pattern.length; i++) if (bytes[at + i] !== pattern[i]) return false;
+  return true;
+}
+
+/**
+ * The end of a JSON integer of 1 to 15 digits at `at` (no leading zero,
+ * so exactly what JSON.parse reads as a safe non-negative integer), or -1.
+ */
+export function integerEnd(bytes: Uint8Array, at: number): number {
+  let end = at;
+  while (end < bytes.length && end - at <= 15 && bytes[end]! >= 0x30 && bytes[end]! <= 0x39) end += 1;
+  const length = end - at;
+  if (length === 0 || length > 15 || (length > 1 && bytes[at] === 0x30)) return -1;
+  return end;
+}
+
+/** The value of the decimal digits in `bytes[from, to)` (checked by {@link integerEnd}). */
+export function integerAt(bytes: Uint8Array, from: number, to: number): number {
+  let value = 0;
+  for (let i = from; i < to; i++) value = value * 10 + (bytes[i]! - 0x30);
+  return value;
+}

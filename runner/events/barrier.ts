@@ -1,0 +1,67 @@
+/**
+ * The requests of the end-of-run barrier and of the per-file barriers under
+ * `--bail` (inspector.ts, steps 2 and 4 of its protocol; the child preload's
+ * side is runner/child/shard-preload.ts): what the runner sends, and what it
+ * sends next when a reply arrives.
+ */
+
+/**
+ * The expression request 4 evaluates in the child: the promise the child
+ * preload resolves after the last test. Either side may create it first.
+ */
+export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
+
+/** The expression request 6 evaluates: releases the preload's wait at the end of the run. */
+export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived")] ??= Promise.withResolvers()).resolve()';
+
+/**
+ * Under `--bail` (the preload's global afterAll never runs when Bun bails),
+ * one barrier per test file: for the k-th file (0-based) a request evaluates
+ * the promise the preload resolves before that file's first test
+ * ({@link firstTestExpression}), the next awaits it, so its reply proves
+ * every event sent before (that file's `found` plan) arrived, and the third
+ * releases the preload ({@link planAckExpression}) while the file after it
+ * gets its own first request. Request ids: {@link FILE_BARRIER_FIRST_ID} + 3k,
+ * + 3k + 1, + 3k + 2.
+ */
+export const firstTestExpression = (k: number) => `(globalThis[Symbol.for("shardguard.firstTest.${k}")] ??= Promise.withResolvers()).promise`;
+
+/** The expression that releases the preload's wait before the k-th file's first test. */
+export const planAckExpression = (k: number) => `(globalThis[Symbol.for("shardguard.planReceived.${k}")] ??= Promise.withResolvers()).resolve()`;
+
+/** Id of the first request of the per-file barriers (ids below are the handshake's and the end of run's). */
+export const FILE_BARRIER_FIRST_ID = 100;
+
+/** Most files a shard has (--files-per-shard is at most 10,000): per-file barriers stop after that. */
+const MAX_FILE_BARRIERS = 10_000;
+
+/** The request that starts the k-th file's barrier. */
+export function fileBarrierRequest(k: number): BarrierRequest {
+  return { id: FILE_BARRIER_FIRST_ID + 3 * k, method: "Runtime.evaluate", params: { expression: firstTestExpression(k) } };
+}
+
+/** A request the runner writes to the child's inspector. */
+export interface BarrierRequest {
+  id: number;
+  method: string;
+  params: Record<string, unknown>;
+}
+
+/**
+ * The requests to send once the reply to request `id` arrived (`objectId`:
+ * the remote object it carries): request 4's promise is awaited (5), 5's
+ * reply (every event sent before it has arrived) releases the preload (6);
+ * under `--bail` (`perFile`) the k-th file's three requests likewise, the
+ * next file's first going out with the release. Empty for any other reply.
+ */
+export function barrierRequestsAfter(id: number, objectId: string | undefined, perFile: boolean): BarrierRequest[] {
+  if (id === 4 && objectId !== undefined) return [{ id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
+  if (id === 5) return [{ id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } }];
+  if (!perFile || id < FILE_BARRIER_FIRST_ID) return [];
+  const k = Math.floor((id - FILE_BARRIER_FIRST_ID) / 3);
+  const step = (id - FILE_BARRIER_FIRST_ID) % 3;
+  if (step === 0 && objectId !== undefined) return [{ id: id + 1, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
+  if (step !== 1) return [];
+  const release = { id: id + 1, method: "Runtime.evaluate", params: { expression: planAckExpression(k) } };
+  return k + 1 < MAX_FILE_BARRIERS ? [release, fileBarrierRequest(k + 1)] : [release];
+}
