@@ -291,3 +291,41 @@ describe("real bun children: the reader's path and onEvent's give the same model
     expect([stats.events, stats.handlerErrors]).toEqual([4, 1]);
   });
 });
+
+describe("read batching (a busy stream's reads pause for a moment)", () => {
+  test("a peer that trickles 1,200 events, then bursts the rest and dies at once: reading paused, and every event arrives", async () => {
+    counter += 1;
+    const socketPath = socketPathFor(sockDir, counter);
+    const model = new TestEventModel({ root: "/r", now: () => 0 });
+    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: (event) => model.apply(event) });
+    const frames: Buffer[] = [];
+    const tests = 1_500;
+    for (let id = 1; id <= tests; id++) frames.push(encodeFrame(foundText(`"id":${id},"url":"${URL}","line":2,"name":"t${id}","type":"test"`)));
+    for (let id = 1; id <= tests; id++) {
+      frames.push(encodeFrame(`{"method":"TestReporter.start","params":{"id":${id}}}`));
+      frames.push(encodeFrame(`{"method":"TestReporter.end","params":{"id":${id},"status":"pass","elapsed":1}}`));
+    }
+    const framesPath = join(root, `frames-${counter}`);
+    const trickled = 1_200; // one small write per frame, past the 1,000 events after which reads pause
+    writeFileSync(framesPath, Buffer.concat(frames));
+    const sender = [
+      `const frames = require("fs").readFileSync(${JSON.stringify(framesPath)});`,
+      "const ends = []; for (let at = 0; at < frames.length; ) { at += 4 + frames.readUInt32BE(at); ends.push(at); }",
+      `const socket = require("net").connect(${JSON.stringify(socketPath)}, async () => {`,
+      // Past the 1,000th event, a timer between writes: each read is one small frame, so reading pauses.
+      `  for (let i = 0; i < ${trickled}; i++) { socket.write(frames.subarray(i ? ends[i - 1] : 0, ends[i])); await new Promise((r) => (i < 1000 ? setImmediate(r) : setTimeout(r, i % 100 === 0 ? 5 : 0))); }`,
+      `  socket.write(frames.subarray(ends[${trickled - 1}]), () => process.exit(0));`,
+      "});",
+      'socket.on("data", () => {});',
+    ].join("\n");
+    const child = spawn(BUN, ["-e", sender], { stdio: "ignore" });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    await channel.ready;
+    await exited;
+    await channel.closed;
+    channel.close();
+    expect(channel.stats().events).toBe(3 * tests);
+    expect(channel.stats().readPauses).toBeGreaterThan(0);
+    expect(model.tests().filter((t) => t.status === "passed").length).toBe(tests);
+  }, 30_000);
+});

@@ -44,10 +44,23 @@ import { capJsonStrings } from "../util/text-cap.ts";
 import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
 import { CompactReader, type CompactSink } from "./compact.ts";
+import { InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
 import { END_OF_RUN_EXPRESSION, fileBarrierRequest, barrierRequestsAfter } from "./barrier.ts";
 import { classifyInspectorMessage, parseStartOrEnd, type TestEvent } from "./wire.ts";
 
 export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression } from "./barrier.ts";
+export { InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
+
+/**
+ * Read batching: once a channel has delivered {@link BATCH_AFTER_EVENTS}
+ * events, a read under {@link BATCH_READ_BYTES} pauses reading for
+ * {@link BATCH_PAUSE_MS} ms, so the next read takes what gathered meanwhile
+ * in the kernel's buffer. Nothing is lost by a pause: Bun delivers what the
+ * peer wrote before it closed or died once reading resumes (measured).
+ */
+const BATCH_AFTER_EVENTS = 1_000;
+const BATCH_READ_BYTES = 32 * 1024;
+const BATCH_PAUSE_MS = 2;
 
 /** Options of {@link listenForTestEvents}. */
 export interface ListenOptions {
@@ -93,87 +106,6 @@ export interface ListenOptions {
   firstTestBarrier?: boolean;
   /** Aborting rejects a pending handshake and closes an open channel. */
   signal?: AbortSignal;
-}
-
-/** Counters of one channel, for diagnostics and the report's reason lines. */
-export interface ChannelStats {
-  /** ms from the call to {@link listenForTestEvents} to the child's connection, or null before it. */
-  dialMs: number | null;
-  /** ms from the call to {@link listenForTestEvents} to the handshake's write (0 before it). */
-  connectMs: number;
-  /** True once the end-of-run barrier's reply arrived: every event the run sent was received. */
-  flushed: boolean;
-  /** The first error reply to one of our requests, or null. */
-  requestError: string | null;
-  /** Valid events delivered to `onEvent`. */
-  events: number;
-  /** Messages that were not JSON objects. */
-  malformed: number;
-  /** Known methods whose params failed schema validation (dropped). */
-  invalid: number;
-  /** Messages with methods we do not consume (dropped). */
-  ignored: number;
-  /** Frames over the size cap, skipped unread (frames.ts MAX_FRAME_BYTES). */
-  oversized: number;
-  /** Exceptions thrown by `onEvent` (caught). */
-  handlerErrors: number;
-  /** Connections cut unread: any after the first. */
-  refused: number;
-  /**
-   * Who ended the trusted connection: `peer` (the child closed it or
-   * exited), `local` ({@link EventChannel.close}, an abort, a failed
-   * handshake); null while it is open or when nobody dialed.
-   */
-  closedBy: "peer" | "local" | null;
-}
-
-/** A listening channel returned by {@link listenForTestEvents}. */
-export interface EventChannel {
-  /**
-   * Resolves once the child dialed in and the handshake was written (its
-   * tests are released). Rejects with {@link InspectorConnectError} when
-   * nobody dialed within the budget, or the signal aborted or
-   * {@link EventChannel.close} was called first; the channel is closed then.
-   */
-  readonly ready: Promise<void>;
-  /**
-   * Resolves when the trusted connection has closed, or the channel was
-   * closed (also when nobody ever dialed). Never rejects. All events have
-   * been delivered to `onEvent` by then.
-   */
-  readonly closed: Promise<void>;
-  /**
-   * Cuts the connection, stops listening and removes the socket file.
-   * Idempotent; `closed` then resolves.
-   */
-  close(): void;
-  /** A snapshot of the counters. */
-  stats(): ChannelStats;
-}
-
-/**
- * Thrown by {@link listenForTestEvents} (`invalid-path`, `listen`) or as the
- * rejection of {@link EventChannel.ready}. The caller treats it as
- * "per-test data missing" for the shard (and must stop the child: with
- * `--inspect-wait` a child that never completes the handshake waits
- * forever).
- */
-export class InspectorConnectError extends Error {
-  override readonly name = "InspectorConnectError";
-  constructor(
-    message: string,
-    readonly socketPath: string,
-    /** ms spent before giving up. */
-    readonly waitedMs: number,
-    /**
-     * Why: `timeout` (nobody dialed); `aborted` (the signal, or a close
-     * first); `invalid-path` (not absolute, or unsafe characters: nothing
-     * was tried); `listen` (the socket could not be created).
-     */
-    readonly reason: "timeout" | "aborted" | "invalid-path" | "listen",
-  ) {
-    super(message);
-  }
 }
 
 /** What a connection carries: whether it is the trusted one. */
@@ -232,6 +164,7 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
     ignored: 0,
     oversized: 0,
     handlerErrors: 0,
+    readPauses: 0,
     refused: 0,
     closedBy: null,
   };
@@ -251,6 +184,8 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
   let handshake: "waiting" | "done" | "failed" = "waiting";
   let isClosed = false;
   let trusted: Socket<ConnectionData> | null = null;
+  /** Set while reading is paused so messages gather (see `data`). */
+  let resumeTimer: ReturnType<typeof setTimeout> | undefined;
   /** Bytes the kernel did not take yet (tiny: three requests), written on drain. */
   let unsent: Buffer | null = null;
 
@@ -383,6 +318,16 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
             }
           }
           reader.push(chunk);
+          // A busy stream read as it trickles in costs ~10 µs per read (one
+          // per 1–8 messages, bench/README.md): let it gather for a moment.
+          if (chunk.length < BATCH_READ_BYTES && stats.events >= BATCH_AFTER_EVENTS && resumeTimer === undefined && !isClosed) {
+            socket.pause();
+            stats.readPauses += 1;
+            resumeTimer = setTimeout(() => {
+              resumeTimer = undefined;
+              if (!isClosed) socket.resume();
+            }, BATCH_PAUSE_MS);
+          }
         },
         drain(socket) {
           if (socket !== trusted || unsent === null) return;
@@ -414,6 +359,7 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
     if (isClosed) return;
     isClosed = true;
     clearTimeout(timer);
+    clearTimeout(resumeTimer);
     signal?.removeEventListener("abort", onAbort);
     if (trusted !== null && stats.closedBy === null) stats.closedBy = "local";
     try {

@@ -1,0 +1,88 @@
+/**
+ * What the inspector event channel (inspector.ts `listenForTestEvents`)
+ * hands back: the channel, its counters, and the error of a failed
+ * handshake.
+ */
+
+/** Counters of one channel, for diagnostics and the report's reason lines. */
+export interface ChannelStats {
+  /** ms from the call to `listenForTestEvents` (inspector.ts) to the child's connection, or null before it. */
+  dialMs: number | null;
+  /** ms from the call to `listenForTestEvents` (inspector.ts) to the handshake's write (0 before it). */
+  connectMs: number;
+  /** True once the end-of-run barrier's reply arrived: every event the run sent was received. */
+  flushed: boolean;
+  /** The first error reply to one of our requests, or null. */
+  requestError: string | null;
+  /** Valid events delivered to `onEvent`. */
+  events: number;
+  /** Messages that were not JSON objects. */
+  malformed: number;
+  /** Known methods whose params failed schema validation (dropped). */
+  invalid: number;
+  /** Messages with methods we do not consume (dropped). */
+  ignored: number;
+  /** Frames over the size cap, skipped unread (frames.ts MAX_FRAME_BYTES). */
+  oversized: number;
+  /** Exceptions thrown by `onEvent` (caught). */
+  handlerErrors: number;
+  /** Times reading paused so a busy stream's messages gather (inspector.ts, read batching). */
+  readPauses: number;
+  /** Connections cut unread: any after the first. */
+  refused: number;
+  /**
+   * Who ended the trusted connection: `peer` (the child closed it or
+   * exited), `local` ({@link EventChannel.close}, an abort, a failed
+   * handshake); null while it is open or when nobody dialed.
+   */
+  closedBy: "peer" | "local" | null;
+}
+
+/** A listening channel returned by `listenForTestEvents` (inspector.ts). */
+export interface EventChannel {
+  /**
+   * Resolves once the child dialed in and the handshake was written (its
+   * tests are released). Rejects with {@link InspectorConnectError} when
+   * nobody dialed within the budget, or the signal aborted or
+   * {@link EventChannel.close} was called first; the channel is closed then.
+   */
+  readonly ready: Promise<void>;
+  /**
+   * Resolves when the trusted connection has closed, or the channel was
+   * closed (also when nobody ever dialed). Never rejects. All events have
+   * been delivered to `onEvent` by then.
+   */
+  readonly closed: Promise<void>;
+  /**
+   * Cuts the connection, stops listening and removes the socket file.
+   * Idempotent; `closed` then resolves.
+   */
+  close(): void;
+  /** A snapshot of the counters. */
+  stats(): ChannelStats;
+}
+
+/**
+ * Thrown by `listenForTestEvents` (inspector.ts) (`invalid-path`, `listen`) or as the
+ * rejection of {@link EventChannel.ready}. The caller treats it as
+ * "per-test data missing" for the shard (and must stop the child: with
+ * `--inspect-wait` a child that never completes the handshake waits
+ * forever).
+ */
+export class InspectorConnectError extends Error {
+  override readonly name = "InspectorConnectError";
+  constructor(
+    message: string,
+    readonly socketPath: string,
+    /** ms spent before giving up. */
+    readonly waitedMs: number,
+    /**
+     * Why: `timeout` (nobody dialed); `aborted` (the signal, or a close
+     * first); `invalid-path` (not absolute, or unsafe characters: nothing
+     * was tried); `listen` (the socket could not be created).
+     */
+    readonly reason: "timeout" | "aborted" | "invalid-path" | "listen",
+  ) {
+    super(message);
+  }
+}
