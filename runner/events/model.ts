@@ -59,6 +59,8 @@ const MAX_ANOMALIES = 100;
 export class TestEventModel {
   private readonly now: () => number;
   private readonly tests_ = new Map<number, TestRecord>();
+  /** The records in phase `running`: the progress display asks for the one in flight several times a second. */
+  private readonly runningNow = new Set<TestRecord>();
   private readonly describes = new Map<number, DescribeRecord>();
   private readonly attribution: FileAttribution;
   private readonly pending = new PendingErrors();
@@ -166,6 +168,7 @@ export class TestEventModel {
     }
     record.attempts += 1;
     record.phase = "running";
+    this.runningNow.add(record);
     record.startedAtMs = this.now();
     record.startSeq = ++this.seq;
   }
@@ -181,6 +184,7 @@ export class TestEventModel {
     if (status === "fail" || status === "timeout") this.pending.failed(record);
     else this.pending.cleared(record);
     record.phase = "ended";
+    this.runningNow.delete(record);
     record.bunStatus = status;
     record.elapsedNs = elapsedNs;
     record.endedAtMs = this.now();
@@ -353,6 +357,9 @@ export class TestEventModel {
    * error-claims.ts).
    */
   private runningRecordFor(locations: readonly ErrorLocation[]): { record: TestRecord | undefined; ambiguous?: TestRecord[] } {
+    // One running test (or none) is the common case: no walk over every test per error.
+    if (this.runningNow.size <= 1) return { record: this.runningNow.values().next().value };
+    // Several (test.concurrent): in found order, as the rules below break ties by it.
     const running = [...this.tests_.values()].filter((r) => r.phase === "running");
     if (running.length <= 1) return { record: running[0] };
     for (const location of locations) {
@@ -374,8 +381,8 @@ export class TestEventModel {
 
   private runningRecord(): TestRecord | undefined {
     let latest: TestRecord | undefined;
-    for (const record of this.tests_.values()) {
-      if (record.phase === "running" && (latest === undefined || record.startSeq > latest.startSeq)) latest = record;
+    for (const record of this.runningNow) {
+      if (latest === undefined || record.startSeq > latest.startSeq) latest = record;
     }
     return latest;
   }
