@@ -56,7 +56,9 @@ export { InspectorConnectError, type ChannelStats, type EventChannel } from "./c
  * events, a read under {@link BATCH_READ_BYTES} pauses reading for
  * {@link BATCH_PAUSE_MS} ms, so the next read takes what gathered meanwhile
  * in the kernel's buffer. Nothing is lost by a pause: Bun delivers what the
- * peer wrote before it closed or died once reading resumes (measured).
+ * peer wrote before it closed or died once reading resumes (measured). Off
+ * with the per-file barriers of `--bail`, where the child waits for the
+ * runner's reply before each file's first test.
  */
 const BATCH_AFTER_EVENTS = 1_000;
 const BATCH_READ_BYTES = 32 * 1024;
@@ -320,7 +322,8 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
           reader.push(chunk);
           // A busy stream read as it trickles in costs ~10 µs per read (one
           // per 1–8 messages, bench/README.md): let it gather for a moment.
-          if (chunk.length < BATCH_READ_BYTES && stats.events >= BATCH_AFTER_EVENTS && resumeTimer === undefined && !isClosed) {
+          // Not under --bail: there the child waits for the runner before each file.
+          if (!firstTestBarrier && chunk.length < BATCH_READ_BYTES && stats.events >= BATCH_AFTER_EVENTS && resumeTimer === undefined && !isClosed) {
             socket.pause();
             stats.readPauses += 1;
             resumeTimer = setTimeout(() => {
