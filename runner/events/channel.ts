@@ -14,7 +14,7 @@ export interface ChannelStats {
   flushed: boolean;
   /** The first error reply to one of our requests, or null. */
   requestError: string | null;
-  /** Valid events delivered to `onEvent`. */
+  /** Valid events delivered to `onEvent` or the sink. */
   events: number;
   /** Messages that were not JSON objects. */
   malformed: number;
@@ -24,7 +24,7 @@ export interface ChannelStats {
   ignored: number;
   /** Frames over the size cap, skipped unread (frames.ts MAX_FRAME_BYTES). */
   oversized: number;
-  /** Exceptions thrown by `onEvent` (caught). */
+  /** Exceptions thrown by `onEvent`, the sink or `onRead` (caught). */
   handlerErrors: number;
   /** Times reading paused so a busy stream's messages gather (inspector.ts, read batching). */
   readPauses: number;

@@ -110,9 +110,9 @@ export async function runShard(
     // afterAll flush: the preload then waits once before the first test.
     env[SHARD_ENV.yieldEvents] = socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0";
     const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
-    // The model's clock: one reading per socket read, taken as it arrives
-    // (the events of one read arrived together); a reading per event cost
-    // ~0.1 s of CPU per 100,000 tests (bench/README.md).
+    // The model's clock: one reading per socket read, taken as it arrives.
+    // The events of one read arrived together, so this is their arrival
+    // time, with no reading per event.
     let arrivedAtMs = performance.now();
     const model = socketPath ? new TestEventModel({ root: ctx.root, now: () => arrivedAtMs, files: shard.files }) : null;
     const journal: Journal | null = socketPath ? await openJournal(journalPathFor(logPath)) : null;
