@@ -1,11 +1,12 @@
 /**
  * Processes a shard leaves behind (docs/architecture.md, leftovers): one leaked inside the
  * process group is killed by Bun's --no-orphans the moment the child exits,
- * before any sweep can look; the child preload lists it at the end of the
- * run, so it is still reported.
+ * before any sweep can look; it is listed at the end of the run (by the
+ * runner at the end-of-run barrier when events are on, else by the child
+ * preload), so it is still reported.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { readMarks } from "../runner/exec/marks.ts";
 import { makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
@@ -40,6 +41,35 @@ describe("a process leaked inside the group", () => {
     expect(run.stdout).toMatch(new RegExp(`\\] killed 1 leftover process still running after the shard's tests ended: ${leaked} sleep 15`));
     expect(await waitFor(() => !alive(leaked), 2_000)).toBe(true);
   }, 60_000);
+});
+
+describe("who lists a process leaked inside the group", () => {
+  // With events on the runner lists the child's descendants at the end-of-run
+  // barrier and the preload skips its listing (about 1 ms of the child's CPU);
+  // without events the preload lists them into its marks file.
+  const leakSuite = () =>
+    makeSuite({
+      "leak.test.ts":
+        'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
+        'test("leak", () => {\n  const p = Bun.spawn(["sleep", "15"], { stdout: "inherit" });\n' +
+        '  writeFileSync(`${import.meta.dir}/leak.pid`, String(p.pid));\n});\n',
+    });
+  const marksText = (dir: string) => {
+    const runs = path.join(dir, ".shardguard", "runs");
+    const [run] = readdirSync(runs).filter((name) => !name.startsWith("."));
+    return readFileSync(path.join(runs, run!, "junit", "shard-1.marks"), "utf8");
+  };
+  for (const events of [true, false]) {
+    test(`events ${events ? "on: the runner, at the end-of-run barrier" : "off: the child preload, in its marks file"}`, async () => {
+      const dir = leakSuite();
+      const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30", ...(events ? [] : ["--no-test-events"])]);
+      expect(run.code).toBe(0);
+      const leaked = Number(readFileSync(path.join(dir, "leak.pid"), "utf8"));
+      expect(readReport(dir).shards[0]!.leftovers).toEqual([{ pid: leaked, command: "sleep 15", leftGroup: false }]);
+      expect(marksText(dir).includes(`\nP ${leaked} `)).toBe(!events);
+      expect(await waitFor(() => !alive(leaked), 2_000)).toBe(true);
+    }, 60_000);
+  }
 });
 
 describe("readMarks", () => {

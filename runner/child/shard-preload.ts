@@ -48,14 +48,17 @@
  *    the last moments; missing data is "unknown", never a pass.
  *
  * 3. At the end of the run (the same afterAll, after its "e"), the shard's
- *    live descendants are appended to the marks file, one line each:
- *    `\nP <pid> <process group id> <command line>`. Bun's `--no-orphans`
- *    kills descendants still in the group as soon as the child exits, so the
- *    runner's sweep would never see a process a test leaked (docs/architecture.md, leftovers);
- *    this list is how it is reported. Linux only (/proc); read with Bun's
- *    own file API, not node:fs (see below). Once per shard it costs a
- *    median of about 2 ms (0.8 ms to 10 ms measured on a busy 2-core
- *    machine; loading node:fs and reading synchronously was no cheaper).
+ *    live descendants must be listed: Bun's `--no-orphans` kills
+ *    descendants still in the group as soon as the child exits, so the
+ *    runner's sweep would never see a process a test leaked
+ *    (docs/architecture.md, leftovers). With events on, the runner lists
+ *    them itself when the end-of-run barrier reaches it, before it answers
+ *    (runner/exec/shard.ts; synchronous reads there cost ~0.1 ms, where
+ *    this listing cost the child ~1 ms of CPU per shard, bench/README.md).
+ *    Without an answer (events off, or no answer within ACK_MAX_MS) they
+ *    are appended here to the marks file, one line each:
+ *    `\nP <pid> <process group id> <command line>`. Linux only (/proc);
+ *    read with Bun's own file API, not node:fs (see below).
  *
  * The hooks cannot fail (errors are swallowed); per test they cost one
  * synchronous append.
@@ -189,13 +192,24 @@ async function firstTestBarrier(k: number): Promise<void> {
 // reached the normal end of the run (measured on Bun 1.4.4).
 afterAll(async () => {
   mark("e");
-  try {
-    // The natural end: start the barrier now, so its round trip through the
-    // runner overlaps the descendant listing (see 2. above).
-    if (flushEvents) slot("shardguard.endOfRun").resolve("end");
-  } catch {
-    // A test broke what the slot needs: the runner then waits for the exit.
+  // With events on, wait until the runner has every event (see 2. above).
+  // The runner lists this process's descendants before it answers, so an
+  // answer means the list exists (3. above) and this process skips its own.
+  let acknowledged = false;
+  if (flushEvents) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      slot("shardguard.endOfRun").resolve("end");
+      acknowledged = await race([
+        slot("shardguard.eventsReceived").promise.then(() => true),
+        new Promise<boolean>((resolve) => (timer = realSetTimeout(() => resolve(false), ACK_MAX_MS))),
+      ]);
+      realClearTimeout(timer);
+    } catch {
+      // A test broke what the slot needs: never fail the run from here.
+    }
   }
+  if (acknowledged) return;
   try {
     const lines = await descendantLines();
     if (marks && lines.length > 0) {
@@ -204,16 +218,6 @@ afterAll(async () => {
     }
   } catch {
     // Ignored on purpose: a leak list is a report detail, never a verdict.
-  }
-  // Then wait until the runner has every event.
-  if (flushEvents) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      await race([slot("shardguard.eventsReceived").promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, ACK_MAX_MS)))]);
-      realClearTimeout(timer);
-    } catch {
-      // As above: never fail the run from here.
-    }
   }
 });
 

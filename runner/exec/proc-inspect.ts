@@ -55,6 +55,69 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** A live descendant of a process, as {@link listDescendants} finds it. */
+export interface Descendant {
+  pid: number;
+  /** Its process group id. */
+  pgid: number;
+  /** Command line, spaces between arguments, cut to 200 characters. */
+  command: string;
+}
+
+/**
+ * The live, non-zombie descendants of `pid`, breadth first, at most `max`:
+ * the children of every thread (`/proc/<pid>/task/<tid>/children`; a child
+ * belongs to the thread that forked it), then theirs. Linux only; empty
+ * elsewhere, or when `pid` is gone. Synchronous, so the tree cannot move
+ * under a caller that holds the process still (exec/shard.ts calls it while
+ * the shard child waits for the end-of-run acknowledgement): about 0.1 ms
+ * for a child without descendants, where the child preload's own listing
+ * cost the child about 1 ms of CPU (bench/README.md).
+ */
+export function listDescendants(pid: number, max: number): Descendant[] {
+  if (process.platform !== "linux") return [];
+  const found: Descendant[] = [];
+  const seen = new Set<number>([pid]);
+  const queue = childrenOf(pid);
+  while (queue.length > 0 && found.length < max) {
+    const child = queue.shift()!;
+    if (seen.has(child)) continue;
+    seen.add(child);
+    const stat = readProcStat(child);
+    if (stat === null || stat.state === "Z" || stat.state === "X") continue;
+    let command = "";
+    try {
+      command = readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0").join(" ").replace(/[\r\n]/g, " ").trim().slice(0, 200);
+    } catch {
+      continue;
+    }
+    found.push({ pid: child, pgid: stat.pgid, command });
+    queue.push(...childrenOf(child));
+  }
+  return found;
+}
+
+/** Child pids of every thread of `pid`; empty when it is gone. */
+function childrenOf(pid: number): number[] {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const tid of tids) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/task/${tid}/children`, "latin1");
+    } catch {
+      continue;
+    }
+    for (const word of text.split(" ")) if (/^\d+$/.test(word)) out.push(Number(word));
+  }
+  return out;
+}
+
 /** A live process and one of its environment entries. */
 export interface EnvProcess {
   pid: number;

@@ -17,8 +17,9 @@ import { decideShard, neverStarted, type EventEvidence } from "../results/verdic
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { readFileTail } from "../util/file-tail.ts";
 import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
-import { readMarks, type ListedDescendant } from "./marks.ts";
+import { MAX_DESCENDANTS, readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
+import { listDescendants } from "./proc-inspect.ts";
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
@@ -98,6 +99,12 @@ export async function runShard(
   };
   const cookie = `${SHARD_ENV.cookie}=${ctx.runId}:${shard.index}`;
   const running: RunningShard = { shard, process: null as unknown as ShardProcess, model: null, logPath, eventsProblem: null };
+  /**
+   * The child's descendants when its run ended, listed here at the
+   * end-of-run barrier (events on); the preload then skips its own, slower
+   * listing (runner/child/shard-preload.ts, 3.).
+   */
+  let listedAtEnd: ListedDescendant[] = [];
 
   /** One attempt; returns null when the event channel failed and the child was stopped before any test ran. */
   const marksPath = path.join(ctx.junitDir, `shard-${shard.index}.marks`);
@@ -152,6 +159,10 @@ export async function runShard(
           },
           onRefused: (detail) => hooks.onWarning?.(shard, detail),
           firstTestBarrier: bails(ctx.bunArgs),
+          onEndOfRun: () => {
+            const pid = running.process?.pid;
+            if (pid) listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
+          },
         });
       } catch (error) {
         running.eventsProblem = (error as Error).message;
@@ -273,7 +284,7 @@ export async function runShard(
     // A pipe still open after the drain was cut: output after that is not in the log.
     logIncomplete: outcome.logError !== null || outcome.pipesCut,
   });
-  decided.leftovers = leftoversOf(outcome, descendants);
+  decided.leftovers = leftoversOf(outcome, [...descendants, ...listedAtEnd]);
   if (running.eventsProblem && decided.status !== "passed") {
     decided.reason += `; per-test data missing (${running.eventsProblem})`;
   }
