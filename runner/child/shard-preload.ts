@@ -227,10 +227,15 @@ const MAX_LISTED = 100;
 /** Text of a /proc file, "" when it cannot be read (the process is gone). */
 const procText = (file: string) => Bun.file(file).text().catch(() => "");
 
-/** Child pids of every thread of `pid` (a child belongs to the thread that forked it). */
+/**
+ * Child pids of every thread of `pid` (a child belongs to the thread that
+ * forked it), each read through the thread's own directory: the same file
+ * read as `/proc/<pid>/task/<tid>/children` made the runner's reap of this
+ * process ~1-3 ms slower (runner/exec/proc-inspect.ts `childrenOf`).
+ */
 async function childrenOf(pid: number): Promise<number[]> {
   const tasks = [...new Bun.Glob("*").scanSync({ cwd: `/proc/${pid}/task`, onlyFiles: false })];
-  const lists = await Promise.all(tasks.map((tid) => procText(`/proc/${pid}/task/${tid}/children`)));
+  const lists = await Promise.all(tasks.map((tid) => procText(`/proc/${tid}/task/${tid}/children`)));
   return lists.join(" ").split(/\s+/).filter((p) => /^\d+$/.test(p)).map(Number);
 }
 

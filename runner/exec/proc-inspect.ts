@@ -97,7 +97,15 @@ export function listDescendants(pid: number, max: number): Descendant[] {
   return found;
 }
 
-/** Child pids of every thread of `pid`; empty when it is gone. */
+/**
+ * Child pids of every thread of `pid`; empty when it is gone. Each thread's
+ * list is read through the thread's own directory, `/proc/<tid>/task/<tid>/children`,
+ * never `/proc/<pid>/task/<tid>/children`: the same file, but a lookup through
+ * the process's task directory makes the kernel's clean-up of /proc when the
+ * process is reaped slow (measured: ~1-3 ms of system time in the parent's
+ * `wait4` per reaped shard child on a busy 2-core machine, `d_walk` under
+ * `proc_invalidate_siblings_dcache`; nothing measurable the other way).
+ */
 function childrenOf(pid: number): number[] {
   let tids: string[];
   try {
@@ -109,7 +117,7 @@ function childrenOf(pid: number): number[] {
   for (const tid of tids) {
     let text: string;
     try {
-      text = readFileSync(`/proc/${pid}/task/${tid}/children`, "latin1");
+      text = readFileSync(`/proc/${tid}/task/${tid}/children`, "latin1");
     } catch {
       continue;
     }
@@ -146,21 +154,19 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
   const hits: EnvProcess[] = [];
   const test = (entry: string) => (match === "exact" ? entry === needle : entry.startsWith(needle));
   if (process.platform === "linux") {
-    // Reading /proc is slow on some kernels and sandboxes (measured up to
-    // 4 ms for one listing on the 2-core development machine), and this runs
-    // after every shard: when few pids were allocated since the shard child,
-    // they are probed directly instead of listing every process.
-    const range = forkedSince === undefined ? null : pidsSince(forkedSince);
-    let pids: number[];
-    if (range && range.last - range.first < PROBE_MAX_PIDS) {
-      pids = [];
-      for (let pid = range.first; pid <= range.last; pid++) pids.push(pid);
-    } else {
-      const names = readdirSync("/proc");
-      // Read after the listing, so every listed pid was allocated by then.
-      const since = forkedSince === undefined ? null : pidsSince(forkedSince);
-      pids = names.filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => !since || (pid >= since.first && pid <= since.last));
-    }
+    // This runs after every shard, so only the processes started since the
+    // shard child are read. They are taken from the listing of /proc (live
+    // processes only), never probed pid by pid: a probe also looks up the
+    // ids of the shard child's threads, dead by now, and on Linux 6.x the
+    // lookup of a dead id whose /proc entries were cached (Bun's
+    // --no-orphans reads its threads' `children` files as it exits) makes
+    // the kernel walk and drop those entries under a spinlock: ~1-2 ms of
+    // system time per shard on a busy 2-core machine, where one listing of
+    // ~100 processes costs ~0.1-0.3 ms (bench/README.md).
+    const names = readdirSync("/proc");
+    // Read after the listing, so every listed pid was allocated by then.
+    const since = forkedSince === undefined ? null : pidsSince(forkedSince);
+    const pids = names.filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => !since || (pid >= since.first && pid <= since.last));
     for (const pid of pids) {
       if (spared.has(pid)) continue;
       try {
@@ -213,9 +219,6 @@ function pidsSince(first: number): { first: number; last: number } | null {
     return null;
   }
 }
-
-/** Up to this many pids allocated since a shard child are probed one by one rather than listing /proc. */
-const PROBE_MAX_PIDS = 16;
 
 function toEnvMap(entries: string[]): Map<string, string> {
   const env = new Map<string, string>();
