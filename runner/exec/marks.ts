@@ -14,7 +14,7 @@
  * (a sparse 20 GiB file took 88 s to read) cannot hold the runner past its
  * wall-clock timeout.
  */
-import { createReadStream } from "node:fs";
+import { closeSync, constants, createReadStream, fstatSync, openSync, readSync } from "node:fs";
 import { NEWLINE, NUL } from "../util/bytes.ts";
 
 /** Descendant lines kept, the preload's own limit. */
@@ -91,41 +91,76 @@ export async function readMarks(file: string): Promise<ShardMarks> {
     const pgid = Number(m[2]);
     marks.descendants.push({ pid: Number(m[1]), pgid: m[2] !== "" && Number.isInteger(pgid) ? pgid : null, command: m[3]!.slice(0, 200) });
   };
-  try {
-    for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024, end: MAX_MARKS_BYTES - 1 }) as AsyncIterable<Buffer>) {
-      let from = 0;
-      for (let i = 0; i < chunk.length; i++) {
-        const byte = chunk[i]!;
-        if (inPath) {
-          if (byte === NUL) endPath();
-          else if (pathBytes < MAX_PATH) {
-            path.push(chunk.subarray(i, i + 1));
-            pathBytes += 1;
-          }
-        } else if (!inLines) {
-          if (byte === F) inPath = true;
-          else if (byte === S) marks.testsStarted += 1;
-          else if (byte === E) marks.finishedNormally = true;
-          else if (byte === NEWLINE) {
-            inLines = true;
-            from = i + 1;
-          }
-        } else if (byte === NEWLINE) {
-          if (lineBytes < MAX_LINE) line.push(chunk.subarray(from, Math.min(i, from + MAX_LINE - lineBytes)));
-          endLine();
+  const scan = (chunk: Buffer) => {
+    let from = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i]!;
+      if (inPath) {
+        if (byte === NUL) endPath();
+        else if (pathBytes < MAX_PATH) {
+          path.push(chunk.subarray(i, i + 1));
+          pathBytes += 1;
+        }
+      } else if (!inLines) {
+        if (byte === F) inPath = true;
+        else if (byte === S) marks.testsStarted += 1;
+        else if (byte === E) marks.finishedNormally = true;
+        else if (byte === NEWLINE) {
+          inLines = true;
           from = i + 1;
         }
-      }
-      if (inLines && from < chunk.length && lineBytes < MAX_LINE) {
-        const part = chunk.subarray(from, Math.min(chunk.length, from + MAX_LINE - lineBytes));
-        line.push(Buffer.from(part));
-        lineBytes += part.length;
+      } else if (byte === NEWLINE) {
+        if (lineBytes < MAX_LINE) line.push(chunk.subarray(from, Math.min(i, from + MAX_LINE - lineBytes)));
+        endLine();
+        from = i + 1;
       }
     }
+    if (inLines && from < chunk.length && lineBytes < MAX_LINE) {
+      const part = chunk.subarray(from, Math.min(chunk.length, from + MAX_LINE - lineBytes));
+      line.push(Buffer.from(part));
+      lineBytes += part.length;
+    }
+  };
+  try {
+    // The usual file (a few bytes per test) in one synchronous read: the
+    // stream cost the runner ~0.1 ms of CPU per shard in thread-pool round
+    // trips (bench/README.md). Anything larger, or not a regular file, is
+    // streamed as before (O_NONBLOCK: opening a FIFO put there must not block).
+    const small = readSmallFile(file);
+    if (small) scan(small);
+    else for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024, end: MAX_MARKS_BYTES - 1 }) as AsyncIterable<Buffer>) scan(chunk);
   } catch {
     // Missing (no test started) or unreadable: what was read so far stands.
   }
   if (lineBytes > 0) endLine();
   if (inPath) endPath();
   return marks;
+}
+
+/** Files up to this size are read in one synchronous call, bytes. */
+const SMALL_FILE_BYTES = 64 * 1024;
+
+/**
+ * The whole content of `file` when it is a regular file of at most
+ * {@link SMALL_FILE_BYTES}; null when it is larger or not a regular file.
+ * Throws what open and read throw (ENOENT: no marks).
+ */
+function readSmallFile(file: string): Buffer | null {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile() || stat.size > SMALL_FILE_BYTES) return null;
+    // One byte more than its size: a file that grew since is streamed instead.
+    const buffer = Buffer.allocUnsafe(stat.size + 1);
+    let length = 0;
+    for (;;) {
+      const n = readSync(fd, buffer, length, buffer.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length === buffer.length) return null;
+    }
+    return buffer.subarray(0, length);
+  } finally {
+    closeSync(fd);
+  }
 }
