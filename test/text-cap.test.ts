@@ -121,6 +121,26 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(missing).toBe("ENOENT");
   });
 
+  test("readJUnitCapped: a file just under the one-read size (256 KiB) and the same cut read in chunks give the same text", async () => {
+    const dir = makeSuite({});
+    const small = path.join(dir, "small.xml");
+    const large = path.join(dir, "large.xml");
+    // The same failure message cut to its tail; the larger file only has a longer head to cut.
+    writeFileSync(small, junit(`${"m".repeat(250 * KiB - 400)}TAIL`, "short"));
+    writeFileSync(large, junit(`${"m".repeat(300 * KiB)}TAIL`, "short"));
+    expect(Bun.file(small).size).toBeLessThan(256 * KiB);
+    expect(Bun.file(large).size).toBeGreaterThan(256 * KiB);
+    const fromSmall = await readJUnitCapped(small);
+    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES);
+    const bytes = readFileSync(small);
+    for (let i = 0; i < bytes.length; i += 4096) shrinker.push(bytes.subarray(i, i + 4096));
+    expect(fromSmall).toBe(shrinker.end());
+    const [a] = readBunJUnit(fromSmall);
+    const [b] = readBunJUnit(await readJUnitCapped(large));
+    expect(a!.tests[0]!.failure!.message.endsWith("TAIL")).toBe(true);
+    expect(b!.tests[0]!.failure!.message.slice(-1000)).toBe(a!.tests[0]!.failure!.message.slice(-1000));
+  });
+
   test("the limit grows with the tests started: a passing file of 100,000 long-named tests (about 19 MB, as Bun writes it) is read, not refused", async () => {
     expect(junitByteLimit(0)).toBe(MAX_JUNIT_BYTES);
     expect(junitByteLimit(100_000)).toBe(MAX_JUNIT_BYTES + 100_000 * JUNIT_BYTES_PER_STARTED_TEST);
