@@ -24,8 +24,11 @@
  *
  * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5] [--rounds 3] [--p8-tests 100000]
  *                          [--compare-cli OTHER/runner/cli-entry.ts]
- * `--compare-cli` adds, for p8, a run of another checkout's CLI (e.g. main's)
- * to the same alternating rounds, so before and after are compared in one job.
+ * `--compare-cli` adds, for p1, p3 and p8, runs of another checkout's CLI
+ * (e.g. main's) to the same alternating rounds, so before and after are
+ * compared in one job. For p1 and p3 the CPU time of each shardguard run is
+ * printed too (the whole run, and the runner alone): on a shared 2-core
+ * machine wall ratios move by 2x between runs, CPU time much less.
  * Exits 1 when a measured case misses its target. Linux only (reads /proc for RSS).
  */
 import { spawn } from "node:child_process";
@@ -52,6 +55,44 @@ interface Sample {
   ms: number;
   /** Peak RSS of the spawned process, MiB (VmHWM sampled every 20 ms). */
   peakMiB: number;
+  /** CPU time (user + system) of the process and every descendant it waited for, ms; 0 when not measured. */
+  cpuMs?: number;
+  /** CPU time of the shardguard runner process alone, ms; 0 when not measured. */
+  runnerCpuMs?: number;
+}
+
+/**
+ * A preload that writes the runner's own CPU time (process.cpuUsage: this
+ * process only, not its children) to the file named by SG_BENCH_CPU_OUT at
+ * exit. Written into a temp dir by {@link timedCpu}; bench only.
+ */
+const CPU_SHIM = 'process.on("exit", () => { const u = process.cpuUsage(); require("fs").writeFileSync(process.env.SG_BENCH_CPU_OUT, String((u.user + u.system) / 1000)); });\n';
+
+/**
+ * Runs a shardguard command line (`[BUN, CLI, ...args]`) to completion with
+ * the CPU shim preloaded: wall time, the CPU time of the whole run (runner,
+ * shard children, guardian: Bun's resourceUsage of the waited process) and
+ * of the runner alone. Exit code 0 or 1 (a shard that fails is no bench error).
+ */
+async function timedCpu(argv: string[], cwd: string): Promise<Sample> {
+  const shimDir = mkdtempSync(path.join(os.tmpdir(), "sg-cpu-"));
+  const shim = path.join(shimDir, "cpu-shim.js");
+  const out = path.join(shimDir, "cpu.txt");
+  writeFileSync(shim, CPU_SHIM);
+  const t0 = performance.now();
+  const child = Bun.spawn([argv[0]!, "--preload", shim, ...argv.slice(1)], {
+    cwd,
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, NO_COLOR: "1", SG_BENCH_CPU_OUT: out },
+  });
+  const stderr = new Response(child.stderr).text();
+  const code = await child.exited;
+  const ms = performance.now() - t0;
+  if (code !== 0) throw new Error(`${argv.join(" ")} exited ${code}: ${(await stderr).slice(-2000)}`);
+  const cpuMs = Number(child.resourceUsage()?.cpuTime.total ?? 0) / 1000;
+  const runnerCpuMs = Number(readFileSync(out, "utf8"));
+  rmSync(shimDir, { recursive: true, force: true });
+  return { ms, peakMiB: 0, cpuMs, runnerCpuMs };
 }
 
 /** Runs a command to completion (exit code in `ok`, or any code when `anyCode`); wall time and peak RSS. */
@@ -164,14 +205,26 @@ const median = (xs: number[]) => {
 };
 
 /** Runs each variant ROUNDS times, alternating; returns medians. */
-async function compare(label: string, variants: Record<string, () => Promise<Sample>>): Promise<Record<string, { ms: number; peakMiB: number; all: number[] }>> {
+async function compare(
+  label: string,
+  variants: Record<string, () => Promise<Sample>>,
+): Promise<Record<string, { ms: number; peakMiB: number; cpuMs: number; runnerCpuMs: number; all: number[] }>> {
   const samples: Record<string, Sample[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, run] of Object.entries(variants)) samples[name]!.push(await run());
     process.stderr.write(`${label}: round ${round + 1}/${ROUNDS} done\n`);
   }
   return Object.fromEntries(
-    Object.entries(samples).map(([k, v]) => [k, { ms: median(v.map((s) => s.ms)), peakMiB: median(v.map((s) => s.peakMiB)), all: v.map((s) => s.ms) }]),
+    Object.entries(samples).map(([k, v]) => [
+      k,
+      {
+        ms: median(v.map((s) => s.ms)),
+        peakMiB: median(v.map((s) => s.peakMiB)),
+        cpuMs: median(v.map((s) => s.cpuMs ?? 0)),
+        runnerCpuMs: median(v.map((s) => s.runnerCpuMs ?? 0)),
+        all: v.map((s) => s.ms),
+      },
+    ]),
   );
 }
 
@@ -181,6 +234,11 @@ const suiteDir = (name: string) => {
   return dir;
 };
 const sg = (dir: string, ...args: string[]) => [BUN, CLI, "run", "--root", dir, "--out", path.join(dir, ".sg"), ...args];
+/** The same command line run by the --compare-cli checkout. */
+const other = (argv: string[]) => [BUN, COMPARE_CLI!, ...argv.slice(2)];
+/** Wall and CPU figures of a timedCpu variant, for the per-case CPU lines. */
+const cpuLine = (name: string, m: { ms: number; cpuMs: number; runnerCpuMs: number; all: number[] }) =>
+  `${name}: wall ${m.all.map((ms) => s(ms)).join(", ")}; median CPU ${s(m.cpuMs)} in all (runner ${s(m.runnerCpuMs)}, shard children and guardian ${s(m.cpuMs - m.runnerCpuMs)})\n`;
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const rows: string[] = [];
 let failed = false;
@@ -199,13 +257,22 @@ if (CASES.includes("p1")) {
   const m = await compare("p1", {
     raw: () => perFile(files, 2, dir),
     floor: () => inspectorFloor(files, 2, dir),
-    shardguard: () => timed(sg(dir, "--jobs", "2", "t"), dir),
-    noEvents: () => timed(sg(dir, "--jobs", "2", "--no-test-events", "t"), dir),
+    shardguard: () => timedCpu(sg(dir, "--jobs", "2", "t"), dir),
+    noEvents: () => timedCpu(sg(dir, "--jobs", "2", "--no-test-events", "t"), dir),
+    ...(COMPARE_CLI
+      ? {
+          other: () => timedCpu(other(sg(dir, "--jobs", "2", "t")), dir),
+          otherNoEvents: () => timedCpu(other(sg(dir, "--jobs", "2", "--no-test-events", "t")), dir),
+        }
+      : {}),
   });
+  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p1 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.raw!.ms;
   rows.push(`| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.5× ${verdict(r <= 1.5)} |`);
   rows.push(`| P1 floor: bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   rows.push(`| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  if (m.other) rows.push(`| P1 events on, --compare-cli ${COMPARE_CLI} | same raw baseline | ${s(m.other.ms)} (${(m.other.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  if (m.otherNoEvents) rows.push(`| P1 --no-test-events, --compare-cli | same raw baseline | ${s(m.otherNoEvents.ms)} (${(m.otherNoEvents.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -217,10 +284,13 @@ if (CASES.includes("p3")) {
   }
   const m = await compare("p3", {
     parallel: () => timed([BUN, "test", "--parallel=2", "./t"], dir),
-    shardguard: () => timed(sg(dir, "--jobs", "2", "--files-per-shard", "50", "t"), dir),
+    shardguard: () => timedCpu(sg(dir, "--jobs", "2", "--files-per-shard", "50", "t"), dir),
+    ...(COMPARE_CLI ? { other: () => timedCpu(other(sg(dir, "--jobs", "2", "--files-per-shard", "50", "t")), dir) } : {}),
   });
+  for (const name of ["shardguard", "other"]) if (m[name]) process.stderr.write(cpuLine(`p3 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.parallel!.ms;
   rows.push(`| P3 300 files × 10 tests, --files-per-shard 50, jobs 2 | \`bun test --parallel=2\`: ${s(m.parallel!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.3× ${verdict(r <= 1.3)} |`);
+  if (m.other) rows.push(`| P3 --compare-cli ${COMPARE_CLI} | same | ${s(m.other.ms)} (${(m.other.ms / m.parallel!.ms).toFixed(2)}×) | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -235,7 +305,7 @@ if (CASES.includes("p8")) {
     rawFloor: () => rawInspectorFloor(file, dir),
     shardguard: () => timed(sg(dir, "--jobs", "1", "t"), dir),
     noEvents: () => timed(sg(dir, "--jobs", "1", "--no-test-events", "t"), dir),
-    ...(COMPARE_CLI ? { other: () => timed([BUN, COMPARE_CLI, ...sg(dir, "--jobs", "1", "t").slice(2)], dir) } : {}),
+    ...(COMPARE_CLI ? { other: () => timed(other(sg(dir, "--jobs", "1", "t")), dir) } : {}),
   });
   // Every sample, for a shared machine where one slow round moves a median.
   for (const [name, v] of Object.entries(m)) process.stderr.write(`p8 ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);

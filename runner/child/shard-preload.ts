@@ -229,9 +229,10 @@ const procText = (file: string) => Bun.file(file).text().catch(() => "");
 
 /**
  * Child pids of every thread of `pid` (a child belongs to the thread that
- * forked it), each read through the thread's own directory: the same file
- * read as `/proc/<pid>/task/<tid>/children` made the runner's reap of this
- * process ~1-3 ms slower (runner/exec/proc-inspect.ts `childrenOf`).
+ * forked it), each read through the thread's own directory: read as
+ * `/proc/<pid>/task/<tid>/children` (as Bun's --no-orphans reads them at
+ * exit) they make the runner's reap of this process ~1.5-3.5 ms slower,
+ * read this way first they spare it that (runner/exec/proc-inspect.ts `childrenOf`).
  */
 async function childrenOf(pid: number): Promise<number[]> {
   const tasks = [...new Bun.Glob("*").scanSync({ cwd: `/proc/${pid}/task`, onlyFiles: false })];

@@ -100,11 +100,15 @@ export function listDescendants(pid: number, max: number): Descendant[] {
 /**
  * Child pids of every thread of `pid`; empty when it is gone. Each thread's
  * list is read through the thread's own directory, `/proc/<tid>/task/<tid>/children`,
- * never `/proc/<pid>/task/<tid>/children`: the same file, but a lookup through
- * the process's task directory makes the kernel's clean-up of /proc when the
- * process is reaped slow (measured: ~1-3 ms of system time in the parent's
- * `wait4` per reaped shard child on a busy 2-core machine, `d_walk` under
- * `proc_invalidate_siblings_dcache`; nothing measurable the other way).
+ * never `/proc/<pid>/task/<tid>/children`: the same file, but lookups through
+ * the process's task directory make the kernel's clean-up of /proc slow when
+ * the process is reaped (`d_walk` under `proc_invalidate_siblings_dcache` in
+ * the parent's `wait4`). Bun's own `--no-orphans` does exactly that as a
+ * shard child exits, which cost the runner ~1.5-3.5 ms of system time per
+ * reaped child on a busy 2-core machine; read this way first, while the
+ * child waits at the end of its run, the reap cost nothing measurable
+ * (120 children: 228 ms of the parent's CPU against 43 ms, and against 43 ms
+ * without `--no-orphans`; bench/README.md).
  */
 function childrenOf(pid: number): number[] {
   let tids: string[];
