@@ -162,9 +162,15 @@ export async function runShard(
           },
           onRefused: (detail) => hooks.onWarning?.(shard, detail),
           firstTestBarrier: bails(ctx.bunArgs),
+          // Never throws (the channel calls it from its socket handler): a
+          // /proc that cannot be read lists nothing.
           onEndOfRun: () => {
             const pid = running.process?.pid;
-            if (pid) listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
+            try {
+              if (pid) listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
+            } catch {
+              listedAtEnd = [];
+            }
           },
         });
       } catch (error) {
@@ -312,11 +318,12 @@ async function unmarkedFiles(root: string, files: readonly string[], marked: rea
 }
 
 /**
- * The shard's leftovers: what the cookie sweep killed, plus what the child
- * preload saw alive when the run ended. Bun's `--no-orphans` kills the
- * latter as the child exits (and the group SIGKILL after it), before any
- * sweep can look, so without the preload's list a process leaked inside the
- * group would go unreported. One entry per pid; the sweep's wins.
+ * The shard's leftovers: what the cookie sweep killed, plus what was alive
+ * when the run ended (listed by the runner at the end-of-run barrier, or by
+ * the child preload). Bun's `--no-orphans` kills the latter as the child
+ * exits (and the group SIGKILL after it), before any sweep can look, so
+ * without that list a process leaked inside the group would go unreported.
+ * One entry per pid; the sweep's wins.
  */
 function leftoversOf(outcome: ProcessOutcome, listed: readonly ListedDescendant[]): ShardResult["leftovers"] {
   const leftovers = outcome.leftovers.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
