@@ -106,6 +106,15 @@ export interface ListenOptions {
    * `found` plan. The child preload takes part when SHARDGUARD_YIELD=bail.
    */
   firstTestBarrier?: boolean;
+  /**
+   * Called once, synchronously, when the end-of-run barrier's reply arrives
+   * and before request 6 releases the child: the child preload is then
+   * waiting in its global afterAll, every test over, so the caller sees the
+   * child's process tree as the run ended (exec/shard.ts lists its
+   * descendants here instead of the preload, bench/README.md). An exception
+   * thrown here is counted (`handlerErrors`); the child is released anyway.
+   */
+  onEndOfRun?: () => void;
   /** Aborting rejects a pending handshake and closes an open channel. */
   signal?: AbortSignal;
 }
@@ -135,7 +144,7 @@ interface ConnectionData {
  *   the socket cannot be created (e.g. something exists at the path).
  */
 export function listenForTestEvents(options: ListenOptions): EventChannel {
-  const { socketPath, connectTimeoutMs, onEvent, onRefused, onRead, signal, firstTestBarrier = false } = options;
+  const { socketPath, connectTimeoutMs, onEvent, onRefused, onRead, signal, firstTestBarrier = false, onEndOfRun } = options;
   const compact = options.sink ? new CompactReader(options.sink) : null;
   const started = performance.now();
   if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
@@ -246,7 +255,14 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
           break;
         }
         if (trusted === null || isClosed) break;
-        if (parsed.id === 5) stats.flushed = true;
+        if (parsed.id === 5) {
+          stats.flushed = true;
+          try {
+            onEndOfRun?.();
+          } catch {
+            stats.handlerErrors += 1;
+          }
+        }
         {
           const next = barrierRequestsAfter(parsed.id, parsed.objectId, firstTestBarrier);
           if (next.length > 0) send(trusted, ...next);
