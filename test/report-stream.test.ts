@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod";
 import { ReportWriter } from "../runner/app/report-writer.ts";
-import { FLUSH_CHARS, writeChunksAtomic } from "../runner/report/atomic-stream.ts";
+import { FLUSH_BYTES, writeChunksAtomic, writeDocumentsAtomic } from "../runner/report/atomic-stream.ts";
 import { renderCtrf } from "../runner/report/ctrf.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { nestedJson } from "../runner/report/json-stream.ts";
@@ -153,7 +153,7 @@ describe("a failure half way leaves the previous reports intact", () => {
     mkdirSync(join(dir, "run"));
     for (const target of targets) writeFileSync(target, "previous\n");
     function* chunks(): Generator<string> {
-      for (let i = 0; i < 5; i++) yield "x".repeat(FLUSH_CHARS);
+      for (let i = 0; i < 5; i++) yield "x".repeat(FLUSH_BYTES);
       throw new Error("render failed half way");
     }
     await expect(writeChunksAtomic(targets, chunks())).rejects.toThrow("render failed half way");
@@ -161,13 +161,37 @@ describe("a failure half way leaves the previous reports intact", () => {
     expect(readdirSync(dir).sort()).toEqual(["a.txt", "run"]);
     expect(readdirSync(join(dir, "run"))).toEqual(["a.txt"]);
   });
+  test("writeDocumentsAtomic: one document that throws after the others are complete leaves every document's targets as they were", async () => {
+    const dir = tempDir();
+    const names = ["a.json", "b.xml", "c.json"];
+    for (const name of names) writeFileSync(join(dir, name), "previous\n");
+    // Rendered side by side: "c" fails only once "a" and "b" have yielded everything.
+    function* failsLate(): Generator<string> {
+      for (let i = 0; i < 8; i++) yield "z".repeat(FLUSH_BYTES / 2);
+      throw new Error("schema check failed late");
+    }
+    const documents = [
+      { targets: [join(dir, "run", "a.json"), join(dir, "a.json")], chunks: ["x".repeat(FLUSH_BYTES), "y"] },
+      { targets: [join(dir, "b.xml")], chunks: ["<b/>\n"] },
+      { targets: [join(dir, "run", "c.json"), join(dir, "c.json")], chunks: failsLate() },
+    ];
+    await expect(writeDocumentsAtomic(documents)).rejects.toThrow("schema check failed late");
+    for (const name of names) expect(readFileSync(join(dir, name), "utf8")).toBe("previous\n");
+    expect(readdirSync(dir).sort()).toEqual([...names, "run"].sort());
+    expect(readdirSync(join(dir, "run"))).toEqual([]);
+    // And when nothing throws, every document lands whole.
+    await writeDocumentsAtomic(documents.slice(0, 2));
+    expect(readFileSync(join(dir, "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
+    expect(readFileSync(join(dir, "run", "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
+    expect(readFileSync(join(dir, "b.xml"), "utf8")).toBe("<b/>\n");
+  });
 });
 
 describe("writeChunksAtomic", () => {
   test("every target gets the whole text (UTF-8, across flushes); parents are created; the mode applies", async () => {
     const dir = tempDir();
     const targets = [join(dir, "x", "run", "r.json"), join(dir, "y", "r.json")];
-    const pieces = ["h\u00e9llo \u{1F600}\n", "a".repeat(FLUSH_CHARS - 3), "\u{1F600}".repeat(1000), "end\n"];
+    const pieces = ["h\u00e9llo \u{1F600}\n", "a".repeat(FLUSH_BYTES - 3), "\u{1F600}".repeat(1000), "end\n"];
     await writeChunksAtomic(targets, pieces, 0o600);
     for (const target of targets) {
       expect(readFileSync(target, "utf8")).toBe(pieces.join(""));
@@ -181,7 +205,7 @@ describe("writeChunksAtomic", () => {
   test("readers polling during streamed rewrites only ever see a complete version", async () => {
     const dir = tempDir();
     const target = join(dir, "junit.xml");
-    const versions = Array.from({ length: 6 }, (_, v) => Array.from({ length: 8 }, (_, i) => `<${v}.${i}>${String.fromCharCode(97 + v).repeat(FLUSH_CHARS / 2)}\n`));
+    const versions = Array.from({ length: 6 }, (_, v) => Array.from({ length: 8 }, (_, i) => `<${v}.${i}>${String.fromCharCode(97 + v).repeat(FLUSH_BYTES / 2)}\n`));
     const complete = new Set(versions.map((pieces) => pieces.join("")));
     const polling = pollForTornReads(target, complete, 3);
     for (let round = 0; round < 3; round++) for (const pieces of versions) await writeChunksAtomic([target], pieces);

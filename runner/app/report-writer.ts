@@ -5,7 +5,7 @@
  * and writes land in order so an older snapshot never lands last.
  */
 import path from "node:path";
-import { writeChunksAtomic } from "../report/atomic-stream.ts";
+import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
 import { ctrfChunks } from "../report/ctrf.ts";
 import { jsonChunks } from "../report/json.ts";
 import { junitChunks } from "../report/junit.ts";
@@ -137,37 +137,24 @@ export class ReportWriter {
       // set the runner's peak (bench/README.md). The run's own copy and the
       // stable path get the same pieces; the run's copy lands first.
       //
-      // report.json goes first: it checks the report against the schema
-      // entry by entry as it renders (no checked copy of the whole report is
-      // held), so a report that fails the check is written nowhere, as when
-      // the whole report was parsed up front. CTRF checks the same entries
-      // again and JUnit checks nothing, so neither can fail where it passed.
+      // The three are rendered side by side and none is renamed into place
+      // before all three are complete. report.json checks the report against
+      // the schema entry by entry as it renders (no checked copy of the whole
+      // report is held), so a report that fails the check is written
+      // nowhere, as when the whole report was parsed up front.
       const reports: [name: string, target: string, chunks: () => Iterable<string>][] = [
         ["report.json", this.targets.json, () => jsonChunks(safe)],
         ["junit.xml", this.targets.junit, () => junitChunks(safe)],
         ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe)],
       ];
-      for (const [name, target, chunks] of reports) {
-        const paths = runDir ? [path.join(runDir, name), target] : [target];
-        await writeChunksAtomic(paths, this.timed(chunks()));
-      }
+      this.lastRenderMs += await writeDocumentsAtomic(
+        reports.map(([name, target, chunks]) => ({ targets: runDir ? [path.join(runDir, name), target] : [target], chunks: chunks() })),
+      );
       return null;
     } catch (error) {
       const message = (error as Error).message;
       this.onError(`shardguard: could not write the reports: ${message}`);
       return message;
-    }
-  }
-
-  /** The pieces of `chunks`, with the time spent rendering them (not writing them) added to the write's cost. */
-  private *timed(chunks: Iterable<string>): Generator<string, void, undefined> {
-    const iterator = chunks[Symbol.iterator]();
-    for (;;) {
-      const began = performance.now();
-      const next = iterator.next();
-      this.lastRenderMs += performance.now() - began;
-      if (next.done) return;
-      yield next.value;
     }
   }
 }

@@ -8,110 +8,194 @@
  * as one string: 100,000 testcases are ~15-30 MB of text per format, and
  * holding them set the runner's peak memory (bench/README.md).
  */
-import { constants } from "node:fs";
+import { closeSync, constants, fsync, mkdirSync, openSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
-import { copyFile, link, mkdir, open, rename, rm, type FileHandle } from "node:fs/promises";
+import { copyFile, link, open, rename, rm } from "node:fs/promises";
+import { promisify } from "node:util";
 import { basename, dirname, join } from "node:path";
 
-/** Characters collected before one write to the temp files: few system calls, bounded memory. */
-export const FLUSH_CHARS = 256 * 1024;
+/** Bytes collected per document before one write to its temp file: few system calls, bounded memory. */
+export const FLUSH_BYTES = 1024 * 1024;
+
+/**
+ * Longest stretch, ms, that writing holds the event loop before letting it
+ * turn: the writes are synchronous (a write(2) of a flush to the page cache
+ * takes well under a millisecond; the asynchronous stream spent more time in
+ * its own machinery than in the system calls, bench/README.md), and an
+ * interim write of a large report must not hold back a running shard's
+ * pipes, events or wall-clock timeout by its whole render.
+ */
+export const YIELD_EVERY_MS = 10;
+
+/** One document to write: its text in pieces, and the paths it replaces. */
+export interface StreamedDocument {
+  /** Paths replaced, in this order (a run's own copy before the stable path). */
+  targets: readonly string[];
+  /** The document's text (UTF-8 on disk), pulled once. */
+  chunks: Iterable<string>;
+}
 
 /**
  * Writes the concatenation of `chunks` (as UTF-8) to every path of
- * `targets`, each atomically: a unique temp file next to it
- * (`.<name>.<pid>.<random>.tmp`, parent directories created) that is
- * renamed over it once complete, in the order of `targets` (so a run's own
- * copy can land before the stable path).
+ * `targets`, each atomically: {@link writeDocumentsAtomic} with one document.
  *
- * The chunks are pulled once and written, about {@link FLUSH_CHARS}
- * characters at a time, to the first temp file, which is fsynced. Every
- * other target's temp file is a hard link to it (one file on disk under
- * several names: the names are only ever replaced by a rename, never
- * written in place), or a copy when a link is impossible (another
- * filesystem), fsynced too.
- *
- * When pulling a chunk throws (a report that fails its schema half way) or
- * a write fails, every temp file is removed and the error is rethrown:
- * every target is then left as it was. A failure while renaming leaves the
- * targets renamed before it replaced.
- *
- * @param mode permission bits for a newly created file (default 0o666, reduced by the umask)
  * @throws whatever pulling `chunks` throws, or the fs error (EACCES, ENOSPC, EISDIR, …)
  */
 export async function writeChunksAtomic(targets: readonly string[], chunks: Iterable<string>, mode = 0o666): Promise<void> {
-  const temps = targets.map((target) => join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`));
+  await writeDocumentsAtomic([{ targets, chunks }], mode);
+}
+
+/** One document while it is written. */
+interface Writing {
+  doc: StreamedDocument;
+  iterator: Iterator<string>;
+  temps: string[];
+  fd: number;
+  /** Encoded bytes not yet written: `bytes[0, used)`. */
+  bytes: Buffer;
+  used: number;
+  done: boolean;
+}
+
+const fsyncFd = promisify(fsync);
+
+/**
+ * Writes several documents, each to every path of its `targets`
+ * atomically: a unique temp file next to each target
+ * (`.<name>.<pid>.<random>.tmp`, parent directories created) that is
+ * renamed over it once every document is complete, documents in the given
+ * order and each one's targets in their order.
+ *
+ * The documents are rendered side by side, one piece of each in turn (so
+ * renderers sharing work per test, such as one schema check for JSON and
+ * CTRF, stay in step), and written about {@link FLUSH_BYTES} bytes at
+ * a time with write(2) to the first temp file of each. All first temp
+ * files are then fsynced together. Every other target's temp file is a
+ * hard link to its document's first (one file on disk under several names:
+ * the names are only ever replaced by a rename, never written in place), or
+ * a copy when a link is impossible (another filesystem), fsynced too.
+ *
+ * When pulling a piece throws (a report that fails its schema half way) or
+ * a write fails, every temp file is removed and the error is rethrown:
+ * every target of every document is then left as it was. A failure while
+ * renaming leaves the targets renamed before it replaced.
+ *
+ * The pieces are pulled and written synchronously; the event loop gets a
+ * turn (setImmediate) at a flush once {@link YIELD_EVERY_MS} have passed
+ * since the last one.
+ *
+ * @param mode permission bits for a newly created file (default 0o666, reduced by the umask)
+ * @returns the time, ms, spent rendering and writing while holding the
+ *   event loop (not the fsync and rename waits): what the write cost the run
+ * @throws whatever pulling the chunks throws, or the fs error (EACCES, ENOSPC, EISDIR, …)
+ */
+export async function writeDocumentsAtomic(documents: readonly StreamedDocument[], mode = 0o666): Promise<number> {
+  const writing: Writing[] = [];
   const made: string[] = [];
-  let handle: FileHandle | null = null;
+  let busyMs = 0;
   try {
-    for (const target of targets) await mkdir(dirname(target), { recursive: true });
-    const first = temps[0]!;
-    // "wx": fail rather than share a temp file with another writer.
-    handle = await open(first, "wx", mode);
-    made.push(first);
-    const buffer = { bytes: Buffer.allocUnsafe(0) };
-    let pending = "";
-    for (const chunk of chunks) {
-      pending += chunk;
-      if (pending.length >= FLUSH_CHARS) {
-        await writeAll(handle, pending, buffer);
-        pending = "";
-        // Rendering leaves short-lived garbage (a checked copy, a cleaned copy
-        // and the text of every entry) that Bun's collector let pile up to
-        // ~100 MiB per report of 100,000 tests before collecting; a young-
-        // generation collection per flush keeps it to a few MiB at no
-        // measurable cost (bench/README.md).
-        Bun.gc(false);
+    for (const doc of documents) {
+      const temps = doc.targets.map((target) => join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`));
+      for (const target of doc.targets) mkdirSync(dirname(target), { recursive: true });
+      // "wx": fail rather than share a temp file with another writer.
+      const fd = openSync(temps[0]!, "wx", mode);
+      made.push(temps[0]!);
+      writing.push({ doc, iterator: doc.chunks[Symbol.iterator](), temps, fd, bytes: Buffer.allocUnsafe(FLUSH_BYTES), used: 0, done: false });
+    }
+    let open = writing.length;
+    let since = performance.now();
+    while (open > 0) {
+      for (const w of writing) {
+        if (w.done) continue;
+        const next = w.iterator.next();
+        if (next.done) {
+          w.done = true;
+          open -= 1;
+          flush(w);
+        } else if (append(w, next.value) && performance.now() - since >= YIELD_EVERY_MS) {
+          busyMs += performance.now() - since;
+          await new Promise((resolve) => setImmediate(resolve));
+          since = performance.now();
+        }
       }
     }
-    if (pending !== "") await writeAll(handle, pending, buffer);
+    busyMs += performance.now() - since;
     // Without fsync a crash after the rename can leave an empty file under the new name.
-    await handle.sync();
-    await handle.close();
-    handle = null;
-    for (const temp of temps.slice(1)) {
-      try {
-        await link(first, temp);
-        made.push(temp);
-      } catch {
+    await Promise.all(writing.map((w) => fsyncFd(w.fd)));
+
+    for (const w of writing) {
+      closeSync(w.fd);
+      w.fd = -1;
+    }
+    for (const w of writing) {
+      for (const temp of w.temps.slice(1)) await linkOrCopy(w.temps[0]!, temp, made);
+    }
+    for (const w of writing) for (let i = 0; i < w.temps.length; i++) await rename(w.temps[i]!, w.doc.targets[i]!);
+    return busyMs;
+  } catch (error) {
+    for (const w of writing) {
+      if (w.fd !== -1) {
         try {
-          await copyFile(first, temp, constants.COPYFILE_EXCL);
-        } catch (error) {
-          // A copy cut short (ENOSPC) leaves a partial temp file: not ours to
-          // keep when it is not there because another writer holds the name.
-          if ((error as NodeJS.ErrnoException).code !== "EEXIST") await rm(temp, { force: true });
-          throw error;
-        }
-        made.push(temp);
-        const copy = await open(temp, "r+");
-        try {
-          await copy.sync();
-        } finally {
-          await copy.close();
-        }
+          closeSync(w.fd);
+        } catch {}
       }
     }
-    for (let i = 0; i < targets.length; i++) await rename(temps[i]!, targets[i]!);
-  } catch (error) {
-    await handle?.close().catch(() => {});
     for (const temp of made) await rm(temp, { force: true });
     throw error;
   }
 }
 
-/**
- * Writes `text` as UTF-8 at the file's position, all of it (a write may be
- * partial), encoded into `buffer.bytes`, which is reused across the writes
- * of one document (a fresh Buffer per flush is memory outside the
- * JavaScript heap, returned only once the collector finalizes it) and
- * grown when `text` might not fit.
- */
-async function writeAll(handle: FileHandle, text: string, buffer: { bytes: Buffer }): Promise<void> {
-  // At most 3 bytes of UTF-8 per UTF-16 code unit.
-  if (buffer.bytes.length < text.length * 3) buffer.bytes = Buffer.allocUnsafe(text.length * 3);
-  const bytes = buffer.bytes;
-  const length = bytes.write(text, 0, "utf8");
-  for (let done = 0; done < length; ) {
-    const { bytesWritten } = await handle.write(bytes, done, length - done);
-    done += bytesWritten;
+/** `temp` as a hard link to `first`, or a fsynced copy when linking is impossible; recorded in `made` once it exists. */
+async function linkOrCopy(first: string, temp: string, made: string[]): Promise<void> {
+  try {
+    await link(first, temp);
+    made.push(temp);
+    return;
+  } catch {}
+  try {
+    await copyFile(first, temp, constants.COPYFILE_EXCL);
+  } catch (error) {
+    // A copy cut short (ENOSPC) leaves a partial temp file: not ours to
+    // keep when it is not there because another writer holds the name.
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") await rm(temp, { force: true });
+    throw error;
   }
+  made.push(temp);
+  const copy = await open(temp, "r+");
+  try {
+    await copy.sync();
+  } finally {
+    await copy.close();
+  }
+}
+
+/**
+ * Adds `text` (as UTF-8) to the document's buffer, writing the buffer out
+ * first when `text` might not fit (at most 3 bytes per UTF-16 code unit);
+ * a text larger than the buffer is written on its own. Encoding each piece
+ * straight into the buffer spares joining the pieces into one string first.
+ *
+ * @returns true when it wrote to the file
+ */
+function append(w: Writing, text: string): boolean {
+  const bytes = w.bytes;
+  if (w.used + text.length * 3 <= bytes.length) {
+    w.used += bytes.write(text, w.used, "utf8");
+    return false;
+  }
+  flush(w);
+  if (text.length * 3 <= bytes.length) w.used = bytes.write(text, 0, "utf8");
+  else writeAll(w.fd, Buffer.from(text, "utf8"));
+  return true;
+}
+
+/** Writes out the document's buffered bytes. */
+function flush(w: Writing): void {
+  writeAll(w.fd, w.bytes, w.used);
+  w.used = 0;
+}
+
+/** Writes `bytes[0, length)` at the file's position, all of it (a write may be partial). */
+function writeAll(fd: number, bytes: Buffer, length: number = bytes.length): void {
+  for (let done = 0; done < length; ) done += writeSync(fd, bytes, done, length - done);
 }
