@@ -20,9 +20,9 @@ import { ReportWriter } from "../runner/app/report-writer.ts";
 import { FLUSH_BYTES, writeChunksAtomic, writeDocumentsAtomic } from "../runner/report/atomic-stream.ts";
 import { renderCtrf } from "../runner/report/ctrf.ts";
 import { renderJson } from "../runner/report/json.ts";
-import { nestedJson } from "../runner/report/json-stream.ts";
+import { jsonItems, nestedJson } from "../runner/report/json-stream.ts";
 import { renderJUnit } from "../runner/report/junit.ts";
-import type { RunReport, TestResult } from "../runner/results/model.ts";
+import { sharedTestChecks, validTest, type RunReport, type TestResult } from "../runner/results/model.ts";
 import { makeRedactor, redactReport } from "../runner/results/redact.ts";
 import { variedReport, VARIED_SECRET } from "./helpers/varied-report.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
@@ -107,6 +107,46 @@ describe("streamed reports are the non-streamed reports, byte for byte", () => {
       }
       expect(before + nestedJson(value, depth) + after).toBe(JSON.stringify(wrapped, null, 2));
     }
+  });
+});
+
+describe("per-entry shortcuts are what they stand for", () => {
+  test("jsonItems is nestedJson of each item, joined as JSON.stringify joins array items at that depth", () => {
+    const report = variedReport(300);
+    const items: unknown[] = [...report.shards.flatMap((shard) => shard.tests), { a: [1, { b: "x\ny" }], c: {}, d: [], e: null, u: undefined }, "s", 0, [], [[]]];
+    for (const depth of [1, 2, 3, 4, 7]) {
+      const separator = `,\n${"  ".repeat(depth)}`;
+      for (const n of [1, 2, 17, items.length]) {
+        const some = items.slice(items.length - n);
+        expect(jsonItems(some, depth)).toBe(some.map((item) => nestedJson(item, depth)).join(separator));
+      }
+    }
+  });
+
+  test("sharedTestChecks: readers in step get validTest's copy, checked once; a reader out of step checks on its own; a bad entry throws where validTest does", () => {
+    const report = variedReport(200);
+    const tests = report.shards.flatMap((shard, s) => shard.tests.map((test, t) => ({ test, s, t })));
+    const [a, b] = sharedTestChecks(2);
+    for (const { test, s, t } of tests) {
+      const first = a!(test, s, t);
+      expect(first).toEqual(validTest(test, s, t));
+      expect(b!(test, s, t)).toBe(first);
+    }
+    // Out of step: b asks for other entries than a checked at those positions.
+    const [c, d] = sharedTestChecks(2);
+    c!(tests[0]!.test, 0, 0);
+    c!(tests[1]!.test, 0, 1);
+    expect(d!(tests[1]!.test, 0, 1)).toEqual(validTest(tests[1]!.test, 0, 1));
+    expect(d!(tests[1]!.test, 0, 1)).not.toBe(c!(tests[2]!.test, 0, 2));
+    const bad = { ...tests[5]!.test, durationMs: -1 };
+    const [e] = sharedTestChecks(1);
+    let caught: unknown;
+    try {
+      e!(bad, 1, 7);
+    } catch (error) {
+      caught = error;
+    }
+    expect((caught as ZodError).issues.map((i) => i.path)).toEqual([["shards", 1, "tests", 7, "durationMs"]]);
   });
 });
 

@@ -9,7 +9,7 @@ import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
 import { ctrfChunks } from "../report/ctrf.ts";
 import { jsonChunks } from "../report/json.ts";
 import { junitChunks } from "../report/junit.ts";
-import type { RunReport } from "../results/model.ts";
+import { sharedTestChecks, type RunReport } from "../results/model.ts";
 import { redactReport } from "../results/redact.ts";
 
 /**
@@ -142,10 +142,12 @@ export class ReportWriter {
       // the schema entry by entry as it renders (no checked copy of the whole
       // report is held), so a report that fails the check is written
       // nowhere, as when the whole report was parsed up front.
+      // JSON and CTRF walk the same entries in step and share one check of each.
+      const [jsonCheck, ctrfCheck] = sharedTestChecks(2);
       const reports: [name: string, target: string, chunks: () => Iterable<string>][] = [
-        ["report.json", this.targets.json, () => jsonChunks(safe)],
+        ["report.json", this.targets.json, () => jsonChunks(safe, jsonCheck)],
         ["junit.xml", this.targets.junit, () => junitChunks(safe)],
-        ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe)],
+        ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe, ctrfCheck)],
       ];
       this.lastRenderMs += await writeDocumentsAtomic(
         reports.map(([name, target, chunks]) => ({ targets: runDir ? [path.join(runDir, name), target] : [target], chunks: chunks() })),

@@ -13,9 +13,9 @@
  * Schema shipped by the `ctrf` reference implementation (a devDependency;
  * nothing here imports it at run time).
  */
-import { validReport, validReportShell, validTest, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../results/model.ts";
+import { validReport, validReportShell, validTest, type RunReport, type ShardResult, type TestCheck, type TestResult, type TestStatus } from "../results/model.ts";
 import { failureNote, reportText } from "./json.ts";
-import { jsonWithStreamedArray, nestedJson } from "./json-stream.ts";
+import { ENTRY_BATCH, jsonItems, jsonWithStreamedArray } from "./json-stream.ts";
 
 /**
  * The CTRF specification version written to `specVersion`: the current one
@@ -194,17 +194,28 @@ export function renderCtrf(report: RunReport): string {
  * (validReportShell, then each test as it is rendered), so neither a
  * checked copy of the report nor the document is ever held whole.
  *
+ * @param check the check of each test entry: {@link validTest}, or one of
+ *   `sharedTestChecks` when JSON renders the same entries side by side
  * @throws ZodError (on the pull that reaches the bad part) when the report
  *   does not match {@link RunReportSchema}.
  */
-export function* ctrfChunks(report: RunReport): Generator<string, void, undefined> {
+export function* ctrfChunks(report: RunReport, check: TestCheck = validTest): Generator<string, void, undefined> {
   const valid = validReportShell(report);
   const tests = function* () {
+    // Entries of consecutive shards share a batch: they are consecutive items of one array.
+    let batch: CtrfTest[] = [];
     for (let s = 0; s < valid.shards.length; s++) {
       const shard = valid.shards[s]!;
       const note = failureNote(shard.logPath);
-      for (let t = 0; t < shard.tests.length; t++) yield nestedJson(ctrfTest(validTest(shard.tests[t]!, s, t), shard.index, note), 3);
+      for (let t = 0; t < shard.tests.length; t++) {
+        batch.push(ctrfTest(check(shard.tests[t]!, s, t), shard.index, note));
+        if (batch.length === ENTRY_BATCH) {
+          yield jsonItems(batch, 3);
+          batch = [];
+        }
+      }
     }
+    if (batch.length > 0) yield jsonItems(batch, 3);
   };
   yield* jsonWithStreamedArray(ctrfDocument(valid, []), ["results", "tests"], 0, tests());
   yield "\n";

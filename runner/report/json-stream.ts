@@ -38,12 +38,37 @@ export function nestedJson(value: unknown, depth: number): string {
 }
 
 /**
+ * Entries stringified together by the streamed renderers: one
+ * JSON.stringify of a batch gives one flat string for all of them, where
+ * one call per entry (plus the separator joined to each) left ~300,000
+ * small strings for 100,000 tests to join and encode (bench/README.md).
+ */
+export const ENTRY_BATCH = 512;
+
+/**
+ * `items` as consecutive items of an array whose items sit `depth` (≥ 1)
+ * levels deep: `nestedJson(item, depth)` of each, joined by the line break
+ * and indentation JSON.stringify puts between array items. It is exactly
+ * that: the items stringified as one array one level up, its brackets cut
+ * off. One such text can stand for several items among the `items` of
+ * {@link jsonWithStreamedArray}, which puts the same separator between them.
+ * Items must be JSON values (an `undefined` would become `null`); `items`
+ * must not be empty.
+ */
+export function jsonItems(items: readonly unknown[], depth: number): string {
+  const text = nestedJson(items, depth - 1);
+  // "[\n" + indent(depth) before the first item; "\n" + indent(depth - 1) + "]" after the last.
+  return text.slice(2 + 2 * depth, text.length - 2 * depth);
+}
+
+/**
  * The pieces of `nestedJson(shell, depth)` with the array at `path` (keys
  * from the shell down; the last one must be a key of its object, whose key
  * order places it) made of `items`. The array's owner sits at
  * `owner = depth + path.length - 1`; `items` yields each array item
  * already as `nestedJson(item, owner + 2)`, either as one string or as the
- * pieces of one (an item that streams an array of its own).
+ * pieces of one (an item that streams an array of its own), or several
+ * consecutive items as one string ({@link jsonItems}).
  */
 export function* jsonWithStreamedArray(
   shell: object,

@@ -3,8 +3,8 @@
  * (docs/report.schema.json, generated from the zod schema in
  * runner/results/model.ts).
  */
-import { validReportShell, validTest, type RunReport, type TestResult } from "../results/model.ts";
-import { jsonWithStreamedArray, nestedJson } from "./json-stream.ts";
+import { validReportShell, validTest, type RunReport, type TestCheck, type TestResult } from "../results/model.ts";
+import { ENTRY_BATCH, jsonItems, jsonWithStreamedArray } from "./json-stream.ts";
 import { capText, stripAnsi } from "./sanitize.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
@@ -32,17 +32,27 @@ export function renderJson(report: RunReport): string {
  * (validReportShell first, then each test as it is rendered), so neither a
  * checked copy of the report nor its text is ever held whole.
  *
+ * @param check the check of each test entry: {@link validTest}, or one of
+ *   `sharedTestChecks` when CTRF renders the same entries side by side
  * @throws ZodError (on the pull that reaches the bad part; earlier pieces
  *   were already yielded) when the report does not match the schema.
  */
-export function* jsonChunks(report: RunReport): Generator<string, void, undefined> {
+export function* jsonChunks(report: RunReport, check: TestCheck = validTest): Generator<string, void, undefined> {
   const valid = validReportShell(report);
   const shards = function* () {
     for (let s = 0; s < valid.shards.length; s++) {
       const shard = valid.shards[s]!;
       const note = failureNote(shard.logPath);
       const tests = function* () {
-        for (let t = 0; t < shard.tests.length; t++) yield nestedJson(cleanTest(validTest(shard.tests[t]!, s, t), note), 4);
+        let batch: TestResult[] = [];
+        for (let t = 0; t < shard.tests.length; t++) {
+          batch.push(cleanTest(check(shard.tests[t]!, s, t), note));
+          if (batch.length === ENTRY_BATCH) {
+            yield jsonItems(batch, 4);
+            batch = [];
+          }
+        }
+        if (batch.length > 0) yield jsonItems(batch, 4);
       };
       yield jsonWithStreamedArray(shard, ["tests"], 2, tests());
     }
