@@ -22,7 +22,8 @@ import { renderCtrf } from "../runner/report/ctrf.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { jsonItems, nestedJson } from "../runner/report/json-stream.ts";
 import { renderJUnit } from "../runner/report/junit.ts";
-import { sharedTestChecks, validTest, type RunReport, type TestResult } from "../runner/results/model.ts";
+import { PLAIN_TEST_KEYS, TestResultSchema, validTest, type RunReport, type TestResult } from "../runner/results/model.ts";
+import { sharedTestChecks } from "../runner/results/shared-checks.ts";
 import { makeRedactor, redactReport } from "../runner/results/redact.ts";
 import { variedReport, VARIED_SECRET } from "./helpers/varied-report.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
@@ -121,6 +122,55 @@ describe("per-entry shortcuts are what they stand for", () => {
         expect(jsonItems(some, depth)).toBe(some.map((item) => nestedJson(item, depth)).join(separator));
       }
     }
+  });
+
+  test("validTest's hand-made copy of plain entries is zod's copy, and anything zod rejects still fails", () => {
+    // The shortcut reads and writes the schema's fields: a field added to the schema must be added there.
+    expect<string[]>([...PLAIN_TEST_KEYS]).toEqual(Object.keys(TestResultSchema.shape));
+    const plain: TestResult = { name: "n", file: "f", status: "passed", durationMs: 1.5, retries: 0, flaky: false, attemptFailures: [], synthetic: false };
+    const variants: unknown[] = [
+      ...variedReport(400).shards.flatMap((shard) => shard.tests),
+      plain,
+      { name: "n", file: "f", status: "todo", durationMs: 0 },
+      { ...plain, line: 0, extra: "dropped", retries: 2 ** 53 - 1, flaky: true, synthetic: true },
+      { ...plain, line: -0, durationMs: -0 },
+      { ...plain, line: undefined, failure: undefined, retries: undefined, flaky: undefined, attemptFailures: undefined, synthetic: undefined },
+      ...[Infinity, NaN, -1, "1", null].map((durationMs) => ({ ...plain, durationMs })),
+      ...[1.5, -1, 2 ** 53, "3", null].map((line) => ({ ...plain, line })),
+      ...[1.5, -1, 2 ** 53, "3", null].map((retries) => ({ ...plain, retries })),
+      ...["exploded", undefined, 3].map((status) => ({ ...plain, status })),
+      ...[0, "no", null].map((flaky) => ({ ...plain, flaky, synthetic: flaky })),
+      ...[[{ type: "E", message: "m" }], [{ type: 1 }], {}, null].map((attemptFailures) => ({ ...plain, attemptFailures })),
+      { ...plain, failure: { type: "E", message: "m", unknown: 1 } },
+      { ...plain, failure: null },
+      { ...plain, name: 5 },
+      { ...plain, file: undefined },
+      Object.assign(Object.create(null), plain),
+      Object.assign(new Date(0), plain),
+      Object.assign([], plain),
+      null,
+      "entry",
+    ];
+    let accepted = 0;
+    for (const [i, value] of variants.entries()) {
+      const zod = TestResultSchema.safeParse(value);
+      let ours: TestResult | undefined;
+      let error: unknown;
+      try {
+        ours = validTest(value as TestResult, 0, i);
+      } catch (caught) {
+        error = caught;
+      }
+      if (!zod.success) {
+        expect(error).toBeInstanceOf(ZodError);
+        continue;
+      }
+      accepted += 1;
+      expect(ours).toEqual(zod.data);
+      expect(Object.keys(ours!)).toEqual(Object.keys(zod.data));
+      expect(JSON.stringify(ours)).toBe(JSON.stringify(zod.data));
+    }
+    expect(accepted).toBeGreaterThan(400);
   });
 
   test("sharedTestChecks: readers in step get validTest's copy, checked once; a reader out of step checks on its own; a bad entry throws where validTest does", () => {

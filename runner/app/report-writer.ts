@@ -9,7 +9,8 @@ import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
 import { ctrfChunks } from "../report/ctrf.ts";
 import { jsonChunks } from "../report/json.ts";
 import { junitChunks } from "../report/junit.ts";
-import { sharedTestChecks, type RunReport } from "../results/model.ts";
+import type { RunReport } from "../results/model.ts";
+import { sharedTestChecks } from "../results/shared-checks.ts";
 import { redactReport } from "../results/redact.ts";
 
 /**

@@ -320,50 +320,49 @@ export function validReportShell(report: RunReport): RunReport {
  * @throws ZodError (paths from `shards`) when it does not match {@link TestResultSchema}
  */
 export function validTest(test: TestResult, shardIndex: number, index: number): TestResult {
-  return checkedPart(TestResultSchema, test, ["shards", shardIndex, "tests", index]);
+  return plainTestCopy(test) ?? checkedPart(TestResultSchema, test, ["shards", shardIndex, "tests", index]);
+}
+
+/** The keys {@link plainTestCopy} reads and writes: TestResultSchema's, in its order (a test keeps the two equal). */
+export const PLAIN_TEST_KEYS = ["name", "file", "line", "status", "durationMs", "failure", "retries", "flaky", "attemptFailures", "synthetic"] as const;
+
+const TEST_STATUS_SET: ReadonlySet<unknown> = new Set(TEST_STATUSES);
+const isCount = (value: unknown) => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+
+/**
+ * What `TestResultSchema.parse(test)` returns, for the entry nearly every
+ * test has (a plain object without failure texts whose fields are all
+ * plainly valid), built by hand: zod's copy cost ~1 µs per entry, most of
+ * a 100,000-test report's check (bench/README.md). Null for anything else
+ * (a failure, attempt failures, any field in doubt, another kind of
+ * object), which zod then checks: this accepts only entries the schema
+ * accepts and returns the copy it would (keys in the schema's order,
+ * defaults filled in, unknown keys dropped); test/report-stream.test.ts
+ * compares the two.
+ */
+function plainTestCopy(test: unknown): TestResult | null {
+  if (typeof test !== "object" || test === null || Object.getPrototypeOf(test) !== Object.prototype) return null;
+  const { name, file, line, status, durationMs, failure, retries, flaky, attemptFailures, synthetic } = test as Record<string, unknown>;
+  if (typeof name !== "string" || typeof file !== "string" || !TEST_STATUS_SET.has(status)) return null;
+  if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs < Infinity)) return null;
+  if (failure !== undefined || (line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;
+  if ((flaky !== undefined && typeof flaky !== "boolean") || (synthetic !== undefined && typeof synthetic !== "boolean")) return null;
+  if (attemptFailures !== undefined && !(Array.isArray(attemptFailures) && attemptFailures.length === 0)) return null;
+  const copy = { name, file } as TestResult;
+  // An optional key present with the value undefined stays, as in zod's copy.
+  if ("line" in (test as object)) copy.line = line as number;
+  copy.status = status as TestStatus;
+  copy.durationMs = durationMs;
+  if ("failure" in (test as object)) copy.failure = undefined;
+  copy.retries = (retries as number | undefined) ?? 0;
+  copy.flaky = (flaky as boolean | undefined) ?? false;
+  copy.attemptFailures = [];
+  copy.synthetic = (synthetic as boolean | undefined) ?? false;
+  return copy;
 }
 
 /** Checks a test entry as part of a report: {@link validTest}'s signature. */
 export type TestCheck = (test: TestResult, shardIndex: number, index: number) => TestResult;
-
-/**
- * `readers` functions that each behave as {@link validTest} but share the
- * work: renderers that walk the same report's entries in the same order
- * (JSON and CTRF, rendered side by side) check each entry once, the first
- * to reach it running the schema and the others taking its checked copy.
- * A copy is kept only until every reader has passed it (a reader that runs
- * ahead holds as many as it is ahead). A reader that asks for an entry
- * other than the one the leader checked at that position (another report,
- * another order) gets it checked on its own, so sharing never hands over a
- * copy of a different entry.
- *
- * @throws ZodError (paths from `shards`), from whichever reader reaches a bad entry first
- */
-export function sharedTestChecks(readers: number): TestCheck[] {
-  const kept: { test: TestResult; shardIndex: number; index: number; valid: TestResult }[] = [];
-  /** Reader position of `kept[0]`. */
-  let base = 0;
-  const positions = new Array<number>(readers).fill(0);
-  return positions.map((_, reader) => (test, shardIndex, index) => {
-    const at = positions[reader]!++;
-    let valid: TestResult;
-    const entry = kept[at - base];
-    if (entry === undefined) {
-      valid = validTest(test, shardIndex, index);
-      kept.push({ test, shardIndex, index, valid });
-    } else {
-      valid = entry.test === test && entry.shardIndex === shardIndex && entry.index === index ? entry.valid : validTest(test, shardIndex, index);
-    }
-    let slowest = positions[0]!;
-    for (const p of positions) if (p < slowest) slowest = p;
-    // Dropped in batches (a shift per entry costs what the reader ahead is ahead).
-    if (slowest - base >= 1024) {
-      kept.splice(0, slowest - base);
-      base = slowest;
-    }
-    return valid;
-  });
-}
 
 /** Zero counts for every shard and test status. */
 export function emptySummary(): Summary {
