@@ -220,7 +220,28 @@ describe("readBunJUnit on hand-written input", () => {
     ["not XML", "Segmentation fault"],
     ["wrong root", "<testsuite name='a'/>"],
     ["two roots", "<testsuites/><testsuites/>"],
+    ["a repeated attribute", `<testsuites><testsuite name="a" file="a"><testcase name="x" name="y"/></testsuite></testsuites>`],
+    ["a repeated attribute named __proto__", `<testsuites __proto__="a" __proto__="b"/>`],
+    ["a < inside a value", `<testsuites><testsuite name="a" file="a"><testcase name="x<y" line="1"/></testsuite></testsuites>`],
+    ["a < inside a value, no < after the tag", `<testsuites name="a<b">`],
+    ["an unquoted value", `<testsuites><testsuite name=a/></testsuites>`],
+    ["an unterminated value", `<testsuites name="a/>`],
+    ["a value without a name", `<testsuites ="a"/>`],
+    ["attributes without space between", `<testsuites a="1"b="2"/>`],
+    ["a bad element name", `<testsuites><1testsuite/></testsuites>`],
+    ["a bad element name after good ones", `<testsuites><testsuite name="a"/><testsuite- name="b"/><testsuite.x/></testsuites>`.replace("testsuite-", "-testsuite")],
   ])("%s → BunJUnitParseError", (_label, xml) => {
     expect(() => readBunJUnit(xml)).toThrow(BunJUnitParseError);
+  });
+
+  test("attribute values: either quote, the other quote and > inside, names that start alike", () => {
+    const [file] = readBunJUnit(
+      `<testsuites><testsuite name='a.test.ts' file="a.test.ts"><testcase name='say "hi" > 1' time="0.5" line='3' linex="9"/><testcase names="n" name="it's" timex="1" time = "0.25" /></testsuite></testsuites>`,
+    );
+    expect(file?.file).toBe("a.test.ts");
+    expect(file?.tests.map((t) => [t.name, t.line, t.durationMs])).toEqual([
+      ['say "hi" > 1', 3, 500],
+      ["it's", undefined, 250],
+    ]);
   });
 });
