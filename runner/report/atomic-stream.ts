@@ -8,7 +8,7 @@
  * as one string: 100,000 testcases are ~15-30 MB of text per format, and
  * holding them set the runner's peak memory (bench/README.md).
  */
-import { closeSync, constants, fsync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, constants, fsync, mkdirSync, openSync, write } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { copyFile, link, open, rename, rm } from "node:fs/promises";
 import { promisify } from "node:util";
@@ -18,12 +18,9 @@ import { basename, dirname, join } from "node:path";
 export const FLUSH_BYTES = 1024 * 1024;
 
 /**
- * Longest stretch, ms, that writing holds the event loop before letting it
- * turn: the writes are synchronous (a write(2) of a flush to the page cache
- * takes well under a millisecond; the asynchronous stream spent more time in
- * its own machinery than in the system calls, bench/README.md), and an
- * interim write of a large report must not hold back a running shard's
- * pipes, events or wall-clock timeout by its whole render.
+ * Longest stretch, ms, that rendering holds the event loop before letting
+ * it turn: an interim write of a large report must not hold back a running
+ * shard's pipes, events or wall-clock timeout by its whole render.
  */
 export const YIELD_EVERY_MS = 10;
 
@@ -51,13 +48,18 @@ interface Writing {
   iterator: Iterator<string>;
   temps: string[];
   fd: number;
-  /** Encoded bytes not yet written: `bytes[0, used)`. */
+  /** Bytes being filled: `bytes[0, used)`. */
   bytes: Buffer;
   used: number;
+  /** The other buffer, free once `writing` settles. */
+  spare: Buffer;
+  /** The file's writes so far, in order (one at a time per file); rejects with the first write error. */
+  writing: Promise<void>;
   done: boolean;
 }
 
 const fsyncFd = promisify(fsync);
+const writeFd = promisify(write);
 
 /**
  * Writes several documents, each to every path of its `targets`
@@ -69,7 +71,9 @@ const fsyncFd = promisify(fsync);
  * The documents are rendered side by side, one piece of each in turn (so
  * renderers sharing work per test, such as one schema check for JSON and
  * CTRF, stay in step), and written about {@link FLUSH_BYTES} bytes at
- * a time with write(2) to the first temp file of each. All first temp
+ * a time to the first temp file of each: while one buffer is written (on
+ * libuv's threads, so the disk's time overlaps the rendering), the pieces
+ * that follow fill the other. All first temp
  * files are then fsynced together. Every other target's temp file is a
  * hard link to its document's first (one file on disk under several names:
  * the names are only ever replaced by a rename, never written in place), or
@@ -80,13 +84,12 @@ const fsyncFd = promisify(fsync);
  * every target of every document is then left as it was. A failure while
  * renaming leaves the targets renamed before it replaced.
  *
- * The pieces are pulled and written synchronously; the event loop gets a
- * turn (setImmediate) at a flush once {@link YIELD_EVERY_MS} have passed
- * since the last one.
+ * The event loop gets a turn (setImmediate) at a flush once
+ * {@link YIELD_EVERY_MS} have passed since the last one.
  *
  * @param mode permission bits for a newly created file (default 0o666, reduced by the umask)
- * @returns the time, ms, spent rendering and writing while holding the
- *   event loop (not the fsync and rename waits): what the write cost the run
+ * @returns the time, ms, spent rendering and encoding while holding the
+ *   event loop (not the waits for the disk): what the write cost the run
  * @throws whatever pulling the chunks throws, or the fs error (EACCES, ENOSPC, EISDIR, …)
  */
 export async function writeDocumentsAtomic(documents: readonly StreamedDocument[], mode = 0o666): Promise<number> {
@@ -100,10 +103,31 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
       // "wx": fail rather than share a temp file with another writer.
       const fd = openSync(temps[0]!, "wx", mode);
       made.push(temps[0]!);
-      writing.push({ doc, iterator: doc.chunks[Symbol.iterator](), temps, fd, bytes: Buffer.allocUnsafe(FLUSH_BYTES), used: 0, done: false });
+      writing.push({
+        doc,
+        iterator: doc.chunks[Symbol.iterator](),
+        temps,
+        fd,
+        bytes: Buffer.allocUnsafe(FLUSH_BYTES),
+        used: 0,
+        spare: Buffer.allocUnsafe(FLUSH_BYTES),
+        writing: Promise.resolve(),
+        done: false,
+      });
     }
     let open = writing.length;
-    let since = performance.now();
+    // Since the event loop's last turn, and since the last wait for the disk.
+    let turned = performance.now();
+    let since = turned;
+    const flushing = async (w: Writing, extra: Buffer | null) => {
+      busyMs += performance.now() - since;
+      await flush(w, extra);
+      since = performance.now();
+      if (since - turned >= YIELD_EVERY_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        turned = since = performance.now();
+      }
+    };
     while (open > 0) {
       for (const w of writing) {
         if (w.done) continue;
@@ -111,15 +135,17 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
         if (next.done) {
           w.done = true;
           open -= 1;
-          flush(w);
-        } else if (append(w, next.value) && performance.now() - since >= YIELD_EVERY_MS) {
-          busyMs += performance.now() - since;
-          await new Promise((resolve) => setImmediate(resolve));
-          since = performance.now();
+          if (w.used > 0) await flushing(w, null);
+          continue;
         }
+        const text = next.value;
+        // At most 3 bytes of UTF-8 per UTF-16 code unit; a piece larger than a buffer is written on its own.
+        if (w.used + text.length * 3 > w.bytes.length) await flushing(w, text.length * 3 > w.bytes.length ? Buffer.from(text, "utf8") : null);
+        if (w.used + text.length * 3 <= w.bytes.length) w.used += w.bytes.write(text, w.used, "utf8");
       }
     }
     busyMs += performance.now() - since;
+    for (const w of writing) await w.writing;
     // Without fsync a crash after the rename can leave an empty file under the new name.
     await Promise.all(writing.map((w) => fsyncFd(w.fd)));
 
@@ -134,6 +160,8 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
     return busyMs;
   } catch (error) {
     for (const w of writing) {
+      // Never close a file under a write still in flight.
+      await w.writing.catch(() => {});
       if (w.fd !== -1) {
         try {
           closeSync(w.fd);
@@ -170,32 +198,29 @@ async function linkOrCopy(first: string, temp: string, made: string[]): Promise<
 }
 
 /**
- * Adds `text` (as UTF-8) to the document's buffer, writing the buffer out
- * first when `text` might not fit (at most 3 bytes per UTF-16 code unit);
- * a text larger than the buffer is written on its own. Encoding each piece
- * straight into the buffer spares joining the pieces into one string first.
+ * Starts writing the document's filled buffer (and then `extra`, a piece
+ * too large for a buffer) after the file's earlier writes, and hands the
+ * other buffer over for filling once the write that used it has finished.
  *
- * @returns true when it wrote to the file
+ * @throws the error of an earlier write of this file
  */
-function append(w: Writing, text: string): boolean {
+async function flush(w: Writing, extra: Buffer | null = null): Promise<void> {
+  // The spare buffer is the one the previous write used.
+  await w.writing;
   const bytes = w.bytes;
-  if (w.used + text.length * 3 <= bytes.length) {
-    w.used += bytes.write(text, w.used, "utf8");
-    return false;
-  }
-  flush(w);
-  if (text.length * 3 <= bytes.length) w.used = bytes.write(text, 0, "utf8");
-  else writeAll(w.fd, Buffer.from(text, "utf8"));
-  return true;
-}
-
-/** Writes out the document's buffered bytes. */
-function flush(w: Writing): void {
-  writeAll(w.fd, w.bytes, w.used);
+  const length = w.used;
+  w.writing = (async () => {
+    await writeAll(w.fd, bytes, length);
+    if (extra !== null) await writeAll(w.fd, extra, extra.length);
+  })();
+  // Marked as handled here; whoever awaits it next still sees the rejection.
+  w.writing.catch(() => {});
+  w.bytes = w.spare;
+  w.spare = bytes;
   w.used = 0;
 }
 
 /** Writes `bytes[0, length)` at the file's position, all of it (a write may be partial). */
-function writeAll(fd: number, bytes: Buffer, length: number = bytes.length): void {
-  for (let done = 0; done < length; ) done += writeSync(fd, bytes, done, length - done);
+async function writeAll(fd: number, bytes: Buffer, length: number): Promise<void> {
+  for (let done = 0; done < length; ) done += (await writeFd(fd, bytes, done, length - done)).bytesWritten;
 }
