@@ -70,11 +70,12 @@ const writeFd = promisify(write);
  *
  * The documents are rendered side by side, one piece of each in turn (so
  * renderers sharing work per test, such as one schema check for JSON and
- * CTRF, stay in step), and written about {@link FLUSH_BYTES} bytes at
- * a time to the first temp file of each: while one buffer is written (on
+ * CTRF, stay in step), and written about {@link FLUSH_BYTES} bytes at a
+ * time to the first temp file of each: while one buffer is written (on
  * libuv's threads, so the disk's time overlaps the rendering), the pieces
- * that follow fill the other. All first temp
- * files are then fsynced together. Every other target's temp file is a
+ * that follow fill the other. The first temp files are then fsynced
+ * together (one wait for the disk instead of three in a row, as when each
+ * report was written on its own). Every other target's temp file is a
  * hard link to its document's first (one file on disk under several names:
  * the names are only ever replaced by a rename, never written in place), or
  * a copy when a link is impossible (another filesystem), fsynced too.
@@ -148,7 +149,6 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
     for (const w of writing) await w.writing;
     // Without fsync a crash after the rename can leave an empty file under the new name.
     await Promise.all(writing.map((w) => fsyncFd(w.fd)));
-
     for (const w of writing) {
       closeSync(w.fd);
       w.fd = -1;
