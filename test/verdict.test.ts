@@ -128,6 +128,23 @@ describe("with Bun's JUnit", () => {
   });
 });
 
+test("each JUnit testcase takes the first event test left under its name, in any order, repeats in order", () => {
+  const failed = (n: number) => Array.from({ length: n }, (_, i) => ({ type: "Error", message: `attempt ${i + 1}` }));
+  const x1: EventTest = { ...evTest("x", "ended", "passed", 1) };
+  const y: EventTest = { ...evTest("y", "ended", "passed", 2), attemptFailures: failed(1) };
+  const x2: EventTest = { ...evTest("x", "ended", "passed", 3), attemptFailures: failed(2) };
+  const z: EventTest = { ...evTest("z", "ended", "passed", 2), attemptFailures: failed(1) };
+  const junit = (...order: string[]) => bunFile(...order.map((name, i) => bunCase(name, "passed", i + 1)));
+  const enrichment = (r: ReturnType<typeof decideShard>) => r.tests.map((t) => [t.name, t.retries, t.flaky]);
+  // In event order; out of order from the first testcase; out of order later (the index by name built midway).
+  for (const order of [["x", "y", "x", "z"], ["y", "x", "z", "x"], ["x", "z", "y", "x"]]) {
+    const result = decideShard(evidence({ junit: junit(...order), events: connected(x1, y, x2, z) }));
+    const expected = { x: [[0, false], [2, true]], y: [[1, true]], z: [[1, true]] } as Record<string, [number, boolean][]>;
+    const seen: Record<string, number> = {};
+    expect(enrichment(result)).toEqual(order.map((name) => [name, ...expected[name]![(seen[name] = (seen[name] ?? -1) + 1)]!]));
+  }
+});
+
 test("a shard that never started lists every file as never-started with the reason", () => {
   const result = decideShard(evidence({ files: ["a.test.ts", "b.test.ts"], process: { ...ran(), started: false, notStartedReason: "run cancelled (SIGTERM) before this shard started" } }));
   expect(result.status).toBe("never-started");

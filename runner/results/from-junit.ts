@@ -34,43 +34,85 @@ const CONTROLS_ALL = /[\u0000-\u001f\u007f]/g;
 const matchName = (name: string) => (CONTROLS.test(name) ? name.replace(CONTROLS_ALL, "") : name);
 
 /**
- * Event tests by file, then by matched name, in event order: one test, or a
- * queue when a name repeats (with --rerun-each the same test appears several
- * times, in order). Nested maps instead of one map keyed by "file + name":
- * no key string per test (100,000 tests, bench/README.md).
+ * Event tests by file, in event order, taken by matched name: the first
+ * test left under that file and name (with --rerun-each the same test
+ * appears several times, in order). Bun's JUnit lists a file's tests in the
+ * order their events came, so the test asked for is nearly always the
+ * first one left: that is checked first, and an index by name is built only
+ * when a file's order differs (a map of 100,000 names cost a third of the
+ * decision, bench/README.md).
  */
 class EventIndex {
-  private readonly byFile = new Map<string, Map<string, EventTest | EventTest[]>>();
+  private readonly byFile = new Map<string, FileEvents>();
 
   add(file: string, t: EventTest): void {
-    let names = this.byFile.get(file);
-    if (names === undefined) this.byFile.set(file, (names = new Map()));
-    const key = matchName(t.name);
-    const found = names.get(key);
-    if (found === undefined) names.set(key, t);
-    else if (Array.isArray(found)) found.push(t);
-    else names.set(key, [found, t]);
+    let events = this.byFile.get(file);
+    if (events === undefined) this.byFile.set(file, (events = new FileEvents()));
+    events.add(t);
   }
 
   /** Tests left under this file and name. */
   count(file: string, name: string): number {
-    const found = this.byFile.get(file)?.get(matchName(name));
-    return found === undefined ? 0 : Array.isArray(found) ? found.length : 1;
+    return this.byFile.get(file)?.count(matchName(name)) ?? 0;
   }
 
   /** Takes the first test left under this file and name. */
   take(file: string, name: string): EventTest | undefined {
-    const names = this.byFile.get(file);
-    const key = matchName(name);
-    const found = names?.get(key);
-    if (found === undefined) return undefined;
-    if (!Array.isArray(found)) {
-      names!.delete(key);
-      return found;
+    return this.byFile.get(file)?.take(matchName(name));
+  }
+}
+
+/** One file's event tests for {@link EventIndex}. */
+class FileEvents {
+  private readonly tests: EventTest[] = [];
+  private readonly taken: boolean[] = [];
+  /** Every test before this one is taken. */
+  private first = 0;
+  /** Positions of the tests by matched name, built on the first take out of order. */
+  private byName: Map<string, { at: number[]; next: number }> | null = null;
+
+  add(t: EventTest): void {
+    if (this.byName !== null) throw new Error("FileEvents: a test added after the index by name was built");
+    this.tests.push(t);
+    this.taken.push(false);
+  }
+
+  take(key: string): EventTest | undefined {
+    while (this.first < this.tests.length && this.taken[this.first]) this.first++;
+    // The first test left has this name: it is the first left under it.
+    if (this.first < this.tests.length && matchName(this.tests[this.first]!.name) === key) return this.takeAt(this.first);
+    const found = this.left(key);
+    return found === undefined ? undefined : this.takeAt(found.at[found.next]!);
+  }
+
+  count(key: string): number {
+    const found = this.left(key);
+    if (found === undefined) return 0;
+    let n = 0;
+    for (let i = found.next; i < found.at.length; i++) if (!this.taken[found.at[i]!]) n++;
+    return n;
+  }
+
+  private takeAt(i: number): EventTest {
+    this.taken[i] = true;
+    return this.tests[i]!;
+  }
+
+  /** The positions under `key`, `next` at the first one left; undefined when none is left. */
+  private left(key: string): { at: number[]; next: number } | undefined {
+    if (this.byName === null) {
+      this.byName = new Map();
+      this.tests.forEach((t, i) => {
+        const name = matchName(t.name);
+        const found = this.byName!.get(name);
+        if (found === undefined) this.byName!.set(name, { at: [i], next: 0 });
+        else found.at.push(i);
+      });
     }
-    const first = found.shift();
-    if (found.length === 0) names!.delete(key);
-    return first;
+    const found = this.byName.get(key);
+    if (found === undefined) return undefined;
+    while (found.next < found.at.length && this.taken[found.at[found.next]!]) found.next++;
+    return found.next < found.at.length ? found : undefined;
   }
 }
 
