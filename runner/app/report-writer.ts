@@ -132,18 +132,18 @@ export class ReportWriter {
       if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) Bun.gc(true);
       this.lastRenderMs += performance.now() - began;
       const runDir = this.targets.runDir();
-      // Each report is streamed to its files as it is rendered, testcase by
-      // testcase, and never held whole (report/atomic-stream.ts): for
+      // Each report is streamed to its files as it is rendered, a few hundred
+      // testcases at a time, and never held whole (report/atomic-stream.ts): for
       // 100,000 tests the three texts are ~75 MB together and holding them
       // set the runner's peak (bench/README.md). The run's own copy and the
       // stable path get the same pieces; the run's copy lands first.
       //
       // The three are rendered side by side and none is renamed into place
-      // before all three are complete. report.json checks the report against
-      // the schema entry by entry as it renders (no checked copy of the whole
-      // report is held), so a report that fails the check is written
-      // nowhere, as when the whole report was parsed up front.
-      // JSON and CTRF walk the same entries in step and share one check of each.
+      // before all three are complete. report.json and ctrf.json check the
+      // report against the schema entry by entry as they render (no checked
+      // copy of the whole report is held; the two walk the same entries in
+      // step and share one check of each), so a report that fails the check
+      // is written nowhere, as when the whole report was parsed up front.
       const [jsonCheck, ctrfCheck] = sharedTestChecks(2);
       const reports: [name: string, target: string, chunks: () => Iterable<string>][] = [
         ["report.json", this.targets.json, () => jsonChunks(safe, jsonCheck)],

@@ -189,8 +189,8 @@ export function renderCtrf(report: RunReport): string {
 }
 
 /**
- * The text of {@link renderCtrf} in pieces, one test entry at a time, for a
- * writer that streams it to a file: the report is checked part by part
+ * The text of {@link renderCtrf} in pieces, up to 512 test entries at a
+ * time (ENTRY_BATCH), for a writer that streams it to a file: the report is checked part by part
  * (validReportShell, then each test as it is rendered), so neither a
  * checked copy of the report nor the document is ever held whole.
  *

@@ -27,10 +27,11 @@ export function renderJson(report: RunReport): string {
 }
 
 /**
- * The text of {@link renderJson} in pieces, one test entry at a time, for
- * a writer that streams it to a file: the report is checked part by part
- * (validReportShell first, then each test as it is rendered), so neither a
- * checked copy of the report nor its text is ever held whole.
+ * The text of {@link renderJson} in pieces, up to 512 test entries at a
+ * time (ENTRY_BATCH), for a writer that streams it to a file: the report is
+ * checked part by part (validReportShell first, then each test as it is
+ * rendered), so neither a checked copy of the report nor its text is ever
+ * held whole.
  *
  * @param check the check of each test entry: {@link validTest}, or one of
  *   `sharedTestChecks` when CTRF renders the same entries side by side

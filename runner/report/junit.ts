@@ -67,12 +67,13 @@ export function renderJUnit(report: RunReport, options: JUnitOptions = {}): stri
 }
 
 /**
- * The document of {@link renderJUnit} in pieces, one testcase (or suite
- * tag) at a time, so a writer can stream it to a file without ever holding
- * it whole (100,000 testcases are ~15 MB of text). Suite and root counts
- * come from a counting pass over the statuses first (their attributes
- * precede the testcases); the testcases are rendered one by one as the
- * caller pulls them. The report must not change while the generator runs.
+ * The document of {@link renderJUnit} in pieces (a suite's start tag, then
+ * its testcases up to 256 at a time, the last batch with the end tag), so a
+ * writer can stream it to a file without ever holding it whole (100,000
+ * testcases are ~15 MB of text). Suite and root counts come from a counting
+ * pass over the statuses first (their attributes precede the testcases);
+ * the testcases are rendered as the caller pulls them. The report must not
+ * change while the generator runs.
  *
  * @throws RangeError (on the first pull) when `maxOutputBytes` is not a non-negative integer.
  */
