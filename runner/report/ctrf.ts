@@ -14,8 +14,8 @@
  * nothing here imports it at run time).
  */
 import { validReport, validReportShell, validTest, type RunReport, type ShardResult, type TestCheck, type TestResult, type TestStatus } from "../results/model.ts";
-import { failureNote, reportText } from "./json.ts";
-import { ENTRY_BATCH, jsonItems, jsonWithStreamedArray } from "./json-stream.ts";
+import { entryChars, failureNote, reportText } from "./json.ts";
+import { JsonBatch, jsonWithStreamedArray } from "./json-stream.ts";
 
 /**
  * The CTRF specification version written to `specVersion`: the current one
@@ -203,19 +203,18 @@ export function* ctrfChunks(report: RunReport, check: TestCheck = validTest): Ge
   const valid = validReportShell(report);
   const tests = function* () {
     // Entries of consecutive shards share a batch: they are consecutive items of one array.
-    let batch: CtrfTest[] = [];
+    const batch = new JsonBatch(3);
     for (let s = 0; s < valid.shards.length; s++) {
       const shard = valid.shards[s]!;
       const note = failureNote(shard.logPath);
       for (let t = 0; t < shard.tests.length; t++) {
-        batch.push(ctrfTest(check(shard.tests[t]!, s, t), shard.index, note));
-        if (batch.length === ENTRY_BATCH) {
-          yield jsonItems(batch, 3);
-          batch = [];
-        }
+        const test = check(shard.tests[t]!, s, t);
+        const full = batch.add(ctrfTest(test, shard.index, note), entryChars(test));
+        if (full !== null) yield full;
       }
     }
-    if (batch.length > 0) yield jsonItems(batch, 3);
+    const rest = batch.take();
+    if (rest !== null) yield rest;
   };
   yield* jsonWithStreamedArray(ctrfDocument(valid, []), ["results", "tests"], 0, tests());
   yield "\n";

@@ -46,6 +46,40 @@ export function nestedJson(value: unknown, depth: number): string {
 export const ENTRY_BATCH = 512;
 
 /**
+ * Characters of text (names, failure texts) after which a batch is full
+ * before ENTRY_BATCH: 512 failing entries with capped 64 KiB texts would
+ * otherwise be tens of MiB in one string.
+ */
+export const BATCH_CHARS = 256 * 1024;
+
+/** Items collected for {@link jsonItems} at one depth, a batch at a time. */
+export class JsonBatch {
+  private items: unknown[] = [];
+  private chars = 0;
+
+  constructor(private readonly depth: number) {}
+
+  /**
+   * Adds an item holding about `chars` characters of text.
+   * @returns the batch's text when it is now full (ENTRY_BATCH items or BATCH_CHARS), else null
+   */
+  add(item: unknown, chars: number): string | null {
+    this.items.push(item);
+    this.chars += chars;
+    return this.items.length >= ENTRY_BATCH || this.chars >= BATCH_CHARS ? this.take() : null;
+  }
+
+  /** The text of the items collected so far, which are then forgotten; null when there are none. */
+  take(): string | null {
+    if (this.items.length === 0) return null;
+    const text = jsonItems(this.items, this.depth);
+    this.items = [];
+    this.chars = 0;
+    return text;
+  }
+}
+
+/**
  * `items` as consecutive items of an array whose items sit `depth` (≥ 1)
  * levels deep: `nestedJson(item, depth)` of each, joined by the line break
  * and indentation JSON.stringify puts between array items. It is exactly

@@ -4,7 +4,7 @@
  * runner/results/model.ts).
  */
 import { validReportShell, validTest, type RunReport, type TestCheck, type TestResult } from "../results/model.ts";
-import { ENTRY_BATCH, jsonItems, jsonWithStreamedArray } from "./json-stream.ts";
+import { JsonBatch, jsonWithStreamedArray } from "./json-stream.ts";
 import { capText, stripAnsi } from "./sanitize.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
@@ -45,21 +45,28 @@ export function* jsonChunks(report: RunReport, check: TestCheck = validTest): Ge
       const shard = valid.shards[s]!;
       const note = failureNote(shard.logPath);
       const tests = function* () {
-        let batch: TestResult[] = [];
+        const batch = new JsonBatch(4);
         for (let t = 0; t < shard.tests.length; t++) {
-          batch.push(cleanTest(check(shard.tests[t]!, s, t), note));
-          if (batch.length === ENTRY_BATCH) {
-            yield jsonItems(batch, 4);
-            batch = [];
-          }
+          const test = cleanTest(check(shard.tests[t]!, s, t), note);
+          const full = batch.add(test, entryChars(test));
+          if (full !== null) yield full;
         }
-        if (batch.length > 0) yield jsonItems(batch, 4);
+        const rest = batch.take();
+        if (rest !== null) yield rest;
       };
       yield jsonWithStreamedArray(shard, ["tests"], 2, tests());
     }
   };
   yield* jsonWithStreamedArray(valid, ["shards"], 0, shards());
   yield "\n";
+}
+
+/** About how many characters of text a checked entry holds (its name, path and failure texts): what fills a JsonBatch. */
+export function entryChars(test: TestResult): number {
+  let chars = test.name.length + test.file.length;
+  if (test.failure !== undefined) chars += test.failure.message.length + (test.failure.details?.length ?? 0);
+  for (const a of test.attemptFailures) chars += a.message.length;
+  return chars;
 }
 
 /** Where a cut failure text is whole: the note of every cut in JSON and CTRF (as in JUnit). */

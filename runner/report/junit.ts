@@ -22,6 +22,7 @@
  */
 import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
 import { standInsFor, WHOLE_FILE } from "../results/verdict.ts";
+import { BATCH_CHARS } from "./json-stream.ts";
 import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";
 
 /** Default cap for a failure's message and details text: 64 KiB of UTF-8. */
@@ -127,11 +128,15 @@ export function* junitChunks(report: RunReport, options: JUnitOptions = {}): Gen
     const fileAttrs = ` classname="${fileAttr}" file="${fileAttr}"`;
     // Testcases joined in batches: one string per batch to encode instead of one per testcase.
     let batch: string[] = [];
+    let chars = 0;
     for (let i = 0; i < tests.length; i++) {
-      batch.push(renderTestcase(tests[i]!, shards[i]!, names[i]!, fileAttrs, maxBytes));
-      if (batch.length === TESTCASE_BATCH) {
+      const testcase = renderTestcase(tests[i]!, shards[i]!, names[i]!, fileAttrs, maxBytes);
+      batch.push(testcase);
+      chars += testcase.length;
+      if (batch.length === TESTCASE_BATCH || chars >= BATCH_CHARS) {
         yield batch.join("");
         batch = [];
+        chars = 0;
       }
     }
     yield `${batch.join("")}  </testsuite>\n`;
@@ -246,7 +251,7 @@ function uniqueNames(tests: readonly TestResult[]): string[] {
   });
 }
 
-/** Testcases rendered into one piece of {@link junitChunks}. */
+/** Testcases rendered into one piece of {@link junitChunks}, unless their text reaches BATCH_CHARS first. */
 const TESTCASE_BATCH = 256;
 
 /**
