@@ -148,7 +148,9 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
     busyMs += performance.now() - since;
     for (const w of writing) await w.writing;
     // Without fsync a crash after the rename can leave an empty file under the new name.
-    await Promise.all(writing.map((w) => fsyncFd(w.fd)));
+    // All settled before any file is closed (the catch below closes them).
+    const synced = await Promise.allSettled(writing.map((w) => fsyncFd(w.fd)));
+    for (const result of synced) if (result.status === "rejected") throw result.reason;
     for (const w of writing) {
       closeSync(w.fd);
       w.fd = -1;
