@@ -229,9 +229,20 @@ describe("readBunJUnit on hand-written input", () => {
     ["a value without a name", `<testsuites ="a"/>`],
     ["attributes without space between", `<testsuites a="1"b="2"/>`],
     ["a bad element name", `<testsuites><1testsuite/></testsuites>`],
+    ["a slash inside a start tag", `<testsuites><testsuite name="a" / ></testsuites>`],
+    ["a slash in an element name", `<testsuites><a/b></testsuites>`],
+    ["a quote in an element name", `<testsuites><a"b c="1"/></testsuites>`],
+    ["a start tag cut at the end", `<testsuites><testsuite name="a"`],
+    ["a < between attributes", `<testsuites><testsuite name="a" <b/></testsuites>`],
+    ["a second root after a well-formed one", `<testsuites></testsuites>\n<testsuites name="b"/>`],
     ["a bad element name after good ones", `<testsuites><testsuite name="a"/><testsuite- name="b"/><testsuite.x/></testsuites>`.replace("testsuite-", "-testsuite")],
   ])("%s → BunJUnitParseError", (_label, xml) => {
     expect(() => readBunJUnit(xml)).toThrow(BunJUnitParseError);
+  });
+
+  test("whitespace of any kind between attributes and before the end; self-closing with space before />", () => {
+    const [file] = readBunJUnit(`<testsuites>\n<testsuite\tname="a.test.ts"\r\nfile="a.test.ts"\u00a0><testcase name="x" line="1" /><testcase\nname="y"\n/></testsuite></testsuites>`);
+    expect(file?.tests.map((t) => t.name)).toEqual(["x", "y"]);
   });
 
   test("attribute values: either quote, the other quote and > inside, names that start alike", () => {

@@ -54,6 +54,7 @@ const GC_EVERY_ELEMENTS = 16_384;
  */
 export function scanXml(text: string, handler: XmlHandler, maxDepth = 1000): void {
   const stack: string[] = [];
+  const tag: StartTag = { name: "", attributes: EMPTY };
   let roots = 0;
   let elements = 0;
   let i = 0;
@@ -87,17 +88,26 @@ export function scanXml(text: string, handler: XmlHandler, maxDepth = 1000): voi
       handler.close(name);
       i = gt + 1;
     } else {
-      const gt = tagEnd(text, lt);
+      // A plainly well-formed start tag (nearly all) is read in one pass;
+      // anything else goes the long way, which finds the same tags and
+      // reports each problem as it always did.
+      let gt = wellFormedStartTag(text, lt, tag);
+      let name = tag.name;
+      let attributes = tag.attributes;
+      if (gt === -1) {
+        gt = tagEnd(text, lt);
+        const bodyEnd = text.charCodeAt(gt - 1) === SLASH ? gt - 1 : gt;
+        let nameEnd = lt + 1;
+        while (nameEnd < bodyEnd && !isSpace(text.charCodeAt(nameEnd))) nameEnd++;
+        name = elementName(text, lt + 1, nameEnd, lt);
+        if (stack.length === 0 && roots > 0) throw new XmlScanError("more than one root element", lt);
+        attributes = parseAttributes(text, nameEnd, bodyEnd, lt);
+      }
       const selfClosing = text.charCodeAt(gt - 1) === SLASH;
-      const bodyEnd = selfClosing ? gt - 1 : gt;
-      let nameEnd = lt + 1;
-      while (nameEnd < bodyEnd && !isSpace(text.charCodeAt(nameEnd))) nameEnd++;
-      const name = elementName(text, lt + 1, nameEnd, lt);
       if (stack.length === 0) {
         roots += 1;
         if (roots > 1) throw new XmlScanError("more than one root element", lt);
       }
-      const attributes = parseAttributes(text, nameEnd, bodyEnd, lt);
       handler.open(name, attributes, selfClosing);
       // Each tag leaves a little garbage (its name, attributes, text runs),
       // which Bun's collector let pile up to over 100 MiB for 100,000
@@ -121,6 +131,64 @@ function after(text: string, terminator: string, from: number, what: string): nu
   const at = text.indexOf(terminator, from);
   if (at === -1) throw new XmlScanError(`unterminated ${what}`, from);
   return at + terminator.length;
+}
+
+/** What {@link wellFormedStartTag} read. */
+interface StartTag {
+  name: string;
+  attributes: Record<string, string>;
+}
+
+const EMPTY: Record<string, string> = Object.freeze(Object.create(null));
+
+/**
+ * Reads the start tag at `lt` in one pass when it is plainly well formed:
+ * a name of NAME's characters, then attributes (whitespace, a name, `=`, a
+ * value in either quote without `<`), each name once, then optional
+ * whitespace and `>` or `/>`, with no `<` anywhere before the end. What it
+ * accepts the long way (tagEnd, elementName, parseAttributes) accepts with
+ * the same end, name and attributes, and it is the long way that reports
+ * anything else: the tag's end was otherwise looked for character by
+ * character before the attributes were read (bench/README.md).
+ *
+ * @returns the index of the tag's `>` (name and attributes in `tag`), or -1 to take the long way
+ */
+function wellFormedStartTag(text: string, lt: number, tag: StartTag): number {
+  const n = text.length;
+  let p = lt + 1;
+  if (p >= n || !isNameStart(text.charCodeAt(p))) return -1;
+  while (p < n && isNameChar(text.charCodeAt(p))) p++;
+  const nameEnd = p;
+  // Any "<" before the end makes the tag the long way's to judge.
+  const nextLt = text.indexOf("<", p);
+  const attributes = Object.create(null) as Record<string, string>;
+  for (;;) {
+    const at = p;
+    while (p < n && isSpace(text.charCodeAt(p))) p++;
+    if (p >= n) return -1;
+    let c = text.charCodeAt(p);
+    if (c === GT || (c === SLASH && text.charCodeAt(p + 1) === GT)) {
+      const gt = c === GT ? p : p + 1;
+      if (nextLt !== -1 && nextLt < gt) return -1;
+      tag.name = elementName(text, lt + 1, nameEnd, lt);
+      tag.attributes = attributes;
+      return gt;
+    }
+    if (p === at || !isNameStart(c)) return -1;
+    const nameStart = p++;
+    while (p < n && isNameChar(text.charCodeAt(p))) p++;
+    const name = attributeName(text, nameStart, p);
+    while (p < n && isSpace(text.charCodeAt(p))) p++;
+    if (p >= n || text.charCodeAt(p) !== EQUALS) return -1;
+    p++;
+    while (p < n && isSpace(text.charCodeAt(p))) p++;
+    c = p < n ? text.charCodeAt(p) : 0;
+    if (c !== QUOTE && c !== APOS) return -1;
+    const close = text.indexOf(c === QUOTE ? '"' : "'", p + 1);
+    if (close === -1 || (nextLt !== -1 && nextLt < close) || attributes[name] !== undefined) return -1;
+    attributes[name] = text.slice(p + 1, close);
+    p = close + 1;
+  }
 }
 
 /** Index of the `>` ending the start tag at `lt` (a `>` inside a quoted value does not end it). */
