@@ -281,7 +281,8 @@ describe("writeChunksAtomic", () => {
   test("every target gets the whole text (UTF-8, across flushes); parents are created; the mode applies", async () => {
     const dir = tempDir();
     const targets = [join(dir, "x", "run", "r.json"), join(dir, "y", "r.json")];
-    const pieces = ["h\u00e9llo \u{1F600}\n", "a".repeat(FLUSH_BYTES - 3), "\u{1F600}".repeat(1000), "end\n"];
+    // Small, larger than the first buffer, larger than any buffer, then filling buffers in turn.
+    const pieces = ["h\u00e9llo \u{1F600}\n", "b".repeat(40_000), "a".repeat(FLUSH_BYTES - 3), "\u{1F600}".repeat(1000), ...Array.from({ length: 30 }, (_, i) => `${i}`.repeat(50_000)), "end\n"];
     await writeChunksAtomic(targets, pieces, 0o600);
     for (const target of targets) {
       expect(readFileSync(target, "utf8")).toBe(pieces.join(""));

@@ -18,6 +18,13 @@ import { basename, dirname, join } from "node:path";
 export const FLUSH_BYTES = 1024 * 1024;
 
 /**
+ * Size of a document's first buffer: most writes are interim reports of a
+ * few KiB, which should not cost two 1 MiB buffers per document each; a
+ * document that outgrows it continues in buffers of {@link FLUSH_BYTES}.
+ */
+const FIRST_BUFFER_BYTES = 64 * 1024;
+
+/**
  * Longest stretch, ms, that rendering holds the event loop before letting
  * it turn: an interim write of a large report must not hold back a running
  * shard's pipes, events or wall-clock timeout by its whole render.
@@ -51,8 +58,8 @@ interface Writing {
   /** Bytes being filled: `bytes[0, used)`. */
   bytes: Buffer;
   used: number;
-  /** The other buffer, free once `writing` settles. */
-  spare: Buffer;
+  /** The other buffer, free once `writing` settles; null until the first flush. */
+  spare: Buffer | null;
   /** The file's writes so far, in order (one at a time per file); rejects with the first write error. */
   writing: Promise<void>;
   done: boolean;
@@ -109,9 +116,9 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
         iterator: doc.chunks[Symbol.iterator](),
         temps,
         fd,
-        bytes: Buffer.allocUnsafe(FLUSH_BYTES),
+        bytes: Buffer.allocUnsafe(FIRST_BUFFER_BYTES),
         used: 0,
-        spare: Buffer.allocUnsafe(FLUSH_BYTES),
+        spare: null,
         writing: Promise.resolve(),
         done: false,
       });
@@ -140,9 +147,15 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
           continue;
         }
         const text = next.value;
-        // At most 3 bytes of UTF-8 per UTF-16 code unit; a piece larger than a buffer is written on its own.
-        if (w.used + text.length * 3 > w.bytes.length) await flushing(w, text.length * 3 > w.bytes.length ? Buffer.from(text, "utf8") : null);
-        if (w.used + text.length * 3 <= w.bytes.length) w.used += w.bytes.write(text, w.used, "utf8");
+        // At most 3 bytes of UTF-8 per UTF-16 code unit.
+        const most = text.length * 3;
+        if (w.used + most <= w.bytes.length) w.used += w.bytes.write(text, w.used, "utf8");
+        // A piece larger than a full-size buffer is written on its own, after the buffer.
+        else if (most > FLUSH_BYTES) await flushing(w, Buffer.from(text, "utf8"));
+        else {
+          await flushing(w, null);
+          w.used += w.bytes.write(text, w.used, "utf8");
+        }
       }
     }
     busyMs += performance.now() - since;
@@ -217,8 +230,9 @@ async function flush(w: Writing, extra: Buffer | null = null): Promise<void> {
   })();
   // Marked as handled here; whoever awaits it next still sees the rejection.
   w.writing.catch(() => {});
-  w.bytes = w.spare;
-  w.spare = bytes;
+  w.bytes = w.spare ?? Buffer.allocUnsafe(FLUSH_BYTES);
+  // The small first buffer is not reused.
+  w.spare = bytes.length === FLUSH_BYTES ? bytes : null;
   w.used = 0;
 }
 
