@@ -5,19 +5,21 @@
  *
  * A shard child runs detached (its own process group, so one signal reaches
  * every descendant that stayed in the group) with stdin from /dev/null.
- * Its stdout and stderr are spooled to a log file as they arrive; the parent
- * never holds a shard's output in memory.
+ * Its stdout and stderr are one descriptor of its log file, opened O_APPEND:
+ * the kernel writes every byte to the log as the child writes it, and the
+ * runner never reads, holds or copies a shard's output.
  *
  * Kill sequence, after Bazel's test encyclopedia and Jest's worker: at the
  * wall-clock deadline SIGTERM the group, after the grace period SIGKILL the
  * group. When the child exits by itself the group is SIGKILLed anyway, since
  * grandchildren left behind would otherwise outlive the run. The outcome is
- * decided when the child exits: the pipes get a short bounded drain and are
- * then destroyed, because a grandchild that escaped the group may hold them
- * open forever.
+ * decided when the child exits: nothing waits for the log's descriptor to be
+ * closed, since a grandchild that escaped the group may hold it forever (the
+ * cookie sweep kills such a grandchild).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, statfsSync, statSync } from "node:fs";
+import path from "node:path";
 import { onExit } from "signal-exit";
 import { isAlive, processesWithEnv } from "./proc-inspect.ts";
 
@@ -28,11 +30,11 @@ import { isAlive, processesWithEnv } from "./proc-inspect.ts";
  * - `running`: spawned, no signal sent by us.
  * - `terminating`: SIGTERM sent to the group (deadline or cancel), grace running.
  * - `killing`: SIGKILL sent to the group.
- * - `draining`: the child exited; output pipes get a bounded drain.
- * - `finished`: pipes closed, log flushed, group swept; outcome final.
+ * - `sweeping`: the child exited; the group is SIGKILLed, leftovers swept, the log checked.
+ * - `finished`: outcome final.
  * - `spawn-failed`: the OS refused to start it.
  */
-export type ProcessState = "pending" | "running" | "terminating" | "killing" | "draining" | "finished" | "spawn-failed";
+export type ProcessState = "pending" | "running" | "terminating" | "killing" | "sweeping" | "finished" | "spawn-failed";
 
 /** Why shardguard signalled a process group, if it did. */
 export type KillReason = "timeout" | "cancel";
@@ -42,14 +44,12 @@ export interface ProcessSpec {
   argv: readonly string[];
   cwd: string;
   env: Record<string, string | undefined>;
-  /** Where every byte of stdout and stderr goes (appended; mode 0600). */
+  /** The child's stdout and stderr, one O_APPEND descriptor (created with mode 0600). */
   logPath: string;
   /** Wall-clock limit from spawn, ms. */
   timeoutMs: number;
   /** SIGTERM → SIGKILL delay, ms. */
   graceMs: number;
-  /** How long pipes may stay open after the child exits, ms (default 500). */
-  drainMs?: number;
   /** Called on every state change. */
   onState?: (state: ProcessState) => void;
   /**
@@ -86,12 +86,18 @@ export interface ProcessOutcome {
   pid: number | null;
   /** Set when the process could not be spawned (e.g. ENOENT). */
   spawnError: string | null;
-  /** Bytes written to the log. */
+  /**
+   * Bytes the log grew by from the spawn until the outcome (its size on
+   * disk; the runner never sees the output itself).
+   */
   logBytes: number;
-  /** Set when the log could not be fully written (disk full, permissions). */
+  /**
+   * Set when the log may miss output: it could not be opened (the output
+   * then went to /dev/null), it reached the file size limit (RLIMIT_FSIZE),
+   * or its file system had no space left when the child ended. See
+   * {@link logProblem} for what this can and cannot see.
+   */
   logError: string | null;
-  /** True when a pipe was still open after the drain and was cut. */
-  pipesCut: boolean;
   /** Descendants still alive when the child exited (in or out of its group), killed by the sweep. */
   leftovers: Escapee[];
 }
@@ -143,26 +149,12 @@ export class ShardProcess {
   private timers: ReturnType<typeof setTimeout>[] = [];
   private readonly t0 = performance.now();
   private readonly startedAt = new Date();
-  private log: WriteStream;
-  private logBytes = 0;
+  /** The log's size when opened, bytes (a retried shard appends to its log). */
+  private logSizeAtOpen = 0;
   private logError: string | null = null;
-  /** Output read from the pipes and not yet handed to the log (see flushLog). */
-  private pendingLog: Buffer[] = [];
-  private pendingLogBytes = 0;
-  private logFlushQueued = false;
-  private waitingForDrain = false;
-  private pipes: import("node:stream").Readable[] = [];
 
   constructor(private readonly spec: ProcessSpec) {
     installExitHook();
-    this.log = createWriteStream(spec.logPath, { flags: "a", mode: 0o600 });
-    this.log.on("error", (error) => {
-      // A full disk must never change a verdict or crash the run: note it,
-      // and keep reading the pipes (discarding) so the child never blocks.
-      this.logError ??= error.message;
-      this.child?.stdout?.resume();
-      this.child?.stderr?.resume();
-    });
     this.done = this.run();
   }
 
@@ -213,16 +205,31 @@ export class ShardProcess {
 
   private async run(): Promise<ProcessOutcome> {
     const [command, ...args] = this.spec.argv;
+    // Opened here, synchronously, so the log exists once startProcess returns.
+    let logFd: number | null = null;
+    try {
+      logFd = openSync(this.spec.logPath, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+      this.logSizeAtOpen = fstatSync(logFd).size;
+    } catch (error) {
+      // A log that cannot be opened must not cost the shard its run: the
+      // output goes to /dev/null and the log is marked incomplete.
+      this.logError = (error as Error).message;
+    }
     let child: ChildProcess;
     try {
       child = spawn(command!, args, {
         cwd: this.spec.cwd,
         env: this.spec.env,
         detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
+        // One descriptor for both: the kernel orders the two streams by write.
+        stdio: ["ignore", logFd ?? "ignore", logFd ?? "ignore"],
       });
     } catch (error) {
       return this.spawnFailed((error as Error).message);
+    } finally {
+      // The child holds its own copies from here on (spawn forks and execs
+      // before it returns); ours would only keep the file open.
+      if (logFd !== null) closeSync(logFd);
     }
     this.child = child;
     const spawned = await new Promise<string | null>((resolve) => {
@@ -238,22 +245,6 @@ export class ShardProcess {
       else this.terminate(this.pendingKill.reason);
     }
 
-    this.pipes = [child.stdout!, child.stderr!];
-    for (const stream of this.pipes) {
-      stream.on("data", (chunk: Buffer) => {
-        this.logBytes += chunk.length;
-        if (this.logError) return;
-        this.pendingLog.push(chunk);
-        this.pendingLogBytes += chunk.length;
-        if (this.pendingLogBytes >= LOG_BATCH_BYTES) this.flushLog();
-        else if (!this.logFlushQueued) {
-          this.logFlushQueued = true;
-          setImmediate(() => this.flushLog());
-        }
-      });
-      stream.on("error", () => {});
-    }
-
     this.timers.push(setTimeout(() => this.terminate("timeout"), this.spec.timeoutMs));
 
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
@@ -261,20 +252,20 @@ export class ShardProcess {
     });
     const durationMs = this.elapsedMs();
     for (const timer of this.timers) clearTimeout(timer);
-    this.setState("draining");
+    this.setState("sweeping");
     // Every descendant still alive is a leak. When the child ended by itself
     // the cookie sweep runs first, so leaks inside the group are named in the
     // report too; after a kill by us the group goes first and only those that
-    // left it are reported. Then the group SIGKILL as a backstop. Both close
-    // the pipes such processes may hold.
+    // left it are reported. Then the group SIGKILL as a backstop. Nothing
+    // waits for the log's descriptor: such processes may still hold it.
     const sweep = () => (this.spec.cookie ? sweepCookie(this.spec.cookie, "exact", pgid) : []);
     let leftovers: Escapee[] = [];
     if (this.killedBy === null) leftovers = sweep();
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
     if (this.killedBy !== null) leftovers = sweep();
-    const pipesCut = await this.drain(child);
-    await this.closeLog();
+    const log = this.logError === null ? logProblem(this.spec.logPath, this.logSizeAtOpen, exit.signal) : { bytes: 0, problem: null };
+    this.logError ??= log.problem;
     this.setState("finished");
     return {
       exitCode: exit.code,
@@ -285,79 +276,14 @@ export class ShardProcess {
       startedAt: this.startedAt,
       pid: pgid,
       spawnError: null,
-      logBytes: this.logBytes,
+      logBytes: log.bytes,
       logError: this.logError,
-      pipesCut,
       leftovers,
     };
   }
 
-  /**
-   * Ends the log and waits until it is closed, so a write error (disk full)
-   * has been reported before the outcome is built.
-   */
-  /**
-   * Writes the chunks read since the last flush as one buffer. A child that
-   * prints a line per test (Bun's console reporter does) sends one small
-   * chunk per line; one log write per chunk made the runner, and through
-   * back-pressure the child, slow on files with many tests (bench/README.md).
-   * Respects the disk: both pipes pause while the log catches up, so memory
-   * stays bounded (at most LOG_BATCH_BYTES plus the stream's buffer) however
-   * fast the child prints.
-   */
-  private flushLog(): void {
-    this.logFlushQueued = false;
-    if (this.pendingLog.length === 0) return;
-    const chunk = this.pendingLog.length === 1 ? this.pendingLog[0]! : Buffer.concat(this.pendingLog, this.pendingLogBytes);
-    this.pendingLog = [];
-    this.pendingLogBytes = 0;
-    if (this.logError || this.log.closed || this.log.destroyed || this.log.writableEnded) return;
-    // The write callback sees errors the stream may not emit once ending.
-    const accepted = this.log.write(chunk, (error) => {
-      if (error) this.logError ??= error.message;
-    });
-    if (!accepted && !this.waitingForDrain) {
-      this.waitingForDrain = true;
-      for (const pipe of this.pipes) pipe.pause();
-      this.log.once("drain", () => {
-        this.waitingForDrain = false;
-        for (const pipe of this.pipes) if (!pipe.destroyed) pipe.resume();
-      });
-    }
-  }
-
-  private closeLog(): Promise<void> {
-    this.flushLog();
-    const log = this.log;
-    if (log.closed || log.destroyed) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      log.once("close", () => resolve());
-      log.end();
-    });
-  }
-
-  /** Waits up to drainMs for both pipes to end, then destroys them. True if one was cut. */
-  private async drain(child: ChildProcess): Promise<boolean> {
-    const streams = [child.stdout!, child.stderr!];
-    const ended = Promise.all(
-      streams.map((s) => (s.readableEnded || s.destroyed ? Promise.resolve() : new Promise<void>((r) => { s.once("end", r); s.once("close", r); }))),
-    );
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<"cut">((resolve) => {
-      timer = setTimeout(() => resolve("cut"), this.spec.drainMs ?? 500);
-    });
-    const result = await Promise.race([ended.then(() => "ended" as const), timedOut]);
-    clearTimeout(timer);
-    for (const s of streams) {
-      s.removeAllListeners("data");
-      s.destroy();
-    }
-    return result === "cut";
-  }
-
   private spawnFailed(message: string): ProcessOutcome {
     this.setState("spawn-failed");
-    this.log.end();
     return {
       exitCode: null,
       signal: null,
@@ -369,14 +295,67 @@ export class ShardProcess {
       spawnError: message,
       logBytes: 0,
       logError: null,
-      pipesCut: false,
       leftovers: [],
     };
   }
 }
 
-/** Output batched into one log write once this many bytes are pending. */
-const LOG_BATCH_BYTES = 64 * 1024;
+/**
+ * How much a shard's log grew, and whether it may miss output, judged by the
+ * runner after the child ended (it never sees the output itself).
+ *
+ * A child whose stdout is a file sees a write error itself: on a full disk
+ * (ENOSPC) or past the file size limit (EFBIG, or SIGXFSZ for a process that
+ * does not ignore it) Bun's console output is dropped silently, and a test's
+ * own `process.stdout.write` fails (Bun 1.4.4 fails that test with the
+ * ENOSPC error, as it would under `bun test > file`). What the runner can
+ * tell afterwards: the child died of SIGXFSZ; the log reached the soft
+ * RLIMIT_FSIZE, which the child inherited from the runner; the log's file
+ * system has no block left for the writer (`bavail`, or `bfree` for root,
+ * who may use the reserved blocks). What it cannot: a disk that was full
+ * for a moment and had room again by the end, an I/O error (EIO), a log
+ * that is not a regular file (/dev/full).
+ *
+ * @param sizeAtOpen the log's size in bytes when it was opened
+ * @returns the bytes added, and a one-line problem or null
+ */
+export function logProblem(logPath: string, sizeAtOpen: number, signal: NodeJS.Signals | null): { bytes: number; problem: string | null } {
+  let size: number;
+  try {
+    size = statSync(logPath).size;
+  } catch (error) {
+    return { bytes: 0, problem: `the log is gone: ${(error as Error).message}` };
+  }
+  const bytes = Math.max(0, size - sizeAtOpen);
+  const limit = fileSizeLimit();
+  if (signal === "SIGXFSZ" || (limit !== null && size >= limit)) {
+    return { bytes, problem: `EFBIG: the log reached the file size limit (RLIMIT_FSIZE${limit !== null ? ` ${limit} bytes` : ""}); output past it is lost` };
+  }
+  try {
+    const fs = statfsSync(path.dirname(logPath));
+    const free = process.getuid?.() === 0 ? fs.bfree : fs.bavail;
+    if (free === 0) return { bytes, problem: "ENOSPC: no space left on the log's file system when the shard ended; output may be lost" };
+  } catch {
+    // No file system figures (unsupported platform): nothing to judge by.
+  }
+  return { bytes, problem: null };
+}
+
+let fsizeLimit: number | null | undefined;
+
+/** The soft RLIMIT_FSIZE of this process in bytes (children inherit it); null when unlimited or unknown (no /proc). */
+function fileSizeLimit(): number | null {
+  if (fsizeLimit !== undefined) return fsizeLimit;
+  fsizeLimit = null;
+  try {
+    const line = readFileSync("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max file size"));
+    const soft = line?.slice("Max file size".length).trim().split(/\s+/)[0];
+    if (soft !== undefined && /^\d+$/.test(soft)) fsizeLimit = Number(soft);
+  } catch {
+    // Not Linux.
+  }
+  return fsizeLimit;
+}
 
 /** Spawns a supervised shard process; see {@link ShardProcess}. */
 export function startProcess(spec: ProcessSpec): ShardProcess {

@@ -290,8 +290,7 @@ export async function runShard(
     timeoutMs: ctx.timeoutMs,
     graceMs: ctx.graceMs,
     logPath: outcome.spawnError === null ? logPath : null,
-    // A pipe still open after the drain was cut: output after that is not in the log.
-    logIncomplete: outcome.logError !== null || outcome.pipesCut,
+    logIncomplete: outcome.logError !== null,
   });
   decided.leftovers = leftoversOf(outcome, [...descendants, ...listedAtEnd]);
   if (running.eventsProblem && decided.status !== "passed") {
