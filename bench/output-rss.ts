@@ -5,7 +5,8 @@
  * Writes one test file into a temp dir that prints N bytes to stdout in
  * 1 MiB chunks, runs the real CLI on it (`shardguard run --jobs 1`) as a
  * child process, and samples the CLI process, which is the runner that
- * spools the shard's output to its log, from Linux /proc/<pid>/status:
+ * supervises the shard (the child writes its output to its log itself),
+ * from Linux /proc/<pid>/status:
  * VmHWM (the kernel's peak-RSS high-water mark) and VmRSS. The `bun test`
  * child is a separate process; its peak is shown for context only.
  *

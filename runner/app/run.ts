@@ -238,8 +238,8 @@ export class Run {
             if (this.cancelledBy) proc.terminate("cancel");
             return () => {
               this.live.delete(proc);
-              // The child's process group is gone (exited or killed, swept,
-              // pipes drained): its job slot goes to the next shard while this
+              // The child's process group is gone (exited or killed, swept):
+              // its job slot goes to the next shard while this
               // one's JUnit and marks are read and its verdict decided (10-25 ms
               // per batched shard, bench/README.md). Not after a failed event
               // channel: the shard then runs again without events
