@@ -26,7 +26,7 @@
  *                          [--compare-cli OTHER/runner/cli-entry.ts]
  * `--compare-cli` adds, for p1, p3 and p8, runs of another checkout's CLI
  * (e.g. main's) to the same alternating rounds, so before and after are
- * compared in one job. For p1 and p3 the CPU time of each shardguard run is
+ * compared in one job. For p1, p3 and p8 the CPU time of each shardguard run is
  * printed too (the whole run, and the runner alone): on a shared 2-core
  * machine wall ratios move by 2x between runs, CPU time much less.
  * Exits 1 when a measured case misses its target. Linux only (reads /proc for RSS).
@@ -71,8 +71,9 @@ const CPU_SHIM = 'process.on("exit", () => { const u = process.cpuUsage(); requi
 /**
  * Runs a shardguard command line (`[BUN, CLI, ...args]`) to completion with
  * the CPU shim preloaded: wall time, the CPU time of the whole run (runner,
- * shard children, guardian: Bun's resourceUsage of the waited process) and
- * of the runner alone. Exit code 0 or 1 (a shard that fails is no bench error).
+ * shard children, guardian: Bun's resourceUsage of the waited process), of
+ * the runner alone, and the runner's peak RSS (VmHWM every 20 ms). Exit code
+ * 0 or 1 (a shard that fails is no bench error).
  */
 async function timedCpu(argv: string[], cwd: string): Promise<Sample> {
   const shimDir = mkdtempSync(path.join(os.tmpdir(), "sg-cpu-"));
@@ -86,13 +87,21 @@ async function timedCpu(argv: string[], cwd: string): Promise<Sample> {
     env: { ...process.env, NO_COLOR: "1", SG_BENCH_CPU_OUT: out },
   });
   const stderr = new Response(child.stderr).text();
+  let peak = 0;
+  const poll = setInterval(() => {
+    try {
+      const kb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0);
+      if (kb > peak) peak = kb;
+    } catch {}
+  }, 20);
   const code = await child.exited;
+  clearInterval(poll);
   const ms = performance.now() - t0;
   if (code !== 0) throw new Error(`${argv.join(" ")} exited ${code}: ${(await stderr).slice(-2000)}`);
   const cpuMs = Number(child.resourceUsage()?.cpuTime.total ?? 0) / 1000;
   const runnerCpuMs = Number(readFileSync(out, "utf8"));
   rmSync(shimDir, { recursive: true, force: true });
-  return { ms, peakMiB: 0, cpuMs, runnerCpuMs };
+  return { ms, peakMiB: peak / 1024, cpuMs, runnerCpuMs };
 }
 
 /** Runs a command to completion (exit code in `ok`, or any code when `anyCode`); wall time and peak RSS. */
@@ -303,10 +312,16 @@ if (CASES.includes("p8")) {
     junit: () => timed([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
     floor: () => inspectorFloor([file], 1, dir),
     rawFloor: () => rawInspectorFloor(file, dir),
-    shardguard: () => timed(sg(dir, "--jobs", "1", "t"), dir),
-    noEvents: () => timed(sg(dir, "--jobs", "1", "--no-test-events", "t"), dir),
-    ...(COMPARE_CLI ? { other: () => timed(other(sg(dir, "--jobs", "1", "t")), dir) } : {}),
+    shardguard: () => timedCpu(sg(dir, "--jobs", "1", "t"), dir),
+    noEvents: () => timedCpu(sg(dir, "--jobs", "1", "--no-test-events", "t"), dir),
+    ...(COMPARE_CLI
+      ? {
+          other: () => timedCpu(other(sg(dir, "--jobs", "1", "t")), dir),
+          otherNoEvents: () => timedCpu(other(sg(dir, "--jobs", "1", "--no-test-events", "t")), dir),
+        }
+      : {}),
   });
+  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p8 ${name}`, m[name]));
   // Every sample, for a shared machine where one slow round moves a median.
   for (const [name, v] of Object.entries(m)) process.stderr.write(`p8 ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
   const base = m.junit!.ms;
@@ -318,6 +333,7 @@ if (CASES.includes("p8")) {
   rows.push(`| P8 floor, raw unix socket client (frames not parsed) | same | ${ratio(m.rawFloor!.ms)} | (context) |`);
   rows.push(`| P8 same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB | (context) |`);
   if (m.other) rows.push(`| P8 events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB | (context) |`);
+  if (m.otherNoEvents) rows.push(`| P8 --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -149,9 +149,6 @@ export class ShardProcess {
   private timers: ReturnType<typeof setTimeout>[] = [];
   private readonly t0 = performance.now();
   private readonly startedAt = new Date();
-  /** The log's size when opened, bytes (a retried shard appends to its log). */
-  private logSizeAtOpen = 0;
-  private logError: string | null = null;
 
   constructor(private readonly spec: ProcessSpec) {
     installExitHook();
@@ -207,13 +204,16 @@ export class ShardProcess {
     const [command, ...args] = this.spec.argv;
     // Opened here, synchronously, so the log exists once startProcess returns.
     let logFd: number | null = null;
+    /** The log's size when opened, bytes (a retried shard appends to its log). */
+    let logSizeAtOpen = 0;
+    let logError: string | null = null;
     try {
       logFd = openSync(this.spec.logPath, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
-      this.logSizeAtOpen = fstatSync(logFd).size;
+      logSizeAtOpen = fstatSync(logFd).size;
     } catch (error) {
       // A log that cannot be opened must not cost the shard its run: the
       // output goes to /dev/null and the log is marked incomplete.
-      this.logError = (error as Error).message;
+      logError = (error as Error).message;
     }
     let child: ChildProcess;
     try {
@@ -264,8 +264,7 @@ export class ShardProcess {
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
     if (this.killedBy !== null) leftovers = sweep();
-    const log = this.logError === null ? logProblem(this.spec.logPath, this.logSizeAtOpen, exit.signal) : { bytes: 0, problem: null };
-    this.logError ??= log.problem;
+    const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };
     this.setState("finished");
     return {
       exitCode: exit.code,
@@ -277,7 +276,7 @@ export class ShardProcess {
       pid: pgid,
       spawnError: null,
       logBytes: log.bytes,
-      logError: this.logError,
+      logError: log.problem,
       leftovers,
     };
   }
