@@ -333,7 +333,8 @@ export function logProblem(logPath: string, sizeAtOpen: number, signal: NodeJS.S
   try {
     const fs = statfsSync(path.dirname(logPath));
     const free = process.getuid?.() === 0 ? fs.bfree : fs.bavail;
-    if (free === 0) return { bytes, problem: "ENOSPC: no space left on the log's file system when the shard ended; output may be lost" };
+    // A file system that reports no blocks at all (some FUSE mounts) tells nothing.
+    if (fs.blocks > 0 && free === 0) return { bytes, problem: "ENOSPC: no space left on the log's file system when the shard ended; output may be lost" };
   } catch {
     // No file system figures (unsupported platform): nothing to judge by.
   }
