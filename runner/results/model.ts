@@ -126,7 +126,7 @@ export const ShardResultSchema = z.object({
   startedAt: z.string().nullable(),
   /** Path of the full child output on disk; null when it never started. */
   logPath: z.string().nullable(),
-  /** True when the log on disk is known to be incomplete (write error). */
+  /** True when the log may miss output: it could not be opened, reached the file size limit, or its disk was full when the shard ended. */
   logIncomplete: z.boolean().default(false),
   /** One human sentence, e.g. "killed after 1800 s wall-clock timeout". */
   reason: z.string(),
