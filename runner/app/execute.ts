@@ -2,7 +2,6 @@
  * Runs a plan with live progress, signal handling, secret redaction and the
  * optional machine-wide lock: shared by `shardguard run` and the presets.
  */
-import { randomBytes } from "node:crypto";
 import { ConfigError } from "../config/schema.ts";
 import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "./lock.ts";
 import { makeRedactor } from "../results/redact.ts";
@@ -11,6 +10,7 @@ import { EXIT, type RunReport } from "../results/model.ts";
 import { Run, type RunInputs } from "./run.ts";
 import { githubActive, publishToGithub } from "./github.ts";
 import type { Host } from "./host.ts";
+import { randomHex } from "../util/random.ts";
 
 /** Console writers of a host that pass every line through the secret redactor. */
 export interface RedactingOutput {
@@ -90,7 +90,7 @@ export async function executeRun(
   // tails); GitHub must not read a line of it as a workflow command. Our own
   // annotations come after commands are resumed.
   const github = githubActive(inputs.settings, inputs.env);
-  const resumeToken = randomBytes(16).toString("hex");
+  const resumeToken = randomHex(16);
   if (github) stdout(`::stop-commands::${resumeToken}`);
   let resumed = !github;
   const resume = () => {

@@ -7,7 +7,6 @@
  * per-shard verdicts in results/verdict.ts, the exit code in
  * results/run-verdict.ts.
  */
-import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { RunSettings } from "../config/schema.ts";
 import { socketDirFor } from "../events/socket-dir.ts";
@@ -24,6 +23,7 @@ import type { ProgressSource } from "../report/progress.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize, type RunReport, type ShardResult } from "../results/model.ts";
 import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
+import { randomHex } from "../util/random.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import { ReportWriter } from "./report-writer.ts";
@@ -63,7 +63,7 @@ export interface RunResult {
 
 /** Makes a sortable, unique run id: `20261130T154226Z-1a2b3c`. */
 export function newRunId(now = new Date()): string {
-  return `${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomBytes(3).toString("hex")}`;
+  return `${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomHex(3)}`;
 }
 
 /**
@@ -274,8 +274,11 @@ export class Run {
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
     this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
     this.console.onSweep("end-of-run", this.sweeps.endOfRun);
-    await guardian.release();
+    // The guardian has nothing left to guard once the end-of-run sweep ran;
+    // its exit (a few ms) is awaited beside the final write, not before it.
+    const released = guardian.release();
     let report = await this.writeReports(true);
+    await released;
     if (this.writer.finalWriteError !== null && report.exitCode === EXIT.ok) {
       // The files on disk are an older snapshot, or missing: a CI step that
       // reads them must not be told the run passed (docs/reports.md).

@@ -3,11 +3,11 @@
  *
  * Pure apart from reading the file tree; no process is started here.
  */
-import { createHash } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type FastGlob from "fast-glob";
 import { ConfigError } from "../config/schema.ts";
+import { sha256Hex } from "../util/random.ts";
 import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, walkTestFiles } from "./walk.ts";
 
 /** fast-glob, loaded on first use: a run whose patterns are directories never needs it (plan/walk.ts). */
@@ -188,7 +188,7 @@ export function groupIntoShards(files: readonly string[], size: number): Planned
 
 /** 8 hex digits of SHA-256 over the paths: short, stable, different for different files. */
 function pathHash(files: readonly string[]): string {
-  return createHash("sha256").update(files.join("\n")).digest("hex").slice(0, 8);
+  return sha256Hex(files.join("\n")).slice(0, 8);
 }
 
 const TEST_SUFFIX = /([._](test|spec))?\.(ts|tsx|js|jsx|mjs|cjs)$/;

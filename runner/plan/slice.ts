@@ -7,8 +7,8 @@
  *
  * Pure: no file is read here; durations come in as a map.
  */
-import { createHash } from "node:crypto";
 import { ConfigError } from "../config/schema.ts";
+import { sha256Hex } from "../util/random.ts";
 import type { Plan, PlannedShard } from "./plan.ts";
 
 /** `--shard I/N`: slice `index` (1-based) of `count`. */
@@ -97,10 +97,7 @@ export function sliceManifest(shards: readonly PlannedShard[], slices: readonly 
   const sliceOf = new Map<number, number>();
   slices.forEach((slice, i) => slice.forEach((s) => sliceOf.set(s.index, i + 1)));
   const entries = shards.map((s) => ({ index: s.index, slug: s.slug, files: [...s.files], slice: sliceOf.get(s.index) ?? 0 }));
-  const hash = createHash("sha256")
-    .update(JSON.stringify({ slices: slices.length, shards: entries.map((e) => [e.files, e.slice]) }))
-    .digest("hex")
-    .slice(0, 16);
+  const hash = sha256Hex(JSON.stringify({ slices: slices.length, shards: entries.map((e) => [e.files, e.slice]) })).slice(0, 16);
   return { hash, slices: slices.length, shards: entries };
 }
 

@@ -9,10 +9,10 @@
  * holding them set the runner's peak memory (bench/README.md).
  */
 import { closeSync, constants, fsync, mkdirSync, openSync, write } from "node:fs";
-import { randomBytes } from "node:crypto";
 import { copyFile, link, open, rename, rm } from "node:fs/promises";
 import { promisify } from "node:util";
 import { basename, dirname, join } from "node:path";
+import { randomHex } from "../util/random.ts";
 
 /** Bytes collected per document before one write to its temp file: few system calls, bounded memory. */
 export const FLUSH_BYTES = 1024 * 1024;
@@ -106,7 +106,7 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
   let busyMs = 0;
   try {
     for (const doc of documents) {
-      const temps = doc.targets.map((target) => join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`));
+      const temps = doc.targets.map((target) => join(dirname(target), `.${basename(target)}.${process.pid}.${randomHex(6)}.tmp`));
       for (const target of doc.targets) mkdirSync(dirname(target), { recursive: true });
       // "wx": fail rather than share a temp file with another writer.
       const fd = openSync(temps[0]!, "wx", mode);

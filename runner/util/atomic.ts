@@ -8,9 +8,9 @@
  * either the old complete file or the new complete file, never half of one
  * (rename within one filesystem is atomic on POSIX).
  */
-import { randomBytes } from "node:crypto";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { randomHex } from "./random.ts";
 
 /**
  * Writes `data` (a string is written as UTF-8) to `path` atomically:
@@ -26,7 +26,7 @@ import { basename, dirname, join } from "node:path";
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o666): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
-  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomHex(6)}.tmp`);
   try {
     // "wx": fail rather than share a temp file with another writer.
     const handle = await open(temp, "wx", mode);
