@@ -8,8 +8,8 @@
  * as one string: 100,000 testcases are ~15-30 MB of text per format, and
  * holding them set the runner's peak memory (bench/README.md).
  */
-import { closeSync, constants, fsync, mkdirSync, openSync, write } from "node:fs";
-import { copyFile, link, open, rename, rm } from "node:fs/promises";
+import { closeSync, constants, fsync, linkSync, mkdirSync, openSync, renameSync, write } from "node:fs";
+import { copyFile, open, rm } from "node:fs/promises";
 import { promisify } from "node:util";
 import { basename, dirname, join } from "node:path";
 import { randomHex } from "../util/random.ts";
@@ -171,7 +171,11 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
     for (const w of writing) {
       for (const temp of w.temps.slice(1)) await linkOrCopy(w.temps[0]!, temp, made);
     }
-    for (const w of writing) for (let i = 0; i < w.temps.length; i++) await rename(w.temps[i]!, w.doc.targets[i]!);
+    // Links and renames are synchronous: nine metadata calls through the
+    // thread pool, one after another, held the end of a run back by 5-12 ms
+    // on a busy machine, several times what the calls themselves cost
+    // (bench/README.md).
+    for (const w of writing) for (let i = 0; i < w.temps.length; i++) renameSync(w.temps[i]!, w.doc.targets[i]!);
     return busyMs;
   } catch (error) {
     for (const w of writing) {
@@ -191,7 +195,7 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
 /** `temp` as a hard link to `first`, or a fsynced copy when linking is impossible; recorded in `made` once it exists. */
 async function linkOrCopy(first: string, temp: string, made: string[]): Promise<void> {
   try {
-    await link(first, temp);
+    linkSync(first, temp);
     made.push(temp);
     return;
   } catch {}
