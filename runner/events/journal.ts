@@ -12,6 +12,7 @@ import { closeSync, createWriteStream, fchmodSync, openSync, type WriteStream } 
 import { readFile } from "node:fs/promises";
 import { testEventSchema, type TestEvent } from "./wire.ts";
 import { NEWLINE } from "../util/bytes.ts";
+import { keepOutOfFTL } from "../util/jit.ts";
 
 /**
  * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;
@@ -239,3 +240,6 @@ export async function readJournalDetailed(path: string): Promise<JournalRead> {
 export async function readJournal(path: string): Promise<TestEvent[]> {
   return (await readJournalDetailed(path)).events;
 }
+
+// Called once per event: FTL compiles cost more than short runs gain (util/jit.ts).
+keepOutOfFTL(EventJournal.prototype.appendLine);

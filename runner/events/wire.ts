@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
+import { keepOutOfFTL } from "../util/jit.ts";
 
 /** Bun's final verdict on a test, as sent in `TestReporter.end`. */
 export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
@@ -270,3 +271,6 @@ export function readCompactEnd(bytes: Uint8Array, out: CompactEnd): boolean {
   out.elapsed = integerAt(bytes, elapsedAt, end);
   return true;
 }
+
+// One compact reader per event: FTL compiles of these cost more than short runs gain (util/jit.ts).
+keepOutOfFTL(readCompactEnd, compactStartId);

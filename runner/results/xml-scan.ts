@@ -22,6 +22,7 @@
  * or left as written, by the caller).
  */
 import { APOS, EQUALS, GT, LT, QUOTE, SLASH } from "../util/bytes.ts";
+import { keepOutOfFTL } from "../util/jit.ts";
 
 /** The text is not well-formed XML; `offset` is where the problem was found (UTF-16 index). */
 export class XmlScanError extends Error {
@@ -298,3 +299,6 @@ function parseAttributes(text: string, from: number, end: number, lt: number): R
     at = close + 1;
   }
 }
+
+// Called once per start tag of Bun's JUnit: FTL compiles cost more than short runs gain (util/jit.ts).
+keepOutOfFTL(wellFormedStartTag);
