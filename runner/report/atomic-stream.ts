@@ -62,8 +62,21 @@ interface Writing {
   spare: Buffer | null;
   /** The file's writes so far, in order (one at a time per file); rejects with the first write error. */
   writing: Promise<void>;
+  /** Bytes handed to writes since the last early fsync was started (see {@link EARLY_SYNC_BYTES}). */
+  unsynced: number;
+  /** The early fsyncs started so far (settled before the final one). */
+  syncing: Promise<void>[];
   done: boolean;
 }
+
+/**
+ * Bytes of a document written after which an fsync is started while the
+ * rendering goes on: the disk then takes most of a large report (three
+ * documents of 10-28 MB for 100,000 tests) on libuv's threads, leaving the
+ * final fsync, which the run waits for, only the last few MiB (~45 ms at
+ * the end of a P8 run before, bench/README.md). Never reached by small reports.
+ */
+const EARLY_SYNC_BYTES = 4 * 1024 * 1024;
 
 const fsyncFd = promisify(fsync);
 const writeFd = promisify(write);
@@ -80,9 +93,10 @@ const writeFd = promisify(write);
  * CTRF, stay in step), and written about {@link FLUSH_BYTES} bytes at a
  * time to the first temp file of each: while one buffer is written (on
  * libuv's threads, so the disk's time overlaps the rendering), the pieces
- * that follow fill the other. The first temp files are then fsynced
- * together (one wait for the disk instead of three in a row, as when each
- * report was written on its own). Every other target's temp file is a
+ * that follow fill the other. A large document also gets an fsync every
+ * {@link EARLY_SYNC_BYTES} while it is written, so the disk keeps pace. The
+ * first temp files are then fsynced together (one wait for the disk
+ * instead of three in a row, as when each report was written on its own). Every other target's temp file is a
  * hard link to its document's first (one file on disk under several names:
  * the names are only ever replaced by a rename, never written in place), or
  * a copy when a link is impossible (another filesystem), fsynced too.
@@ -120,6 +134,8 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
         used: 0,
         spare: null,
         writing: Promise.resolve(),
+        unsynced: 0,
+        syncing: [],
         done: false,
       });
     }
@@ -160,6 +176,10 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
     }
     busyMs += performance.now() - since;
     for (const w of writing) await w.writing;
+    {
+      const early = await Promise.allSettled(writing.flatMap((w) => w.syncing));
+      for (const result of early) if (result.status === "rejected") throw result.reason;
+    }
     // Without fsync a crash after the rename can leave an empty file under the new name.
     // All settled before any file is closed (the catch below closes them).
     const synced = await Promise.allSettled(writing.map((w) => fsyncFd(w.fd)));
@@ -179,8 +199,9 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
     return busyMs;
   } catch (error) {
     for (const w of writing) {
-      // Never close a file under a write still in flight.
+      // Never close a file under a write or fsync still in flight.
       await w.writing.catch(() => {});
+      await Promise.allSettled(w.syncing);
       if (w.fd !== -1) {
         try {
           closeSync(w.fd);
@@ -228,9 +249,18 @@ async function flush(w: Writing, extra: Buffer | null = null): Promise<void> {
   await w.writing;
   const bytes = w.bytes;
   const length = w.used;
+  w.unsynced += length + (extra?.length ?? 0);
+  const syncAfter = w.unsynced >= EARLY_SYNC_BYTES;
+  if (syncAfter) w.unsynced = 0;
   w.writing = (async () => {
     await writeAll(w.fd, bytes, length);
     if (extra !== null) await writeAll(w.fd, extra, extra.length);
+    // Not awaited by the next write: the disk catches up while rendering goes on.
+    if (syncAfter) {
+      const sync = fsyncFd(w.fd);
+      sync.catch(() => {});
+      w.syncing.push(sync);
+    }
   })();
   // Marked as handled here; whoever awaits it next still sees the rejection.
   w.writing.catch(() => {});
