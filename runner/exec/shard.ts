@@ -11,7 +11,7 @@ import { journalPathFor, openJournal, type Journal } from "../events/journal.ts"
 import { TestEventModel } from "../events/model.ts";
 import { toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
-import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
+import { alignJUnitFiles, readBunJUnit, warmUpJUnitReading, type BunJUnitFile } from "../results/bun-junit.ts";
 import { junitByteLimit, readJUnitCapped } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
@@ -21,6 +21,14 @@ import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from ".
 import { MAX_DESCENDANTS, readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 import { listDescendants } from "./proc-inspect.ts";
+
+/**
+ * Events at the end-of-run barrier (about three per test) from which the
+ * JUnit reader is warmed up while the child writes its JUnit
+ * (results/bun-junit.ts `warmUpJUnitReading`): 60,000, a shard of ~20,000
+ * tests. Smaller shards read their JUnit in a few ms, warm or not.
+ */
+const WARM_UP_AFTER_EVENTS = 60_000;
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
@@ -165,6 +173,9 @@ export async function runShard(
           // Never throws (the channel calls it from its socket handler): a
           // /proc that cannot be read lists nothing.
           onEndOfRun: () => {
+            // After the reply releasing the child is sent (a timer, not now).
+            const events = channel?.stats().events ?? 0;
+            if (events >= WARM_UP_AFTER_EVENTS) setTimeout(() => warmUpJUnitReading(Math.min(10_000, Math.round(events / 30))), 0);
             const pid = running.process?.pid;
             try {
               if (pid) listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
