@@ -8,6 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { cleanEventName, cleanJUnitName, stripAnsi } from "../runner/results/text.ts";
 import { makeSuite, runCli } from "./helpers/cli.ts";
 
 const NAME_SOURCE = String.raw`"a\x00b\x07c\td\x1b[31mred\x1b[0m\x0be\x1ff"`;
@@ -46,4 +47,33 @@ describe("names with control characters", () => {
       expect(ctrf[0]).toBe(CLEAN);
     });
   }
+});
+
+describe("cleanEventName and cleanJUnitName skip names that need no cleaning", () => {
+  // The replaces written out as they were before the skip: the skip must
+  // never change a name, whichever characters it holds.
+  const slowEvent = (name: string) => stripAnsi(name).replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, "");
+  const slowJUnit = (name: string) =>
+    stripAnsi(name)
+      .replace(/\[(?:\d{1,3}(?:;\d{1,3})*)?m/g, "")
+      .replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, "");
+  const alphabet = ["a", "1", ";", "m", "[", "]", "\x1b", "\x9b", "\x07", "\x00", "\t", "\n", "\x7f", "\x9c", "P", "\\", "é", "😀"];
+
+  test("the same result as the replaces on every name of a varied set", () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let changed = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const length = Math.floor(next() * 12);
+      let name = "";
+      for (let j = 0; j < length; j++) name += alphabet[Math.floor(next() * alphabet.length)];
+      expect(cleanEventName(name)).toBe(slowEvent(name));
+      expect(cleanJUnitName(name)).toBe(slowJUnit(name));
+      if (cleanJUnitName(name) !== name) changed++;
+    }
+    // The set exercises the replaces, not only the skip.
+    expect(changed).toBeGreaterThan(1_000);
+    expect(cleanJUnitName("t [31mred[0m")).toBe("t red");
+    expect(cleanEventName("plain name > t1")).toBe("plain name > t1");
+  });
 });

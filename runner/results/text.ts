@@ -41,12 +41,21 @@ const SGR_REMNANT = /\[(?:\d{1,3}(?:;\d{1,3})*)?m/g;
  */
 const DROPPED_CONTROLS = /[\x00-\x08\x0b\x0c\x0e-\x1f]/g;
 
+/**
+ * Every character the three patterns above can match or start at: a name
+ * with none of them is already clean (nearly every name; one test instead
+ * of two or three global replaces per test, 100,000 tests per shard in P8).
+ */
+const MAY_NEED_CLEANING = /[\x00-\x1f\x9b[]/;
+
 /** A test name from an inspector event, as the reports show it. */
 export function cleanEventName(name: string): string {
+  if (!MAY_NEED_CLEANING.test(name)) return name;
   return stripAnsi(name).replace(DROPPED_CONTROLS, "");
 }
 
 /** A test name from Bun's JUnit (no event to take it from), as the reports show it. */
 export function cleanJUnitName(name: string): string {
+  if (!MAY_NEED_CLEANING.test(name)) return name;
   return stripAnsi(name).replace(SGR_REMNANT, "").replace(DROPPED_CONTROLS, "");
 }
