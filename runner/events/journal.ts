@@ -8,7 +8,7 @@
  * them (unknown fields kept), so `readJournal` → `TestEventModel.fromEvents`
  * rebuilds the same per-test state, except clock values (replay time).
  */
-import { closeSync, createWriteStream, fchmodSync, openSync, type WriteStream } from "node:fs";
+import { closeSync, fchmodSync, openSync, writeSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { testEventSchema, type TestEvent } from "./wire.ts";
 import { NEWLINE } from "../util/bytes.ts";
@@ -24,17 +24,22 @@ export function journalPathFor(logPath: string): string {
 
 /**
  * An append-only writer. Opened with mode 0600 (re-applied with `fchmod` if
- * the file already existed). Writes are buffered by the stream; a write
- * error does not throw but is kept in {@link EventJournal.error} and stops
- * further writes, so a full disk never takes the run down.
+ * the file already existed). Lines are batched in memory and written with
+ * synchronous `write(2)` calls on the file's descriptor: a Node write stream
+ * made every shard wait 2–10 ms for its close (two hops through the thread
+ * pool) before the next shard could start, where a one-test shard's journal
+ * is one write and one close of a few µs each (bench/README.md, "P1: the
+ * journal's close"). A write error does not throw but is kept in
+ * {@link EventJournal.error} and stops further writes, so a full disk never
+ * takes the run down.
  */
 export class EventJournal {
-  private readonly stream: WriteStream;
+  private fd: number | null;
   private failure: Error | undefined;
   private ended = false;
   private lines = 0;
   /**
-   * Lines not yet handed to the stream, as UTF-8 in `pending[0, used)`;
+   * Lines not yet written, as UTF-8 in `pending[0, used)`;
    * flushed at the next event-loop turn or when the next line does not fit.
    */
   private pending = Buffer.allocUnsafe(JOURNAL_BATCH_BYTES);
@@ -46,10 +51,7 @@ export class EventJournal {
     readonly path: string,
     fd: number,
   ) {
-    this.stream = createWriteStream(path, { fd, autoClose: true });
-    this.stream.on("error", (error) => {
-      this.failure ??= error;
-    });
+    this.fd = fd;
   }
 
   /**
@@ -71,7 +73,7 @@ export class EventJournal {
    * Appends one event as one line: `message` when given (the message that
    * encodes `event` as it is, see inspector.ts `onEvent`; bytes are copied
    * at once), else the event re-encoded. No-op after {@link close} or a
-   * write error. Lines are collected as bytes and handed to the stream in
+   * write error. Lines are collected as bytes and written in
    * batches (at the next event-loop turn, or once 64 KiB are pending): one
    * write per event cost the runner about 25 µs each, and re-encoding
    * every event more than the rest of the journal (bench/README.md).
@@ -116,34 +118,40 @@ export class EventJournal {
     if (this.room(bytes.length)) {
       this.pending.set(bytes, this.used);
       this.used += bytes.length;
-    } else this.stream.write(Buffer.from(bytes));
+    } else this.write(bytes);
   }
 
   private putText(text: string): void {
     // At most 3 bytes of UTF-8 per UTF-16 unit: measure only a text that might not fit.
     const bytes = text.length * 3 + 1 <= this.pending.length - this.used ? text.length * 3 : Buffer.byteLength(text);
     if (this.room(bytes)) this.used += this.pending.write(text, this.used);
-    else this.stream.write(text);
+    else this.write(Buffer.from(text));
   }
 
-  /** Hands the pending lines to the stream. */
+  /** Writes the pending lines; the batch buffer is reused (written before it returns). */
   private flush(): void {
     this.flushQueued = false;
     if (this.used === 0) return;
-    if (this.stream.destroyed) {
-      this.used = 0; // nothing can be written any more (the error is kept)
-      return;
-    }
-    // The stream keeps the chunk until it is written: it gets a copy of the
-    // lines, and the batch buffer is reused (a new 64 KiB buffer per flush,
-    // one per event-loop turn, cost ~0.1 s per 100,000 tests).
-    const chunk = Buffer.allocUnsafe(this.used);
-    this.pending.copy(chunk, 0, 0, this.used);
+    const used = this.used;
     this.used = 0;
-    this.stream.write(chunk);
+    this.write(this.pending.subarray(0, used));
   }
 
-  /** Number of lines handed to the stream. */
+  /**
+   * Writes `bytes` whole (a regular file takes short writes only near a
+   * full disk: the rest is retried until an error). The first error is
+   * kept and nothing more is written.
+   */
+  private write(bytes: Uint8Array): void {
+    if (this.fd === null || this.failure) return;
+    try {
+      for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done, bytes.length - done);
+    } catch (error) {
+      this.failure = error as Error;
+    }
+  }
+
+  /** Number of lines taken (written, or lost to a write error). */
   get linesWritten(): number {
     return this.lines;
   }
@@ -153,31 +161,37 @@ export class EventJournal {
     return this.failure;
   }
 
-  /** Flushes and closes the file. Resolves (never rejects) once it is closed or has failed. */
+  /**
+   * Writes the pending lines and closes the file, synchronously (the
+   * promise is already settled; it never rejects). A close error is kept
+   * like a write error.
+   */
   close(): Promise<void> {
     if (this.ended) return Promise.resolve();
     this.flush();
     this.ended = true;
-    return new Promise((resolve) => {
-      if (this.stream.destroyed) {
-        resolve();
-        return;
+    const fd = this.fd;
+    this.fd = null;
+    if (fd !== null) {
+      try {
+        closeSync(fd);
+      } catch (error) {
+        this.failure ??= error as Error;
       }
-      this.stream.once("close", () => resolve());
-      this.stream.end();
-    });
+    }
+    return Promise.resolve();
   }
 }
 
 /**
- * Most ms a journal line waits before it is handed to the stream. Bun's
+ * Most ms a journal line waits before it is written. Bun's
  * events arrive a few hundred bytes per socket read: flushing at every
  * event-loop turn meant one write(2) per read, 38,000 of them for a
  * 100,000-test file (bench/README.md, P8).
  */
 const JOURNAL_FLUSH_MS = 20;
 
-/** Bytes of pending journal lines handed to the stream at once: 64 KiB. */
+/** Bytes of pending journal lines written at once: 64 KiB. */
 const JOURNAL_BATCH_BYTES = 64 * 1024;
 
 /** The journal writer type, under the name the runner uses. */
