@@ -27,9 +27,9 @@ export function journalPathFor(logPath: string): string {
  * the file already existed). Lines are batched in memory and written with
  * synchronous `write(2)` calls on the file's descriptor: with a Node write
  * stream a shard's end waited 2–10 ms (traced under load) for the stream's
- * write and close on the thread pool, ~0.1 ms of the runner's CPU per
- * shard, where a one-test shard's journal is one write and one close of a
- * few µs (bench/README.md, "P1 round"). A write error does not throw but is kept in
+ * write and close on the thread pool, where a one-test shard's journal is
+ * one write and one close (bench/README.md, "P1 round"). A write error does
+ * not throw but is kept in
  * {@link EventJournal.error} and stops further writes, so a full disk never
  * takes the run down.
  */
