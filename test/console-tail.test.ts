@@ -4,18 +4,43 @@
  * for its inspector (the log on disk keeps it).
  */
 import { afterAll, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { logTail } from "../runner/report/console.ts";
-import { makeSuite, removeSuites } from "./helpers/cli.ts";
+import { makeSuite, removeSuites, runCli } from "./helpers/cli.ts";
 
 afterAll(removeSuites);
 
-test("the tail leaves out Bun's three-line inspector banner and keeps every other line", async () => {
-  const banner = "--------------------- Bun Inspector ---------------------\nListening on unix:/tmp/x/sock/3.sock\n--------------------- Bun Inspector ---------------------\n";
+const DASHES = "--------------------- Bun Inspector ---------------------\n";
+const LISTENING = "Listening on unix:/tmp/x/sock/3.sock\n";
+
+// Through pipes Bun's listening line came between the dashes; with the log as
+// the child's own stdout and stderr it comes after both (seen in a real log).
+test.each([
+  ["listening between", DASHES + LISTENING + DASHES],
+  ["listening after", DASHES + DASHES + LISTENING],
+  ["listening before", LISTENING + DASHES + DASHES],
+])("the tail leaves out Bun's three-line inspector banner (%s) and keeps every other line", async (_order, banner) => {
   const log = `bun test v1.4.4 (38afee6c8)\n${banner}\ntest/a.test.ts:\n(fail) a [1.00ms]\n--- Bun Inspector --- printed by a test\n`;
   const dir = makeSuite({ "shard.log": log });
   const tail = await logTail(path.join(dir, "shard.log"));
   expect(tail).toBe("bun test v1.4.4 (38afee6c8)\n\ntest/a.test.ts:\n(fail) a [1.00ms]\n--- Bun Inspector --- printed by a test");
   expect(readFileSync(path.join(dir, "shard.log"), "utf8")).toBe(log);
+});
+
+test("a real shard's tail on the console has the test's output and no inspector banner", async () => {
+  const dir = makeSuite({
+    "t/fails.test.ts": 'import { expect, test } from "bun:test";\ntest("fails on purpose", () => {\n  console.log("own line of the test");\n  expect(1).toBe(2);\n});\n',
+  });
+  const run = await runCli(["run", "--root", dir, "--out", path.join(dir, ".sg"), "--jobs", "1", "t"]);
+  expect(run.code).toBe(1);
+  expect(run.stdout).toContain("own line of the test");
+  expect(run.stdout).toContain("(fail) fails on purpose");
+  expect(run.stdout).not.toContain("Bun Inspector");
+  expect(run.stdout).not.toContain("Listening on unix:");
+  // The log on disk keeps the banner: only the console leaves it out.
+  const logs = path.join(dir, ".sg", "runs");
+  const runDir = path.join(logs, readdirSync(logs)[0]!, "logs");
+  const log = readFileSync(path.join(runDir, readdirSync(runDir).find((f) => f.endsWith(".log"))!), "utf8");
+  expect(log).toContain("Bun Inspector");
 });

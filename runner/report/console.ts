@@ -78,8 +78,16 @@ export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): 
   return text.split("\n").slice(-maxLines).join("\n").trimEnd();
 }
 
-/** Bun 1.4.4's three-line inspector banner on stderr: `--- Bun Inspector ---`, `Listening on unix:…`, `--- Bun Inspector ---`. */
-const INSPECTOR_BANNER = /^-+ Bun Inspector -+\nListening on unix:[^\n]*\n-+ Bun Inspector -+\n/gm;
+/**
+ * Bun 1.4.4's three-line inspector banner: two `--- Bun Inspector ---` lines
+ * and `Listening on unix:…`. Through pipes the listening line came between
+ * the two; with the log as the child's own stdout and stderr it lands after
+ * both (Bun writes it through another buffer), so any order of the three
+ * adjacent lines is the banner.
+ */
+const DASHES = "-+ Bun Inspector -+\\n";
+const LISTENING = "Listening on unix:[^\\n]*\\n";
+const INSPECTOR_BANNER = new RegExp(`^(?:${DASHES}${DASHES}${LISTENING}|${DASHES}${LISTENING}${DASHES}|${LISTENING}${DASHES}${DASHES})`, "gm");
 
 /** The closing summary: counts, one line per non-passing shard, report paths. */
 export function summaryLines(report: RunReport, paths: { junit: string; json: string; ctrf: string }): string[] {
