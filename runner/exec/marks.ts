@@ -2,9 +2,17 @@
  * Reader for the marks file the child preload writes
  * (runner/child/shard-preload.ts):
  *
- *     s s s … e          one "s" per test start, "e" when Bun reached the end of the run
+ *     e                   when Bun reached the end of the run
  *     f<absolute path>\0  before the first test of each test file (Bun.main)
+ *     s                   one per test start, only when the count file could not be mapped
  *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
+ *
+ * and the start count next to it, `<marks file>.count`
+ * ({@link startCountPath}): four bytes, a little-endian u32, created as
+ * zeros by the runner before the spawn ({@link prepareStartCount}) and
+ * incremented by the preload per test start through a shared mapping
+ * (`Bun.mmap`), which survives a SIGKILL of the child. Tests started = that
+ * value + the "s" bytes (the preload's fallback when mapping failed).
  *
  * The file lives where the test process can write (its path is in the
  * child's environment), so it is read as a stream with bounded memory
@@ -14,7 +22,7 @@
  * (a sparse 20 GiB file took 88 s to read) cannot hold the runner past its
  * wall-clock timeout.
  */
-import { closeSync, constants, createReadStream, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, createReadStream, fstatSync, openSync, readSync, writeFileSync } from "node:fs";
 import { NEWLINE, NUL } from "../util/bytes.ts";
 
 /** Descendant lines kept, the preload's own limit. */
@@ -31,7 +39,7 @@ export interface ListedDescendant {
 
 /** What the marks file says. */
 export interface ShardMarks {
-  /** Number of "s" marks: tests started (retries count again). */
+  /** Tests started (retries count again): the mapped count plus the "s" marks, at most 2^32 - 1 + the "s" bytes read. */
   testsStarted: number;
   /** True when the "e" mark is present: Bun reached the normal end of the run. */
   finishedNormally: boolean;
@@ -134,7 +142,50 @@ export async function readMarks(file: string): Promise<ShardMarks> {
   }
   if (lineBytes > 0) endLine();
   if (inPath) endPath();
+  marks.testsStarted += readStartCount(startCountPath(file));
   return marks;
+}
+
+/** Suffix of the start-count file (the preload's START_COUNT_SUFFIX). */
+export const START_COUNT_SUFFIX = ".count";
+
+/** Path of the start-count file that goes with the marks file `marksFile`. */
+export function startCountPath(marksFile: string): string {
+  return marksFile + START_COUNT_SUFFIX;
+}
+
+/**
+ * Creates (or empties) the start-count file of `marksFile`: four zero bytes,
+ * which the child preload maps. Synchronous, like the unlinks before the
+ * spawn (exec/shard.ts). Throws what writeFileSync throws; the caller may
+ * ignore it, the preload then appends "s" marks instead.
+ */
+export function prepareStartCount(marksFile: string): void {
+  writeFileSync(startCountPath(marksFile), new Uint8Array(4));
+}
+
+/**
+ * The u32 (little-endian) in the first four bytes of a start-count file;
+ * 0 when it is missing, not a regular file or shorter. Reads at most four
+ * bytes whatever a test made of the file (O_NONBLOCK: a FIFO put there must
+ * not block).
+ */
+function readStartCount(file: string): number {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return 0;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return 0;
+    const bytes = Buffer.alloc(4);
+    return readSync(fd, bytes, 0, 4, 0) === 4 ? bytes.readUInt32LE(0) : 0;
+  } catch {
+    return 0;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Files up to this size are read in one synchronous call, bytes. */

@@ -18,7 +18,7 @@ import { decideShard, neverStarted, type EventEvidence } from "../results/verdic
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { readFileTail } from "../util/file-tail.ts";
 import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
-import { MAX_DESCENDANTS, readMarks, type ListedDescendant } from "./marks.ts";
+import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 import { listDescendants } from "./proc-inspect.ts";
 
@@ -122,6 +122,13 @@ export async function runShard(
     // cost more than the calls themselves (bench/README.md).
     rmSync(junitPath, { force: true });
     rmSync(marksPath, { force: true });
+    // Four zero bytes the preload maps and counts test starts in (exec/marks.ts);
+    // without them it appends "s" marks, so a failure here costs only speed.
+    try {
+      prepareStartCount(marksPath);
+    } catch {
+      // The preload falls back to appended marks.
+    }
     const socketPath = withEvents && ctx.socketDir ? socketPathFor(ctx.socketDir, shard.index) : null;
     env[SHARD_ENV.marks] = marksPath;
     // With --bail Bun ends the run right after the failing test, without the
