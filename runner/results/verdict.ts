@@ -125,7 +125,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
  *     `--bail` after a later file failed to load, which Bun's JUnit does not
  *     list but exits 1 for: a shard that exits 1 cannot pass), and
  *  2. it lists no more tests as run (passed or failed, hooks aside) than the
- *     preload counted test starts (synchronous appends, never lost).
+ *     preload counted test starts (a mapped counter or synchronous appends, never lost).
  * Events are no evidence against it: under load Bun 1.4.4 loses the tail of a
  * normal run's events (measured: the `end` of a 2.6 s last test; the `start`
  * of a file's second test, though the run finished and wrote the end mark),
