@@ -256,6 +256,25 @@ const verdict = (ok: boolean) => {
   return ok ? "met" : "MISSED";
 };
 
+/**
+ * The shardguard variants of p1 and p8: `run --jobs JOBS t` with events on
+ * (`shardguard`) and `--no-test-events` (`noEvents`), and with
+ * `--compare-cli` the same two through the other checkout's CLI.
+ */
+const withAndWithoutEvents = (dir: string, jobs: string): Record<string, () => Promise<Sample>> => {
+  const args = (...extra: string[]) => sg(dir, "--jobs", jobs, ...extra, "t");
+  return {
+    shardguard: () => timedCpu(args(), dir),
+    noEvents: () => timedCpu(args("--no-test-events"), dir),
+    ...(COMPARE_CLI
+      ? {
+          other: () => timedCpu(other(args()), dir),
+          otherNoEvents: () => timedCpu(other(args("--no-test-events")), dir),
+        }
+      : {}),
+  };
+};
+
 if (CASES.includes("p1")) {
   const dir = suiteDir("p1");
   const files = Array.from({ length: 200 }, (_, i) => {
@@ -266,14 +285,7 @@ if (CASES.includes("p1")) {
   const m = await compare("p1", {
     raw: () => perFile(files, 2, dir),
     floor: () => inspectorFloor(files, 2, dir),
-    shardguard: () => timedCpu(sg(dir, "--jobs", "2", "t"), dir),
-    noEvents: () => timedCpu(sg(dir, "--jobs", "2", "--no-test-events", "t"), dir),
-    ...(COMPARE_CLI
-      ? {
-          other: () => timedCpu(other(sg(dir, "--jobs", "2", "t")), dir),
-          otherNoEvents: () => timedCpu(other(sg(dir, "--jobs", "2", "--no-test-events", "t")), dir),
-        }
-      : {}),
+    ...withAndWithoutEvents(dir, "2"),
   });
   for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p1 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.raw!.ms;
@@ -312,14 +324,7 @@ if (CASES.includes("p8")) {
     junit: () => timed([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
     floor: () => inspectorFloor([file], 1, dir),
     rawFloor: () => rawInspectorFloor(file, dir),
-    shardguard: () => timedCpu(sg(dir, "--jobs", "1", "t"), dir),
-    noEvents: () => timedCpu(sg(dir, "--jobs", "1", "--no-test-events", "t"), dir),
-    ...(COMPARE_CLI
-      ? {
-          other: () => timedCpu(other(sg(dir, "--jobs", "1", "t")), dir),
-          otherNoEvents: () => timedCpu(other(sg(dir, "--jobs", "1", "--no-test-events", "t")), dir),
-        }
-      : {}),
+    ...withAndWithoutEvents(dir, "1"),
   });
   for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p8 ${name}`, m[name]));
   // Every sample, for a shared machine where one slow round moves a median.
