@@ -15,7 +15,9 @@ import {
   JUnitTooLargeError,
   MAX_JUNIT_BYTES,
   MAX_JUNIT_BYTES_CEILING,
+  hasNothingToCut,
   readJUnitCapped,
+  WHOLE_READ_BYTES,
 } from "../runner/results/junit-shrink.ts";
 import { capJsonStrings, capText, cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../runner/util/text-cap.ts";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
@@ -121,15 +123,14 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(missing).toBe("ENOENT");
   });
 
-  test("readJUnitCapped: a file just under the one-read size (256 KiB) and the same cut read in chunks give the same text", async () => {
+  test("readJUnitCapped: a file read in one piece (up to 32 MiB) and one streamed give the same cut text", async () => {
     const dir = makeSuite({});
     const small = path.join(dir, "small.xml");
     const large = path.join(dir, "large.xml");
     // The same failure message cut to its tail; the larger file only has a longer head to cut.
     writeFileSync(small, junit(`${"m".repeat(250 * KiB - 400)}TAIL`, "short"));
-    writeFileSync(large, junit(`${"m".repeat(300 * KiB)}TAIL`, "short"));
-    expect(Bun.file(small).size).toBeLessThan(256 * KiB);
-    expect(Bun.file(large).size).toBeGreaterThan(256 * KiB);
+    writeFileSync(large, junit(`${"m".repeat(WHOLE_READ_BYTES)}TAIL`, "short"));
+    expect(Bun.file(large).size).toBeGreaterThan(WHOLE_READ_BYTES);
     const fromSmall = await readJUnitCapped(small);
     const shrinker = new JUnitShrinker(MAX_TEXT_BYTES);
     const bytes = readFileSync(small);
@@ -139,6 +140,80 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     const [b] = readBunJUnit(await readJUnitCapped(large));
     expect(a!.tests[0]!.failure!.message.endsWith("TAIL")).toBe(true);
     expect(b!.tests[0]!.failure!.message.slice(-1000)).toBe(a!.tests[0]!.failure!.message.slice(-1000));
+  });
+
+  test("hasNothingToCut: on generated documents the cutter's text is the document itself, or the reader refuses both", () => {
+    // Pieces around a cut length of 200 bytes: short and long text, values
+    // with and without "<", entities, multi-byte characters, comments,
+    // CDATA, processing instructions, tags with many attributes.
+    const cap = 200;
+    // xorshift32: a fixed seed, so a failure repeats.
+    let seed = 2463534242;
+    const random = (n: number) => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) % n;
+    };
+    const run = (length: number, alphabet: string[]) => Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
+    const plain = ["a", "b", " ", "&amp;", "\u00e9", "\u{1F600}", "\n", ">"];
+    const lengthOf = () => (random(3) === 0 ? random(150) : random(20));
+    // Well-formed pieces (and one in ten with a "<" in a value, which is not).
+    const piece = (depth: number): string => {
+      switch (random(10)) {
+        case 0:
+          return `<testcase name="${run(lengthOf(), [...plain, "<"])}" line="1"/>`;
+        case 1:
+          return run(lengthOf(), plain);
+        case 2:
+          return `<testcase name="t"><failure message='${run(lengthOf(), plain)}'>${run(lengthOf(), plain)}</failure></testcase>`;
+        case 3:
+          return `<!--${run(lengthOf(), [...plain, '"', "<"])}-->`;
+        case 4:
+          return `<![CDATA[${run(lengthOf(), [...plain, '"', "<"])}]]>`;
+        case 5:
+          return `<?pi ${run(lengthOf(), [...plain, '"', "<"])}?>`;
+        case 6:
+          return `<testcase ${Array.from({ length: random(30) }, (_, i) => `a${i}="1"`).join(" ")} line="2"/>`;
+        case 7:
+          return depth < 3 ? `<testsuite name="s${depth}">${Array.from({ length: random(4) }, () => piece(depth + 1)).join("")}</testsuite>` : "";
+        default:
+          return `<testcase name="${run(lengthOf(), plain)}" time="0.1" line="3"/>`;
+      }
+    };
+    let taken = 0;
+    let refused = 0;
+    for (let d = 0; d < 20000; d++) {
+      const body = Array.from({ length: 1 + random(12) }, () => piece(0)).join("");
+      const doc = `${random(4) === 0 ? "" : '<?xml version="1.0"?>\n'}<testsuites><testsuite name="a.test.ts">${body}</testsuite></testsuites>`;
+      const bytes = Buffer.from(doc);
+      if (!hasNothingToCut(bytes, cap)) continue;
+      taken += 1;
+      let cut: string | null;
+      try {
+        cut = shrink(doc, cap, 16);
+      } catch {
+        cut = null;
+      }
+      if (cut === doc) continue;
+      // The cutter changed or refused it: the reader must refuse the document as it is too.
+      refused += 1;
+      expect(() => readBunJUnit(doc)).toThrow();
+    }
+    // The generator reaches both sides of the check.
+    expect(taken).toBeGreaterThan(1000);
+    expect(taken).toBeLessThan(20000);
+    expect(refused).toBeGreaterThan(30);
+  });
+
+  test("hasNothingToCut: Bun's own output passes; a long text, a comment or a late processing instruction does not", () => {
+    const doc = junit("short", "short body");
+    expect(hasNothingToCut(Buffer.from(doc))).toBe(true);
+    expect(hasNothingToCut(Buffer.from(junit("m".repeat(MAX_TEXT_BYTES), "short")))).toBe(false);
+    expect(hasNothingToCut(Buffer.from(junit("short", "b".repeat(MAX_TEXT_BYTES))))).toBe(false);
+    expect(hasNothingToCut(Buffer.from(doc.replace("<testsuites", "<!-- c --><testsuites")))).toBe(false);
+    expect(hasNothingToCut(Buffer.from(doc.replace("<testsuites", "<?pi x?><testsuites")))).toBe(false);
+    expect(hasNothingToCut(Buffer.from(doc.replace('encoding="UTF-8"?>', 'encoding="UTF-8"<x/>')))).toBe(false);
   });
 
   test("the limit grows with the tests started: a passing file of 100,000 long-named tests (about 19 MB, as Bun writes it) is read, not refused", async () => {

@@ -15,7 +15,7 @@
  * Bun writes no retry information here; `retries`, `flaky` and
  * `attemptFailures` come from elsewhere (inspector events).
  */
-import { JUnitShrinker } from "./junit-shrink.ts";
+import { cutJUnitText } from "./junit-shrink.ts";
 import { scanXml, XmlScanError } from "./xml-scan.ts";
 import type { TestResult } from "./model.ts";
 
@@ -236,7 +236,8 @@ export function alignJUnitFiles(files: BunJUnitFile[], planned: readonly string[
 
 /**
  * Reads a made-up JUnit document of `testcases` passing testcases, shaped
- * like Bun's, through the same cutter (junit-shrink.ts) and reader
+ * like Bun's, the way a shard's file is read (junit-shrink.ts: it has
+ * nothing to cut, as a passing file's has not) and through the reader
  * ({@link readBunJUnit}) as a shard's file, and drops the result: the engine then compiles
  * the per-testcase paths before the real file arrives. Called once a large
  * shard's last event is in, while its child writes the JUnit (~45 ms for
@@ -251,10 +252,7 @@ export function warmUpJUnitReading(testcases: number): number {
     const parts = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="0">\n  <testsuite name="w.test.ts" file="w.test.ts" tests="0">\n'];
     for (let i = 0; i < testcases; i++) parts.push(`    <testcase name="w${i}" classname="" time="0.000004" file="w.test.ts" line="${i}" assertions="1" />\n`);
     parts.push("  </testsuite>\n</testsuites>\n");
-    const bytes = Buffer.from(parts.join(""), "utf8");
-    const shrinker = new JUnitShrinker(undefined, undefined, bytes.length);
-    shrinker.push(bytes);
-    return readBunJUnit(shrinker.end())[0]?.tests.length ?? 0;
+    return readBunJUnit(cutJUnitText(Buffer.from(parts.join(""), "utf8")))[0]?.tests.length ?? 0;
   } catch {
     // A warm-up that fails costs nothing but its time.
     return 0;
