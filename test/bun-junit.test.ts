@@ -257,6 +257,49 @@ describe("readBunJUnit on hand-written input", () => {
   });
 });
 
+describe("Bun's testcase tag read by its own pattern", () => {
+  // Bun 1.4.4 writes a test's start tag in one exact form, which the XML
+  // reader matches whole (results/xml-scan.ts, bunTestcaseTag); the same
+  // tags with two spaces between attributes go the general way.
+  const values = ["t0", "", "a &gt; b", "say &quot;hi&quot; > 1", "x&#10;y &amp; z", "\u00e9\u{1F600}", "it's", "(unnamed)"];
+  const tags = values.flatMap((name, i) => [
+    `<testcase name="${name}" classname="" time="0.00${i}" file="t/a.test.ts" line="${i + 1}" assertions="1" />`,
+    `<testcase name="${name}" classname="c" time="${i}" file="t/a.test.ts" line="x${i}" assertions="0"/>`,
+    `<testcase name="${name}" classname="" time="0.1" file="t/b.test.ts" line="${i}" assertions="2"><failure type="Error" message="m${i}">d&amp;${i}</failure></testcase>`,
+    `<testcase name="${name}" classname="" time="0.1" file="t/a.test.ts" line="${i}" assertions="2"><skipped message="TODO"/></testcase>`,
+    // Other shapes: a missing attribute, another order, a single quote.
+    `<testcase name="${name}" classname="" time="0.2" file="t/a.test.ts" assertions="0" />`,
+    `<testcase classname="" name="${name}" time="0.3" file="t/a.test.ts" line="4" assertions="0" />`,
+  ]);
+  const doc = (spaced: boolean) => {
+    const body = tags.map((t) => (spaced ? t.replaceAll('" ', '"  ') : t)).join("\n    ");
+    return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test">\n  <testsuite name="t/a.test.ts" file="t/a.test.ts">\n    ${body}\n  </testsuite>\n</testsuites>\n`;
+  };
+
+  test("gives what the general reading of the same tags gives", () => {
+    const fast = readBunJUnit(doc(false));
+    expect(readBunJUnit(doc(true))).toEqual(fast);
+    const tests = fast[0]!.tests;
+    expect(tests).toHaveLength(tags.length);
+    expect(tests.map((t) => t.name).slice(0, 6)).toEqual(["t0", "t0", "t0", "t0", "t0", "t0"]);
+    expect(tests[2 * 6 + 0]).toMatchObject({ name: "a > b", line: 3, durationMs: 2 });
+    expect(tests[3 * 6 + 0]!.name).toBe('say "hi" > 1');
+    expect(tests[4 * 6 + 2]).toMatchObject({ name: "x\ny & z", status: "failed", failure: { type: "Error", message: "m4", details: "d&4" } });
+    expect(tests[1 * 6 + 3]).toMatchObject({ name: "", status: "todo" });
+    expect(tests[1]!.line).toBeUndefined();
+  });
+
+  test.each([
+    ["a < inside a value", `<testcase name="a<b" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1" />`],
+    ["a repeated attribute after the pattern's six", `<testcase name="a" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1" name="b" />`],
+    ["an unclosed testcase", `<testcase name="a" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1">`],
+  ])("%s → BunJUnitParseError, as the general reading says", (_label, tag) => {
+    const xml = `<testsuites><testsuite name="t/a.test.ts" file="t/a.test.ts">${tag}</testsuite></testsuites>`;
+    expect(() => readBunJUnit(xml)).toThrow(BunJUnitParseError);
+    expect(() => readBunJUnit(xml.replaceAll('" ', '"  '))).toThrow(BunJUnitParseError);
+  });
+});
+
 describe("warmUpJUnitReading", () => {
   // The warm-up swallows its errors; reading its made-up document back
   // whole proves it goes through the real cutter and reader, not the catch.

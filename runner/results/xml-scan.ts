@@ -92,7 +92,8 @@ export function scanXml(text: string, handler: XmlHandler, maxDepth = 1000): voi
       // A plainly well-formed start tag (nearly all) is read in one pass;
       // anything else goes the long way, which finds the same tags and
       // reports each problem as it always did.
-      let gt = wellFormedStartTag(text, lt, tag);
+      let gt = bunTestcaseTag(text, lt, tag);
+      if (gt === -1) gt = wellFormedStartTag(text, lt, tag);
       let name = tag.name;
       let attributes = tag.attributes;
       if (gt === -1) {
@@ -141,6 +142,40 @@ interface StartTag {
 }
 
 const EMPTY: Record<string, string> = Object.freeze(Object.create(null));
+
+/**
+ * A `<testcase>` start tag exactly as Bun 1.4.4 writes one for a test: six
+ * attributes in this order, one space apart, values in double quotes with
+ * no `<` (Bun escapes it), self-closing or not. Each such tag is plainly
+ * well formed, so what this reads is what {@link wellFormedStartTag} would.
+ */
+const BUN_TESTCASE = /<testcase name="([^"<]*)" classname="([^"<]*)" time="([^"<]*)" file="([^"<]*)" line="([^"<]*)" assertions="([^"<]*)" ?\/?>/y;
+
+/**
+ * Reads the start tag at `lt` when it is a test's `<testcase>` as Bun
+ * writes it (BUN_TESTCASE): one match of a compiled expression instead of a
+ * look at each character, for the tag that is nearly every tag of a large
+ * file (100,000 testcases: the scan 80 → 22 ms, bench/README.md).
+ *
+ * @returns the index of the tag's `>` (name and attributes in `tag`), or -1 for any other tag
+ */
+function bunTestcaseTag(text: string, lt: number, tag: StartTag): number {
+  // "<t": one comparison rules out every other tag before the expression runs.
+  if (text.charCodeAt(lt + 1) !== 0x74) return -1;
+  BUN_TESTCASE.lastIndex = lt;
+  const match = BUN_TESTCASE.exec(text);
+  if (match === null) return -1;
+  const attributes = Object.create(null) as Record<string, string>;
+  attributes.name = match[1]!;
+  attributes.classname = match[2]!;
+  attributes.time = match[3]!;
+  attributes.file = match[4]!;
+  attributes.line = match[5]!;
+  attributes.assertions = match[6]!;
+  tag.name = "testcase";
+  tag.attributes = attributes;
+  return lt + match[0].length - 1;
+}
 
 /**
  * Reads the start tag at `lt` in one pass when it is plainly well formed:
