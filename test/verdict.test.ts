@@ -66,6 +66,23 @@ test("a killed multi-file shard: the hook or file in flight is timed-out, files 
   expect(withRunning.tests.map((t) => t.status)).toEqual(["timed-out", "never-started"]);
 });
 
+test("a killed shard of a million tests is decided: the time in flight is the least since a test ended (no spread of a million arguments)", () => {
+  // Math.min(...ends) overflowed the stack at about 700,000 ended tests (Bun 1.4.4).
+  const tests: EventTest[] = [];
+  for (let i = 0; i < 1_000_000; i++) tests.push({ ...evTest(`t${i}`, "ended", "passed"), sinceEndMs: 2_000_000 - i });
+  const result = decideShard(evidence({
+    files: ["a.test.ts", "b.test.ts"],
+    process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM", durationMs: 5_000_000 }),
+    events: { connected: true, looseErrors: [], tests },
+  }));
+  expect(result.status).toBe("timed-out");
+  expect(result.tests).toHaveLength(1_000_002);
+  expect(result.tests.slice(-2).map((t) => [t.file, t.name, t.status, t.durationMs])).toEqual([
+    ["a.test.ts", "afterAll hook", "timed-out", 1_000_001],
+    ["b.test.ts", "(whole file)", "never-started", 0],
+  ]);
+}, 20_000);
+
 describe("exit status without Bun's JUnit", () => {
   test("exit 0, no JUnit, no events: crashed, one synthetic entry per file", () => {
     const result = decideShard(evidence({ files: ["a.test.ts", "b.test.ts"] }));

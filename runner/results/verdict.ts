@@ -167,10 +167,18 @@ function interrupted(
   let usedEvents = false;
   const eventTests = ev.events?.tests ?? [];
   const haveEvents = ev.events?.connected === true && eventTests.length > 0;
-  const ends = eventTests.map((t) => t.sinceEndMs).filter((ms): ms is number => ms !== undefined);
   // How long the code in flight (not a test) had run: since the last test ended, or the whole shard.
-  const idleMs = Math.min(base.durationMs, ends.length > 0 ? Math.min(...ends) : base.durationMs);
-  const lastLoaded = [...ev.files].reverse().find((file) => eventTests.some((t) => t.file === file));
+  // A loop, not Math.min(...ends): a spread of a million arguments overflows the stack.
+  let idleMs = base.durationMs;
+  for (const t of eventTests) if (t.sinceEndMs !== undefined && t.sinceEndMs < idleMs) idleMs = t.sinceEndMs;
+  // Each file's event tests in event order, grouped once (one filter per file was files × tests).
+  const byFile = new Map<string, EventTest[]>();
+  for (const t of eventTests) {
+    const tests = byFile.get(t.file);
+    if (tests === undefined) byFile.set(t.file, [t]);
+    else tests.push(t);
+  }
+  const lastLoaded = [...ev.files].reverse().find((file) => byFile.has(file));
   let inFlightAssigned = eventTests.some((t) => t.state === "running");
   // The preload's marks count every test start and cannot be lost; events can. More marks
   // than `start` events with no test running: the test in flight lost its `start`. It is
@@ -178,11 +186,11 @@ function interrupted(
   const startEvents = eventTests.reduce((sum, t) => sum + t.attempts, 0);
   const lostStart =
     !inFlightAssigned && haveEvents && (ev.testsStarted ?? 0) > startEvents
-      ? eventTests.filter((t) => t.file === lastLoaded && t.state === "found").sort((a, b) => (a.line ?? 0) - (b.line ?? 0))[0]
+      ? (byFile.get(lastLoaded!) ?? []).filter((t) => t.state === "found").sort((a, b) => (a.line ?? 0) - (b.line ?? 0))[0]
       : undefined;
   if (lostStart) inFlightAssigned = true;
   for (const file of ev.files) {
-    const found = eventTests.filter((t) => t.file === file);
+    const found = byFile.get(file) ?? [];
     if (found.length === 0) {
       if (haveEvents && inFlightAssigned) {
         tests.push(synthetic(file, "never-started", { type: "never-started", message: `never started: the file had not loaded when the shard ended (${reason})` }));
