@@ -58,7 +58,12 @@ class EventIndex {
 
   /** Takes the first test left under this file and name. */
   take(file: string, name: string): EventTest | undefined {
-    return this.byFile.get(file)?.take(matchName(name));
+    return this.byFile.get(file)?.take(name);
+  }
+
+  /** This file's tests not taken, in event order. */
+  left(file: string): EventTest[] {
+    return this.byFile.get(file)?.left() ?? [];
   }
 }
 
@@ -77,16 +82,28 @@ class FileEvents {
     this.taken.push(false);
   }
 
-  take(key: string): EventTest | undefined {
+  /** Takes the first test left whose matched name is `name`'s. */
+  take(name: string): EventTest | undefined {
     while (this.first < this.tests.length && this.taken[this.first]) this.first++;
-    // The first test left has this name: it is the first left under it.
-    if (this.first < this.tests.length && matchName(this.tests[this.first]!.name) === key) return this.takeAt(this.first);
-    const found = this.left(key);
+    // The first test left has this name: it is the first left under it
+    // (the same text needs no matching: nearly every test, in Bun's order).
+    if (this.first < this.tests.length) {
+      const next = this.tests[this.first]!.name;
+      if (next === name || matchName(next) === matchName(name)) return this.takeAt(this.first);
+    }
+    const found = this.positions(matchName(name));
     return found === undefined ? undefined : this.takeAt(found.at[found.next]!);
   }
 
+  /** The tests not taken, in event order. */
+  left(): EventTest[] {
+    const out: EventTest[] = [];
+    for (let i = this.first; i < this.tests.length; i++) if (!this.taken[i]) out.push(this.tests[i]!);
+    return out;
+  }
+
   count(key: string): number {
-    const found = this.left(key);
+    const found = this.positions(key);
     if (found === undefined) return 0;
     let n = 0;
     for (let i = found.next; i < found.at.length; i++) if (!this.taken[found.at[i]!]) n++;
@@ -99,7 +116,7 @@ class FileEvents {
   }
 
   /** The positions under `key`, `next` at the first one left; undefined when none is left. */
-  private left(key: string): { at: number[]; next: number } | undefined {
+  private positions(key: string): { at: number[]; next: number } | undefined {
     if (this.byName === null) {
       this.byName = new Map();
       this.tests.forEach((t, i) => {
@@ -172,7 +189,6 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
 
   for (const file of ev.files) {
     const entries = byFile.get(file) ?? [];
-    const used = new Set<EventTest>();
     const out: TestResult[] = [];
     const scopes: FailedScope[] = [];
     // Whether each failed hook follows something of its describe block, by
@@ -207,7 +223,6 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         }
         return;
       }
-      used.add(e);
       enriched = true;
       const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
       // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
@@ -215,7 +230,7 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       out.push(enrichedEntry(t, cleanEventName(e.name), line, Math.max(0, e.attempts - 1), flaky, flaky || t.status === "failed" ? e.attemptFailures : []));
     });
     // Events of this file that no JUnit testcase took, in event order.
-    const left = eventTests.filter((e) => e.file === file && !used.has(e));
+    const left = queues.left(file);
 
     if (out.length === 0) {
       // Bun's JUnit has nothing for this file: it did not run.
