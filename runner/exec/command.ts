@@ -2,6 +2,7 @@
  * The command line and environment of one shard child.
  */
 import path from "node:path";
+import { PACKAGE_ROOT } from "../util/package-root.ts";
 
 /** Environment variable set in every shard child (and inherited by its descendants). */
 export const SHARD_ENV = {
@@ -18,7 +19,7 @@ export const SHARD_ENV = {
 } as const;
 
 /** Absolute path of the child preload (test-start marks, event draining). */
-export const SHARD_PRELOAD = path.join(import.meta.dir, "..", "child", "shard-preload.ts");
+export const SHARD_PRELOAD = path.join(PACKAGE_ROOT, "runner", "child", "shard-preload.ts");
 
 /** Inputs of {@link shardArgv}. Paths absolute. */
 export interface CommandInputs {

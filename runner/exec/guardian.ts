@@ -21,9 +21,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { readProcStat } from "./proc-inspect.ts";
+import { PACKAGE_ROOT } from "../util/package-root.ts";
 
 /** The guardian program. */
-const GUARDIAN_MAIN = path.join(import.meta.dir, "guardian-main.ts");
+const GUARDIAN_MAIN = path.join(PACKAGE_ROOT, "runner", "exec", "guardian-main.ts");
 
 /** How long {@link Guardian.release} waits for the guardian to exit before SIGKILLing it, ms. */
 const RELEASE_WAIT_MS = 1_000;

@@ -20,9 +20,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError } from "../config/schema.ts";
 import { getPreset, loadPresets } from "./resolve.ts";
+import { PACKAGE_ROOT } from "../util/package-root.ts";
 
-/** Directory of the installed shardguard package (this file is runner/presets/init.ts). */
-const PACKAGE_DIR = path.resolve(import.meta.dir, "..", "..");
+/** Directory of the installed shardguard package. */
+const PACKAGE_DIR = PACKAGE_ROOT;
 
 /** First line of every entry file; marks the file as ours. */
 export const ENTRY_MARKER = "// Written by `shardguard init";

@@ -8,7 +8,6 @@
  */
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { ParsedWithExtras } from "../../config/args.ts";
 import { ConfigError } from "../../config/schema.ts";
 import { startDetached } from "../../exec/detach.ts";
@@ -23,6 +22,7 @@ import { dedupeKey, makeNonce, type DispatchSpec } from "./dispatch.ts";
 import { defaultLane, mergeBase, planBackgroundRun } from "./prepare.ts";
 import { BG_EXIT, bgDir, newBgId, sentinelLine, writeRecord, type BgRecord } from "./record.ts";
 import type { WorkerSpec } from "./worker.ts";
+import { PACKAGE_ROOT } from "../../util/package-root.ts";
 
 /** `shardguard bg` options (cli/bg-args.ts parses them). */
 export interface BgOptions {
@@ -48,8 +48,8 @@ export const DEFAULT_WORKFLOW = "shardguard-bg.yml";
 export const FOLLOW_CAP_SECONDS = MAX_CAP_SECONDS;
 const NAME = /^[A-Za-z0-9._-]{1,60}$/;
 
-/** The `shardguard` entry the worker is started with (a sibling of this folder's parents). */
-const ENTRY = fileURLToPath(new URL("../../cli-entry.ts", import.meta.url));
+/** The `shardguard` entry the worker is started with (from the sources: a detached run needs no fast start). */
+const ENTRY = path.join(PACKAGE_ROOT, "runner", "cli-entry.ts");
 
 /**
  * Starts the background run and prints its id and log.
