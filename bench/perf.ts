@@ -37,6 +37,7 @@ import os from "node:os";
 import path from "node:path";
 import { encodeFrame } from "../runner/events/frames.ts";
 import { listenForTestEvents } from "../runner/events/inspector.ts";
+import { buildCompiledCli, freshCompiledCli } from "../runner/cli/compiled.ts";
 
 const opt = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -47,7 +48,15 @@ const ROUNDS = Number(opt("rounds") ?? 3);
 const P8_TESTS = Number(opt("p8-tests") ?? 100_000);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error("--rounds needs a positive integer");
 if (!Number.isInteger(P8_TESTS) || P8_TESTS < 1) throw new Error("--p8-tests needs a positive integer");
-const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
+const ROOT = path.join(import.meta.dir, "..");
+/**
+ * The `shardguard` command as a user runs it (package.json `bin`): the
+ * compiled CLI, built first when the sources changed since the last build
+ * (runner/cli/compiled.ts). `--compare-cli runner/cli-entry.ts` runs the
+ * sources beside it.
+ */
+const CLI = path.join(ROOT, "runner", "cli-bin.ts");
+if (freshCompiledCli(ROOT) === null) process.stderr.write(`perf: built ${await buildCompiledCli(ROOT)}\n`);
 const COMPARE_CLI = opt("compare-cli");
 const BUN = process.execPath;
 

@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import os from "node:os";
 import path from "node:path";
 import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
+import { COMPILED_CLI, freshCompiledCli } from "../runner/cli/compiled.ts";
 import { REPO } from "./helpers/cli.ts";
 
 interface Ran {
@@ -66,11 +67,12 @@ afterAll(() => {
 });
 
 describe("npm pack", () => {
-  test("ships runner/, preset/, docs/, README and LICENSE only", () => {
+  test("ships runner/, the compiled CLI in dist/, preset/, docs/, README and LICENSE only", () => {
     const paths = packed.files.map((f) => f.path);
     const tops = [...new Set(paths.map((p) => p.split("/")[0]))].sort();
-    expect(tops).toEqual(["LICENSE", "README.md", "docs", "package.json", "preset", "runner"]);
-    for (const needed of ["runner/index.ts", "runner/cli-entry.ts", "runner/child/shard-preload.ts", "preset/preload.ts", "preset/entry.ts", "docs/reports.md"]) {
+    expect(tops).toEqual(["LICENSE", "README.md", "dist", "docs", "package.json", "preset", "runner"]);
+    expect(paths.filter((p) => p.startsWith("dist/")).sort()).toEqual(["dist/shardguard.cjs", "dist/shardguard.cjs.jsc", "dist/shardguard.cjs.sources"]);
+    for (const needed of ["runner/index.ts", "runner/cli-entry.ts", "runner/cli-bin.ts", "runner/child/shard-preload.ts", "preset/preload.ts", "preset/entry.ts", "docs/reports.md"]) {
       expect(paths).toContain(needed);
     }
     expect(paths.some((p) => /(^|\/)(test|bench|examples)\//.test(p))).toBe(false);
@@ -83,7 +85,9 @@ describe("npm pack", () => {
     expect(readFileSync(path.join(REPO, "LICENSE"), "utf8")).toStartWith("MIT License");
     expect(pkg.exports["."]).toBe("./runner/index.ts");
     expect(pkg.exports["./preset/preload.ts"]).toBe("./preset/preload.ts");
-    expect(pkg.bin.shardguard).toBe("runner/cli-entry.ts");
+    expect(pkg.bin.shardguard).toBe("runner/cli-bin.ts");
+    // npm runs `prepare` on install in a checkout and before `npm pack`: the compiled CLI is built.
+    expect(pkg.scripts.prepare).toBe(pkg.scripts.build);
     expect(pkg.engines.bun).toBe(">=1.4.4");
   });
 });
@@ -97,11 +101,15 @@ describe("installed from the tarball into a fresh project", () => {
     expect(existsSync(path.join(project, "node_modules", ".bin", "shardguard"))).toBe(true);
   });
 
-  test("shardguard run", () => {
+  test("shardguard run, by the compiled CLI, which finds the child preload where the package was installed", () => {
+    // The installer gives every file a new time; the compiled CLI still counts as built from these sources.
+    const installed = path.join(project, "node_modules", "shardguard");
+    expect(freshCompiledCli(installed)).toBe(path.join(installed, COMPILED_CLI));
     const r = run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(report().summary.tests.passed).toBe(1);
+    expect(report().shards[0]!.testSource).toBe("junit+events");
   });
 
   test("shardguard init --preset gstack-paid, then bun test --preset gstack-paid", () => {

@@ -73,6 +73,8 @@ export interface CliOptions {
   onLine?: { match: RegExp; then: (pid: number) => void };
   /** Hard limit for the CLI process, ms; the test fails past it. */
   limitMs?: number;
+  /** The program run by Bun instead of runner/cli-entry.ts (the `bin` launcher, the compiled CLI). */
+  entry?: string;
 }
 
 /**
@@ -86,10 +88,10 @@ export function withoutCiVariables(env: Record<string, string | undefined>): Rec
   return out;
 }
 
-/** Runs `bun runner/cli-entry.ts ...args` and collects its output. */
+/** Runs `bun runner/cli-entry.ts ...args` (or `options.entry`) and collects its output. */
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [options.entry ?? CLI, ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...withoutCiVariables(process.env), NO_COLOR: "1", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
