@@ -15,6 +15,7 @@ import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "../exec/process.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
+import { HandshakeGate } from "../exec/handshake-gate.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
 import { orderByTimings } from "../plan/timings.ts";
 import type { Out } from "../report/console.ts";
@@ -184,9 +185,10 @@ export class Run {
     const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
     const shardTotal = () => plan.shards.length + this.redispatched.length;
     // The first report write (every shard queued or running) waits until the
-    // first wave of shards has been spawned: building and rendering it is
-    // CPU work (25 ms for 300 files, bench/README.md) that held back the first
-    // spawns, and its files landed after them anyway. Not awaited: the
+    // first wave of shards runs its tests (each spawned and, with events, past
+    // its handshake): building and rendering it is CPU work (25-30 ms for 300
+    // files, bench/README.md) that held back the first spawns, then the
+    // handshakes, and its files landed after them anyway. Not awaited: the
     // writes (six files, each fsynced) go on while the shards run; every
     // later write queues behind this one, so the files on disk move forward
     // in order. Pruning old runs waits for the same moment.
@@ -196,7 +198,7 @@ export class Run {
       pruning = pruneRuns(settings.out, this.runId);
     };
     let firstWave = Math.min(Math.max(1, settings.jobs), toRun.length);
-    const spawnedOrSettled = () => {
+    const runningOrSettled = () => {
       if (firstWave > 0 && --firstWave === 0) afterFirstWave();
     };
     if (firstWave === 0) afterFirstWave();
@@ -212,12 +214,19 @@ export class Run {
       socketDir,
       env: this.inputs.env,
       ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
+      handshakes: new HandshakeGate(),
     };
     await runPool(
       toRun,
       settings.jobs,
       async (shard, enqueue, release) => {
-        let started = false;
+        // Counted in the first wave once: when its tests run, or when it ends without that.
+        let counted = false;
+        const countFirstWave = () => {
+          if (counted) return;
+          counted = true;
+          runningOrSettled();
+        };
         const { result, filesNotStarted } = await runShard(
           ctx,
           shard,
@@ -225,11 +234,13 @@ export class Run {
             onStart: (running) => {
               this.running.set(shard.index, running);
               this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
-              started = true;
               // So a runner killed right now leaves reports naming this shard as running.
-              if (firstWave > 0) spawnedOrSettled();
-              else void this.writeReports(false);
+              if (firstWave === 0) void this.writeReports(false);
             },
+            // The first write waits until the first wave runs its tests: rendered
+            // between a spawn and its handshake, it held the child at the inspector
+            // (~35 ms of P3's second shard, bench/README.md).
+            onRunning: () => countFirstWave(),
             onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
           },
           (proc) => {
@@ -254,9 +265,9 @@ export class Run {
           this.running.get(shard.index)?.process?.killNow("cancel");
           return { result: supervisionFailed(shard, (error as Error).message ?? String(error)), filesNotStarted: [] };
         });
-        // A shard of the first wave that never started (cancelled, or its
-        // preparation failed) must not hold back the first write.
-        if (!started) spawnedOrSettled();
+        // A shard of the first wave that never ran its tests (cancelled, its
+        // preparation or handshake failed) must not hold back the first write.
+        countFirstWave();
         for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
         this.running.delete(shard.index);
         this.results.set(shard.index, result);

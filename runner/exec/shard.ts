@@ -21,6 +21,7 @@ import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from ".
 import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 import { listDescendants } from "./proc-inspect.ts";
+import type { HandshakeGate } from "./handshake-gate.ts";
 
 /**
  * Events at the end-of-run barrier (about three per test) from which the
@@ -29,6 +30,13 @@ import { listDescendants } from "./proc-inspect.ts";
  * tests. Smaller shards read their JUnit in a few ms, warm or not.
  */
 const WARM_UP_AFTER_EVENTS = 60_000;
+
+/**
+ * The longest a finished shard's verdict waits for other shards' pending
+ * handshakes, ms: 50. A child dials in 5-15 ms after its spawn on an idle
+ * machine; one slower than this costs that verdict no more.
+ */
+const HANDSHAKE_FIRST_MS = 50;
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
@@ -49,6 +57,8 @@ export interface ShardContext {
   env: Record<string, string | undefined>;
   /** Per-shard environment additions (presets), merged over `env`. */
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
+  /** The run's pending handshakes, answered before any verdict is decided (exec/handshake-gate.ts); none: verdicts never wait. */
+  handshakes?: HandshakeGate;
 }
 
 /** Live view of a running shard, for progress displays. */
@@ -65,6 +75,12 @@ export interface RunningShard {
 export interface ShardHooks {
   onStart?: (running: RunningShard) => void;
   onWarning?: (shard: PlannedShard, message: string) => void;
+  /**
+   * The child runs its tests: its event channel's handshake is complete
+   * (or, without events, it was spawned). Not called for an attempt whose
+   * handshake failed.
+   */
+  onRunning?: (running: RunningShard) => void;
 }
 
 /** A shard's result, and the planned files in which no test started. */
@@ -149,7 +165,10 @@ export async function runShard(
     // Listen before the spawn: the child dials this socket as soon as its
     // inspector is up, then holds its tests until the handshake.
     let channel: EventChannel | null = null;
+    // Ended when the handshake completes or fails, or the child is gone.
+    let handshakeSettled: () => void = () => {};
     if (socketPath && model) {
+      handshakeSettled = ctx.handshakes?.enter() ?? handshakeSettled;
       try {
         channel = listenForTestEvents({
           socketPath,
@@ -192,6 +211,7 @@ export async function runShard(
           },
         });
       } catch (error) {
+        handshakeSettled();
         running.eventsProblem = (error as Error).message;
         await journal?.close();
         return null;
@@ -216,8 +236,11 @@ export async function runShard(
       void proc.done.then(() => exitedFirst());
       try {
         await Promise.race([channel.ready, exited]);
+        handshakeSettled();
+        if (!cancelled()) hooks.onRunning?.(running);
         exitedFirst = () => {};
       } catch (error) {
+        handshakeSettled();
         running.eventsProblem = (error as Error).message;
         channel.close();
         // With --inspect-wait the child holds its tests until a debugger
@@ -229,8 +252,9 @@ export async function runShard(
         await journal?.close();
         return null;
       }
-    }
+    } else if (!cancelled()) hooks.onRunning?.(running);
     const outcome = await proc.done;
+    handshakeSettled();
     unregister();
     if (channel) {
       // The socket closes when the child exits; never wait on a stuck one.
@@ -256,6 +280,9 @@ export async function runShard(
   let model = result.model;
   result = null;
 
+  // Other shards' children waiting for their handshake go first: deciding
+  // this verdict (its slot is already free) would hold them (exec/handshake-gate.ts).
+  await ctx.handshakes?.settled(HANDSHAKE_FIRST_MS);
   // The preload's global afterAll writes "e": Bun reached the end of the run.
   const marks = await readMarks(marksPath);
 
