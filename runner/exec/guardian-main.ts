@@ -43,10 +43,8 @@ function finish(code: number): void {
   finished = true;
   process.exitCode = code;
   if (probe) clearInterval(probe);
-  process.stdin.removeAllListeners();
-  process.stdin.pause();
-  (process.stdin as { unref?: () => void }).unref?.();
-  process.stdin.destroy();
+  // Ends the pending read, which then ends the reading loop below.
+  void pipe.cancel().catch(() => {});
 }
 
 /** True while the runner's pid is the runner (not dead, not a zombie, not recycled). */
@@ -77,17 +75,36 @@ async function cleanUp(): Promise<never> {
   return new Promise<never>(() => {});
 }
 
-let received = "";
-process.stdin.on("data", (chunk: Buffer) => {
-  received = (received + chunk.toString("utf8")).slice(-16);
-  if (received.includes("done")) finish(0);
-});
+/**
+ * The pipe from the runner, read through Bun's own stdin stream: Node's
+ * `process.stdin` cost the guardian ~10 ms of CPU to set up, in the
+ * moments its run spawns its first shards (bench/README.md).
+ */
+const pipe = Bun.stdin.stream().getReader();
+
+/** Reads the pipe until "done" (the run ended) or its end (the runner died). */
+async function readPipe(): Promise<void> {
+  const decoder = new TextDecoder();
+  let received = "";
+  for (;;) {
+    let chunk: Awaited<ReturnType<typeof pipe.read>>;
+    try {
+      chunk = await pipe.read();
+    } catch {
+      break;
+    }
+    if (finished) return;
+    if (chunk.done) break;
+    received = (received + decoder.decode(chunk.value, { stream: true })).slice(-16);
+    if (received.includes("done")) return finish(0);
+  }
+  if (!finished) void cleanUp();
+}
+
 if (badArguments) {
   finish(2);
 } else {
-  process.stdin.on("end", () => void cleanUp());
-  process.stdin.on("close", () => void cleanUp());
-  process.stdin.on("error", () => void cleanUp());
+  void readPipe();
   probe = setInterval(() => {
     if (!runnerAlive()) void cleanUp();
   }, PROBE_MS);
