@@ -4,7 +4,7 @@
  * script (preset-lib/init.ts plans and applies the edits).
  */
 import { applyInit, planInit } from "../preset-lib/init.ts";
-import { EXIT } from "../results/model.ts";
+import { EXIT } from "../results/codes.ts";
 import type { Host } from "./host.ts";
 
 /** What `init` was asked to do. */

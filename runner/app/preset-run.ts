@@ -16,7 +16,7 @@ import { readTimings } from "../plan/timings.ts";
 import type { PreflightPlan } from "../preset-lib/preflight.ts";
 import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFromArgs, type PreparedPresetRun, type PresetRequest } from "../preset-lib/session.ts";
 import { logTail, plural, type Out } from "../report/console.ts";
-import { EXIT } from "../results/model.ts";
+import { EXIT } from "../results/codes.ts";
 import { executeRun, redactingOutput } from "./execute.ts";
 import type { Host } from "./host.ts";
 import { lastFailedFiles, lastReport, refusePatterns } from "./last-failed.ts";

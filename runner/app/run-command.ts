@@ -10,7 +10,7 @@ import { planRun, type Plan } from "../plan/plan.ts";
 import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
 import { plural } from "../report/console.ts";
-import { EXIT } from "../results/model.ts";
+import { EXIT } from "../results/codes.ts";
 import { refuseRunFlagsAfterDash } from "./bun-plan-flags.ts";
 import { executeRun } from "./execute.ts";
 import { sliceHeader, sliceProvenance } from "./slice-run.ts";

@@ -14,7 +14,7 @@ import { ConfigError } from "../config/schema.ts";
 import type { Host } from "../app/host.ts";
 import type { WorkerSpec } from "../app/bg/worker.ts";
 import { TOOL_VERSION } from "../util/version.ts";
-import { EXIT } from "../results/model.ts";
+import { EXIT } from "../results/codes.ts";
 import { BG_HELP, flagHelp, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
 /**
  * Runs the CLI with `argv` (without the executable and script).

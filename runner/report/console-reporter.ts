@@ -6,7 +6,8 @@
  * no cut can split a secret.
  */
 import type { PlannedShard } from "../plan/plan.ts";
-import { SUCCESSFUL_SHARD_STATUSES, type RunReport, type ShardResult } from "../results/model.ts";
+import { SUCCESSFUL_SHARD_STATUSES } from "../results/codes.ts";
+import type { RunReport, ShardResult } from "../results/model.ts";
 import { redactReport, redactShard } from "../results/redact.ts";
 import { oneLine, plural } from "../util/format.ts";
 import { endLine, logTail, startLine, summaryLines, type Out } from "./console.ts";

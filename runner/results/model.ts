@@ -10,49 +10,16 @@
  * ISO-8601 string in UTC.
  */
 import { z } from "zod";
+import { REPORT_SCHEMA_VERSION, SHARD_STATUSES, TEST_STATUSES } from "./codes.ts";
 
-/** Version of the JSON report layout; bump on any breaking change. */
-export const REPORT_SCHEMA_VERSION = 1;
+// The constants and the summary, for every importer of the model (codes.ts has them without zod).
+export { EXIT, emptySummary, REPORT_SCHEMA_VERSION, SHARD_STATUSES, SUCCESSFUL_SHARD_STATUSES, summarize, TEST_STATUSES } from "./codes.ts";
 
-/**
- * Final state of one shard (one `bun test` child process).
- *
- * - `passed`: exited 0 on its own and Bun's JUnit lists every planned file.
- * - `failed`: Bun itself reported failures (exit 1 with per-test data, a load
- *   error, or a file without tests).
- * - `timed-out`: killed by shardguard at the wall-clock deadline.
- * - `crashed`: ended without complete per-test data, or by a signal
- *   shardguard did not send (including a `process.exit` with code 0 mid-file).
- * - `never-started`: planned but never spawned (cancellation, spawn failure).
- * - `skipped-by-diff`: a preset's diff selection proved none of its tests
- *   were selected; counts as success.
- */
-export const SHARD_STATUSES = [
-  "passed",
-  "failed",
-  "timed-out",
-  "crashed",
-  "never-started",
-  "skipped-by-diff",
-] as const;
+/** A shard's final state (the list and what each means: codes.ts, SHARD_STATUSES). */
 export const ShardStatusSchema = z.enum(SHARD_STATUSES);
 export type ShardStatus = z.infer<typeof ShardStatusSchema>;
 
-/**
- * Final state of one test case. `timed-out`, `crashed` and `never-started`
- * only come from shardguard's own knowledge (it killed the process, or the
- * process ended early); Bun never reports them.
- */
-export const TEST_STATUSES = [
-  "passed",
-  "failed",
-  "skipped",
-  "todo",
-  "timed-out",
-  "crashed",
-  "never-started",
-  "skipped-by-diff",
-] as const;
+/** A test's final state (codes.ts, TEST_STATUSES). */
 export const TestStatusSchema = z.enum(TEST_STATUSES);
 export type TestStatus = z.infer<typeof TestStatusSchema>;
 
@@ -331,21 +298,23 @@ const isCount = (value: unknown) => typeof value === "number" && Number.isSafeIn
 
 /**
  * What `TestResultSchema.parse(test)` returns, for the entry nearly every
- * test has (a plain object without failure texts whose fields are all
- * plainly valid), built by hand: zod's copy cost ~1 µs per entry, most of
- * a 100,000-test report's check (bench/README.md). Null for anything else
- * (a failure, attempt failures, any field in doubt, another kind of
- * object), which zod then checks: this accepts only entries the schema
- * accepts and returns the copy it would (keys in the schema's order,
- * defaults filled in, unknown keys dropped); test/report-stream.test.ts
- * compares the two.
+ * test has (a plain object without attempt failures whose fields are all
+ * plainly valid, its failure one {@link plainFailureCopy} takes), built by
+ * hand: zod's copy cost ~1 µs per entry, most of a 100,000-test report's
+ * check (bench/README.md). Null for anything else (attempt failures, any
+ * field in doubt, another kind of object), which zod then checks: this
+ * accepts only entries the schema accepts and returns the copy it would
+ * (keys in the schema's order, defaults filled in, unknown keys dropped);
+ * test/report-stream.test.ts compares the two.
  */
 function plainTestCopy(test: unknown): TestResult | null {
   if (typeof test !== "object" || test === null || Object.getPrototypeOf(test) !== Object.prototype) return null;
   const { name, file, line, status, durationMs, failure, retries, flaky, attemptFailures, synthetic } = test as Record<string, unknown>;
   if (typeof name !== "string" || typeof file !== "string" || !TEST_STATUS_SET.has(status)) return null;
   if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs < Infinity)) return null;
-  if (failure !== undefined || (line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;
+  if ((line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;
+  const failureCopy = failure === undefined ? undefined : plainFailureCopy(failure);
+  if (failureCopy === null) return null;
   if ((flaky !== undefined && typeof flaky !== "boolean") || (synthetic !== undefined && typeof synthetic !== "boolean")) return null;
   if (attemptFailures !== undefined && !(Array.isArray(attemptFailures) && attemptFailures.length === 0)) return null;
   const copy = { name, file } as TestResult;
@@ -353,7 +322,7 @@ function plainTestCopy(test: unknown): TestResult | null {
   if ("line" in (test as object)) copy.line = line as number;
   copy.status = status as TestStatus;
   copy.durationMs = durationMs;
-  if ("failure" in (test as object)) copy.failure = undefined;
+  if ("failure" in (test as object)) copy.failure = failureCopy;
   copy.retries = (retries as number | undefined) ?? 0;
   copy.flaky = (flaky as boolean | undefined) ?? false;
   copy.attemptFailures = [];
@@ -361,45 +330,23 @@ function plainTestCopy(test: unknown): TestResult | null {
   return copy;
 }
 
+/**
+ * What `FailureSchema.parse(failure)` returns for a plain object whose
+ * `type` and `message` are strings and whose `details` is a string or
+ * absent (every failure the runner builds: a never-started or timed-out
+ * stand-in, a failed test), built by hand like {@link plainTestCopy}; null
+ * for anything else, which zod then checks. The report of a run's first
+ * moments is hundreds of such stand-ins, and zod's first checks are its
+ * slowest (bench/README.md).
+ */
+function plainFailureCopy(failure: unknown): Failure | null {
+  if (typeof failure !== "object" || failure === null || Object.getPrototypeOf(failure) !== Object.prototype) return null;
+  const { type, message, details } = failure as Record<string, unknown>;
+  if (typeof type !== "string" || typeof message !== "string" || (details !== undefined && typeof details !== "string")) return null;
+  const copy: Failure = { type, message };
+  if ("details" in failure) copy.details = details as string | undefined;
+  return copy;
+}
+
 /** Checks a test entry as part of a report: {@link validTest}'s signature. */
 export type TestCheck = (test: TestResult, shardIndex: number, index: number) => TestResult;
-
-/** Zero counts for every shard and test status. */
-export function emptySummary(): Summary {
-  const zeros = <T extends readonly string[]>(keys: T) =>
-    Object.fromEntries(keys.map((k) => [k, 0])) as { [K in T[number]]: number };
-  return {
-    shards: { ...zeros(SHARD_STATUSES), total: 0 },
-    tests: { ...zeros(TEST_STATUSES), total: 0, flaky: 0 },
-  };
-}
-
-/** Counts shards and tests by status. Pure; the report's `summary` field. */
-export function summarize(shards: readonly ShardResult[]): Summary {
-  const summary = emptySummary();
-  for (const shard of shards) {
-    summary.shards[shard.status] += 1;
-    summary.shards.total += 1;
-    for (const test of shard.tests) {
-      summary.tests[test.status] += 1;
-      summary.tests.total += 1;
-      if (test.flaky) summary.tests.flaky += 1;
-    }
-  }
-  return summary;
-}
-
-/**
- * Shard statuses that count as success for the exit code (docs/reports.md:
- * skipped-by-diff counts as passed).
- */
-export const SUCCESSFUL_SHARD_STATUSES: ReadonlySet<ShardStatus> = new Set(["passed", "skipped-by-diff"]);
-
-/** Exit codes of a run (docs/reports.md). */
-export const EXIT = {
-  ok: 0,
-  failed: 1,
-  usage: 2,
-  sigint: 130,
-  sigterm: 143,
-} as const;

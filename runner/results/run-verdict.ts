@@ -3,7 +3,8 @@
  * the one rule that looks across shards (a `-t` filter that matched nothing
  * anywhere). Per-shard rules are verdict.ts. Exit codes: docs/reports.md.
  */
-import { EXIT, SUCCESSFUL_SHARD_STATUSES, type ShardResult, type Summary } from "./model.ts";
+import { EXIT, SUCCESSFUL_SHARD_STATUSES } from "./codes.ts";
+import type { ShardResult, Summary } from "./model.ts";
 
 /** What the run knows beyond its shard results. */
 export interface RunFacts {

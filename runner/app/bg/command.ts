@@ -12,7 +12,7 @@ import type { ParsedWithExtras } from "../../config/args.ts";
 import { ConfigError } from "../../config/schema.ts";
 import { startDetached } from "../../exec/detach.ts";
 import { ghRunner } from "../../exec/gh.ts";
-import { EXIT } from "../../results/model.ts";
+import { EXIT } from "../../results/codes.ts";
 import type { Host } from "../host.ts";
 import { lockHolderNow, lockWaitMessage, validateLockName } from "../lock.ts";
 import { readTimings } from "../../plan/timings.ts";

@@ -12,7 +12,7 @@
  */
 import { appendFileSync } from "node:fs";
 import { ghRunner } from "../../exec/gh.ts";
-import { EXIT } from "../../results/model.ts";
+import { EXIT } from "../../results/codes.ts";
 import type { Host } from "../host.ts";
 import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "../lock.ts";
 import { followDispatch, type DispatchSpec } from "./dispatch.ts";
