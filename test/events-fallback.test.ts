@@ -85,7 +85,23 @@ describe("a shard child that never dials the runner's inspector socket", () => {
     async () => {
       const dir = makeSuite({ "t/fine.test.ts": SUITE["t/fine.test.ts"] });
       const out = path.join(dir, ".shardguard");
-      const r = await runCli(["run", "--root", dir, "--out", out, "--bun", wrapper(dir, "wait"), "t"], { limitMs: 30_000 });
+      // The first report does not wait for that handshake: 1 s after the start it is on disk.
+      let early = null as string | null;
+      const r = await runCli(["run", "--root", dir, "--out", out, "--bun", wrapper(dir, "wait"), "t"], {
+        limitMs: 30_000,
+        onLine: {
+          match: /START t\/fine\.test\.ts/,
+          then: () =>
+            setTimeout(() => {
+              try {
+                early = readFileSync(path.join(out, "report.json"), "utf8");
+              } catch {
+                early = "";
+              }
+            }, 1_000),
+        },
+      });
+      expect(early).toContain('"reason": "still running when this report was written"');
       expect(r.code).toBe(0);
       expect(r.stdout).toMatch(/WARNING no per-test events \(inspector handshake on \S+ failed after \d+ ms \(timeout 5000 ms\): the child never connected/);
       const fine = shardOf(readReport(dir), "t/fine.test.ts");

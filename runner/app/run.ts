@@ -21,7 +21,8 @@ import { orderByTimings } from "../plan/timings.ts";
 import type { Out } from "../report/console.ts";
 import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts";
 import type { ProgressSource } from "../report/progress.ts";
-import { EXIT, REPORT_SCHEMA_VERSION, summarize, type RunReport, type ShardResult } from "../results/model.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
+import type { RunReport, ShardResult } from "../results/model.ts";
 import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
 import { randomHex } from "../util/random.ts";
@@ -30,6 +31,13 @@ import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
 import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
 import { updateTimingsFile } from "./timings-update.ts";
+
+/**
+ * The longest the run's first report write waits for the first wave's
+ * handshakes after the first wave was spawned, ms: 100. Handshakes take
+ * 5-15 ms; a child that never dials in is given 5 s (CONNECT_TIMEOUT_MS).
+ */
+const FIRST_WRITE_WAIT_MS = 100;
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -191,15 +199,27 @@ export class Run {
     // handshakes, and its files landed after them anyway. Not awaited: the
     // writes (six files, each fsynced) go on while the shards run; every
     // later write queues behind this one, so the files on disk move forward
-    // in order. Pruning old runs waits for the same moment.
+    // in order. Pruning old runs waits for the same moment. A handshake that
+    // is slow to come (a child that never dials in is given 5 s) holds the
+    // first write no longer than FIRST_WRITE_WAIT_MS after the first wave's
+    // spawns: until it lands, a runner that dies leaves no report of this run.
     let pruning: Promise<void> = Promise.resolve();
+    let firstWritten = false;
+    let firstWriteTimer: ReturnType<typeof setTimeout> | undefined;
     const afterFirstWave = () => {
+      if (firstWritten) return;
+      firstWritten = true;
+      clearTimeout(firstWriteTimer);
       void this.writeReports(false);
       pruning = pruneRuns(settings.out, this.runId);
     };
     let firstWave = Math.min(Math.max(1, settings.jobs), toRun.length);
+    let firstWaveUnspawned = firstWave;
     const runningOrSettled = () => {
       if (firstWave > 0 && --firstWave === 0) afterFirstWave();
+    };
+    const spawnedOrSettled = () => {
+      if (firstWaveUnspawned > 0 && --firstWaveUnspawned === 0 && !firstWritten) firstWriteTimer = setTimeout(afterFirstWave, FIRST_WRITE_WAIT_MS);
     };
     if (firstWave === 0) afterFirstWave();
     const ctx = {
@@ -220,11 +240,19 @@ export class Run {
       toRun,
       settings.jobs,
       async (shard, enqueue, release) => {
-        // Counted in the first wave once: when its tests run, or when it ends without that.
-        let counted = false;
+        // Counted in the first wave once when spawned and once when its tests
+        // run, or when it ends without either.
+        let countedSpawn = false;
+        let countedRunning = false;
+        const countSpawn = () => {
+          if (countedSpawn) return;
+          countedSpawn = true;
+          spawnedOrSettled();
+        };
         const countFirstWave = () => {
-          if (counted) return;
-          counted = true;
+          countSpawn();
+          if (countedRunning) return;
+          countedRunning = true;
           runningOrSettled();
         };
         const { result, filesNotStarted } = await runShard(
@@ -234,7 +262,9 @@ export class Run {
             onStart: (running) => {
               this.running.set(shard.index, running);
               this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
-              // So a runner killed right now leaves reports naming this shard as running.
+              countSpawn();
+              // So a runner killed soon after leaves reports naming this shard as running
+              // (a shard of the first wave: once the first write lands).
               if (firstWave === 0) void this.writeReports(false);
             },
             // The first write waits until the first wave runs its tests: rendered
