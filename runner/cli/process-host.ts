@@ -6,14 +6,37 @@
  */
 import type { Host } from "../app/host.ts";
 
+/**
+ * A write to `stream` that stops writing once the stream has failed: a
+ * reader that went away (`shardguard run | head -1`: EPIPE, thrown by the
+ * write in Bun 1.4.4, or emitted later) must cost the run its console
+ * output, never its shards or its reports.
+ */
+function writerTo(stream: NodeJS.WriteStream): (text: string) => void {
+  let broken = false;
+  stream.on("error", () => {
+    broken = true;
+  });
+  return (text) => {
+    if (broken) return;
+    try {
+      stream.write(text);
+    } catch {
+      broken = true;
+    }
+  };
+}
+
 /** A host backed by `process`. `onSignal` returns a function that removes the handlers again. */
 export function processHost(): Host {
+  const out = writerTo(process.stdout);
+  const err = writerTo(process.stderr);
   return {
     env: process.env,
     cwd: process.cwd(),
-    stdout: (text) => process.stdout.write(text + "\n"),
-    stderr: (text) => process.stderr.write(text + "\n"),
-    write: (text) => process.stdout.write(text),
+    stdout: (text) => out(text + "\n"),
+    stderr: (text) => err(text + "\n"),
+    write: (text) => out(text),
     isTTY: Boolean(process.stdout.isTTY),
     ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
     onSignal: (handler) => {
