@@ -16,6 +16,7 @@ import {
   MAX_JUNIT_BYTES,
   MAX_JUNIT_BYTES_CEILING,
   hasNothingToCut,
+  NotARegularFileError,
   readJUnitCapped,
   WHOLE_READ_BYTES,
 } from "../runner/results/junit-shrink.ts";
@@ -111,6 +112,15 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(() => shrink(`<testsuites ${"a".repeat(2000)}="1"/>`, 500)).toThrow(JUnitTooLargeError);
     const many = new JUnitShrinker(500, 10_000);
     expect(() => many.push(Buffer.from(`<testsuites>${"<testcase name='t'/>".repeat(1000)}</testsuites>`))).toThrow(JUnitTooLargeError);
+  });
+
+  test("readJUnitCapped refuses a FIFO or a directory at once instead of waiting for a writer", async () => {
+    const dir = makeSuite({});
+    const fifo = path.join(dir, "fifo.xml");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    // Before, the read waited for a writer forever (the test's time limit ends such a wait).
+    await expect(readJUnitCapped(fifo)).rejects.toThrow(NotARegularFileError);
+    await expect(readJUnitCapped(dir)).rejects.toThrow(NotARegularFileError);
   });
 
   test("readJUnitCapped streams a file and reports a missing one by its code", async () => {

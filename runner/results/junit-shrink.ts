@@ -43,6 +43,11 @@ export function junitByteLimit(testsStarted: number): number {
   return Math.min(MAX_JUNIT_BYTES_CEILING, MAX_JUNIT_BYTES + JUNIT_BYTES_PER_STARTED_TEST * Math.max(0, testsStarted));
 }
 
+/** What is at Bun's JUnit path is not a regular file (a FIFO, a directory, a device). */
+export class NotARegularFileError extends Error {
+  override name = "NotARegularFileError";
+}
+
 /** Bun's JUnit file cannot be read within the bounds. */
 export class JUnitTooLargeError extends Error {
   override name = "JUnitTooLargeError";
@@ -226,6 +231,7 @@ export class JUnitShrinker {
  *
  * @param maxBytes the limit after the cuts ({@link junitByteLimit} for a shard)
  * @throws the file system error (e.g. ENOENT, as `code`) when it cannot be read
+ * @throws NotARegularFileError when it is not a regular file (a FIFO is never waited on)
  * @throws JUnitTooLargeError when it is too large even after the cuts
  */
 export async function readJUnitCapped(file: string, maxBytes = MAX_JUNIT_BYTES): Promise<string> {
@@ -236,10 +242,13 @@ export async function readJUnitCapped(file: string, maxBytes = MAX_JUNIT_BYTES):
   // 34-55 ms through it against ~5 ms read alone (bench/README.md).
   const whole = readSmallRegularFile(file, Math.min(maxBytes, WHOLE_READ_BYTES));
   if (whole !== null) return cutJUnitText(whole, maxBytes);
-  const handle = await open(file, "r");
+  // Non-blocking and checked again: the file may have been replaced since.
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) throw new NotARegularFileError(`not a regular file: ${file}`);
     // The output is at most the file (cuts only shrink it): sized once, not grown by doubling.
-    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES, maxBytes, (await handle.stat()).size);
+    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES, maxBytes, stat.size);
     // One buffer, refilled: a fresh one per chunk was 10 MB of garbage per 100,000 testcases.
     const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
     for (;;) {
@@ -322,17 +331,22 @@ export function hasNothingToCut(bytes: Buffer, maxRunBytes = MAX_TEXT_BYTES): bo
 
 /**
  * The content of `file` when it is a regular file of at most `limit` bytes,
- * read synchronously; null when it is larger, grew while read, or is not a
- * regular file (opened with O_NONBLOCK, so a FIFO put there cannot block
- * the runner; the caller's streamed read then handles it as before).
+ * read synchronously; null when it is larger or grew while read (the
+ * caller then streams it). Opened with O_NONBLOCK, so a FIFO put there
+ * cannot block the runner.
  * @throws the file system error of the open (ENOENT: no file)
+ * @throws NotARegularFileError when it is not a regular file
  */
 function readSmallRegularFile(file: string, limit: number): Buffer | null {
   const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const stat = fstatSync(fd);
     const size = stat.size;
-    if (!stat.isFile() || size > limit) return null;
+    // Bun writes a regular file; anything else there (a FIFO a test left, a
+    // directory) is no report, and a FIFO without a writer would block the
+    // streamed read below for good.
+    if (!stat.isFile()) throw new NotARegularFileError(`not a regular file: ${file}`);
+    if (size > limit) return null;
     // One byte more than its size: a file that grew since is streamed instead.
     const buffer = Buffer.allocUnsafe(size + 1);
     let length = 0;
