@@ -13,7 +13,7 @@
  * edited checkout never runs stale code. The child preload, the guardian and `bg`'s detached run
  * stay source files: other processes start them by path.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 /** The compiled CLI relative to the package root. Bun looks for its bytecode at the same path plus `.jsc`. */
@@ -84,6 +84,8 @@ export function freshCompiledCli(root: string): string | null {
 export async function buildCompiledCli(root: string): Promise<string> {
   // Taken first: a source edited during the build leaves the stamp stale, never the other way round.
   const fingerprint = sourcesFingerprint(root);
+  // Gone while the files are rewritten: a build that fails or is cut short leaves the sources in use.
+  rmSync(path.join(root, `${COMPILED_CLI}${STAMP_SUFFIX}`), { force: true });
   const result = await Bun.build({
     entrypoints: [path.join(root, "runner", "cli-entry.ts")],
     target: "bun",
