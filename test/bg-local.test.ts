@@ -107,6 +107,10 @@ describe("bg --local", () => {
     const st = await runCli(["status", path.basename(logOf(started.stdout), ".log")], { cwd: dir });
     expect(st.stdout).toContain(": timed-out (exit 2): cap of 2s reached; the run was cancelled");
     expect(st.stdout).not.toContain(": failed");
+    // The test counts are the report's, never-started included, and not "so far" once it ended.
+    const never = report.shards.flatMap((s) => s.tests).filter((t) => t.status === "never-started").length;
+    expect(never).toBeGreaterThan(0);
+    expect(st.stdout).toMatch(new RegExp(`^  tests: \\d+ passed, .* ${never} never started, `, "m"));
   }, 60_000);
 
   test("SIGTERM to the run ends EXIT=130; SIGKILL leaves no sentinel and status says incomplete", async () => {
