@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { readBunJUnit } from "../runner/results/bun-junit.ts";
 import {
+  JUNIT_BYTES_PER_FAILED_TEST,
   JUNIT_BYTES_PER_STARTED_TEST,
   junitByteLimit,
   JUnitShrinker,
@@ -230,6 +231,8 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(junitByteLimit(0)).toBe(MAX_JUNIT_BYTES);
     expect(junitByteLimit(100_000)).toBe(MAX_JUNIT_BYTES + 100_000 * JUNIT_BYTES_PER_STARTED_TEST);
     expect(junitByteLimit(10_000_000)).toBe(MAX_JUNIT_BYTES_CEILING);
+    expect(junitByteLimit(3_000, 1_000)).toBe(MAX_JUNIT_BYTES + 3_000 * JUNIT_BYTES_PER_STARTED_TEST + 1_000 * JUNIT_BYTES_PER_FAILED_TEST);
+    expect(junitByteLimit(3_000, 1_000_000)).toBe(MAX_JUNIT_BYTES_CEILING);
     const dir = makeSuite({});
     const file = path.join(dir, "bun.xml");
     const suites: string[] = [];
@@ -245,6 +248,21 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(entries.flatMap((e) => e.tests)).toHaveLength(100_000);
   }, 30_000);
 });
+
+test("1,000 of 3,000 tests failing with 12 KB messages (a 24 MB JUnit): the shard is failed, every test with its status, not crashed for an unreadable JUnit", async () => {
+  const body =
+    `import { expect, test } from "bun:test";\n` +
+    `const long = "m".repeat(12_000);\n` +
+    `for (let i = 0; i < 3000; i++) test("t" + i, () => { if (i % 3 === 0) throw new Error(long + " " + i); expect(i).toBe(i); });\n`;
+  const dir = makeSuite({ "many.test.ts": body });
+  const r = await runCli(["run", "--root", dir], { limitMs: 60_000 });
+  expect(r.code).toBe(1);
+  const shard = readReport(dir).shards[0]!;
+  expect(shard.reason).not.toContain("unreadable");
+  expect([shard.status, shard.testSource]).toEqual(["failed", "junit+events"]);
+  expect(shard.tests.filter((t) => t.status === "failed")).toHaveLength(1_000);
+  expect(shard.tests.filter((t) => t.status === "passed")).toHaveLength(2_000);
+}, 60_000);
 
 describe("capText: a text cut at ingestion is cut again as one in reports", () => {
   test("the report's marker counts every byte cut and names the log", () => {

@@ -69,6 +69,7 @@ export class TestEventModel {
   private anomalyCount = 0;
   private seq = 0;
   private eventCount = 0;
+  private failedEndCount = 0;
 
   constructor(options: ModelOptions) {
     this.now = options.now ?? (() => performance.now());
@@ -181,7 +182,10 @@ export class TestEventModel {
     if (record.phase === "ended") {
       this.anomaly(`second end for test ${record.id}; the later one wins`);
     }
-    if (status === "fail" || status === "timeout") this.pending.failed(record);
+    if (status === "fail" || status === "timeout") {
+      this.pending.failed(record);
+      this.failedEndCount += 1;
+    }
     else this.pending.cleared(record);
     record.phase = "ended";
     this.runningNow.delete(record);
@@ -336,6 +340,11 @@ export class TestEventModel {
   /** Inconsistencies seen while applying events (first 100), for diagnostics. */
   anomalies(): { count: number; first: readonly string[] } {
     return { count: this.anomalyCount, first: [...this.anomalyList] };
+  }
+
+  /** `end` events with a failure (`fail` or `timeout`), retried attempts included: what Bun's JUnit may carry failure texts for. */
+  failedEnds(): number {
+    return this.failedEndCount;
   }
 
   /** Number of events applied. */

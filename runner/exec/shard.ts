@@ -292,7 +292,7 @@ export async function runShard(
     // Streamed with long texts cut: the file is test-controlled and may be
     // huge. Its limit grows with the tests that started (a passing file of
     // 100,000 tests writes about 19 MB).
-    junit = alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath, junitByteLimit(marks.testsStarted))), shard.files, ctx.root);
+    junit = alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath, junitByteLimit(marks.testsStarted, model?.failedEnds() ?? 0))), shard.files, ctx.root);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;

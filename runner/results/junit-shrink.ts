@@ -33,14 +33,27 @@ export const JUNIT_BYTES_PER_STARTED_TEST = 1024;
 export const MAX_JUNIT_BYTES_CEILING = 256 * 1024 * 1024;
 
 /**
+ * Bytes of JUnit allowed per failed test end the inspector events reported,
+ * on top of the per-test allowance: Bun writes a failure's message twice
+ * (the `message` attribute and the element's text), each cut to
+ * MAX_TEXT_BYTES with a marker. 1,000 tests failing with 12 KB messages
+ * made a 24 MB JUnit that the per-test allowance alone refused as
+ * unreadable, so the shard read as crashed instead of failed.
+ */
+export const JUNIT_BYTES_PER_FAILED_TEST = 2 * (MAX_TEXT_BYTES + 1024);
+
+/**
  * The byte limit of a shard's JUnit after the cuts: {@link MAX_JUNIT_BYTES}
- * plus {@link JUNIT_BYTES_PER_STARTED_TEST} per started test, at most
+ * plus {@link JUNIT_BYTES_PER_STARTED_TEST} per started test and
+ * {@link JUNIT_BYTES_PER_FAILED_TEST} per failed test end, at most
  * {@link MAX_JUNIT_BYTES_CEILING}.
  *
  * @param testsStarted test starts the child preload counted (exec/marks.ts)
+ * @param failedEnds test ends with a failure the events reported (0 without events)
  */
-export function junitByteLimit(testsStarted: number): number {
-  return Math.min(MAX_JUNIT_BYTES_CEILING, MAX_JUNIT_BYTES + JUNIT_BYTES_PER_STARTED_TEST * Math.max(0, testsStarted));
+export function junitByteLimit(testsStarted: number, failedEnds = 0): number {
+  const allowed = MAX_JUNIT_BYTES + JUNIT_BYTES_PER_STARTED_TEST * Math.max(0, testsStarted) + JUNIT_BYTES_PER_FAILED_TEST * Math.max(0, failedEnds);
+  return Math.min(MAX_JUNIT_BYTES_CEILING, allowed);
 }
 
 /** What is at Bun's JUnit path is not a regular file (a FIFO, a directory, a device). */
