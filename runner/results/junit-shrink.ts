@@ -318,7 +318,11 @@ const CUT_SLACK_BYTES = 64;
  * cutter would keep, which the XML reader refuses either way. A true answer
  * is therefore never more lenient than the cutter: the reader gets the
  * cutter's text, or a text it refuses as the cutter's would have been
- * (test/text-cap.test.ts compares them on generated documents).
+ * (test/text-cap.test.ts compares them on generated documents). One
+ * difference is in the other direction: a stray quote inside the XML
+ * declaration, which the cutter takes for an attribute value's and so
+ * misreads what follows (it can cut a run of tags as one long value); the
+ * reader then gets the document as written.
  *
  * One backward search per `maxRunBytes` stretch: ~0.2 ms for 10 MB.
  */
