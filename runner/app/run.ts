@@ -29,15 +29,9 @@ import { randomHex } from "../util/random.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
+import { FirstWave } from "./first-wave.ts";
 import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
 import { updateTimingsFile } from "./timings-update.ts";
-
-/**
- * The longest the run's first report write waits for the first wave's
- * handshakes after the first wave was spawned, ms: 100. Handshakes take
- * 5-15 ms; a child that never dials in is given 5 s (CONNECT_TIMEOUT_MS).
- */
-const FIRST_WRITE_WAIT_MS = 100;
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -192,36 +186,16 @@ export class Run {
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
     const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
     const shardTotal = () => plan.shards.length + this.redispatched.length;
-    // The first report write (every shard queued or running) waits until the
-    // first wave of shards runs its tests (each spawned and, with events, past
-    // its handshake): building and rendering it is CPU work (25-30 ms for 300
-    // files, bench/README.md) that held back the first spawns, then the
-    // handshakes, and its files landed after them anyway. Not awaited: the
-    // writes (six files, each fsynced) go on while the shards run; every
-    // later write queues behind this one, so the files on disk move forward
-    // in order. Pruning old runs waits for the same moment. A handshake that
-    // is slow to come (a child that never dials in is given 5 s) holds the
-    // first write no longer than FIRST_WRITE_WAIT_MS after the first wave's
-    // spawns: until it lands, a runner that dies leaves no report of this run.
+    // The first report write (every shard queued or running) comes when the
+    // first wave runs its tests (app/first-wave.ts). Not awaited: the writes
+    // (six files, each fsynced) go on while the shards run; every later write
+    // queues behind this one, so the files on disk move forward in order.
+    // Pruning old runs waits for the same moment.
     let pruning: Promise<void> = Promise.resolve();
-    let firstWritten = false;
-    let firstWriteTimer: ReturnType<typeof setTimeout> | undefined;
-    const afterFirstWave = () => {
-      if (firstWritten) return;
-      firstWritten = true;
-      clearTimeout(firstWriteTimer);
+    const firstWave = new FirstWave(Math.min(Math.max(1, settings.jobs), toRun.length), () => {
       void this.writeReports(false);
       pruning = pruneRuns(settings.out, this.runId);
-    };
-    let firstWave = Math.min(Math.max(1, settings.jobs), toRun.length);
-    let firstWaveUnspawned = firstWave;
-    const runningOrSettled = () => {
-      if (firstWave > 0 && --firstWave === 0) afterFirstWave();
-    };
-    const spawnedOrSettled = () => {
-      if (firstWaveUnspawned > 0 && --firstWaveUnspawned === 0 && !firstWritten) firstWriteTimer = setTimeout(afterFirstWave, FIRST_WRITE_WAIT_MS);
-    };
-    if (firstWave === 0) afterFirstWave();
+    });
     const ctx = {
       runId: this.runId,
       root: settings.root,
@@ -240,21 +214,7 @@ export class Run {
       toRun,
       settings.jobs,
       async (shard, enqueue, release) => {
-        // Counted in the first wave once when spawned and once when its tests
-        // run, or when it ends without either.
-        let countedSpawn = false;
-        let countedRunning = false;
-        const countSpawn = () => {
-          if (countedSpawn) return;
-          countedSpawn = true;
-          spawnedOrSettled();
-        };
-        const countFirstWave = () => {
-          countSpawn();
-          if (countedRunning) return;
-          countedRunning = true;
-          runningOrSettled();
-        };
+        const wave = firstWave.member();
         const { result, filesNotStarted } = await runShard(
           ctx,
           shard,
@@ -262,15 +222,12 @@ export class Run {
             onStart: (running) => {
               this.running.set(shard.index, running);
               this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
-              countSpawn();
+              wave.spawned();
               // So a runner killed soon after leaves reports naming this shard as running
               // (a shard of the first wave: once the first write lands).
-              if (firstWave === 0) void this.writeReports(false);
+              if (firstWave.ready) void this.writeReports(false);
             },
-            // The first write waits until the first wave runs its tests: rendered
-            // between a spawn and its handshake, it held the child at the inspector
-            // (~35 ms of P3's second shard, bench/README.md).
-            onRunning: () => countFirstWave(),
+            onRunning: () => wave.running(),
             onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
           },
           (proc) => {
@@ -297,7 +254,7 @@ export class Run {
         });
         // A shard of the first wave that never ran its tests (cancelled, its
         // preparation or handshake failed) must not hold back the first write.
-        countFirstWave();
+        wave.running();
         for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
