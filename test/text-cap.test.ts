@@ -217,6 +217,53 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(refused).toBeGreaterThan(30);
   });
 
+  test("quotes inside the XML declaration, a comment, a CDATA section or a processing instruction are only characters to the cutter", () => {
+    // Read as an attribute's, such a quote put every later quote out of step: a run of tags
+    // became one long "value", was cut, and a failing testcase vanished from a document that
+    // still parsed.
+    const filler = "<z/>".repeat(200);
+    const doc =
+      `<?xml version="?><testsuites><!-- it's "quoted" --><testsuite name='a.test.ts' file='a.test.ts'>` +
+      `<![CDATA[ a"b <c d='e ]]]><?pi say "hi?>` +
+      `<testcase name='t' line='1'><failure message='boom'>boom</failure></testcase>${filler}"` +
+      `<!--- dashes --->` +
+      `<testcase name='u' line='9'/></testsuite></testsuites>`;
+    for (const chunk of [1, 2, 3, 7, 64, doc.length]) expect(shrink(doc, 500, chunk)).toBe(doc);
+    expect(readBunJUnit(shrink(doc, 500, 7))[0]!.tests.map((t) => [t.name, t.status])).toEqual([
+      ["t", "failed"],
+      ["u", "passed"],
+    ]);
+    // Each is measured as a tag: longer than the cut length, it is refused, never cut.
+    for (const long of [`<!--${"x".repeat(600)}-->`, `<![CDATA[${"x".repeat(600)}]]>`, `<?pi ${"x".repeat(600)}?>`]) {
+      expect(() => shrink(`<testsuites>${long}</testsuites>`, 500, 64)).toThrow(JUnitTooLargeError);
+    }
+  });
+
+  test("the cutter leaves every generated document whose texts and values are short unchanged, whatever its comments, CDATA and processing instructions hold, in any chunking", () => {
+    let seed = 88172645;
+    const random = (n: number) => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) % n;
+    };
+    const alphabet = ["a", " ", "&amp;", "\u00e9", "\u{1F600}", "\n", ">", '"', "'", "<", "-", "]", "?"];
+    const run = (length: number) => Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
+    // A body whose text never holds its own end marker.
+    const safe = (text: string, end: string) => text.split(end).join("");
+    const pieces = [
+      () => `<!--${safe(run(random(40)), "--")}-->`,
+      () => `<![CDATA[${safe(run(random(40)), "]]>")}]]>`,
+      () => `<?pi ${safe(run(random(40)), "?>")}?>`,
+      () => `<testcase name="${safe(safe(run(random(20)), '"'), "<")}" line='2'>${safe(run(random(20)), "<")}</testcase>`,
+      () => "<z/>",
+    ];
+    for (let d = 0; d < 2000; d++) {
+      const doc = `<?xml ${safe(run(random(10)), "?>")}?><testsuites>${Array.from({ length: 1 + random(8) }, () => pieces[random(pieces.length)]!()).join("")}</testsuites>`;
+      for (const chunk of [1, 5, 4096]) expect(shrink(doc, 500, chunk)).toBe(doc);
+    }
+  });
+
   test("hasNothingToCut: Bun's own output passes; a long text, a comment or a late processing instruction does not", () => {
     const doc = junit("short", "short body");
     expect(hasNothingToCut(Buffer.from(doc))).toBe(true);

@@ -67,7 +67,26 @@ export class JUnitTooLargeError extends Error {
 }
 
 
-type State = "text" | "tag" | "attr";
+/**
+ * Where the cutter is: character data, a tag outside quotes, a quoted
+ * attribute value, the first bytes after a `<` (which tell a processing
+ * instruction, comment or CDATA section from a tag), or inside one of those
+ * three, where a quote is only a character: read as an attribute's, a
+ * quote in `<?xml version="?>` or a comment put every later quote out of
+ * step, and a run of tags could be cut as one value (a failing testcase
+ * dropped from a document that still parsed).
+ */
+type State = "text" | "tag" | "attr" | "open" | "special";
+
+const QMARK = 0x3f;
+const BANG = 0x21;
+
+/** What follows `<` for a processing instruction, a comment and a CDATA section, and how each ends. */
+const SPECIALS: readonly { opening: string; end: Buffer }[] = [
+  { opening: "?", end: Buffer.from("?>") },
+  { opening: "!--", end: Buffer.from("-->") },
+  { opening: "![CDATA[", end: Buffer.from("]]>") },
+];
 
 /**
  * The streaming cutter: feed chunks with {@link JUnitShrinker.push}, then
@@ -77,6 +96,11 @@ type State = "text" | "tag" | "attr";
 export class JUnitShrinker {
   private state: State = "text";
   private quote = 0;
+  /** In "open": the bytes after `<` so far (at most 8). */
+  private opening = "";
+  /** In "special": its end, and how many of its bytes were just seen. */
+  private closing: Buffer = SPECIALS[0]!.end;
+  private closingMatched = 0;
   /**
    * The cut document so far, in one buffer grown by doubling: a copy per
    * token (a Buffer each for ~10 tokens per testcase) made 100,000 testcases
@@ -120,9 +144,41 @@ export class JUnitShrinker {
         i = chunk.indexOf(LT, i);
         if (i === -1) break;
         this.endRun(chunk, from, i, false);
-        this.state = "tag";
+        this.state = "open";
+        this.opening = "";
         this.tagBytes = 0;
         from = i;
+      } else if (this.state === "open") {
+        const byte = chunk[i]!;
+        if (this.opening === "" && byte !== QMARK && byte !== BANG) {
+          // Nearly every tag: an element's start or end tag.
+          this.state = "tag";
+          i -= 1;
+          continue;
+        }
+        this.opening += String.fromCharCode(byte);
+        const special = SPECIALS.find((s) => s.opening === this.opening);
+        if (special) {
+          this.state = "special";
+          this.closing = special.end;
+          this.closingMatched = 0;
+        } else if (!SPECIALS.some((s) => s.opening.startsWith(this.opening))) {
+          // A tag (or a DOCTYPE): this byte is its first, read as a tag's.
+          this.state = "tag";
+          i -= 1;
+        }
+      } else if (this.state === "special") {
+        const byte = chunk[i]!;
+        if (byte === this.closing[this.closingMatched]) {
+          if (++this.closingMatched === this.closing.length) {
+            this.countTag(i + 1 - from);
+            this.state = "text";
+            from = i + 1;
+          }
+        } else if (byte === this.closing[0]) {
+          // "--->" and "]]]>" end too: a repeated first byte keeps what it matched.
+          this.closingMatched = this.closing[0] === this.closing[1] && this.closingMatched >= 2 ? 2 : 1;
+        } else this.closingMatched = 0;
       } else if (this.state === "attr") {
         i = chunk.indexOf(this.quote, i);
         if (i === -1) break;
@@ -143,7 +199,7 @@ export class JUnitShrinker {
         }
       }
     }
-    if (this.state === "tag") {
+    if (this.state !== "text" && this.state !== "attr") {
       this.countTag(chunk.length - from);
       this.emit(chunk, this.spanStart, chunk.length);
     } else {
@@ -318,11 +374,7 @@ const CUT_SLACK_BYTES = 64;
  * cutter would keep, which the XML reader refuses either way. A true answer
  * is therefore never more lenient than the cutter: the reader gets the
  * cutter's text, or a text it refuses as the cutter's would have been
- * (test/text-cap.test.ts compares them on generated documents). One
- * difference is in the other direction: a stray quote inside the XML
- * declaration, which the cutter takes for an attribute value's and so
- * misreads what follows (it can cut a run of tags as one long value); the
- * reader then gets the document as written.
+ * (test/text-cap.test.ts compares them on generated documents).
  *
  * One backward search per `maxRunBytes` stretch: ~0.2 ms for 10 MB.
  */
