@@ -26,6 +26,16 @@ import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 
 const KiB = 1024;
 
+/** A random whole number below `n` from xorshift32: a fixed seed, so a failure repeats. */
+function seededRandom(seed: number): (n: number) => number {
+  return (n) => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+}
+
 describe("capJsonStrings: long JSON strings cut without parsing", () => {
   test("short documents pass unchanged; a long string keeps its tail behind the marker", () => {
     const small = JSON.stringify({ a: "b" });
@@ -158,14 +168,7 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     // with and without "<", entities, multi-byte characters, comments,
     // CDATA, processing instructions, tags with many attributes.
     const cap = 200;
-    // xorshift32: a fixed seed, so a failure repeats.
-    let seed = 2463534242;
-    const random = (n: number) => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) % n;
-    };
+    const random = seededRandom(2463534242);
     const run = (length: number, alphabet: string[]) => Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
     const plain = ["a", "b", " ", "&amp;", "\u00e9", "\u{1F600}", "\n", ">"];
     const lengthOf = () => (random(3) === 0 ? random(150) : random(20));
@@ -240,13 +243,7 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
   });
 
   test("the cutter leaves every generated document whose texts and values are short unchanged, whatever its comments, CDATA and processing instructions hold, in any chunking", () => {
-    let seed = 88172645;
-    const random = (n: number) => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) % n;
-    };
+    const random = seededRandom(88172645);
     const alphabet = ["a", " ", "&amp;", "\u00e9", "\u{1F600}", "\n", ">", '"', "'", "<", "-", "]", "?"];
     const run = (length: number) => Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
     // A body whose text never holds its own end marker.
