@@ -165,10 +165,11 @@ export async function runShard(
     // Listen before the spawn: the child dials this socket as soon as its
     // inspector is up, then holds its tests until the handshake.
     let channel: EventChannel | null = null;
-    // Ended when the handshake completes or fails, or the child is gone.
+    // Ended when the handshake completes or fails, or the child is gone
+    // (or the attempt throws: see `attempted` below).
     let handshakeSettled: () => void = () => {};
     if (socketPath && model) {
-      handshakeSettled = ctx.handshakes?.enter() ?? handshakeSettled;
+      handshakeSettled = settleHandshake = ctx.handshakes?.enter() ?? handshakeSettled;
       try {
         channel = listenForTestEvents({
           socketPath,
@@ -267,10 +268,18 @@ export async function runShard(
     return { outcome, model, connected: channel !== null };
   };
 
-  let result = await attempt(ctx.socketDir !== null);
+  // An attempt that throws (a spawn that fails outright, a full disk) must not
+  // leave its handshake pending: every later verdict of the run would wait for it.
+  let settleHandshake: () => void = () => {};
+  const attempted = (withEvents: boolean) =>
+    attempt(withEvents).catch((error: unknown) => {
+      settleHandshake();
+      throw error;
+    });
+  let result = await attempted(ctx.socketDir !== null);
   if (result === null && !cancelled()) {
     hooks.onWarning?.(shard, `no per-test events (${running.eventsProblem}); running it again without them`);
-    result = await attempt(false);
+    result = await attempted(false);
   }
   if (result === null) {
     const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
