@@ -7,6 +7,7 @@ import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type FastGlob from "fast-glob";
 import { ConfigError } from "../config/schema.ts";
+import { plural } from "../util/format.ts";
 import { sha256Hex } from "../util/random.ts";
 import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, walkTestFiles } from "./walk.ts";
 
@@ -55,8 +56,13 @@ export interface PlanOptions {
   root: string;
   patterns: readonly string[];
   filesPerShard: number;
-  /** Extra ignore globs, relative to the root (e.g. the output directory). */
+  /** Extra ignore globs, relative to the root. */
   ignore?: readonly string[];
+  /**
+   * The output directory (absolute): searched like any other, and a plan
+   * with a file in it (or that is it) is refused ({@link refuseOutAmongTests}).
+   */
+  out?: string;
 }
 
 /**
@@ -78,7 +84,7 @@ export function planRun(options: PlanOptions): Plan {
   for (const pattern of patterns) {
     const glob = expandPattern(options.root, pattern);
     const dir = skipDirs ? walkableDir(glob) : null;
-    const matches =
+    const matches = readingTree(options.root, () =>
       dir !== null
         ? walkTestFiles(options.root, dir, skipDirs!)
         : fg().sync(glob, {
@@ -87,7 +93,8 @@ export function planRun(options: PlanOptions): Plan {
             onlyFiles: true,
             dot: false,
             followSymbolicLinks: false,
-          });
+          }),
+    );
     if (matches.length === 0) {
       // A path written out (no glob characters) that matches nothing is a
       // typo, not an empty selection: say so instead of running less.
@@ -106,7 +113,49 @@ export function planRun(options: PlanOptions): Plan {
     throw new ConfigError(`no test files matched ${patterns.map((p) => JSON.stringify(p)).join(", ")} under ${options.root}`);
   }
   const files = [...included.keys()].sort(compareStable);
+  if (options.out !== undefined) refuseOutAmongTests(options.root, options.out, files);
   return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard), included, excluded };
+}
+
+/**
+ * Refuses an output directory that is a planned test file or holds some:
+ * reports and logs would be written among the tests, and a search that
+ * skipped OUT would silently run fewer files than asked for.
+ *
+ * @param root absolute root; `files` are relative to it (forward slashes)
+ * @param out absolute output directory (`--out`)
+ * @throws ConfigError naming `--out` and the planned files it holds
+ */
+export function refuseOutAmongTests(root: string, out: string, files: Iterable<string>): void {
+  const inside = (f: string) => {
+    const abs = path.resolve(root, f);
+    return abs === out || abs.startsWith(out.endsWith(path.sep) ? out : out + path.sep);
+  };
+  const hidden = [...files].filter(inside);
+  if (hidden.length === 0) return;
+  const named = hidden.slice(0, 3).join(", ") + (hidden.length > 3 ? ` and ${hidden.length - 3} more` : "");
+  const what = hidden.length === 1 && path.resolve(root, hidden[0]!) === out ? "is the planned test file" : `holds ${plural(hidden.length, "planned test file")}:`;
+  throw new ConfigError(`--out ${out} ${what} ${named}; reports and logs go to --out, so it must hold no test file (choose another, e.g. the default .shardguard)`);
+}
+
+/**
+ * Runs a search of the tree, turning a directory it cannot read (EACCES,
+ * ENOTDIR, ELOOP, ...) into a ConfigError naming that directory: a tree the
+ * user's account cannot read is their input, and a run that skipped it would
+ * plan fewer files than exist.
+ *
+ * @throws ConfigError for an fs error carrying a path; anything else as it is
+ */
+export function readingTree<T>(root: string, search: () => T): T {
+  try {
+    return search();
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    if (typeof e?.code !== "string" || typeof e.path !== "string") throw error;
+    const rel = path.relative(root, e.path.replace(/[\\/]+$/, "")) || ".";
+    const where = rel.startsWith("..") || path.isAbsolute(rel) ? e.path : rel.split(path.sep).join("/");
+    throw new ConfigError(`cannot read ${JSON.stringify(where)} under --root ${root} while looking for test files: ${e.code} (${e.syscall ?? "read"}); make it readable, or name the test files or directories to run as PATTERNs`);
+  }
 }
 
 /** Byte-wise comparison: the same order on every machine and locale. */

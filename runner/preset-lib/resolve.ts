@@ -12,7 +12,7 @@ import path from "node:path";
 import fg from "fast-glob";
 import { readBunfigTable } from "../config/load.ts";
 import { ConfigError } from "../config/schema.ts";
-import { ALWAYS_IGNORED } from "../plan/plan.ts";
+import { ALWAYS_IGNORED, readingTree } from "../plan/plan.ts";
 import { BUILTIN_PRESETS } from "./builtin.ts";
 import { parsePreset, type Preset } from "./schema.ts";
 
@@ -111,14 +111,18 @@ export function getPreset(catalog: PresetCatalog, name: string, source = "--pres
  * Files of a preset under `root`: its globs expanded (node_modules, .git and
  * .shardguard never searched), relative paths with forward slashes, sorted
  * byte-wise.
+ *
+ * @throws ConfigError when a directory under `root` cannot be read
  */
 export function presetFiles(preset: Preset, root: string, ignore: readonly string[] = []): string[] {
-  const found = fg.sync(preset.globs, {
-    cwd: root,
-    ignore: [...ALWAYS_IGNORED, ...ignore],
-    onlyFiles: true,
-    dot: false,
-    followSymbolicLinks: false,
-  });
+  const found = readingTree(root, () =>
+    fg.sync(preset.globs, {
+      cwd: root,
+      ignore: [...ALWAYS_IGNORED, ...ignore],
+      onlyFiles: true,
+      dot: false,
+      followSymbolicLinks: false,
+    }),
+  );
   return [...new Set(found.map((f) => f.split(path.sep).join("/")))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
