@@ -50,7 +50,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     plan = rerun.plan;
     provenance = { rerunOf: rerun.rerunOf };
   } else {
-    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
+    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, out: settings.out });
   }
   if (spec) {
     const sliced = slicePlan(plan, spec, timings.durations);
@@ -90,12 +90,6 @@ export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; las
   if (!args.extras.has("--preset") && args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
   if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
   return { spec, lastFailed };
-}
-
-/** The output directory, when inside the root, is never searched for tests. */
-export function outIgnore(settings: RunSettings): string[] {
-  const rel = settings.out.startsWith(settings.root + "/") ? settings.out.slice(settings.root.length + 1) : null;
-  return rel ? [`${rel}/**`] : [];
 }
 
 /** Human-readable plan: shards with their files, why each file is in, what was left out. */

@@ -11,7 +11,7 @@ import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
 import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
-import { groupIntoShards, planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
+import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT } from "../results/codes.ts";
 import type { ShardResult } from "../results/model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
@@ -230,8 +230,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
 
   // Files: the preset's, limited to the ones asked for.
   const outRel = settings.out.startsWith(root + path.sep) ? path.relative(root, settings.out).split(path.sep).join("/") : null;
-  const ignore = outRel ? [`${outRel}/**`] : [];
-  const all = presetFiles(preset, root, ignore);
+  const all = presetFiles(preset, root);
   if (all.length === 0) {
     throw new ConfigError(`preset ${preset.name}: no file under ${root} matches its globs (${preset.globs.join(", ")})`);
   }
@@ -246,7 +245,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   } else if (req.patterns && req.patterns.length > 0) {
     const allowed = new Set(all);
-    const matched = [...planRun({ root, patterns: req.patterns, filesPerShard: 1, ignore }).included.keys()];
+    const matched = [...planRun({ root, patterns: req.patterns, filesPerShard: 1, out: settings.out }).included.keys()];
     const stray = matched.find((f) => !allowed.has(f));
     if (stray !== undefined) {
       throw new ConfigError(`invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`);
@@ -254,6 +253,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     files = all.filter((f) => matched.includes(f));
   }
 
+  refuseOutAmongTests(root, settings.out, files);
   const inTier = tier && preset.tier ? filterByTier(root, files, tier.name, preset.tier) : { selected: files, reasons: new Map<string, string>(), excluded: [] };
   const shards = groupIntoShards(inTier.selected, settings.filesPerShard);
   const included = new Map(inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const));

@@ -19,7 +19,7 @@ import { preparePresetRun, presetRequestFromArgs } from "../../preset-lib/sessio
 import type { Host } from "../host.ts";
 import { lastFailedFiles, planLastFailed } from "../last-failed.ts";
 import { lastFailedScope } from "../preset-run.ts";
-import { outIgnore, planFlags } from "../run-command.ts";
+import { planFlags } from "../run-command.ts";
 
 /** The run a background run will start, as far as `bg` needs it. */
 export interface BgPlan {
@@ -52,7 +52,7 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
       // pass but cannot run now are refused (exit 2) by planLastFailed.
       plan = rerun.kind === "nothing" ? { root: settings.root, patterns: [], shards: [], included: new Map(), excluded: [] } : rerun.plan;
     } else {
-      plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, ignore: outIgnore(settings) });
+      plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, out: settings.out });
       if (plan.shards.length === 0) throw new ConfigError(`no test files to run under ${settings.root} (shardguard list shows the plan)`);
     }
     if (spec) plan = slicePlan(plan, spec, timings.durations).plan;
