@@ -25,7 +25,7 @@ export interface RunReporter {
   onSweep(kind: "stale-runs" | "end-of-run", killed: readonly KilledProcess[]): void;
   onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): void;
   onShardWarning(shard: PlannedShard, total: number, message: string): void;
-  /** After a shard's result is decided; resolves once its lines (and log tail) are printed. */
+  /** After a shard's result is decided; resolves once its lines (and log tail) are printed, as one block. */
   onShardEnd(result: ShardResult, total: number): Promise<void>;
   onCancel(signal: "SIGINT" | "SIGTERM", running: number): void;
   /** The final report; `filterMatchedNothing` from the run verdict (results/run-verdict.ts). */
@@ -73,18 +73,19 @@ export class ConsoleReporter implements RunReporter {
 
   async onShardEnd(result: ShardResult, total: number): Promise<void> {
     const shown = redactShard(result, this.redact);
-    this.out.line(endLine(shown, total));
+    // The log's tail is read before anything is printed, and the whole block goes out in one
+    // write: another shard's lines can never land between a shard's end line and its excerpt.
+    const tail = !SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath ? await logTail(result.logPath) : "";
+    const block = [endLine(shown, total)];
     if (shown.leftovers.length > 0) {
       const left = shown.leftovers.filter((e) => e.leftGroup).length;
-      this.out.line(
+      block.push(
         `[${shown.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard's tests ended` +
           `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers, (t) => t)}`,
       );
     }
-    if (!SUCCESSFUL_SHARD_STATUSES.has(result.status) && result.logPath) {
-      const tail = await logTail(result.logPath);
-      if (tail) this.out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
-    }
+    if (tail) block.push(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+    this.out.line(block.join("\n"));
   }
 
   onCancel(signal: "SIGINT" | "SIGTERM", running: number): void {
