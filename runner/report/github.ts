@@ -23,8 +23,9 @@ export interface GithubOptions {
    * Absolute path of the repository root (GITHUB_WORKSPACE, else the git
    * top level, else the run root): `file=` properties and the paths in the
    * summary are relative to it, as GitHub needs them to place annotations.
+   * Default: the report's root.
    */
-  repoRoot: string;
+  repoRoot?: string;
   /** The run's secret redactor, applied to every text taken from a test. Default: none. */
   redact?: (text: string) => string;
   /** The stable report paths, listed in the summary. */
@@ -93,12 +94,20 @@ function shown(repoRoot: string, abs: string): string {
   return inside(repoRoot, abs) ?? abs;
 }
 
-/** The test's failure text (message, then details), ANSI removed. */
-function failureText(test: TestResult): string {
+/**
+ * The test's failure text, ANSI removed: the message, then what the details
+ * add to it. Bun's details repeat the message (`AssertionError: <message>`
+ * and the stack), so only the part after it is kept: a short assertion fits
+ * one screen instead of showing twice.
+ */
+export function failureText(test: TestResult): string {
   const f = test.failure;
   if (!f) return test.status;
-  const details = f.details && f.details.trim() !== "" && f.details !== f.message ? `\n\n${f.details}` : "";
-  return stripAnsi(`${f.message}${details}`).trimEnd();
+  const message = f.message.trimEnd();
+  let details = f.details?.trim() ?? "";
+  const at = message === "" ? -1 : details.indexOf(message);
+  if (at >= 0) details = details.slice(at + message.length).trim();
+  return stripAnsi(details === "" ? message : `${message}\n\n${details}`).trimEnd();
 }
 
 /** The tests that did not pass, with their shard, most telling status first, plan order within a status. */
@@ -118,14 +127,15 @@ function notPassed(report: RunReport): { test: TestResult; shard: ShardResult }[
  *
  * Pure.
  */
-export function githubAnnotations(report: RunReport, options: GithubOptions): string[] {
+export function githubAnnotations(report: RunReport, options: GithubOptions = {}): string[] {
   const safe = options.redact ? redactReport(report, options.redact) : report;
+  const repoRoot = options.repoRoot ?? report.root;
   const lines: string[] = [];
   const location = (test: TestResult) => ({
-    file: inside(options.repoRoot, path.resolve(safe.root, test.file)) ?? undefined,
+    file: inside(repoRoot, path.resolve(safe.root, test.file)) ?? undefined,
     line: test.line !== undefined && test.line > 0 ? test.line : undefined,
   });
-  const logNote = (shard: ShardResult) => (shard.logPath ? `\n\nlog: ${shown(options.repoRoot, shard.logPath)}` : "");
+  const logNote = (shard: ShardResult) => (shard.logPath ? `\n\nlog: ${shown(repoRoot, shard.logPath)}` : "");
   const failing = notPassed(safe);
   for (const { test, shard } of failing.slice(0, MAX_ANNOTATIONS)) {
     const title = `${test.status}: ${test.name}`.slice(0, 200);
@@ -164,8 +174,9 @@ export function markdownCell(text: string, max = 300): string {
  * their logs, and the report paths. Paths are relative to the repository
  * root. Pure.
  */
-export function githubStepSummary(report: RunReport, options: GithubOptions): string {
+export function githubStepSummary(report: RunReport, options: GithubOptions = {}): string {
   const safe = options.redact ? redactReport(report, options.redact) : report;
+  const repoRoot = options.repoRoot ?? report.root;
   const { shards, tests } = safe.summary;
   const out: string[] = [];
   const verdict = safe.cancelledBy ? `cancelled by ${safe.cancelledBy}` : safe.exitCode === 0 ? "passed" : "did not pass";
@@ -185,7 +196,7 @@ export function githubStepSummary(report: RunReport, options: GithubOptions): st
   if (failing.length > 0) {
     out.push(`### Tests that did not pass (${failing.length})`, "", "| status | test | file | reason |", "| --- | --- | --- | --- |");
     for (const { test } of failing.slice(0, MAX_SUMMARY_ROWS)) {
-      const file = shown(options.repoRoot, path.resolve(safe.root, test.file));
+      const file = shown(repoRoot, path.resolve(safe.root, test.file));
       const where = `${file}${test.line !== undefined ? `:${test.line}` : ""}`;
       out.push(`| ${test.status} | ${markdownCell(test.name)} | ${markdownCell(where)} | ${markdownCell(test.failure?.message ?? test.status)} |`);
     }
@@ -204,7 +215,7 @@ export function githubStepSummary(report: RunReport, options: GithubOptions): st
   if (slowest.length > 0) {
     out.push("### Slowest shards", "", "| shard | status | time | files | log |", "| ---: | --- | ---: | --- | --- |");
     for (const s of slowest) {
-      const log = s.logPath ? markdownCell(shown(options.repoRoot, s.logPath), 1000) : "none";
+      const log = s.logPath ? markdownCell(shown(repoRoot, s.logPath), 1000) : "none";
       out.push(`| ${s.index} | ${s.status} | ${secs(s.durationMs)} | ${markdownCell(s.files.join(" "))} | ${log} |`);
     }
     out.push("");
@@ -213,12 +224,12 @@ export function githubStepSummary(report: RunReport, options: GithubOptions): st
   const logs = safe.shards.filter((s) => s.logPath !== null && s.status !== "passed" && s.status !== "skipped-by-diff");
   if (logs.length > 0) {
     out.push("### Logs of shards that did not pass", "");
-    for (const s of logs.slice(0, MAX_SUMMARY_ROWS)) out.push(`- shard ${s.index} (${s.status}): ${markdownCell(shown(options.repoRoot, s.logPath!), 1000)}`);
+    for (const s of logs.slice(0, MAX_SUMMARY_ROWS)) out.push(`- shard ${s.index} (${s.status}): ${markdownCell(shown(repoRoot, s.logPath!), 1000)}`);
     out.push("");
   }
   if (options.reports) {
     const r = options.reports;
-    out.push(`Reports: JUnit ${markdownCell(shown(options.repoRoot, r.junit), 1000)}, JSON ${markdownCell(shown(options.repoRoot, r.json), 1000)}, CTRF ${markdownCell(shown(options.repoRoot, r.ctrf), 1000)}.`, "");
+    out.push(`Reports: JUnit ${markdownCell(shown(repoRoot, r.junit), 1000)}, JSON ${markdownCell(shown(repoRoot, r.json), 1000)}, CTRF ${markdownCell(shown(repoRoot, r.ctrf), 1000)}.`, "");
   }
   return `${out.join("\n")}\n`;
 }
