@@ -4,7 +4,8 @@
  * validate reports. Everything here returns exit codes; nothing exits the
  * process.
  *
- * - Run: {@link main} (the whole CLI, argv in, exit code out), or
+ * - Run: {@link main} (the whole CLI, argv in, exit code out; the host defaults
+ *   to the real process, {@link processHost}), or
  *   {@link resolveSettings} → {@link planRun} → {@link preflight} →
  *   {@link executeRun} (or {@link Run} without console handling).
  * - Result model: {@link RunReport} and its parts, validated by
@@ -18,6 +19,7 @@
  *   report before rendering it for anyone else.
  */
 export { main } from "./cli/main.ts";
+export { processHost } from "./cli/process-host.ts";
 export type { Host, Host as CliHost } from "./app/host.ts";
 export { planLines, runCommand } from "./app/run-command.ts";
 export { executeRun, type ExecuteResult } from "./app/execute.ts";

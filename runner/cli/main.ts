@@ -15,13 +15,20 @@ import type { Host } from "../app/host.ts";
 import type { WorkerSpec } from "../app/bg/worker.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { EXIT } from "../results/codes.ts";
+import { processHost } from "./process-host.ts";
 import { BG_HELP, flagHelp, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
 /**
- * Runs the CLI with `argv` (without the executable and script).
+ * Runs the CLI with `argv` (without the executable and script), as the
+ * `shardguard` command would, but returns the exit code instead of exiting.
  *
- * @returns the process exit code
+ * @param argv e.g. `["run", "test/", "--jobs", "2"]`
+ * @param host the process it runs in (environment, cwd, output, signals); default the real
+ *   process ({@link processHost}). Pass your own to capture output or run elsewhere.
+ * @returns the exit code (docs/configuration.md, "Exit codes"); usage and configuration
+ *   errors print one line on `host.stderr` and return 2
+ * @throws anything else that went wrong (an internal error); the command prints it as one line
  */
-export async function main(argv: readonly string[], host: Host): Promise<number> {
+export async function main(argv: readonly string[], host: Host = processHost()): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
