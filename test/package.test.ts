@@ -13,6 +13,7 @@ import path from "node:path";
 import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
 import { COMPILED_CLI, freshCompiledCli } from "../runner/cli/compiled.ts";
 import { REPO } from "./helpers/cli.ts";
+import { apiExample } from "./helpers/api-doc.ts";
 
 interface Ran {
   code: number | null;
@@ -83,7 +84,8 @@ describe("npm pack", () => {
     expect(pkg.private).toBeUndefined();
     expect(pkg.license).toBe("MIT");
     expect(readFileSync(path.join(REPO, "LICENSE"), "utf8")).toStartWith("MIT License");
-    expect(pkg.exports["."]).toBe("./runner/index.ts");
+    // Bun (and TypeScript) get the sources; any other runtime a one-line error saying shardguard needs Bun.
+    expect(pkg.exports["."]).toEqual({ types: "./runner/index.ts", bun: "./runner/index.ts", require: "./runner/not-bun.cjs", default: "./runner/not-bun.mjs" });
     expect(pkg.exports["./preset/preload.ts"]).toBe("./preset/preload.ts");
     expect(pkg.bin.shardguard).toBe("runner/cli-bin.ts");
     // npm runs `prepare` on install in a checkout and before `npm pack`: the compiled CLI is built,
@@ -186,5 +188,17 @@ describe("installed from the tarball into a fresh project", () => {
       ctrf: "CTRF",
       annotations: 0,
     });
+  });
+
+  test("docs/api.md's example, unchanged, prints what the page says; under Node the import is one line saying shardguard needs Bun", () => {
+    const { program, output } = apiExample();
+    writeFileSync(path.join(project, "api-example.ts"), program);
+    const r = run(["bun", "api-example.ts"], project);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe(output);
+    writeFileSync(path.join(project, "node-import.mjs"), `import { main } from "shardguard";\n`);
+    const node = run(["node", "node-import.mjs"], project);
+    expect(node.code).toBe(1);
+    expect(node.stderr).toContain("Error: shardguard runs under Bun (1.4.4 or newer) only");
   });
 });
