@@ -113,6 +113,19 @@ describe("bg --local", () => {
     expect(st.stdout).toMatch(new RegExp(`^  tests: \\d+ passed, .* ${never} never started, `, "m"));
   }, 60_000);
 
+  test("status counts todo apart from skipped, as the run's own summary does", async () => {
+    const dir = makeSuite({
+      "mixed.test.ts": `import { test } from "bun:test";\ntest("ok", () => {});\ntest.skip("later", () => {});\ntest.todo("someday");\ntest.todo("one day");\n`,
+    });
+    const started = await runCli(["bg", "--local"], { cwd: dir });
+    expect(started.code).toBe(0);
+    const followed = await follow(logOf(started.stdout), dir);
+    expect(followed.code).toBe(0);
+    expect(readFileSync(logOf(started.stdout), "utf8")).toContain("shardguard: 4 tests: 1 passed, 1 skipped, 2 todo");
+    const st = await runCli(["status", path.basename(logOf(started.stdout), ".log")], { cwd: dir });
+    expect(st.stdout).toMatch(/^  tests: 1 passed, 0 failed, 0 timed out, 0 crashed, 0 never started, 1 skipped, 2 todo$/m);
+  }, 60_000);
+
   test("SIGTERM to the run ends EXIT=130; SIGKILL leaves no sentinel and status says incomplete", async () => {
     const dir = makeSuite(fixtureFiles("slow-pass"));
     const a = await runCli(["bg", "--local", "--lock", `sg-test-${process.pid}-a`], { cwd: dir });

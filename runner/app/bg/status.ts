@@ -106,8 +106,9 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
   const t = sum.tests;
   const lines = [
     `  shards: ${ended.length} of ${report.shards.length} ended (${sum.shards.passed} passed, ${sum.shards.failed} failed, ${sum.shards["timed-out"]} timed out, ${sum.shards.crashed} crashed, ${sum.shards["never-started"]} never started${sum.shards["skipped-by-diff"] ? `, ${sum.shards["skipped-by-diff"]} skipped by diff` : ""})`,
-    // Every status counted (never-started too: a killed batch leaves some), "so far" only while it runs.
-    `  tests${running ? " so far" : ""}: ${t.passed} passed, ${t.failed} failed, ${t["timed-out"]} timed out, ${t.crashed} crashed, ${t["never-started"]} never started, ${t.skipped + t.todo} skipped${t["skipped-by-diff"] ? `, ${t["skipped-by-diff"]} skipped by diff` : ""}${t.flaky ? `, ${t.flaky} flaky` : ""}`,
+    // Every status counted (never-started too: a killed batch leaves some; todo apart from skipped, as
+    // in the run's own summary), "so far" only while it runs.
+    `  tests${running ? " so far" : ""}: ${t.passed} passed, ${t.failed} failed, ${t["timed-out"]} timed out, ${t.crashed} crashed, ${t["never-started"]} never started, ${t.skipped} skipped, ${t.todo} todo${t["skipped-by-diff"] ? `, ${t["skipped-by-diff"]} skipped by diff` : ""}${t.flaky ? `, ${t.flaky} flaky` : ""}`,
   ];
   for (const shard of open) {
     const log = path.join(logDir, `shard-${shard.index}-${shard.slug}.log`);
