@@ -56,6 +56,16 @@ function snapshot(dir: string): Record<string, string> {
 }
 
 describe("shardguard init", () => {
+  test("--help describes each flag init accepts, --root included", () => {
+    const r = init(os.tmpdir(), "--help");
+    expect(r.code).toBe(0);
+    const usage = r.stdout.split("\n")[0]!;
+    const flags = [...usage.matchAll(/--[a-z-]+/g)].map((m) => m[0]);
+    expect(flags).toEqual(["--preset", "--dry-run", "--root"]);
+    for (const flag of flags) expect(r.stdout).toMatch(new RegExp(`^  ${flag}\\b.* \\w`, "m"));
+    expect(r.stdout).toContain("SHARDGUARD_ROOT");
+  });
+
   test("--preset gstack-paid writes the preload, the entry file and the script; a second run changes nothing", () => {
     const dir = project({ "package.json": `{\n    "name": "x",\n    "scripts": {\n        "test": "bun test"\n    }\n}\n`, "test/skill-e2e-a.test.ts": "" });
     const first = init(dir, "--preset", "gstack-paid");

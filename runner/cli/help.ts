@@ -26,7 +26,11 @@ and .shardguard/ (reports and logs) to .gitignore.
 With --preset NAME, also writes the entry test file <test root>/shardguard.NAME.test.ts
 that \`bun test --preset NAME\` needs, and a package.json script (gstack-paid:
 "test:gate": "bun test --preset gstack-paid"); an existing script is never replaced.
-Running it again changes nothing. --dry-run prints the changes without writing.`;
+Running it again changes nothing.
+
+  --preset NAME   also the preset's entry test file and package.json script
+  --dry-run       print the changes without writing them
+  --root DIR      the project to change (default: SHARDGUARD_ROOT, else the current directory)`;
 
 export const BG_HELP = `shardguard bg [PATTERN...] [RUN FLAGS...] [--label NAME] [--lock NAME] [--cap SECONDS]
               [--local | --dispatch] [--workflow FILE] [--repo OWNER/NAME] [--ref BRANCH]
