@@ -74,8 +74,8 @@ export function readBunfigTable(root: string): BunfigTable {
   try {
     doc = Bun.TOML.parse(text) as Record<string, unknown>;
   } catch (error) {
-    const first = String((error as Error).message).split("\n")[0];
-    throw new ConfigError(`${file} is not valid TOML: ${first}`);
+    const first = String((error as Error).message).split("\n")[0]!.replace(/^TOML Parse error: /, "");
+    throw new ConfigError(`${tomlPosition(file, text)} is not valid TOML: ${first}`);
   }
   const testSection = doc.test as Record<string, unknown> | undefined;
   const testRoot = typeof testSection?.root === "string" && testSection.root.length > 0 ? testSection.root : null;
@@ -85,6 +85,23 @@ export function readBunfigTable(root: string): BunfigTable {
     throw new ConfigError(`${file}: [shardguard] must be a table`);
   }
   return { table: table as Record<string, unknown>, file, testRoot, text };
+}
+
+/**
+ * `FILE:LINE:COLUMN` of the first TOML error in `text` (1-based), or `FILE`
+ * when it cannot be placed. Bun.TOML's error names no position (its
+ * SyntaxError's line and column are those of the JavaScript caller), so
+ * smol-toml parses the same text once more, only to find where it breaks;
+ * it is loaded only then.
+ */
+function tomlPosition(file: string, text: string): string {
+  try {
+    (require("smol-toml") as typeof import("smol-toml")).parse(text);
+  } catch (error) {
+    const { line, column } = error as { line?: unknown; column?: unknown };
+    if (typeof line === "number" && typeof column === "number") return `${file}:${line}:${column}`;
+  }
+  return file;
 }
 
 const isTable = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
