@@ -6,12 +6,12 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import fg from "fast-glob";
 import { ALWAYS_IGNORED, DEFAULT_PATTERN, planRun } from "../runner/plan/plan.ts";
-import { walkTestFiles } from "../runner/plan/walk.ts";
+import { toRealPaths, walkTestFiles } from "../runner/plan/walk.ts";
 
 const roots: string[] = [];
 afterAll(() => {
@@ -40,10 +40,10 @@ function edgeTree(): string {
   return root;
 }
 
-/** What fast-glob finds with planRun's options. */
+/** What fast-glob finds with planRun's options, by real path. */
 function viaFastGlob(root: string, dir: string, ignore: string[]): string[] {
   const glob = dir === "" ? DEFAULT_PATTERN : `${dir}/${DEFAULT_PATTERN}`;
-  return fg.sync(glob, { cwd: root, ignore: [...ALWAYS_IGNORED, ...ignore], onlyFiles: true, dot: false, followSymbolicLinks: false }).sort();
+  return toRealPaths(root, fg.sync(glob, { cwd: root, ignore: [...ALWAYS_IGNORED, ...ignore], onlyFiles: true, dot: false, followSymbolicLinks: true })).sort();
 }
 
 describe("walkTestFiles", () => {
@@ -56,7 +56,9 @@ describe("walkTestFiles", () => {
     expect(all).toContain("_test.ts");
     expect(all).toContain("weird[1].test.ts");
     expect(all).toContain("dir.test.ts/t.test.ts");
+    // Links are followed and named by their targets: link.test.ts is a.test.ts, linkdir/ is sub/.
     expect(all).not.toContain("link.test.ts");
+    expect(all.some((f) => f.startsWith("linkdir/"))).toBe(false);
     expect(all.some((f) => f.includes("node_modules") || f.startsWith(".") || f.includes("/."))).toBe(false);
     expect(walkTestFiles(root, "", ["out", "sub/out2"]).sort()).toEqual(viaFastGlob(root, "", ["out/**", "sub/out2/**"]));
   });
@@ -77,5 +79,65 @@ describe("walkTestFiles", () => {
     expect(walked.included.get("sub/deep/deeper/k.test.ts")).toBe(`matches sub (sub/${DEFAULT_PATTERN})`);
     // A glob still goes to fast-glob (it loads on demand).
     expect(planRun({ root, patterns: ["star*/*.test.ts"], filesPerShard: 1 }).shards.map((s) => s.files[0])).toEqual(["star*dir/w.test.ts"]);
+  });
+});
+
+describe("symbolic links: the plan runs what plain `bun test` runs", () => {
+  /**
+   * A project with every kind of link: to a test file, to a file without a
+   * test name, into node_modules, to a directory inside and one outside the
+   * root, a loop, a dangling link. Returns the root and the outside directory.
+   */
+  function linkTree(): { root: string; outside: string } {
+    const base = mkdtempSync(path.join(tmpdir(), "sg-links-"));
+    roots.push(base);
+    const root = path.join(base, "project");
+    const outside = path.join(base, "elsewhere");
+    const test = (name: string) => `import { test } from "bun:test";\ntest(${JSON.stringify(name)}, () => {});\n`;
+    const files: Record<string, string> = {
+      "project/package.json": "{}\n",
+      "project/real/a.test.ts": test("a"),
+      "project/lib/helper.ts": test("helper"),
+      "project/node_modules/pkg/nm.test.ts": test("nm"),
+      "project/shared/s.test.ts": test("s"),
+      "project/t/loop/l.test.ts": test("l"),
+      "elsewhere/out.test.ts": test("out"),
+      "elsewhere/dir/d.test.ts": test("d"),
+    };
+    for (const [rel, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(base, rel)), { recursive: true });
+      writeFileSync(path.join(base, rel), text);
+    }
+    symlinkSync("../real/a.test.ts", path.join(root, "t", "a-link.test.ts"));
+    symlinkSync("../lib/helper.ts", path.join(root, "t", "helper.test.ts"));
+    symlinkSync("../node_modules/pkg/nm.test.ts", path.join(root, "t", "nm.test.ts"));
+    symlinkSync("../shared", path.join(root, "t", "shared-link"));
+    symlinkSync(path.join(outside, "out.test.ts"), path.join(root, "t", "out.test.ts"));
+    symlinkSync(path.join(outside, "dir"), path.join(root, "t", "outdir"));
+    symlinkSync("..", path.join(root, "t", "loop", "up"));
+    symlinkSync("nowhere.test.ts", path.join(root, "t", "dangling.test.ts"));
+    return { root, outside };
+  }
+
+  test("Bun 1.4.4 runs each linked file once under its real path; the plan has the same files inside the root and names the rest", () => {
+    const { root, outside } = linkTree();
+    const junit = path.join(root, "..", "junit.xml");
+    const bun = spawnSync(process.execPath, ["test", "--reporter=junit", `--reporter-outfile=${junit}`], { cwd: root, encoding: "utf8", env: { ...process.env, CI: "" } });
+    expect(bun.status).toBe(0);
+    const ran = [...new Set([...readFileSync(junit, "utf8").matchAll(/<testsuite name="([^"]+)"[^>]*file=/g)].map((m) => m[1]!))].sort();
+    // What Bun did (measured, docs/bun-behaviour.md): followed every link, real paths (absolute outside the root), once each.
+    expect(ran).toEqual([path.join(outside, "dir", "d.test.ts"), path.join(outside, "out.test.ts"), "lib/helper.ts", "node_modules/pkg/nm.test.ts", "real/a.test.ts", "shared/s.test.ts", "t/loop/l.test.ts"]);
+    for (const patterns of [[], ["t/**/*.test.ts", "real", "shared", "lib/helper.ts", "t/loop"]]) {
+      const plan = planRun({ root, patterns, filesPerShard: 1 });
+      expect([...plan.included.keys()].sort()).toEqual(ran.filter((f) => !path.isAbsolute(f)));
+      const left = plan.excluded.filter((e) => e.reason.includes("outside --root")).map((e) => e.file).sort();
+      expect(left).toEqual([path.join(outside, "dir", "d.test.ts"), path.join(outside, "out.test.ts")]);
+    }
+  });
+
+  test("a PATTERN that is a link to a file outside the root is refused by name, not as a missing file", () => {
+    const { root } = linkTree();
+    expect(() => planRun({ root, patterns: ["t/out.test.ts"], filesPerShard: 1 })).toThrow(/"t\/out\.test\.ts" leads through a symbolic link to .*elsewhere\/out\.test\.ts, outside --root/);
+    expect(planRun({ root, patterns: ["t/a-link.test.ts"], filesPerShard: 1 }).shards[0]!.files).toEqual(["real/a.test.ts"]);
   });
 });

@@ -9,7 +9,7 @@ import type FastGlob from "fast-glob";
 import { ConfigError } from "../config/schema.ts";
 import { plural } from "../util/format.ts";
 import { sha256Hex } from "../util/random.ts";
-import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, walkTestFiles } from "./walk.ts";
+import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, toRealPaths, walkTestFiles } from "./walk.ts";
 
 /** fast-glob, loaded on first use: a run whose patterns are directories never needs it (plan/walk.ts). */
 let fastGlob: typeof FastGlob | null = null;
@@ -84,21 +84,32 @@ export function planRun(options: PlanOptions): Plan {
   for (const pattern of patterns) {
     const glob = expandPattern(options.root, pattern);
     const dir = skipDirs ? walkableDir(glob) : null;
-    const matches = readingTree(options.root, () =>
+    // Links are followed and every match named by its real path, as Bun runs it (plan/walk.ts).
+    const found = readingTree(options.root, () =>
       dir !== null
         ? walkTestFiles(options.root, dir, skipDirs!)
-        : fg().sync(glob, {
-            cwd: options.root,
-            ignore: [...ALWAYS_IGNORED, ...(options.ignore ?? [])],
-            onlyFiles: true,
-            dot: false,
-            followSymbolicLinks: false,
-          }),
+        : toRealPaths(
+            options.root,
+            fg().sync(glob, {
+              cwd: options.root,
+              ignore: [...ALWAYS_IGNORED, ...(options.ignore ?? [])],
+              onlyFiles: true,
+              dot: false,
+              followSymbolicLinks: true,
+            }),
+          ),
     );
+    const matches = found.filter((f) => !f.startsWith("../"));
+    for (const f of found) {
+      const file = path.resolve(options.root, f);
+      if (!f.startsWith("../") || excluded.some((e) => e.file === file)) continue;
+      excluded.push({ file, reason: `reached through a symbolic link matching ${pattern}, outside --root (bun test would run it; shardguard plans only files under the root)` });
+    }
     if (matches.length === 0) {
       // A path written out (no glob characters) that matches nothing is a
       // typo, not an empty selection: say so instead of running less.
       if (!fg().isDynamicPattern(pattern.replace(/\\/g, "/"))) {
+        if (found.length > 0) throw new ConfigError(`${JSON.stringify(pattern)} leads through a symbolic link to ${path.resolve(options.root, found[0]!)}, outside --root ${options.root}; run from a root that contains it`);
         throw new ConfigError(`no test file at ${JSON.stringify(pattern)} under ${options.root} (a PATTERN is a path or a glob relative to --root)`);
       }
       excluded.push({ file: pattern, reason: "pattern matched no file (node_modules, .git and .shardguard are never searched)" });
