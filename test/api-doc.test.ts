@@ -33,6 +33,12 @@ describe("docs/api.md", () => {
     const missing = Object.keys(api).filter((name) => !DOC.includes(`\`${name}`));
     expect(missing).toEqual([]);
   });
+
+  test("names no function the package does not export", () => {
+    const named = [...DOC.matchAll(/^\| `(\w+)\(/gm), ...DOC.matchAll(/^\| `\w+\([^`]*`, `(\w+)\(/gm)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((name) => !(name in api))).toEqual([]);
+  });
 });
 
 describe("outside Bun", () => {
