@@ -65,6 +65,10 @@ describe("CompactReader against the full parser, byte by byte", () => {
     '{"method":"TestReporter.end","params":{"id":9,"status":"todo","elapsed":0}}',
     '{"method":"TestReporter.end","params":{"id":10,"status":"fail","elapsed":5}}',
     '{"method":"TestReporter.end","params":{"id":11,"status":"timeout","elapsed":999999999999999}}',
+    // Bun's 32-bit elapsed, wrapped: a 2.3 s test (measured) and the lowest value.
+    '{"method":"TestReporter.end","params":{"id":12,"status":"pass","elapsed":-1993799111}}',
+    '{"method":"TestReporter.end","params":{"id":13,"status":"fail","elapsed":-2147483648}}',
+    '{"method":"TestReporter.end","params":{"id":14,"status":"pass","elapsed":-0}}',
   ];
   for (const text of bunForms) {
     test(`read as the parser reads it: ${text.slice(0, 90)}`, () => {
@@ -101,6 +105,9 @@ describe("CompactReader against the full parser, byte by byte", () => {
     '{"method":"TestReporter.end","params":{"id":7,"status":"passed","elapsed":1}}',
     '{"method":"TestReporter.end","params":{"id":7,"status":"pass","elapsed":1.5}}',
     '{"method":"TestReporter.end","params":{"elapsed":1,"id":7,"status":"pass"}}',
+    '{"method":"TestReporter.end","params":{"id":7,"status":"pass","elapsed":-}}',
+    '{"method":"TestReporter.end","params":{"id":7,"status":"pass","elapsed":-01}}',
+    '{"method":"TestReporter.end","params":{"id":7,"status":"pass","elapsed":+1}}',
     '{"method":"LifecycleReporter.error","params":{"message":"boom","urls":[],"lineColumns":[]}}',
     '{"method":"Console.messageAdded","params":{}}',
     '{"id":4,"result":{"result":{"objectId":"1"}}}',

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { connect as netConnect } from "node:net";
 import { encodeFrame } from "../runner/events/frames.ts";
 import { SHARD_PRELOAD } from "../runner/exec/command.ts";
-import { listenForTestEvents, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
+import { channelNotes, listenForTestEvents, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
 import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 import { openJournal, readJournal } from "../runner/events/journal.ts";
@@ -626,6 +626,12 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
     expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "TestReporter.start"]);
     const stats = channel.stats();
     expect([stats.events, stats.malformed, stats.invalid, stats.ignored, stats.handlerErrors]).toEqual([2, 1, 1, 1, 1]);
+    // Never dropped without a word: the shard's notes name them (and the runner logs them once).
+    expect(stats.firstInvalid).toBe("TestReporter.start: params.id: Invalid input: expected number, received undefined");
+    expect(channelNotes(stats)).toEqual([
+      `1 inspector event did not match the event schema and was not applied (first: ${stats.firstInvalid})`,
+      "1 inspector message was not JSON",
+    ]);
     expect(stats.closedBy).toBe("peer");
     expect(stats.dialMs).toBeGreaterThan(0);
     expect(stats.connectMs).toBeGreaterThan(0);

@@ -18,11 +18,17 @@ export interface ChannelStats {
   events: number;
   /** Messages that were not JSON objects. */
   malformed: number;
-  /** Known methods whose params failed schema validation (dropped). */
+  /** Known methods whose params failed schema validation (dropped, and named in the shard's notes). */
   invalid: number;
+  /** The first of them: its method and the schema's first issue, e.g. `TestReporter.end: params.status: Invalid option`; null when none. */
+  firstInvalid: string | null;
   /** Messages with methods we do not consume (dropped). */
   ignored: number;
-  /** Frames over the size cap, skipped unread (frames.ts MAX_FRAME_BYTES). */
+  /**
+   * Frames that could not be read at all: over frames.ts MAX_KEPT_BYTES even
+   * with every string cut (a frame of any length whose strings are long is
+   * read, its strings cut to their tails).
+   */
   oversized: number;
   /** Exceptions thrown by `onEvent`, the sink or `onRead` (caught). */
   handlerErrors: number;
@@ -85,4 +91,21 @@ export class InspectorConnectError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * The shard notes (ShardResult.notes) of a channel's counters: one sentence
+ * per kind of message the channel could not use, none when it used them all.
+ */
+export function channelNotes(stats: ChannelStats): string[] {
+  const notes: string[] = [];
+  const n = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+  if (stats.invalid > 0) {
+    notes.push(`${n(stats.invalid, "inspector event", "inspector events")} did not match the event schema and ${stats.invalid === 1 ? "was" : "were"} not applied (first: ${stats.firstInvalid})`);
+  }
+  if (stats.oversized > 0) {
+    notes.push(`${n(stats.oversized, "inspector frame was", "inspector frames were")} too large to read even with their strings cut; a test ${stats.oversized === 1 ? "it" : "they"} described may be missing from the entries`);
+  }
+  if (stats.malformed > 0) notes.push(`${n(stats.malformed, "inspector message was", "inspector messages were")} not JSON`);
+  return notes;
 }

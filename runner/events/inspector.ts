@@ -49,7 +49,7 @@ import { END_OF_RUN_EXPRESSION, fileBarrierRequest, barrierRequestsAfter } from 
 import { classifyInspectorMessage, parseStartOrEnd, type TestEvent } from "./wire.ts";
 
 export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression } from "./barrier.ts";
-export { InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
+export { channelNotes, InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
 
 /**
  * Read batching: once a channel has delivered {@link BATCH_AFTER_EVENTS}
@@ -172,6 +172,7 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
     events: 0,
     malformed: 0,
     invalid: 0,
+    firstInvalid: null,
     ignored: 0,
     oversized: 0,
     handlerErrors: 0,
@@ -273,6 +274,7 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
         break;
       case "invalid":
         stats.invalid += 1;
+        stats.firstInvalid ??= `${parsed.method}: ${parsed.issue}`;
         break;
       case "malformed":
         stats.malformed += 1;

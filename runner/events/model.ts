@@ -44,6 +44,7 @@ import type { EventTest } from "../results/evidence.ts";
 import { FileAttribution, UNATTRIBUTED } from "./attribution.ts";
 import { PendingErrors } from "./error-claims.ts";
 import { RootRelativePaths } from "./root-paths.ts";
+import { testDurationNs } from "./elapsed.ts";
 
 export { repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
 
@@ -174,7 +175,11 @@ export class TestEventModel {
     record.startSeq = ++this.seq;
   }
 
-  /** `TestReporter.end` of test `id`, `elapsedNs` Bun's `elapsed`: see {@link found}. Never throws. */
+  /**
+   * `TestReporter.end` of test `id`, `elapsedNs` Bun's `elapsed` as sent
+   * (wrapped past 2^31 ns: the duration is corrected by the model's clock,
+   * elapsed.ts): see {@link found}. Never throws.
+   */
   end(id: number, status: BunEndStatus, elapsedNs: number): void {
     this.eventCount += 1;
     const record = this.progressed(id, "end");
@@ -187,11 +192,13 @@ export class TestEventModel {
       this.failedEndCount += 1;
     }
     else this.pending.cleared(record);
+    const now = this.now();
+    const receivedNs = record.phase === "running" && record.startedAtMs !== undefined ? (now - record.startedAtMs) * 1e6 : undefined;
     record.phase = "ended";
     this.runningNow.delete(record);
     record.bunStatus = status;
-    record.elapsedNs = elapsedNs;
-    record.endedAtMs = this.now();
+    record.elapsedNs = testDurationNs(elapsedNs, receivedNs);
+    record.endedAtMs = now;
   }
 
   private error(event: ErrorEvent): void {

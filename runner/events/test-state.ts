@@ -84,7 +84,10 @@ export interface TestState {
   readonly bunStatus: BunEndStatus | undefined;
   /** Why the final attempt failed; set only when `status` is `failed`. */
   readonly failure: Failure | undefined;
-  /** `end.elapsed` (ns) converted to ms: the final attempt only; set only in phase `ended`. */
+  /**
+   * The final attempt's time, ms: Bun's `end.elapsed` (ns) unwrapped by the
+   * runner's receive times (elapsed.ts); set only in phase `ended`.
+   */
   readonly durationMs: number | undefined;
   /** Clock value (ms) at the latest `start`; undefined when never started. */
   readonly startedAtMs: number | undefined;

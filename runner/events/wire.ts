@@ -49,7 +49,11 @@ function buildSchemas() {
 
   /**
    * `TestReporter.end`: the final attempt of a test finished. `elapsed` is in
-   * **nanoseconds** and covers the final attempt only. Skipped and todo tests
+   * **nanoseconds** and covers the final attempt only, as a signed 32-bit
+   * value on Bun 1.4.4: it wraps past 2^31 ns (about 2.15 s), so a test of
+   * 2.3 s sends a negative value and one of 5 s a small positive one. Any
+   * number is taken; the model corrects it against the runner's own clock
+   * (events/elapsed.ts), so a long test never loses its end. Skipped and todo tests
    * get an `end` (elapsed 0) without any `start`. A failed attempt that is
    * retried gets no `end`; the next `start` of the same id marks it.
    */
@@ -58,7 +62,7 @@ function buildSchemas() {
     params: z.looseObject({
       id: testId,
       status: z.enum(BUN_END_STATUSES),
-      elapsed: z.number().nonnegative(),
+      elapsed: z.number(),
     }),
   });
 
@@ -145,7 +149,7 @@ function isCommonEvent(record: Record<string, unknown>): record is TestEvent {
     case "TestReporter.start":
       return true;
     case "TestReporter.end":
-      return END_STATUSES.has(params.status) && typeof params.elapsed === "number" && params.elapsed >= 0;
+      return END_STATUSES.has(params.status) && typeof params.elapsed === "number";
     case "TestReporter.found":
       return (
         typeof params.url === "string" &&
@@ -187,7 +191,9 @@ export function classifyInspectorMessage(text: string): ParsedMessage | { kind: 
     if (isCommonEvent(record)) return { kind: "raw-event", event: record };
     const parsed = testEventSchema().safeParse(record);
     if (!parsed.success) {
-      return { kind: "invalid", method: record.method, issue: parsed.error.issues[0]?.message ?? "invalid" };
+      const first = parsed.error.issues[0];
+      const where = first && first.path.length > 0 ? `${first.path.join(".")}: ` : "";
+      return { kind: "invalid", method: record.method, issue: first ? where + first.message : "invalid" };
     }
     return { kind: "event", event: parsed.data };
   }
@@ -206,6 +212,7 @@ const START_HEAD = Buffer.from('{"method":"TestReporter.start","params":{"id":')
 const END_HEAD = Buffer.from('{"method":"TestReporter.end","params":{"id":');
 const STATUS_KEY = Buffer.from(',"status":"');
 const ELAPSED_KEY = Buffer.from('","elapsed":');
+const MINUS = 0x2d;
 const STATUS_BYTES = BUN_END_STATUSES.map((status) => [status, Buffer.from(status)] as const);
 
 /**
@@ -213,7 +220,8 @@ const STATUS_BYTES = BUN_END_STATUSES.map((status) => [status, Buffer.from(statu
  * when they are exactly as Bun 1.4.4 writes them:
  * `{"method":"TestReporter.start","params":{"id":N}}` and
  * `{"method":"TestReporter.end","params":{"id":N,"status":"pass","elapsed":N}}`
- * (no spaces, this key order, integers). The event returned is what
+ * (no spaces, this key order, integers; `elapsed` may be negative, see
+ * the end event's schema). The event returned is what
  * JSON.parse of those bytes gives, and it meets the schema; anything else
  * returns null and goes through {@link classifyInspectorMessage}, which
  * stays the authority. Skipping the string conversion and JSON.parse of
@@ -236,7 +244,7 @@ export function compactStartId(bytes: Uint8Array): number {
   return integerAt(bytes, START_HEAD.length, end);
 }
 
-/** The fields of an end message: `elapsed` in ns. */
+/** The fields of an end message: `elapsed` in ns, as Bun sent it (possibly wrapped, see the end event's schema). */
 export interface CompactEnd {
   id: number;
   status: BunEndStatus;
@@ -263,12 +271,15 @@ export function readCompactEnd(bytes: Uint8Array, out: CompactEnd): boolean {
     }
   }
   if (status === undefined || !hasAt(bytes, statusEnd, ELAPSED_KEY)) return false;
-  const elapsedAt = statusEnd + ELAPSED_KEY.length;
+  // Bun's elapsed is a wrapped 32-bit value: a long test's is negative ("-1993799111").
+  const negative = bytes[statusEnd + ELAPSED_KEY.length] === MINUS;
+  const elapsedAt = statusEnd + ELAPSED_KEY.length + (negative ? 1 : 0);
   const end = integerEnd(bytes, elapsedAt);
   if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return false;
+  const magnitude = integerAt(bytes, elapsedAt, end);
   out.id = integerAt(bytes, END_HEAD.length, idEnd);
   out.status = status;
-  out.elapsed = integerAt(bytes, elapsedAt, end);
+  out.elapsed = negative ? -magnitude : magnitude;
   return true;
 }
 

@@ -5,7 +5,7 @@
 import { rmSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import path from "node:path";
-import { listenForTestEvents, type EventChannel } from "../events/inspector.ts";
+import { channelNotes, listenForTestEvents, type EventChannel } from "../events/inspector.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
 import { TestEventModel } from "../events/model.ts";
@@ -257,15 +257,19 @@ export async function runShard(
     const outcome = await proc.done;
     handshakeSettled();
     unregister();
+    let notes: string[] = [];
     if (channel) {
       // The socket closes when the child exits; never wait on a stuck one.
       await Promise.race([channel.closed, new Promise((r) => setTimeout(r, 1_000))]);
       channel.close();
-      const { requestError } = channel.stats();
-      if (requestError) running.eventsProblem = `the child's inspector ${requestError}`;
+      const stats = channel.stats();
+      if (stats.requestError) running.eventsProblem = `the child's inspector ${stats.requestError}`;
+      notes = channelNotes(stats);
+      // Once per shard, however many messages it concerns.
+      if (notes.length > 0) hooks.onWarning?.(shard, notes.join("; "));
     }
     await journal?.close();
-    return { outcome, model, connected: channel !== null };
+    return { outcome, model, connected: channel !== null, notes };
   };
 
   // An attempt that throws (a spawn that fails outright, a full disk) must not
@@ -285,7 +289,7 @@ export async function runShard(
     const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
     return { result: neverStarted(shard, reason, logPath), filesNotStarted: [] };
   }
-  const { outcome, connected } = result;
+  const { outcome, connected, notes } = result;
   let model = result.model;
   result = null;
 
@@ -341,6 +345,7 @@ export async function runShard(
     testsStarted,
     finishedNormally,
     ...(consoleError ? { consoleError } : {}),
+    notes,
     timeoutMs: ctx.timeoutMs,
     graceMs: ctx.graceMs,
     logPath: outcome.spawnError === null ? logPath : null,

@@ -104,7 +104,7 @@ export interface CtrfReport {
       completed: boolean;
       cancelledBy: RunReport["cancelledBy"];
       exitCode: number | null;
-      shards: { index: number; status: ShardResult["status"]; reason: string; logPath: string | null }[];
+      shards: { index: number; status: ShardResult["status"]; reason: string; logPath: string | null; notes?: string[] }[];
       /** `--shard I/N`: which slice of the plan this report covers. */
       slice?: { index: number; count: number };
       /** Hash of the sliced plan (sliced and merged reports). */
@@ -168,7 +168,7 @@ function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
         completed: valid.completed,
         cancelledBy: valid.cancelledBy,
         exitCode: valid.exitCode,
-        shards: valid.shards.map((s) => ({ index: s.index, status: s.status, reason: s.reason, logPath: s.logPath })),
+        shards: valid.shards.map((s) => ({ index: s.index, status: s.status, reason: s.reason, logPath: s.logPath, ...(s.notes ? { notes: s.notes } : {}) })),
         ...(valid.slice ? { slice: { index: valid.slice.index, count: valid.slice.count } } : {}),
         ...(valid.plan ? { planHash: valid.plan.hash } : {}),
         ...(valid.merged ? { mergedFrom: valid.merged.slices.map((s) => ({ slice: s.index, runId: s.runId })) } : {}),

@@ -100,6 +100,8 @@ export interface ShardEvidence {
    * often exits before its event is sent); never as evidence for a verdict.
    */
   consoleError?: string;
+  /** The shard's notes (ShardResult.notes): what the runner could not take from its evidence. */
+  notes?: string[];
   timeoutMs: number;
   graceMs: number;
   logPath: string | null;

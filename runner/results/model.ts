@@ -97,6 +97,14 @@ export const ShardResultSchema = z.object({
   logIncomplete: z.boolean().default(false),
   /** One human sentence, e.g. "killed after 1800 s wall-clock timeout". */
   reason: z.string(),
+  /**
+   * What the runner could not take from the shard's evidence as it came,
+   * one sentence each: inspector events the schema rejected or too large to
+   * read, error events left out beyond the kept ones, events lost. Absent
+   * when there is none. They do not change the status; the entries say
+   * what they cost (docs/reports.md, "Shard notes").
+   */
+  notes: z.array(z.string()).optional(),
   /** Descendants still alive when the shard's main process ended (leaks), killed by the sweep. */
   leftovers: z.array(EscapeeSchema).default([]),
   /** Where the per-test entries came from. */

@@ -159,7 +159,7 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
  * A copy of `report` with `redact` applied to every string a test can put
  * text into:
  *
- * - `shards[].reason`
+ * - `shards[].reason` and `shards[].notes[]`
  * - `shards[].leftovers[].command` and `sweeps.*[].command` (command lines
  *   of killed processes can hold a token passed as an argument)
  * - `shards[].tests[].name`
@@ -191,6 +191,7 @@ const commands = <T extends { command: string }>(list: readonly T[], redact: (te
 /** One shard's part of {@link redactReport}, for console lines built before any cutting; the shard itself when nothing changed. */
 export function redactShard(shard: ShardResult, redact: (text: string) => string): ShardResult {
   const reason = redact(shard.reason);
+  const notes = shard.notes?.map(redact);
   const leftovers = commands(shard.leftovers, redact);
   let tests: TestResult[] | null = null;
   for (let i = 0; i < shard.tests.length; i++) {
@@ -198,8 +199,9 @@ export function redactShard(shard: ShardResult, redact: (text: string) => string
     const safe = redactTest(test, redact);
     if (safe !== test) (tests ??= shard.tests.slice())[i] = safe;
   }
-  const same = reason === shard.reason && leftovers.every((p, i) => p === shard.leftovers[i]) && tests === null;
-  return same ? shard : { ...shard, reason, leftovers, tests: tests ?? shard.tests };
+  const sameNotes = notes === undefined || notes.every((n, i) => n === shard.notes![i]);
+  const same = reason === shard.reason && sameNotes && leftovers.every((p, i) => p === shard.leftovers[i]) && tests === null;
+  return same ? shard : { ...shard, reason, ...(notes ? { notes } : {}), leftovers, tests: tests ?? shard.tests };
 }
 
 /** One test entry with `redact` applied to its test-written texts; the entry itself when nothing changed. */

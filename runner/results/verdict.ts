@@ -54,6 +54,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     startedAt: p.startedAt,
     logPath: ev.logPath,
     logIncomplete: ev.logIncomplete,
+    ...(ev.notes && ev.notes.length > 0 ? { notes: [...ev.notes] } : {}),
     leftovers: [],
   };
 

@@ -1,0 +1,94 @@
+/**
+ * Bun's wrapped 32-bit `elapsed` (runner/events/elapsed.ts) and the model's
+ * use of it: a test longer than 2^31 ns keeps its end and its duration.
+ * Values are Bun 1.4.4's, measured (docs/bun-behaviour.md).
+ */
+import { describe, expect, test } from "bun:test";
+import { ELAPSED_WRAP_NS, testDurationNs } from "../runner/events/elapsed.ts";
+import { TestEventModel } from "../runner/events/model.ts";
+import { parseInspectorMessage } from "../runner/events/wire.ts";
+
+/** What Bun 1.4.4 sends for a test of `ns` nanoseconds: the low 32 bits, signed. */
+const wrapped = (ns: number) => ((ns % ELAPSED_WRAP_NS) + ELAPSED_WRAP_NS) % ELAPSED_WRAP_NS | 0;
+
+describe("testDurationNs", () => {
+  test("the measured values: 2.3 s sent as -1993799111, 5.0008 s as 705809268", () => {
+    expect(testDurationNs(-1993799111, 2.3e9)).toBe(-1993799111 + 2 ** 32);
+    expect(testDurationNs(705809268, 5.0e9)).toBe(705809268 + 2 ** 32);
+  });
+
+  test("tests of 10 ms to 20 minutes come back exactly from the wrapped value and a receive interval off by up to ±0.9 s", () => {
+    for (const ns of [10e6, 2.1e9, 2.2e9, 2.5e9, 4.29e9, 4.3e9, 5e9, 8.7e9, 60e9, 1200e9 + 123]) {
+      for (const skew of [-0.9e9, -0.05e9, 0, 0.05e9, 0.9e9]) {
+        const received = Math.max(0, ns + skew);
+        expect(testDurationNs(wrapped(ns), received)).toBe(ns);
+      }
+    }
+  });
+
+  test("without a receive interval: the smallest value Bun's can stand for", () => {
+    expect(testDurationNs(-1993799111, undefined)).toBe(-1993799111 + 2 ** 32);
+    expect(testDurationNs(5, undefined)).toBe(5);
+    expect(testDurationNs(0, undefined)).toBe(0);
+  });
+
+  test("clocks that disagree past a quarter wrap: the larger of the runner's interval and Bun's smallest reading", () => {
+    // Runner saw 0.5 s where Bun's value says at least 3 s: its start was read late.
+    expect(testDurationNs(wrapped(3e9), 0.5e9)).toBe(3e9);
+    // Runner saw 3.2 s where Bun's value reads 1 s (or 5.29 s): the runner's interval.
+    expect(testDurationNs(1e9, 3.2e9)).toBe(3.2e9);
+  });
+
+  test("a value outside the 32-bit range is a Bun that does not wrap: taken as it is; a negative one falls back to the runner", () => {
+    expect(testDurationNs(7e9, 7.01e9)).toBe(7e9);
+    expect(testDurationNs(2.5, 3)).toBe(2.5);
+    expect(testDurationNs(-5e9, 1e6)).toBe(1e6);
+    expect(testDurationNs(Number.NaN, 2e6)).toBe(2e6);
+    expect(testDurationNs(Number.NaN, undefined)).toBe(0);
+  });
+});
+
+describe("the model with wrapped end events", () => {
+  test("a 2.5 s and a 5 s test end passed with their real durations; the third stays in flight", () => {
+    const clock = { t: 0 };
+    const model = new TestEventModel({ root: "/p", now: () => clock.t });
+    const apply = (text: string) => {
+      const parsed = parseInspectorMessage(text);
+      if (parsed.kind !== "event") throw new Error(`not an event: ${text} (${parsed.kind})`);
+      model.apply(parsed.event);
+    };
+    for (const [id, name] of [[1, "slow 1"], [2, "slow 2"], [3, "spin"]] as const) {
+      apply(`{"method":"TestReporter.found","params":{"id":${id},"url":"/p/a.test.ts","line":${id},"name":"${name}","type":"test"}}`);
+    }
+    apply('{"method":"TestReporter.start","params":{"id":1}}');
+    clock.t += 2501.08;
+    apply(`{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":${wrapped(2501.08e6)}}}`);
+    apply('{"method":"TestReporter.start","params":{"id":2}}');
+    clock.t += 5000.78;
+    apply('{"method":"TestReporter.end","params":{"id":2,"status":"pass","elapsed":705809268}}');
+    apply('{"method":"TestReporter.start","params":{"id":3}}');
+    const tests = model.eventTests(clock.t + 100);
+    expect(tests.map((t) => [t.name, t.state, t.status])).toEqual([
+      ["slow 1", "ended", "passed"],
+      ["slow 2", "ended", "passed"],
+      ["spin", "running", undefined],
+    ]);
+    expect(tests[0]!.durationMs).toBeCloseTo(2501.08, 3);
+    expect(tests[1]!.durationMs).toBeCloseTo(5000.776564, 3);
+    expect(model.anomalies().count).toBe(0);
+  });
+
+  test("with a retry the final attempt's receive interval picks the wrap", () => {
+    const clock = { t: 0 };
+    const model = new TestEventModel({ root: "/p", now: () => clock.t });
+    model.found(1, "/p/a.test.ts", 1, "flaky slow", "test", undefined);
+    model.start(1);
+    clock.t += 3000;
+    model.start(1); // the first attempt failed
+    clock.t += 4600;
+    model.end(1, "pass", wrapped(4600e6));
+    const [t] = model.eventTests(clock.t);
+    expect([t!.status, t!.attempts]).toEqual(["passed", 2]);
+    expect(t!.durationMs).toBeCloseTo(4600, 3);
+  });
+});
