@@ -5,8 +5,8 @@
  * and ctrf.json say the same, and, where Bun ended normally, that every test
  * of Bun's own JUnit is in ours with the same status.
  *
- * Fixtures are batched into four runs per event mode (plain, `--bail` with
- * two files per shard, `--retry 2`, `--rerun-each 2`).
+ * Fixtures are batched into five runs per event mode (plain, `--bail` with
+ * two files per shard, `--retry 2`, `--rerun-each 2`, tests longer than 2.2 s).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -86,6 +86,15 @@ const TRUTH: Record<string, Record<string, Truth>> = {
   retry: {
     "flaky.test.ts": { on: [["flaky", "passed"], ["stable", "passed"]], shard: "passed" },
   },
+  // Tests longer than 2^31 ns, whose elapsed Bun sends wrapped (docs/bun-behaviour.md).
+  long: {
+    "long-then-spin.test.ts": {
+      on: [["passes after 2.3 s", "passed"], ["fails after 2.3 s", "failed"], ["spins", "timed-out"], ["never reached", "never-started"]],
+      off: [[WHOLE, "timed-out"]],
+      shard: "timed-out",
+    },
+    "long-ends.test.ts": { on: [["passes after 2.4 s", "passed"], ["fails after 2.25 s", "failed"]], shard: "failed" },
+  },
   rerun: {
     "rerun.test.ts": {
       on: [["passes", "passed"], ["fails", "failed"], ["skipped", "skipped"], ["passes", "passed"], ["fails", "failed"], ["skipped", "skipped"]],
@@ -100,6 +109,7 @@ const RUNS: Record<string, { folder: string; args: string[] }> = {
   // Bun refuses --retry together with --rerun-each.
   retry: { folder: path.join(DIR, "retry"), args: ["--jobs", "1", "--timeout", "20", "--", "--retry", "2"] },
   rerun: { folder: path.join(DIR, "rerun"), args: ["--jobs", "1", "--timeout", "20", "--", "--rerun-each", "2"] },
+  long: { folder: path.join(DIR, "long"), args: ["--jobs", "2", "--timeout", "7", "--grace", "1"] },
 };
 
 const MODES = ["on", "off"] as const;
@@ -138,7 +148,7 @@ beforeAll(async () => {
       await one("plain", "off");
     })(),
     (async () => {
-      for (const run of ["bail", "retry", "rerun"]) for (const mode of MODES) await one(run, mode);
+      for (const run of ["bail", "retry", "rerun", "long"]) for (const mode of MODES) await one(run, mode);
     })(),
   ]);
 }, 60_000);
