@@ -695,7 +695,27 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
     channel.close();
   });
 
-  test("a frame over the size cap is skipped unread and the stream stays in step", async () => {
+  test("a found frame of 40 MiB (its name) is read with the name cut to its tail, never held whole", async () => {
+    const socketPath = socketPathFor(sockDir, "fake-40m");
+    const received: TestEvent[] = [];
+    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const name = `${"H".repeat(40 * 1024 * 1024)}END`;
+    const found = frame(JSON.stringify({ method: "TestReporter.found", params: { id: 2, url: "/x/a.test.ts", line: 3, name, type: "test" } }));
+    expect(found.length).toBeGreaterThan(40 * 1024 * 1024);
+    const fake = fakeChild(socketPath, { afterInit: [found, frame('{"method":"TestReporter.start","params":{"id":2}}')] });
+    await channel.ready;
+    await channel.closed;
+    await fake.closed;
+    expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "TestReporter.start"]);
+    const params = (received[0] as { params: { id: number; name: string; line: number; type: string } }).params;
+    expect([params.id, params.line, params.type]).toEqual([2, 3, "test"]);
+    expect(params.name).toMatch(/^\[shardguard: first \d+ bytes cut; full text in the shard log\]\nH+END$/);
+    expect(Buffer.byteLength(params.name)).toBeLessThanOrEqual(64 * 1024 + 100);
+    expect([channel.stats().oversized, channel.stats().invalid, channel.stats().malformed]).toEqual([0, 0, 0]);
+    channel.close();
+  });
+
+  test("a frame that cut strings cannot bring under 8 MiB (33 MiB of no JSON) is dropped, counted, and the stream stays in step", async () => {
     const socketPath = socketPathFor(sockDir, "fake-big");
     const received: TestEvent[] = [];
     const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });

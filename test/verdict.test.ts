@@ -291,3 +291,22 @@ test("a killed shard whose in-flight test lost its start event: the preload's st
     ["fails", "never-started"], ["forges", "never-started"], ["beforeAll hook", "crashed"],
   ]);
 });
+
+test("a killed shard whose channel could not read a frame says a test may be missing, failed, in the file in flight; the notes are the shard's", () => {
+  const result = decideShard(evidence({
+    process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
+    events: { connected: true, looseErrors: [], tests: [evTest("before", "ended", "passed"), evTest("spin", "running"), evTest("after", "found")], unreadFrames: 1 },
+    notes: ["1 inspector frame was too large to read even with its strings cut; a test it described may be missing from the entries"],
+  }));
+  expect(result.status).toBe("timed-out");
+  expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
+    ["before", "passed", undefined],
+    ["spin", "timed-out", "timeout"],
+    ["after", "never-started", "never-started"],
+    ["(unreadable inspector event)", "failed", "unreadable-event"],
+  ]);
+  expect(result.tests[3]!.failure!.message).toBe("an inspector event was too large to read: a test of this shard may be missing from its entries (killed after 3 s wall-clock timeout)");
+  expect(result.notes).toEqual(["1 inspector frame was too large to read even with its strings cut; a test it described may be missing from the entries"]);
+  // No notes: no field.
+  expect("notes" in decideShard(evidence({ junit: passedJUnit, finishedNormally: true, testsStarted: 1 }))).toBe(false);
+});

@@ -104,7 +104,8 @@ export function channelNotes(stats: ChannelStats): string[] {
     notes.push(`${n(stats.invalid, "inspector event", "inspector events")} did not match the event schema and ${stats.invalid === 1 ? "was" : "were"} not applied (first: ${stats.firstInvalid})`);
   }
   if (stats.oversized > 0) {
-    notes.push(`${n(stats.oversized, "inspector frame was", "inspector frames were")} too large to read even with their strings cut; a test ${stats.oversized === 1 ? "it" : "they"} described may be missing from the entries`);
+    const one = stats.oversized === 1;
+    notes.push(`${n(stats.oversized, "inspector frame was", "inspector frames were")} too large to read even with ${one ? "its" : "their"} strings cut; a test ${one ? "it" : "they"} described may be missing from the entries`);
   }
   if (stats.malformed > 0) notes.push(`${n(stats.malformed, "inspector message was", "inspector messages were")} not JSON`);
   return notes;

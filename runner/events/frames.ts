@@ -10,19 +10,30 @@
  */
 
 import { JsonStreamCapper } from "../util/json-stream-cap.ts";
+import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
 /** Bytes of the length prefix. */
 export const FRAME_HEADER_BYTES = 4;
 
 /**
- * Largest frame read at all, bytes: 32 MiB; a larger one is skipped as it
- * streams past, never held, and counted. The WebSocket client this
- * replaced buffered up to 100 MiB (its default maximum payload) and then
- * closed the channel; Bun 1.4.4 did not deliver a 100 MiB error message at
- * all (bench/README.md, failure-rss.ts), while 20 MiB ones arrive and must
- * keep their tail.
+ * Largest frame a reader without streaming reads at all, bytes: 32 MiB; a
+ * larger one is skipped as it streams past, never held, and counted. A
+ * reader with streaming ({@link StreamedFrames}, the channel's) reads
+ * frames of any length, their strings cut as they pass: a test's `found`
+ * with a 40 MiB name was once skipped here, and the failing test vanished
+ * from a killed shard's reports. Bun 1.4.4 did not deliver a 100 MiB error
+ * message at all (bench/README.md, failure-rss.ts), while 20 MiB ones
+ * arrive and must keep their tail.
  */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Most text kept of one streamed frame once its strings are cut, bytes:
+ * 8 MiB. Bun's messages are a few keys around their strings, each then at
+ * most 64 KiB; a frame still larger is not one of them, is not delivered,
+ * and is counted like a skipped one.
+ */
+export const MAX_KEPT_BYTES = 8 * 1024 * 1024;
 
 /**
  * Largest frame buffered whole, bytes: 1 MiB. A larger one (up to
@@ -34,8 +45,10 @@ export const WHOLE_FRAME_BYTES = 1024 * 1024;
 
 /** Where frames above a size go instead of being buffered: see {@link FrameReader}. */
 export interface StreamedFrames {
-  /** Frames longer than this many bytes are streamed (default {@link WHOLE_FRAME_BYTES}). */
+  /** Frames longer than this many bytes are streamed, whatever their length (the channel: {@link WHOLE_FRAME_BYTES}). */
   aboveBytes: number;
+  /** Most text kept of one streamed frame, bytes (default {@link MAX_KEPT_BYTES}); a frame over it goes to `onOversized`. */
+  maxKeptBytes?: number;
   /** Gets each streamed frame's text with every JSON string cut to its tail (util/text-cap.ts MAX_TEXT_BYTES). */
   onText: (text: string) => void;
 }
@@ -57,14 +70,16 @@ export function encodeFrame(text: string): Buffer {
  * step). Frames may be split anywhere, the header included, and one chunk
  * may hold many frames.
  *
- * With `streamed`, frames longer than `streamed.aboveBytes` go to a
- * streaming JSON string capper instead, and their capped text to
- * `streamed.onText`.
+ * With `streamed`, frames longer than `streamed.aboveBytes`, of any length
+ * (`maxFrameBytes` then skips nothing), go to a streaming JSON string
+ * capper instead, and their capped text to `streamed.onText`; one whose
+ * capped text is over `streamed.maxKeptBytes` goes to `onOversized`.
  *
  * Memory: at most one partial frame (≤ `maxFrameBytes`, or ≤
- * `streamed.aboveBytes` with `streamed`) plus up to 3 header bytes are held
- * between calls; a frame that arrives whole inside one chunk is handed over
- * as a view of that chunk without a copy.
+ * `streamed.aboveBytes` with `streamed`, plus the capped text of a streamed
+ * one) and up to 3 header bytes are held between calls; a frame that
+ * arrives whole inside one chunk is handed over as a view of that chunk
+ * without a copy.
  */
 export class FrameReader {
   /** Header bytes collected so far (a header split across chunks). */
@@ -79,11 +94,12 @@ export class FrameReader {
   /** The streamed frame in progress, and its bytes still to come. */
   private capper: JsonStreamCapper | null = null;
   private streamRemaining = 0;
+  private streamLength = 0;
 
   /**
    * @param onFrame gets each frame's body; the buffer may be a view of the
    *   pushed chunk, valid only during the call (copy it to keep it)
-   * @param onOversized gets the declared length, bytes, of a skipped frame
+   * @param onOversized gets the declared length, bytes, of a skipped frame (or a streamed one over its kept bound)
    * @param maxFrameBytes largest frame handed to `onFrame` (default {@link MAX_FRAME_BYTES})
    */
   constructor(
@@ -122,7 +138,8 @@ export class FrameReader {
         if (this.streamRemaining === 0) {
           const capper = this.capper;
           this.capper = null;
-          this.streamed!.onText(capper.end());
+          if (capper.overflowed) this.onOversized(this.streamLength);
+          else this.streamed!.onText(capper.end());
         }
         continue;
       }
@@ -153,14 +170,15 @@ export class FrameReader {
         this.headerFilled = 0;
         length = this.header.readUInt32BE(0);
       }
+      if (this.streamed && length > this.streamed.aboveBytes) {
+        this.capper = new JsonStreamCapper(MAX_TEXT_BYTES, this.streamed.maxKeptBytes ?? MAX_KEPT_BYTES);
+        this.streamRemaining = length;
+        this.streamLength = length;
+        continue;
+      }
       if (length > this.maxFrameBytes) {
         this.skippedLength = length;
         this.skipping = length;
-        continue;
-      }
-      if (this.streamed && length > this.streamed.aboveBytes) {
-        this.capper = new JsonStreamCapper();
-        this.streamRemaining = length;
         continue;
       }
       if (data.length - at >= length) {

@@ -134,8 +134,9 @@ interface ConnectionData {
  *
  * Every JSON string of a message is cut to its last 64 KiB on the way in
  * (util/text-cap.ts); frames over 1 MiB are never held whole (streamed
- * through util/json-stream-cap.ts), frames over frames.ts MAX_FRAME_BYTES
- * are skipped unread and counted (`oversized`). Messages that are not JSON are counted
+ * through util/json-stream-cap.ts, whatever their length: a 40 MiB test
+ * name is read and cut); a frame still over frames.ts MAX_KEPT_BYTES after
+ * the cuts is dropped and counted (`oversized`). Messages that are not JSON are counted
  * (`malformed`), unknown methods ignored, invalid events counted; none of
  * these throw.
  *

@@ -258,6 +258,7 @@ export async function runShard(
     handshakeSettled();
     unregister();
     let notes: string[] = [];
+    let unreadFrames = 0;
     if (channel) {
       // The socket closes when the child exits; never wait on a stuck one.
       await Promise.race([channel.closed, new Promise((r) => setTimeout(r, 1_000))]);
@@ -265,11 +266,12 @@ export async function runShard(
       const stats = channel.stats();
       if (stats.requestError) running.eventsProblem = `the child's inspector ${stats.requestError}`;
       notes = channelNotes(stats);
+      unreadFrames = stats.oversized;
       // Once per shard, however many messages it concerns.
       if (notes.length > 0) hooks.onWarning?.(shard, notes.join("; "));
     }
     await journal?.close();
-    return { outcome, model, connected: channel !== null, notes };
+    return { outcome, model, connected: channel !== null, notes, unreadFrames };
   };
 
   // An attempt that throws (a spawn that fails outright, a full disk) must not
@@ -289,7 +291,7 @@ export async function runShard(
     const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
     return { result: neverStarted(shard, reason, logPath), filesNotStarted: [] };
   }
-  const { outcome, connected, notes } = result;
+  const { outcome, connected, notes, unreadFrames } = result;
   let model = result.model;
   result = null;
 
@@ -315,7 +317,7 @@ export async function runShard(
   const consoleError = junit === null && outcome.exitCode === 1 ? await unhandledErrorText(logPath) : undefined;
   // Tests defined through helper modules: map them to their files by the preload's file records.
   model?.applyFileStarts(marks.filesStarted);
-  const events: EventEvidence | null = model ? toEventEvidence(model, connected) : null;
+  const events: EventEvidence | null = model ? toEventEvidence(model, connected, undefined, unreadFrames) : null;
   // The model's records are no longer needed: let the collector have them
   // before the decision builds the result entries (bench/README.md, P8).
   model = null;

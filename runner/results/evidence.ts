@@ -42,6 +42,12 @@ export interface EventEvidence {
   tests: EventTest[];
   /** Errors not attributable to a test (load errors), by file when known. */
   looseErrors: { file: string | null; message: string; type: string }[];
+  /**
+   * Frames the channel could not read at all (events/frames.ts
+   * MAX_KEPT_BYTES): each may have been a test's `found`, so a killed
+   * shard's entries may lack a test. Absent or 0 when none.
+   */
+  unreadFrames?: number;
 }
 
 /** How the shard's process ended, or that it never started. */

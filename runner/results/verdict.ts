@@ -234,6 +234,13 @@ function interrupted(
       else tests.push(hookInFlight(file, found, inFlightStatus, failureType, reason, idleMs));
     }
   }
+  const unread = ev.events?.unreadFrames ?? 0;
+  if (unread > 0) {
+    // A frame too large to read may have been a test's found: say a test may be missing, never pass it over.
+    const file = lastLoaded ?? ev.files[0]!;
+    const message = `${unread === 1 ? "an inspector event was" : `${unread} inspector events were`} too large to read: a test of this shard may be missing from its entries (${reason})`;
+    tests.push(hookEntry(file, "(unreadable inspector event)", "failed", { type: "unreadable-event", message }, 0));
+  }
   return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
 }
 

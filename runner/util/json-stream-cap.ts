@@ -6,7 +6,10 @@
  * `maxBytes` per string) plus one window of about `maxBytes` + one chunk.
  * Used for large inspector frames (events/frames.ts), where buffering a
  * 20 MiB error message first cost the runner 20 MiB more than the
- * WebSocket client it replaced (bench/README.md, failure-rss.ts).
+ * WebSocket client it replaced (bench/README.md, failure-rss.ts). With
+ * `maxKeptBytes` the output itself is bounded too: past it nothing more is
+ * kept and {@link JsonStreamCapper.overflowed} says so (a document of
+ * anything but long strings cannot be cut into a valid one).
  */
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "./text-cap.ts";
 import { BACKSLASH, QUOTE } from "./bytes.ts";
@@ -40,8 +43,33 @@ export class JsonStreamCapper {
   private pieceBytes = 0;
   /** Bytes of the current string dropped from the front of the window. */
   private dropped = 0;
+  /** Bytes in `out`. */
+  private kept = 0;
+  private overflow = false;
 
-  constructor(private readonly maxBytes: number = MAX_TEXT_BYTES) {}
+  /**
+   * @param maxBytes longest string kept whole, bytes (longer ones keep their tail)
+   * @param maxKeptBytes most output kept, bytes (default: no bound)
+   */
+  constructor(
+    private readonly maxBytes: number = MAX_TEXT_BYTES,
+    private readonly maxKeptBytes: number = Infinity,
+  ) {}
+
+  /** True once the output passed `maxKeptBytes`: what {@link end} returns is then cut short, not JSON. */
+  get overflowed(): boolean {
+    return this.overflow;
+  }
+
+  private emit(bytes: Buffer): void {
+    if (this.overflow) return;
+    if (this.kept + bytes.length > this.maxKeptBytes) {
+      this.overflow = true;
+      return;
+    }
+    this.kept += bytes.length;
+    this.out.push(bytes);
+  }
 
   /** Consumes the next bytes of the document. */
   push(chunk: Uint8Array): void {
@@ -51,7 +79,7 @@ export class JsonStreamCapper {
       if (!this.inString) {
         const quote = data.indexOf(QUOTE, at);
         const end = quote < 0 ? data.length : quote + 1;
-        this.out.push(Buffer.from(data.subarray(at, end)));
+        this.emit(Buffer.from(data.subarray(at, end)));
         at = end;
         if (quote >= 0) this.startString();
         continue;
@@ -77,7 +105,7 @@ export class JsonStreamCapper {
       this.addContent(data.subarray(start, closed < 0 ? at : closed), state);
       if (closed >= 0) {
         this.endString();
-        this.out.push(Buffer.from([QUOTE]));
+        this.emit(Buffer.from([QUOTE]));
         at = closed + 1;
       }
     }
@@ -119,12 +147,12 @@ export class JsonStreamCapper {
     this.pieces = [];
     this.pieceBytes = 0;
     if (total <= this.maxBytes) {
-      this.out.push(window);
+      this.emit(window);
       return;
     }
     const keep = this.safeCut(window, window.length - this.maxBytes, first?.escape ?? 0, first?.afterBackslash ?? false);
-    this.out.push(Buffer.from(JSON.stringify(cutMarker(this.dropped + keep, INGEST_NOTE)).slice(1, -1), "utf8"));
-    this.out.push(window.subarray(keep));
+    this.emit(Buffer.from(JSON.stringify(cutMarker(this.dropped + keep, INGEST_NOTE)).slice(1, -1), "utf8"));
+    this.emit(window.subarray(keep));
   }
 
   /**
