@@ -39,6 +39,18 @@ export function intOption(name: string, fallback: number): number {
   return value;
 }
 
+/**
+ * The options every RSS benchmark takes: `--limit-mib` (default 150) and
+ * `--keep`. @throws Error when the limit is not positive, or off Linux
+ * (the benchmarks read /proc)
+ */
+export function rssBenchOptions(script: string): { limitMib: number; keep: boolean } {
+  const limitMib = Number(option("limit-mib") ?? 150);
+  if (!(limitMib > 0)) throw new Error("--limit-mib needs a positive number");
+  if (process.platform !== "linux") throw new Error(`${script} reads /proc and runs on Linux only`);
+  return { limitMib, keep: process.argv.includes("--keep") };
+}
+
 /** What one sampled run measured; memory in bytes, times in ms. */
 export interface PeakSample {
   code: number | null;

@@ -92,3 +92,22 @@ describe("the model with wrapped end events", () => {
     expect(t!.durationMs).toBeCloseTo(4600, 3);
   });
 });
+
+describe("error lists are bounded (test-state.ts pushError)", () => {
+  test("16,000 errors in one test: the first and last four are kept, with one stand-in counting the rest", () => {
+    const model = new TestEventModel({ root: "/p" });
+    model.found(1, "/p/a.test.ts", 1, "rejects", "test", undefined);
+    model.start(1);
+    for (let i = 0; i < 16_000; i++) model.apply({ method: "LifecycleReporter.error", params: { message: `rejection ${i}`, name: "Error", urls: ["/p/a.test.ts"], lineColumns: [2, 3] } });
+    model.end(1, "fail", 1e6);
+    const [t] = model.tests();
+    expect(t!.errors.map((e) => e.message)).toEqual([
+      "rejection 0", "rejection 1", "rejection 2", "rejection 3",
+      "[shardguard: 15992 more errors left out here; full text in the shard log]",
+      "rejection 15996", "rejection 15997", "rejection 15998", "rejection 15999",
+    ]);
+    expect(t!.failure!.type).toBe("Error");
+    expect(model.errorsLeftOut()).toBe(15_992);
+    expect([t!.status, t!.phase]).toEqual(["failed", "ended"]);
+  });
+});

@@ -310,3 +310,18 @@ test("a killed shard whose channel could not read a frame says a test may be mis
   // No notes: no field.
   expect("notes" in decideShard(evidence({ junit: passedJUnit, finishedNormally: true, testsStarted: 1 }))).toBe(false);
 });
+
+test("Bun's JUnit past the read limit after a normal end: failed (failed to read it), the events' statuses kept; any other unusable JUnit stays crashed", () => {
+  const over = "failed to read Bun's JUnit report: over 17084416 bytes even with long texts cut, past the read limit (16.3 MiB: …)";
+  const tests = [evTest("a", "ended", "passed"), evTest("b", "ended", "failed")];
+  const result = decideShard(evidence({ finishedNormally: true, testsStarted: 2, junitProblem: over, junitOverLimit: true, events: { connected: true, looseErrors: [], tests } }));
+  expect([result.status, result.reason]).toEqual(["failed", `exited 0 after reaching the end of the run, but ${over}: per-test results are the events' where they have them`]);
+  expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
+    ["a", "passed", undefined],
+    ["b", "failed", "failure"],
+    ["(Bun's JUnit report)", "failed", "junit-unreadable"],
+  ]);
+  // Malformed (not past the limit): still crashed; past the limit with an exit code other than 0/1: crashed.
+  expect(decideShard(evidence({ finishedNormally: true, junitProblem: "Bun's JUnit report is unreadable: malformed", events: { connected: true, looseErrors: [], tests } })).status).toBe("crashed");
+  expect(decideShard(evidence({ process: ran({ exitCode: 3 }), finishedNormally: true, junitProblem: over, junitOverLimit: true, events: { connected: true, looseErrors: [], tests } })).status).toBe("crashed");
+});

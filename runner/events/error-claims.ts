@@ -16,7 +16,10 @@
  *
  * One proof claims one error, so two concurrent failures keep one error each.
  */
-import { currentErrors, type EventError, type TestRecord } from "./test-state.ts";
+import { currentErrors, pushError, type EventError, type TestRecord } from "./test-state.ts";
+
+/** Pending errors kept, the newest: beyond them the oldest stays where it was put. */
+const MAX_PENDING = 64;
 
 interface Pending {
   error: EventError;
@@ -30,6 +33,7 @@ export class PendingErrors {
   /** `error` was put on `holder`'s current attempt; `candidates` (holder included) were running. */
   add(error: EventError, holder: TestRecord, candidates: readonly TestRecord[]): void {
     this.list.push({ error, holder, candidates: new Set(candidates) });
+    if (this.list.length > MAX_PENDING) this.list.shift();
   }
 
   /**
@@ -64,5 +68,6 @@ function move(pending: Pending, to: TestRecord): void {
     const at = errors.indexOf(pending.error);
     if (at >= 0) errors.splice(at, 1);
   }
-  currentErrors(to)?.push({ ...pending.error, attempt: to.attempts });
+  const errors = currentErrors(to);
+  if (errors) pushError(errors, { ...pending.error, attempt: to.attempts });
 }

@@ -38,6 +38,7 @@ import {
   type OutsideError,
   type TestRecord,
   type TestState,
+  pushError,
 } from "./test-state.ts";
 import type { BunEndStatus, ErrorEvent, TestEvent } from "./wire.ts";
 import type { EventTest } from "../results/evidence.ts";
@@ -46,7 +47,7 @@ import { PendingErrors } from "./error-claims.ts";
 import { RootRelativePaths } from "./root-paths.ts";
 import { testDurationNs } from "./elapsed.ts";
 
-export { repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
+export { KEPT_ERRORS_AT_EACH_END, repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
 
 /** Most anomalies kept; the count keeps going. */
 const MAX_ANOMALIES = 100;
@@ -71,6 +72,7 @@ export class TestEventModel {
   private seq = 0;
   private eventCount = 0;
   private failedEndCount = 0;
+  private leftOut = 0;
 
   constructor(options: ModelOptions) {
     this.now = options.now ?? (() => performance.now());
@@ -208,14 +210,14 @@ export class TestEventModel {
     const errors = current ? currentErrors(current) : undefined;
     if (current && errors) {
       const error = { ...located, attempt: current.attempts };
-      errors.push(error);
+      this.leftOut += pushError(errors, error);
       if (ambiguous) this.pending.add(error, current, ambiguous);
       return;
     }
     const error = located;
     const files = new Set(this.files());
     const known = error.locations.find((location) => files.has(location.file));
-    this.outside.push({ ...error, file: (known ?? error.locations[0])?.file });
+    this.leftOut += pushError(this.outside, { ...error, file: (known ?? error.locations[0])?.file });
   }
 
   /** A `start` or `end` of `id` closes the open found block; its test record, else an anomaly. */
@@ -352,6 +354,11 @@ export class TestEventModel {
   /** `end` events with a failure (`fail` or `timeout`), retried attempts included: what Bun's JUnit may carry failure texts for. */
   failedEnds(): number {
     return this.failedEndCount;
+  }
+
+  /** Error events left out of their lists (test-state.ts pushError): counted, not held. */
+  errorsLeftOut(): number {
+    return this.leftOut;
   }
 
   /** Number of events applied. */

@@ -36,7 +36,45 @@ export interface EventError {
   locations: ErrorLocation[];
   /** 1-based attempt of the test it was attributed to; 0 for errors outside tests. */
   attempt: number;
+  /**
+   * Set on the stand-in for the errors left out of a long list
+   * ({@link pushError}): how many; its message says so. Absent on Bun's errors.
+   */
+  omitted?: number;
 }
+
+/**
+ * Errors kept at each end of one list (a test attempt's, or those outside
+ * tests), 4: the first and the last four, and between them one stand-in
+ * counting the rest. A test that rejected 16,000 promises with 60 KB
+ * messages held them all (about 900 MB in the runner, bench/README.md)
+ * though the report keeps 64 KiB of their text.
+ */
+export const KEPT_ERRORS_AT_EACH_END = 4;
+
+/**
+ * Appends `error` to `list`, keeping at most the first and the last
+ * `keep` errors and, between them, one stand-in whose `omitted` counts the
+ * errors left out. Returns the number left out by this call (0 or 1).
+ */
+export function pushError<T extends EventError>(list: T[], error: T, keep = KEPT_ERRORS_AT_EACH_END): number {
+  if (list.length < 2 * keep) {
+    list.push(error);
+    return 0;
+  }
+  const gap = list[keep]!;
+  if (gap.omitted === undefined) {
+    list[keep] = { ...gap, name: "shardguard", locations: [], omitted: 1, message: gapMessage(1) };
+  } else {
+    list.splice(keep + 1, 1);
+    gap.omitted += 1;
+    gap.message = gapMessage(gap.omitted);
+  }
+  list.push(error);
+  return 1;
+}
+
+const gapMessage = (n: number) => `[shardguard: ${n} more ${n === 1 ? "error" : "errors"} left out here; full text in the shard log]`;
 
 /** A source location of an error; `line`/`column` are 1-based, absent when Bun sent none. */
 export interface ErrorLocation {

@@ -8,11 +8,11 @@ import path from "node:path";
 import { channelNotes, listenForTestEvents, type EventChannel } from "../events/inspector.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
-import { TestEventModel } from "../events/model.ts";
+import { KEPT_ERRORS_AT_EACH_END, TestEventModel } from "../events/model.ts";
 import { toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { alignJUnitFiles, readBunJUnit, warmUpJUnitReading, type BunJUnitFile } from "../results/bun-junit.ts";
-import { junitByteLimit, readJUnitCapped } from "../results/junit-shrink.ts";
+import { junitByteLimit, junitLimitText, JUnitTooLargeError, readJUnitCapped } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
@@ -303,14 +303,22 @@ export async function runShard(
 
   let junit: BunJUnitFile[] | null = null;
   let junitProblem: string | undefined;
+  let junitOverLimit = false;
+  // Streamed with long texts cut: the file is test-controlled and may be
+  // huge. Its limit grows with the tests that started (a passing file of
+  // 100,000 tests writes about 19 MB).
+  const junitLimit = junitByteLimit(marks.testsStarted, model?.failedEnds() ?? 0);
   try {
-    // Streamed with long texts cut: the file is test-controlled and may be
-    // huge. Its limit grows with the tests that started (a passing file of
-    // 100,000 tests writes about 19 MB).
-    junit = alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath, junitByteLimit(marks.testsStarted, model?.failedEnds() ?? 0))), shard.files, ctx.root);
+    junit = alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath, junitLimit)), shard.files, ctx.root);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    junitProblem = code === "ENOENT" ? "Bun wrote no JUnit report" : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
+    junitOverLimit = error instanceof JUnitTooLargeError;
+    junitProblem =
+      code === "ENOENT"
+        ? "Bun wrote no JUnit report"
+        : junitOverLimit
+          ? `failed to read Bun's JUnit report: ${(error as Error).message}, past the read limit (${junitLimitText(junitLimit)})`
+          : `Bun's JUnit report is unreadable: ${(error as Error).message}`;
   }
 
   const { testsStarted, finishedNormally, descendants } = marks;
@@ -318,6 +326,8 @@ export async function runShard(
   // Tests defined through helper modules: map them to their files by the preload's file records.
   model?.applyFileStarts(marks.filesStarted);
   const events: EventEvidence | null = model ? toEventEvidence(model, connected, undefined, unreadFrames) : null;
+  const leftOut = model?.errorsLeftOut() ?? 0;
+  if (leftOut > 0) notes.push(`${leftOut} error events left out of the failure texts (the first and last ${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`);
   // The model's records are no longer needed: let the collector have them
   // before the decision builds the result entries (bench/README.md, P8).
   model = null;
@@ -340,6 +350,7 @@ export async function runShard(
     },
     junit,
     ...(junitProblem ? { junitProblem } : {}),
+    ...(junitOverLimit ? { junitOverLimit } : {}),
     events,
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
     nameFilter: filtersByName(ctx.bunArgs),

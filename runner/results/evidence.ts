@@ -75,6 +75,11 @@ export interface ShardEvidence {
   junit: BunJUnitFile[] | null;
   /** Why the JUnit is unusable, when it is. */
   junitProblem?: string;
+  /**
+   * True when Bun's JUnit was there but past the read limit (results/junit-shrink.ts):
+   * a run that reached its end is then `failed` ("failed to read Bun's JUnit"), not `crashed`.
+   */
+  junitOverLimit?: boolean;
   events: EventEvidence | null;
   passWithNoTests: boolean;
   /**

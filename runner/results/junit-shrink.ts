@@ -56,6 +56,20 @@ export function junitByteLimit(testsStarted: number, failedEnds = 0): number {
   return Math.min(MAX_JUNIT_BYTES_CEILING, allowed);
 }
 
+/**
+ * The read limit of {@link junitByteLimit} in words, for a shard's reason:
+ * e.g. `16.3 MiB: 16 MiB + 1 KiB per test started + 130 KiB per failed test
+ * end, at most 256 MiB, with every text and attribute cut to 64 KiB; one tag at most 64 KiB`.
+ */
+export function junitLimitText(limitBytes: number): string {
+  const mib = (n: number) => `${Math.round((n / (1024 * 1024)) * 10) / 10} MiB`;
+  return (
+    `${mib(limitBytes)}: ${mib(MAX_JUNIT_BYTES)} + ${JUNIT_BYTES_PER_STARTED_TEST / 1024} KiB per test started + ` +
+    `${JUNIT_BYTES_PER_FAILED_TEST / 1024} KiB per failed test end, at most ${mib(MAX_JUNIT_BYTES_CEILING)}, with every text and attribute cut to ` +
+    `${MAX_TEXT_BYTES / 1024} KiB; one tag at most ${MAX_TEXT_BYTES / 1024} KiB`
+  );
+}
+
 /** What is at Bun's JUnit path is not a regular file (a FIFO, a directory, a device). */
 export class NotARegularFileError extends Error {
   override name = "NotARegularFileError";

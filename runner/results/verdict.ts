@@ -108,6 +108,11 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   }
   // With the end mark, the run did reach its end: what is missing is a usable JUnit (too large, malformed, forged).
   const reachedEnd = ev.finishedNormally === true && !distrust && ev.junitProblem !== undefined;
+  if (reachedEnd && ev.junitOverLimit === true && (code === 0 || code === 1)) {
+    // Bun finished and wrote a report too large to read: a failure to read it, not a crash; the events say what they saw.
+    const reason = `exited ${code} after reaching the end of the run, but ${ev.junitProblem}: per-test results are the events' where they have them`;
+    return interrupted(ev, base, "failed", reason, "failed", "junit-unreadable", true);
+  }
   const reason = reachedEnd
     ? `exited ${code} after reaching the end of the run, but ${ev.junitProblem}: per-test results are the events' where they have them`
     : code === 0 || code === 1

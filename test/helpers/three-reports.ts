@@ -30,16 +30,17 @@ function junitStatus(testcase: Record<string, unknown>): string {
 /**
  * The three reports of the run in `dir/.shardguard`, each as a list of
  * tests in report order. The JUnit file is validated against the XSD first
- * (throws when it is invalid).
+ * (throws when it is invalid) unless `xsd` is false: xmllint-wasm runs out
+ * of memory on a document of about 20 MB.
  */
-export async function threeReports(dir: string): Promise<{ json: ShownTest[]; ctrf: ShownTest[]; junit: ShownTest[] }> {
+export async function threeReports(dir: string, xsd = true): Promise<{ json: ShownTest[]; ctrf: ShownTest[]; junit: ShownTest[] }> {
   const out = path.join(dir, ".shardguard");
   const report = readReport(dir);
   const json = report.shards.flatMap((s) => s.tests.map((t) => ({ name: t.name, status: t.status, durationMs: t.durationMs, ...(t.failure ? { message: t.failure.message } : {}) })));
   const ctrfDoc = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8")) as { results: { tests: { name: string; rawStatus: string; duration: number; message?: string }[] } };
   const ctrf = ctrfDoc.results.tests.map((t) => ({ name: t.name, status: t.rawStatus, durationMs: t.duration, ...(t.message !== undefined ? { message: t.message } : {}) }));
   const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
-  const validity = await validateJUnitXml(xml);
+  const validity = xsd ? await validateJUnitXml(xml) : { valid: true, errors: [] };
   if (!validity.valid) throw new Error(`junit.xml is not valid: ${validity.errors.join("; ")}`);
   const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(xml);
   const cases = (doc.testsuites.testsuite as { testcase: Record<string, unknown>[] }[]).flatMap((s) => s.testcase);
