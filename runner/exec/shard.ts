@@ -9,7 +9,7 @@ import { channelNotes, listenForTestEvents, type EventChannel } from "../events/
 import { socketPathFor } from "../events/socket-dir.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
 import { KEPT_ERRORS_AT_EACH_END, TestEventModel } from "../events/model.ts";
-import { toEventEvidence } from "../events/evidence.ts";
+import { lostEventsNote, toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { alignJUnitFiles, readBunJUnit, warmUpJUnitReading, type BunJUnitFile } from "../results/bun-junit.ts";
 import { junitByteLimit, junitLimitText, JUnitTooLargeError, readJUnitCapped } from "../results/junit-shrink.ts";
@@ -259,6 +259,7 @@ export async function runShard(
     unregister();
     let notes: string[] = [];
     let unreadFrames = 0;
+    let flushed = false;
     if (channel) {
       // The socket closes when the child exits; never wait on a stuck one.
       await Promise.race([channel.closed, new Promise((r) => setTimeout(r, 1_000))]);
@@ -267,11 +268,12 @@ export async function runShard(
       if (stats.requestError) running.eventsProblem = `the child's inspector ${stats.requestError}`;
       notes = channelNotes(stats);
       unreadFrames = stats.oversized;
+      flushed = stats.flushed;
       // Once per shard, however many messages it concerns.
       if (notes.length > 0) hooks.onWarning?.(shard, notes.join("; "));
     }
     await journal?.close();
-    return { outcome, model, connected: channel !== null, notes, unreadFrames };
+    return { outcome, model, connected: channel !== null, notes, unreadFrames, flushed };
   };
 
   // An attempt that throws (a spawn that fails outright, a full disk) must not
@@ -291,7 +293,7 @@ export async function runShard(
     const reason = `run cancelled${cancelled() ? ` (${cancelled()})` : ""} before its tests started`;
     return { result: neverStarted(shard, reason, logPath), filesNotStarted: [] };
   }
-  const { outcome, connected, notes, unreadFrames } = result;
+  const { outcome, connected, notes, unreadFrames, flushed } = result;
   let model = result.model;
   result = null;
 
@@ -326,6 +328,8 @@ export async function runShard(
   // Tests defined through helper modules: map them to their files by the preload's file records.
   model?.applyFileStarts(marks.filesStarted);
   const events: EventEvidence | null = model ? toEventEvidence(model, connected, undefined, unreadFrames) : null;
+  const lost = events ? lostEventsNote(events, testsStarted, flushed, finishedNormally) : null;
+  if (lost !== null) notes.push(lost);
   const leftOut = model?.errorsLeftOut() ?? 0;
   if (leftOut > 0) notes.push(`${leftOut} error events left out of the failure texts (the first and last ${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`);
   // The model's records are no longer needed: let the collector have them

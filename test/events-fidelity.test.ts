@@ -1,12 +1,15 @@
 /**
- * Bun's wrapped 32-bit `elapsed` (runner/events/elapsed.ts) and the model's
- * use of it: a test longer than 2^31 ns keeps its end and its duration.
- * Values are Bun 1.4.4's, measured (docs/bun-behaviour.md).
+ * What the event model keeps of what Bun sends, whatever its size: Bun's
+ * wrapped 32-bit `elapsed` (runner/events/elapsed.ts; a test longer than
+ * 2^31 ns keeps its end and its duration; values are Bun 1.4.4's, measured,
+ * docs/bun-behaviour.md), bounded error lists, and the note of a shard whose
+ * events were lost.
  */
 import { describe, expect, test } from "bun:test";
 import { ELAPSED_WRAP_NS, testDurationNs } from "../runner/events/elapsed.ts";
 import { TestEventModel } from "../runner/events/model.ts";
 import { parseInspectorMessage } from "../runner/events/wire.ts";
+import { lostEventsNote } from "../runner/events/evidence.ts";
 
 /** What Bun 1.4.4 sends for a test of `ns` nanoseconds: the low 32 bits, signed. */
 const wrapped = (ns: number) => ((ns % ELAPSED_WRAP_NS) + ELAPSED_WRAP_NS) % ELAPSED_WRAP_NS | 0;
@@ -109,5 +112,21 @@ describe("error lists are bounded (test-state.ts pushError)", () => {
     expect(t!.failure!.type).toBe("Error");
     expect(model.errorsLeftOut()).toBe(15_992);
     expect([t!.status, t!.phase]).toEqual(["failed", "ended"]);
+  });
+});
+
+describe("lostEventsNote (events/evidence.ts): a shard whose events were lost says so", () => {
+  const t = (attempts: number) => ({ name: "t", file: "a.test.ts", state: "ended" as const, status: "passed" as const, attempts, durationMs: 1, attemptFailures: [] });
+  test("fewer start events than the preload's start marks", () => {
+    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1), t(0)] }, 3, false, true)).toBe(
+      "inspector events were lost: the child preload counted 3 test starts, the events carried 1 (the end-of-run barrier was not answered); what the missing events would add (retries, flakiness, lines, tests in flight) is unknown",
+    );
+    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [] }, 1, true, true)).toContain("counted 1 test starts, the events carried 0;");
+  });
+  test("a normal end without the barrier's reply; nothing when all arrived, or without a channel", () => {
+    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, true)).toBe("the end-of-run barrier was not answered though Bun reached the end of the run: the last inspector events may be lost");
+    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(2)] }, 2, true, true)).toBeNull();
+    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, false)).toBeNull();
+    expect(lostEventsNote({ connected: false, looseErrors: [], tests: [] }, 5, false, true)).toBeNull();
   });
 });
