@@ -71,6 +71,7 @@ describe("a shard child that never dials the runner's inspector socket", () => {
     ]);
     expect(mixed.testSource).toBe("junit");
     expect(mixed.reason).toContain("per-test data missing (the child exited before the inspector handshake completed)");
+    expect(mixed.notes).toEqual(["no inspector events (the child exited before the inspector handshake completed): retries, flakiness and the test in flight are unknown"]);
     const fine = shardOf(report, "t/fine.test.ts");
     expect([fine.status, fine.tests.map((t) => t.status)]).toEqual(["passed", ["passed"]]);
     // The failed attempt's output stays in the log, before the second run's.
@@ -106,6 +107,8 @@ describe("a shard child that never dials the runner's inspector socket", () => {
       expect(r.stdout).toMatch(/WARNING no per-test events \(inspector handshake on \S+ failed after \d+ ms \(timeout 5000 ms\): the child never connected/);
       const fine = shardOf(readReport(dir), "t/fine.test.ts");
       expect([fine.status, fine.testSource, fine.tests.map((t) => [t.name, t.status])]).toEqual(["passed", "junit", [["fine", "passed"]]]);
+      // A shard whose events were lost says so, passed or not.
+      expect(fine.notes).toEqual([expect.stringMatching(/^no inspector events \(inspector handshake on \S+ failed after \d+ ms \(timeout 5000 ms\): the child never connected.*\): retries, flakiness and the test in flight are unknown$/)]);
       expect(r.ms).toBeGreaterThanOrEqual(5_000);
     },
     30_000,

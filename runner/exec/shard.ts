@@ -294,6 +294,8 @@ export async function runShard(
     return { result: neverStarted(shard, reason, logPath), filesNotStarted: [] };
   }
   const { outcome, connected, notes, unreadFrames, flushed } = result;
+  // Said even when the shard passes: its report has none of what only events carry.
+  if (running.eventsProblem) notes.push(`no inspector events (${running.eventsProblem}): retries, flakiness and the test in flight are unknown`);
   let model = result.model;
   result = null;
 
