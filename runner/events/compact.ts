@@ -24,7 +24,7 @@ export interface CompactSink {
    */
   found(id: number, url: string, line: number, name: string, type: "test" | "describe", parentId: number | undefined, message: Uint8Array): void;
   start(id: number, message: Uint8Array): void;
-  /** `elapsedNs`: Bun's `elapsed`, nanoseconds. */
+  /** `elapsedNs`: Bun's `elapsed`, nanoseconds, as sent (a wrapped 32-bit value: negative past 2^31 ns, wire.ts). */
   end(id: number, status: BunEndStatus, elapsedNs: number, message: Uint8Array): void;
 }
 
