@@ -423,7 +423,7 @@ describe("the end-of-run barrier with the shard preload", () => {
     }
   });
 
-  test("without the runner's acknowledgement the preload waits at most 1 s, then the child ends", async () => {
+  test("without the runner's acknowledgement the preload waits at most 5 s, then the child ends", async () => {
     const socketPath = socketPathFor(sockDir, "no-ack");
     // A listener that releases the child but never runs the barrier.
     const server = Bun.listen<undefined>({
@@ -448,12 +448,12 @@ describe("the end-of-run barrier with the shard preload", () => {
       children.delete(child);
       expect(code).toBe(0);
       const ms = performance.now() - started;
-      expect(ms).toBeGreaterThanOrEqual(1_000);
-      expect(ms).toBeLessThan(4_000);
+      expect(ms).toBeGreaterThanOrEqual(5_000);
+      expect(ms).toBeLessThan(8_000);
     } finally {
       server.stop(true);
     }
-  });
+  }, 15_000);
 });
 
 describe("listenForTestEvents failure paths", () => {

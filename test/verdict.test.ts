@@ -187,9 +187,9 @@ describe("Bun's JUnit is trusted only when the rest of the evidence agrees (docs
     expect(result.reason).toContain("exited 0 before finishing (Bun's JUnit report was not trusted: the child preload's end-of-run mark is missing)");
     expect(result.tests.map((t) => t.status)).toEqual(["crashed"]);
   });
-  test("end mark present, JUnit unusable (too large, malformed): crashed, and the reason does not claim the run ended early", () => {
+  test("end mark present, JUnit unusable for another reason than the read limit (malformed): crashed, and the reason does not claim the run ended early", () => {
     const events = connected(evTest("one", "ended", "passed"), evTest("two", "ended", "passed"));
-    const junitProblem = "Bun's JUnit report is unreadable: over 16777216 bytes even with long texts cut";
+    const junitProblem = "Bun's JUnit report is unreadable: malformed JUnit XML at line 3, column 1: unexpected end";
     const result = decideShard(evidence({ junitProblem, finishedNormally: true, testsStarted: 2, events }));
     expect(result.status).toBe("crashed");
     expect(result.reason).toContain(`exited 0 after reaching the end of the run, but ${junitProblem}`);
@@ -320,6 +320,12 @@ test("Bun's JUnit past the read limit after a normal end: failed (failed to read
     ["a", "passed", undefined],
     ["b", "failed", "failure"],
     ["(Bun's JUnit report)", "failed", "junit-unreadable"],
+  ]);
+  // A test whose end was lost is failed too, and not said to be in flight.
+  const lost = decideShard(evidence({ finishedNormally: true, testsStarted: 2, junitProblem: over, junitOverLimit: true, events: { connected: true, looseErrors: [], tests: [tests[0]!, evTest("c", "running")] } }));
+  expect(lost.tests.map((t) => [t.name, t.status, t.failure?.message])).toEqual([
+    ["a", "passed", undefined],
+    ["c", "failed", `its end event never arrived: exited 0 after reaching the end of the run, but ${over}: per-test results are the events' where they have them`],
   ]);
   // Malformed (not past the limit): still crashed; past the limit with an exit code other than 0/1: crashed.
   expect(decideShard(evidence({ finishedNormally: true, junitProblem: "Bun's JUnit report is unreadable: malformed", events: { connected: true, looseErrors: [], tests } })).status).toBe("crashed");

@@ -119,8 +119,22 @@ const bailBarriers = process.env.SHARDGUARD_YIELD === "bail";
 /** Wait before the first test under --bail when Bun's fake timers are on (no barrier then), ms. */
 const FIRST_WAIT_MS = 5;
 
-/** Longest wait for the runner's end-of-run acknowledgement, ms (it normally takes one round trip). */
-const ACK_MAX_MS = 1_000;
+/**
+ * Longest wait for the runner's end-of-run acknowledgement, ms: 5,000. It
+ * normally takes one round trip, but the runner answers only once it has
+ * read every event before it: with 1 s, a loaded machine (load 12 on 2
+ * cores) ended 2 of 3 runs of 300 tests with 80 KB names before the runner
+ * had read their events, and every `start` and `end` was lost (the
+ * process exited with them still in Bun's queue; issue 25). A child whose
+ * barrier cannot complete (a test broke what it needs) waits this long.
+ */
+const ACK_MAX_MS = 5_000;
+
+/** Longest wait under --bail for the runner to hold a file's plan, ms: inside a test's beforeEach, whose timeout (Bun's) this must stay under. */
+const PLAN_MAX_MS = 1_000;
+
+/** What the end-of-run hook may take beyond that wait (the descendant listing), ms. */
+const HOOK_SLACK_MS = 5_000;
 
 /**
  * The promise slots shared with the runner's inspector client through
@@ -215,14 +229,14 @@ beforeEach(() => {
  * Under --bail: the first test of the k-th file (0-based) waits until the
  * runner has every event sent before it (that file's `found` plan; Bun's
  * reply to the runner's awaitPromise on the slot comes after them), at most
- * {@link ACK_MAX_MS}. A fixed 5 ms wait before the first test of the
+ * {@link PLAN_MAX_MS}. A fixed 5 ms wait before the first test of the
  * process lost the plan now and then under load (test/bail-plan.test.ts).
  */
 async function firstTestBarrier(k: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     slot(`shardguard.firstTest.${k}`).resolve("first");
-    await race([slot(`shardguard.planReceived.${k}`).promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, ACK_MAX_MS)))]);
+    await race([slot(`shardguard.planReceived.${k}`).promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, PLAN_MAX_MS)))]);
     realClearTimeout(timer);
   } catch {
     // A test broke what the slot needs: go on; the plan may then be lost, never a pass.
@@ -259,7 +273,8 @@ afterAll(async () => {
   } catch {
     // Ignored on purpose: a leak list is a report detail, never a verdict.
   }
-});
+  // Its own timeout: Bun's per-hook one (5 s, or a project's --timeout) must not fail the run while it waits.
+}, ACK_MAX_MS + HOOK_SLACK_MS);
 
 /** Most descendants listed; a fork bomb must not make the list the problem. */
 const MAX_LISTED = 100;

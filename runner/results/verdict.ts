@@ -217,7 +217,8 @@ function interrupted(
         tests.push(
           fromEvent(t, inFlightStatus, {
             type: failureType,
-            message: `in flight when the shard ended${ran}: ${reason}`,
+            // Bun reached the end of the run: nothing was in flight, the test's end event was lost.
+            message: reachedEnd ? `its end event never arrived: ${reason}` : `in flight when the shard ended${ran}: ${reason}`,
             ...(t.failure ? { details: t.failure.message } : {}),
           }),
         );
