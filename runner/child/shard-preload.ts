@@ -155,6 +155,30 @@ function fakeTimers(): boolean {
   }
 }
 
+/**
+ * Longest hold before the first test file for the runner's release, ms:
+ * well past the runner's 5 s handshake budget (exec/shard.ts
+ * CONNECT_TIMEOUT_MS), after which it has stopped this child and runs the
+ * shard again without events. Only a runner that vanished lets it expire.
+ */
+const HOLD_MAX_MS = 60_000;
+
+// Events on: the runner gave this child `BUN_INSPECT_CONNECT_TO` (Bun's
+// connect mode, which keeps plain `bun test`'s transpiler, unlike any
+// inspector flag: runner/exec/command.ts `inspectorEnv`). That mode does not
+// wait for the debugger, so hold here, before any test file loads, until the
+// runner has enabled the test events and releases us (RELEASE_EXPRESSION in
+// runner/events/barrier.ts). The variable goes first, so that the test's own
+// children (a `bun` the test spawns) never dial the runner's socket.
+if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
+  delete process.env.BUN_INSPECT_CONNECT_TO;
+  if (flushEvents) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await race([slot("shardguard.released").promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, HOLD_MAX_MS)))]);
+    realClearTimeout(timer);
+  }
+}
+
 /** Sleep before a `process.exit` of a test, ms, so queued inspector events leave. */
 const EXIT_FLUSH_MS = 25;
 

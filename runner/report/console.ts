@@ -72,8 +72,9 @@ export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): 
   const tail = await readFileTail(logPath, maxBytes);
   let text = stripAnsi(tail.text);
   if (tail.cut) text = text.slice(text.indexOf("\n") + 1);
-  // Bun prints this banner into every shard's output because shardguard asked for its
-  // inspector; it is noise next to the test's own output (the log keeps it).
+  // Bun prints this banner when its inspector is started by a flag (shardguard's
+  // children dial through BUN_INSPECT_CONNECT_TO and print none; a user's
+  // own --inspect still does); it is noise next to the test's output (the log keeps it).
   text = text.replace(INSPECTOR_BANNER, "");
   return text.split("\n").slice(-maxLines).join("\n").trimEnd();
 }
