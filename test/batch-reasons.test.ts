@@ -16,28 +16,30 @@ const HINT = "(pass --pass-with-no-tests to bun test to allow it)";
 
 describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mode) => {
   const events = mode === "off" ? ["--no-test-events"] : [];
+  /** Runs `files` as one batched shard through the real CLI; the run's exit code, stdout and its one shard. */
+  const runBatch = async (files: Record<string, string>, bunArgs: string[] = []) => {
+    const dir = makeSuite(files);
+    const r = await runCli(["run", "--root", dir, "--files-per-shard", "10", ...events, "t", ...bunArgs]);
+    return { code: r.code, stdout: r.stdout, shard: readReport(dir).shards[0]! };
+  };
 
   test("an empty file beside passing ones: the reason names it with the hint", async () => {
-    const dir = makeSuite({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": PASSES });
-    const r = await runCli(["run", "--root", dir, "--files-per-shard", "10", ...events, "t"]);
-    expect(r.code).toBe(1);
-    const [shard] = readReport(dir).shards;
-    expect(shard!.status).toBe("failed");
-    expect(shard!.reason).toBe(`no tests found in t/b-empty.test.ts ${HINT}`);
-    expect(shard!.tests.find((t) => t.file === "t/b-empty.test.ts")).toMatchObject({ status: "failed", failure: { type: "no-tests" } });
-    expect(r.stdout).toContain(`FAILED`);
-    expect(r.stdout).toContain(HINT);
+    const { code, stdout, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": PASSES });
+    expect(code).toBe(1);
+    expect(shard.status).toBe("failed");
+    expect(shard.reason).toBe(`no tests found in t/b-empty.test.ts ${HINT}`);
+    expect(shard.tests.find((t) => t.file === "t/b-empty.test.ts")).toMatchObject({ status: "failed", failure: { type: "no-tests" } });
+    expect(stdout).toContain(`FAILED 0`);
+    expect(stdout).toContain(HINT);
   });
 
   // Bun exits 1 for the failing test, and sends no event for an unresolvable
   // import either: the empty file cannot be told from one that failed to load.
   test("an empty file beside a failing one: the failures are counted without it, then the file, not called a load error", async () => {
-    const dir = makeSuite({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": FAILS });
-    const r = await runCli(["run", "--root", dir, "--files-per-shard", "10", ...events, "t"]);
-    expect(r.code).toBe(1);
-    const [shard] = readReport(dir).shards;
-    expect(shard!.reason).toBe("1 test failed; no test registered in t/b-empty.test.ts (no tests, or a load error: see the log)");
-    const empty = shard!.tests.find((t) => t.file === "t/b-empty.test.ts")!;
+    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": FAILS });
+    expect(code).toBe(1);
+    expect(shard.reason).toBe("1 test failed; no test registered in t/b-empty.test.ts (no tests, or a load error: see the log)");
+    const empty = shard.tests.find((t) => t.file === "t/b-empty.test.ts")!;
     expect([empty.status, empty.failure?.type]).toEqual(["failed", "no-tests"]);
     expect(empty.failure?.message).toContain("no tests found, or the file failed to load");
   });
@@ -47,18 +49,15 @@ describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mo
 import "./no-such-module";
 test("never", () => {});
 `;
-    const dir = makeSuite({ "t/a.test.ts": FAILS, "t/b-broken.test.ts": broken });
-    const r = await runCli(["run", "--root", dir, "--files-per-shard", "10", ...events, "t"]);
-    expect(r.code).toBe(1);
-    const [shard] = readReport(dir).shards;
-    expect(shard!.status).toBe("failed");
-    expect(shard!.tests.find((t) => t.file === "t/b-broken.test.ts")!.status).toBe("failed");
+    const { code, shard } = await runBatch({ "t/a.test.ts": FAILS, "t/b-broken.test.ts": broken });
+    expect(code).toBe(1);
+    expect(shard.status).toBe("failed");
+    expect(shard.tests.find((t) => t.file === "t/b-broken.test.ts")!.status).toBe("failed");
   });
 
   test("with --pass-with-no-tests the batch passes and still names the file", async () => {
-    const dir = makeSuite({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT });
-    const r = await runCli(["run", "--root", dir, "--files-per-shard", "10", ...events, "t", "--", "--pass-with-no-tests"]);
-    expect(r.code).toBe(0);
-    expect(readReport(dir).shards[0]!.reason).toBe("passed; no tests in t/b-empty.test.ts (--pass-with-no-tests)");
+    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT }, ["--", "--pass-with-no-tests"]);
+    expect(code).toBe(0);
+    expect(shard.reason).toBe("passed; no tests in t/b-empty.test.ts (--pass-with-no-tests)");
   });
 });
