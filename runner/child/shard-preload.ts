@@ -159,9 +159,13 @@ function fakeTimers(): boolean {
  * Longest hold before the first test file for the runner's release, ms:
  * well past the runner's 5 s handshake budget (exec/shard.ts
  * CONNECT_TIMEOUT_MS), after which it has stopped this child and runs the
- * shard again without events. Only a runner that vanished lets it expire.
+ * shard again without events. Only a runner that vanished, or another
+ * process that dialled the socket first (docs/architecture.md), lets it
+ * expire; the child then exits with {@link HOLD_EXPIRED_EXIT} before any
+ * test, which the verdict calls crashed, never passed.
  */
 const HOLD_MAX_MS = 60_000;
+const HOLD_EXPIRED_EXIT = 3;
 
 // Events on: the runner gave this child `BUN_INSPECT_CONNECT_TO` (Bun's
 // connect mode, which keeps plain `bun test`'s transpiler, unlike any
@@ -174,8 +178,13 @@ if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
   delete process.env.BUN_INSPECT_CONNECT_TO;
   if (flushEvents) {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await race([slot("shardguard.released").promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, HOLD_MAX_MS)))]);
+    const expired = {};
+    const first = await race([slot("shardguard.released").promise, new Promise((resolve) => (timer = realSetTimeout(() => resolve(expired), HOLD_MAX_MS)))]);
     realClearTimeout(timer);
+    if (first === expired) {
+      process.stderr.write(`shardguard: the runner never released this shard's tests within ${HOLD_MAX_MS / 1000} s (its inspector connection went elsewhere); no test ran\n`);
+      process.exit(HOLD_EXPIRED_EXIT);
+    }
   }
 }
 
