@@ -23,7 +23,9 @@
  *    `process.exit(0)` mid-file looks the same as a file with no tests
  *    (exit 0, no JUnit, no events). A synchronous append cannot be lost.
  *
- * 2. `SHARDGUARD_YIELD=1` (events on): give the inspector time to send its
+ * 2. `SHARDGUARD_YIELD=1` (events on): before any test file loads, hold until
+ *    the runner released the tests (Bun's connect mode, `BUN_INSPECT_CONNECT_TO`,
+ *    does not wait for a debugger itself; see the hold below). Then give the inspector time to send its
  *    queued events before the process ends. Bun 1.4.4 sends inspector
  *    messages from a thread of its own: a main thread that spins (the
  *    wall-clock kill case) does not hold them back (measured: 5,000
@@ -172,8 +174,9 @@ const HOLD_EXPIRED_EXIT = 3;
 // inspector flag: runner/exec/command.ts `inspectorEnv`). That mode does not
 // wait for the debugger, so hold here, before any test file loads, until the
 // runner has enabled the test events and releases us (RELEASE_EXPRESSION in
-// runner/events/barrier.ts). The variable goes first, so that the test's own
-// children (a `bun` the test spawns) never dial the runner's socket.
+// runner/events/barrier.ts). The variable goes first: the test never sees it
+// in process.env, nor do node:child_process children (Bun.spawn's default
+// environment still has it; the runner removed the socket file by then).
 if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
   delete process.env.BUN_INSPECT_CONNECT_TO;
   if (flushEvents) {
