@@ -8,7 +8,7 @@
  * verdict from the exit status and Bun's JUnit, and "per-test data missing"
  * in the reason unless it passed (docs/architecture.md, "One shard end to
  * end"). The `--bun` setting points the runner at a wrapper standing in
- * for such a Bun; without `--inspect-wait` it runs the real one.
+ * for such a Bun; without events it runs the real one.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -23,7 +23,8 @@ const SUITE = {
 };
 
 /**
- * A `bun` stand-in: with an `--inspect-wait=…` argument it either fails as
+ * A `bun` stand-in: told to dial the runner's socket (`BUN_INSPECT_CONNECT_TO`
+ * in its environment, exec/command.ts `inspectorEnv`) it either fails as
  * Bun does when its inspector cannot start (`fail`), or runs the real Bun
  * told to dial a socket nobody listens on (`wait`); otherwise it runs the
  * real Bun unchanged.
@@ -33,15 +34,11 @@ function wrapper(dir: string, mode: "fail" | "wait"): string {
   const onInspect =
     mode === "fail"
       ? `echo "Failed to start inspector" >&2; exit 1`
-      : `inspect="--inspect-wait=unix:${path.join(dir, "nobody-listens.sock")}"`;
-  writeFileSync(
-    file,
-    `#!/bin/sh\n` +
-      `inspect=""\n` +
-      `for a in "$@"; do case "$a" in --inspect-wait=*) ${onInspect};; esac; done\n` +
-      `[ -n "$inspect" ] && shift && exec "${process.execPath}" "$inspect" "$@"\n` +
-      `exec "${process.execPath}" "$@"\n`,
-  );
+      : `BUN_INSPECT_CONNECT_TO="unix://${path.join(dir, "nobody-listens.sock")}"; export BUN_INSPECT_CONNECT_TO`;
+  writeFileSync(file, `#!/bin/sh
+` + `if [ -n "$BUN_INSPECT_CONNECT_TO" ]; then ${onInspect}; fi
+` + `exec "${process.execPath}" "$@"
+`);
   chmodSync(file, 0o755);
   return file;
 }
@@ -115,13 +112,14 @@ describe("a shard child that never dials the runner's inspector socket", () => {
   );
 });
 
-describe("a test that removes the run's socket directory (its path is in the test's own command line)", () => {
+describe("a test that removes the run's socket directory (its path is in the test's own starting environment)", () => {
   test("later shards still get their events: the directory is made again, private, before each listen", async () => {
+    // The preload deletes the variable from process.env; /proc/self/environ keeps the start's.
     const remover =
       `import { expect, test } from "bun:test";\nimport { readFileSync, rmSync } from "node:fs";\nimport path from "node:path";\n` +
       `test("removes the socket dir", () => {\n` +
-      `  const arg = readFileSync("/proc/self/cmdline", "utf8").split("\\0").find((a) => a.startsWith("--inspect-wait=unix:"))!;\n` +
-      `  rmSync(path.dirname(arg.slice("--inspect-wait=unix:".length)), { recursive: true, force: true });\n` +
+      `  const v = readFileSync("/proc/self/environ", "utf8").split("\\0").find((a) => a.startsWith("BUN_INSPECT_CONNECT_TO=unix://"))!;\n` +
+      `  rmSync(path.dirname(v.slice("BUN_INSPECT_CONNECT_TO=unix://".length)), { recursive: true, force: true });\n` +
       `  expect(1).toBe(1);\n});\n`;
     const dir = makeSuite({ "t/a-remove.test.ts": remover, ...SUITE });
     const out = path.join(dir, ".shardguard");

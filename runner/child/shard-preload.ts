@@ -23,7 +23,9 @@
  *    `process.exit(0)` mid-file looks the same as a file with no tests
  *    (exit 0, no JUnit, no events). A synchronous append cannot be lost.
  *
- * 2. `SHARDGUARD_YIELD=1` (events on): give the inspector time to send its
+ * 2. `SHARDGUARD_YIELD=1` (events on): before any test file loads, hold until
+ *    the runner released the tests (Bun's connect mode, `BUN_INSPECT_CONNECT_TO`,
+ *    does not wait for a debugger itself; see the hold below). Then give the inspector time to send its
  *    queued events before the process ends. Bun 1.4.4 sends inspector
  *    messages from a thread of its own: a main thread that spins (the
  *    wall-clock kill case) does not hold them back (measured: 5,000
@@ -166,6 +168,40 @@ function fakeTimers(): boolean {
     return jest.isFakeTimers?.() === true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Longest hold before the first test file for the runner's release, ms:
+ * well past the runner's 5 s handshake budget (exec/shard.ts
+ * CONNECT_TIMEOUT_MS), after which it has stopped this child and runs the
+ * shard again without events. Only a runner that vanished, or another
+ * process that dialled the socket first (docs/architecture.md), lets it
+ * expire; the child then exits with {@link HOLD_EXPIRED_EXIT} before any
+ * test, which the verdict calls crashed, never passed.
+ */
+const HOLD_MAX_MS = 60_000;
+const HOLD_EXPIRED_EXIT = 3;
+
+// Events on: the runner gave this child `BUN_INSPECT_CONNECT_TO` (Bun's
+// connect mode, which keeps plain `bun test`'s transpiler, unlike any
+// inspector flag: runner/exec/command.ts `inspectorEnv`). That mode does not
+// wait for the debugger, so hold here, before any test file loads, until the
+// runner has enabled the test events and releases us (RELEASE_EXPRESSION in
+// runner/events/barrier.ts). The variable goes first: the test never sees it
+// in process.env, nor do node:child_process children (Bun.spawn's default
+// environment still has it; the runner removed the socket file by then).
+if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
+  delete process.env.BUN_INSPECT_CONNECT_TO;
+  if (flushEvents) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = {};
+    const first = await race([slot("shardguard.released").promise, new Promise((resolve) => (timer = realSetTimeout(() => resolve(expired), HOLD_MAX_MS)))]);
+    realClearTimeout(timer);
+    if (first === expired) {
+      process.stderr.write(`shardguard: the runner never released this shard's tests within ${HOLD_MAX_MS / 1000} s (its inspector connection went elsewhere); no test ran\n`);
+      process.exit(HOLD_EXPIRED_EXIT);
+    }
   }
 }
 

@@ -11,6 +11,18 @@
  */
 export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
 
+/**
+ * The expression request 7 evaluates, right after the two enables: releases
+ * the child preload's hold before the first test file loads. A child told to
+ * dial through `BUN_INSPECT_CONNECT_TO` (how shardguard starts it) does not
+ * wait for a debugger itself, unlike `--inspect-wait`; the preload waits
+ * for this instead, so no event of a test file can precede the enables.
+ */
+export const RELEASE_EXPRESSION = '(globalThis[Symbol.for("shardguard.released")] ??= Promise.withResolvers()).resolve()';
+
+/** Id of the request that evaluates {@link RELEASE_EXPRESSION}. */
+export const RELEASE_ID = 7;
+
 /** The expression request 6 evaluates: releases the preload's wait at the end of the run. */
 export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived")] ??= Promise.withResolvers()).resolve()';
 

@@ -71,9 +71,9 @@ export interface EventChannel {
 /**
  * Thrown by `listenForTestEvents` (inspector.ts) (`invalid-path`, `listen`) or as the
  * rejection of {@link EventChannel.ready}. The caller treats it as
- * "per-test data missing" for the shard (and must stop the child: with
- * `--inspect-wait` a child that never completes the handshake waits
- * forever).
+ * "per-test data missing" for the shard (and must stop the child: its
+ * preload holds the tests until the handshake releases it, a minute at
+ * most; with `--inspect-wait` a child waits forever).
  */
 export class InspectorConnectError extends Error {
   override readonly name = "InspectorConnectError";

@@ -1,6 +1,6 @@
 /**
  * The framing of Bun's reverse-connect inspector socket
- * (`bun --inspect-wait=unix:<path>`, docs/bun-behaviour.md): in both
+ * (`BUN_INSPECT_CONNECT_TO=unix://<path>` or `bun --inspect-wait=unix:<path>`, docs/bun-behaviour.md): in both
  * directions every message is a 4-byte big-endian unsigned length followed
  * by that many bytes of UTF-8 JSON. The length counts BYTES, not UTF-16
  * code units: measured on Bun 1.4.4, a request whose length counted

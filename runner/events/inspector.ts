@@ -1,16 +1,21 @@
 /**
  * The inspector event channel: the runner listens on a unix socket BEFORE it
- * spawns `bun --inspect-wait=unix:<socket> test …`, and the child dials in
- * as soon as its inspector is up (reverse connect; no polling for a socket
- * file). The stream is Bun's length-prefixed framing (frames.ts), reduced
- * to the per-test events shardguard needs.
+ * spawns `bun test …` with `BUN_INSPECT_CONNECT_TO=unix://<socket>`, and the
+ * child dials in as soon as its inspector is up (reverse connect; no polling
+ * for a socket file). Bun's `connect` mode, unlike `--inspect-wait`, leaves
+ * the transpiler as plain `bun test` has it (no debugger build: functions'
+ * source text, `process.execArgv` unchanged; docs/bun-behaviour.md). The
+ * stream is Bun's length-prefixed framing (frames.ts), reduced to the
+ * per-test events shardguard needs.
  *
  * Protocol (docs/bun-behaviour.md, "Inspector test events"):
- *   1. we listen; the child starts and connects a few ms after spawn, then
- *      holds its tests;
+ *   1. we listen; the child starts and connects a few ms after spawn, while
+ *      the child preload holds the test files until step 2 releases it
+ *      (a `--inspect-wait=unix:` child holds them itself);
  *   2. we write, at once, `TestReporter.enable` (id 1),
- *      `LifecycleReporter.enable` (id 2), `Inspector.initialized` (id 3)
- *      and the end-of-run request (id 4, below). Bun handles them in order,
+ *      `LifecycleReporter.enable` (id 2), `Inspector.initialized` (id 3),
+ *      the end-of-run request (id 4, below) and the release of the
+ *      preload's hold (id 7, barrier.ts RELEASE_EXPRESSION). Bun handles them in order,
  *      so both domains are on before the tests are released; not waiting
  *      for the two replies saves a round trip through the runner's event
  *      loop per shard (about 12 ms under load, measured). An error reply is
@@ -31,11 +36,12 @@
  *      at the end, so consumers must treat missing data as "unknown", never
  *      as success (see `model.ts`).
  *
- * Exactly one connection is trusted: the first. Any other (a second one
- * while it is open, or one after it closed) is cut at once, never read,
- * and counted (`refused`, and `onRefused`), since only the child we
- * spawned may feed a shard's verdict. The socket lives in the private
- * directory of socket-dir.ts; the file is removed when the channel closes.
+ * Exactly one connection is trusted: the first. The socket file is removed
+ * as it is accepted, so nothing can dial after it; any other connection that
+ * still arrives (one already queued) is cut at once, never read, and counted
+ * (`refused`, and `onRefused`), since only the child we spawned may feed a
+ * shard's verdict. The socket lives in the private directory of
+ * socket-dir.ts; the file is removed when the channel closes too.
  */
 import { rmSync } from "node:fs";
 import { isAbsolute } from "node:path";
@@ -45,10 +51,10 @@ import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
 import { CompactReader, type CompactSink } from "./compact.ts";
 import { InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
-import { END_OF_RUN_EXPRESSION, fileBarrierRequest, barrierRequestsAfter } from "./barrier.ts";
+import { END_OF_RUN_EXPRESSION, fileBarrierRequest, barrierRequestsAfter, RELEASE_EXPRESSION, RELEASE_ID } from "./barrier.ts";
 import { classifyInspectorMessage, parseStartOrEnd, type TestEvent } from "./wire.ts";
 
-export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression } from "./barrier.ts";
+export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression, RELEASE_EXPRESSION } from "./barrier.ts";
 export { channelNotes, InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
 
 /**
@@ -68,7 +74,8 @@ const BATCH_PAUSE_MS = 2;
 export interface ListenOptions {
   /**
    * Absolute path of the unix socket to listen on, from `socketPathFor`
-   * (nothing may exist there yet); the child gets `--inspect-wait=unix:<it>`.
+   * (nothing may exist there yet); the child gets `BUN_INSPECT_CONNECT_TO=unix://<it>`
+   * (exec/command.ts `inspectorEnv`; `--inspect-wait=unix:<it>` dials it too).
    */
   socketPath: string;
   /**
@@ -126,9 +133,10 @@ interface ConnectionData {
 
 /**
  * Listens on `socketPath` for the one connection of a
- * `bun --inspect-wait=unix:<socketPath> test …` child; when it dials,
- * enables the `TestReporter` and `LifecycleReporter` domains, releases the
- * child with `Inspector.initialized` and sets up the end-of-run barrier
+ * shard child (`BUN_INSPECT_CONNECT_TO=unix://<socketPath>`, or
+ * `--inspect-wait=unix:<socketPath>`); when it dials, enables the
+ * `TestReporter` and `LifecycleReporter` domains, releases the child
+ * (`Inspector.initialized`, and the preload's hold) and sets up the end-of-run barrier
  * (see the module comment), then streams validated events to `onEvent`
  * until the connection closes. Spawn the child after this returns.
  *
@@ -315,6 +323,11 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
           }
           socket.data = { trusted: true };
           trusted = socket;
+          // The path is the child's only: unlinked now, later dials find nothing
+          // (ENOENT). The test's own `bun` children inherit BUN_INSPECT_CONNECT_TO
+          // (Bun.spawn's default environment is the starting one, whatever the
+          // preload deletes); in Bun's connect mode a failed dial just runs on.
+          rmSync(socketPath, { force: true });
           stats.dialMs = Math.round((performance.now() - started) * 10) / 10;
           send(
             socket,
@@ -322,6 +335,7 @@ export function listenForTestEvents(options: ListenOptions): EventChannel {
             { id: 2, method: "LifecycleReporter.enable" },
             { id: 3, method: "Inspector.initialized" },
             { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
+            { id: RELEASE_ID, method: "Runtime.evaluate", params: { expression: RELEASE_EXPRESSION } },
             ...(firstTestBarrier ? [fileBarrierRequest(0)] : []),
           );
           handshake = "done";

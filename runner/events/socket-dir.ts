@@ -24,6 +24,7 @@ const SOCKET_NAME_RESERVE = "99999.sock".length;
  * WebSocket channel this replaced: a space made the child fail with "Failed
  * to start inspector" (URL parsing of `ws+unix://`), and a `:` made the
  * `ws` client cut the path. The reverse connect's `--inspect-wait=unix:<path>`
+ * (and `BUN_INSPECT_CONNECT_TO=unix://<path>`, what the runner uses now)
  * takes the rest of the argument as a plain path (a space and a colon
  * worked, measured), but the set stays conservative: a run directory
  * outside it only moves the sockets to the private temp directory.
@@ -115,7 +116,7 @@ function assertPrivateDir(dir: string): string {
 
 /**
  * Returns `<dir>/<name>.sock`, ready for the runner to listen on
- * (events/inspector.ts) and for `--inspect-wait=unix:<path>`.
+ * (events/inspector.ts) and for the child's `BUN_INSPECT_CONNECT_TO=unix://<path>`.
  *
  * A socket file left at that path by an earlier run is removed: binding a
  * unix socket fails with EADDRINUSE on an existing file (measured with

@@ -1,6 +1,6 @@
 /**
  * The inspector wire format: the zod schema of the four test events a
- * `bun --inspect-wait` child pushes (TestReporter.found, start, end and
+ * shard child's inspector pushes (TestReporter.found, start, end and
  * LifecycleReporter.error) and the parser of one raw message. The one
  * definition of an event: the client, the journal and the model import it
  * from here. Protocol: docs/bun-behaviour.md, "Inspector test events".

@@ -29,14 +29,33 @@ export interface CommandInputs {
   files: readonly string[];
   /** Where Bun writes this shard's JUnit report. */
   junitPath: string;
-  /** Unix socket for inspector events; null turns events off. */
-  socketPath: string | null;
   /** User flags for `bun test`, passed unchanged. */
   bunArgs: readonly string[];
 }
 
+/** The variable that makes a Bun child dial an inspector socket in Bun's `connect` mode. */
+export const INSPECT_CONNECT_ENV = "BUN_INSPECT_CONNECT_TO";
+
 /**
- * Builds `bun [--inspect-wait=…] --no-orphans test --preload <shard preload> <abs files> <user flags> --reporter=junit --reporter-outfile=…`.
+ * The environment that turns a shard child's test events on:
+ * `BUN_INSPECT_CONNECT_TO=unix://<socketPath>` (absolute path), or nothing
+ * when `socketPath` is null (events off; an inherited value is removed).
+ *
+ * Why not `--inspect-wait=unix:<path>`: any inspector flag puts Bun in
+ * debugging mode, whose transpiler stops inlining and minifying, so a
+ * function's `toString()` differs from plain `bun test` (elysia's source
+ * analysis failed on it) and `process.execArgv` shows the flag. The
+ * variable's `connect` mode leaves both as they are (measured on Bun 1.3.13
+ * to 1.4.5, docs/bun-behaviour.md). It does not hold the tests until a
+ * debugger attaches; the shard preload does (runner/child/shard-preload.ts).
+ */
+export function inspectorEnv(socketPath: string | null): Record<string, string | undefined> {
+  return { [INSPECT_CONNECT_ENV]: socketPath ? `unix://${socketPath}` : undefined };
+}
+
+/**
+ * Builds `bun --no-orphans test --preload <shard preload> <abs files> <user flags> --reporter=junit --reporter-outfile=…`.
+ * Test events are turned on by the environment ({@link inspectorEnv}), not the command line.
  *
  * Files are passed as absolute paths because Bun reads positional arguments
  * as substring filters, not paths (docs/bun-behaviour.md). `--no-orphans` makes the child
@@ -44,10 +63,7 @@ export interface CommandInputs {
  * flags come last so a user's own `--reporter` cannot take the JUnit away.
  */
 export function shardArgv(inputs: CommandInputs): string[] {
-  const argv = [inputs.bun];
-  // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
-  if (inputs.socketPath) argv.push(`--inspect-wait=unix:${inputs.socketPath}`);
-  argv.push("--no-orphans", "test", "--preload", SHARD_PRELOAD);
+  const argv = [inputs.bun, "--no-orphans", "test", "--preload", SHARD_PRELOAD];
   for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
   argv.push(...inputs.bunArgs);
   argv.push("--reporter=junit", `--reporter-outfile=${inputs.junitPath}`);

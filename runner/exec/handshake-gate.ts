@@ -3,7 +3,7 @@
  * that the runner answers handshakes before it reads a finished shard's
  * JUnit and decides its verdict.
  *
- * Why: with `--inspect-wait` a child holds its tests until the runner
+ * Why: a child holds its tests (in the shard preload) until the runner
  * answers its handshake, and the runner is one thread. A verdict decided
  * while the next shard's child dials in (10-25 ms for a 50-file shard, more
  * for large ones) held that child idle as long (P3, bench/README.md); the

@@ -17,7 +17,7 @@ import type { ShardResult } from "../results/model.ts";
 import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { readFileTail } from "../util/file-tail.ts";
-import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
+import { bails, filtersByName, inspectorEnv, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
 import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 import { listDescendants } from "./proc-inspect.ts";
@@ -150,7 +150,9 @@ export async function runShard(
     // With --bail Bun ends the run right after the failing test, without the
     // afterAll flush: the preload then waits once before the first test.
     env[SHARD_ENV.yieldEvents] = socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0";
-    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
+    // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
+    Object.assign(env, inspectorEnv(socketPath));
+    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, bunArgs: ctx.bunArgs });
     // The model's clock: one reading per socket read, taken as it arrives.
     // The events of one read arrived together, so this is their arrival
     // time, with no reading per event.
@@ -244,8 +246,8 @@ export async function runShard(
         handshakeSettled();
         running.eventsProblem = (error as Error).message;
         channel.close();
-        // With --inspect-wait the child holds its tests until a debugger
-        // attaches, so no test has run yet: stop it and run the shard again
+        // The child preload holds the tests until the handshake releases it,
+        // so no test has run yet: stop it and run the shard again
         // without events, rather than lose the shard (docs/architecture.md, "The inspector event channel").
         proc.killNow("cancel");
         await proc.done;

@@ -35,15 +35,40 @@ const NOTABLE = new Set(["failed", "timed-out", "crashed", "never-started"]);
 /** How many non-passing tests a shard's end line names before "and N more". */
 const MAX_NAMED = 5;
 
-/** `   timed-out  outer > spins forever (6.0s): in flight when …` (one line, message cut). */
-function testLine(test: ShardResult["tests"][number], withFile: boolean): string {
+/** Most characters of a failure message's first line, and of a test name, a console line shows. */
+const MESSAGE_WIDTH = 160;
+const NAME_WIDTH = 200;
+
+/**
+ * `text` with at most `width` code points (a surrogate pair is never split),
+ * and "…" at the end when anything was left out.
+ */
+function cutTo(text: string, width: number): { text: string; cut: boolean } {
+  if (text.length <= width) return { text, cut: false };
+  // 2 * width + 2 code units hold more than `width` code points whenever the text is longer.
+  const points = Array.from(text.slice(0, 2 * width + 2));
+  if (points.length <= width) return { text, cut: false };
+  return { text: `${points.slice(0, width).join("")}…`, cut: true };
+}
+
+/**
+ * `   timed-out  outer > spins forever (6.0s): in flight when …` (one line).
+ * A message shown in part (cut at {@link MESSAGE_WIDTH}, or lines after its
+ * first left out) ends with "…", and with `fullTextIn` (the shard's log)
+ * when that is given: a cut message must never read as a whole one.
+ */
+function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTextIn?: string | null): string {
   const where = withFile ? `${test.file} > ` : "";
-  const message = oneLine(test.failure?.message.split(/[\r\n]/)[0]?.slice(0, 160) ?? "");
+  const [first = "", ...rest] = stripAnsi(test.failure?.message ?? "").trimEnd().split(/\r\n|[\r\n]/);
+  const shown = cutTo(oneLine(first), MESSAGE_WIDTH);
+  const linesLeftOut = rest.some((l) => l.trim() !== "");
+  const cut = shown.cut || linesLeftOut;
+  const message = `${shown.text}${linesLeftOut && !shown.cut ? " …" : ""}${cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : ""}`;
   const flaky = test.flaky ? " (flaky)" : "";
   // A name with a line break would start a console line of its own, which CI
   // log readers (GitHub's workflow commands) may take for an instruction.
-  const name = oneLine(test.name.slice(0, 200));
-  return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${message ? `: ${stripAnsi(message)}` : ""}`;
+  const name = cutTo(oneLine(test.name), NAME_WIDTH).text;
+  return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${first ? `: ${message}` : ""}`;
 }
 
 /**
@@ -55,6 +80,7 @@ export function endLine(result: ShardResult, total: number): string {
   const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}`;
   if (result.status === "passed" || result.status === "skipped-by-diff") return head;
   const notable = result.tests.filter((t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"));
+  // The "full log:" line below names where a cut message is whole.
   const lines = [head, ...notable.slice(0, MAX_NAMED).map((t) => testLine(t, result.files.length > 1))];
   const neverStarted = result.tests.filter((t) => t.status === "never-started").length;
   if (notable.length > MAX_NAMED) lines.push(`    … and ${notable.length - MAX_NAMED} more`);
@@ -72,8 +98,9 @@ export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): 
   const tail = await readFileTail(logPath, maxBytes);
   let text = stripAnsi(tail.text);
   if (tail.cut) text = text.slice(text.indexOf("\n") + 1);
-  // Bun prints this banner into every shard's output because shardguard asked for its
-  // inspector; it is noise next to the test's own output (the log keeps it).
+  // Bun prints this banner when its inspector is started by a flag (shardguard's
+  // children dial through BUN_INSPECT_CONNECT_TO and print none; a user's
+  // own --inspect still does); it is noise next to the test's output (the log keeps it).
   text = text.replace(INSPECTOR_BANNER, "");
   return text.split("\n").slice(-maxLines).join("\n").trimEnd();
 }
@@ -109,10 +136,10 @@ export function summaryLines(report: RunReport, paths: { junit: string; json: st
     lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${oneLine(shard.files.join(" "))}`);
   }
   // Like Playwright's closing list: every test that needs a look, by name.
-  const notable = report.shards.flatMap((s) => s.tests.filter((t) => NOTABLE.has(t.status) && t.status !== "never-started"));
+  const notable = report.shards.flatMap((s) => s.tests.filter((t) => NOTABLE.has(t.status) && t.status !== "never-started").map((t) => ({ t, log: s.logPath })));
   if (notable.length > 0) {
     lines.push(`shardguard: tests that did not pass:`);
-    for (const t of notable.slice(0, 30)) lines.push(testLine(t, true));
+    for (const { t, log } of notable.slice(0, 30)) lines.push(testLine(t, true, log));
     if (notable.length > 30) lines.push(`    … and ${notable.length - 30} more (see the reports)`);
   }
   lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`, `shardguard: CTRF  ${paths.ctrf}`);

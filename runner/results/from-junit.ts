@@ -183,8 +183,13 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   // and Bun stopped there, so the planned files after it never started.
   const bailedOnLoad = ev.bail === true && code === 1 && !bailed;
   let loadFailed = false;
+  // Exit 1 that failed tests of Bun's JUnit account for: a file of the batch
+  // with nothing in it may then be empty as well as one that failed to load.
+  const exitExplained = code === 1 && !bailed && bunFailed(junit);
   const tests: TestResult[] = [];
   const missing: string[] = [];
+  /** Files of {@link exitExplained} shards that registered no test: empty, or a load error Bun sent no event for. */
+  const unregistered: string[] = [];
   let enriched = false;
 
   for (const file of ev.files) {
@@ -240,10 +245,15 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       if ((bailed || loadFailed) && !loose) {
         why = "never started: --bail stopped the run after a failure";
         out.push(synthetic(file, "never-started", { type: "never-started", message: why }));
-      } else if (loose || code !== 0 || left.length > 0) {
+      } else if (loose || left.length > 0 || (code !== 0 && !exitExplained)) {
         out.push(loadFailure(ev, file));
         loadFailed = bailedOnLoad;
         why = "never started: the file failed to load";
+      } else if (code !== 0) {
+        // Bun sends no event for an unresolvable import either: never passed on that doubt.
+        unregistered.push(file);
+        out.push(synthetic(file, "failed", { type: "no-tests", message: `no tests found, or the file failed to load (see ${ev.logPath ?? "the log"})` }));
+        why = "";
       } else if (ev.passWithNoTests) {
         out.push(synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" }));
         why = "";
@@ -282,7 +292,7 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     }
     for (const entry of out) tests.push(entry);
   }
-  return { ...base, ...shardVerdict(ev, code, tests, missing, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
+  return { ...base, ...shardVerdict(ev, code, tests, missing, unregistered, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
 }
 
 /**
@@ -310,7 +320,7 @@ function enrichedEntry(t: TestResult, name: string, line: number | undefined, re
 const NOT_FAILING = new Set(["passed", "skipped", "todo"]);
 
 /** Status and reason of a shard that ended normally; may append a synthetic entry so a failed shard shows a failing testcase. */
-function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], missing: string[], bailed: boolean): { status: ShardStatus; reason: string } {
+function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], missing: string[], unregistered: string[], bailed: boolean): { status: ShardStatus; reason: string } {
   const anyFailed = tests.some((t) => !NOT_FAILING.has(t.status));
   const allSkipped = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
   if (code === 1 && ev.nameFilter && missing.length === 0 && allSkipped) {
@@ -321,9 +331,16 @@ function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], miss
     return { status: "passed", reason };
   }
   if (code === 0 || code === 1) {
-    const failedTests = tests.filter((t) => t.status === "failed").length;
-    let reason =
-      failedTests > 0 ? `${count(failedTests, "test")} failed` : anyFailed ? "not every test ran" : "bun test exited 1 though no test failed (an error between tests)";
+    // A file without tests in a batch: its hint must survive beside the batch's failures.
+    const noTestFiles = tests.filter((t) => t.status === "failed" && t.failure?.type === "no-tests").map((t) => t.file);
+    const empty = noTestFiles.filter((f) => !unregistered.includes(f));
+    const failedTests = tests.filter((t) => t.status === "failed").length - noTestFiles.length;
+    const notes = [
+      ...(failedTests > 0 ? [`${count(failedTests, "test")} failed`] : []),
+      ...(empty.length > 0 ? [`no tests found in ${empty.join(", ")} (pass --pass-with-no-tests to bun test to allow it)`] : []),
+      ...(unregistered.length > 0 ? [`no test registered in ${unregistered.join(", ")} (no tests, or a load error: see the log)`] : []),
+    ];
+    let reason = notes.join("; ") || (anyFailed ? "not every test ran" : "bun test exited 1 though no test failed (an error between tests)");
     if (bailed) reason += "; --bail stopped the run";
     if (!anyFailed) {
       // CI tools count testcases: a failed shard must show a failing one.
