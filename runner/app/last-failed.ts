@@ -4,7 +4,8 @@
  * `--last-failed`, which keeps its last run's failures in a file of its own;
  * ours are the run's own report).
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 import { groupIntoShards, type Plan } from "../plan/plan.ts";
@@ -31,7 +32,7 @@ export function lastReport(out: string): { report: RunReport; file: string } | n
     if (newest && second !== newest.second) break;
     const file = path.join(out, "runs", name, "report.json");
     try {
-      const parsed = RunReportSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+      const parsed = RunReportSchema.safeParse(JSON.parse(readRegularTextSync(file)));
       if (!parsed.success) continue;
       if (!newest || Date.parse(parsed.data.startedAt) > Date.parse(newest.report.startedAt)) newest = { report: parsed.data, file, second };
     } catch {

@@ -18,9 +18,10 @@
  * cookie sweep kills such a grandchild).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, constants, fstatSync, openSync, readFileSync, statfsSync, statSync } from "node:fs";
+import { closeSync, fstatSync, readFileSync, statfsSync, statSync } from "node:fs";
 import path from "node:path";
 import { onExit } from "signal-exit";
+import { openAppendRegularSync } from "../util/regular-file.ts";
 import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
 
 /**
@@ -208,7 +209,8 @@ export class ShardProcess {
     let logSizeAtOpen = 0;
     let logError: string | null = null;
     try {
-      logFd = openSync(this.spec.logPath, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+      // Never blocks: a test may have put a FIFO at a later shard's log path.
+      logFd = openAppendRegularSync(this.spec.logPath, 0o600);
       logSizeAtOpen = fstatSync(logFd).size;
     } catch (error) {
       // A log that cannot be opened must not cost the shard its run: the
