@@ -31,6 +31,7 @@ import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
 import { FirstWave } from "./first-wave.ts";
 import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
+import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
 import { removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 
@@ -84,6 +85,8 @@ export class Run {
   private readonly startedAt = new Date();
   private readonly t0 = performance.now();
   private runDir: string | null = null;
+  /** The child preload the shards load (exec/coverage.ts); undefined: the package's own. */
+  private preload: string | undefined;
   /** From the last report built: a -t filter that matched no test anywhere (exit 1). */
   private filterMatchedNothing = false;
   private readonly console: RunReporter;
@@ -139,6 +142,12 @@ export class Run {
     const { settings, plan, out } = this.inputs;
     const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
     this.runDir = runDir;
+    try {
+      // Out of the project's coverage (exec/coverage.ts).
+      this.preload = coverageSafePreload(runDir);
+    } catch (error) {
+      out.line(`shardguard: WARNING the child preload counts toward the project's coverage in this run: ${(error as Error).message}`);
+    }
     let socketDir: string | null = null;
     if (settings.testEvents) {
       try {
@@ -210,6 +219,8 @@ export class Run {
       env: this.inputs.env,
       ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
       handshakes: new HandshakeGate(),
+      preload: this.preload,
+      coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
     };
     await runPool(
       toRun,

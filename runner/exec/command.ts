@@ -33,6 +33,8 @@ export interface CommandInputs {
   socketPath: string | null;
   /** User flags for `bun test`, passed unchanged. */
   bunArgs: readonly string[];
+  /** The child preload to load; {@link SHARD_PRELOAD} when absent (exec/coverage.ts places a copy where Bun's coverage does not count it). */
+  preload?: string;
 }
 
 /**
@@ -47,7 +49,7 @@ export function shardArgv(inputs: CommandInputs): string[] {
   const argv = [inputs.bun];
   // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
   if (inputs.socketPath) argv.push(`--inspect-wait=unix:${inputs.socketPath}`);
-  argv.push("--no-orphans", "test", "--preload", SHARD_PRELOAD);
+  argv.push("--no-orphans", "test", "--preload", inputs.preload ?? SHARD_PRELOAD);
   for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
   argv.push(...inputs.bunArgs);
   argv.push("--reporter=junit", `--reporter-outfile=${inputs.junitPath}`);
