@@ -109,6 +109,29 @@ describe("a FIFO a test puts where the runner reads", () => {
     }, BOUND_MS + 30_000);
   }
 
+  test("its own shard log, then it spins: SIGTERM ends the run at once, with every report", async () => {
+    const dir = makeSuite({
+      "spins.test.ts": `${HEAD}test("replaces its log with a FIFO and spins", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  while (true) {}\n});\n`,
+    });
+    const run = await runCli(["run", "--root", dir, "--timeout", "60", "--grace", "1"], {
+      onLine: { match: /START spins/, then: (pid) => setTimeout(() => process.kill(pid, "SIGTERM"), 1_000) },
+      limitMs: 40_000,
+    });
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(143);
+    expect(run.ms).toBeLessThan(20_000);
+    const report = readReport(dir);
+    expect(report.cancelledBy).toBe("SIGTERM");
+    const shard = report.shards[0]!;
+    expect(shard.status).toBe("crashed");
+    expect(shard.tests.map((t) => t.status)).toEqual(["crashed"]);
+    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+    expect((await validateJUnitXml(xml)).errors).toEqual([]);
+    expect(xml).toContain('type="crash"');
+    const ctrf = JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8"));
+    expect(ctrf.results.tests.map((t: { status: string }) => t.status)).toEqual(["failed"]);
+  }, 60_000);
+
   test("a FIFO left in place of bunfig.toml is refused in one line, exit 2, no child started", async () => {
     const dir = makeSuite({ "a.test.ts": 'import { test } from "bun:test";\ntest("a", () => {});\n' });
     expect(Bun.spawnSync(["mkfifo", path.join(dir, "bunfig.toml")]).exitCode).toBe(0);

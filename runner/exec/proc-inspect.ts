@@ -264,7 +264,9 @@ function cookieProcess(pid: number, needle: string, test: (entry: string) => boo
     if (entry === undefined) return null;
     stat ??= readProcStat(pid);
     if (stat === null || stat.state === "X" || (stat.state === "Z" && source === pid)) return null;
-    const command = readFileSync(`/proc/${source}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
+    let command = readFileSync(`/proc/${source}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
+    // Empty for a process caught as it exits (a fork relay's member): its name, as ps shows it.
+    if (command === "") command = `[${readFileSync(`/proc/${pid}/comm`, "utf8").trim()}]`;
     return { pid, command, pgid: stat.pgid, entry, env: toEnvMap(entries) };
   } catch {
     // Exited while we looked, or not ours to read.
