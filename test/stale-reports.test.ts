@@ -5,9 +5,10 @@
  * usage error before any setting is valid leaves every file alone.
  */
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fixtureFiles, makeSuite, removeSuites, runCli } from "./helpers/cli.ts";
+import { CLI, fixtureFiles, makeSuite, removeSuites, REPO, runCli, withoutCiVariables } from "./helpers/cli.ts";
 
 afterAll(removeSuites);
 
@@ -85,4 +86,60 @@ describe("a refused run after an earlier one", () => {
     expect(readFileSync(json, "utf8")).toBe('{"tool": {"name": "other"}}\n');
     expect(existsSync(path.join(out, "junit.xml"))).toBe(false);
   });
+});
+
+/** True where this user may mount a tmpfs in a mount namespace of its own (as test/shard-log.test.ts). */
+const canMountTmpfs = spawnSync("unshare", ["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"], { timeout: 5_000 }).status === 0;
+if (!canMountTmpfs) console.warn("stale-reports.test.ts: skipping the full-disk case: `unshare -rm` + `mount -t tmpfs` is not permitted here");
+
+describe("a run that cannot write its reports (a full disk) after a passing one", () => {
+  test.skipIf(!canMountTmpfs)(
+    "leaves no earlier report at the stable paths, names none, and --last-failed then refuses (exit 2) naming that run",
+    () => {
+      const dir = makeSuite({ "a.test.ts": 'import { expect, test } from "bun:test";\ntest("a", () => { expect(process.env.SG_B === "1").toBe(false); });\n' });
+      const host = makeSuite({}, "sg-enospc-host-");
+      const out = path.join(dir, "out");
+      const cli = `"${process.execPath}" "${CLI}"`;
+      // Everything on the small tmpfs happens inside one mount namespace; what
+      // the assertions need is copied to `host` before it ends.
+      const script = [
+        "set -u",
+        `mkdir -p "${out}" && mount -t tmpfs -o size=1m tmpfs "${out}" || exit 90`,
+        `${cli} run --root "${dir}" --out "${out}" > "${host}/a.out" 2>&1; echo $? > "${host}/a.code"`,
+        `cp "${out}/report.json" "${host}/a.report.json"`,
+        // The disk fills up; run B's test fails.
+        `dd if=/dev/zero of="${out}/filler" bs=4k 2>/dev/null; df -k "${out}" > "${host}/df"`,
+        `SG_B=1 ${cli} run --root "${dir}" --out "${out}" > "${host}/b.out" 2>&1; echo $? > "${host}/b.code"`,
+        `ls -a "${out}" > "${host}/b.ls"; ls "${out}/runs" > "${host}/b.runs"`,
+        `${cli} run --root "${dir}" --out "${out}" --last-failed > "${host}/c.out" 2>&1; echo $? > "${host}/c.code"`,
+        `rm -f "${out}/filler"`,
+        `${cli} run --root "${dir}" --out "${out}" --last-failed > "${host}/d.out" 2>&1; echo $? > "${host}/d.code"`,
+      ].join("\n");
+      const run = spawnSync("unshare", ["-rm", "sh", "-c", script], { cwd: REPO, env: { ...withoutCiVariables(process.env), NO_COLOR: "1" }, encoding: "utf8", timeout: 90_000 });
+      expect(run.status).toBe(0);
+      const read = (name: string) => readFileSync(path.join(host, name), "utf8");
+      expect(read("a.code").trim()).toBe("0");
+      const runA = JSON.parse(read("a.report.json")).runId as string;
+
+      const b = read("b.out");
+      expect(read("b.code").trim()).toBe("1");
+      expect(b).toContain("could not write the reports: ENOSPC");
+      expect(b).toMatch(/removed the older reports at .*junit\.xml.*report\.json.*ctrf\.json: they are not this run's/);
+      // Names no report file: the stable paths held run A's.
+      expect(b).not.toMatch(/^shardguard: (JUnit|JSON|CTRF) /m);
+      expect(b).toContain("no report was written for this run");
+      const left = read("b.ls").split("\n");
+      for (const f of STABLE) expect(left).not.toContain(f);
+      const runB = read("b.runs").split("\n").find((id) => id !== "" && id !== runA)!;
+      expect(runB).toBeDefined();
+
+      // --last-failed never reruns less because the newest run left no report.
+      for (const step of ["c", "d"]) {
+        expect(read(`${step}.code`).trim()).toBe("2");
+        expect(read(`${step}.out`)).toContain(`--last-failed: run ${runB} left no report`);
+        expect(read(`${step}.out`)).not.toContain(`every planned file passed in run ${runA}`);
+      }
+    },
+    120_000,
+  );
 });

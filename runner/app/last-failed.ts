@@ -4,41 +4,56 @@
  * `--last-failed`, which keeps its last run's failures in a file of its own;
  * ours are the run's own report).
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 import { groupIntoShards, type Plan } from "../plan/plan.ts";
 import { RunReportSchema, type RerunOf, type RunReport } from "../results/model.ts";
 import { filesToRerun } from "../results/rerun.ts";
 
+/** A run directory's name: the run id (app/run.ts newRunId), `20261130T160515Z-9e4169`. */
+const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]+$/;
+
 /**
- * The newest report of a run under `out/runs/<run id>/report.json` that
- * parses, with its path; null when there is none. A run id names its start
- * to the second, then a random part (app/run.ts newRunId), so ids of runs
- * started in the same second do not sort by start: among those, the
- * report's own `startedAt` (ms) decides.
+ * The newest run's report under `out/runs/<run id>/report.json`, with its
+ * path; null when no run is there. A run id names its start to the second,
+ * then a random part (app/run.ts newRunId), so ids of runs started in the
+ * same second do not sort by start: among those, the report's own
+ * `startedAt` (ms) decides.
+ *
+ * @throws ConfigError naming the run when a run of that newest second left
+ *   no report that parses (its reports could not be written, e.g. a full
+ *   disk, or it is still starting): an older run's report would rerun less
+ *   than the newest run left to rerun
  */
 export function lastReport(out: string): { report: RunReport; file: string } | null {
   let names: string[];
   try {
-    names = readdirSync(path.join(out, "runs")).sort().reverse();
+    names = readdirSync(path.join(out, "runs")).filter((name) => RUN_ID.test(name)).sort().reverse();
   } catch {
     return null;
   }
-  let newest: { report: RunReport; file: string; second: string } | null = null;
+  let newest: { report: RunReport; file: string } | null = null;
+  const second = names[0]?.split("-")[0];
   for (const name of names) {
-    const second = name.split("-")[0]!;
-    if (newest && second !== newest.second) break;
+    if (name.split("-")[0] !== second) break;
     const file = path.join(out, "runs", name, "report.json");
+    let parsed: ReturnType<typeof RunReportSchema.safeParse> | null = null;
     try {
-      const parsed = RunReportSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-      if (!parsed.success) continue;
-      if (!newest || Date.parse(parsed.data.startedAt) > Date.parse(newest.report.startedAt)) newest = { report: parsed.data, file, second };
+      parsed = RunReportSchema.safeParse(JSON.parse(readRegularTextSync(file)));
     } catch {
-      // A run refused before its first report, or a report cut by a full disk: look further back.
+      // Missing, not a regular file, cut short: no report.
     }
+    if (!parsed?.success) {
+      throw new ConfigError(
+        `--last-failed: run ${name} left no report (${file} is missing or unreadable: its reports could not be written, or it is still starting); ` +
+          "rerun the whole plan without --last-failed",
+      );
+    }
+    if (!newest || Date.parse(parsed.data.startedAt) > Date.parse(newest.report.startedAt)) newest = { report: parsed.data, file };
   }
-  return newest ? { report: newest.report, file: newest.file } : null;
+  return newest;
 }
 
 /**
@@ -64,8 +79,9 @@ export type LastFailedFiles =
  * preset's files), are left out and listed in `gone` with why.
  *
  * @param keep says why a file cannot be rerun now (null when it can)
- * @throws ConfigError when there is no earlier report under OUT/runs, PATTERNs were given,
- *   or files did not pass there and none of them can run now
+ * @throws ConfigError when there is no earlier report under OUT/runs, the newest run left
+ *   none ({@link lastReport}), PATTERNs were given, or files did not pass there and none of
+ *   them can run now
  */
 export function lastFailedFiles(settings: RunSettings, patterns: readonly string[], keep: (file: string) => string | null = () => null): LastFailedFiles {
   refusePatterns(patterns);

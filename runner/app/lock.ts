@@ -33,7 +33,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
-import { chmod, link, lstat, mkdir, readdir, readFile, unlink, writeFile } from "node:fs/promises";
+import { chmod, link, lstat, mkdir, readdir, unlink, writeFile } from "node:fs/promises";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import os from "node:os";
 import path from "node:path";
 import { isAlive, readProcStat } from "../exec/proc-inspect.ts";
@@ -258,9 +259,11 @@ const maxOf = (values: number[]) => values.reduce((a, b) => Math.max(a, b), -1);
 async function liveHolder(lane: string, gen: number): Promise<HolderRecord | null | "vanished"> {
   let text: string;
   try {
-    text = await readFile(holderPath(lane, gen), "utf8");
+    text = readRegularTextSync(holderPath(lane, gen));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return "vanished";
+    // Not a regular file (a FIFO): never ours, and never waited on.
+    if ((error as NodeJS.ErrnoException).code === "ENOTREG") return null;
     throw error;
   }
   const record = parseRecord(text);

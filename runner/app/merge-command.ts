@@ -4,7 +4,8 @@
  * (results/merge.ts) and writes the merged JUnit, JSON and CTRF reports,
  * each rendered from the merged model (never concatenated).
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { ConfigError } from "../config/schema.ts";
@@ -104,7 +105,7 @@ async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: s
 function readReport(file: string) {
   let json: unknown;
   try {
-    json = JSON.parse(readFileSync(file, "utf8"));
+    json = JSON.parse(readRegularTextSync(file));
   } catch (error) {
     throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`);
   }

@@ -11,7 +11,8 @@
  * be refused precisely because it names something else (a test file, a
  * directory), and that must never be deleted.
  */
-import { lstatSync, readFileSync, rmSync } from "node:fs";
+import { lstatSync, rmSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import { parseArgs, RUN_FLAGS } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import type { RunSettings } from "../config/schema.ts";
@@ -23,7 +24,7 @@ import type { Host } from "./host.ts";
 export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf"): boolean {
   try {
     if (!lstatSync(file).isFile()) return false;
-    const text = readFileSync(file, "utf8");
+    const text = readRegularTextSync(file);
     if (kind === "junit") return /^<\?xml[^>]*\?>\s*<testsuites name="shardguard[" ]/.test(text.slice(0, 512));
     const doc = JSON.parse(text) as Record<string, unknown>;
     if (kind === "json") return (doc.tool as { name?: unknown } | undefined)?.name === "shardguard" && typeof doc.runId === "string";

@@ -31,6 +31,8 @@ import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
 import { FirstWave } from "./first-wave.ts";
 import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
+import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
+import { removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 
 /** Inputs of a run. */
@@ -83,6 +85,8 @@ export class Run {
   private readonly startedAt = new Date();
   private readonly t0 = performance.now();
   private runDir: string | null = null;
+  /** The child preload the shards load (exec/coverage.ts); undefined: the package's own. */
+  private preload: string | undefined;
   /** From the last report built: a -t filter that matched no test anywhere (exit 1). */
   private filterMatchedNothing = false;
   private readonly console: RunReporter;
@@ -138,6 +142,12 @@ export class Run {
     const { settings, plan, out } = this.inputs;
     const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
     this.runDir = runDir;
+    try {
+      // Out of the project's coverage (exec/coverage.ts).
+      this.preload = coverageSafePreload(runDir);
+    } catch (error) {
+      out.line(`shardguard: WARNING the child preload counts toward the project's coverage in this run: ${(error as Error).message}`);
+    }
     let socketDir: string | null = null;
     if (settings.testEvents) {
       try {
@@ -209,6 +219,8 @@ export class Run {
       env: this.inputs.env,
       ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
       handshakes: new HandshakeGate(),
+      preload: this.preload,
+      coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
     };
     await runPool(
       toRun,
@@ -277,16 +289,27 @@ export class Run {
     const released = guardian.release();
     let report = await this.writeReports(true);
     await released;
-    if ((this.writer?.finalWriteError ?? null) !== null && report.exitCode === EXIT.ok) {
-      // The files on disk are an older snapshot, or missing: a CI step that
-      // reads them must not be told the run passed (docs/reports.md).
-      report = { ...report, exitCode: EXIT.failed };
-      this.inputs.out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
+    const writeError = this.writer?.finalWriteError ?? null;
+    if (writeError !== null) {
+      // What the stable paths hold is an older snapshot: an earlier run's
+      // reports (passing, perhaps) or this run's interim one. None may stand
+      // for this run, so none stays, as after a refused run; the run's own
+      // directory keeps whatever it got (docs/reports.md, "A run that
+      // cannot write its reports").
+      const removed = removeStaleReports(settings);
+      if (removed.length > 0) this.inputs.out.line(`shardguard: removed the older reports at ${removed.join(", ")}: they are not this run's`);
+      if (report.exitCode === EXIT.ok) {
+        // A CI step that reads the files must not be told the run passed.
+        report = { ...report, exitCode: EXIT.failed };
+        this.inputs.out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
+      }
     }
     await pruning;
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
-    this.console.onRunEnd(report, { junit: settings.junit, json: settings.json, ctrf: settings.ctrf }, this.filterMatchedNothing);
+    // Never names a file this run did not write.
+    const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf } : null;
+    this.console.onRunEnd(report, paths, this.filterMatchedNothing);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 

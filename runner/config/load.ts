@@ -8,7 +8,8 @@
  * planning, so that a bad value exits 2 without a single child process
  * having started.
  */
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import type { ParsedArgs } from "./args.ts";
 import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, showValue, type RunSettings, type SettingSpec } from "./schema.ts";
@@ -70,7 +71,12 @@ export function readBunfigTable(root: string): BunfigTable {
   const file = path.join(root, "bunfig.toml");
   if (!existsSync(file)) return { table: {}, file: null, testRoot: null, text: "" };
   let doc: Record<string, unknown>;
-  const text = readFileSync(file, "utf8");
+  let text: string;
+  try {
+    text = readRegularTextSync(file);
+  } catch (error) {
+    throw new ConfigError(`${file} cannot be read: ${(error as Error).message}; expected a regular TOML file`);
+  }
   try {
     doc = Bun.TOML.parse(text) as Record<string, unknown>;
   } catch (error) {

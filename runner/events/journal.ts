@@ -8,8 +8,8 @@
  * them (unknown fields kept), so `readJournal` → `TestEventModel.fromEvents`
  * rebuilds the same per-test state, except clock values (replay time).
  */
-import { closeSync, fchmodSync, openSync, writeSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { closeSync, fchmodSync, writeSync } from "node:fs";
+import { openAppendRegularSync, readRegularTextSync } from "../util/regular-file.ts";
 import { testEventSchema, type TestEvent } from "./wire.ts";
 import { NEWLINE } from "../util/bytes.ts";
 import { keepOutOfFTL } from "../util/jit.ts";
@@ -59,7 +59,8 @@ export class EventJournal {
    * @throws Error from `open(2)` (missing directory, permissions).
    */
   static open(path: string): EventJournal {
-    const fd = openSync(path, "a", 0o600);
+    // Never blocks on a FIFO a test put at the path (util/regular-file.ts).
+    const fd = openAppendRegularSync(path, 0o600);
     try {
       fchmodSync(fd, 0o600);
     } catch (error) {
@@ -221,7 +222,7 @@ export interface JournalRead {
  * @throws Error from reading the file (e.g. ENOENT).
  */
 export async function readJournalDetailed(path: string): Promise<JournalRead> {
-  const text = await readFile(path, "utf8");
+  const text = readRegularTextSync(path);
   const lines = text.split("\n");
   const last = lines.pop() ?? "";
   const result: JournalRead = { events: [], invalidLines: 0, truncatedTail: false };

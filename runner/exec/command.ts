@@ -31,6 +31,8 @@ export interface CommandInputs {
   junitPath: string;
   /** User flags for `bun test`, passed unchanged. */
   bunArgs: readonly string[];
+  /** The child preload to load; {@link SHARD_PRELOAD} when absent (exec/coverage.ts places a copy where Bun's coverage does not count it). */
+  preload?: string;
 }
 
 /** The variable that makes a Bun child dial an inspector socket in Bun's `connect` mode. */
@@ -63,7 +65,7 @@ export function inspectorEnv(socketPath: string | null): Record<string, string |
  * flags come last so a user's own `--reporter` cannot take the JUnit away.
  */
 export function shardArgv(inputs: CommandInputs): string[] {
-  const argv = [inputs.bun, "--no-orphans", "test", "--preload", SHARD_PRELOAD];
+  const argv = [inputs.bun, "--no-orphans", "test", "--preload", inputs.preload ?? SHARD_PRELOAD];
   for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
   argv.push(...inputs.bunArgs);
   argv.push("--reporter=junit", `--reporter-outfile=${inputs.junitPath}`);

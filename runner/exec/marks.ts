@@ -23,6 +23,7 @@
  * wall-clock timeout.
  */
 import { closeSync, constants, createReadStream, fstatSync, openSync, readSync, writeFileSync } from "node:fs";
+import { openRegularSync } from "../util/regular-file.ts";
 import { NEWLINE, NUL } from "../util/bytes.ts";
 
 /** Descendant lines kept, the preload's own limit. */
@@ -132,11 +133,16 @@ export async function readMarks(file: string): Promise<ShardMarks> {
   try {
     // The usual file (a few bytes per test) in one synchronous read: the
     // stream cost the runner ~0.1 ms of CPU per shard in thread-pool round
-    // trips (bench/README.md). Anything larger, or not a regular file, is
-    // streamed as before (O_NONBLOCK: opening a FIFO put there must not block).
+    // trips (bench/README.md). Anything larger is streamed; anything not a
+    // regular file (a FIFO a test put there) is no marks at all.
     const small = readSmallFile(file);
     if (small) scan(small);
-    else for await (const chunk of createReadStream(file, { highWaterMark: 64 * 1024, end: MAX_MARKS_BYTES - 1 }) as AsyncIterable<Buffer>) scan(chunk);
+    else {
+      // Through a descriptor checked to be a regular file: createReadStream's
+      // own open(2) of a path would wait for good on a FIFO a test put there.
+      const fd = openRegularSync(file);
+      for await (const chunk of createReadStream("", { fd, highWaterMark: 64 * 1024, start: 0, end: MAX_MARKS_BYTES - 1 }) as AsyncIterable<Buffer>) scan(chunk);
+    }
   } catch {
     // Missing (no test started) or unreadable: what was read so far stands.
   }

@@ -65,7 +65,8 @@ export interface Descendant {
 }
 
 /**
- * The live, non-zombie descendants of `pid`, breadth first, at most `max`:
+ * The live descendants of `pid` (a zombie leader with a live thread counts
+ * as live), breadth first, at most `max`:
  * the children of every thread (`/proc/<pid>/task/<tid>/children`; a child
  * belongs to the thread that forked it), then theirs. Linux only; empty
  * elsewhere, or when `pid` is gone. Synchronous, so the tree cannot move
@@ -84,10 +85,13 @@ export function listDescendants(pid: number, max: number): Descendant[] {
     if (seen.has(child)) continue;
     seen.add(child);
     const stat = readProcStat(child);
-    if (stat === null || stat.state === "Z" || stat.state === "X") continue;
+    if (stat === null || stat.state === "X") continue;
+    // A zombie leader with a live thread is alive (see liveThread).
+    const source = stat.state === "Z" ? liveThread(child) : child;
+    if (source === null) continue;
     let command = "";
     try {
-      command = readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0").join(" ").replace(/[\r\n]/g, " ").trim().slice(0, 200);
+      command = readFileSync(`/proc/${source}/cmdline`, "utf8").split("\0").join(" ").replace(/[\r\n]/g, " ").trim().slice(0, 200);
     } catch {
       continue;
     }
@@ -144,8 +148,10 @@ export interface EnvProcess {
 }
 
 /**
- * Lists live, non-zombie processes (excluding this one and its ancestors)
- * with an environment entry equal to, or starting with, `needle`. Linux
+ * Lists live processes (excluding this one and its ancestors) with an
+ * environment entry equal to, or starting with, `needle`; a process whose
+ * leader thread is a zombie while another thread runs is live, and read
+ * through that thread. Newest pid first. Linux
  * reads /proc/<pid>/environ; macOS reads `ps eww`. Processes that cannot be
  * read (other users) are skipped.
  *
@@ -167,27 +173,35 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
     // the kernel walk and drop those entries under a spinlock: ~1-2 ms of
     // system time per shard on a busy 2-core machine, where one listing of
     // ~100 processes costs ~0.1-0.3 ms (bench/README.md).
+    const before = lastPid();
     const names = readdirSync("/proc");
     // Read after the listing, so every listed pid was allocated by then.
     const since = forkedSince === undefined ? null : pidsSince(forkedSince);
     const pids = names.filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => !since || (pid >= since.first && pid <= since.last));
-    for (const pid of pids) {
-      if (spared.has(pid)) continue;
-      try {
-        // environ first: most processes do not match, so stat and cmdline
-        // are read only for the few that do (this scan runs after every shard).
-        const raw = readFileSync(`/proc/${pid}/environ`, "utf8");
-        if (!raw.includes(needle)) continue;
-        const entries = raw.split("\0");
-        const entry = entries.find(test);
-        if (entry === undefined) continue;
-        const stat = readProcStat(pid);
-        if (stat === null || stat.state === "Z" || stat.state === "X") continue;
-        const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
-        hits.push({ pid, command, pgid: stat.pgid, entry, env: toEnvMap(entries) });
-      } catch {
-        // Exited while we looked, or not ours to read.
-      }
+    // Newest first: a process that lives a few hundred microseconds (a fork
+    // relay) is then read moments after the listing, while it still exists.
+    pids.sort((a, b) => b - a);
+    const found = new Set<number>();
+    const look = (pid: number) => {
+      if (spared.has(pid) || found.has(pid)) return;
+      const hit = cookieProcess(pid, needle, test);
+      if (hit === null) return;
+      found.add(pid);
+      hits.push(hit);
+    };
+    for (const pid of pids) look(pid);
+    // A fork relay outruns a scan: each pid it had when listed is gone by
+    // the time it is read. While pids were allocated since the last look,
+    // the newest few are read by number at once (a few rounds; never the
+    // dead thread ids of a shard child, which were allocated before the
+    // listing, when nothing forked since).
+    let seen = before;
+    for (let round = 0; round < PROBE_ROUNDS && seen !== null; round++) {
+      const last = lastPid();
+      if (last === null || last === seen) break;
+      const low = last > seen ? Math.max(seen, last - NEWEST_PROBES) : last - NEWEST_PROBES;
+      for (let pid = last + 2; pid > low && pid > 0; pid--) look(pid);
+      seen = last;
     }
     return hits;
   }
@@ -203,6 +217,84 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
     hits.push({ pid, command: m[3]!.slice(0, 200), pgid: Number(m[2]), entry, env: toEnvMap(words.filter((w) => w.includes("="))) });
   }
   return hits;
+}
+
+/** Pids read by number per round after a scan that saw new forks, and the rounds (see processesWithEnv). */
+const NEWEST_PROBES = 8;
+const PROBE_ROUNDS = 4;
+
+/** `/proc/sys/kernel/ns_last_pid`: the pid allocated last; null when unreadable. */
+function lastPid(): number | null {
+  try {
+    const last = Number(readFileSync("/proc/sys/kernel/ns_last_pid", "utf8"));
+    return Number.isInteger(last) ? last : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The process `pid` when its environment has an entry that passes `test`
+ * (`needle` is a substring of that entry, the cheap first check), else null
+ * (no such process, not ours to read, dead, or no such entry).
+ */
+function cookieProcess(pid: number, needle: string, test: (entry: string) => boolean): EnvProcess | null {
+  try {
+    // environ first: most processes do not match, so stat and cmdline
+    // are read only for the few that do (this scan runs after every shard).
+    let source = pid;
+    let raw: string;
+    let stat: ProcStat | null = null;
+    try {
+      raw = readFileSync(`/proc/${pid}/environ`, "utf8");
+    } catch (error) {
+      // ESRCH for a process whose leader thread exited (pthread_exit)
+      // while others run (state Z, "Zl" in ps): its memory is read
+      // through a live thread instead.
+      if ((error as NodeJS.ErrnoException).code !== "ESRCH") return null;
+      stat = readProcStat(pid);
+      const thread = stat?.state === "Z" ? liveThread(pid) : null;
+      if (thread === null) return null;
+      source = thread;
+      raw = readFileSync(`/proc/${thread}/environ`, "utf8");
+    }
+    if (!raw.includes(needle)) return null;
+    const entries = raw.split("\0");
+    const entry = entries.find(test);
+    if (entry === undefined) return null;
+    stat ??= readProcStat(pid);
+    if (stat === null || stat.state === "X" || (stat.state === "Z" && source === pid)) return null;
+    let command = readFileSync(`/proc/${source}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
+    // Empty for a process caught as it exits (a fork relay's member): its name, as ps shows it.
+    if (command === "") command = `[${readFileSync(`/proc/${pid}/comm`, "utf8").trim()}]`;
+    return { pid, command, pgid: stat.pgid, entry, env: toEnvMap(entries) };
+  } catch {
+    // Exited while we looked, or not ours to read.
+    return null;
+  }
+}
+
+/**
+ * A thread of `pid` that is neither a zombie nor dead, or null. A process
+ * whose leader thread ended while another thread runs shows the leader's
+ * state (Z) in `/proc/<pid>/stat`, yet is alive: a signal to its pid still
+ * reaches every thread. Each thread's stat is read through its own
+ * directory, `/proc/<tid>/stat` (see {@link childrenOf} for why).
+ */
+export function liveThread(pid: number): number | null {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  for (const tid of tids) {
+    const id = Number(tid);
+    if (id === pid || !Number.isInteger(id)) continue;
+    const state = readProcStat(id)?.state;
+    if (state !== undefined && state !== "Z" && state !== "X") return id;
+  }
+  return null;
 }
 
 /**
@@ -243,6 +335,23 @@ function ancestry(): Set<number> {
   return ancestors;
 }
 let ancestors: Set<number> | undefined;
+
+/**
+ * The process groups of this process and its ancestors (Linux; empty
+ * elsewhere): a sweep never signals them as a group, whatever a process
+ * in them carries.
+ */
+export function sparedGroups(): Set<number> {
+  if (spareGroups === undefined) {
+    spareGroups = new Set<number>();
+    for (const pid of ancestry()) {
+      const pgid = readProcStat(pid)?.pgid;
+      if (pgid !== undefined) spareGroups.add(pgid);
+    }
+  }
+  return spareGroups;
+}
+let spareGroups: Set<number> | undefined;
 
 function readAncestry(): Set<number> {
   const pids = new Set<number>([process.pid]);

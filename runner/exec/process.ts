@@ -18,10 +18,11 @@
  * cookie sweep kills such a grandchild).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, constants, fstatSync, openSync, readFileSync, statfsSync, statSync } from "node:fs";
+import { closeSync, fstatSync, readFileSync, statfsSync, statSync } from "node:fs";
 import path from "node:path";
 import { onExit } from "signal-exit";
-import { isAlive, processesWithEnv } from "./proc-inspect.ts";
+import { openAppendRegularSync } from "../util/regular-file.ts";
+import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
 
 /**
  * Lifecycle of one shard process, in order. A process moves forward only.
@@ -208,7 +209,8 @@ export class ShardProcess {
     let logSizeAtOpen = 0;
     let logError: string | null = null;
     try {
-      logFd = openSync(this.spec.logPath, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+      // Never blocks: a test may have put a FIFO at a later shard's log path.
+      logFd = openAppendRegularSync(this.spec.logPath, 0o600);
       logSizeAtOpen = fstatSync(logFd).size;
     } catch (error) {
       // A log that cannot be opened must not cost the shard its run: the
@@ -362,50 +364,64 @@ export function startProcess(spec: ProcessSpec): ShardProcess {
   return new ShardProcess(spec);
 }
 
+/** At most this many passes of one sweep; it stops sooner at a pass that finds no process it had not killed. */
+export const SWEEP_PASSES = 8;
+
 /**
  * SIGKILLs every process (other than this one) whose environment holds the
- * entry `cookie` (`exact`) or an entry starting with it (`prefix`).
+ * entry `cookie` (`exact`) or an entry starting with it (`prefix`), and the
+ * process group of each one found outside `groupId` (a fork relay in its
+ * own session changes pid every few hundred microseconds, but its group
+ * stays, and a group signal reaches a child being forked too).
  *
  * Environment entries are inherited by every descendant and survive setsid
  * and double forks, which escape any process-group kill. Linux reads
  * /proc/<pid>/environ; macOS reads `ps eww`. Processes that cannot be read
- * (other users) are skipped.
+ * (other users) are skipped. Passes repeat until one finds nothing new, at
+ * most {@link SWEEP_PASSES}.
  *
- * @returns the processes killed
+ * @param groupId the shard child's pid and process group, which the caller
+ *   SIGKILLs itself; only processes forked after it are read
+ * @returns the processes killed, one per pid
  */
 export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?: number): Escapee[] {
-  const killed: Escapee[] = [];
   // A shard's descendants were forked after its child, whose pid is the group id.
-  for (const proc of processesWithEnv(cookie, match, groupId)) {
-    try {
-      process.kill(proc.pid, "SIGKILL");
-      killed.push({ pid: proc.pid, command: proc.command, leftGroup: groupId !== undefined && proc.pgid !== groupId });
-    } catch {
-      // Gone already.
-    }
-  }
-  return killed;
+  return sweepPasses(() => processesWithEnv(cookie, match, groupId), groupId);
 }
 
 /**
  * Kills shard processes of earlier runs whose runner is gone (it was
- * SIGKILLed, or slept through --no-orphans). A process belongs to a run by
- * its cookie entry (prefix `cookiePrefix`); the run's runner pid travels
- * beside it in the variable `runnerPidVar`.
+ * SIGKILLed, or slept through --no-orphans), with their groups, in passes as
+ * {@link sweepCookie} does. A process belongs to a run by its cookie entry
+ * (prefix `cookiePrefix`); the run's runner pid travels beside it in the
+ * variable `runnerPidVar`.
  *
  * @returns the processes killed
  */
 export function sweepStaleRuns(cookiePrefix: string, runnerPidVar: string): Escapee[] {
-  const killed: Escapee[] = [];
-  for (const proc of processesWithEnv(cookiePrefix, "prefix")) {
-    const runner = Number(proc.env.get(runnerPidVar));
-    if (Number.isInteger(runner) && runner > 0 && isAlive(runner)) continue;
-    try {
-      process.kill(proc.pid, "SIGKILL");
-      killed.push({ pid: proc.pid, command: proc.command, leftGroup: true });
-    } catch {
-      // Already gone.
+  const stale = () =>
+    processesWithEnv(cookiePrefix, "prefix").filter((proc) => {
+      const runner = Number(proc.env.get(runnerPidVar));
+      return !(Number.isInteger(runner) && runner > 0 && isAlive(runner));
+    });
+  return sweepPasses(stale, undefined).map((e) => ({ ...e, leftGroup: true }));
+}
+
+function sweepPasses(find: () => EnvProcess[], groupId: number | undefined): Escapee[] {
+  const killed = new Map<number, Escapee>();
+  const spared = sparedGroups();
+  for (let pass = 0; pass < SWEEP_PASSES; pass++) {
+    const fresh = find().filter((proc) => !killed.has(proc.pid));
+    if (fresh.length === 0) break;
+    for (const proc of fresh) {
+      try {
+        process.kill(proc.pid, "SIGKILL");
+        killed.set(proc.pid, { pid: proc.pid, command: proc.command, leftGroup: groupId !== undefined && proc.pgid !== groupId });
+      } catch {
+        // Gone already.
+      }
+      if (proc.pgid !== null && proc.pgid > 1 && proc.pgid !== groupId && !spared.has(proc.pgid)) signalGroup(proc.pgid, "SIGKILL");
     }
   }
-  return killed;
+  return [...killed.values()];
 }

@@ -59,6 +59,10 @@ export interface ShardContext {
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
   /** The run's pending handshakes, answered before any verdict is decided (exec/handshake-gate.ts); none: verdicts never wait. */
   handshakes?: HandshakeGate;
+  /** The child preload the shards load (exec/coverage.ts); SHARD_PRELOAD when absent. */
+  preload?: string;
+  /** The coverage threshold Bun enforces in the shards (exec/coverage.ts `coverageThreshold`); null or absent: none. */
+  coverageThreshold?: string | null;
 }
 
 /** Live view of a running shard, for progress displays. */
@@ -152,7 +156,7 @@ export async function runShard(
     env[SHARD_ENV.yieldEvents] = socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0";
     // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
     Object.assign(env, inspectorEnv(socketPath));
-    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, bunArgs: ctx.bunArgs });
+    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, bunArgs: ctx.bunArgs, ...(ctx.preload ? { preload: ctx.preload } : {}) });
     // The model's clock: one reading per socket read, taken as it arrives.
     // The events of one read arrived together, so this is their arrival
     // time, with no reading per event.
@@ -365,6 +369,7 @@ export async function runShard(
     bail: bails(ctx.bunArgs),
     testsStarted,
     finishedNormally,
+    ...(ctx.coverageThreshold ? { coverageThreshold: ctx.coverageThreshold } : {}),
     ...(consoleError ? { consoleError } : {}),
     notes,
     timeoutMs: ctx.timeoutMs,

@@ -9,7 +9,8 @@
  * a file written by `bun test --update-timings` run from the root is
  * interchangeable with ours.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import { z } from "zod";
 import { ConfigError } from "../config/schema.ts";
 import type { PlannedShard } from "./plan.ts";
@@ -60,7 +61,7 @@ export function readTimingsFile(file: string, what: string): TimingsFile | null 
   if (!existsSync(file)) return null;
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readRegularTextSync(file);
   } catch (error) {
     throw new ConfigError(`invalid ${what} ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }

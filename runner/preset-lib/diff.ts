@@ -15,7 +15,8 @@
  * (touchfiles.ts).
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+
+import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import { ConfigError } from "../config/schema.ts";
 import type { PlannedShard } from "../plan/plan.ts";
@@ -213,7 +214,7 @@ export function decideFile(file: string, selected: Set<string> | null, ctx: Deci
   }
   let source: string;
   try {
-    source = (ctx.read ?? ((f: string) => readFileSync(path.join(ctx.root, f), "utf8")))(file);
+    source = (ctx.read ?? ((f: string) => readRegularTextSync(path.join(ctx.root, f))))(file);
   } catch {
     return { file, kept: true, reason: "source unreadable: kept" };
   }

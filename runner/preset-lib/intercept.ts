@@ -22,7 +22,8 @@
  * every shard child pay for reading one small file, nothing more.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import { SHARD_ENV } from "../exec/command.ts";
 import { BUILTIN_PRESETS } from "./builtin.ts";
@@ -41,7 +42,7 @@ export const INTERCEPT_ENV = "SHARDGUARD_INTERCEPT";
 export function readCommandLine(pid: number, platform: NodeJS.Platform = process.platform): string[] | null {
   try {
     if (platform === "linux") {
-      const raw = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      const raw = readRegularTextSync(`/proc/${pid}/cmdline`);
       const parts = raw.split("\0");
       if (parts.at(-1) === "") parts.pop();
       return parts.length > 0 ? parts : null;
@@ -159,7 +160,7 @@ function fileArguments(cwd: string, positionals: readonly string[]): string[] | 
 function quickCandidates(cwd: string, files: readonly string[], globMatcher: (globs: readonly string[]) => (file: string) => boolean): string[] {
   let user: Record<string, Record<string, unknown>> = {};
   try {
-    const doc = Bun.TOML.parse(readFileSync(path.join(cwd, "bunfig.toml"), "utf8")) as Record<string, unknown>;
+    const doc = Bun.TOML.parse(readRegularTextSync(path.join(cwd, "bunfig.toml"))) as Record<string, unknown>;
     const presets = (doc.shardguard as Record<string, unknown> | undefined)?.presets;
     if (presets && typeof presets === "object") user = presets as Record<string, Record<string, unknown>>;
   } catch {

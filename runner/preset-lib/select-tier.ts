@@ -7,7 +7,8 @@
  * only on explicit evidence (a whole-file guard naming another tier and not
  * this one). Anything else, including an unreadable source, is kept.
  */
-import { readFileSync } from "node:fs";
+
+import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import { ConfigError } from "../config/schema.ts";
 import { guardRegex, type TierSpec } from "./schema.ts";
@@ -87,7 +88,7 @@ export function filterByTier(
   for (const file of files) {
     let decision: TierDecision;
     try {
-      decision = classifyTier(readFileSync(path.join(root, file), "utf8"), tier, spec);
+      decision = classifyTier(readRegularTextSync(path.join(root, file)), tier, spec);
     } catch {
       decision = { included: true, reason: "source unreadable: kept" };
     }

@@ -13,7 +13,8 @@
  * runs everything when the old version cannot be loaded (never less work).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -89,7 +90,7 @@ const LOADER = `const m = await import(process.env.SHARDGUARD_TOUCHFILES_URL); p
  * @throws Error with one line saying why: the module threw or exited, timed out, or exported no JSON
  */
 function importData(abs: string, timeoutMs: number): Record<string, unknown> {
-  if (abs.endsWith(".json")) return JSON.parse(readFileSync(abs, "utf8")) as Record<string, unknown>;
+  if (abs.endsWith(".json")) return JSON.parse(readRegularTextSync(abs)) as Record<string, unknown>;
   // cwd is the temp dir, not the project: a bunfig.toml there must not preload anything into the loader.
   const r = spawnSync(process.execPath, ["-e", LOADER], {
     cwd: os.tmpdir(),
@@ -134,7 +135,7 @@ export function moduleClosure(root: string, file: string): string[] {
     const abs = path.join(root, rel);
     let specifiers: string[];
     try {
-      specifiers = transpiler.scanImports(readFileSync(abs, "utf8")).map((i) => i.path);
+      specifiers = transpiler.scanImports(readRegularTextSync(abs)).map((i) => i.path);
     } catch {
       continue; // unreadable or unparsable: loading the module reports it
     }

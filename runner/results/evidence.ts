@@ -105,6 +105,13 @@ export interface ShardEvidence {
    */
   finishedNormally?: boolean;
   /**
+   * The coverage threshold Bun enforces (`coverageThreshold 0.9`), from the
+   * project's bunfig.toml and flags; undefined when Bun will not fail the
+   * run on coverage. Bun then exits 1 with every test passed when coverage
+   * is below it (exec/coverage.ts).
+   */
+  coverageThreshold?: string;
+  /**
    * Bun's own description of an error outside any test, cut from the shard's
    * log. Used only as the message of a load failure when no event carried
    * one (Bun sends no event for an unresolvable import, and a load-time throw

@@ -324,7 +324,10 @@ function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], miss
   const anyFailed = tests.some((t) => !NOT_FAILING.has(t.status));
   const allSkipped = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
   if (code === 1 && ev.nameFilter && missing.length === 0 && allSkipped) {
-    return { status: "passed", reason: "no test in this shard matches the -t filter (all skipped)" };
+    // Bun's exit 1 here is "no test matched" (and, with a threshold, coverage
+    // of a shard that ran nothing): not judged (docs/reports.md).
+    const coverage = ev.coverageThreshold ? "; coverage not judged where no test ran" : "";
+    return { status: "passed", reason: `no test in this shard matches the -t filter (all skipped)${coverage}` };
   }
   if (code === 0 && !anyFailed) {
     const reason = missing.length > 0 ? `passed; no tests in ${missing.join(", ")} (--pass-with-no-tests)` : passedReason(tests);
@@ -335,17 +338,26 @@ function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], miss
     const noTestFiles = tests.filter((t) => t.status === "failed" && t.failure?.type === "no-tests").map((t) => t.file);
     const empty = noTestFiles.filter((f) => !unregistered.includes(f));
     const failedTests = tests.filter((t) => t.status === "failed").length - noTestFiles.length;
+    const loose = ev.events?.looseErrors[0]?.message;
+    // Bun's one other exit 1 after a complete run with every test passed and
+    // no error between tests: the coverage threshold (exec/coverage.ts).
+    const coverage = code === 1 && !anyFailed && loose === undefined && ev.finishedNormally === true && ev.coverageThreshold !== undefined;
     const notes = [
       ...(failedTests > 0 ? [`${count(failedTests, "test")} failed`] : []),
       ...(empty.length > 0 ? [`no tests found in ${empty.join(", ")} (pass --pass-with-no-tests to bun test to allow it)`] : []),
       ...(unregistered.length > 0 ? [`no test registered in ${unregistered.join(", ")} (no tests, or a load error: see the log)`] : []),
     ];
-    let reason = notes.join("; ") || (anyFailed ? "not every test ran" : "bun test exited 1 though no test failed (an error between tests)");
+    let reason =
+      notes.join("; ") ||
+      (anyFailed
+        ? "not every test ran"
+        : coverage
+          ? `coverage below the project's ${ev.coverageThreshold} (bun test exited 1 with every test passed and no error between tests)`
+          : "bun test exited 1 though no test failed (an error between tests)");
     if (bailed) reason += "; --bail stopped the run";
     if (!anyFailed) {
       // CI tools count testcases: a failed shard must show a failing one.
-      const loose = ev.events?.looseErrors[0]?.message;
-      tests.push(synthetic(ev.files[0]!, "failed", { type: "error-between-tests", message: loose ?? reason }));
+      tests.push(synthetic(ev.files[0]!, "failed", { type: coverage ? "coverage-threshold" : "error-between-tests", message: loose ?? reason }));
     }
     return { status: "failed", reason };
   }

@@ -14,6 +14,7 @@
  * treats the JUnit as unreadable, never as a pass.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { NotARegularFileError } from "../util/regular-file.ts";
 import { open } from "node:fs/promises";
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { AMP, APOS, GT, LT, QUOTE, SEMI } from "../util/bytes.ts";
@@ -71,9 +72,7 @@ export function junitLimitText(limitBytes: number): string {
 }
 
 /** What is at Bun's JUnit path is not a regular file (a FIFO, a directory, a device). */
-export class NotARegularFileError extends Error {
-  override name = "NotARegularFileError";
-}
+export { NotARegularFileError };
 
 /** Bun's JUnit file cannot be read within the bounds. */
 export class JUnitTooLargeError extends Error {

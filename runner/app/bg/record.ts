@@ -9,7 +9,8 @@
  * sentinel is written on every way the run ends except being killed
  * outright; a log without one whose process is gone is "incomplete".
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
+import { readRegularTextSync } from "../../util/regular-file.ts";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { isAlive, readProcStat } from "../../exec/proc-inspect.ts";
@@ -107,7 +108,7 @@ export async function writeRecord(record: BgRecord): Promise<void> {
  */
 export function readRecord(logOrRecord: string): BgRecord {
   const file = logOrRecord.endsWith(".json") ? logOrRecord : recordPathFor(logOrRecord);
-  const parsed = JSON.parse(readFileSync(file, "utf8")) as BgRecord;
+  const parsed = JSON.parse(readRegularTextSync(file)) as BgRecord;
   if (typeof parsed.id !== "string" || typeof parsed.log !== "string") throw new Error(`${file} is not a shardguard bg record`);
   return parsed;
 }

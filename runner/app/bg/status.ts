@@ -7,7 +7,8 @@
  * streams the log until the sentinel and exits with the run's code.
  * A CI run id (digits) is asked of gh.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import { readRegularTextSync, readRegularFileSync } from "../../util/regular-file.ts";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { journalPathFor, readJournal } from "../../events/journal.ts";
@@ -70,10 +71,10 @@ function findRecord(o: StatusOptions): string | null {
 
 /** The lines `status` prints for a run: state, counts, shards in flight. */
 export async function describeRun(record: BgRecord, now = Date.now()): Promise<string[]> {
-  const logText = readFileSync(record.log, "utf8");
+  const logText = readRegularTextSync(record.log);
   let { state, code, why } = bgState(record, logText, now);
   // As in followLog: a process seen gone is conclusive only for a log read after that.
-  if (state === "incomplete") ({ state, code, why } = bgState(record, readFileSync(record.log, "utf8"), now));
+  if (state === "incomplete") ({ state, code, why } = bgState(record, readRegularTextSync(record.log), now));
   const lines = [`${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}${why ? `: ${why}` : ""}`, `  backend ${record.backend}, log ${record.log}`];
   if (state === "incomplete") lines.push("  the run's process is gone and its log has no EXIT line: it was killed (counts below are the last it wrote)");
   if (record.ci) lines.push(`  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`);
@@ -86,7 +87,7 @@ export async function describeRun(record: BgRecord, now = Date.now()): Promise<s
 
 function readReportCopy(record: BgRecord): RunReport | null {
   try {
-    return JSON.parse(readFileSync(path.join(record.out, "runs", record.runId!, "report.json"), "utf8")) as RunReport;
+    return JSON.parse(readRegularTextSync(path.join(record.out, "runs", record.runId!, "report.json"))) as RunReport;
   } catch {
     return null;
   }
@@ -135,14 +136,14 @@ async function inFlight(shardLog: string, root: string): Promise<string> {
 
 /** Streams the log from where `describeRun` left it until the sentinel (or the process is gone). */
 async function followLog(record: BgRecord, host: Host): Promise<number> {
-  let offset = readFileSync(record.log).length;
+  let offset = readRegularFileSync(record.log).length;
   const write = (text: string) => (host.write ? host.write(text) : host.stdout(text.replace(/\n$/, "")));
   // The log is read before the process is looked at; a worker that wrote its
   // sentinel and exited in between would look incomplete. Its death is only
   // conclusive for a log read after it was seen.
   let goneSeen = false;
   for (;;) {
-    const buf = readFileSync(record.log);
+    const buf = readRegularFileSync(record.log);
     if (buf.length > offset) {
       const text = buf.subarray(offset).toString("utf8");
       const cut = text.lastIndexOf("\n") + 1;
