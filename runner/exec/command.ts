@@ -33,6 +33,8 @@ export interface CommandInputs {
   socketPath: string | null;
   /** User flags for `bun test`, passed unchanged. */
   bunArgs: readonly string[];
+  /** Whether this Bun has `--no-orphans` (results/bun-capabilities.ts); default true. */
+  noOrphans?: boolean;
 }
 
 /**
@@ -47,7 +49,9 @@ export function shardArgv(inputs: CommandInputs): string[] {
   const argv = [inputs.bun];
   // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
   if (inputs.socketPath) argv.push(`--inspect-wait=unix:${inputs.socketPath}`);
-  argv.push("--no-orphans", "test", "--preload", SHARD_PRELOAD);
+  // Bun 1.3.13 has no --no-orphans (it would ignore it): the guardian covers a runner's death there.
+  if (inputs.noOrphans !== false) argv.push("--no-orphans");
+  argv.push("test", "--preload", SHARD_PRELOAD);
   for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
   argv.push(...inputs.bunArgs);
   argv.push("--reporter=junit", `--reporter-outfile=${inputs.junitPath}`);
@@ -67,4 +71,18 @@ export function passesWithNoTests(bunArgs: readonly string[]): boolean {
 /** True when the user's flags include `--bail` (Bun stops the run after the first failure, or after N with `--bail=N`). */
 export function bails(bunArgs: readonly string[]): boolean {
   return bunArgs.some((a) => a === "--bail" || a.startsWith("--bail="));
+}
+
+/**
+ * The retry count of the user's flags (`--retry N`, `--retry=N`; the last
+ * one wins, as in Bun), or null when they set none or it is unreadable.
+ */
+export function retryCount(bunArgs: readonly string[]): number | null {
+  let found: number | null = null;
+  bunArgs.forEach((a, i) => {
+    const text = a === "--retry" ? bunArgs[i + 1] : a.startsWith("--retry=") ? a.slice("--retry=".length) : undefined;
+    if (text === undefined) return;
+    found = /^\d+$/.test(text) ? Number(text) : null;
+  });
+  return found;
 }

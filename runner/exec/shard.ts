@@ -17,7 +17,8 @@ import type { ShardResult } from "../results/model.ts";
 import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { readFileTail } from "../util/file-tail.ts";
-import { bails, filtersByName, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
+import { PINNED_CAPABILITIES, type BunCapabilities } from "../results/bun-capabilities.ts";
+import { bails, filtersByName, passesWithNoTests, retryCount, SHARD_ENV, shardArgv } from "./command.ts";
 import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 import { listDescendants } from "./proc-inspect.ts";
@@ -59,6 +60,10 @@ export interface ShardContext {
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
   /** The run's pending handshakes, answered before any verdict is decided (exec/handshake-gate.ts); none: verdicts never wait. */
   handshakes?: HandshakeGate;
+  /** What the shards' Bun can do; default: the pinned Bun's ({@link PINNED_CAPABILITIES}). */
+  capabilities?: BunCapabilities;
+  /** `[test] retry` of the root's bunfig.toml, when set: Bun retries by it too. */
+  bunfigRetry?: number | null;
 }
 
 /** Live view of a running shard, for progress displays. */
@@ -114,6 +119,7 @@ export async function runShard(
   cancelled: () => string | null,
 ): Promise<ShardOutcome> {
   const logPath = shardLogPath(ctx.logDir, shard);
+  const caps = ctx.capabilities ?? PINNED_CAPABILITIES;
   const junitPath = path.join(ctx.junitDir, `shard-${shard.index}.xml`);
   const env: Record<string, string | undefined> = {
     ...ctx.env,
@@ -150,7 +156,7 @@ export async function runShard(
     // With --bail Bun ends the run right after the failing test, without the
     // afterAll flush: the preload then waits once before the first test.
     env[SHARD_ENV.yieldEvents] = socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0";
-    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs });
+    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, socketPath, bunArgs: ctx.bunArgs, noOrphans: caps.noOrphans });
     // The model's clock: one reading per socket read, taken as it arrives.
     // The events of one read arrived together, so this is their arrival
     // time, with no reading per event.
@@ -338,6 +344,7 @@ export async function runShard(
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
     nameFilter: filtersByName(ctx.bunArgs),
     bail: bails(ctx.bunArgs),
+    ...(caps.junitListsAttempts ? { junitAttempts: { maxAttempts: attemptsPerTest(ctx) } } : {}),
     testsStarted,
     finishedNormally,
     ...(consoleError ? { consoleError } : {}),
@@ -392,4 +399,10 @@ function leftoversOf(outcome: ProcessOutcome, listed: readonly ListedDescendant[
 /** The message of a load failure from the last 64 KiB of a shard's log (results/bun-console.ts). */
 async function unhandledErrorText(logPath: string): Promise<string | undefined> {
   return unhandledErrorMessage((await readFileTail(logPath, 64 * 1024)).text);
+}
+
+/** Attempts a retried test gets (retry count + 1, flags over bunfig.toml, as in Bun), or null when no retry count is known. */
+function attemptsPerTest(ctx: ShardContext): number | null {
+  const retry = retryCount(ctx.bunArgs) ?? ctx.bunfigRetry ?? null;
+  return retry === null ? null : retry + 1;
 }
