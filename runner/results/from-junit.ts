@@ -199,13 +199,14 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
       afterAll.set(i, entries.slice(0, i).some((e) => e.name.startsWith(prefix)));
     });
+    const hookTexts = hookErrorsOf(ev, file, entries);
     entries.forEach((t, i) => {
       if (isHook(t)) {
         if (t.status !== "failed") return; // hooks are never entries unless they fail
         const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
         const after = afterAll.get(i)!;
         const hook = after ? "afterAll hook" : "beforeAll hook";
-        const failure = t.failure ?? { type: "failure", message: `${hook} failed` };
+        const failure = (t.failure?.message ? t.failure : hookTexts?.shift()) ?? t.failure ?? { type: "failure", message: `${hook} failed` };
         out.push({ ...t, name: cleanJUnitName(prefix + hook), failure });
         if (!after) scopes.push({ prefix, hook: cleanJUnitName(prefix + hook), failure });
         return;
@@ -224,6 +225,8 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         return;
       }
       enriched = true;
+      // Bun 1.3.x's JUnit failures carry no message: the events' error is the test's.
+      if (t.failure && !t.failure.message && e.failure) t.failure = { ...e.failure, ...(t.failure.details ? { details: t.failure.details } : {}) };
       const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
       // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
       const line = e.viaHelper ? undefined : t.line ?? e.line;
@@ -283,6 +286,18 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     for (const entry of out) tests.push(entry);
   }
   return { ...base, ...shardVerdict(ev, code, tests, missing, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
+}
+
+/**
+ * The events' errors outside tests of `file`, one per failed hook of Bun's
+ * JUnit that has no message (Bun 1.3.x writes none), in order; null unless
+ * their counts are equal (an error between tests would shift them).
+ */
+function hookErrorsOf(ev: ShardEvidence, file: string, entries: readonly TestResult[]): Failure[] | null {
+  const bare = entries.filter((t) => isHook(t) && t.status === "failed" && !t.failure?.message).length;
+  if (bare === 0) return null;
+  const loose = (ev.events?.looseErrors ?? []).filter((e) => e.file === file);
+  return loose.length === bare ? loose.map((e) => ({ type: e.type, message: e.message })) : null;
 }
 
 /**
