@@ -10,6 +10,7 @@ import { chmodSync, cpSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { bunCapabilities, missingFeatures, unsupportedBun } from "../runner/results/bun-capabilities.ts";
 import { decideShard, type EventTest, type ShardEvidence } from "../runner/results/verdict.ts";
+import { NO_MESSAGE } from "../runner/results/from-junit.ts";
 import type { TestResult } from "../runner/results/model.ts";
 import { makeSuite, readReport, REPO, removeSuites, runCli } from "./helpers/cli.ts";
 import { bunBinary } from "./helpers/bun-versions.ts";
@@ -91,6 +92,8 @@ describe("Bun 1.3.x's JUnit: one test, one entry", () => {
     const r = decideShard(shard(junit(), { junitAttempts: { maxAttempts: 2 }, process: { ...shard([], {}).process, exitCode: 1 } }));
     expect(rows(r)).toEqual([["flaky", "passed", 1, true], ["bad", "failed", 1, false], ["ok", "passed", 0, false]]);
     expect(r.tests[0]!.attemptFailures).toEqual([{ type: "AssertionError", message: "attempt failed (Bun's JUnit gives no message)" }]);
+    // No message anywhere: the entry says so rather than being empty.
+    expect(r.tests[1]!.failure).toEqual({ type: "AssertionError", message: NO_MESSAGE });
   });
 
   test("without events or a retry count, exit 0 proves each failed testcase was followed by its retry", () => {

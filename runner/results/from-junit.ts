@@ -22,6 +22,9 @@ import { count, fromEvent, hookEntry, loadFailure, synthetic, type Base } from "
 import { cleanEventName, cleanJUnitName } from "./text.ts";
 import type { EventTest, ShardEvidence } from "./evidence.ts";
 
+/** The message of a failure for which neither Bun's JUnit nor the events had one. */
+export const NO_MESSAGE = "failed; Bun's JUnit gives no message (Bun 1.3.x) and no event error was this test's: see the shard's log";
+
 /** Bun 1.4.4's name for a hook's testcase in its JUnit. */
 const BUN_HOOK_NAME = "(unnamed)";
 const SEP = " > ";
@@ -285,6 +288,9 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     }
     for (const entry of out) tests.push(entry);
   }
+  // Bun 1.3.x's JUnit failures have no message; one the events could not fill (no events, or
+  // an error of concurrent tests no one test could claim) says so instead of being empty.
+  for (const t of tests) if (t.failure !== undefined && t.failure.message === "") t.failure.message = NO_MESSAGE;
   return { ...base, ...shardVerdict(ev, code, tests, missing, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
 }
 
