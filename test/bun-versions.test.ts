@@ -12,7 +12,8 @@ import { bunCapabilities, missingFeatures, unsupportedBun } from "../runner/resu
 import { decideShard, type EventTest, type ShardEvidence } from "../runner/results/verdict.ts";
 import { NO_MESSAGE } from "../runner/results/from-junit.ts";
 import type { TestResult } from "../runner/results/model.ts";
-import { makeSuite, readReport, REPO, removeSuites, runCli } from "./helpers/cli.ts";
+import { makeSuite, readReport, REPO, removeSuites, runCli, survivors, waitFor } from "./helpers/cli.ts";
+import { retryCount, shardArgv } from "../runner/exec/command.ts";
 import { bunBinary } from "./helpers/bun-versions.ts";
 
 afterAll(removeSuites);
@@ -159,3 +160,33 @@ describe("on a real Bun 1.3.13: the example suite with --retry 1 (what gstack's 
     expect(wrong.tests[1]!.failure?.message).toContain('Expected: "Canberra"');
   }, 90_000);
 });
+
+describe("the child's command line by capability", () => {
+  const inputs = { bun: "/b/bun", root: "/r", files: ["a.test.ts"], junitPath: "/j.xml", socketPath: null, bunArgs: ["--retry", "1"] };
+  test("--no-orphans only where the Bun has it (not 1.3.13)", () => {
+    expect(shardArgv(inputs).slice(0, 3)).toEqual(["/b/bun", "--no-orphans", "test"]);
+    expect(shardArgv({ ...inputs, noOrphans: false }).slice(0, 2)).toEqual(["/b/bun", "test"]);
+  });
+  test("the retry count of the user's flags: --retry N, --retry=N, the last one wins; none or unreadable is null", () => {
+    expect(retryCount(["--retry", "2"])).toBe(2);
+    expect(retryCount(["--retry=1", "--bail"])).toBe(1);
+    expect(retryCount(["--retry=1", "--retry", "3"])).toBe(3);
+    expect(retryCount(["--bail"])).toBeNull();
+    expect(retryCount(["--retry=x"])).toBeNull();
+  });
+});
+
+test("on a real Bun 1.3.13 (no --no-orphans): kill -9 of the runner, and the run's guardian ends the shard child within 3 s", async () => {
+  const bun = await bunBinary("1.3.13");
+  const dir = makeSuite({ "spin.test.ts": 'import { test } from "bun:test";\ntest("spin", () => { while (true) {} });\n' }, "sg-kill1313-");
+  let killedAt = 0;
+  const run = await runCli(["run", "--root", dir, "--bun", bun, "--timeout", "60"], {
+    onLine: { match: /START spin\.test\.ts/, then: (pid) => setTimeout(() => ((killedAt = performance.now()), process.kill(pid, "SIGKILL")), 800) },
+    limitMs: 30_000,
+  });
+  expect(run.signal).toBe("SIGKILL");
+  const report = readReport(dir);
+  expect(report.bun.version).toBe("1.3.13");
+  const clean = await waitFor(() => survivors(report.runId).length === 0, Math.max(0, 3_000 - (performance.now() - killedAt)));
+  expect(clean).toBe(true);
+}, 40_000);
