@@ -6,14 +6,20 @@
  * of Bun's own JUnit is in ours with the same status.
  *
  * Fixtures are batched into five runs per event mode (plain, `--bail` with
- * two files per shard, `--retry 2`, `--rerun-each 2`, tests longer than 2.2 s).
+ * two files per shard, `--retry 2`, `--rerun-each 2`, tests longer than 2.2 s),
+ * and the whole table runs once per supported Bun (test/helpers/bun-versions.ts,
+ * installed from the npm registry; `SG_DIFF_BUNS=1.4.4,1.3.13` picks some): the
+ * truth is the same for every Bun, except where a row's `byBun` says what a Bun
+ * gives instead because it knows more or less (docs/bun-behaviour.md).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
+import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
 import { readBunJUnit } from "../runner/results/bun-junit.ts";
 import type { RunReport, TestStatus } from "../runner/results/model.ts";
 
@@ -26,7 +32,21 @@ interface Truth {
   /** Shard status and, when given, an exact reason. */
   shard: string;
   reason?: string;
+  /** What a Bun gives instead, by version prefix ("1.3" is every 1.3.x). */
+  byBun?: Record<string, { on?: [string, TestStatus][]; off?: [string, TestStatus][] }>;
 }
+
+/** `truth`'s expected entries for Bun `version` in event mode `mode`. */
+function expected(truth: Truth, version: string, mode: "on" | "off"): [string, TestStatus][] {
+  const over = Object.entries(truth.byBun ?? {}).find(([prefix]) => version === prefix || version.startsWith(`${prefix}.`))?.[1];
+  return (mode === "off" ? (over?.off ?? truth.off) : over?.on) ?? truth.on;
+}
+
+/** Bun 1.3.x writes each attempt of a retried test into its JUnit (docs/bun-behaviour.md): retries are known without events. */
+const junitListsAttempts = (version: string) => version.startsWith("1.3.");
+
+/** The Buns the table runs on. */
+const VERSIONS: readonly string[] = process.env.SG_DIFF_BUNS ? process.env.SG_DIFF_BUNS.split(",") : SUPPORTED_BUNS;
 
 const WHOLE = "(whole file)";
 const TRUTH: Record<string, Record<string, Truth>> = {
@@ -34,7 +54,13 @@ const TRUTH: Record<string, Record<string, Truth>> = {
     "all-skipped.test.ts": { on: [["s1", "skipped"], ["s2", "skipped"]], shard: "passed", reason: "all 2 tests skipped" },
     "todo-only.test.ts": { on: [["later", "todo"]], shard: "passed", reason: "all 1 test todo" },
     // Bun's JUnit keeps "]8;;https://example.com" of an OSC 8 link (it drops only ESC and BEL): without events the name cannot be repaired.
-    "ansi.test.ts": { on: [["red passes", "passed"], ["link osc", "passed"]], off: [["red passes", "passed"], ["]8;;https://example.comlink]8;; osc", "passed"]], shard: "passed" },
+    // Bun 1.3.x keeps ESC and BEL in its JUnit (as character references): the name is repaired there.
+    "ansi.test.ts": {
+      on: [["red passes", "passed"], ["link osc", "passed"]],
+      off: [["red passes", "passed"], ["]8;;https://example.comlink]8;; osc", "passed"]],
+      byBun: { "1.3": { off: [["red passes", "passed"], ["link osc", "passed"]] } },
+      shard: "passed",
+    },
     "hook-before-throws.test.ts": {
       on: [["beforeAll hook", "failed"], ["t1", "failed"], ["t2", "failed"]],
       off: [["beforeAll hook", "failed"]],
@@ -126,21 +152,26 @@ interface Outcome {
 }
 const outcomes = new Map<string, Outcome>();
 
-beforeAll(async () => {
+/** Runs every batch of the table on Bun `version`; outcomes keyed `version/run/mode`. */
+async function runTable(version: string): Promise<void> {
+  const bun = await bunBinary(version);
+  // The first start of a Bun just installed reads its 100 MB from disk: on a loaded machine
+  // seconds, past the table's 2 s timeouts. Read once here, the shards start as usual.
+  execFileSync(bun, ["--version"]);
   // Plain runs go one mode after the other (their spinning files load both cores); the short runs go beside them.
   const one = async (run: string, mode: (typeof MODES)[number]) => {
     const dir = makeSuite(fixtureFilesIn(RUNS[run]!.folder), "sg-diff-");
     const args = RUNS[run]!.args;
     const split = args.indexOf("--");
     const ours = split < 0 ? args : args.slice(0, split);
-    const bun = split < 0 ? [] : args.slice(split);
-    await runCli(["run", "--root", dir, ...ours, ...(mode === "off" ? ["--no-test-events"] : []), ...bun], {
+    const bunFlags = split < 0 ? [] : args.slice(split);
+    await runCli(["run", "--root", dir, "--bun", bun, ...ours, ...(mode === "off" ? ["--no-test-events"] : []), ...bunFlags], {
       limitMs: 30_000,
       // Under CI Bun refuses test.only (a load error); the table decides the local behaviour.
       env: { CI: "false" },
     });
     const out = path.join(dir, ".shardguard");
-    outcomes.set(`${run}/${mode}`, {
+    outcomes.set(`${version}/${run}/${mode}`, {
       dir,
       report: readReport(dir),
       junit: readFileSync(path.join(out, "junit.xml"), "utf8"),
@@ -156,7 +187,7 @@ beforeAll(async () => {
       for (const run of ["bail", "retry", "rerun", "long"]) for (const mode of MODES) await one(run, mode);
     })(),
   ]);
-}, 60_000);
+}
 afterAll(removeSuites);
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "", isArray: (n) => n === "testsuite" || n === "testcase" });
@@ -180,75 +211,86 @@ function junitCases(text: string, file: string): [string, string][] {
   return (suite?.testcase ?? []).map((tc) => [String(tc.name).replace(/ \(\d+\)$/, ""), junitStatus(tc)]);
 }
 
-for (const [run, files] of Object.entries(TRUTH)) {
-  for (const mode of MODES) {
-    describe(`${run} run, events ${mode}`, () => {
-      for (const [file, truth] of Object.entries(files)) {
-        const want = mode === "off" ? (truth.off ?? truth.on) : truth.on;
-        test(`${file}: ${want.map(([n, s]) => `${n}=${s}`).join(", ")}`, () => {
-          const { report, junit, ctrf } = outcomes.get(`${run}/${mode}`)!;
-          const shard = report.shards.find((s) => s.files.includes(file))!;
-          const mine = shard.tests.filter((t) => t.file === file);
-          if (JSON.stringify(mine.map((t) => [t.name, t.status])) !== JSON.stringify(want)) {
-            // Evidence for a diagnosis when a run under load disagrees with the table.
-            const journal = shard.logPath!.replace(/\.log$/, ".events.jsonl");
-            const events = (() => {
-              try {
-                return readFileSync(journal, "utf8");
-              } catch {
-                return "(no event journal)";
+for (const version of VERSIONS) {
+  describe(`Bun ${version}`, () => {
+    // One Bun after the other: each table's spinning fixtures need the cores their timeouts assume.
+    beforeAll(() => runTable(version), 120_000);
+    for (const [run, files] of Object.entries(TRUTH)) {
+      for (const mode of MODES) {
+        describe(`${run} run, events ${mode}`, () => {
+          for (const [file, truth] of Object.entries(files)) {
+            const want = expected(truth, version, mode);
+            test(`${file}: ${want.map(([n, s]) => `${n}=${s}`).join(", ")}`, () => {
+              const { report, junit, ctrf } = outcomes.get(`${version}/${run}/${mode}`)!;
+              const shard = report.shards.find((s) => s.files.includes(file))!;
+              const mine = shard.tests.filter((t) => t.file === file);
+              if (JSON.stringify(mine.map((t) => [t.name, t.status])) !== JSON.stringify(want)) {
+                // Evidence for a diagnosis when a run under load disagrees with the table.
+                const journal = shard.logPath!.replace(/\.log$/, ".events.jsonl");
+                const events = (() => {
+                  try {
+                    return readFileSync(journal, "utf8");
+                  } catch {
+                    return "(no event journal)";
+                  }
+                })();
+                console.error(`${file}: reason ${shard.reason}\nevents:\n${events}`);
               }
-            })();
-            console.error(`${file}: reason ${shard.reason}\nevents:\n${events}`);
+              expect(mine.map((t) => [t.name, t.status])).toEqual(want);
+              expect(shard.status).toBe(truth.shard as never);
+              // Every Bun names why a test failed (1.3.x's JUnit has no message: the events give it).
+              if (mode === "on") expect(mine.filter((t) => t.status === "failed" && !t.failure?.message).map((t) => t.name)).toEqual([]);
+              if (truth.reason) expect(shard.reason).toBe(truth.reason);
+              // The three reports agree.
+              expect(junitCases(junit, file)).toEqual(want);
+              expect(ctrf.results.tests.filter((t) => t.filePath === file).map((t) => [t.name, t.rawStatus])).toEqual(want);
+            });
           }
-          expect(mine.map((t) => [t.name, t.status])).toEqual(want);
-          expect(shard.status).toBe(truth.shard as never);
-          if (truth.reason) expect(shard.reason).toBe(truth.reason);
-          // The three reports agree.
-          expect(junitCases(junit, file)).toEqual(want);
-          expect(ctrf.results.tests.filter((t) => t.filePath === file).map((t) => [t.name, t.rawStatus])).toEqual(want);
+
+          test("junit.xml is valid against the XSD", async () => {
+            expect((await validateJUnitXml(outcomes.get(`${version}/${run}/${mode}`)!.junit)).errors).toEqual([]);
+          });
+
+          test("where Bun ended normally, every test of Bun's own JUnit is in ours with the same status", () => {
+            const { report } = outcomes.get(`${version}/${run}/${mode}`)!;
+            let compared = 0;
+            for (const shard of report.shards.filter((s) => s.testSource === "junit" || s.testSource === "junit+events")) {
+              const bunFile = path.join(path.dirname(path.dirname(shard.logPath!)), "junit", `shard-${shard.index}.xml`);
+              for (const { file, tests: all } of readBunJUnit(readFileSync(bunFile, "utf8"))) {
+            // Bun 1.3.x lists a retried test's failed attempts before its final one: compare the final ones.
+            const attempt = (i: number) => run === "retry" && junitListsAttempts(version) && all[i]!.status === "failed" && all[i + 1]?.name === all[i]!.name && all[i + 1]?.line === all[i]!.line;
+            const tests = all.filter((_, i) => !attempt(i));
+                const ours = shard.tests.filter((t) => t.file === file);
+                // Bun's hook entries ("(unnamed)", no line): only failing ones are kept, renamed after the hook.
+                const bunHooks = tests.filter((t) => t.line === undefined && t.name.endsWith("(unnamed)"));
+                const bunTests = tests.filter((t) => !bunHooks.includes(t));
+                const ourTests = ours.filter((t) => !/(^| > )(beforeAll|afterAll) hook$/.test(t.name));
+                expect(ourTests.slice(0, bunTests.length).map((t) => [t.line, t.status])).toEqual(bunTests.map((t) => [t.line, t.status]));
+                expect(ours.filter((t) => / hook$|^(before|after)All hook$/.test(t.name)).map((t) => t.status)).toEqual(
+                  bunHooks.filter((t) => t.status === "failed").map(() => "failed"),
+                );
+                compared += bunTests.length;
+              }
+            }
+            expect(compared).toBeGreaterThan(0);
+          });
         });
       }
+    }
 
-      test("junit.xml is valid against the XSD", async () => {
-        expect((await validateJUnitXml(outcomes.get(`${run}/${mode}`)!.junit)).errors).toEqual([]);
-      });
-
-      test("where Bun ended normally, every test of Bun's own JUnit is in ours with the same status", () => {
-        const { report } = outcomes.get(`${run}/${mode}`)!;
-        let compared = 0;
-        for (const shard of report.shards.filter((s) => s.testSource === "junit" || s.testSource === "junit+events")) {
-          const bunFile = path.join(path.dirname(path.dirname(shard.logPath!)), "junit", `shard-${shard.index}.xml`);
-          for (const { file, tests } of readBunJUnit(readFileSync(bunFile, "utf8"))) {
-            const ours = shard.tests.filter((t) => t.file === file);
-            // Bun's hook entries ("(unnamed)", no line): only failing ones are kept, renamed after the hook.
-            const bunHooks = tests.filter((t) => t.line === undefined && t.name.endsWith("(unnamed)"));
-            const bunTests = tests.filter((t) => !bunHooks.includes(t));
-            const ourTests = ours.filter((t) => !/(^| > )(beforeAll|afterAll) hook$/.test(t.name));
-            expect(ourTests.slice(0, bunTests.length).map((t) => [t.line, t.status])).toEqual(bunTests.map((t) => [t.line, t.status]));
-            expect(ours.filter((t) => / hook$|^(before|after)All hook$/.test(t.name)).map((t) => t.status)).toEqual(
-              bunHooks.filter((t) => t.status === "failed").map(() => "failed"),
-            );
-            compared += bunTests.length;
-          }
-        }
-        expect(compared).toBeGreaterThan(0);
-      });
+    test("a killed file that was loading gets the time its shard ran", () => {
+      for (const mode of MODES) {
+        const shard = outcomes.get(`${version}/plain/${mode}`)!.report.shards.find((s) => s.files.includes("spin-at-load.test.ts"))!;
+        expect(shard.tests[0]!.durationMs).toBeGreaterThan(1_500);
+        expect(shard.tests[0]!.durationMs).toBeLessThanOrEqual(shard.durationMs);
+      }
     });
-  }
+
+    test("retries: flaky with one retry under events; without them, only where Bun's JUnit lists attempts (1.3.x)", () => {
+      const flaky = (mode: string) => outcomes.get(`${version}/retry/${mode}`)!.report.shards[0]!.tests.find((t) => t.name === "flaky")!;
+      expect([flaky("on").retries, flaky("on").flaky, flaky("on").attemptFailures.length]).toEqual([1, true, 1]);
+      expect([flaky("off").retries, flaky("off").flaky]).toEqual(junitListsAttempts(version) ? [1, true] : [0, false]);
+      expect(outcomes.get(`${version}/retry/on`)!.junit).toContain("<flakyFailure");
+    });
+  });
 }
-
-test("a killed file that was loading gets the time its shard ran", () => {
-  for (const mode of MODES) {
-    const shard = outcomes.get(`plain/${mode}`)!.report.shards.find((s) => s.files.includes("spin-at-load.test.ts"))!;
-    expect(shard.tests[0]!.durationMs).toBeGreaterThan(1_500);
-    expect(shard.tests[0]!.durationMs).toBeLessThanOrEqual(shard.durationMs);
-  }
-});
-
-test("retries: flaky with one retry under events; no retry data without them", () => {
-  const flaky = (mode: string) => outcomes.get(`retry/${mode}`)!.report.shards[0]!.tests.find((t) => t.name === "flaky")!;
-  expect([flaky("on").retries, flaky("on").flaky, flaky("on").attemptFailures.length]).toEqual([1, true, 1]);
-  expect([flaky("off").retries, flaky("off").flaky]).toEqual([0, false]);
-  expect(outcomes.get("retry/on")!.junit).toContain("<flakyFailure");
-});

@@ -6,9 +6,10 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
+import { OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
 
-/** Oldest Bun whose behaviour shardguard was measured against (inspector test events, --no-orphans). */
-export const MIN_BUN_VERSION = "1.4.4";
+/** Oldest Bun shardguard supports (results/bun-capabilities.ts; package.json `engines` says the same). */
+export const MIN_BUN_VERSION = OLDEST_SUPPORTED_BUN;
 
 /** Facts learned by {@link preflight}. */
 export interface PreflightResult {
@@ -80,9 +81,8 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
     }
   }
   const version = bunVersionOf(settings.bun);
-  if (compareVersions(version, MIN_BUN_VERSION) < 0) {
-    throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} is older than ${MIN_BUN_VERSION}, the oldest supported`);
-  }
+  const refused = unsupportedBun(version);
+  if (refused) throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
   return { bunVersion: version };
 }
 

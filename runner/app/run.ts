@@ -20,6 +20,8 @@ import type { Plan, PlannedShard } from "../plan/plan.ts";
 import { orderByTimings } from "../plan/timings.ts";
 import type { Out } from "../report/console.ts";
 import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts";
+import { bunCapabilities, missingFeatures, type BunCapabilities } from "../results/bun-capabilities.ts";
+import { readBunfigTable } from "../config/load.ts";
 import type { ProgressSource } from "../report/progress.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
 import type { RunReport, ShardResult } from "../results/model.ts";
@@ -90,6 +92,10 @@ export class Run {
   /** From the last report built: a -t filter that matched no test anywhere (exit 1). */
   private filterMatchedNothing = false;
   private readonly console: RunReporter;
+  /** What the shards' Bun can do, by its version (results/bun-capabilities.ts). */
+  private readonly capabilities: BunCapabilities;
+  /** What it lacks, said once on the console and kept in every report (`bun.missing`). */
+  private readonly bunMissing: string[];
   /** Set once the report writer's modules are loaded (see {@link reportWriter}). */
   private writer: ReportWriter | null = null;
   private writerLoaded: Promise<ReportWriter> | null = null;
@@ -104,6 +110,8 @@ export class Run {
 
   constructor(private readonly inputs: RunInputs) {
     this.console = new ConsoleReporter(inputs.out, inputs.redact);
+    this.capabilities = bunCapabilities(inputs.bunVersion);
+    this.bunMissing = missingFeatures(this.capabilities, inputs.settings.testEvents);
   }
 
   /** Live view for progress displays: counts and the running shards with their test in flight. */
@@ -178,6 +186,7 @@ export class Run {
       timeoutMs: settings.timeoutMs,
       graceMs: settings.graceMs,
     });
+    this.console.onBunMissing(this.bunMissing);
     this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
     this.console.onSweep("stale-runs", this.sweeps.staleRuns);
     // Kills what this run leaves behind if the runner itself is SIGKILLed.
@@ -221,6 +230,8 @@ export class Run {
       handshakes: new HandshakeGate(),
       preload: this.preload,
       coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
+      capabilities: this.capabilities,
+      bunfigRetry: this.capabilities.junitListsAttempts ? bunfigRetryOf(settings.root) : null,
     };
     await runPool(
       toRun,
@@ -382,7 +393,7 @@ export class Run {
       exitCode: verdict.exitCode,
       root: settings.root,
       tool: { name: "shardguard", version: TOOL_VERSION },
-      bun: { version: this.inputs.bunVersion, path: settings.bun },
+      bun: { version: this.inputs.bunVersion, path: settings.bun, ...(this.bunMissing.length > 0 ? { missing: this.bunMissing } : {}) },
       settings: {
         jobs: settings.jobs,
         timeoutMs: settings.timeoutMs,
@@ -403,3 +414,12 @@ export class Run {
 }
 
 const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
+
+/** `[test] retry` of the root's bunfig.toml, or null (also when it cannot be read: the settings were read from it already). */
+function bunfigRetryOf(root: string): number | null {
+  try {
+    return readBunfigTable(root).testRetry ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -58,6 +58,8 @@ export interface BunfigTable {
   file: string | null;
   /** `[test] root` of the same bunfig.toml: where Bun itself looks for tests; null when unset. */
   testRoot: string | null;
+  /** `[test] retry` of the same bunfig.toml (a whole number); null when unset. */
+  testRetry?: number | null;
   /** The file's text ("" when absent), to quote a value as written. */
   text: string;
 }
@@ -85,12 +87,13 @@ export function readBunfigTable(root: string): BunfigTable {
   }
   const testSection = doc.test as Record<string, unknown> | undefined;
   const testRoot = typeof testSection?.root === "string" && testSection.root.length > 0 ? testSection.root : null;
+  const testRetry = Number.isInteger(testSection?.retry) && (testSection!.retry as number) >= 0 ? (testSection!.retry as number) : null;
   const table = doc.shardguard;
-  if (table === undefined) return { table: {}, file, testRoot, text };
+  if (table === undefined) return { table: {}, file, testRoot, testRetry, text };
   if (typeof table !== "object" || table === null || Array.isArray(table)) {
     throw new ConfigError(`${file}: [shardguard] must be a table`);
   }
-  return { table: table as Record<string, unknown>, file, testRoot, text };
+  return { table: table as Record<string, unknown>, file, testRoot, testRetry, text };
 }
 
 /**

@@ -33,6 +33,8 @@ export interface CommandInputs {
   bunArgs: readonly string[];
   /** The child preload to load; {@link SHARD_PRELOAD} when absent (exec/coverage.ts places a copy where Bun's coverage does not count it). */
   preload?: string;
+  /** Whether this Bun has `--no-orphans` (results/bun-capabilities.ts); default true. */
+  noOrphans?: boolean;
 }
 
 /** The variable that makes a Bun child dial an inspector socket in Bun's `connect` mode. */
@@ -65,7 +67,10 @@ export function inspectorEnv(socketPath: string | null): Record<string, string |
  * flags come last so a user's own `--reporter` cannot take the JUnit away.
  */
 export function shardArgv(inputs: CommandInputs): string[] {
-  const argv = [inputs.bun, "--no-orphans", "test", "--preload", inputs.preload ?? SHARD_PRELOAD];
+  const argv = [inputs.bun];
+  // Bun 1.3.13 has no --no-orphans (it would ignore it): the guardian covers a runner's death there.
+  if (inputs.noOrphans !== false) argv.push("--no-orphans");
+  argv.push("test", "--preload", inputs.preload ?? SHARD_PRELOAD);
   for (const file of inputs.files) argv.push(path.resolve(inputs.root, file));
   argv.push(...inputs.bunArgs);
   argv.push("--reporter=junit", `--reporter-outfile=${inputs.junitPath}`);
@@ -85,4 +90,18 @@ export function passesWithNoTests(bunArgs: readonly string[]): boolean {
 /** True when the user's flags include `--bail` (Bun stops the run after the first failure, or after N with `--bail=N`). */
 export function bails(bunArgs: readonly string[]): boolean {
   return bunArgs.some((a) => a === "--bail" || a.startsWith("--bail="));
+}
+
+/**
+ * The retry count of the user's flags (`--retry N`, `--retry=N`; the last
+ * one wins, as in Bun), or null when they set none or it is unreadable.
+ */
+export function retryCount(bunArgs: readonly string[]): number | null {
+  let found: number | null = null;
+  bunArgs.forEach((a, i) => {
+    const text = a === "--retry" ? bunArgs[i + 1] : a.startsWith("--retry=") ? a.slice("--retry=".length) : undefined;
+    if (text === undefined) return;
+    found = /^\d+$/.test(text) ? Number(text) : null;
+  });
+  return found;
 }

@@ -17,7 +17,8 @@ import type { ShardResult } from "../results/model.ts";
 import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { readFileTail } from "../util/file-tail.ts";
-import { bails, filtersByName, inspectorEnv, passesWithNoTests, SHARD_ENV, shardArgv } from "./command.ts";
+import { PINNED_CAPABILITIES, type BunCapabilities } from "../results/bun-capabilities.ts";
+import { bails, filtersByName, inspectorEnv, passesWithNoTests, retryCount, SHARD_ENV, shardArgv } from "./command.ts";
 import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { startProcess, type ProcessOutcome, type ShardProcess } from "./process.ts";
 import { listDescendants } from "./proc-inspect.ts";
@@ -63,6 +64,10 @@ export interface ShardContext {
   preload?: string;
   /** The coverage threshold Bun enforces in the shards (exec/coverage.ts `coverageThreshold`); null or absent: none. */
   coverageThreshold?: string | null;
+  /** What the shards' Bun can do; default: the pinned Bun's ({@link PINNED_CAPABILITIES}). */
+  capabilities?: BunCapabilities;
+  /** `[test] retry` of the root's bunfig.toml, when set: Bun retries by it too. */
+  bunfigRetry?: number | null;
 }
 
 /** Live view of a running shard, for progress displays. */
@@ -118,6 +123,7 @@ export async function runShard(
   cancelled: () => string | null,
 ): Promise<ShardOutcome> {
   const logPath = shardLogPath(ctx.logDir, shard);
+  const caps = ctx.capabilities ?? PINNED_CAPABILITIES;
   const junitPath = path.join(ctx.junitDir, `shard-${shard.index}.xml`);
   const env: Record<string, string | undefined> = {
     ...ctx.env,
@@ -156,7 +162,7 @@ export async function runShard(
     env[SHARD_ENV.yieldEvents] = socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0";
     // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
     Object.assign(env, inspectorEnv(socketPath));
-    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, bunArgs: ctx.bunArgs, ...(ctx.preload ? { preload: ctx.preload } : {}) });
+    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath, bunArgs: ctx.bunArgs, noOrphans: caps.noOrphans, ...(ctx.preload ? { preload: ctx.preload } : {}) });
     // The model's clock: one reading per socket read, taken as it arrives.
     // The events of one read arrived together, so this is their arrival
     // time, with no reading per event.
@@ -367,6 +373,7 @@ export async function runShard(
     passWithNoTests: passesWithNoTests(ctx.bunArgs),
     nameFilter: filtersByName(ctx.bunArgs),
     bail: bails(ctx.bunArgs),
+    ...(caps.junitListsAttempts ? { junitAttempts: { maxAttempts: attemptsPerTest(ctx) } } : {}),
     testsStarted,
     finishedNormally,
     ...(ctx.coverageThreshold ? { coverageThreshold: ctx.coverageThreshold } : {}),
@@ -423,4 +430,10 @@ function leftoversOf(outcome: ProcessOutcome, listed: readonly ListedDescendant[
 /** The message of a load failure from the last 64 KiB of a shard's log (results/bun-console.ts). */
 async function unhandledErrorText(logPath: string): Promise<string | undefined> {
   return unhandledErrorMessage((await readFileTail(logPath, 64 * 1024)).text);
+}
+
+/** Attempts a retried test gets (retry count + 1, flags over bunfig.toml, as in Bun), or null when no retry count is known. */
+function attemptsPerTest(ctx: ShardContext): number | null {
+  const retry = retryCount(ctx.bunArgs) ?? ctx.bunfigRetry ?? null;
+  return retry === null ? null : retry + 1;
 }

@@ -21,6 +21,8 @@ export interface KilledProcess {
 /** The events of a run a reporter is told about, in order. */
 export interface RunReporter {
   onRunStart(info: { runId: string; shards: number; files: number; toRun: number; jobs: number; timeoutMs: number; graceMs: number }): void;
+  /** What the shards' Bun lacks (results/bun-capabilities.ts `missingFeatures`), once per run; nothing when empty. */
+  onBunMissing(missing: readonly string[]): void;
   /** Processes killed by a sweep: left by earlier runs whose runner died, or of this run after its shards ended. */
   onSweep(kind: "stale-runs" | "end-of-run", killed: readonly KilledProcess[]): void;
   onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): void;
@@ -53,6 +55,10 @@ export class ConsoleReporter implements RunReporter {
       `shardguard: run ${i.runId}: ${plural(i.shards, "shard")} (${plural(i.files, "file")}), ` +
         `${i.toRun} to run, jobs ${i.jobs}, timeout ${i.timeoutMs / 1000}s, grace ${i.graceMs / 1000}s`,
     );
+  }
+
+  onBunMissing(missing: readonly string[]): void {
+    if (missing.length > 0) this.out.line(`shardguard: note: ${missing.join("; ")}`);
   }
 
   onSweep(kind: "stale-runs" | "end-of-run", killed: readonly KilledProcess[]): void {

@@ -95,6 +95,12 @@ export interface ShardEvidence {
    */
   bail?: boolean;
   /**
+   * Set when this Bun's JUnit lists each attempt of a retried test as a
+   * testcase of its own (Bun 1.3.x, results/bun-capabilities.ts):
+   * `maxAttempts` is the run's retry count + 1, null when unknown.
+   */
+  junitAttempts?: { maxAttempts: number | null };
+  /**
    * Test starts counted by the child preload's synchronous marks (not lossy
    * like events); undefined when unknown.
    */

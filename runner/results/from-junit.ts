@@ -22,6 +22,9 @@ import { count, fromEvent, hookEntry, loadFailure, synthetic, type Base } from "
 import { cleanEventName, cleanJUnitName } from "./text.ts";
 import type { EventTest, ShardEvidence } from "./evidence.ts";
 
+/** The message of a failure for which neither Bun's JUnit nor the events had one. */
+export const NO_MESSAGE = "failed; Bun's JUnit gives no message (Bun 1.3.x) and no event error was this test's: see the shard's log";
+
 /** Bun 1.4.4's name for a hook's testcase in its JUnit. */
 const BUN_HOOK_NAME = "(unnamed)";
 const SEP = " > ";
@@ -204,13 +207,14 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
       afterAll.set(i, entries.slice(0, i).some((e) => e.name.startsWith(prefix)));
     });
+    const hookTexts = hookErrorsOf(ev, file, entries);
     entries.forEach((t, i) => {
       if (isHook(t)) {
         if (t.status !== "failed") return; // hooks are never entries unless they fail
         const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
         const after = afterAll.get(i)!;
         const hook = after ? "afterAll hook" : "beforeAll hook";
-        const failure = t.failure ?? { type: "failure", message: `${hook} failed` };
+        const failure = (t.failure?.message ? t.failure : hookTexts?.shift()) ?? t.failure ?? { type: "failure", message: `${hook} failed` };
         out.push({ ...t, name: cleanJUnitName(prefix + hook), failure });
         if (!after) scopes.push({ prefix, hook: cleanJUnitName(prefix + hook), failure });
         return;
@@ -229,6 +233,8 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         return;
       }
       enriched = true;
+      // Bun 1.3.x's JUnit failures carry no message: the events' error is the test's.
+      if (t.failure && !t.failure.message && e.failure) t.failure = { ...e.failure, ...(t.failure.details ? { details: t.failure.details } : {}) };
       const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
       // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
       const line = e.viaHelper ? undefined : t.line ?? e.line;
@@ -292,7 +298,22 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     }
     for (const entry of out) tests.push(entry);
   }
+  // Bun 1.3.x's JUnit failures have no message; one the events could not fill (no events, or
+  // an error of concurrent tests no one test could claim) says so instead of being empty.
+  for (const t of tests) if (t.failure !== undefined && t.failure.message === "") t.failure.message = NO_MESSAGE;
   return { ...base, ...shardVerdict(ev, code, tests, missing, unregistered, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
+}
+
+/**
+ * The events' errors outside tests of `file`, one per failed hook of Bun's
+ * JUnit that has no message (Bun 1.3.x writes none), in order; null unless
+ * their counts are equal (an error between tests would shift them).
+ */
+function hookErrorsOf(ev: ShardEvidence, file: string, entries: readonly TestResult[]): Failure[] | null {
+  const bare = entries.filter((t) => isHook(t) && t.status === "failed" && !t.failure?.message).length;
+  if (bare === 0) return null;
+  const loose = (ev.events?.looseErrors ?? []).filter((e) => e.file === file);
+  return loose.length === bare ? loose.map((e) => ({ type: e.type, message: e.message })) : null;
 }
 
 /**

@@ -197,7 +197,12 @@ export const RunReportSchema = z.object({
   exitCode: z.number().int().nullable(),
   root: z.string(),
   tool: z.object({ name: z.literal("shardguard"), version: z.string() }),
-  bun: z.object({ version: z.string(), path: z.string() }),
+  bun: z.object({
+    version: z.string(),
+    path: z.string(),
+    /** What this Bun lacks that shardguard would use, one sentence each naming the version (docs/bun-behaviour.md); absent when nothing. */
+    missing: z.array(z.string()).optional(),
+  }),
   settings: z.object({
     jobs: z.number().int().positive(),
     timeoutMs: z.number().int().positive(),

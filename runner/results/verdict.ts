@@ -27,6 +27,7 @@
 import type { BunJUnitFile } from "./bun-junit.ts";
 import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE, type Base } from "./entries.ts";
 import { fromJUnit, isHook } from "./from-junit.ts";
+import { foldJUnitAttempts } from "./junit-attempts.ts";
 import type { Failure, ShardResult, ShardStatus, TestResult, TestStatus } from "./model.ts";
 import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./evidence.ts";
 
@@ -75,8 +76,10 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   }
 
   const code = p.exitCode ?? -1;
-  const distrust = ev.junit ? junitDisagreement(ev, ev.junit, code) : null;
-  if (ev.junit && distrust === null) return fromJUnit(ev, base, code, ev.junit);
+  // Bun 1.3.x lists each attempt of a retried test as a testcase: one test, one entry.
+  const junit = ev.junit && ev.junitAttempts ? foldJUnitAttempts(ev.junit, { events: ev.events?.tests ?? null, maxAttempts: ev.junitAttempts.maxAttempts, exitedZero: code === 0 }) : ev.junit;
+  const distrust = junit ? junitDisagreement(ev, junit, code) : null;
+  if (junit && distrust === null) return fromJUnit(ev, base, code, junit);
 
   const eventTests = ev.events?.tests ?? [];
   // A test that started proves tests were registered, even if its events were lost.

@@ -1,0 +1,90 @@
+/**
+ * What each supported Bun can do, by the version read before the run
+ * (app/preflight.ts). The one place that knows which Bun behaves how: the
+ * rest of the runner asks these fields, never compares versions itself.
+ * Every entry was measured (docs/bun-behaviour.md, "Per Bun version").
+ */
+
+/** Oldest Bun shardguard supports: gstack's pinned 1.3.13. */
+export const OLDEST_SUPPORTED_BUN = "1.3.13";
+
+/** Newest Bun whose behaviour was measured: the newest release on the npm registry when it was. */
+export const NEWEST_MEASURED_BUN = "1.4.5";
+
+/** The facts of one Bun version that change what shardguard passes, reads or reports. */
+export interface BunCapabilities {
+  /** The version read, e.g. "1.3.13". */
+  version: string;
+  /**
+   * Bun's JUnit lists every attempt of a retried test (`--retry`, a test's
+   * `retry` option, bunfig `[test] retry`) as its own testcase, in order,
+   * the last one final (1.3.x). From 1.4.0 it lists the final one only.
+   */
+  junitListsAttempts: boolean;
+  /**
+   * Bun's JUnit `<failure>` has a `message` and the error as text (1.4.0 on).
+   * Before, every failure is `<failure type="AssertionError" />`, whatever was thrown.
+   */
+  junitFailureText: boolean;
+  /** `bun --no-orphans` exists (1.3.14 on): a shard child exits when the runner dies. */
+  noOrphans: boolean;
+  /** The version is past {@link NEWEST_MEASURED_BUN}: taken to behave as that one. */
+  newerThanMeasured: boolean;
+}
+
+/**
+ * Order of two versions ("1.3.13" < "1.4.0"), negative when a < b; a
+ * pre-release or build suffix is ignored (Bun's canaries carry the base
+ * version's behaviour).
+ */
+function order(a: string, b: string): number {
+  const parts = (v: string) => v.split(/[-+]/)[0]!.split(".").map((n) => Number.parseInt(n, 10) || 0);
+  const [x, y] = [parts(a), parts(b)];
+  for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+  return 0;
+}
+
+/** What Bun `version` ("1.3.13", as `bun --version` prints it) can do. */
+export function bunCapabilities(version: string): BunCapabilities {
+  return {
+    version,
+    junitListsAttempts: order(version, "1.4.0") < 0,
+    junitFailureText: order(version, "1.4.0") >= 0,
+    noOrphans: order(version, "1.3.14") >= 0,
+    newerThanMeasured: order(version, NEWEST_MEASURED_BUN) > 0,
+  };
+}
+
+/** The capabilities of the Bun shardguard was measured on first, for callers that read no version (tests, embedders). */
+export const PINNED_CAPABILITIES: BunCapabilities = bunCapabilities("1.4.4");
+
+/** Why Bun `version` is refused, or null when it is in the supported range (1.3.13 and later). */
+export function unsupportedBun(version: string): string | null {
+  if (!/^\d+\.\d+\.\d+/.test(version)) return `Bun ${version} is not a version shardguard can read`;
+  if (order(version, OLDEST_SUPPORTED_BUN) < 0) return `Bun ${version} is older than ${OLDEST_SUPPORTED_BUN}, the oldest supported`;
+  return null;
+}
+
+/**
+ * What this Bun lacks that the run would use, one sentence each naming the
+ * version and what the run does instead (the run prints them once and
+ * records them in report.json). Empty for a measured Bun that lacks nothing.
+ *
+ * @param events whether the run has inspector test events (not `--no-test-events`)
+ */
+export function missingFeatures(caps: BunCapabilities, events: boolean): string[] {
+  const out: string[] = [];
+  const v = `Bun ${caps.version}`;
+  if (!caps.noOrphans) {
+    out.push(`${v} has no --no-orphans: a shard child does not exit by itself if the runner is killed with SIGKILL; the run's guardian ends it instead`);
+  }
+  if (!caps.junitFailureText) {
+    out.push(
+      events
+        ? `${v}'s JUnit has no failure messages: they are taken from the inspector events`
+        : `${v}'s JUnit has no failure messages and test events are off: failures are reported without one`,
+    );
+  }
+  if (caps.newerThanMeasured) out.push(`${v} is newer than ${NEWEST_MEASURED_BUN}, the newest measured: it is read as ${NEWEST_MEASURED_BUN} is`);
+  return out;
+}
