@@ -17,10 +17,13 @@ afterAll(removeSuites);
 
 const SERIAL = `import { test } from "bun:test";
 test("slow 2.5 s", async () => { await Bun.sleep(2500); });
-test("slow 5 s", async () => { await Bun.sleep(5000); });
+test("slow 5 s", async () => { await Bun.sleep(5000); }, 60_000);
 test("then the thread spins", () => { while (true) {} });
 test("after never runs", () => {});
 `;
+
+// A 5 s sleep needs its own per-test timeout: Bun's default is 5 s, which it would
+// reach under load.
 
 // With --retry: the first attempt fails after 2.5 s, the second passes after 5 s.
 const RETRIED = `import { test } from "bun:test";
@@ -29,7 +32,7 @@ test("flaky slow", async () => {
   attempt += 1;
   if (attempt === 1) { await Bun.sleep(2500); throw new Error("first attempt fails"); }
   await Bun.sleep(5000);
-});
+}, 60_000);
 test("then the thread spins", () => { while (true) {} });
 test("after never runs", () => {});
 `;
@@ -37,7 +40,7 @@ test("after never runs", () => {});
 // Under --concurrent every test starts at once: the spin waits for both sleeps to end first.
 const CONCURRENT = `import { test } from "bun:test";
 test("slow 2.5 s", async () => { await Bun.sleep(2500); });
-test("slow 5 s", async () => { await Bun.sleep(5000); });
+test("slow 5 s", async () => { await Bun.sleep(5000); }, 60_000);
 test("then the thread spins", async () => { await Bun.sleep(5600); while (true) {} }, 60_000);
 test("quick", () => {});
 `;
