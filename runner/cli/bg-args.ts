@@ -3,7 +3,7 @@
  * out and hands the rest to `shardguard run` unchanged (parsed here too, so
  * a bad run flag is refused before anything starts).
  */
-import { parseArgs } from "../config/args.ts";
+import { parseArgs, readArgv } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import { ConfigError } from "../config/schema.ts";
 import type { BgOptions } from "../app/bg/command.ts";
@@ -13,6 +13,7 @@ import { PRESET_FLAGS } from "./help.ts";
 
 const BG_VALUED = ["--label", "--lock", "--cap", "--workflow", "--repo", "--ref"] as const;
 const BG_BOOLEAN = ["--local", "--dispatch", "--follow", "--no-wait"] as const;
+const isValued = (flag: string) => (BG_VALUED as readonly string[]).includes(flag);
 
 /**
  * Splits `shardguard bg` argv into bg's options and the run's flags.
@@ -24,24 +25,15 @@ export function parseBgArgs(argv: readonly string[]): BgOptions | null {
   const values = new Map<string, string>();
   const flags = new Set<string>();
   const runArgv: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--") {
-      runArgv.push(...argv.slice(i));
-      break;
-    }
-    const eq = arg.indexOf("=");
-    const flag = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
-    const value = () => {
-      const v = eq > 0 && flag !== arg ? arg.slice(eq + 1) : argv[++i];
-      if (v === undefined || v === "") throw new ConfigError(`flag ${flag} needs a value (shardguard bg --help)`);
-      return v;
-    };
-    if ((BG_VALUED as readonly string[]).includes(flag)) {
-      if (values.has(flag)) throw new ConfigError(`flag ${flag} was given twice`);
-      values.set(flag, value());
-    } else if ((BG_BOOLEAN as readonly string[]).includes(arg)) flags.add(arg);
-    else runArgv.push(arg);
+  for (const token of readArgv(argv, BG_VALUED, BG_BOOLEAN)) {
+    if (token.kind === "end") runArgv.push("--", ...token.rest);
+    else if (token.kind === "positional") runArgv.push(token.value);
+    else if (!token.known || (token.inline && !isValued(token.flag))) runArgv.push(token.arg); // --local=1 too: run refuses it
+    else if (isValued(token.flag)) {
+      if (values.has(token.flag)) throw new ConfigError(`flag ${token.flag} was given twice`);
+      if (token.value === undefined || token.value === "") throw new ConfigError(`flag ${token.flag} needs a value (shardguard bg --help)`);
+      values.set(token.flag, token.value);
+    } else flags.add(token.flag);
   }
   if (flags.has("--local") && flags.has("--dispatch")) throw new ConfigError("--local and --dispatch exclude each other");
   const runArgs = parseArgs(runArgv, "bg", PRESET_FLAGS);

@@ -4,6 +4,7 @@
 import path from "node:path";
 import { DEFAULT_MERGE_OUT, type MergeCommandInputs } from "../app/merge-command.ts";
 import type { Host } from "../app/host.ts";
+import { readArgv } from "../config/args.ts";
 import { ConfigError } from "../config/schema.ts";
 
 /**
@@ -15,20 +16,19 @@ import { ConfigError } from "../config/schema.ts";
 export function parseMergeArgs(argv: readonly string[], host: Pick<Host, "cwd">): MergeCommandInputs | null {
   const sources: string[] = [];
   const values = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "-h" || arg === "--help") return null;
-    if (!arg.startsWith("-")) {
-      sources.push(arg);
-      continue;
+  const unknown = (flag: string) => new ConfigError(`unknown flag ${flag} for shardguard merge; accepted: --out DIR, --update-timings FILE`);
+  for (const token of readArgv(argv, ["--out", "--update-timings"], ["--help"])) {
+    if (token.kind === "end") throw unknown("--");
+    if (token.kind === "positional") {
+      if (token.value === "-") throw unknown("-");
+      sources.push(token.value);
+    } else if (!token.known || (token.flag === "--help" && token.inline)) throw unknown(token.flag);
+    else if (token.flag === "--help") return null;
+    else {
+      if (token.value === undefined || token.value === "") throw new ConfigError(`flag ${token.flag} needs a value (shardguard merge --help)`);
+      if (values.has(token.flag)) throw new ConfigError(`flag ${token.flag} was given twice`);
+      values.set(token.flag, token.value);
     }
-    const eq = arg.indexOf("=");
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    if (flag !== "--out" && flag !== "--update-timings") throw new ConfigError(`unknown flag ${flag} for shardguard merge; accepted: --out DIR, --update-timings FILE`);
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined || value === "") throw new ConfigError(`flag ${flag} needs a value (shardguard merge --help)`);
-    if (values.has(flag)) throw new ConfigError(`flag ${flag} was given twice`);
-    values.set(flag, value);
   }
   if (sources.length === 0) throw new ConfigError(`shardguard merge needs at least one DIR (the OUT of each shardguard run --shard I/N)`);
   const timings = values.get("--update-timings");

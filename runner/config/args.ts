@@ -5,6 +5,7 @@
  * (Bun ignores unknown `bun test` flags, which is how `--preset` typos turn
  * into filters; we do not repeat that).
  */
+import { parseArgs as nodeParseArgs } from "node:util";
 import { BOOLEAN_FLAGS, ConfigError, SETTINGS, type SettingSpec } from "./schema.ts";
 
 /** What the command line said, before merging with environment and bunfig.toml. */
@@ -40,6 +41,54 @@ export interface ParsedWithExtras extends ParsedArgs {
   extras: Map<string, string | true>;
 }
 
+/** One argument of an argv as {@link readArgv} reads it. */
+export type ArgvToken =
+  /**
+   * A flag. `flag` is how it was written up to any `=` (`"--jobs"`, `"-x"`), or
+   * `"--help"` for `-h`; `known` says it is one of the flags asked for (a short
+   * group such as `-hx` is one unknown token). `value`: the `=` part or, for a
+   * valued flag, the next argument whatever it says (undefined at the end).
+   */
+  | { kind: "flag"; flag: string; arg: string; known: boolean; value: string | undefined; inline: boolean }
+  | { kind: "positional"; value: string }
+  /** `--`; `rest` is every argument after it. */
+  | { kind: "end"; rest: string[] };
+
+/**
+ * Reads argv with `node:util` `parseArgs` (its `tokens`), one token per
+ * argument. Not `strict: true`: that refuses values starting with `-`
+ * (`--root -x`), allows a flag twice, and words errors its own way (Bun's
+ * drop the dash of a short flag); each parser here applies its own rules
+ * to the tokens and words its errors itself.
+ *
+ * @param valued long flags that take a value, e.g. `["--jobs"]`
+ * @param boolean long flags without a value; `"--help"` here also reads `-h`
+ */
+export function readArgv(argv: readonly string[], valued: readonly string[], boolean: readonly string[]): ArgvToken[] {
+  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {};
+  for (const f of boolean) options[f.slice(2)] = f === "--help" ? { type: "boolean", short: "h" } : { type: "boolean" };
+  for (const f of valued) options[f.slice(2)] = { type: "string" };
+  const { tokens } = nodeParseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
+  const out: ArgvToken[] = [];
+  let lastIndex = -1;
+  for (const t of tokens) {
+    if (t.kind === "option-terminator") return [...out, { kind: "end", rest: argv.slice(t.index + 1) }];
+    if (t.kind === "positional") {
+      out.push({ kind: "positional", value: t.value });
+      continue;
+    }
+    if (t.index === lastIndex) continue; // the rest of a short group such as -abc
+    lastIndex = t.index;
+    const arg = argv[t.index]!;
+    const long = t.rawName.startsWith("--") && Object.hasOwn(options, t.name);
+    const known = long || (arg === "-h" && Object.hasOwn(options, "help"));
+    const eq = arg.indexOf("=");
+    const flag = known ? `--${t.name}` : eq > 0 ? arg.slice(0, eq) : arg;
+    out.push({ kind: "flag", flag, arg, known, value: known ? t.value : undefined, inline: known && t.inlineValue === true });
+  }
+  return out;
+}
+
 /**
  * Parses `[PATTERN...] [--flag value | --flag=value]... [-- BUN_TEST_FLAGS...]`.
  *
@@ -55,54 +104,31 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
     extras: new Map(),
   };
   const byFlag = new Map(SETTINGS.map((s) => [s.flag, s]));
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--") {
-      parsed.bunArgs = argv.slice(i + 1);
-      break;
-    }
-    if (arg === "-h" || arg === "--help") {
-      parsed.help = true;
-      continue;
-    }
-    if (!arg.startsWith("-") || arg === "-") {
-      parsed.patterns.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const inline = eq > 0 ? arg.slice(eq + 1) : undefined;
-    const takeValue = (): string => {
-      if (inline !== undefined) return inline;
-      const next = argv[i + 1];
-      if (next === undefined || (next.startsWith("--") && next.length > 2)) {
+  const extraValued = (extra.valued ?? []).filter((f) => !byFlag.has(f));
+  const valued = [...byFlag.keys(), ...extraValued];
+  const booleans = ["--help", ...Object.keys(BOOLEAN_FLAGS), ...(extra.boolean ?? [])];
+  const unknown = (flag: string) =>
+    new ConfigError(`unknown flag ${flag} for shardguard ${command}; flags for bun test go after "--" (shardguard ${command} --help lists the flags)`);
+  for (const token of readArgv(argv, valued, booleans)) {
+    if (token.kind === "end") parsed.bunArgs = token.rest;
+    else if (token.kind === "positional") parsed.patterns.push(token.value);
+    else if (!token.known) throw unknown(token.flag);
+    else if (valued.includes(token.flag)) {
+      const { flag, value } = token;
+      const spec = byFlag.get(flag);
+      if (spec !== undefined && parsed.values.has(spec.key)) throw new ConfigError(`flag ${flag} was given twice`);
+      // A next argument such as "--jobs" is the next flag, not this one's value ("-x" and "--" are values).
+      if (value === undefined || (!token.inline && value.startsWith("--") && value.length > 2)) {
         throw new ConfigError(`flag ${flag} needs a value (shardguard ${command} --help lists the flags)`);
       }
-      i++;
-      return next;
-    };
-    const spec = byFlag.get(flag);
-    if (spec) {
-      if (parsed.values.has(spec.key)) throw new ConfigError(`flag ${flag} was given twice`);
-      parsed.values.set(spec.key, takeValue());
-      continue;
-    }
-    if (flag in BOOLEAN_FLAGS) {
-      if (inline !== undefined) throw new ConfigError(`flag ${flag} takes no value (got ${JSON.stringify(arg)})`);
-      parsed.booleans.add(flag as keyof typeof BOOLEAN_FLAGS);
-      continue;
-    }
-    if (extra.valued?.includes(flag)) {
-      parsed.extras.set(flag, takeValue());
-      continue;
-    }
-    if (extra.boolean?.includes(flag) && inline === undefined) {
-      parsed.extras.set(flag, true);
-      continue;
-    }
-    throw new ConfigError(
-      `unknown flag ${flag} for shardguard ${command}; flags for bun test go after "--" (shardguard ${command} --help lists the flags)`,
-    );
+      if (spec === undefined) parsed.extras.set(flag, value);
+      else parsed.values.set(spec.key, value);
+    } else if (token.flag in BOOLEAN_FLAGS) {
+      if (token.inline) throw new ConfigError(`flag ${token.flag} takes no value (got ${JSON.stringify(token.arg)})`);
+      parsed.booleans.add(token.flag as keyof typeof BOOLEAN_FLAGS);
+    } else if (token.inline) throw unknown(token.flag); // --help=1, --last-failed=1
+    else if (token.flag === "--help") parsed.help = true;
+    else parsed.extras.set(token.flag, true);
   }
   return parsed;
 }
