@@ -116,9 +116,8 @@ export class TestEventModel {
    * the channel's byte reader (compact.ts). Never throws.
    */
   found(id: number, url: string, line: number | undefined, name: string, type: "test" | "describe", parentId: number | undefined): void {
-    if (this.tests_.has(id) || this.describes.has(id)) {
-      return;
-    }
+    // A second found of an id is ignored: the first one stands.
+    if (this.tests_.has(id) || this.describes.has(id)) return;
     const file = this.relativeFile(url);
     const parent = parentId === undefined ? undefined : (this.describes.get(parentId) ?? this.tests_.get(parentId));
     if (type === "describe") {
