@@ -265,12 +265,13 @@ async function runFixture() {
   const parsedEvents: TestEvent[] = [];
   const parserJournalPath = join(root, `run-${counter}.parser.events.jsonl`);
   const parserJournal = await openJournal(parserJournalPath);
-  const frames = new FrameReader((body) => {
-    const result = parseInspectorMessage(capJsonStrings(body));
+  const parse = (text: string) => {
+    const result = parseInspectorMessage(text);
     if (result.kind !== "event") return;
     parsedEvents.push(result.event);
     parserJournal.append(result.event);
-  }, () => {});
+  };
+  const frames = new FrameReader((body) => parse(capJsonStrings(body)), parse, () => {});
   for (const chunk of proxy.recorded) frames.push(chunk);
   await parserJournal.close();
   return { model, journalPath, stats, sinkCalls, parsedEvents, parserJournalPath };

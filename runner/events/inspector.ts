@@ -52,7 +52,7 @@ import { rmSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import type { Socket, UnixSocketListener } from "bun";
 import { capJsonStrings } from "../util/text-cap.ts";
-import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./frames.ts";
+import { encodeFrame, FrameReader } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
 import { CompactReader } from "./compact.ts";
 import { InspectorConnectError, type ChannelStats, type EventChannel, type ListenOptions } from "./channel.ts";
@@ -166,11 +166,10 @@ class InspectorChannel implements EventChannel {
     this.compact = new CompactReader(options.sink);
     this.frames = new FrameReader(
       (body) => this.onFrame(body),
+      (text) => this.onText(text),
       () => {
         this.counters.oversized += 1;
       },
-      MAX_FRAME_BYTES,
-      { aboveBytes: WHOLE_FRAME_BYTES, onText: (text) => this.onText(text) },
     );
     this.server = this.listen();
     this.close = this.close.bind(this);
