@@ -111,29 +111,11 @@ export class FrameReader {
     let at = 0;
     while (at < data.length) {
       if (this.capper !== null) {
-        const n = Math.min(this.streamRemaining, data.length - at);
-        this.capper.push(data.subarray(at, at + n));
-        this.streamRemaining -= n;
-        at += n;
-        if (this.streamRemaining === 0) {
-          const capper = this.capper;
-          this.capper = null;
-          if (capper.overflowed) this.onOversized(this.streamLength);
-          else this.onText(capper.end());
-        }
+        at = this.streamInto(data, at);
         continue;
       }
       if (this.body !== null) {
-        const n = Math.min(this.body.length - this.bodyFilled, data.length - at);
-        data.copy(this.body, this.bodyFilled, at, at + n);
-        this.bodyFilled += n;
-        at += n;
-        if (this.bodyFilled === this.body.length) {
-          const body = this.body;
-          this.body = null;
-          this.bodyFilled = 0;
-          this.onFrame(body);
-        }
+        at = this.fillBody(data, at);
         continue;
       }
       // Between frames: read the header, from this chunk alone when it is whole.
@@ -166,5 +148,33 @@ export class FrameReader {
       this.body = Buffer.allocUnsafe(length);
       this.bodyFilled = 0;
     }
+  }
+
+  /** Feeds the streamed frame in progress from `data[at…]`; the position after what it took. */
+  private streamInto(data: Buffer, at: number): number {
+    const capper = this.capper!;
+    const n = Math.min(this.streamRemaining, data.length - at);
+    capper.push(data.subarray(at, at + n));
+    this.streamRemaining -= n;
+    if (this.streamRemaining === 0) {
+      this.capper = null;
+      if (capper.overflowed) this.onOversized(this.streamLength);
+      else this.onText(capper.end());
+    }
+    return at + n;
+  }
+
+  /** Fills the split frame in progress from `data[at…]`; the position after what it took. */
+  private fillBody(data: Buffer, at: number): number {
+    const body = this.body!;
+    const n = Math.min(body.length - this.bodyFilled, data.length - at);
+    data.copy(body, this.bodyFilled, at, at + n);
+    this.bodyFilled += n;
+    if (this.bodyFilled === body.length) {
+      this.body = null;
+      this.bodyFilled = 0;
+      this.onFrame(body);
+    }
+    return at + n;
   }
 }
