@@ -167,7 +167,7 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
     while (next < files.length) {
       const file = files[next++]!;
       const socketPath = path.join(sockDir, `${n++}.sock`);
-      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {} });
+      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: { found() {}, start() {}, end() {} } });
       const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", file], { cwd, stdio: "ignore" });
       const exited = new Promise((r) => child.once("exit", r));
       await channel.ready;

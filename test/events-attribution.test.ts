@@ -7,6 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { TestEventModel } from "../runner/events/model.ts";
+import { testStates } from "./helpers/model-states.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 
 const ROOT = "/project";
@@ -25,13 +26,13 @@ const error = (message: string): TestEvent => ({
   params: { message, name: "Error", urls: [`${ROOT}/${A}`], lineColumns: [9, 1], sourceLines: ["x"] },
 });
 
-const placed = (model: TestEventModel) => model.tests().map((t) => [t.name, t.file, t.line ?? null]);
+const placed = (model: TestEventModel) => testStates(model).map((t) => [t.name, t.file, t.line ?? null]);
 
 describe("mapping helper-defined tests to planned files", () => {
   test("a single-file shard: every test is in its file, without the helper's line", () => {
     const model = TestEventModel.fromEvents([found(1, "D", HELPER, undefined, "describe"), found(2, "t", HELPER, 1), start(2), end(2)], { root: ROOT, files: [A] });
     expect(placed(model)).toEqual([["t", A, null]]);
-    expect(model.tests()[0]!.describePath).toEqual(["D"]);
+    expect(testStates(model)[0]!.describePath).toEqual(["D"]);
   });
 
   test("without planned files the url stands, line included", () => {
@@ -72,13 +73,13 @@ describe("mapping helper-defined tests to planned files", () => {
 });
 
 describe("an error while several helper-defined tests run (no line tells whose it is)", () => {
-  const errorsOf = (model: TestEventModel) => model.tests().map((t) => [t.name, t.errors.map((e) => e.message)]);
+  const errorsOf = (model: TestEventModel) => testStates(model).map((t) => [t.name, t.errors.map((e) => e.message)]);
 
   test("the test that is retried next claims it, not the test started last", () => {
     const model = TestEventModel.fromEvents([found(1, "flaky"), found(2, "ok"), start(1), start(2), error("boom"), start(1), end(2), end(1)], { root: ROOT, files: [A] });
     expect(errorsOf(model)).toEqual([["flaky", ["boom"]], ["ok", []]]);
-    expect(model.tests()[0]!.flaky).toBe(true);
-    expect(model.tests()[0]!.attemptFailures.map((f) => f.message)).toEqual(["boom"]);
+    expect(testStates(model)[0]!.flaky).toBe(true);
+    expect(testStates(model)[0]!.attemptFailures.map((f) => f.message)).toEqual(["boom"]);
   });
 
   test("two concurrent failures keep one error each; a passing test keeps none", () => {

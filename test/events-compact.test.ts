@@ -1,26 +1,30 @@
 /**
  * The byte reader of Bun's compact found/start/end messages
  * (runner/events/compact.ts): byte-level checks that whatever it reads is
- * exactly what the full parser (wire.ts classifyInspectorMessage) gives for
- * the same bytes, and that anything else is left to that parser; then real
- * `bun test` children, read once through the reader (the runner's path) and
- * once through `onEvent` only, giving the same model and the same journal.
+ * exactly what the full parser (wire.ts parseInspectorMessage) gives for
+ * the same bytes, and that anything else is left to that parser; then a real
+ * `bun test` child whose bytes are read by the channel (the runner's path)
+ * and, recorded on the way, by the parser alone: the same model and the
+ * same journal.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect as netConnect } from "node:net";
+import { once } from "node:events";
+import { connect as netConnect, createServer as netServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CompactReader, type CompactSink } from "../runner/events/compact.ts";
-import { encodeFrame } from "../runner/events/frames.ts";
+import { encodeFrame, FrameReader } from "../runner/events/frames.ts";
 import { listenForTestEvents } from "../runner/events/inspector.ts";
 import { openJournal, readJournal } from "../runner/events/journal.ts";
 import { TestEventModel } from "../runner/events/model.ts";
 import { socketDirFor, socketPathFor } from "../runner/events/socket-dir.ts";
-import { classifyInspectorMessage, type TestEvent } from "../runner/events/wire.ts";
+import { parseInspectorMessage, type TestEvent } from "../runner/events/wire.ts";
 import { SHARD_PRELOAD } from "../runner/exec/command.ts";
 import { capJsonStrings } from "../runner/util/text-cap.ts";
+import { listenForAllEvents } from "./helpers/event-channel.ts";
+import { testStates } from "./helpers/model-states.ts";
 
 const BUN = process.execPath;
 
@@ -44,8 +48,8 @@ function readCompact(bytes: Buffer, reader?: CompactReader, calls: TestEvent[] =
 
 /** The full parser's event for the same bytes, as the channel gets it; null when it is not an event. */
 function parsed(bytes: Buffer): TestEvent | null {
-  const result = classifyInspectorMessage(capJsonStrings(bytes));
-  return result.kind === "raw-event" || result.kind === "event" ? result.event : null;
+  const result = parseInspectorMessage(capJsonStrings(bytes));
+  return result.kind === "event" ? result.event : null;
 }
 
 const URL = "/r/t/a.test.ts";
@@ -181,8 +185,36 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Runs the fixture in a real child with the shard preload (so the barrier proves every event arrived). */
-async function runFixture(withSink: boolean) {
+/**
+ * A unix socket at `path` that forwards a connection to `target` both ways
+ * and records the bytes sent towards `target`.
+ */
+async function recordingProxy(path: string, target: string) {
+  const recorded: Buffer[] = [];
+  const server = netServer((client) => {
+    const upstream = netConnect(target);
+    client.on("data", (data) => {
+      recorded.push(Buffer.from(data));
+      upstream.write(data);
+    });
+    upstream.on("data", (data) => client.write(data));
+    client.on("end", () => upstream.end());
+    upstream.on("end", () => client.end());
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  server.listen(path);
+  await once(server, "listening");
+  return { recorded, close: () => server.close() };
+}
+
+/**
+ * Runs the fixture in a real child with the shard preload (so the barrier
+ * proves every event arrived), through a proxy that records its bytes:
+ * the channel's reading (the reader, and `onEvent` for the rest) and the
+ * parser's reading of the same bytes.
+ */
+async function runFixture() {
   counter += 1;
   const socketPath = socketPathFor(sockDir, counter);
   const model = new TestEventModel({ root, now: () => 0 });
@@ -196,29 +228,27 @@ async function runFixture(withSink: boolean) {
       model.apply(event);
       journal.append(event, message);
     },
-    ...(withSink
-      ? {
-          sink: {
-            found: (id, url, line, name, type, parentId, message) => {
-              sinkCalls.found += 1;
-              model.found(id, url, line, name, type, parentId);
-              journal.appendLine(message);
-            },
-            start: (id, message) => {
-              sinkCalls.start += 1;
-              model.start(id);
-              journal.appendLine(message);
-            },
-            end: (id, status, elapsed, message) => {
-              sinkCalls.end += 1;
-              model.end(id, status, elapsed);
-              journal.appendLine(message);
-            },
-          } satisfies CompactSink,
-        }
-      : {}),
+    sink: {
+      found: (id, url, line, name, type, parentId, message) => {
+        sinkCalls.found += 1;
+        model.found(id, url, line, name, type, parentId);
+        journal.appendLine(message);
+      },
+      start: (id, message) => {
+        sinkCalls.start += 1;
+        model.start(id);
+        journal.appendLine(message);
+      },
+      end: (id, status, elapsed, message) => {
+        sinkCalls.end += 1;
+        model.end(id, status, elapsed);
+        journal.appendLine(message);
+      },
+    } satisfies CompactSink,
   });
-  const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, "--retry", "1", join(root, "mixed.test.ts")], {
+  const proxyPath = `${socketPath}.proxy`;
+  const proxy = await recordingProxy(proxyPath, socketPath);
+  const child = spawn(BUN, [`--inspect-wait=unix:${proxyPath}`, "test", "--preload", SHARD_PRELOAD, "--retry", "1", join(root, "mixed.test.ts")], {
     cwd: root,
     env: { ...process.env, SHARDGUARD_YIELD: "1" },
     stdio: "ignore",
@@ -228,42 +258,54 @@ async function runFixture(withSink: boolean) {
   await exited;
   await channel.closed;
   channel.close();
+  proxy.close();
   await journal.close();
   const stats = channel.stats();
-  return { model, journalPath, stats, sinkCalls };
+  // The same bytes, every message through the parser alone, into a journal of its own.
+  const parsedEvents: TestEvent[] = [];
+  const parserJournalPath = join(root, `run-${counter}.parser.events.jsonl`);
+  const parserJournal = await openJournal(parserJournalPath);
+  const parse = (text: string) => {
+    const result = parseInspectorMessage(text);
+    if (result.kind !== "event") return;
+    parsedEvents.push(result.event);
+    parserJournal.append(result.event);
+  };
+  const frames = new FrameReader((body) => parse(capJsonStrings(body)), parse, () => {});
+  for (const chunk of proxy.recorded) frames.push(chunk);
+  await parserJournal.close();
+  return { model, journalPath, stats, sinkCalls, parsedEvents, parserJournalPath };
 }
 
 /** A test's state without what differs from run to run (Bun's elapsed times, the clock). */
 const stable = (model: TestEventModel) =>
-  model.tests().map((t) => ({ id: t.id, fullName: t.fullName, file: t.file, line: t.line, phase: t.phase, status: t.status, attempts: t.attempts, failure: t.failure?.type, errors: t.errors.length, flaky: t.flaky }));
+  testStates(model).map((t) => ({ id: t.id, fullName: t.fullName, file: t.file, line: t.line, phase: t.phase, status: t.status, attempts: t.attempts, failure: t.failure?.type, errors: t.errors.length, flaky: t.flaky }));
 const journalLines = (path: string) =>
   readFileSync(path, "utf8")
     .trimEnd()
     .split("\n")
     .map((line) => line.replace(/"elapsed":\d+/, '"elapsed":0'));
 
-describe("real bun children: the reader's path and onEvent's give the same model and journal", () => {
+describe("a real bun child: the channel's reading and the parser's give the same model and journal", () => {
   test("describes, escapes, non-ASCII, skip, todo, a retried flaky test, a failure, test.each", async () => {
-    const viaSink = await runFixture(true);
-    const viaEvents = await runFixture(false);
-    for (const run of [viaSink, viaEvents]) {
-      expect(run.stats.flushed).toBe(true);
-      expect([run.stats.malformed, run.stats.invalid, run.stats.handlerErrors]).toEqual([0, 0, 0]);
-    }
-    expect(viaSink.stats.events).toBe(viaEvents.stats.events);
+    const run = await runFixture();
+    expect(run.stats.flushed).toBe(true);
+    expect([run.stats.malformed, run.stats.invalid, run.stats.handlerErrors]).toEqual([0, 0, 0]);
+    expect(run.stats.events).toBe(run.parsedEvents.length);
     // The reader took what it could: every start and end, and the founds without an escape.
     // Starts: the escaped one, flaky and fails twice each (--retry 1), 日本語, each 1 and 2.
-    expect(viaSink.sinkCalls.start).toBe(8);
+    expect(run.sinkCalls.start).toBe(8);
     // Ends: one per test, skip and todo included.
-    expect(viaSink.sinkCalls.end).toBe(8);
-    expect(viaSink.sinkCalls.found).toBe(8); // 10 tests and describes found, 2 with an escape in the name
-    expect(stable(viaSink.model)).toEqual(stable(viaEvents.model));
-    const flaky = viaSink.model.tests().find((t) => t.name === "flaky")!;
+    expect(run.sinkCalls.end).toBe(8);
+    expect(run.sinkCalls.found).toBe(8); // 10 tests and describes found, 2 with an escape in the name
+    const viaParser = TestEventModel.fromEvents(run.parsedEvents, { root, now: () => 0 });
+    expect(stable(run.model)).toEqual(stable(viaParser));
+    const flaky = testStates(run.model).find((t) => t.name === "flaky")!;
     expect([flaky.status, flaky.attempts, flaky.flaky]).toEqual(["passed", 2, true]);
-    expect(viaSink.model.tests().find((t) => t.name === "fails")!.failure?.message).toContain("boom ✗");
-    expect(journalLines(viaSink.journalPath)).toEqual(journalLines(viaEvents.journalPath));
-    const replayed = TestEventModel.fromEvents(await readJournal(viaSink.journalPath), { root, now: () => 0 });
-    expect(stable(replayed)).toEqual(stable(viaSink.model));
+    expect(testStates(run.model).find((t) => t.name === "fails")!.failure?.message).toContain("boom ✗");
+    expect(journalLines(run.journalPath)).toEqual(journalLines(run.parserJournalPath));
+    const replayed = TestEventModel.fromEvents(await readJournal(run.journalPath), { root, now: () => 0 });
+    expect(stable(replayed)).toEqual(stable(run.model));
   }, 30_000);
 
   test("a sink that throws is contained and counted; the stream stays in step", async () => {
@@ -304,7 +346,7 @@ describe("read batching (a busy stream's reads pause for a moment)", () => {
     counter += 1;
     const socketPath = socketPathFor(sockDir, counter);
     const model = new TestEventModel({ root: "/r", now: () => 0 });
-    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: (event) => model.apply(event) });
+    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: (event) => model.apply(event) });
     const frames: Buffer[] = [];
     const tests = 1_500;
     for (let id = 1; id <= tests; id++) frames.push(encodeFrame(foundText(`"id":${id},"url":"${URL}","line":2,"name":"t${id}","type":"test"`)));
@@ -333,6 +375,6 @@ describe("read batching (a busy stream's reads pause for a moment)", () => {
     channel.close();
     expect(channel.stats().events).toBe(3 * tests);
     expect(channel.stats().readPauses).toBeGreaterThan(0);
-    expect(model.tests().filter((t) => t.status === "passed").length).toBe(tests);
+    expect(testStates(model).filter((t) => t.status === "passed").length).toBe(tests);
   }, 30_000);
 });

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SHARD_PRELOAD } from "../runner/exec/command.ts";
-import { encodeFrame, FrameReader } from "../runner/events/frames.ts";
+import { encodeFrame, FrameReader, type FrameLimits } from "../runner/events/frames.ts";
 import { ACK_EXPRESSION, END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
 import { socketDirFor, socketPathFor } from "../runner/events/socket-dir.ts";
 import { JsonStreamCapper } from "../runner/util/json-stream-cap.ts";
@@ -34,13 +34,11 @@ beforeAll(async () => {
   const socketPath = socketPathFor(socketDirFor(join(root, "run")), 1);
   const chunks: Buffer[] = [];
   const replies: { id?: number; result?: { result?: { objectId?: string } } }[] = [];
-  const barrier = new FrameReader(
-    (body) => {
-      const message = JSON.parse(body.toString("utf8")) as (typeof replies)[number];
-      if (message.id !== undefined) replies.push(message);
-    },
-    () => {},
-  );
+  const onMessage = (text: string) => {
+    const message = JSON.parse(text) as (typeof replies)[number];
+    if (message.id !== undefined) replies.push(message);
+  };
+  const barrier = new FrameReader((body) => onMessage(body.toString("utf8")), onMessage, () => {});
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
   const server = Bun.listen<undefined>({
@@ -84,21 +82,27 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** Parses `bytes` pushed in chunks of `size` bytes; returns the frames as text and the skipped lengths. */
-function parse(bytes: Buffer, size: number, max?: number) {
+/**
+ * Parses `bytes` pushed in chunks of `size` bytes; returns the frames read
+ * whole as text, the streamed ones' capped texts and the lengths of those
+ * over the kept bound.
+ */
+function parse(bytes: Buffer, size: number, limits?: FrameLimits) {
   const frames: string[] = [];
-  const skipped: number[] = [];
+  const streamed: string[] = [];
+  const oversized: number[] = [];
   let peak = 0;
   const reader = new FrameReader(
     (body) => frames.push(body.toString("utf8")),
-    (n) => skipped.push(n),
-    max,
+    (text) => streamed.push(text),
+    (n) => oversized.push(n),
+    limits,
   );
   for (let at = 0; at < bytes.length; at += size) {
     reader.push(bytes.subarray(at, at + size));
     peak = Math.max(peak, reader.bufferedBytes);
   }
-  return { frames, skipped, peak, left: reader.bufferedBytes };
+  return { frames, streamed, oversized, peak, left: reader.bufferedBytes };
 }
 
 describe("FrameReader on a real child's bytes", () => {
@@ -144,14 +148,26 @@ describe("FrameReader on a real child's bytes", () => {
     }
   });
 
-  test("with a cap below the long error, that frame is skipped without being held and the rest stays in step", () => {
+  test("with a whole-frame bound below the long error, that frame is streamed, never held, its strings cut, and the rest stays in step", () => {
+    const whole = parse(recorded, recorded.length);
+    expect(whole.streamed).toEqual([]);
+    const big = whole.frames.find((f) => f.includes("LifecycleReporter.error"))!;
+    const cap = 16 * 1024;
+    const { frames, streamed, oversized, peak } = parse(recorded, 1000, { wholeBytes: cap });
+    expect(oversized).toEqual([]);
+    expect(streamed).toEqual([capJsonStrings(Buffer.from(big))]);
+    expect(streamed[0]!).toContain("bytes cut; full text in the shard log");
+    expect(frames).toEqual(whole.frames.filter((f) => f !== big));
+    expect(peak).toBeLessThanOrEqual(cap + 4);
+  });
+
+  test("a streamed frame still over the kept bound once cut is counted, not delivered, and the rest stays in step", () => {
     const whole = parse(recorded, recorded.length).frames;
     const big = whole.find((f) => f.includes("LifecycleReporter.error"))!;
-    const cap = 16 * 1024;
-    const { frames, skipped, peak } = parse(recorded, 1000, cap);
-    expect(skipped).toEqual([Buffer.byteLength(big)]);
+    const { frames, streamed, oversized } = parse(recorded, 1000, { wholeBytes: 16 * 1024, maxKeptBytes: 1024 });
+    expect(oversized).toEqual([Buffer.byteLength(big)]);
+    expect(streamed).toEqual([]);
     expect(frames).toEqual(whole.filter((f) => f !== big));
-    expect(peak).toBeLessThanOrEqual(cap + 4);
   });
 });
 
@@ -161,6 +177,7 @@ describe("FrameReader edge cases and encodeFrame", () => {
     const got: string[] = [];
     const reader = new FrameReader(
       (body) => got.push(body.toString("utf8")),
+      () => {},
       () => {},
     );
     reader.push(bytes.subarray(0, 1));
@@ -177,9 +194,9 @@ describe("FrameReader edge cases and encodeFrame", () => {
     expect(frame.subarray(4).toString("utf8")).toBe('{"name":"日本"}');
   });
 
-  test("a negative or fractional cap is refused", () => {
-    expect(() => new FrameReader(() => {}, () => {}, -1)).toThrow(RangeError);
-    expect(() => new FrameReader(() => {}, () => {}, 1.5)).toThrow("non-negative integer");
+  test("a negative or fractional whole-frame bound is refused", () => {
+    expect(() => new FrameReader(() => {}, () => {}, () => {}, { wholeBytes: -1 })).toThrow(RangeError);
+    expect(() => new FrameReader(() => {}, () => {}, () => {}, { wholeBytes: 1.5 })).toThrow("non-negative integer");
   });
 });
 

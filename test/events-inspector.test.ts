@@ -18,11 +18,13 @@ import { join } from "node:path";
 import { connect as netConnect } from "node:net";
 import { encodeFrame } from "../runner/events/frames.ts";
 import { SHARD_PRELOAD } from "../runner/exec/command.ts";
-import { channelNotes, listenForTestEvents, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
+import { channelNotes, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
+import { listenForAllEvents } from "./helpers/event-channel.ts";
 import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 import { openJournal, readJournal } from "../runner/events/journal.ts";
-import { TestEventModel, type TestState } from "../runner/events/model.ts";
+import { TestEventModel } from "../runner/events/model.ts";
+import { foundCount, testStates, type TestState } from "./helpers/model-states.ts";
 
 const BUN = process.execPath;
 let root = "";
@@ -129,7 +131,7 @@ function spawnShard(
   const socketPath = socketPathFor(sockDir, shardCounter);
   const events: TestEvent[] = [];
   const model = new TestEventModel({ root });
-  const channel = listenForTestEvents({
+  const channel = listenForAllEvents({
     socketPath,
     connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
     onEvent: (event) => {
@@ -263,11 +265,11 @@ describe("listenForTestEvents with real bun children", () => {
     expect(stats.invalid).toBe(0);
     expect(stats.handlerErrors).toBe(0);
 
-    const tests = shard.model.tests();
+    const tests = testStates(shard.model);
     expect(tests.map((t) => t.fullName).sort()).toEqual(
       ["outer > inner > passes", "outer > flaky", "outer > fails", "outer > skipped", "outer > todo", "tail"].sort(),
     );
-    expect(shard.model.foundCount("main.test.ts")).toBe(6);
+    expect(foundCount(shard.model, "main.test.ts")).toBe(6);
 
     const passes = byName(tests, "outer > inner > passes");
     expect(passes.status).toBe("passed");
@@ -299,7 +301,7 @@ describe("listenForTestEvents with real bun children", () => {
     expect(shard.model.errorsOutsideTests()).toEqual([]);
 
     // The journal holds the same events and rebuilds the same verdicts.
-    const replayed = TestEventModel.fromEvents(await readJournal(join(root, "main.events.jsonl")), { root }).tests();
+    const replayed = testStates(TestEventModel.fromEvents(await readJournal(join(root, "main.events.jsonl")), { root }));
     expect(replayed.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky])).toEqual(
       tests.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky]),
     );
@@ -329,7 +331,7 @@ describe("listenForTestEvents with real bun children", () => {
       await channel.closed;
       expect(channel.stats().closedBy).toBe("peer");
 
-      const [one, two, three] = shard.model.tests();
+      const [one, two, three] = testStates(shard.model);
       expect(one?.name).toBe("one");
       expect(one?.status).toBe("passed");
       expect(two?.name).toBe("two");
@@ -362,14 +364,14 @@ describe("listenForTestEvents with real bun children", () => {
     const channel = await connect(shard);
     await channel.closed;
     await shard.exited;
-    const slow = byName(shard.model.tests(), "too slow");
+    const slow = byName(testStates(shard.model), "too slow");
     expect(slow.bunStatus).toBe("timeout");
     expect(slow.status).toBe("failed");
     expect(slow.failure?.type).toBe("timeout");
     expect(slow.errors).toEqual([]);
     expect(slow.durationMs).toBeGreaterThanOrEqual(140);
     expect(slow.durationMs).toBeLessThan(1000);
-    expectPassedOrUnfinished(byName(shard.model.tests(), "tail"));
+    expectPassedOrUnfinished(byName(testStates(shard.model), "tail"));
   });
 
   test("load errors (Bun 1.4.4): a top-level throw sends an error outside tests; a missing import sends nothing", async () => {
@@ -384,17 +386,17 @@ describe("listenForTestEvents with real bun children", () => {
     expect(outside[0]?.locations[0]).toEqual({ file: "top-level-throw.test.ts", line: 4, column: 7 });
 
     // The throwing file's tests were registered, then never started.
-    const neverRuns = byName(model.tests(), "never runs");
+    const neverRuns = byName(testStates(model), "never runs");
     expect(neverRuns.phase).toBe("found");
-    expect(model.foundCount("top-level-throw.test.ts")).toBe(1);
+    expect(foundCount(model, "top-level-throw.test.ts")).toBe(1);
 
     // An unresolvable import produces no event at all: no found, no error.
-    expect(model.foundCount("missing-import.test.ts")).toBe(0);
+    expect(foundCount(model, "missing-import.test.ts")).toBe(0);
     expect(shard.events.some((e) => JSON.stringify(e).includes("does-not-exist"))).toBe(false);
     // ...while Bun's console output does report it.
     expect(readFileSync(shard.logPath, "utf8")).toContain("Cannot find module './does-not-exist.ts'");
 
-    expect(byName(model.tests(), "later").status).toBe("passed");
+    expect(byName(testStates(model), "later").status).toBe("passed");
   });
 });
 
@@ -416,7 +418,7 @@ describe("the end-of-run barrier with the shard preload", () => {
           "TestReporter.start",
           "TestReporter.end",
         ]);
-        const flaky = byName(shard.model.tests(), "flaky");
+        const flaky = byName(testStates(shard.model), "flaky");
         expect([flaky.status, flaky.attempts, flaky.flaky]).toEqual(["passed", 2, true]);
         shard.channel.close();
       }
@@ -512,7 +514,7 @@ describe("listenForTestEvents failure paths", () => {
 
     let error: unknown;
     try {
-      listenForTestEvents({ socketPath: path, connectTimeoutMs: 200, onEvent: () => {} });
+      listenForAllEvents({ socketPath: path, connectTimeoutMs: 200, onEvent: () => {} });
     } catch (e) {
       error = e;
     }
@@ -522,7 +524,7 @@ describe("listenForTestEvents failure paths", () => {
 
     expect(socketPathFor(sockDir, "stale")).toBe(path);
     expect(existsSync(path)).toBe(false);
-    const channel = listenForTestEvents({ socketPath: path, connectTimeoutMs: 5_000, onEvent: () => {} });
+    const channel = listenForAllEvents({ socketPath: path, connectTimeoutMs: 5_000, onEvent: () => {} });
     channel.close();
     await channel.closed;
     expect(existsSync(path)).toBe(false);
@@ -531,7 +533,7 @@ describe("listenForTestEvents failure paths", () => {
   test("an abort signal ends the wait at once", async () => {
     const controller = new AbortController();
     const started = performance.now();
-    const channel = listenForTestEvents({
+    const channel = listenForAllEvents({
       socketPath: socketPathFor(sockDir, "aborted"),
       connectTimeoutMs: 5_000,
       onEvent: () => {},
@@ -602,7 +604,7 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("malformed, invalid and unknown messages are counted, not thrown; a throwing onEvent is contained", async () => {
     const socketPath = socketPathFor(sockDir, "fake-ok");
     const received: TestEvent[] = [];
-    const channel = listenForTestEvents({
+    const channel = listenForAllEvents({
       socketPath,
       connectTimeoutMs: 2_000,
       onEvent: (event) => {
@@ -641,7 +643,7 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("frames split across reads: a non-ASCII name and a 200 KiB message arrive whole, the message cut to its 64 KiB tail", async () => {
     const socketPath = socketPathFor(sockDir, "fake-split");
     const received: TestEvent[] = [];
-    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
     const name = "héllo wörld ✓ 日本語 😀";
     const found = frame(JSON.stringify({ method: "TestReporter.found", params: { id: 7, url: "/x/ü.test.ts", line: 3, name, type: "test" } }));
     const message = `${"é".repeat(100 * 1024)}THE-TAIL`;
@@ -675,7 +677,7 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("a 3 MiB message (over the 1 MiB whole-frame limit) is streamed through the capper: name kept, tail kept, events after it in step", async () => {
     const socketPath = socketPathFor(sockDir, "fake-stream");
     const received: TestEvent[] = [];
-    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
     const message = `${"ü\\\"x".repeat(600 * 1024)}THE-TAIL`;
     const error = frame(JSON.stringify({ method: "LifecycleReporter.error", params: { message, name: "TypeÉrror", urls: ["/x/a.test.ts"], lineColumns: [3, 7] } }));
     expect(error.length).toBeGreaterThan(3 * 1024 * 1024);
@@ -698,7 +700,7 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("a found frame of 40 MiB (its name) is read with the name cut to its tail, never held whole", async () => {
     const socketPath = socketPathFor(sockDir, "fake-40m");
     const received: TestEvent[] = [];
-    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
     const name = `${"H".repeat(40 * 1024 * 1024)}END`;
     const found = frame(JSON.stringify({ method: "TestReporter.found", params: { id: 2, url: "/x/a.test.ts", line: 3, name, type: "test" } }));
     expect(found.length).toBeGreaterThan(40 * 1024 * 1024);
@@ -718,7 +720,7 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("a frame that cut strings cannot bring under 8 MiB (33 MiB of no JSON) is dropped, counted, and the stream stays in step", async () => {
     const socketPath = socketPathFor(sockDir, "fake-big");
     const received: TestEvent[] = [];
-    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
     const huge = Buffer.alloc(4 + 33 * 1024 * 1024, 0x78);
     huge.writeUInt32BE(33 * 1024 * 1024, 0);
     const fake = fakeChild(socketPath, { afterInit: [huge, frame('{"method":"TestReporter.start","params":{"id":2}}')] });
@@ -732,7 +734,7 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
 
   test("an error reply is recorded, not thrown; the channel stays open and released the child", async () => {
     const socketPath = socketPathFor(sockDir, "fake-refuse");
-    const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: () => {} });
+    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: () => {} });
     const fake = fakeChild(socketPath, { refuse: true, stayOpen: true });
     await channel.ready;
     expect(await waitFor(() => channel.stats().requestError !== null, 2_000)).toBe(true);
@@ -748,7 +750,7 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
     const socketPath = socketPathFor(sockDir, "fake-second");
     const received: TestEvent[] = [];
     const noted: string[] = [];
-    const channel = listenForTestEvents({
+    const channel = listenForAllEvents({
       socketPath,
       connectTimeoutMs: 2_000,
       onEvent: (event) => received.push(event),
@@ -819,7 +821,7 @@ describe("socket paths", () => {
     for (const socketPath of ["rel/1.sock", "/tmp/a b/1.sock", "/tmp/a:b/1.sock"]) {
       let error: unknown;
       try {
-        listenForTestEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: () => {} });
+        listenForAllEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: () => {} });
       } catch (e) {
         error = e;
       }

@@ -7,9 +7,12 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseInspectorMessage, parseStartOrEnd, type TestEvent } from "../runner/events/wire.ts";
+import { parseInspectorMessage, type TestEvent } from "../runner/events/wire.ts";
+import { CompactReader } from "../runner/events/compact.ts";
 import { EventJournal, journalPathFor, readJournal, readJournalDetailed } from "../runner/events/journal.ts";
-import { repairLatin1, TestEventModel, type TestState } from "../runner/events/model.ts";
+import { repairLatin1, TestEventModel } from "../runner/events/model.ts";
+import { eventSink } from "./helpers/event-channel.ts";
+import { foundCount, testStates, unfinishedTests, type TestState } from "./helpers/model-states.ts";
 import { toEventEvidence } from "../runner/events/evidence.ts";
 import { decideShard } from "../runner/results/verdict.ts";
 import { TestResultSchema } from "../runner/results/model.ts";
@@ -47,7 +50,7 @@ function fakeClock() {
 }
 
 function byName(model: TestEventModel, fullName: string): TestState {
-  const state = model.tests().find((test) => test.fullName === fullName);
+  const state = testStates(model).find((test) => test.fullName === fullName);
   if (!state) throw new Error(`no test ${fullName}`);
   return state;
 }
@@ -66,10 +69,10 @@ describe("TestEventModel", () => {
     expect(leaf.line).toBe(7);
     expect(leaf.phase).toBe("found");
     expect(leaf.status).toBeUndefined();
-    expect(model.tests().map((t) => t.fullName)).toEqual(["outer > inner > leaf", "top"]);
-    expect(model.foundCount("test/a.test.ts")).toBe(2);
-    expect(model.foundCount("test/other.test.ts")).toBe(0);
-    expect(model.foundCount()).toBe(2);
+    expect(testStates(model).map((t) => t.fullName)).toEqual(["outer > inner > leaf", "top"]);
+    expect(foundCount(model, "test/a.test.ts")).toBe(2);
+    expect(foundCount(model, "test/other.test.ts")).toBe(0);
+    expect(foundCount(model)).toBe(2);
   });
 
   test("pass, fail, timeout, skip and todo map to result statuses; elapsed ns → ms", () => {
@@ -87,7 +90,7 @@ describe("TestEventModel", () => {
     model.apply(end(4, "skip"));
     model.apply(end(5, "todo"));
 
-    const [p, f, t, s, d] = model.tests();
+    const [p, f, t, s, d] = testStates(model);
     expect(p?.status).toBe("passed");
     expect(p?.durationMs).toBeCloseTo(50.356532, 6);
     expect(p?.startedAtMs).toBe(1000);
@@ -109,7 +112,7 @@ describe("TestEventModel", () => {
     expect(s?.phase).toBe("ended");
     expect(s?.startedAtMs).toBeUndefined();
     expect(d?.status).toBe("todo");
-    expect(model.anomalies().count).toBe(0);
+    expect(testStates(model)).toHaveLength(5);
   });
 
   test("retry that passes: one attempt failure, flaky, duration of the final attempt", () => {
@@ -167,7 +170,7 @@ describe("TestEventModel", () => {
     clock.t = 2000;
     model.apply(start(2));
     // The child dies here: no end for 2, nothing for 3.
-    const [one, two, three] = model.tests();
+    const [one, two, three] = testStates(model);
     expect(one?.status).toBe("passed");
     expect(two?.phase).toBe("running");
     expect(two?.status).toBeUndefined();
@@ -176,7 +179,7 @@ describe("TestEventModel", () => {
     expect(three?.phase).toBe("found");
     expect(three?.attempts).toBe(0);
     expect(model.running()?.name).toBe("two");
-    expect(model.unfinished().map((t) => t.name)).toEqual(["two"]);
+    expect(unfinishedTests(model).map((t) => t.name)).toEqual(["two"]);
 
     // The runner's merge turns the phases into statuses, never `passed` for the unfinished.
     clock.t = 3500;
@@ -241,19 +244,20 @@ describe("TestEventModel", () => {
   test("snapshots do not change when later events arrive", () => {
     const model = new TestEventModel({ root: ROOT });
     model.apply(found(1, "x"));
-    const before = model.tests()[0];
+    const before = testStates(model)[0];
     model.apply(start(1));
     expect(before?.phase).toBe("found");
-    expect(model.tests()[0]?.phase).toBe("running");
+    expect(testStates(model)[0]?.phase).toBe("running");
   });
 
-  test("inconsistent events are recorded as anomalies, not thrown", () => {
+  test("inconsistent events are ignored, not thrown; a second end wins", () => {
     const model = TestEventModel.fromEvents(
       [describeBlock(1, "d"), found(1, "dup"), start(1), start(99), end(98, "pass"), found(2, "t"), end(2, "pass"), end(2, "fail")],
       { root: ROOT },
     );
-    expect(model.anomalies().count).toBe(5);
-    expect(model.anomalies().first).toContain("start for unknown id 99");
+    // The duplicate found (id 1 is the describe), the describe's start and the unknown ids add no test.
+    expect(testStates(model).map((t) => [t.id, t.fullName])).toEqual([[2, "t"]]);
+    expect(model.running()).toBeUndefined();
     expect(byName(model, "t").status).toBe("failed");
   });
 
@@ -261,7 +265,7 @@ describe("TestEventModel", () => {
     const model = TestEventModel.fromEvents([describeBlock(1, "a", 2), describeBlock(2, "b", 1), found(3, "t", { parentId: 1 })], {
       root: ROOT,
     });
-    expect(model.tests()[0]?.fullName).toBe("b > a > t");
+    expect(testStates(model)[0]?.fullName).toBe("b > a > t");
   });
 
   test("files() lists files in first-found order", () => {
@@ -270,7 +274,7 @@ describe("TestEventModel", () => {
       { root: ROOT },
     );
     expect(model.files()).toEqual(["b.test.ts", "a.test.ts"]);
-    expect(model.foundCount("b.test.ts")).toBe(2);
+    expect(foundCount(model, "b.test.ts")).toBe(2);
   });
 });
 
@@ -298,8 +302,12 @@ describe("parseInspectorMessage", () => {
   });
 });
 
-describe("parseStartOrEnd (the byte-level path of start and end)", () => {
-  const read = (text: string) => parseStartOrEnd(Buffer.from(text));
+describe("the compact reader's start and end (compact.ts, the byte-level path)", () => {
+  const read = (text: string): TestEvent | null => {
+    let event: TestEvent | null = null;
+    new CompactReader(eventSink((e) => (event = e))).read(Buffer.from(text));
+    return event;
+  };
 
   test("reads Bun's exact start and end messages as JSON.parse does", () => {
     for (const text of [
@@ -357,7 +365,7 @@ describe("journal", () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const back = await readJournal(path);
     expect(back).toEqual(events);
-    const state = TestEventModel.fromEvents(back, { root: ROOT }).tests()[0];
+    const state = testStates(TestEventModel.fromEvents(back, { root: ROOT }))[0];
     expect(state?.fullName).toBe("d > t");
     expect(state?.flaky).toBe(true);
   });

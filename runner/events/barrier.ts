@@ -1,18 +1,43 @@
 /**
- * The requests of the end-of-run barrier and of the per-file barriers under
- * `--bail` (inspector.ts, steps 2 and 4 of its protocol; the child preload's
- * side is runner/child/shard-preload.ts): what the runner sends, and what it
- * sends next when a reply arrives.
+ * The requests the runner writes to a shard child's inspector (inspector.ts,
+ * steps 2 and 4 of its protocol; the child preload's side is
+ * runner/child/shard-preload.ts): their ids by name, what the reply to each
+ * answers, and what the runner sends next when a reply arrives.
  */
 
 /**
- * The expression request 4 evaluates in the child: the promise the child
+ * Request ids by name. Ids below {@link FILE_BARRIER_FIRST_ID} are the
+ * handshake's and the end-of-run barrier's; the per-file barriers of
+ * `--bail` count up from it ({@link fileBarrierRequest}).
+ */
+export const REQUEST = {
+  /** `TestReporter.enable`: found, start and end events. Its reply only acknowledges. */
+  enableTests: 1,
+  /** `LifecycleReporter.enable`: error events. Its reply only acknowledges. */
+  enableLifecycle: 2,
+  /** `Inspector.initialized`: lets an `--inspect-wait` child run. Its reply only acknowledges. */
+  initialized: 3,
+  /** `Runtime.evaluate` of {@link END_OF_RUN_EXPRESSION}: its reply carries the promise's `objectId`. */
+  endOfRun: 4,
+  /**
+   * `Runtime.awaitPromise` of that promise: its reply comes after every
+   * event queued before it, so it proves the run's events all arrived.
+   */
+  awaitEndOfRun: 5,
+  /** `Runtime.evaluate` of {@link ACK_EXPRESSION}: lets the preload's afterAll return. Its reply answers nothing. */
+  ackEndOfRun: 6,
+  /** `Runtime.evaluate` of {@link RELEASE_EXPRESSION}: lets the preload load the test files. Its reply answers nothing. */
+  release: 7,
+} as const;
+
+/**
+ * The expression {@link REQUEST}.endOfRun evaluates in the child: the promise the child
  * preload resolves after the last test. Either side may create it first.
  */
 export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
 
 /**
- * The expression request 7 evaluates, right after the two enables: releases
+ * The expression {@link REQUEST}.release evaluates, right after the two enables: releases
  * the child preload's hold before the first test file loads. A child told to
  * dial through `BUN_INSPECT_CONNECT_TO` (how shardguard starts it) does not
  * wait for a debugger itself, unlike `--inspect-wait`; the preload waits
@@ -20,10 +45,7 @@ export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRu
  */
 export const RELEASE_EXPRESSION = '(globalThis[Symbol.for("shardguard.released")] ??= Promise.withResolvers()).resolve()';
 
-/** Id of the request that evaluates {@link RELEASE_EXPRESSION}. */
-export const RELEASE_ID = 7;
-
-/** The expression request 6 evaluates: releases the preload's wait at the end of the run. */
+/** The expression {@link REQUEST}.ackEndOfRun evaluates: releases the preload's wait at the end of the run. */
 export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived")] ??= Promise.withResolvers()).resolve()';
 
 /**
@@ -52,23 +74,24 @@ export function fileBarrierRequest(k: number): BarrierRequest {
   return { id: FILE_BARRIER_FIRST_ID + 3 * k, method: "Runtime.evaluate", params: { expression: firstTestExpression(k) } };
 }
 
-/** A request the runner writes to the child's inspector. */
+/** A request the runner writes to the child's inspector (JSON-RPC without the version field, as Bun takes it). */
 export interface BarrierRequest {
   id: number;
   method: string;
-  params: Record<string, unknown>;
+  params?: Record<string, unknown>;
 }
 
 /**
  * The requests to send once the reply to request `id` arrived (`objectId`:
- * the remote object it carries): request 4's promise is awaited (5), 5's
- * reply (every event sent before it has arrived) releases the preload (6);
+ * the remote object it carries): the end-of-run promise is awaited
+ * (`endOfRun` → `awaitEndOfRun`), and that reply (every event sent before it
+ * has arrived) releases the preload (`ackEndOfRun`);
  * under `--bail` (`perFile`) the k-th file's three requests likewise, the
  * next file's first going out with the release. Empty for any other reply.
  */
 export function barrierRequestsAfter(id: number, objectId: string | undefined, perFile: boolean): BarrierRequest[] {
-  if (id === 4 && objectId !== undefined) return [{ id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
-  if (id === 5) return [{ id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } }];
+  if (id === REQUEST.endOfRun && objectId !== undefined) return [{ id: REQUEST.awaitEndOfRun, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
+  if (id === REQUEST.awaitEndOfRun) return [{ id: REQUEST.ackEndOfRun, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } }];
   if (!perFile || id < FILE_BARRIER_FIRST_ID) return [];
   const k = Math.floor((id - FILE_BARRIER_FIRST_ID) / 3);
   const step = (id - FILE_BARRIER_FIRST_ID) % 3;
@@ -76,4 +99,23 @@ export function barrierRequestsAfter(id: number, objectId: string | undefined, p
   if (step !== 1) return [];
   const release = { id: id + 1, method: "Runtime.evaluate", params: { expression: planAckExpression(k) } };
   return k + 1 < MAX_FILE_BARRIERS ? [release, fileBarrierRequest(k + 1)] : [release];
+}
+
+/**
+ * What the runner writes, in one go, as the child dials in: both domains'
+ * enables, `Inspector.initialized`, the end-of-run barrier's first request
+ * and the release of the preload's hold, in that order (Bun handles them in
+ * order, so both domains are on before a test file loads); under `--bail`
+ * (`perFile`) also the first file's barrier.
+ */
+export function handshakeRequests(perFile: boolean): BarrierRequest[] {
+  const requests: BarrierRequest[] = [
+    { id: REQUEST.enableTests, method: "TestReporter.enable" },
+    { id: REQUEST.enableLifecycle, method: "LifecycleReporter.enable" },
+    { id: REQUEST.initialized, method: "Inspector.initialized" },
+    { id: REQUEST.endOfRun, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
+    { id: REQUEST.release, method: "Runtime.evaluate", params: { expression: RELEASE_EXPRESSION } },
+  ];
+  if (perFile) requests.push(fileBarrierRequest(0));
+  return requests;
 }

@@ -1,8 +1,68 @@
 /**
  * What the inspector event channel (inspector.ts `listenForTestEvents`)
- * hands back: the channel, its counters, and the error of a failed
- * handshake.
+ * takes and hands back: its options, the channel, its counters, and the
+ * error of a failed handshake.
  */
+import type { CompactSink } from "./compact.ts";
+import type { TestEvent } from "./wire.ts";
+
+
+/** Options of `listenForTestEvents` (inspector.ts). */
+export interface ListenOptions {
+  /**
+   * Absolute path of the unix socket to listen on, from `socketPathFor`
+   * (nothing may exist there yet); the child gets `BUN_INSPECT_CONNECT_TO=unix://<it>`
+   * (exec/command.ts `inspectorEnv`; `--inspect-wait=unix:<it>` dials it too).
+   */
+  socketPath: string;
+  /**
+   * Budget in ms, counted from the call, for the child to dial in. Spawn
+   * the child right after.
+   */
+  connectTimeoutMs: number;
+  /**
+   * Called synchronously for every valid event the schema parsed (any
+   * message not in Bun's compact form: error events, escaped names, other
+   * spacing), in arrival order with the sink's. An exception thrown here is
+   * caught and counted (`handlerErrors`), never propagated into the socket's
+   * event loop. `message` is undefined: the event, not the received text,
+   * is what the schema vouches for (a journal encodes the event).
+   */
+  onEvent: (event: TestEvent, message: string | Uint8Array | undefined) => void;
+  /**
+   * Gets the found, start and end messages in Bun's compact form field by
+   * field (compact.ts), without an event object, with the message's bytes
+   * (valid only during the call). Exceptions are caught and counted like
+   * `onEvent`'s.
+   */
+  sink: CompactSink;
+  /**
+   * Optional: called once per read from the socket, before the messages it
+   * completed are delivered (e.g. to take one clock reading for all of them:
+   * they arrived together).
+   */
+  onRead?: () => void;
+  /** Called once per refused connection, with a one-line description. */
+  onRefused?: (detail: string) => void;
+  /**
+   * Also hold the first test until the runner has every event sent before it
+   * (the per-file barriers of barrier.ts `firstTestExpression`): set under `--bail`, where
+   * Bun ends without the end-of-run barrier and a fast file could lose its
+   * `found` plan. The child preload takes part when SHARDGUARD_YIELD=bail.
+   */
+  firstTestBarrier?: boolean;
+  /**
+   * Called once, synchronously, when the end-of-run barrier's reply arrives
+   * and before `ackEndOfRun` releases the child: the child preload is then
+   * waiting in its global afterAll, every test over, so the caller sees the
+   * child's process tree as the run ended (exec/shard.ts lists its
+   * descendants here instead of the preload, bench/README.md). An exception
+   * thrown here is counted (`handlerErrors`); the child is released anyway.
+   */
+  onEndOfRun?: () => void;
+  /** Aborting rejects a pending handshake and closes an open channel. */
+  signal?: AbortSignal;
+}
 
 /** Counters of one channel, for diagnostics and the report's reason lines. */
 export interface ChannelStats {

@@ -4,16 +4,22 @@
  * form Bun 1.4.4 writes, and hands their fields to a sink: no string, no
  * JSON.parse, no event object per message. Anything else (other spacing or
  * key order, an escape in a string, an error event) is left to the parser
- * of wire.ts (`classifyInspectorMessage`), which stays the authority: what
- * this reads is exactly what that parser gives for the same bytes.
+ * of wire.ts (`parseInspectorMessage`), whose schema stays the authority:
+ * what this reads is exactly what that parser gives for the same bytes
+ * (test/events-compact.test.ts).
  *
- * Measured on 100,000 tests (bench/README.md, "Per-event round"): the found
- * message's JSON.parse, the url decoded once per test and an event object
- * per message were most of the runner's per-event CPU.
+ * Why it is kept, measured on Bun 1.4.4, 2 cores under load 11-15 (so wall
+ * figures are rough, CPU ones less so), against the same channel with every
+ * message through JSON.parse and the schema: bench/event-replay.ts (300,000
+ * messages of 100,000 tests into the channel, model and journal, 3 rounds)
+ * 238-345 ms of CPU and 534-737 ms wall with it, 645-855 ms and
+ * 1,139-1,411 ms without; bench/perf.ts --cases p8 --rounds 3 (a real child
+ * of 100,000 tests) runner CPU 1.21 s with it and 1.75 s without (main in the
+ * same jobs: 1.14 s and 1.16 s), runner peak 178 and 207 MiB.
  */
 import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
-import { compactStartId, readCompactEnd, type BunEndStatus, type CompactEnd } from "./wire.ts";
+import { BUN_END_STATUSES, type BunEndStatus } from "./wire.ts";
 import { keepOutOfFTL } from "../util/jit.ts";
 
 /** Receives the fields of compact messages (see {@link CompactReader}). */
@@ -28,6 +34,12 @@ export interface CompactSink {
   end(id: number, status: BunEndStatus, elapsedNs: number, message: Uint8Array): void;
 }
 
+const START_HEAD = Buffer.from('{"method":"TestReporter.start","params":{"id":');
+const END_HEAD = Buffer.from('{"method":"TestReporter.end","params":{"id":');
+const STATUS_KEY = Buffer.from(',"status":"');
+const ELAPSED_KEY = Buffer.from('","elapsed":');
+const MINUS = 0x2d;
+const STATUS_BYTES = BUN_END_STATUSES.map((status) => [status, Buffer.from(status)] as const);
 const FOUND_HEAD = Buffer.from('{"method":"TestReporter.found","params":{"id":');
 const URL_KEY = Buffer.from(',"url":"');
 const LINE_KEY = Buffer.from('","line":');
@@ -52,6 +64,11 @@ function plainStringEnd(bytes: Uint8Array, at: number): number {
   return -1;
 }
 
+/** True when `bytes` ends with the two closing braces at `at` (`at` -1: no integer was read). */
+function closesAt(bytes: Uint8Array, at: number): boolean {
+  return at >= 0 && at + 2 === bytes.length && bytes[at] === CLOSE_BRACE && bytes[at + 1] === CLOSE_BRACE;
+}
+
 /**
  * Reads compact found, start and end messages into a {@link CompactSink};
  * keeps the last url (bytes and string) so a file's tests share one string
@@ -60,7 +77,6 @@ function plainStringEnd(bytes: Uint8Array, at: number): number {
 export class CompactReader {
   private lastUrlBytes: Buffer = Buffer.alloc(0);
   private lastUrl = "";
-  private readonly end: CompactEnd = { id: 0, status: "pass", elapsed: 0 };
 
   constructor(private readonly sink: CompactSink) {}
 
@@ -70,16 +86,45 @@ export class CompactReader {
    * else. Exceptions thrown by the sink propagate.
    */
   read(message: Buffer): boolean {
-    const startId = compactStartId(message);
-    if (startId >= 0) {
-      this.sink.start(startId, message);
-      return true;
+    return this.readStart(message) || this.readEnd(message) || this.readFound(message);
+  }
+
+  /** `{"method":"TestReporter.start","params":{"id":N}}`, nothing before, between or after. */
+  private readStart(bytes: Buffer): boolean {
+    if (!hasAt(bytes, 0, START_HEAD)) return false;
+    const end = integerEnd(bytes, START_HEAD.length);
+    if (!closesAt(bytes, end)) return false;
+    this.sink.start(integerAt(bytes, START_HEAD.length, end), bytes);
+    return true;
+  }
+
+  /**
+   * `{"method":"TestReporter.end","params":{"id":N,"status":"pass","elapsed":N}}`,
+   * nothing before, between or after; `elapsed` may be negative (Bun's
+   * wrapped 32-bit value, wire.ts).
+   */
+  private readEnd(bytes: Buffer): boolean {
+    if (!hasAt(bytes, 0, END_HEAD)) return false;
+    const idEnd = integerEnd(bytes, END_HEAD.length);
+    if (idEnd < 0 || !hasAt(bytes, idEnd, STATUS_KEY)) return false;
+    const statusAt = idEnd + STATUS_KEY.length;
+    let status: BunEndStatus | undefined;
+    let statusEnd = 0;
+    for (const [word, wordBytes] of STATUS_BYTES) {
+      if (hasAt(bytes, statusAt, wordBytes) && bytes[statusAt + wordBytes.length] === QUOTE) {
+        status = word;
+        statusEnd = statusAt + wordBytes.length;
+        break;
+      }
     }
-    if (readCompactEnd(message, this.end)) {
-      this.sink.end(this.end.id, this.end.status, this.end.elapsed, message);
-      return true;
-    }
-    return this.readFound(message);
+    if (status === undefined || !hasAt(bytes, statusEnd, ELAPSED_KEY)) return false;
+    const negative = bytes[statusEnd + ELAPSED_KEY.length] === MINUS;
+    const elapsedAt = statusEnd + ELAPSED_KEY.length + (negative ? 1 : 0);
+    const end = integerEnd(bytes, elapsedAt);
+    if (!closesAt(bytes, end)) return false;
+    const magnitude = integerAt(bytes, elapsedAt, end);
+    this.sink.end(integerAt(bytes, END_HEAD.length, idEnd), status, negative ? -magnitude : magnitude, bytes);
+    return true;
   }
 
   /**
@@ -111,7 +156,7 @@ export class CompactReader {
       parentId = integerAt(bytes, at + PARENT_KEY.length, parentEnd);
       at = parentEnd;
     }
-    if (at + 2 !== bytes.length || bytes[at] !== CLOSE_BRACE || bytes[at + 1] !== CLOSE_BRACE) return false;
+    if (!closesAt(bytes, at)) return false;
     this.sink.found(
       integerAt(bytes, FOUND_HEAD.length, idEnd),
       this.url(bytes, urlAt, urlEnd),
@@ -135,4 +180,4 @@ export class CompactReader {
 }
 
 // Called once per event: FTL compiles cost more than short runs gain (util/jit.ts).
-keepOutOfFTL(CompactReader.prototype.read, CompactReader.prototype["readFound"]);
+keepOutOfFTL(CompactReader.prototype.read, CompactReader.prototype["readStart"], CompactReader.prototype["readEnd"], CompactReader.prototype["readFound"]);

@@ -16,41 +16,31 @@ import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 export const FRAME_HEADER_BYTES = 4;
 
 /**
- * Largest frame a reader without streaming reads at all, bytes: 32 MiB; a
- * larger one is skipped as it streams past, never held, and counted. A
- * reader with streaming ({@link StreamedFrames}, the channel's) reads
- * frames of any length, their strings cut as they pass: a test's `found`
- * with a 40 MiB name was once skipped here, and the failing test vanished
- * from a killed shard's reports. Bun 1.4.4 did not deliver a 100 MiB error
- * message at all (bench/README.md, failure-rss.ts), while 20 MiB ones
- * arrive and must keep their tail.
- */
-export const MAX_FRAME_BYTES = 32 * 1024 * 1024;
-
-/**
  * Most text kept of one streamed frame once its strings are cut, bytes:
  * 8 MiB. Bun's messages are a few keys around their strings, each then at
  * most 64 KiB; a frame still larger is not one of them, is not delivered,
- * and is counted like a skipped one.
+ * and is counted (the channel's `oversized`).
  */
 export const MAX_KEPT_BYTES = 8 * 1024 * 1024;
 
 /**
- * Largest frame buffered whole, bytes: 1 MiB. A larger one (up to
- * {@link MAX_FRAME_BYTES}) goes through a streaming string capper as it
- * arrives (util/json-stream-cap.ts) and is never held whole: a 20 MiB error
- * message buffered first raised the runner's peak by ~20 MiB.
+ * Largest frame read whole, bytes: 1 MiB. A larger one, of any length, goes
+ * through a streaming string capper as it arrives (util/json-stream-cap.ts)
+ * and is never held whole: a 20 MiB error message buffered first raised the
+ * runner's peak by ~20 MiB, and a `found` with a 40 MiB test name, once
+ * skipped as too long, took the failing test out of a killed shard's
+ * reports. Bun 1.4.4 did not deliver a 100 MiB error message at all
+ * (bench/README.md, failure-rss.ts), while 20 MiB ones arrive and must keep
+ * their tail.
  */
 export const WHOLE_FRAME_BYTES = 1024 * 1024;
 
-/** Where frames above a size go instead of being buffered: see {@link FrameReader}. */
-export interface StreamedFrames {
-  /** Frames longer than this many bytes are streamed, whatever their length (the channel: {@link WHOLE_FRAME_BYTES}). */
-  aboveBytes: number;
-  /** Most text kept of one streamed frame, bytes (default {@link MAX_KEPT_BYTES}); a frame over it goes to `onOversized`. */
+/** Bounds of a {@link FrameReader}, bytes; the defaults are the channel's. */
+export interface FrameLimits {
+  /** Frames longer than this are streamed (default {@link WHOLE_FRAME_BYTES}). */
+  wholeBytes?: number;
+  /** Most text kept of one streamed frame (default {@link MAX_KEPT_BYTES}); a frame over it goes to `onOversized`. */
   maxKeptBytes?: number;
-  /** Gets each streamed frame's text with every JSON string cut to its tail (util/text-cap.ts MAX_TEXT_BYTES). */
-  onText: (text: string) => void;
 }
 
 /** One frame: header and UTF-8 body, ready to write to the socket. */
@@ -64,22 +54,17 @@ export function encodeFrame(text: string): Buffer {
 
 /**
  * Incremental parser of length-prefixed frames. Feed it the socket's chunks
- * in order with {@link FrameReader.push}; it calls `onFrame` once per
- * complete frame whose length is at most `maxFrameBytes`, and `onOversized`
- * once per larger frame after its last byte went past (the stream stays in
- * step). Frames may be split anywhere, the header included, and one chunk
- * may hold many frames.
+ * in order with {@link FrameReader.push}. A frame of at most `wholeBytes`
+ * goes to `onFrame` as it is; a longer one, of any length, to `onText` as
+ * text with every JSON string cut to its tail (util/text-cap.ts
+ * MAX_TEXT_BYTES) as it streams past, or to `onOversized` when that text is
+ * still over `maxKeptBytes`; the stream stays in step. Frames may be split
+ * anywhere, the header included, and one chunk may hold many frames.
  *
- * With `streamed`, frames longer than `streamed.aboveBytes`, of any length
- * (`maxFrameBytes` then skips nothing), go to a streaming JSON string
- * capper instead, and their capped text to `streamed.onText`; one whose
- * capped text is over `streamed.maxKeptBytes` goes to `onOversized`.
- *
- * Memory: at most one partial frame (≤ `maxFrameBytes`, or ≤
- * `streamed.aboveBytes` with `streamed`, plus the capped text of a streamed
- * one) and up to 3 header bytes are held between calls; a frame that
- * arrives whole inside one chunk is handed over as a view of that chunk
- * without a copy.
+ * Memory: at most one partial frame (≤ `wholeBytes`, plus the capped text of
+ * a streamed one) and up to 3 header bytes are held between calls; a frame
+ * that arrives whole inside one chunk is handed over as a view of that
+ * chunk without a copy.
  */
 export class FrameReader {
   /** Header bytes collected so far (a header split across chunks). */
@@ -88,28 +73,30 @@ export class FrameReader {
   /** The frame being filled, or null between frames. */
   private body: Buffer | null = null;
   private bodyFilled = 0;
-  /** Bytes still to skip of an oversized frame. */
-  private skipping = 0;
-  private skippedLength = 0;
   /** The streamed frame in progress, and its bytes still to come. */
   private capper: JsonStreamCapper | null = null;
   private streamRemaining = 0;
   private streamLength = 0;
+  private readonly wholeBytes: number;
+  private readonly maxKeptBytes: number;
 
   /**
-   * @param onFrame gets each frame's body; the buffer may be a view of the
-   *   pushed chunk, valid only during the call (copy it to keep it)
-   * @param onOversized gets the declared length, bytes, of a skipped frame (or a streamed one over its kept bound)
-   * @param maxFrameBytes largest frame handed to `onFrame` (default {@link MAX_FRAME_BYTES})
+   * @param onFrame gets each frame of at most `wholeBytes`; the buffer may be
+   *   a view of the pushed chunk, valid only during the call (copy it to keep it)
+   * @param onText gets each longer frame's text, its strings cut
+   * @param onOversized gets the declared length, bytes, of a streamed frame over `maxKeptBytes` once cut
+   * @throws RangeError when `wholeBytes` is not a non-negative integer
    */
   constructor(
     private readonly onFrame: (body: Buffer) => void,
+    private readonly onText: (text: string) => void,
     private readonly onOversized: (declaredBytes: number) => void,
-    private readonly maxFrameBytes: number = MAX_FRAME_BYTES,
-    private readonly streamed?: StreamedFrames,
+    limits: FrameLimits = {},
   ) {
-    if (!Number.isInteger(maxFrameBytes) || maxFrameBytes < 0) {
-      throw new RangeError(`FrameReader: maxFrameBytes must be a non-negative integer, got ${maxFrameBytes}`);
+    this.wholeBytes = limits.wholeBytes ?? WHOLE_FRAME_BYTES;
+    this.maxKeptBytes = limits.maxKeptBytes ?? MAX_KEPT_BYTES;
+    if (!Number.isInteger(this.wholeBytes) || this.wholeBytes < 0) {
+      throw new RangeError(`FrameReader: wholeBytes must be a non-negative integer, got ${this.wholeBytes}`);
     }
   }
 
@@ -123,37 +110,12 @@ export class FrameReader {
     const data = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     let at = 0;
     while (at < data.length) {
-      if (this.skipping > 0) {
-        const n = Math.min(this.skipping, data.length - at);
-        this.skipping -= n;
-        at += n;
-        if (this.skipping === 0) this.onOversized(this.skippedLength);
-        continue;
-      }
       if (this.capper !== null) {
-        const n = Math.min(this.streamRemaining, data.length - at);
-        this.capper.push(data.subarray(at, at + n));
-        this.streamRemaining -= n;
-        at += n;
-        if (this.streamRemaining === 0) {
-          const capper = this.capper;
-          this.capper = null;
-          if (capper.overflowed) this.onOversized(this.streamLength);
-          else this.streamed!.onText(capper.end());
-        }
+        at = this.streamInto(data, at);
         continue;
       }
       if (this.body !== null) {
-        const n = Math.min(this.body.length - this.bodyFilled, data.length - at);
-        data.copy(this.body, this.bodyFilled, at, at + n);
-        this.bodyFilled += n;
-        at += n;
-        if (this.bodyFilled === this.body.length) {
-          const body = this.body;
-          this.body = null;
-          this.bodyFilled = 0;
-          this.onFrame(body);
-        }
+        at = this.fillBody(data, at);
         continue;
       }
       // Between frames: read the header, from this chunk alone when it is whole.
@@ -170,15 +132,10 @@ export class FrameReader {
         this.headerFilled = 0;
         length = this.header.readUInt32BE(0);
       }
-      if (this.streamed && length > this.streamed.aboveBytes) {
-        this.capper = new JsonStreamCapper(MAX_TEXT_BYTES, this.streamed.maxKeptBytes ?? MAX_KEPT_BYTES);
+      if (length > this.wholeBytes) {
+        this.capper = new JsonStreamCapper(MAX_TEXT_BYTES, this.maxKeptBytes);
         this.streamRemaining = length;
         this.streamLength = length;
-        continue;
-      }
-      if (length > this.maxFrameBytes) {
-        this.skippedLength = length;
-        this.skipping = length;
         continue;
       }
       if (data.length - at >= length) {
@@ -191,5 +148,33 @@ export class FrameReader {
       this.body = Buffer.allocUnsafe(length);
       this.bodyFilled = 0;
     }
+  }
+
+  /** Feeds the streamed frame in progress from `data[at…]`; the position after what it took. */
+  private streamInto(data: Buffer, at: number): number {
+    const capper = this.capper!;
+    const n = Math.min(this.streamRemaining, data.length - at);
+    capper.push(data.subarray(at, at + n));
+    this.streamRemaining -= n;
+    if (this.streamRemaining === 0) {
+      this.capper = null;
+      if (capper.overflowed) this.onOversized(this.streamLength);
+      else this.onText(capper.end());
+    }
+    return at + n;
+  }
+
+  /** Fills the split frame in progress from `data[at…]`; the position after what it took. */
+  private fillBody(data: Buffer, at: number): number {
+    const body = this.body!;
+    const n = Math.min(body.length - this.bodyFilled, data.length - at);
+    data.copy(body, this.bodyFilled, at, at + n);
+    this.bodyFilled += n;
+    if (this.bodyFilled === body.length) {
+      this.body = null;
+      this.bodyFilled = 0;
+      this.onFrame(body);
+    }
+    return at + n;
   }
 }

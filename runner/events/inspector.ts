@@ -8,27 +8,32 @@
  * stream is Bun's length-prefixed framing (frames.ts), reduced to the
  * per-test events shardguard needs.
  *
- * Protocol (docs/bun-behaviour.md, "Inspector test events"):
+ * Protocol (docs/bun-behaviour.md, "Inspector test events"; request ids
+ * by name in barrier.ts `REQUEST`):
  *   1. we listen; the child starts and connects a few ms after spawn, while
  *      the child preload holds the test files until step 2 releases it
  *      (a `--inspect-wait=unix:` child holds them itself);
- *   2. we write, at once, `TestReporter.enable` (id 1),
- *      `LifecycleReporter.enable` (id 2), `Inspector.initialized` (id 3),
- *      the end-of-run request (id 4, below) and the release of the
- *      preload's hold (id 7, barrier.ts RELEASE_EXPRESSION). Bun handles them in order,
+ *   2. we write, at once, `TestReporter.enable` (`enableTests`),
+ *      `LifecycleReporter.enable` (`enableLifecycle`), `Inspector.initialized`
+ *      (`initialized`), the end-of-run request (`endOfRun`, below) and the
+ *      release of the preload's hold (`release`, barrier.ts
+ *      RELEASE_EXPRESSION). Bun handles them in order,
  *      so both domains are on before the tests are released; not waiting
  *      for the two replies saves a round trip through the runner's event
  *      loop per shard (about 12 ms under load, measured). An error reply is
  *      recorded (`requestError`): events may then be missing, which
  *      consumers already treat as "unknown";
  *   3. the child pushes `TestReporter.found|start|end` and
- *      `LifecycleReporter.error` notifications;
- *   4. end-of-run barrier: request 4 evaluates the promise the child
+ *      `LifecycleReporter.error` notifications. Each message is read once:
+ *      Bun's compact found, start and end from their bytes (compact.ts,
+ *      to the `sink`), anything else by wire.ts `parseInspectorMessage`,
+ *      whose schema is the authority (to `onEvent`);
+ *   4. end-of-run barrier: `endOfRun` evaluates the promise the child
  *      preload resolves in its global afterAll (runner/child/shard-preload.ts,
- *      {@link END_OF_RUN_EXPRESSION}), request 5 awaits it. Bun sends the
- *      reply to 5 after every event queued before it, so when it arrives
- *      we have them all (`flushed`), and request 6 resolves the preload's
- *      wait ({@link ACK_EXPRESSION}) so the child may exit. Without it a
+ *      {@link END_OF_RUN_EXPRESSION}), `awaitEndOfRun` awaits it. Bun sends
+ *      that reply after every event queued before it, so when it arrives
+ *      we have them all (`flushed`), and `ackEndOfRun` resolves the
+ *      preload's wait ({@link ACK_EXPRESSION}) so the child may exit. Without it a
  *      short shard lost every event now and then (Bun's sending thread had
  *      not run before the process ended; bench/event-loss.ts);
  *   5. the connection closes when the child exits. Events of a run that did
@@ -47,15 +52,16 @@ import { rmSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import type { Socket, UnixSocketListener } from "bun";
 import { capJsonStrings } from "../util/text-cap.ts";
-import { encodeFrame, FrameReader, MAX_FRAME_BYTES, WHOLE_FRAME_BYTES } from "./frames.ts";
+import { encodeFrame, FrameReader } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
-import { CompactReader, type CompactSink } from "./compact.ts";
-import { InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
-import { END_OF_RUN_EXPRESSION, fileBarrierRequest, barrierRequestsAfter, RELEASE_EXPRESSION, RELEASE_ID } from "./barrier.ts";
-import { classifyInspectorMessage, parseStartOrEnd, type TestEvent } from "./wire.ts";
+import { CompactReader } from "./compact.ts";
+import { InspectorConnectError, type ChannelStats, type EventChannel, type ListenOptions } from "./channel.ts";
+import { barrierRequestsAfter, handshakeRequests, REQUEST, type BarrierRequest } from "./barrier.ts";
+import { parseInspectorMessage } from "./wire.ts";
 
-export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression, RELEASE_EXPRESSION } from "./barrier.ts";
-export { channelNotes, InspectorConnectError, type ChannelStats, type EventChannel } from "./channel.ts";
+export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression, RELEASE_EXPRESSION, REQUEST } from "./barrier.ts";
+export { channelNotes, InspectorConnectError, type ChannelStats, type EventChannel, type ListenOptions } from "./channel.ts";
+export type { CompactSink } from "./compact.ts";
 
 /**
  * Read batching: once a channel has delivered {@link BATCH_AFTER_EVENTS}
@@ -70,66 +76,30 @@ const BATCH_AFTER_EVENTS = 1_000;
 const BATCH_READ_BYTES = 32 * 1024;
 const BATCH_PAUSE_MS = 2;
 
-/** Options of {@link listenForTestEvents}. */
-export interface ListenOptions {
-  /**
-   * Absolute path of the unix socket to listen on, from `socketPathFor`
-   * (nothing may exist there yet); the child gets `BUN_INSPECT_CONNECT_TO=unix://<it>`
-   * (exec/command.ts `inspectorEnv`; `--inspect-wait=unix:<it>` dials it too).
-   */
-  socketPath: string;
-  /**
-   * Budget in ms, counted from the call, for the child to dial in. Spawn
-   * the child right after.
-   */
-  connectTimeoutMs: number;
-  /**
-   * Called synchronously for every valid event, in arrival order. An
-   * exception thrown here is caught and counted (`handlerErrors`), never
-   * propagated into the socket's event loop. `message`: the message as
-   * received (capped; bytes valid only during the call) when it encodes
-   * `event` as it is (hand-checked events), else undefined.
-   */
-  onEvent: (event: TestEvent, message: string | Uint8Array | undefined) => void;
-  /**
-   * Optional: gets the found, start and end messages in Bun's compact form
-   * field by field (compact.ts), without an event object, instead of
-   * `onEvent`; every other event still goes to `onEvent`, all in arrival
-   * order. Exceptions are caught and counted like `onEvent`'s.
-   */
-  sink?: CompactSink;
-  /**
-   * Optional: called once per read from the socket, before the messages it
-   * completed are delivered (e.g. to take one clock reading for all of them:
-   * they arrived together).
-   */
-  onRead?: () => void;
-  /** Called once per refused connection, with a one-line description. */
-  onRefused?: (detail: string) => void;
-  /**
-   * Also hold the first test until the runner has every event sent before it
-   * (the per-file barriers of {@link firstTestExpression}): set under `--bail`, where
-   * Bun ends without the end-of-run barrier and a fast file could lose its
-   * `found` plan. The child preload takes part when SHARDGUARD_YIELD=bail.
-   */
-  firstTestBarrier?: boolean;
-  /**
-   * Called once, synchronously, when the end-of-run barrier's reply arrives
-   * and before request 6 releases the child: the child preload is then
-   * waiting in its global afterAll, every test over, so the caller sees the
-   * child's process tree as the run ended (exec/shard.ts lists its
-   * descendants here instead of the preload, bench/README.md). An exception
-   * thrown here is counted (`handlerErrors`); the child is released anyway.
-   */
-  onEndOfRun?: () => void;
-  /** Aborting rejects a pending handshake and closes an open channel. */
-  signal?: AbortSignal;
-}
-
 /** What a connection carries: whether it is the trusted one. */
 interface ConnectionData {
   trusted: boolean;
 }
+
+/** Where the channel is: listening for the dial, handshake written, handshake failed. */
+type Handshake = "waiting" | "done" | "failed";
+
+const freshStats = (): ChannelStats => ({
+  dialMs: null,
+  connectMs: 0,
+  flushed: false,
+  requestError: null,
+  events: 0,
+  malformed: 0,
+  invalid: 0,
+  firstInvalid: null,
+  ignored: 0,
+  oversized: 0,
+  handlerErrors: 0,
+  readPauses: 0,
+  refused: 0,
+  closedBy: null,
+});
 
 /**
  * Listens on `socketPath` for the one connection of a
@@ -153,275 +123,281 @@ interface ConnectionData {
  *   the socket cannot be created (e.g. something exists at the path).
  */
 export function listenForTestEvents(options: ListenOptions): EventChannel {
-  const { socketPath, connectTimeoutMs, onEvent, onRefused, onRead, signal, firstTestBarrier = false, onEndOfRun } = options;
-  const compact = options.sink ? new CompactReader(options.sink) : null;
-  const started = performance.now();
-  if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
-    throw new InspectorConnectError(
-      `inspector socket path must be absolute and use only A-Z a-z 0-9 . _ / - (see socketPathFor): ${JSON.stringify(socketPath)}`,
-      socketPath,
-      0,
-      "invalid-path",
-    );
-  }
-  const waited = () => Math.round(performance.now() - started);
-  const fail = (reason: InspectorConnectError["reason"], detail: string) =>
-    new InspectorConnectError(
-      `inspector handshake on ${socketPath} failed after ${waited()} ms (timeout ${connectTimeoutMs} ms): ${detail}`,
-      socketPath,
-      waited(),
-      reason,
-    );
+  return new InspectorChannel(options);
+}
 
-  const stats: ChannelStats = {
-    dialMs: null,
-    connectMs: 0,
-    flushed: false,
-    requestError: null,
-    events: 0,
-    malformed: 0,
-    invalid: 0,
-    firstInvalid: null,
-    ignored: 0,
-    oversized: 0,
-    handlerErrors: 0,
-    readPauses: 0,
-    refused: 0,
-    closedBy: null,
-  };
-  let resolveReady!: () => void;
-  let rejectReady!: (error: Error) => void;
-  const ready = new Promise<void>((resolve, reject) => {
-    resolveReady = resolve;
-    rejectReady = reject;
-  });
-  // A rejection nobody awaits must not become an unhandled one.
-  ready.catch(() => {});
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((resolve) => {
-    resolveClosed = resolve;
-  });
+/**
+ * The channel of {@link listenForTestEvents}: one listening socket, at most
+ * one trusted connection, one reader of its messages.
+ */
+class InspectorChannel implements EventChannel {
+  readonly ready: Promise<void>;
+  readonly closed: Promise<void>;
+  private readonly counters = freshStats();
+  private readonly started = performance.now();
+  private readonly readyGate = Promise.withResolvers<void>();
+  private readonly closedGate = Promise.withResolvers<void>();
+  private readonly frames: FrameReader;
+  private readonly compact: CompactReader;
+  private readonly server: UnixSocketListener<ConnectionData>;
+  private readonly connectTimer: ReturnType<typeof setTimeout>;
+  private handshake: Handshake = "waiting";
+  private isClosed = false;
+  private trusted: Socket<ConnectionData> | null = null;
+  /** Set while reading is paused so messages gather (see {@link batchReads}). */
+  private resumeTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Bytes the kernel did not take yet (tiny: a few requests), written on drain. */
+  private unsent: Buffer | null = null;
 
-  let handshake: "waiting" | "done" | "failed" = "waiting";
-  let isClosed = false;
-  let trusted: Socket<ConnectionData> | null = null;
-  /** Set while reading is paused so messages gather (see `data`). */
-  let resumeTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Bytes the kernel did not take yet (tiny: three requests), written on drain. */
-  let unsent: Buffer | null = null;
-
-  const send = (socket: Socket<ConnectionData>, ...messages: object[]) => {
-    const frame = Buffer.concat(messages.map((m) => encodeFrame(JSON.stringify(m))));
-    const queued = unsent ? Buffer.concat([unsent, frame]) : frame;
-    const written = socket.write(queued);
-    unsent = written < queued.length ? queued.subarray(Math.max(0, written)) : null;
-  };
-
-  const failHandshake = (error: InspectorConnectError) => {
-    if (handshake === "done" || handshake === "failed") return;
-    handshake = "failed";
-    rejectReady(error);
-    close();
-  };
-
-  const deliver = (event: TestEvent, message: string | Uint8Array | undefined) => {
-    stats.events += 1;
-    try {
-      onEvent(event, message);
-    } catch {
-      stats.handlerErrors += 1;
+  constructor(private readonly options: ListenOptions) {
+    const { socketPath } = options;
+    if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
+      throw new InspectorConnectError(
+        `inspector socket path must be absolute and use only A-Z a-z 0-9 . _ / - (see socketPathFor): ${JSON.stringify(socketPath)}`,
+        socketPath,
+        0,
+        "invalid-path",
+      );
     }
-  };
-  const onMessage = (body: Buffer | string) => {
-    if (typeof body !== "string") {
-      if (compact !== null) {
-        let read: boolean;
-        try {
-          read = compact.read(body);
-        } catch {
-          // Only a sink throws here, after the message was read whole.
-          read = true;
-          stats.handlerErrors += 1;
-        }
-        if (read) {
-          stats.events += 1;
-          return;
-        }
-      } else {
-        const common = parseStartOrEnd(body);
-        if (common !== null) return deliver(common, body);
-      }
-    }
-    const text = typeof body === "string" ? body : capJsonStrings(body);
-    const parsed = classifyInspectorMessage(text);
-    switch (parsed.kind) {
-      case "raw-event":
-      case "event":
-        deliver(parsed.event, parsed.kind === "raw-event" ? text : undefined);
-        break;
-      case "response":
-        if (parsed.error !== undefined) {
-          stats.requestError ??= `request ${parsed.id} was refused: ${parsed.error}`;
-          break;
-        }
-        if (trusted === null || isClosed) break;
-        if (parsed.id === 5) {
-          stats.flushed = true;
-          try {
-            onEndOfRun?.();
-          } catch {
-            stats.handlerErrors += 1;
-          }
-        }
-        {
-          const next = barrierRequestsAfter(parsed.id, parsed.objectId, firstTestBarrier);
-          if (next.length > 0) send(trusted, ...next);
-        }
-        break;
-      case "ignored":
-        stats.ignored += 1;
-        break;
-      case "invalid":
-        stats.invalid += 1;
-        stats.firstInvalid ??= `${parsed.method}: ${parsed.issue}`;
-        break;
-      case "malformed":
-        stats.malformed += 1;
-        break;
-    }
-  };
-  const reader = new FrameReader(
-    onMessage,
-    () => {
-      stats.oversized += 1;
-    },
-    MAX_FRAME_BYTES,
-    { aboveBytes: WHOLE_FRAME_BYTES, onText: onMessage },
-  );
-
-  const refuse = (socket: Socket<ConnectionData>) => {
-    socket.data = { trusted: false };
-    socket.terminate();
-    stats.refused += 1;
-    const when = stats.closedBy !== null ? "after the first one closed" : "while the first one was open";
-    try {
-      onRefused?.(`refused a connection to the inspector socket ${socketPath} ${when} (only the first is trusted)`);
-    } catch {
-      // A reporting hook must not break the channel.
-    }
-  };
-
-  let server: UnixSocketListener<ConnectionData>;
-  try {
-    server = Bun.listen<ConnectionData>({
-      unix: socketPath,
-      socket: {
-        open(socket) {
-          if (trusted !== null || isClosed) {
-            refuse(socket);
-            return;
-          }
-          socket.data = { trusted: true };
-          trusted = socket;
-          // The path is the child's only: unlinked now, later dials find nothing
-          // (ENOENT). The test's own `bun` children inherit BUN_INSPECT_CONNECT_TO
-          // (Bun.spawn's default environment is the starting one, whatever the
-          // preload deletes); in Bun's connect mode a failed dial just runs on.
-          rmSync(socketPath, { force: true });
-          stats.dialMs = Math.round((performance.now() - started) * 10) / 10;
-          send(
-            socket,
-            { id: 1, method: "TestReporter.enable" },
-            { id: 2, method: "LifecycleReporter.enable" },
-            { id: 3, method: "Inspector.initialized" },
-            { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
-            { id: RELEASE_ID, method: "Runtime.evaluate", params: { expression: RELEASE_EXPRESSION } },
-            ...(firstTestBarrier ? [fileBarrierRequest(0)] : []),
-          );
-          handshake = "done";
-          stats.connectMs = Math.round((performance.now() - started) * 10) / 10;
-          clearTimeout(timer);
-          resolveReady();
-        },
-        data(socket, chunk) {
-          if (socket !== trusted || isClosed) return;
-          if (onRead) {
-            try {
-              onRead();
-            } catch {
-              stats.handlerErrors += 1;
-            }
-          }
-          reader.push(chunk);
-          // A busy stream read as it trickles in costs ~10 µs per read (one
-          // per 1–8 messages, bench/README.md): let it gather for a moment.
-          // Not under --bail: there the child waits for the runner before each file.
-          if (!firstTestBarrier && chunk.length < BATCH_READ_BYTES && stats.events >= BATCH_AFTER_EVENTS && resumeTimer === undefined && !isClosed) {
-            socket.pause();
-            stats.readPauses += 1;
-            resumeTimer = setTimeout(() => {
-              resumeTimer = undefined;
-              if (!isClosed) socket.resume();
-            }, BATCH_PAUSE_MS);
-          }
-        },
-        drain(socket) {
-          if (socket !== trusted || unsent === null) return;
-          const pending = unsent;
-          unsent = null;
-          const written = socket.write(pending);
-          if (written < pending.length) unsent = pending.subarray(Math.max(0, written));
-        },
-        close(socket) {
-          if (socket !== trusted) return;
-          if (stats.closedBy === null) stats.closedBy = "peer";
-          resolveClosed();
-        },
-        error() {
-          // A transport error is followed by 'close'; that is where we react.
-        },
+    this.ready = this.readyGate.promise;
+    // A rejection nobody awaits must not become an unhandled one.
+    this.ready.catch(() => {});
+    this.closed = this.closedGate.promise;
+    this.compact = new CompactReader(options.sink);
+    this.frames = new FrameReader(
+      (body) => this.onFrame(body),
+      (text) => this.onText(text),
+      () => {
+        this.counters.oversized += 1;
       },
-    });
-  } catch (error) {
-    throw new InspectorConnectError(
-      `could not listen on inspector socket ${socketPath}: ${error instanceof Error ? error.message : String(error)}`,
-      socketPath,
-      waited(),
-      "listen",
     );
+    this.server = this.listen();
+    this.close = this.close.bind(this);
+    // The handshake is written as the child connects, so only the dial can time out.
+    this.connectTimer = setTimeout(() => this.failHandshake("timeout", "the child never connected (its inspector did not start?)"), Math.max(0, options.connectTimeoutMs));
+    options.signal?.addEventListener("abort", this.onAbort, { once: true });
+    if (options.signal?.aborted) this.onAbort();
   }
 
-  function close(): void {
-    if (isClosed) return;
-    isClosed = true;
-    clearTimeout(timer);
-    clearTimeout(resumeTimer);
-    signal?.removeEventListener("abort", onAbort);
-    if (trusted !== null && stats.closedBy === null) stats.closedBy = "local";
+  /** A snapshot of the counters. */
+  stats(): ChannelStats {
+    return { ...this.counters };
+  }
+
+  /** Cuts the connection, stops listening, removes the socket file; idempotent. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    clearTimeout(this.connectTimer);
+    clearTimeout(this.resumeTimer);
+    this.options.signal?.removeEventListener("abort", this.onAbort);
+    if (this.trusted !== null && this.counters.closedBy === null) this.counters.closedBy = "local";
     try {
-      trusted?.terminate();
+      this.trusted?.terminate();
     } catch {
       // already closed
     }
     try {
-      server.stop(true);
+      this.server.stop(true);
     } catch {
       // already stopped
     }
     // No leftover file: the next child on this path could not bind, nor could we.
-    rmSync(socketPath, { force: true });
-    failHandshake(fail("aborted", "the channel was closed before the handshake completed"));
-    resolveClosed();
+    rmSync(this.options.socketPath, { force: true });
+    this.failHandshake("aborted", "the channel was closed before the handshake completed");
+    this.closedGate.resolve();
   }
 
-  const onAbort = () => {
-    if (handshake === "done") close();
-    else failHandshake(fail("aborted", "aborted by the caller"));
+  private readonly onAbort = (): void => {
+    if (this.handshake === "done") this.close();
+    else this.failHandshake("aborted", "aborted by the caller");
   };
-  // The handshake is written as the child connects, so only the dial can time out.
-  const timer = setTimeout(() => failHandshake(fail("timeout", "the child never connected (its inspector did not start?)")), Math.max(0, connectTimeoutMs));
-  signal?.addEventListener("abort", onAbort, { once: true });
-  if (signal?.aborted) onAbort();
 
-  return { ready, closed, close, stats: () => ({ ...stats }) };
+  /** Creates the listening socket; its handlers are this class's `on…` methods. */
+  private listen(): UnixSocketListener<ConnectionData> {
+    try {
+      return Bun.listen<ConnectionData>({
+        unix: this.options.socketPath,
+        socket: {
+          open: (socket) => this.onOpen(socket),
+          data: (socket, chunk) => this.onData(socket, chunk),
+          drain: (socket) => this.onDrain(socket),
+          close: (socket) => this.onClose(socket),
+          error() {
+            // A transport error is followed by 'close'; that is where we react.
+          },
+        },
+      });
+    } catch (error) {
+      throw new InspectorConnectError(
+        `could not listen on inspector socket ${this.options.socketPath}: ${error instanceof Error ? error.message : String(error)}`,
+        this.options.socketPath,
+        this.waited(),
+        "listen",
+      );
+    }
+  }
+
+  /** The first connection is the child's: trust it, unlink the path, write the handshake. */
+  private onOpen(socket: Socket<ConnectionData>): void {
+    if (this.trusted !== null || this.isClosed) {
+      this.refuse(socket);
+      return;
+    }
+    socket.data = { trusted: true };
+    this.trusted = socket;
+    // The path is the child's only: unlinked now, later dials find nothing
+    // (ENOENT). The test's own `bun` children inherit BUN_INSPECT_CONNECT_TO
+    // (Bun.spawn's default environment is the starting one, whatever the
+    // preload deletes); in Bun's connect mode a failed dial just runs on.
+    rmSync(this.options.socketPath, { force: true });
+    this.counters.dialMs = this.sinceStart();
+    this.send(handshakeRequests(this.options.firstTestBarrier ?? false));
+    this.handshake = "done";
+    this.counters.connectMs = this.sinceStart();
+    clearTimeout(this.connectTimer);
+    this.readyGate.resolve();
+  }
+
+  private onData(socket: Socket<ConnectionData>, chunk: Buffer): void {
+    if (socket !== this.trusted || this.isClosed) return;
+    if (this.options.onRead) this.guard(this.options.onRead);
+    this.frames.push(chunk);
+    this.batchReads(socket, chunk.length);
+  }
+
+  /**
+   * A busy stream read as it trickles in costs ~10 µs per read (one per
+   * 1–8 messages, bench/README.md): past {@link BATCH_AFTER_EVENTS} events a
+   * short read pauses reading for a moment so the next takes what gathered.
+   * Not under --bail: there the child waits for the runner before each file.
+   */
+  private batchReads(socket: Socket<ConnectionData>, readBytes: number): void {
+    if (this.options.firstTestBarrier || readBytes >= BATCH_READ_BYTES || this.counters.events < BATCH_AFTER_EVENTS) return;
+    if (this.resumeTimer !== undefined || this.isClosed) return;
+    socket.pause();
+    this.counters.readPauses += 1;
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = undefined;
+      if (!this.isClosed) socket.resume();
+    }, BATCH_PAUSE_MS);
+  }
+
+  private onDrain(socket: Socket<ConnectionData>): void {
+    if (socket !== this.trusted || this.unsent === null) return;
+    const pending = this.unsent;
+    this.unsent = null;
+    this.write(socket, pending);
+  }
+
+  private onClose(socket: Socket<ConnectionData>): void {
+    if (socket !== this.trusted) return;
+    if (this.counters.closedBy === null) this.counters.closedBy = "peer";
+    this.closedGate.resolve();
+  }
+
+  /** One whole frame of at most 1 MiB: Bun's compact form straight from its bytes, else the parser. */
+  private onFrame(body: Buffer): void {
+    let read: boolean;
+    try {
+      read = this.compact.read(body);
+    } catch {
+      // Only the sink throws here, after the message was read whole.
+      read = true;
+      this.counters.handlerErrors += 1;
+    }
+    if (read) this.counters.events += 1;
+    else this.onText(capJsonStrings(body));
+  }
+
+  /** One message as text, its strings cut to their tails: the schema decides what it is. */
+  private onText(text: string): void {
+    const parsed = parseInspectorMessage(text);
+    switch (parsed.kind) {
+      case "event":
+        this.counters.events += 1;
+        this.guard(() => this.options.onEvent(parsed.event, undefined));
+        break;
+      case "response":
+        this.onResponse(parsed.id, parsed.error, parsed.objectId);
+        break;
+      case "ignored":
+        this.counters.ignored += 1;
+        break;
+      case "invalid":
+        this.counters.invalid += 1;
+        this.counters.firstInvalid ??= `${parsed.method}: ${parsed.issue}`;
+        break;
+      case "malformed":
+        this.counters.malformed += 1;
+        break;
+    }
+  }
+
+  /** A reply to request `id`: an error is recorded; a barrier's reply sends its next requests. */
+  private onResponse(id: number, error: string | undefined, objectId: string | undefined): void {
+    if (error !== undefined) {
+      this.counters.requestError ??= `request ${id} was refused: ${error}`;
+      return;
+    }
+    if (this.trusted === null || this.isClosed) return;
+    if (id === REQUEST.awaitEndOfRun) {
+      this.counters.flushed = true;
+      if (this.options.onEndOfRun) this.guard(this.options.onEndOfRun);
+    }
+    const next = barrierRequestsAfter(id, objectId, this.options.firstTestBarrier ?? false);
+    if (next.length > 0) this.send(next);
+  }
+
+  /** Writes `requests` as frames to the trusted socket, after anything still unsent. */
+  private send(requests: readonly BarrierRequest[]): void {
+    const frame = Buffer.concat(requests.map((request) => encodeFrame(JSON.stringify(request))));
+    const queued = this.unsent ? Buffer.concat([this.unsent, frame]) : frame;
+    this.write(this.trusted!, queued);
+  }
+
+  private write(socket: Socket<ConnectionData>, bytes: Buffer): void {
+    const written = socket.write(bytes);
+    this.unsent = written < bytes.length ? bytes.subarray(Math.max(0, written)) : null;
+  }
+
+  /** Any connection after the first: cut unread, counted, reported. */
+  private refuse(socket: Socket<ConnectionData>): void {
+    socket.data = { trusted: false };
+    socket.terminate();
+    this.counters.refused += 1;
+    const when = this.counters.closedBy !== null ? "after the first one closed" : "while the first one was open";
+    try {
+      this.options.onRefused?.(`refused a connection to the inspector socket ${this.options.socketPath} ${when} (only the first is trusted)`);
+    } catch {
+      // A reporting hook must not break the channel.
+    }
+  }
+
+  private failHandshake(reason: InspectorConnectError["reason"], detail: string): void {
+    if (this.handshake !== "waiting") return;
+    this.handshake = "failed";
+    const { socketPath, connectTimeoutMs } = this.options;
+    const waited = this.waited();
+    this.readyGate.reject(new InspectorConnectError(`inspector handshake on ${socketPath} failed after ${waited} ms (timeout ${connectTimeoutMs} ms): ${detail}`, socketPath, waited, reason));
+    this.close();
+  }
+
+  /** Runs a caller's hook; an exception is counted (`handlerErrors`), never thrown into the socket's loop. */
+  private guard(hook: () => void): void {
+    try {
+      hook();
+    } catch {
+      this.counters.handlerErrors += 1;
+    }
+  }
+
+  private waited(): number {
+    return Math.round(performance.now() - this.started);
+  }
+
+  /** ms since the call, one decimal. */
+  private sinceStart(): number {
+    return Math.round((performance.now() - this.started) * 10) / 10;
+  }
 }

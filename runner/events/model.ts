@@ -30,14 +30,12 @@ import {
   finalFailure,
   lastError,
   endedStatus,
-  snapshotOf,
   type DescribeRecord,
   type ErrorLocation,
   type EventError,
   type ModelOptions,
   type OutsideError,
   type TestRecord,
-  type TestState,
   pushError,
 } from "./test-state.ts";
 import type { BunEndStatus, ErrorEvent, TestEvent } from "./wire.ts";
@@ -47,11 +45,17 @@ import { PendingErrors } from "./error-claims.ts";
 import { RootRelativePaths } from "./root-paths.ts";
 import { testDurationNs } from "./elapsed.ts";
 
-export { KEPT_ERRORS_AT_EACH_END, repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase, type TestState } from "./test-state.ts";
+export { KEPT_ERRORS_AT_EACH_END, repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase } from "./test-state.ts";
 
-/** Most anomalies kept; the count keeps going. */
-const MAX_ANOMALIES = 100;
-
+/** The test in flight ({@link TestEventModel.running}): what the progress line and `bg status` show. */
+export interface InFlightTest {
+  /** The test's own name. */
+  readonly name: string;
+  /** `outer > inner > name`, the result model's `name`. */
+  readonly fullName: string;
+  /** Clock value (ms, the model's clock) at its latest `start`. */
+  readonly startedAtMs: number | undefined;
+}
 
 /**
  * Accumulates events into per-test state. Feed it with {@link apply} in
@@ -67,10 +71,7 @@ export class TestEventModel {
   private readonly attribution: FileAttribution;
   private readonly pending = new PendingErrors();
   private readonly outside: OutsideError[] = [];
-  private readonly anomalyList: string[] = [];
-  private anomalyCount = 0;
   private seq = 0;
-  private eventCount = 0;
   private failedEndCount = 0;
   private leftOut = 0;
 
@@ -92,8 +93,7 @@ export class TestEventModel {
 
   /**
    * Applies one event. Never throws: inconsistent input (an id never found,
-   * a `start` for a describe, a duplicate `found`) is recorded in
-   * {@link anomalies} and otherwise ignored.
+   * a `start` for a describe, a duplicate `found`) is ignored.
    */
   apply(event: TestEvent): void {
     switch (event.method) {
@@ -116,11 +116,8 @@ export class TestEventModel {
    * the channel's byte reader (compact.ts). Never throws.
    */
   found(id: number, url: string, line: number | undefined, name: string, type: "test" | "describe", parentId: number | undefined): void {
-    this.eventCount += 1;
-    if (this.tests_.has(id) || this.describes.has(id)) {
-      this.anomaly(`duplicate found for id ${id}`);
-      return;
-    }
+    // A second found of an id is ignored: the first one stands.
+    if (this.tests_.has(id) || this.describes.has(id)) return;
     const file = this.relativeFile(url);
     const parent = parentId === undefined ? undefined : (this.describes.get(parentId) ?? this.tests_.get(parentId));
     if (type === "describe") {
@@ -156,8 +153,7 @@ export class TestEventModel {
 
   /** `TestReporter.start` of test `id`: see {@link found}. Never throws. */
   start(id: number): void {
-    this.eventCount += 1;
-    const record = this.progressed(id, "start");
+    const record = this.progressed(id);
     if (!record) return;
     if (record.phase === "running" && record.attempts > 0) {
       // A new start while the previous attempt never ended: Bun retried it,
@@ -165,7 +161,7 @@ export class TestEventModel {
       this.pending.failed(record);
       (record.failedAttempts ??= []).push(attemptFailure(attemptErrorsOf(record, record.attempts), record.attempts));
     } else if (record.phase === "ended") {
-      this.anomaly(`start after end for test ${record.id}; treated as a new attempt`);
+      // A start after the end: taken as a new attempt.
       record.bunStatus = undefined;
       record.elapsedNs = undefined;
       record.endedAtMs = undefined;
@@ -183,12 +179,9 @@ export class TestEventModel {
    * elapsed.ts): see {@link found}. Never throws.
    */
   end(id: number, status: BunEndStatus, elapsedNs: number): void {
-    this.eventCount += 1;
-    const record = this.progressed(id, "end");
+    const record = this.progressed(id);
     if (!record) return;
-    if (record.phase === "ended") {
-      this.anomaly(`second end for test ${record.id}; the later one wins`);
-    }
+    // A second end replaces the first: the later one wins.
     if (status === "fail" || status === "timeout") {
       this.pending.failed(record);
       this.failedEndCount += 1;
@@ -204,7 +197,6 @@ export class TestEventModel {
   }
 
   private error(event: ErrorEvent): void {
-    this.eventCount += 1;
     const located = this.toEventError(event, 0);
     const { record: current, ambiguous } = this.runningRecordFor(located.locations);
     const errors = current ? currentErrors(current) : undefined;
@@ -220,26 +212,15 @@ export class TestEventModel {
     this.leftOut += pushError(this.outside, { ...error, file: (known ?? error.locations[0])?.file });
   }
 
-  /** A `start` or `end` of `id` closes the open found block; its test record, else an anomaly. */
-  private progressed(id: number, what: string): TestRecord | undefined {
+  /** A `start` or `end` of `id` closes the open found block; its test record, else undefined (a describe's or an unknown id: ignored). */
+  private progressed(id: number): TestRecord | undefined {
     const record = this.tests_.get(id);
     if (record) {
       this.attribution.progressed(record);
       return record;
     }
-    const describe = this.describes.get(id);
-    this.attribution.progressed(describe);
-    this.anomaly(describe ? `${what} for describe ${id}` : `${what} for unknown id ${id}`);
+    this.attribution.progressed(this.describes.get(id));
     return undefined;
-  }
-
-  /**
-   * Every test (describes excluded) in the order Bun sent `found`. That is
-   * registration order, not source order: measured on Bun 1.4.4, a file's
-   * top-level tests are found before the tests inside its describe blocks.
-   */
-  tests(): TestState[] {
-    return [...this.tests_.values()].map((record) => this.snapshot(record));
   }
 
   /**
@@ -283,33 +264,16 @@ export class TestEventModel {
     return prefix + record.name;
   }
 
-  /** One test by Bun id, or undefined. */
-  test(id: number): TestState | undefined {
-    const record = this.tests_.get(id);
-    return record ? this.snapshot(record) : undefined;
-  }
-
   /**
    * The test running now: of the tests in phase `running`, the one started
-   * last. With `test.concurrent` several may be running; see
-   * {@link unfinished}. Undefined when none is.
+   * last (with `test.concurrent` several may be running). Undefined when
+   * none is.
    */
-  running(): TestState | undefined {
+  running(): InFlightTest | undefined {
     const record = this.runningRecord();
-    return record ? this.snapshot(record) : undefined;
-  }
-
-  /** Every test in phase `running`, in found order. */
-  unfinished(): TestState[] {
-    return this.tests().filter((test) => test.phase === "running");
-  }
-
-  /** Number of tests (not describes) found in `file` (relative to the root), or in all files. */
-  foundCount(file?: string): number {
-    if (file === undefined) return this.tests_.size;
-    let count = 0;
-    for (const record of this.tests_.values()) if (this.fileFor(record) === file) count += 1;
-    return count;
+    if (!record) return undefined;
+    const path = this.describePath(record);
+    return { name: record.name, fullName: [...path, record.name].join(" > "), startedAtMs: record.startedAtMs };
   }
 
   /** Relative paths of the files with found tests, in first-found order. */
@@ -346,11 +310,6 @@ export class TestEventModel {
     return [...this.outside];
   }
 
-  /** Inconsistencies seen while applying events (first 100), for diagnostics. */
-  anomalies(): { count: number; first: readonly string[] } {
-    return { count: this.anomalyCount, first: [...this.anomalyList] };
-  }
-
   /** `end` events with a failure (`fail` or `timeout`), retried attempts included: what Bun's JUnit may carry failure texts for. */
   failedEnds(): number {
     return this.failedEndCount;
@@ -359,16 +318,6 @@ export class TestEventModel {
   /** Error events left out of their lists (test-state.ts pushError): counted, not held. */
   errorsLeftOut(): number {
     return this.leftOut;
-  }
-
-  /** Number of events applied. */
-  eventsApplied(): number {
-    return this.eventCount;
-  }
-
-  private anomaly(text: string): void {
-    this.anomalyCount += 1;
-    if (this.anomalyList.length < MAX_ANOMALIES) this.anomalyList.push(text);
   }
 
   /**
@@ -439,10 +388,6 @@ export class TestEventModel {
       parentId = parent.parentId;
     }
     return names;
-  }
-
-  private snapshot(record: TestRecord): TestState {
-    return snapshotOf(record, this.describePath(record));
   }
 }
 

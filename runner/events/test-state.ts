@@ -1,9 +1,8 @@
 /**
- * The per-test state of the event model (model.ts) and the rules that turn
- * the errors Bun sent during a test into its failure text: the types the
- * rest of the runner reads, and the model's internal records.
+ * The per-test records of the event model (model.ts) and the rules that turn
+ * the errors Bun sent during a test into its failure text.
  */
-import type { AttemptFailure, Failure, TestResult, TestStatus } from "../results/model.ts";
+import type { AttemptFailure, Failure, TestStatus } from "../results/model.ts";
 import type { BunEndStatus } from "./wire.ts";
 import type { AttributionEntry } from "./attribution.ts";
 
@@ -92,58 +91,6 @@ export interface OutsideError extends EventError {
   file: string | undefined;
 }
 
-/** The per-test state. Snapshots: later events do not mutate a returned object. */
-export interface TestState {
-  /** Bun's id for this test within the child (unique per child process). */
-  readonly id: number;
-  /** The test's own name. */
-  readonly name: string;
-  /** Names of the enclosing describe blocks, outermost first. */
-  readonly describePath: readonly string[];
-  /** `outer > inner > name`, the result model's `name`. */
-  readonly fullName: string;
-  /** Absolute file path as Bun sent it. */
-  readonly url: string;
-  /** File path relative to the model root, forward slashes. */
-  readonly file: string;
-  /**
-   * 1-based line of the `test(...)` call in `file`, when Bun sent it;
-   * undefined when the call is in a helper module (`url` is not `file`).
-   */
-  readonly line: number | undefined;
-  /** True when `url` is not `file`: the test was defined through a helper module. */
-  readonly viaHelper: boolean;
-  readonly phase: TestPhase;
-  /** Number of `start` events: 0 for skip/todo/never started, 2+ after retries. */
-  readonly attempts: number;
-  /** Set only in phase `ended`. */
-  readonly status: EndedStatus | undefined;
-  /** Bun's raw `end` status, set only in phase `ended`. */
-  readonly bunStatus: BunEndStatus | undefined;
-  /** Why the final attempt failed; set only when `status` is `failed`. */
-  readonly failure: Failure | undefined;
-  /**
-   * The final attempt's time, ms: Bun's `end.elapsed` (ns) unwrapped by the
-   * runner's receive times (elapsed.ts); set only in phase `ended`.
-   */
-  readonly durationMs: number | undefined;
-  /** Clock value (ms) at the latest `start`; undefined when never started. */
-  readonly startedAtMs: number | undefined;
-  /** Clock value (ms) at `end`; undefined unless `ended`. */
-  readonly endedAtMs: number | undefined;
-  /** Every error attributed to this test, all attempts, in arrival order. */
-  readonly errors: readonly EventError[];
-  /**
-   * One entry per attempt that was followed by another `start` of the same
-   * test (Bun only retries a failed attempt), in order. Its message is the
-   * attempt's errors, or a note that Bun reported none (a timed-out attempt
-   * sends no error event).
-   */
-  readonly attemptFailures: readonly AttemptFailure[];
-  /** True when `status` is passed and at least one earlier attempt failed. */
-  readonly flaky: boolean;
-}
-
 /** Options of {@link TestEventModel}. */
 export interface ModelOptions {
   /** Absolute directory that file paths are made relative to (the run root). */
@@ -221,39 +168,6 @@ const STATUS_OF: Record<BunEndStatus, EndedStatus> = {
 
 /** Bun's `end` status as a result status. */
 export const endedStatus = (status: BunEndStatus): EndedStatus => STATUS_OF[status];
-
-/**
- * A {@link TestState} snapshot of `record`, its file and line as the
- * attribution mapped them (`mapped`, `own`).
- * @param describePath names of the enclosing describes, outermost first
- */
-export function snapshotOf(record: TestRecord, describePath: string[]): TestState {
-  const ended = record.phase === "ended";
-  const status = ended && record.bunStatus ? STATUS_OF[record.bunStatus] : undefined;
-  const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
-  const failedAttempts = [...(record.failedAttempts ?? [])];
-  return {
-    id: record.id,
-    name: record.name,
-    describePath,
-    fullName: [...describePath, record.name].join(" > "),
-    url: record.url,
-    file: record.mapped ?? record.file,
-    line: record.own ? record.line : undefined,
-    viaHelper: !record.own,
-    phase: record.phase,
-    attempts: record.attempts,
-    status,
-    bunStatus: ended ? record.bunStatus : undefined,
-    failure: status === "failed" ? finalFailure(record, durationMs) : undefined,
-    durationMs,
-    startedAtMs: record.startedAtMs,
-    endedAtMs: ended ? record.endedAtMs : undefined,
-    errors: (record.attemptErrors ?? []).flat(),
-    attemptFailures: failedAttempts,
-    flaky: status === "passed" && failedAttempts.length > 0,
-  };
-}
 
 export function joinMessages(errors: readonly EventError[]): string {
   return errors.map((error) => error.message.trimEnd()).join("\n\n");

@@ -6,19 +6,16 @@
  * from here. Protocol: docs/bun-behaviour.md, "Inspector test events".
  */
 import { z } from "zod";
-import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
-import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
-import { keepOutOfFTL } from "../util/jit.ts";
 
 /** Bun's final verdict on a test, as sent in `TestReporter.end`. */
 export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
 export type BunEndStatus = (typeof BUN_END_STATUSES)[number];
 
 /**
- * The zod schemas of the four events, built on first use: found, start and
- * end are checked by hand ({@link parseInspectorMessage}), so a run without
- * an error event (no failing test) or a malformed one never builds them
- * (about 4 ms of CPU at start-up, bench/README.md).
+ * The zod schemas of the four events, built on first use: Bun's compact
+ * found, start and end messages are read from their bytes (compact.ts), so
+ * a run without an error event (no failing test) or an unusual message
+ * never builds them (about 4 ms of CPU at start-up, bench/README.md).
  */
 function buildSchemas() {
   const testId = z.number().int().nonnegative();
@@ -130,54 +127,12 @@ export type ParsedMessage =
   /** Not JSON, or JSON that is not an object. */
   | { kind: "malformed" };
 
-const isId = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0;
-const END_STATUSES: ReadonlySet<unknown> = new Set(BUN_END_STATUSES);
-
 /**
- * The same rules as the found, start and end schemas ({@link testEventSchema}),
- * checked by hand: these three events come once to
- * three times per test, and zod's generic parse cost the runner more than
- * the rest of its event handling (bench/README.md: 100,000 tests). Anything this
- * does not accept goes through the schema, which stays the authority.
- */
-function isCommonEvent(record: Record<string, unknown>): record is TestEvent {
-  const p = record.params;
-  if (typeof p !== "object" || p === null || Array.isArray(p)) return false;
-  const params = p as Record<string, unknown>;
-  if (!isId(params.id)) return false;
-  switch (record.method) {
-    case "TestReporter.start":
-      return true;
-    case "TestReporter.end":
-      return END_STATUSES.has(params.status) && typeof params.elapsed === "number";
-    case "TestReporter.found":
-      return (
-        typeof params.url === "string" &&
-        typeof params.name === "string" &&
-        (params.type === "test" || params.type === "describe") &&
-        (params.line === undefined || isId(params.line)) &&
-        (params.parentId === undefined || isId(params.parentId))
-      );
-    default:
-      return false;
-  }
-}
-
-/**
- * Classifies one raw inspector message. Pure; never throws.
+ * The parser of one inspector message that is not in Bun's compact form
+ * (compact.ts reads those): JSON.parse, then the schema
+ * ({@link testEventSchema}) decides what an event is. Pure; never throws.
  */
 export function parseInspectorMessage(text: string): ParsedMessage {
-  const parsed = classifyInspectorMessage(text);
-  return parsed.kind === "raw-event" ? { kind: "event", event: parsed.event } : parsed;
-}
-
-/**
- * {@link parseInspectorMessage}, telling apart an event that is the
- * message's own JSON.parse result (`raw-event`: the hand-checked found,
- * start and end), so the message text encodes it as it is and the journal
- * can write that text instead of re-encoding the event. Pure; never throws.
- */
-export function classifyInspectorMessage(text: string): ParsedMessage | { kind: "raw-event"; event: TestEvent } {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -188,7 +143,6 @@ export function classifyInspectorMessage(text: string): ParsedMessage | { kind: 
   const record = value as Record<string, unknown>;
   if (typeof record.method === "string") {
     if (!EVENT_METHODS.has(record.method)) return { kind: "ignored", method: record.method };
-    if (isCommonEvent(record)) return { kind: "raw-event", event: record };
     const parsed = testEventSchema().safeParse(record);
     if (!parsed.success) {
       const first = parsed.error.issues[0];
@@ -207,81 +161,3 @@ export function classifyInspectorMessage(text: string): ParsedMessage | { kind: 
   }
   return { kind: "malformed" };
 }
-
-const START_HEAD = Buffer.from('{"method":"TestReporter.start","params":{"id":');
-const END_HEAD = Buffer.from('{"method":"TestReporter.end","params":{"id":');
-const STATUS_KEY = Buffer.from(',"status":"');
-const ELAPSED_KEY = Buffer.from('","elapsed":');
-const MINUS = 0x2d;
-const STATUS_BYTES = BUN_END_STATUSES.map((status) => [status, Buffer.from(status)] as const);
-
-/**
- * The two messages that come once per test attempt, read from their bytes
- * when they are exactly as Bun 1.4.4 writes them:
- * `{"method":"TestReporter.start","params":{"id":N}}` and
- * `{"method":"TestReporter.end","params":{"id":N,"status":"pass","elapsed":N}}`
- * (no spaces, this key order, integers; `elapsed` may be negative, see
- * the end event's schema). The event returned is what
- * JSON.parse of those bytes gives, and it meets the schema; anything else
- * returns null and goes through {@link classifyInspectorMessage}, which
- * stays the authority. Skipping the string conversion and JSON.parse of
- * two thirds of the messages saved ~0.2 s of CPU per 100,000 tests
- * (bench/README.md, P8).
- */
-export function parseStartOrEnd(bytes: Uint8Array): TestEvent | null {
-  const startId = compactStartId(bytes);
-  if (startId >= 0) return { method: "TestReporter.start", params: { id: startId } };
-  const end: CompactEnd = { id: 0, status: "pass", elapsed: 0 };
-  if (!readCompactEnd(bytes, end)) return null;
-  return { method: "TestReporter.end", params: { id: end.id, status: end.status, elapsed: end.elapsed } };
-}
-
-/** The id of a start message in Bun's compact form ({@link parseStartOrEnd}), or -1. */
-export function compactStartId(bytes: Uint8Array): number {
-  if (!hasAt(bytes, 0, START_HEAD)) return -1;
-  const end = integerEnd(bytes, START_HEAD.length);
-  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return -1;
-  return integerAt(bytes, START_HEAD.length, end);
-}
-
-/** The fields of an end message: `elapsed` in ns, as Bun sent it (possibly wrapped, see the end event's schema). */
-export interface CompactEnd {
-  id: number;
-  status: BunEndStatus;
-  elapsed: number;
-}
-
-/**
- * Reads an end message in Bun's compact form ({@link parseStartOrEnd}) into
- * `out` (reused by the caller: no object per message); false, and `out`
- * unspecified, when `bytes` is anything else.
- */
-export function readCompactEnd(bytes: Uint8Array, out: CompactEnd): boolean {
-  if (!hasAt(bytes, 0, END_HEAD)) return false;
-  const idEnd = integerEnd(bytes, END_HEAD.length);
-  if (idEnd < 0 || !hasAt(bytes, idEnd, STATUS_KEY)) return false;
-  const statusAt = idEnd + STATUS_KEY.length;
-  let status: BunEndStatus | undefined;
-  let statusEnd = 0;
-  for (const [word, wordBytes] of STATUS_BYTES) {
-    if (hasAt(bytes, statusAt, wordBytes) && bytes[statusAt + wordBytes.length] === QUOTE) {
-      status = word;
-      statusEnd = statusAt + wordBytes.length;
-      break;
-    }
-  }
-  if (status === undefined || !hasAt(bytes, statusEnd, ELAPSED_KEY)) return false;
-  // Bun's elapsed is a wrapped 32-bit value: a long test's is negative ("-1993799111").
-  const negative = bytes[statusEnd + ELAPSED_KEY.length] === MINUS;
-  const elapsedAt = statusEnd + ELAPSED_KEY.length + (negative ? 1 : 0);
-  const end = integerEnd(bytes, elapsedAt);
-  if (end < 0 || end + 2 !== bytes.length || bytes[end] !== CLOSE_BRACE || bytes[end + 1] !== CLOSE_BRACE) return false;
-  const magnitude = integerAt(bytes, elapsedAt, end);
-  out.id = integerAt(bytes, END_HEAD.length, idEnd);
-  out.status = status;
-  out.elapsed = negative ? -magnitude : magnitude;
-  return true;
-}
-
-// One compact reader per event: FTL compiles of these cost more than short runs gain (util/jit.ts).
-keepOutOfFTL(readCompactEnd, compactStartId);
