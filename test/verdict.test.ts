@@ -138,7 +138,7 @@ describe("with Bun's JUnit", () => {
     expect(result.tests.some((t) => t.status === "failed")).toBe(true);
   });
   test("events mark a retried pass as flaky", () => {
-    const flaky: EventTest = { ...evTest("t", "ended", "passed", 2), attemptFailures: [{ type: "Error", message: "429" }] };
+    const flaky: EventTest = { ...evTest("t", "ended", "passed", 2), attemptFailures: [{ type: "failure", errorName: "Error", message: "429" }] };
     const result = decideShard(evidence({ junit: passedJUnit, events: { connected: true, looseErrors: [], tests: [flaky] } }));
     expect(result.tests[0]).toMatchObject({ status: "passed", flaky: true, retries: 1 });
     expect(result.testSource).toBe("junit+events");
@@ -146,7 +146,7 @@ describe("with Bun's JUnit", () => {
 });
 
 test("each JUnit testcase takes the first event test left under its name, in any order, repeats in order", () => {
-  const failed = (n: number) => Array.from({ length: n }, (_, i) => ({ type: "Error", message: `attempt ${i + 1}` }));
+  const failed = (n: number) => Array.from({ length: n }, (_, i) => ({ type: "failure" as const, errorName: "Error", message: `attempt ${i + 1}` }));
   const x1: EventTest = { ...evTest("x", "ended", "passed", 1) };
   const y: EventTest = { ...evTest("y", "ended", "passed", 2), attemptFailures: failed(1) };
   const x2: EventTest = { ...evTest("x", "ended", "passed", 3), attemptFailures: failed(2) };
@@ -174,7 +174,7 @@ test("a shard that never started lists every file as never-started with the reas
 const bunCase = (name: string, status: "passed" | "failed" | "skipped" | "todo", line?: number) => ({
   name, file: "a.test.ts", status, durationMs: 1, retries: 0, flaky: false, attemptFailures: [], synthetic: false,
   ...(line !== undefined ? { line } : {}),
-  ...(status === "failed" ? { failure: { type: "Error", message: `${name} boom` } } : {}),
+  ...(status === "failed" ? { failure: { type: "failure" as const, errorName: "Error", message: `${name} boom` } } : {}),
 });
 const bunFile = (...tests: ReturnType<typeof bunCase>[]) => [{ file: "a.test.ts", tests }];
 const connected = (...tests: EventTest[]) => ({ connected: true, looseErrors: [], tests });

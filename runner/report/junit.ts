@@ -289,10 +289,11 @@ function outcomesOf(test: TestResult, shard: ShardResult): Outcome[] {
   switch (test.status) {
     case "passed":
       return test.flaky
-        ? test.attemptFailures.map((a) => ({ element: "flakyFailure", type: a.type, message: a.message }))
+        ? test.attemptFailures.map((a) => ({ element: "flakyFailure", type: a.errorName ?? a.type, message: a.message }))
         : [];
     case "failed":
-      return [{ element: "failure", type: failure?.type ?? "failure", message, body: failure?.details }];
+      // JUnit's `type` is the error's name where Bun gave one (AssertionError), else our kind.
+      return [{ element: "failure", type: failure?.errorName ?? failure?.type ?? "failure", message, body: failure?.details }];
     case "skipped":
       return [{ element: "skipped" }];
     case "todo":
