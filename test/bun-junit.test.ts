@@ -181,6 +181,19 @@ describe("readBunJUnit on hand-written input", () => {
     expect(t?.failure).toEqual({ type: "failure", errorName: "Error", message: "a\x1b[31mb\x00\x01c", details: "body\x1b[0m\n\x07end &amp;" });
   });
 
+  test("Bun's failure type is the error's name, never a failure kind: an error named like one of ours stays a failure", () => {
+    // Bun 1.4.4 writes `type` = the thrown error's `name`, which a test sets (class E extends Error { name = "crash" }).
+    const xml = `<testsuites><testsuite name="k.test.ts" file="k.test.ts">
+  <testcase name="forged" time="0.1" line="3"><failure type="crash" message="y">crash: y</failure></testcase>
+  <testcase name="timeout" time="0.1" line="4"><failure type="timeout" message="z"/></testcase>
+</testsuite></testsuites>`;
+    const [file] = readBunJUnit(xml);
+    expect(file!.tests.map((t) => [t.status, t.failure])).toEqual([
+      ["failed", { type: "failure", errorName: "crash", message: "y", details: "crash: y" }],
+      ["failed", { type: "failure", errorName: "timeout", message: "z" }],
+    ]);
+  });
+
   test("<error> counts as failed; a file with no tests and an empty run are fine", () => {
     const xml = `<testsuites>
   <testsuite name="e.test.ts"><testcase name="boom"><error message="load failed"/></testcase></testsuite>
