@@ -20,7 +20,7 @@
  * - `time` is seconds with exactly 3 decimals: the XSD's SUREFIRE_TIME
  *   pattern allows neither exponents nor NaN.
  */
-import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
+import type { FailureKind, RunReport, ShardResult, TestResult } from "../results/model.ts";
 import { standInsFor, WHOLE_FILE } from "../results/verdict.ts";
 import { BATCH_CHARS } from "./json-stream.ts";
 import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";
@@ -285,7 +285,7 @@ function renderTestcase(test: TestResult, shard: ShardResult, name: string, file
 function outcomesOf(test: TestResult, shard: ShardResult): Outcome[] {
   const failure = test.failure;
   const message = failure?.message || shard.reason;
-  const error = (type: string): Outcome[] => [{ element: "error", type, message, body: failure?.details }];
+  const error = (type: FailureKind): Outcome[] => [{ element: "error", type, message, body: failure?.details }];
   switch (test.status) {
     case "passed":
       return test.flaky

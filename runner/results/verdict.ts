@@ -226,7 +226,6 @@ function endingOf(i: Interruption): { status: ShardStatus & TestStatus; failure:
  */
 function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardResult {
   const { status, failure: failureType, reachedEnd, reason } = endingOf(how);
-  const inFlightStatus = status;
   const tests: TestResult[] = [];
   let usedEvents = false;
   const eventTests = ev.events?.tests ?? [];
@@ -263,7 +262,7 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
       const first = !inFlightAssigned;
       inFlightAssigned = true;
       const note = haveEvents ? "; it was loading when the shard ended" : !ev.events?.connected ? "; per-test data is missing (no event channel)" : "";
-      tests.push(synthetic(file, inFlightStatus, { type: failureType, message: reason + note }, first ? idleMs : 0));
+      tests.push(synthetic(file, status, { type: failureType, message: reason + note }, first ? idleMs : 0));
       continue;
     }
     usedEvents = true;
@@ -273,7 +272,7 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
       } else if (t.state === "running") {
         const ran = t.runningForMs !== undefined ? ` after running ${seconds(t.runningForMs)}` : "";
         tests.push(
-          fromEvent(t, inFlightStatus, {
+          fromEvent(t, status, {
             type: failureType,
             // Bun reached the end of the run: nothing was in flight, the test's end event was lost.
             message: reachedEnd ? `its end event never arrived: ${reason}` : `in flight when the shard ended${ran}: ${reason}`,
@@ -282,7 +281,7 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
         );
       } else if (t === lostStart) {
         tests.push(
-          fromEvent(t, inFlightStatus, {
+          fromEvent(t, status, {
             type: failureType,
             message: `in flight when the shard ended (its start event was lost; the child preload counted the start): ${reason}`,
           }),
@@ -294,8 +293,8 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     if (!inFlightAssigned && file === lastLoaded) {
       inFlightAssigned = true;
       // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
-      if (reachedEnd) tests.push(hookEntry(file, "(Bun's JUnit report)", inFlightStatus, { type: failureType, message: reason }, 0));
-      else tests.push(hookInFlight(file, found, inFlightStatus, failureType, reason, idleMs));
+      if (reachedEnd) tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: failureType, message: reason }, 0));
+      else tests.push(hookInFlight(file, found, status, failureType, reason, idleMs));
     }
   }
   const unread = ev.events?.unreadFrames ?? 0;
