@@ -31,6 +31,7 @@ export { SHARD_ENV } from "./exec/command.ts";
 export { DEFAULT_PATTERN, groupIntoShards, planRun, shardSlug, type Plan, type PlannedShard } from "./plan/plan.ts";
 export {
   EXIT,
+  FAILURE_KINDS,
   REPORT_SCHEMA_VERSION,
   RunReportSchema,
   ShardResultSchema,
@@ -40,6 +41,7 @@ export {
   TestResultSchema,
   TEST_STATUSES,
   type Failure,
+  type FailureKind,
   type RunReport,
   type ShardResult,
   type ShardStatus,

@@ -129,7 +129,7 @@ describe("readBunJUnit on real bun test output", () => {
   test("failure type, message and details", () => {
     const mixed = files.find((f) => f.file === "t/mixed.test.ts");
     const fails = byName(mixed, "fails");
-    expect(fails.failure?.type).toBe("AssertionError");
+    expect([fails.failure?.type, fails.failure?.errorName]).toEqual(["failure", "AssertionError"]);
     expect(fails.failure?.message).toContain("Expected: 2");
     expect(fails.failure?.message).toContain("Received: 1");
     // Numeric character references (&#10;) are decoded.
@@ -137,7 +137,7 @@ describe("readBunJUnit on real bun test output", () => {
     expect(fails.failure?.details).toContain("t/mixed.test.ts:9");
 
     const hostile = byName(mixed, "hostile");
-    expect(hostile.failure?.type).toBe("TypeError");
+    expect([hostile.failure?.type, hostile.failure?.errorName]).toEqual(["failure", "TypeError"]);
     expect(hostile.failure?.message).toContain("<&> ]]> \u{1F600}");
   });
 
@@ -178,7 +178,20 @@ describe("readBunJUnit on hand-written input", () => {
     expect(t?.name).toBe("c\x1b[1mbold");
     expect(t?.durationMs).toBe(500);
     expect(t?.line).toBe(7);
-    expect(t?.failure).toEqual({ type: "Error", message: "a\x1b[31mb\x00\x01c", details: "body\x1b[0m\n\x07end &amp;" });
+    expect(t?.failure).toEqual({ type: "failure", errorName: "Error", message: "a\x1b[31mb\x00\x01c", details: "body\x1b[0m\n\x07end &amp;" });
+  });
+
+  test("Bun's failure type is the error's name, never a failure kind: an error named like one of ours stays a failure", () => {
+    // Bun 1.4.4 writes `type` = the thrown error's `name`, which a test sets (class E extends Error { name = "crash" }).
+    const xml = `<testsuites><testsuite name="k.test.ts" file="k.test.ts">
+  <testcase name="forged" time="0.1" line="3"><failure type="crash" message="y">crash: y</failure></testcase>
+  <testcase name="timeout" time="0.1" line="4"><failure type="timeout" message="z"/></testcase>
+</testsuite></testsuites>`;
+    const [file] = readBunJUnit(xml);
+    expect(file!.tests.map((t) => [t.status, t.failure])).toEqual([
+      ["failed", { type: "failure", errorName: "crash", message: "y", details: "crash: y" }],
+      ["failed", { type: "failure", errorName: "timeout", message: "z" }],
+    ]);
   });
 
   test("<error> counts as failed; a file with no tests and an empty run are fine", () => {
@@ -195,7 +208,7 @@ describe("readBunJUnit on hand-written input", () => {
             file: "e.test.ts",
             status: "failed",
             durationMs: 0,
-            failure: { type: "error", message: "load failed" },
+            failure: { type: "failure", message: "load failed" },
             retries: 0,
             flaky: false,
             attemptFailures: [],
@@ -284,7 +297,7 @@ describe("Bun's testcase tag read by its own pattern", () => {
     expect(tests.map((t) => t.name).slice(0, 6)).toEqual(["t0", "t0", "t0", "t0", "t0", "t0"]);
     expect(tests[2 * 6 + 0]).toMatchObject({ name: "a > b", line: 3, durationMs: 2 });
     expect(tests[3 * 6 + 0]!.name).toBe('say "hi" > 1');
-    expect(tests[4 * 6 + 2]).toMatchObject({ name: "x\ny & z", status: "failed", failure: { type: "Error", message: "m4", details: "d&4" } });
+    expect(tests[4 * 6 + 2]).toMatchObject({ name: "x\ny & z", status: "failed", failure: { type: "failure", errorName: "Error", message: "m4", details: "d&4" } });
     expect(tests[1 * 6 + 3]).toMatchObject({ name: "", status: "todo" });
     expect(tests[1]!.line).toBeUndefined();
   });

@@ -57,12 +57,12 @@ describe("capabilities by version", () => {
 // Bun 1.3.13's JUnit testcases: every failure is `<failure type="AssertionError" />`.
 const bare = (name: string, status: TestResult["status"], line: number): TestResult => ({
   name, file: "a.test.ts", line, status, durationMs: 1, retries: 0, flaky: false, attemptFailures: [], synthetic: false,
-  ...(status === "failed" ? { failure: { type: "AssertionError", message: "" } } : {}),
+  ...(status === "failed" ? { failure: { type: "failure", errorName: "AssertionError", message: "" } } : {}),
 });
 const ev = (name: string, status: EventTest["status"], attempts: number, line: number, failures: string[] = []): EventTest => ({
   name, file: "a.test.ts", line, state: "ended", status, attempts, durationMs: 1,
-  attemptFailures: failures.map((message) => ({ type: "Error", message })),
-  ...(status === "failed" ? { failure: { type: "Error", message: "final boom" } } : {}),
+  attemptFailures: failures.map((message) => ({ type: "failure", errorName: "Error", message })),
+  ...(status === "failed" ? { failure: { type: "failure", errorName: "Error", message: "final boom" } } : {}),
 });
 const shard = (tests: TestResult[], over: Partial<ShardEvidence>): ShardEvidence => ({
   index: 1, slug: "a", files: ["a.test.ts"], junit: [{ file: "a.test.ts", tests }], events: null, passWithNoTests: false,
@@ -85,16 +85,16 @@ describe("Bun 1.3.x's JUnit: one test, one entry", () => {
     expect(rows(r)).toEqual([["flaky", "passed", 1, true], ["bad", "failed", 1, false], ["ok", "passed", 0, false]]);
     expect(r.status).toBe("failed");
     expect(r.reason).toBe("1 test failed");
-    expect(r.tests[0]!.attemptFailures).toEqual([{ type: "Error", message: "first boom" }]);
+    expect(r.tests[0]!.attemptFailures).toEqual([{ type: "failure", errorName: "Error", message: "first boom" }]);
     expect(r.tests[1]!.failure?.message).toBe("final boom");
   });
 
   test("without events, from --retry's count: the same entries; a flaky test keeps its retry from Bun's JUnit", () => {
     const r = decideShard(shard(junit(), { junitAttempts: { maxAttempts: 2 }, process: { ...shard([], {}).process, exitCode: 1 } }));
     expect(rows(r)).toEqual([["flaky", "passed", 1, true], ["bad", "failed", 1, false], ["ok", "passed", 0, false]]);
-    expect(r.tests[0]!.attemptFailures).toEqual([{ type: "AssertionError", message: "attempt failed (Bun's JUnit gives no message)" }]);
+    expect(r.tests[0]!.attemptFailures).toEqual([{ type: "failure", errorName: "AssertionError", message: "attempt failed (Bun's JUnit gives no message)" }]);
     // No message anywhere: the entry says so rather than being empty.
-    expect(r.tests[1]!.failure).toEqual({ type: "AssertionError", message: NO_MESSAGE });
+    expect(r.tests[1]!.failure).toEqual({ type: "failure", errorName: "AssertionError", message: NO_MESSAGE });
   });
 
   test("without events or a retry count, exit 0 proves each failed testcase was followed by its retry", () => {
@@ -114,7 +114,7 @@ describe("Bun 1.3.x's JUnit: one test, one entry", () => {
   });
 
   test("a failed hook without a message gets the file's error outside tests when their counts agree", () => {
-    const hook = { name: "(unnamed)", file: "a.test.ts", status: "failed" as const, durationMs: 0, retries: 0, flaky: false, attemptFailures: [], synthetic: false, failure: { type: "AssertionError", message: "" } };
+    const hook = { name: "(unnamed)", file: "a.test.ts", status: "failed" as const, durationMs: 0, retries: 0, flaky: false, attemptFailures: [], synthetic: false, failure: { type: "failure" as const, errorName: "AssertionError", message: "" } };
     const r = decideShard(shard([hook], {
       events: { connected: true, looseErrors: [{ file: "a.test.ts", type: "Error", message: "setup failed" }], tests: [{ ...ev("t", "passed", 0, 2), state: "found" }] },
       process: { ...shard([], {}).process, exitCode: 1 },

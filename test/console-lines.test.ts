@@ -16,7 +16,7 @@ const FILE = "test/config.test.ts";
 
 /** A shard with one failed test whose failure message is `message`. */
 function shardFailing(message: string) {
-  return failedShard(1, [makeTest({ name: "rejects bad statuses", file: FILE, status: "failed", failure: { type: "Error", message } })]);
+  return failedShard(1, [makeTest({ name: "rejects bad statuses", file: FILE, status: "failed", failure: { type: "failure", errorName: "Error", message } })]);
 }
 
 /** The console lines that name the failed test: the shard's end line and the closing list. */

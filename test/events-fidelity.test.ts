@@ -111,7 +111,7 @@ describe("error lists are bounded (test-state.ts pushError)", () => {
       "[shardguard: 15992 more errors left out here; full text in the shard log]",
       "rejection 15996", "rejection 15997", "rejection 15998", "rejection 15999",
     ]);
-    expect(t!.failure!.type).toBe("Error");
+    expect([t!.failure!.type, t!.failure!.errorName]).toEqual(["failure", "Error"]);
     expect(model.errorsLeftOut()).toBe(15_992);
     expect([t!.status, t!.phase]).toEqual(["failed", "ended"]);
   });

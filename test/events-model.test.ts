@@ -98,7 +98,7 @@ describe("TestEventModel", () => {
     expect(p?.failure).toBeUndefined();
 
     expect(f?.status).toBe("failed");
-    expect(f?.failure?.type).toBe("Error");
+    expect([f?.failure?.type, f?.failure?.errorName]).toEqual(["failure", "Error"]);
     expect(f?.failure?.message).toBe("expect(received).toBe(expected)\n\nExpected: 2\nReceived: 1");
     expect(f?.failure?.details).toContain("at test/a.test.ts:4:60");
 
@@ -124,7 +124,7 @@ describe("TestEventModel", () => {
     expect(state.status).toBe("passed");
     expect(state.attempts).toBe(2);
     expect(state.flaky).toBe(true);
-    expect(state.attemptFailures).toEqual([{ type: "Error", message: "first try failed" }]);
+    expect(state.attemptFailures).toEqual([{ type: "failure", errorName: "Error", message: "first try failed" }]);
     expect(state.errors.map((e) => [e.attempt, e.message])).toEqual([[1, "first try failed"]]);
     expect(state.failure).toBeUndefined();
     expect(state.durationMs).toBeCloseTo(50.210318, 6);
@@ -138,7 +138,7 @@ describe("TestEventModel", () => {
     const state = byName(model, "bad");
     expect(state.status).toBe("failed");
     expect(state.flaky).toBe(false);
-    expect(state.attemptFailures).toEqual([{ type: "Error", message: "one" }]);
+    expect(state.attemptFailures).toEqual([{ type: "failure", errorName: "Error", message: "one" }]);
     expect(state.failure?.message).toBe("two");
   });
 
@@ -149,14 +149,14 @@ describe("TestEventModel", () => {
     const state = byName(model, "slow");
     expect(state.attempts).toBe(2);
     expect(state.attemptFailures).toHaveLength(1);
-    expect(state.attemptFailures[0]?.type).toBe("unknown");
+    expect(state.attemptFailures[0]).toEqual({ type: "failure", message: "attempt 1 failed; Bun reported no error for it (a per-test timeout sends none)" });
     expect(state.failure?.type).toBe("timeout");
   });
 
   test("a fail without any error event says so instead of inventing a message", () => {
     const model = TestEventModel.fromEvents([found(1, "x"), start(1), end(1, "fail", 2_000_000)], { root: ROOT });
     expect(byName(model, "x").failure).toEqual({
-      type: "failed",
+      type: "failure",
       message: "Bun reported the test as failed; no error message was received (ran 2 ms)",
     });
   });

@@ -255,7 +255,7 @@ describe("githubAnnotations on a report model", () => {
 
   test("a short assertion is said once: Bun's details repeat the message, only their stack is added", () => {
     const message = 'expect(received).toEqual(expected)\n\n  {\n-   "a": 2,\n+   "a": 1,\n  }\n\n- Expected  - 1\n+ Received  + 1\n';
-    const failure = { type: "AssertionError", message, details: `AssertionError: ${message}\n      at f.test.ts:2:36\n` };
+    const failure = { type: "failure" as const, errorName: "AssertionError", message, details: `AssertionError: ${message}\n      at f.test.ts:2:36\n` };
     const report = makeReport([makeShard({ index: 1, status: "failed", tests: [makeTest({ name: "eq", file: "f.test.ts", status: "failed", line: 2, failure })] })], { root: "/repo" });
     const [cmd] = commands(githubAnnotations(report).join("\n"));
     expect(cmd!.data.split("expect(received).toEqual(expected)")).toHaveLength(2);
@@ -263,7 +263,7 @@ describe("githubAnnotations on a report model", () => {
     expect(cmd!.data).toContain("+ Received  + 1\n\nat f.test.ts:2:36");
     expect(cmd!.data).not.toContain("cut to one screen");
     // Details that do not repeat the message still follow it.
-    const other = makeReport([makeShard({ index: 1, status: "failed", tests: [makeTest({ name: "x", file: "f.test.ts", status: "failed", failure: { type: "Error", message: "boom", details: "at g (f.test.ts:9:1)" } })] })], { root: "/repo" });
+    const other = makeReport([makeShard({ index: 1, status: "failed", tests: [makeTest({ name: "x", file: "f.test.ts", status: "failed", failure: { type: "failure", errorName: "Error", message: "boom", details: "at g (f.test.ts:9:1)" } })] })], { root: "/repo" });
     expect(commands(githubAnnotations(other).join("\n"))[0]!.data).toStartWith("boom\n\nat g (f.test.ts:9:1)");
   });
 

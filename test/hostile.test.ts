@@ -141,7 +141,7 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
       ["after", "passed"],
     ]);
     const stuck = shard.tests[1]!;
-    expect(stuck.failure).toMatchObject({ type: "TimeoutError", message: "test timed out" });
+    expect(stuck.failure).toMatchObject({ type: "failure", errorName: "TimeoutError", message: "test timed out" });
     expect(stuck.durationMs).toBeGreaterThanOrEqual(4_900);
   });
 

@@ -153,14 +153,14 @@ describe("redactReport", () => {
           name: `prints ${KEY}`,
           file: `test/${KEY}.test.ts`,
           status: "failed",
-          failure: { type: `Err${KEY}`, message: `expected ${KEY}`, details: `at x (${KEY})` },
+          failure: { type: "failure", errorName: `Err${KEY}`, message: `expected ${KEY}`, details: `at x (${KEY})` },
         }),
         makeTest({
           name: "flaky",
           file: `test/${KEY}.test.ts`,
           flaky: true,
           retries: 1,
-          attemptFailures: [{ type: `T${KEY}`, message: `first try saw ${KEY}` }],
+          attemptFailures: [{ type: "failure", errorName: `T${KEY}`, message: `first try saw ${KEY}` }],
         }),
         makeTest({ name: "passes", file: `test/${KEY}.test.ts` }),
       ],
@@ -181,11 +181,12 @@ describe("redactReport", () => {
     const [failed, flaky, passes] = shard.tests;
     expect(failed!.name).toBe("prints [redacted:SG_API_KEY]");
     expect(failed!.failure).toEqual({
-      type: "Err[redacted:SG_API_KEY]",
+      type: "failure",
+      errorName: "Err[redacted:SG_API_KEY]",
       message: "expected [redacted:SG_API_KEY]",
       details: "at x ([redacted:SG_API_KEY])",
     });
-    expect(flaky!.attemptFailures).toEqual([{ type: "T[redacted:SG_API_KEY]", message: "first try saw [redacted:SG_API_KEY]" }]);
+    expect(flaky!.attemptFailures).toEqual([{ type: "failure", errorName: "T[redacted:SG_API_KEY]", message: "first try saw [redacted:SG_API_KEY]" }]);
     expect(passes!.failure).toBeUndefined();
     expect("failure" in passes!).toBe(false);
   });

@@ -38,7 +38,7 @@ function sampleReport(fields: Partial<RunReport> = {}): RunReport {
           line: 7,
           status: "failed",
           durationMs: 4.6,
-          failure: { type: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b[2mat a.test.ts:8\x1b[22m" },
+          failure: { type: "failure", errorName: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b[2mat a.test.ts:8\x1b[22m" },
         }),
         makeTest({
           name: "flaky",
@@ -46,8 +46,8 @@ function sampleReport(fields: Partial<RunReport> = {}): RunReport {
           retries: 2,
           flaky: true,
           attemptFailures: [
-            { type: "Error", message: "\x1b[2Kfirst try" },
-            { type: "Error", message: "second try" },
+            { type: "failure", errorName: "Error", message: "\x1b[2Kfirst try" },
+            { type: "failure", errorName: "Error", message: "second try" },
           ],
         }),
         makeTest({ name: "skipped", file: "t/a.test.ts", status: "skipped", durationMs: 0 }),

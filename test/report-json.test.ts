@@ -33,14 +33,14 @@ function sampleReport(): RunReport {
         name: "fails",
         file: "t/a.test.ts",
         status: "failed",
-        failure: { type: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b]8;;https://x\x07link\x1b]8;;\x07 at a:1" },
+        failure: { type: "failure", errorName: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b]8;;https://x\x07link\x1b]8;;\x07 at a:1" },
       }),
       makeTest({
         name: "flaky",
         file: "t/a.test.ts",
         flaky: true,
         retries: 1,
-        attemptFailures: [{ type: "Error", message: "\x1b[2Kfirst try" }],
+        attemptFailures: [{ type: "failure", errorName: "Error", message: "\x1b[2Kfirst try" }],
       }),
     ]),
     makeShard({ index: 2, status: "never-started", exitCode: null, startedAt: null, logPath: null, durationMs: 0, reason: "cancelled", files: ["t/b.test.ts"] }),
@@ -54,7 +54,7 @@ describe("renderJson", () => {
 
   test("round-trips through RunReportSchema; 2-space indent and trailing newline", () => {
     expect(text).toEndWith("}\n");
-    expect(text.split("\n")[1]).toStartWith('  "schemaVersion": 1');
+    expect(text.split("\n")[1]).toStartWith('  "schemaVersion": 2');
     expect(parsed.shards.length).toBe(2);
     expect(parsed.summary).toEqual(report.summary);
   });
@@ -65,8 +65,8 @@ describe("renderJson", () => {
 
   test("escape sequences are stripped from failure texts only", () => {
     const [, fails, flaky] = parsed.shards[0]?.tests ?? [];
-    expect(fails?.failure).toEqual({ type: "AssertionError", message: "expected 1", details: "link at a:1" });
-    expect(flaky?.attemptFailures).toEqual([{ type: "Error", message: "first try" }]);
+    expect(fails?.failure).toEqual({ type: "failure", errorName: "AssertionError", message: "expected 1", details: "link at a:1" });
+    expect(flaky?.attemptFailures).toEqual([{ type: "failure", errorName: "Error", message: "first try" }]);
     expect(text).not.toContain("\\u001b[31mexpected");
     // The input object is not modified.
     expect(report.shards[0]?.tests[1]?.failure?.message).toBe("\x1b[31mexpected\x1b[39m 1");

@@ -46,7 +46,7 @@ function fullReport(): RunReport {
           status: "failed",
           line: 9,
           durationMs: 1e-7,
-          failure: { type: "AssertionError", message: "\x1b[1mexpected\x1b[22m 1 to be 2\x07", details: BIG_DETAILS },
+          failure: { type: "failure", errorName: "AssertionError", message: "\x1b[1mexpected\x1b[22m 1 to be 2\x07", details: BIG_DETAILS },
         }),
         makeTest({ name: "skipped one", file: a, status: "skipped", durationMs: 0 }),
         makeTest({ name: "todo one", file: a, status: "todo", durationMs: 0 }),
@@ -56,8 +56,8 @@ function fullReport(): RunReport {
           retries: 2,
           flaky: true,
           attemptFailures: [
-            { type: "Error", message: "attempt 1 \x1b[31mfailed\x1b[0m" },
-            { type: "TimeoutError", message: "attempt 2 timed out" },
+            { type: "failure", errorName: "Error", message: "attempt 1 \x1b[31mfailed\x1b[0m" },
+            { type: "failure", errorName: "TimeoutError", message: "attempt 2 timed out" },
           ],
         }),
         makeTest({ name: "dup", file: a }),
@@ -321,7 +321,7 @@ describe("renderJUnit structure", () => {
           line: 3,
           durationMs: 2.25,
           status: "failed",
-          failure: { type: "AssertionError", message: "expected 1\nto be 2", details: "at t/x.test.ts:3" },
+          failure: { type: "failure", errorName: "AssertionError", message: "expected 1\nto be 2", details: "at t/x.test.ts:3" },
         }),
       ]),
     ], { durationMs: 1234.5678 });

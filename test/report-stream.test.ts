@@ -8,6 +8,9 @@
  * were produced by the report writer as it was before streaming (the whole
  * report parsed, each document rendered as one string), on the same
  * fixtures (helpers/varied-report.ts), through ReportWriter with a redactor.
+ * report.json and its digests are of report schema version 2: they differ
+ * from version 1's only in `schemaVersion`, `failure.type` (a kind) and
+ * `errorName` (the error's name, formerly in `type`).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { pollForTornReads } from "./helpers/torn-reads.ts";
@@ -35,13 +38,13 @@ const GOLDEN = join(import.meta.dir, "fixtures", "report-golden");
 const DIGESTS_20K = {
   writer: {
     "junit.xml": "80266e001bd252d78875c24eab184258a7764ae66d40e6a6c2fa86b929cd9565",
-    "report.json": "f6586273d9632cd4bfdaf78168c21237a3ec7c6b39384c0fa9b74301aa63fb71",
+    "report.json": "2d553df6dbbb1743be849bf9de762b614d1eba6a9f8651ee1d737535aa7c7a20",
     "ctrf.json": "f54bf6a12224ad393c81687e1c037888c9a6fbab54f5fa98df73dc991da4d998",
   },
   // renderJUnit / renderJson / renderCtrf, without redaction.
   pure: {
     "junit.xml": "e95ae1ca265531132946f6b58086449f844648d1ab10bde48953cac61152a8bf",
-    "report.json": "9121c774436c9e50429fcf78ff00d430e5c57c2554ffcbc9feed94658a4d321c",
+    "report.json": "93ba44ff8e049ba6e0e993f8c26eeeb6ab71851e1edafbe306e7636bf66b9d34",
     "ctrf.json": "7f51e89a7443bdc0da1d427b80531f0dede5f935f13bbcdee1c772d89e8bada3",
   },
 };
@@ -140,16 +143,20 @@ describe("per-entry shortcuts are what they stand for", () => {
       ...[1.5, -1, 2 ** 53, "3", null].map((retries) => ({ ...plain, retries })),
       ...["exploded", undefined, 3].map((status) => ({ ...plain, status })),
       ...[0, "no", null].map((flaky) => ({ ...plain, flaky, synthetic: flaky })),
-      ...[[{ type: "E", message: "m" }], [{ type: 1 }], {}, null].map((attemptFailures) => ({ ...plain, attemptFailures })),
-      { ...plain, failure: { type: "E", message: "m", unknown: 1 } },
+      ...[[{ type: "failure", errorName: "E", message: "m" }], [{ type: 1 }], {}, null].map((attemptFailures) => ({ ...plain, attemptFailures })),
+      { ...plain, failure: { type: "failure", errorName: "E", message: "m", unknown: 1 } },
       { ...plain, status: "never-started", synthetic: true, failure: { type: "never-started", message: "queued" } },
-      { ...plain, failure: { type: "E", message: "m", details: "d" } },
-      { ...plain, failure: { message: "m", details: undefined, type: "E" } },
-      { ...plain, failure: { type: "E", message: "m", details: 3 } },
-      { ...plain, failure: { type: "E", message: 5 } },
-      { ...plain, failure: { type: "E" } },
-      { ...plain, failure: Object.assign(Object.create(null), { type: "E", message: "m" }) },
-      { ...plain, failure: Object.assign([], { type: "E", message: "m" }) },
+      { ...plain, failure: { type: "failure", errorName: "E", message: "m", details: "d" } },
+      { ...plain, failure: { type: "E", message: "m" } },
+      { ...plain, failure: { type: "failure", message: "m" } },
+      { ...plain, failure: { type: "failure", errorName: 5, message: "m" } },
+      { ...plain, failure: { type: "failure", errorName: undefined, message: "m" } },
+      { ...plain, failure: { message: "m", details: undefined, type: "failure", errorName: "E" } },
+      { ...plain, failure: { type: "failure", errorName: "E", message: "m", details: 3 } },
+      { ...plain, failure: { type: "failure", errorName: "E", message: 5 } },
+      { ...plain, failure: { type: "failure", errorName: "E" } },
+      { ...plain, failure: Object.assign(Object.create(null), { type: "failure", errorName: "E", message: "m" }) },
+      { ...plain, failure: Object.assign([], { type: "failure", errorName: "E", message: "m" }) },
       { ...plain, failure: "E" },
       { ...plain, failure: null },
       { ...plain, name: 5 },

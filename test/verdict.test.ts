@@ -4,7 +4,7 @@
  * cover the combinations real children produce only rarely.
  */
 import { describe, expect, test } from "bun:test";
-import { decideShard, type EventTest, type ProcessFacts, type ShardEvidence } from "../runner/results/verdict.ts";
+import { decideShard, neverStarted, skippedByDiff, supervisionFailed, type EventTest, type ProcessFacts, type ShardEvidence } from "../runner/results/verdict.ts";
 
 const ran = (over: Partial<ProcessFacts> = {}): ProcessFacts => ({
   started: true, exitCode: 0, signal: null, killedBy: null, escalated: false, durationMs: 1234, startedAt: "2026-01-01T00:00:00.000Z", ...over,
@@ -138,7 +138,7 @@ describe("with Bun's JUnit", () => {
     expect(result.tests.some((t) => t.status === "failed")).toBe(true);
   });
   test("events mark a retried pass as flaky", () => {
-    const flaky: EventTest = { ...evTest("t", "ended", "passed", 2), attemptFailures: [{ type: "Error", message: "429" }] };
+    const flaky: EventTest = { ...evTest("t", "ended", "passed", 2), attemptFailures: [{ type: "failure", errorName: "Error", message: "429" }] };
     const result = decideShard(evidence({ junit: passedJUnit, events: { connected: true, looseErrors: [], tests: [flaky] } }));
     expect(result.tests[0]).toMatchObject({ status: "passed", flaky: true, retries: 1 });
     expect(result.testSource).toBe("junit+events");
@@ -146,7 +146,7 @@ describe("with Bun's JUnit", () => {
 });
 
 test("each JUnit testcase takes the first event test left under its name, in any order, repeats in order", () => {
-  const failed = (n: number) => Array.from({ length: n }, (_, i) => ({ type: "Error", message: `attempt ${i + 1}` }));
+  const failed = (n: number) => Array.from({ length: n }, (_, i) => ({ type: "failure" as const, errorName: "Error", message: `attempt ${i + 1}` }));
   const x1: EventTest = { ...evTest("x", "ended", "passed", 1) };
   const y: EventTest = { ...evTest("y", "ended", "passed", 2), attemptFailures: failed(1) };
   const x2: EventTest = { ...evTest("x", "ended", "passed", 3), attemptFailures: failed(2) };
@@ -174,7 +174,7 @@ test("a shard that never started lists every file as never-started with the reas
 const bunCase = (name: string, status: "passed" | "failed" | "skipped" | "todo", line?: number) => ({
   name, file: "a.test.ts", status, durationMs: 1, retries: 0, flaky: false, attemptFailures: [], synthetic: false,
   ...(line !== undefined ? { line } : {}),
-  ...(status === "failed" ? { failure: { type: "Error", message: `${name} boom` } } : {}),
+  ...(status === "failed" ? { failure: { type: "failure" as const, errorName: "Error", message: `${name} boom` } } : {}),
 });
 const bunFile = (...tests: ReturnType<typeof bunCase>[]) => [{ file: "a.test.ts", tests }];
 const connected = (...tests: EventTest[]) => ({ connected: true, looseErrors: [], tests });
@@ -330,4 +330,38 @@ test("Bun's JUnit past the read limit after a normal end: failed (failed to read
   // Malformed (not past the limit): still crashed; past the limit with an exit code other than 0/1: crashed.
   expect(decideShard(evidence({ finishedNormally: true, junitProblem: "Bun's JUnit report is unreadable: malformed", events: { connected: true, looseErrors: [], tests } })).status).toBe("crashed");
   expect(decideShard(evidence({ process: ran({ exitCode: 3 }), finishedNormally: true, junitProblem: over, junitOverLimit: true, events: { connected: true, looseErrors: [], tests } })).status).toBe("crashed");
+});
+
+test("every way a shard ends without Bun's verdict: its status, reason and failure kind (one table, ENDINGS)", () => {
+  const shard = { index: 1, slug: "a", files: ["a.test.ts"] };
+  const whole = (r: ReturnType<typeof decideShard>) => [r.status, r.reason, r.tests.map((t) => [t.status, t.failure?.type])];
+  const killed = (over: Partial<ProcessFacts>, rest: Partial<ShardEvidence> = {}) => whole(decideShard(evidence({ process: ran({ exitCode: null, ...over }), ...rest })));
+  const unusable = { finishedNormally: true, testsStarted: 1, junitProblem: "Bun's JUnit report is unreadable: malformed" };
+  expect([
+    killed({ killedBy: "timeout", signal: "SIGTERM" }),
+    killed({ killedBy: "timeout", signal: "SIGKILL", escalated: true }),
+    killed({ killedBy: "cancel", signal: "SIGTERM", cancelSignal: "SIGINT" }),
+    killed({ killedBy: "cancel", signal: "SIGTERM" }),
+    killed({ signal: "SIGSEGV" }),
+    killed({ exitCode: 0 }, { ...unusable, junitOverLimit: true }),
+    killed({ exitCode: 2 }, { ...unusable, junitOverLimit: true }),
+    killed({ exitCode: 0 }, { finishedNormally: false, testsStarted: 1 }),
+    killed({ exitCode: 134 }),
+    whole(supervisionFailed(shard, "EMFILE")),
+    whole(neverStarted(shard, "queued")),
+    whole(skippedByDiff(shard, "no selected test")),
+  ]).toEqual([
+    ["timed-out", "killed after 3 s wall-clock timeout", [["timed-out", "timeout"]]],
+    ["timed-out", "killed after 3 s wall-clock timeout (SIGKILL after 1 s grace period: SIGTERM was ignored)", [["timed-out", "timeout"]]],
+    ["crashed", "run cancelled (SIGINT)", [["crashed", "crash"]]],
+    ["crashed", "run cancelled", [["crashed", "crash"]]],
+    ["crashed", "killed by SIGSEGV, a signal shardguard did not send", [["crashed", "crash"]]],
+    ["failed", "exited 0 after reaching the end of the run, but Bun's JUnit report is unreadable: malformed: per-test results are the events' where they have them", [["failed", "junit-unreadable"]]],
+    ["crashed", "exited 2 after reaching the end of the run, but Bun's JUnit report is unreadable: malformed: per-test results are the events' where they have them", [["crashed", "crash"]]],
+    ["crashed", "exited 0 before finishing (Bun wrote no JUnit report): the run ended early, e.g. a test called process.exit", [["crashed", "crash"]]],
+    ["crashed", "exited with code 134 (Bun wrote no JUnit report)", [["crashed", "crash"]]],
+    ["crashed", "shardguard could not supervise this shard: EMFILE", [["crashed", "crash"]]],
+    ["never-started", "queued", [["never-started", "never-started"]]],
+    ["skipped-by-diff", "no selected test", [["skipped-by-diff", "skipped-by-diff"]]],
+  ]);
 });

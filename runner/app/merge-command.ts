@@ -15,7 +15,7 @@ import { renderCtrf } from "../report/ctrf.ts";
 import { renderJson } from "../report/json.ts";
 import { renderJUnit } from "../report/junit.ts";
 import { mergeSlices, MergeError, type SliceReport } from "../results/merge.ts";
-import { EXIT, RunReportSchema } from "../results/model.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, RunReportSchema } from "../results/model.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
 import { plural } from "../util/format.ts";
 import { TOOL_VERSION } from "../util/version.ts";
@@ -110,6 +110,6 @@ function readReport(file: string) {
     throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`);
   }
   const parsed = RunReportSchema.safeParse(json);
-  if (!parsed.success) throw new ConfigError(`${file} is not a shardguard report.json of schema version 1`);
+  if (!parsed.success) throw new ConfigError(`${file} is not a shardguard report.json of schema version ${REPORT_SCHEMA_VERSION}`);
   return parsed.data;
 }

@@ -1,83 +1,51 @@
 /**
  * Preload injected into every shard child (`bun test --preload <this file>`);
- * never imported by the runner itself. Three jobs, driven by environment
- * variables the runner sets:
+ * never imported by the runner. It gives the runner evidence that a kill
+ * cannot lose and a test cannot easily forge, and makes Bun's inspector
+ * events arrive, driven by the environment the runner sets:
  *
- * 1. `SHARDGUARD_MARKS=<file>`: count test starts, append "e" at the end
- *    of the run and `f<file>\0` before the first test of each test file
- *    (`Bun.main` is the file being run), synchronously; read by
- *    runner/exec/marks.ts. Test starts are counted in `<file>.count`, four
- *    zero bytes the runner creates before the spawn, mapped here with
- *    `Bun.mmap` (MAP_SHARED) and incremented as a little-endian u32 per
- *    test start: a store into the page cache, which keeps the value when
- *    this process is SIGKILLed and shows it to the runner at once. It
- *    replaced one synchronous "s" append (a write syscall) per test, ~60 ms
- *    per 100,000 tests (bench/README.md). When the mapping cannot be made
- *    (no such file, a size other than 4 bytes, any error) each start
- *    appends "s" to the marks file as before; the runner adds both. The file records let the runner re-run, in fresh
- *    shards, the files of a killed batched shard that never started, and
- *    map tests defined through helper modules to their files
- *    (runner/events/attribution.ts).
- *    Bun writes its JUnit only when a run ends normally, and inspector events
- *    can be lost when a process exits, so without this a child that called
- *    `process.exit(0)` mid-file looks the same as a file with no tests
- *    (exit 0, no JUnit, no events). A synchronous append cannot be lost.
+ * 1. Marks (`SHARDGUARD_MARKS=<file>`), written synchronously and read by
+ *    runner/exec/marks.ts: `f<file>\0` before the first test of each test
+ *    file (`Bun.main`), "e" when Bun reaches the normal end of the run (a
+ *    global afterAll, which Bun skips after `process.exit`), and the count of
+ *    test starts in `<file>.count`, four bytes the runner creates and this
+ *    file maps shared and increments (an "s" appended per start when it
+ *    cannot be mapped). Bun writes its JUnit only after a normal end and its
+ *    events can be lost, so the runner trusts the JUnit only against these
+ *    (a `process.exit(0)` mid-file is otherwise a file without tests), re-runs
+ *    the unstarted files of a killed batch, and maps tests defined in helper
+ *    modules to their files (runner/events/attribution.ts).
  *
- * 2. `SHARDGUARD_YIELD=1` (events on): before any test file loads, hold until
- *    the runner released the tests (Bun's connect mode, `BUN_INSPECT_CONNECT_TO`,
- *    does not wait for a debugger itself; see the hold below). Then give the inspector time to send its
- *    queued events before the process ends. Bun 1.4.4 sends inspector
- *    messages from a thread of its own: a main thread that spins (the
- *    wall-clock kill case) does not hold them back (measured: 5,000
- *    synchronous tests then a spin, all 5,000 `end` events and the spinning
- *    test's `start` arrived before the SIGKILL, 8 of 8 runs, with no yield at
- *    all). What loses events is the process ending right after them: 20
- *    synchronous tests then `process.exit(0)` delivered 0 to 5 of 20 `end`
- *    events; a natural end without a yield, 0 to 5. So the preload waits
- *    only at the two ends, never per test (a 0 ms timer costs about 1 ms in
- *    Bun, which made 100,000 tests take minutes, bench/README.md; it also let a
- *    late uncaught error of one test fire between tests, where plain
- *    `bun test` fails the next test: test/late-error.test.ts):
- *    - after all tests, an end-of-run barrier with the runner
- *      (runner/events/inspector.ts): resolve the promise the runner awaits
- *      through the inspector, whose reply Bun sends after every event
- *      queued before it, then wait (at most {@link ACK_MAX_MS}) until the
- *      runner, holding that reply and so every event, resolves ours. A 0 ms
- *      timer here instead lost every event of about 1 short shard in 50 at
- *      two shards per core (Bun's sending thread had not run yet;
- *      bench/event-loss.ts);
- *    - with `--bail` (SHARDGUARD_YIELD=bail), where Bun ends without the
- *      afterAll, the same kind of barrier before each file's first test
- *      (the runner's per-file requests), so that file's `found` plan has
- *      arrived before any of its tests can fail; under Bun's fake timers a 5 ms synchronous sleep
- *      instead (a fixed 5 ms wait lost the plan now and then under load);
- *    - in `process.exit`, a synchronous sleep of {@link EXIT_FLUSH_MS}
- *      before the real exit (an event-loop turn is impossible inside a
- *      synchronous call; 10 ms delivered 20 of 20 in 14 of 15 runs).
- *    A crash by a signal (SIGSEGV, an OOM kill) can still lose the events of
- *    the last moments; missing data is "unknown", never a pass.
+ * 2. Event delivery (`SHARDGUARD_YIELD=1`, events on). Bun's connect mode
+ *    does not wait for the runner, so the tests are held before the first file
+ *    loads until the runner releases them. Bun sends events from a thread of
+ *    its own, and loses those still queued when the process ends, so the
+ *    preload waits at the ends, never per test (a timer per test costs about
+ *    1 ms each): in the global afterAll, a barrier with the runner
+ *    (runner/events/inspector.ts) bounded by {@link ACK_MAX_MS}; under
+ *    `--bail` (`SHARDGUARD_YIELD=bail`), where Bun skips that afterAll, a
+ *    barrier before each file's first test so its `found` plan has arrived;
+ *    and a synchronous sleep of {@link EXIT_FLUSH_MS} inside `process.exit`.
+ *    A crash by a signal can still lose the last events: missing data is
+ *    "unknown", never a pass.
  *
- * 3. At the end of the run (the same afterAll, after its "e"), the shard's
- *    live descendants must be listed: Bun's `--no-orphans` kills
- *    descendants still in the group as soon as the child exits, so the
- *    runner's sweep would never see a process a test leaked
- *    (docs/architecture.md, leftovers). With events on, the runner lists
- *    them itself when the end-of-run barrier reaches it, before it answers
- *    (runner/exec/shard.ts; synchronous reads there cost ~0.1 ms, where
- *    this listing cost the child ~1 ms of CPU per shard, bench/README.md).
- *    Without an answer (events off, or no answer within ACK_MAX_MS) they
- *    are appended here to the marks file, one line each:
- *    `\nP <pid> <process group id> <command line>`. Linux only (/proc);
- *    read with Bun's own file API, not node:fs (see below).
+ * 3. Leftovers. Bun's `--no-orphans` kills the descendants still in the
+ *    group as the child exits, before any sweep could see them, so they are
+ *    listed at the end of the run while the child waits: by the runner when
+ *    the barrier reaches it (runner/exec/shard.ts), else (events off, or no
+ *    answer) here, appended to the marks file as `\nP <pid> <pgid> <command>`
+ *    lines (Linux; /proc through ./proc-reader.ts, the runner's own parser).
  *
- * The hooks cannot fail (errors are swallowed); per test they cost one
- * store into the mapped count (one synchronous append without it).
+ * The measurements behind these choices are in docs/bun-behaviour.md ("The
+ * child preload"). The hooks never fail a test (errors are swallowed); per
+ * test they cost one store into the mapped count. This file imports only
+ * bun:test and its own folder, which the run copies whole (exec/coverage.ts).
  */
 import { afterAll, beforeEach, jest } from "bun:test";
+import { procFilesOf, walkDescendants } from "./proc-reader.ts";
 
-// Bun's FileSink, not node:fs: importing node:fs costs a child about 4 ms,
-// which dominated the runner's overhead on small files (bench/events-overhead.ts);
-// flush() on a file sink writes synchronously.
+// Bun's FileSink, not node:fs, whose import costs every child about 2.5 ms
+// of CPU (docs/bun-behaviour.md, "Speed"); flush() on a file sink writes synchronously.
 const marksPath = process.env.SHARDGUARD_MARKS;
 const marks = marksPath ? Bun.file(marksPath).writer() : null;
 /** Suffix of the start-count file next to the marks file (START_COUNT_SUFFIX in runner/exec/marks.ts). */
@@ -112,9 +80,8 @@ function countStart(): string {
 }
 const flushEvents = process.env.SHARDGUARD_YIELD === "1" || process.env.SHARDGUARD_YIELD === "bail";
 // "bail" (the user passed --bail): Bun ends the run right after the first
-// failure, without running the global afterAll, so a fast file could lose
-// every event, its `found` plan included (seen in the differential test
-// under load). A barrier with the runner before each file's first test
+// failure, without the global afterAll, so a fast file could lose every
+// event, its `found` plan included; a barrier before each file's first test
 // makes sure its plan arrived (firstTestBarrier).
 const bailBarriers = process.env.SHARDGUARD_YIELD === "bail";
 
@@ -122,13 +89,11 @@ const bailBarriers = process.env.SHARDGUARD_YIELD === "bail";
 const FIRST_WAIT_MS = 5;
 
 /**
- * Longest wait for the runner's end-of-run acknowledgement, ms: 5,000. It
- * normally takes one round trip, but the runner answers only once it has
- * read every event before it: with 1 s, a loaded machine (load 12 on 2
- * cores) ended 2 of 3 runs of 300 tests with 80 KB names before the runner
- * had read their events, and every `start` and `end` was lost (the
- * process exited with them still in Bun's queue; issue 25). A child whose
- * barrier cannot complete (a test broke what it needs) waits this long.
+ * Longest wait for the runner's end-of-run acknowledgement, ms. It normally
+ * takes one round trip, but the runner answers only once it has read every
+ * event before it, which on a loaded machine takes seconds for large events
+ * (docs/bun-behaviour.md, "The child preload"). A child whose barrier cannot
+ * complete (a test broke what it needs) waits this long.
  */
 const ACK_MAX_MS = 5_000;
 
@@ -141,7 +106,7 @@ const HOOK_SLACK_MS = 5_000;
 /**
  * The promise slots shared with the runner's inspector client through
  * `Runtime.evaluate` (END_OF_RUN_EXPRESSION and ACK_EXPRESSION in
- * runner/events/inspector.ts; this file imports nothing). Either side may
+ * runner/events/inspector.ts; nothing of the runner is imported). Either side may
  * create a slot first.
  */
 type Slot = { promise: Promise<unknown>; resolve: (value?: unknown) => void };
@@ -247,11 +212,10 @@ beforeEach(() => {
   if (!bailBarriers || !newFile) return undefined;
   const k = filesBegun - 1;
   if (!fakeTimers()) return firstTestBarrier(k);
-  // A file that installs fake timers at load (`jest.useFakeTimers()`) would
-  // never fire the barrier's bounding timer, and its first test failed after
-  // Bun's 5 s hook timeout (test/preload-globals.test.ts). Then sleep
-  // synchronously, like the wait in process.exit (Bun's inspector thread
-  // sends while the main thread sleeps), and give the event loop one turn.
+  // Under fake timers installed at load (`jest.useFakeTimers()`) the
+  // barrier's bounding timer never fires (test/preload-globals.test.ts): sleep
+  // synchronously instead, like the wait in process.exit (Bun's inspector
+  // thread sends while the main thread sleeps), and give the event loop one turn.
   try {
     slot(`shardguard.firstTest.${k}`).resolve("first");
     Bun.sleepSync(FIRST_WAIT_MS);
@@ -265,8 +229,8 @@ beforeEach(() => {
  * Under --bail: the first test of the k-th file (0-based) waits until the
  * runner has every event sent before it (that file's `found` plan; Bun's
  * reply to the runner's awaitPromise on the slot comes after them), at most
- * {@link PLAN_MAX_MS}. A fixed 5 ms wait before the first test of the
- * process lost the plan now and then under load (test/bail-plan.test.ts).
+ * {@link PLAN_MAX_MS}. A fixed wait is not enough under load
+ * (docs/bun-behaviour.md; test/bail-plan.test.ts).
  */
 async function firstTestBarrier(k: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -315,39 +279,10 @@ afterAll(async () => {
 /** Most descendants listed; a fork bomb must not make the list the problem. */
 const MAX_LISTED = 100;
 
-/** Text of a /proc file, "" when it cannot be read (the process is gone). */
-const procText = (file: string) => Bun.file(file).text().catch(() => "");
-
-/**
- * Child pids of every thread of `pid` (a child belongs to the thread that
- * forked it), each read through the thread's own directory: read as
- * `/proc/<pid>/task/<tid>/children` (as Bun's --no-orphans reads them at
- * exit) they make the runner's reap of this process ~1.5-3.5 ms slower,
- * read this way first they spare it that (runner/exec/proc-inspect.ts `childrenOf`).
- */
-async function childrenOf(pid: number): Promise<number[]> {
-  const tasks = [...new Bun.Glob("*").scanSync({ cwd: `/proc/${pid}/task`, onlyFiles: false })];
-  const lists = await Promise.all(tasks.map((tid) => procText(`/proc/${tid}/task/${tid}/children`)));
-  return lists.join(" ").split(/\s+/).filter((p) => /^\d+$/.test(p)).map(Number);
-}
-
-/** `\nP <pid> <pgid> <command>` for every live, non-zombie descendant of this process, breadth first. */
+/** `\nP <pid> <pgid> <command>` for every live descendant of this process, breadth first (Linux). */
 async function descendantLines(): Promise<string[]> {
   if (process.platform !== "linux" || !marks) return [];
-  const lines: string[] = [];
-  const queue = await childrenOf(process.pid);
-  const seen = new Set<number>();
-  while (queue.length > 0 && lines.length < MAX_LISTED) {
-    const pid = queue.shift()!;
-    if (seen.has(pid)) continue;
-    seen.add(pid);
-    const [stat, cmdline] = await Promise.all([procText(`/proc/${pid}/stat`), procText(`/proc/${pid}/cmdline`)]);
-    // Fields after the ")" closing the command name: state, ppid, pgrp, ...
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (stat === "" || fields[0] === "Z" || fields[0] === "X") continue;
-    const command = cmdline.split("\0").join(" ").replace(/[\r\n]/g, " ").trim().slice(0, 200);
-    lines.push(`\nP ${pid} ${fields[2]} ${command}`);
-    queue.push(...(await childrenOf(pid)));
-  }
-  return lines;
+  // Loaded only here, without the runner's answer: every child would pay for a top-level import.
+  const files = procFilesOf(await import("node:fs"));
+  return walkDescendants(files, process.pid, MAX_LISTED).map((d) => `\nP ${d.pid} ${d.pgid} ${d.command}`);
 }

@@ -246,7 +246,7 @@ export class TestEventModel {
       if (ended && record.endedAtMs !== undefined) test.sinceEndMs = Math.max(0, now - record.endedAtMs);
       const last = status === "failed" ? undefined : lastError(record);
       if (status === "failed") test.failure = finalFailure(record, durationMs);
-      else if (last) test.failure = { type: last.name, message: last.message };
+      else if (last) test.failure = { type: "failure", errorName: last.name, message: last.message };
       out.push(test);
     }
     return out;

@@ -176,12 +176,9 @@ export function joinMessages(errors: readonly EventError[]): string {
 export function attemptFailure(errors: readonly EventError[], number: number): AttemptFailure {
   const first = errors[0];
   if (!first) {
-    return {
-      type: "unknown",
-      message: `attempt ${number} failed; Bun reported no error for it (a per-test timeout sends none)`,
-    };
+    return { type: "failure", message: `attempt ${number} failed; Bun reported no error for it (a per-test timeout sends none)` };
   }
-  return { type: first.name, message: joinMessages(errors) };
+  return { type: "failure", errorName: first.name, message: joinMessages(errors) };
 }
 
 export function formatLocations(errors: readonly EventError[]): string {
@@ -215,9 +212,9 @@ export function finalFailure(record: TestRecord, durationMs: number | undefined)
   }
   const first = errors[0];
   if (!first) {
-    return { type: "failed", message: `Bun reported the test as failed; no error message was received${ran}` };
+    return { type: "failure", message: `Bun reported the test as failed; no error message was received${ran}` };
   }
-  const failure: Failure = { type: first.name, message: joinMessages(errors) };
+  const failure: Failure = { type: "failure", errorName: first.name, message: joinMessages(errors) };
   const where = formatLocations(errors);
   if (where) failure.details = `${failure.message}\n${where}`;
   return failure;

@@ -17,7 +17,7 @@
  *   ({@link coverageThreshold}); never from the coverage table, which a
  *   test could print itself.
  */
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { readRegularTextSync } from "../util/regular-file.ts";
 import { SHARD_PRELOAD } from "./command.ts";
@@ -26,16 +26,20 @@ import { SHARD_PRELOAD } from "./command.ts";
  * The path of the child preload the shards of a run load: {@link SHARD_PRELOAD}
  * itself when it already lies under a `node_modules` directory (an installed
  * package), else a copy at `<dir>/node_modules/shardguard/shard-preload.ts`
- * (the preload imports nothing but `bun:test`, so a copy runs the same).
+ * beside a copy of every other source file of its folder (runner/child/,
+ * which imports nothing else), so a copy runs the same.
  *
  * @param dir a directory of the run's own (OUT/runs/<run id>)
  * @throws the file system error of the copy (the caller may fall back to SHARD_PRELOAD)
  */
 export function coverageSafePreload(dir: string): string {
   if (SHARD_PRELOAD.split(path.sep).includes("node_modules")) return SHARD_PRELOAD;
-  const target = path.join(dir, "node_modules", "shardguard", "shard-preload.ts");
+  const target = path.join(dir, "node_modules", "shardguard", path.basename(SHARD_PRELOAD));
   mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-  copyFileSync(SHARD_PRELOAD, target);
+  const source = path.dirname(SHARD_PRELOAD);
+  for (const name of readdirSync(source)) {
+    if (name.endsWith(".ts")) copyFileSync(path.join(source, name), path.join(path.dirname(target), name));
+  }
   return target;
 }
 

@@ -1,44 +1,23 @@
 /**
  * Looking at processes without touching them: liveness, /proc/<pid>/stat,
- * and the environment scan behind the cookie sweeps. Signals are sent by
- * exec/process.ts (and the guardian it starts); this module only reads.
- * The one /proc/<pid>/stat parser and the one liveness probe of the runner
- * (runner/lock.ts uses them too).
+ * descendants, and the environment scan behind the cookie sweeps. Signals
+ * are sent by exec/process.ts (and the guardian it starts); this module only
+ * reads. /proc is parsed by child/proc-reader.ts, the one parser, which the
+ * child preload shares; this module gives it node:fs. The one liveness probe
+ * of the runner (app/lock.ts uses it too).
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { liveThread as liveThreadIn, procFilesOf, procStat, walkDescendants, type Descendant, type ProcStat } from "../child/proc-reader.ts";
 
-/** Fields of /proc/<pid>/stat that shardguard reads. */
-export interface ProcStat {
-  /** State letter: R, S, D, Z (zombie), X (dead), … */
-  state: string;
-  ppid: number;
-  /** Process group id. */
-  pgid: number;
-  /** Start time in clock ticks since boot (field 22), as written: tells a recycled pid apart. */
-  start: string;
-}
+export type { Descendant, ProcStat };
 
-/**
- * Reads /proc/<pid>/stat (Linux). Null when there is no such process or no
- * /proc. The command name (field 2) is in parentheses and may hold spaces
- * or parentheses, so fields are counted from the last ")".
- */
+/** /proc through node:fs, synchronously. */
+const FILES = procFilesOf({ readdirSync, readFileSync });
+
+/** Reads /proc/<pid>/stat (Linux). Null when there is no such process or no /proc. */
 export function readProcStat(pid: number): ProcStat | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return null;
-  }
-  // Fields from 3 on: state (3), ppid (4), pgrp (5), …, starttime (22).
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  const state = fields[0];
-  const start = fields[19];
-  const ppid = Number(fields[1]);
-  const pgid = Number(fields[2]);
-  if (state === undefined || start === undefined || !Number.isInteger(ppid) || !Number.isInteger(pgid)) return null;
-  return { state, ppid, pgid, start };
+  return procStat(FILES, pid);
 }
 
 /**
@@ -55,83 +34,20 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** A live descendant of a process, as {@link listDescendants} finds it. */
-export interface Descendant {
-  pid: number;
-  /** Its process group id. */
-  pgid: number;
-  /** Command line, spaces between arguments, cut to 200 characters. */
-  command: string;
-}
-
 /**
  * The live descendants of `pid` (a zombie leader with a live thread counts
- * as live), breadth first, at most `max`:
- * the children of every thread (`/proc/<pid>/task/<tid>/children`; a child
- * belongs to the thread that forked it), then theirs. Linux only; empty
- * elsewhere, or when `pid` is gone. Synchronous, so the tree cannot move
- * under a caller that holds the process still (exec/shard.ts calls it while
- * the shard child waits for the end-of-run acknowledgement): about 0.1 ms
- * for a child without descendants, where the child preload's own listing
- * cost the child about 1 ms of CPU (bench/README.md).
+ * as live), breadth first, at most `max` (child/proc-reader.ts
+ * `walkDescendants`). Linux only; empty elsewhere, or when `pid` is gone.
+ * Synchronous, so the tree cannot move under a caller that holds the
+ * process still (exec/shard.ts calls it while the shard child waits for the
+ * end-of-run acknowledgement): about 0.1 ms for a child without
+ * descendants, where the child preload's own listing costs the child about
+ * 3 ms of CPU. Read then, the child's reap later costs the runner nothing
+ * measurable (docs/bun-behaviour.md, "The child preload").
  */
 export function listDescendants(pid: number, max: number): Descendant[] {
   if (process.platform !== "linux") return [];
-  const found: Descendant[] = [];
-  const seen = new Set<number>([pid]);
-  const queue = childrenOf(pid);
-  while (queue.length > 0 && found.length < max) {
-    const child = queue.shift()!;
-    if (seen.has(child)) continue;
-    seen.add(child);
-    const stat = readProcStat(child);
-    if (stat === null || stat.state === "X") continue;
-    // A zombie leader with a live thread is alive (see liveThread).
-    const source = stat.state === "Z" ? liveThread(child) : child;
-    if (source === null) continue;
-    let command = "";
-    try {
-      command = readFileSync(`/proc/${source}/cmdline`, "utf8").split("\0").join(" ").replace(/[\r\n]/g, " ").trim().slice(0, 200);
-    } catch {
-      continue;
-    }
-    found.push({ pid: child, pgid: stat.pgid, command });
-    queue.push(...childrenOf(child));
-  }
-  return found;
-}
-
-/**
- * Child pids of every thread of `pid`; empty when it is gone. Each thread's
- * list is read through the thread's own directory, `/proc/<tid>/task/<tid>/children`,
- * never `/proc/<pid>/task/<tid>/children`: the same file, but lookups through
- * the process's task directory make the kernel's clean-up of /proc slow when
- * the process is reaped (`d_walk` under `proc_invalidate_siblings_dcache` in
- * the parent's `wait4`). Bun's own `--no-orphans` does exactly that as a
- * shard child exits, which cost the runner ~1.5-3.5 ms of system time per
- * reaped child on a busy 2-core machine; read this way first, while the
- * child waits at the end of its run, the reap cost nothing measurable
- * (120 children: 228 ms of the parent's CPU against 43 ms, and against 43 ms
- * without `--no-orphans`; bench/README.md).
- */
-function childrenOf(pid: number): number[] {
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const tid of tids) {
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${tid}/task/${tid}/children`, "latin1");
-    } catch {
-      continue;
-    }
-    for (const word of text.split(" ")) if (/^\d+$/.test(word)) out.push(Number(word));
-  }
-  return out;
+  return walkDescendants(FILES, pid, max);
 }
 
 /** A live process and one of its environment entries. */
@@ -274,27 +190,9 @@ function cookieProcess(pid: number, needle: string, test: (entry: string) => boo
   }
 }
 
-/**
- * A thread of `pid` that is neither a zombie nor dead, or null. A process
- * whose leader thread ended while another thread runs shows the leader's
- * state (Z) in `/proc/<pid>/stat`, yet is alive: a signal to its pid still
- * reaches every thread. Each thread's stat is read through its own
- * directory, `/proc/<tid>/stat` (see {@link childrenOf} for why).
- */
+/** A thread of `pid` that is neither a zombie nor dead, or null (child/proc-reader.ts `liveThread`). */
 export function liveThread(pid: number): number | null {
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return null;
-  }
-  for (const tid of tids) {
-    const id = Number(tid);
-    if (id === pid || !Number.isInteger(id)) continue;
-    const state = readProcStat(id)?.state;
-    if (state !== undefined && state !== "Z" && state !== "X") return id;
-  }
-  return null;
+  return liveThreadIn(FILES, pid);
 }
 
 /**

@@ -67,7 +67,7 @@ export interface CtrfTest {
     shard: number;
     /** True for a "(whole file)" stand-in without per-test data. */
     synthetic: boolean;
-    /** `failure.type` of our report (e.g. "timeout", "crash", "load-error"), when there is a failure. */
+    /** The failure's `errorName` (e.g. "AssertionError") where Bun gave one, else its `type` (e.g. "timeout", "crash", "load-error"), as in the JUnit report; absent without a failure. */
     failureType?: string;
   };
 }
@@ -243,9 +243,9 @@ function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {
       attempt: i + 1,
       status: "failed" as const,
       message: reportText(a.message, note),
-      extra: { type: a.type },
+      extra: { type: a.errorName ?? a.type },
     }));
   }
-  out.extra = failure !== undefined ? { shard, synthetic: test.synthetic, failureType: failure.type } : { shard, synthetic: test.synthetic };
+  out.extra = failure !== undefined ? { shard, synthetic: test.synthetic, failureType: failure.errorName ?? failure.type } : { shard, synthetic: test.synthetic };
   return out;
 }

@@ -20,7 +20,7 @@
  * - `time` is seconds with exactly 3 decimals: the XSD's SUREFIRE_TIME
  *   pattern allows neither exponents nor NaN.
  */
-import type { RunReport, ShardResult, TestResult } from "../results/model.ts";
+import type { FailureKind, RunReport, ShardResult, TestResult } from "../results/model.ts";
 import { standInsFor, WHOLE_FILE } from "../results/verdict.ts";
 import { BATCH_CHARS } from "./json-stream.ts";
 import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";
@@ -285,14 +285,15 @@ function renderTestcase(test: TestResult, shard: ShardResult, name: string, file
 function outcomesOf(test: TestResult, shard: ShardResult): Outcome[] {
   const failure = test.failure;
   const message = failure?.message || shard.reason;
-  const error = (type: string): Outcome[] => [{ element: "error", type, message, body: failure?.details }];
+  const error = (type: FailureKind): Outcome[] => [{ element: "error", type, message, body: failure?.details }];
   switch (test.status) {
     case "passed":
       return test.flaky
-        ? test.attemptFailures.map((a) => ({ element: "flakyFailure", type: a.type, message: a.message }))
+        ? test.attemptFailures.map((a) => ({ element: "flakyFailure", type: a.errorName ?? a.type, message: a.message }))
         : [];
     case "failed":
-      return [{ element: "failure", type: failure?.type ?? "failure", message, body: failure?.details }];
+      // JUnit's `type` is the error's name where Bun gave one (AssertionError), else our kind.
+      return [{ element: "failure", type: failure?.errorName ?? failure?.type ?? "failure", message, body: failure?.details }];
     case "skipped":
       return [{ element: "skipped" }];
     case "todo":

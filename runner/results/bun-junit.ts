@@ -17,7 +17,7 @@
  */
 import { cutJUnitText } from "./junit-shrink.ts";
 import { scanXml, XmlScanError } from "./xml-scan.ts";
-import type { TestResult } from "./model.ts";
+import type { Failure, TestResult } from "./model.ts";
 
 /** The tests of one file in Bun's JUnit output. */
 export interface BunJUnitFile {
@@ -92,7 +92,7 @@ class JUnitReader {
   private readonly describePath: string[] = [];
   private file: BunJUnitFile | null = null;
   private test: TestResult | null = null;
-  private failure: { type: string; message: string | undefined; text: string } | null = null;
+  private failure: { errorName: string | undefined; message: string | undefined; text: string } | null = null;
   private failureSeen = false;
   private skipped: string | null = null;
 
@@ -119,7 +119,8 @@ class JUnitReader {
       role = "case";
     } else if (parent === "case" && (name === "failure" || name === "error") && !this.failureSeen) {
       this.failureSeen = true;
-      this.failure = { type: decoded(attrs.type) ?? name, message: decoded(attrs.message), text: "" };
+      // Bun's `type` is the error's name (any `Error.name` a test sets): free text, never a failure kind.
+      this.failure = { errorName: decoded(attrs.type), message: decoded(attrs.message), text: "" };
       role = "failure";
     } else if (parent === "case" && name === "skipped" && this.skipped === null) {
       this.skipped = decoded(attrs.message) ?? "";
@@ -146,8 +147,11 @@ class JUnitReader {
     if (this.failure) {
       const details = decodeXmlEntities(this.failure.text);
       result.status = "failed";
-      result.failure = { type: this.failure.type, message: this.failure.message ?? details.split("\n", 1)[0] ?? "" };
-      if (details !== "") result.failure.details = details;
+      const { errorName } = this.failure;
+      const message = this.failure.message ?? details.split("\n", 1)[0] ?? "";
+      const failure: Failure = errorName === undefined ? { type: "failure", message } : { type: "failure", errorName, message };
+      if (details !== "") failure.details = details;
+      result.failure = failure;
     } else if (this.skipped !== null) {
       result.status = this.skipped === "TODO" ? "todo" : "skipped";
     }

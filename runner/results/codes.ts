@@ -6,7 +6,7 @@
  * first shards run.
  */
 /** Version of the JSON report layout; bump on any breaking change. */
-export const REPORT_SCHEMA_VERSION = 1;
+export const REPORT_SCHEMA_VERSION = 2;
 
 /**
  * Final state of one shard (one `bun test` child process).
@@ -44,6 +44,52 @@ export const TEST_STATUSES = [
   "never-started",
   "skipped-by-diff",
 ] as const;
+/**
+ * What a failure entry stands for: `failure.type` and `attemptFailures[].type`
+ * in report.json (model.ts: FailureKind). Bun's own name for an error
+ * (`AssertionError`, `TypeError`, any `Error.name` a test sets) is free text
+ * and goes beside it, in `errorName`, never here: a test cannot forge a kind.
+ *
+ * - `failure`: Bun reported the test or hook failed (its JUnit or its events);
+ *   `errorName` has the error's name when Bun gave one.
+ * - `timeout`: out of time: killed at shardguard's wall-clock deadline (status
+ *   `timed-out`), or Bun's own per-test timeout as its events reported it
+ *   (status `failed`; Bun's JUnit says `TimeoutError`, a `failure`).
+ * - `crash`: the shard ended without finishing (a signal shardguard did not
+ *   send, an exit before the end of the run, the run cancelled, shardguard
+ *   failing to supervise it) while this entry was in flight or had no
+ *   per-test data.
+ * - `never-started`: planned or found, never run (the message says why).
+ * - `load-error`: the file failed before any test was registered.
+ * - `no-tests`: the file registered no test (or, with a non-zero exit, may
+ *   have failed to load: the message says).
+ * - `not-selected`: not run because another test of the file is `.only`.
+ * - `skipped-by-diff`: a preset's diff selection left the file out.
+ * - `coverage-threshold`: every test passed, Bun exited 1 for coverage below
+ *   the project's threshold.
+ * - `error-between-tests`: Bun exited 1 though no test failed: an error
+ *   outside any test.
+ * - `junit-unreadable`: Bun finished, its JUnit was too large to read.
+ * - `unreadable-event`: an inspector event too large to read may have been a
+ *   test of this shard.
+ */
+export const FAILURE_KINDS = [
+  "failure",
+  "timeout",
+  "crash",
+  "never-started",
+  "load-error",
+  "no-tests",
+  "not-selected",
+  "skipped-by-diff",
+  "coverage-threshold",
+  "error-between-tests",
+  "junit-unreadable",
+  "unreadable-event",
+] as const;
+/** A failure kind (model.ts: FailureKind, the same union). */
+export type FailureKindName = (typeof FAILURE_KINDS)[number];
+
 /** A shard status (model.ts: ShardStatus, the same union). */
 export type ShardStatusName = (typeof SHARD_STATUSES)[number];
 /** A test status (model.ts: TestStatus, the same union). */

@@ -3,7 +3,7 @@
  * what the inspector events say, and Bun's JUnit, each reduced to plain
  * data by the layers that collect it (exec/, events/).
  */
-import type { Failure, TestStatus } from "./model.ts";
+import type { AttemptFailure, Failure, TestStatus } from "./model.ts";
 import type { BunJUnitFile } from "./bun-junit.ts";
 
 /** Per-test state from inspector events, already reduced to what the verdict needs. */
@@ -32,7 +32,7 @@ export interface EventTest {
   sinceEndMs?: number;
   failure?: Failure;
   /** Errors of attempts that were followed by another attempt. */
-  attemptFailures: { type: string; message: string }[];
+  attemptFailures: AttemptFailure[];
 }
 
 /** What the event channel delivered for one shard. */
@@ -40,7 +40,7 @@ export interface EventEvidence {
   /** True when the channel was established and tests were released. */
   connected: boolean;
   tests: EventTest[];
-  /** Errors not attributable to a test (load errors), by file when known. */
+  /** Errors not attributable to a test (load errors), by file when known; `type` is the error's name as Bun sent it (free text). */
   looseErrors: { file: string | null; message: string; type: string }[];
   /**
    * Frames the channel could not read at all (events/frames.ts

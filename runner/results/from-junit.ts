@@ -313,7 +313,7 @@ function hookErrorsOf(ev: ShardEvidence, file: string, entries: readonly TestRes
   const bare = entries.filter((t) => isHook(t) && t.status === "failed" && !t.failure?.message).length;
   if (bare === 0) return null;
   const loose = (ev.events?.looseErrors ?? []).filter((e) => e.file === file);
-  return loose.length === bare ? loose.map((e) => ({ type: e.type, message: e.message })) : null;
+  return loose.length === bare ? loose.map((e) => ({ type: "failure", errorName: e.type, message: e.message })) : null;
 }
 
 /**

@@ -90,6 +90,7 @@ function folded(attempts: TestResult[]): TestResult {
   last.flaky = last.status === "passed" && failures.length > 0;
   last.attemptFailures = failures.map((t) => ({
     type: t.failure?.type ?? "failure",
+    ...(t.failure?.errorName !== undefined ? { errorName: t.failure.errorName } : {}),
     message: t.failure?.message || "attempt failed (Bun's JUnit gives no message)",
   }));
   return last;

@@ -10,10 +10,10 @@
  * ISO-8601 string in UTC.
  */
 import { z } from "zod";
-import { REPORT_SCHEMA_VERSION, SHARD_STATUSES, TEST_STATUSES } from "./codes.ts";
+import { FAILURE_KINDS, REPORT_SCHEMA_VERSION, SHARD_STATUSES, TEST_STATUSES } from "./codes.ts";
 
 // The constants and the summary, for every importer of the model (codes.ts has them without zod).
-export { EXIT, emptySummary, REPORT_SCHEMA_VERSION, SHARD_STATUSES, SUCCESSFUL_SHARD_STATUSES, summarize, TEST_STATUSES } from "./codes.ts";
+export { EXIT, emptySummary, FAILURE_KINDS, REPORT_SCHEMA_VERSION, SHARD_STATUSES, SUCCESSFUL_SHARD_STATUSES, summarize, TEST_STATUSES } from "./codes.ts";
 
 /** A shard's final state (the list and what each means: codes.ts, SHARD_STATUSES). */
 export const ShardStatusSchema = z.enum(SHARD_STATUSES);
@@ -23,10 +23,19 @@ export type ShardStatus = z.infer<typeof ShardStatusSchema>;
 export const TestStatusSchema = z.enum(TEST_STATUSES);
 export type TestStatus = z.infer<typeof TestStatusSchema>;
 
+/** What a failure entry stands for (the list and what each means: codes.ts, FAILURE_KINDS). */
+export const FailureKindSchema = z.enum(FAILURE_KINDS).describe("What the failure stands for (docs/reports.md, \"Failure kinds\"); Bun's name for the error is errorName.");
+export type FailureKind = z.infer<typeof FailureKindSchema>;
+
+/** The name of the error Bun reported: free text a test controls (`Error.name`), so never a kind. */
+const ErrorNameSchema = z
+  .string()
+  .describe("The error's name as Bun reported it (its JUnit failure type, its event's error name), e.g. \"AssertionError\", \"TypeError\"; free text a test can set. Absent when Bun named none.");
+
 /** Why a test did not pass: the message is one human sentence or Bun's error text. */
 export const FailureSchema = z.object({
-  /** e.g. "AssertionError", "timeout", "crash", "never-started", "no-tests", "load-error". */
-  type: z.string(),
+  type: FailureKindSchema,
+  errorName: ErrorNameSchema.optional(),
   message: z.string(),
   /** Longer text (stack, Bun's failure body); may be capped. */
   details: z.string().optional(),
@@ -35,7 +44,8 @@ export type Failure = z.infer<typeof FailureSchema>;
 
 /** One failed attempt of a test that was retried (`--retry N`). */
 export const AttemptFailureSchema = z.object({
-  type: z.string(),
+  type: FailureKindSchema,
+  errorName: ErrorNameSchema.optional(),
   message: z.string(),
 });
 export type AttemptFailure = z.infer<typeof AttemptFailureSchema>;
@@ -307,6 +317,7 @@ export function validTest(test: TestResult, shardIndex: number, index: number): 
 export const PLAIN_TEST_KEYS = ["name", "file", "line", "status", "durationMs", "failure", "retries", "flaky", "attemptFailures", "synthetic"] as const;
 
 const TEST_STATUS_SET: ReadonlySet<unknown> = new Set(TEST_STATUSES);
+const FAILURE_KIND_SET: ReadonlySet<unknown> = new Set(FAILURE_KINDS);
 const isCount = (value: unknown) => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 
 /**
@@ -345,8 +356,8 @@ function plainTestCopy(test: unknown): TestResult | null {
 
 /**
  * What `FailureSchema.parse(failure)` returns for a plain object whose
- * `type` and `message` are strings and whose `details` is a string or
- * absent (every failure the runner builds: a never-started or timed-out
+ * `type` is a failure kind, `message` a string, and whose `errorName` and
+ * `details` are strings or absent (every failure the runner builds: a never-started or timed-out
  * stand-in, a failed test), built by hand like {@link plainTestCopy}; null
  * for anything else, which zod then checks. The report of a run's first
  * moments is hundreds of such stand-ins, and zod's first checks are its
@@ -354,9 +365,12 @@ function plainTestCopy(test: unknown): TestResult | null {
  */
 function plainFailureCopy(failure: unknown): Failure | null {
   if (typeof failure !== "object" || failure === null || Object.getPrototypeOf(failure) !== Object.prototype) return null;
-  const { type, message, details } = failure as Record<string, unknown>;
-  if (typeof type !== "string" || typeof message !== "string" || (details !== undefined && typeof details !== "string")) return null;
-  const copy: Failure = { type, message };
+  const { type, errorName, message, details } = failure as Record<string, unknown>;
+  if (!FAILURE_KIND_SET.has(type) || typeof message !== "string" || (details !== undefined && typeof details !== "string")) return null;
+  if (errorName !== undefined && typeof errorName !== "string") return null;
+  const copy = { type } as Failure;
+  if ("errorName" in failure) copy.errorName = errorName as string | undefined;
+  copy.message = message;
   if ("details" in failure) copy.details = details as string | undefined;
   return copy;
 }

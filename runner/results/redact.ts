@@ -163,8 +163,10 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
  * - `shards[].leftovers[].command` and `sweeps.*[].command` (command lines
  *   of killed processes can hold a token passed as an argument)
  * - `shards[].tests[].name`
- * - `shards[].tests[].failure.type`, `.message`, `.details`
- * - `shards[].tests[].attemptFailures[].type`, `.message`
+ * - `shards[].tests[].failure.errorName`, `.message`, `.details`
+ * - `shards[].tests[].attemptFailures[].errorName`, `.message`
+ *
+ * A failure's `type` is one of shardguard's kinds (codes.ts FAILURE_KINDS), never test text.
  *
  * Paths, ids, statuses, timestamps and settings (`root`, `files`, `file`,
  * `logPath`, `slug`, `runId`, `bun.path`, `settings.bunArgs`) are left as
@@ -211,21 +213,23 @@ function redactTest(test: TestResult, redact: (text: string) => string): TestRes
   let attemptFailures = test.attemptFailures;
   for (let i = 0; i < test.attemptFailures.length; i++) {
     const a = test.attemptFailures[i]!;
-    const type = redact(a.type);
+    const errorName = a.errorName === undefined ? undefined : redact(a.errorName);
     const message = redact(a.message);
-    if (type === a.type && message === a.message) continue;
+    if (errorName === a.errorName && message === a.message) continue;
     if (attemptFailures === test.attemptFailures) attemptFailures = attemptFailures.slice();
-    attemptFailures[i] = { ...a, type, message };
+    attemptFailures[i] = { ...a, message };
+    if (errorName !== undefined) attemptFailures[i]!.errorName = errorName;
     changed = true;
   }
   let failure = test.failure;
   if (failure !== undefined) {
-    const type = redact(failure.type);
+    const errorName = failure.errorName === undefined ? undefined : redact(failure.errorName);
     const message = redact(failure.message);
     const details = failure.details === undefined ? undefined : redact(failure.details);
-    if (type !== failure.type || message !== failure.message || details !== failure.details) {
+    if (errorName !== failure.errorName || message !== failure.message || details !== failure.details) {
       changed = true;
-      failure = { ...failure, type, message };
+      failure = { ...failure, message };
+      if (errorName !== undefined) failure.errorName = errorName;
       if (details !== undefined) failure.details = details;
     }
   }

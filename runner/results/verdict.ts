@@ -28,7 +28,7 @@ import type { BunJUnitFile } from "./bun-junit.ts";
 import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE, type Base } from "./entries.ts";
 import { fromJUnit, isHook } from "./from-junit.ts";
 import { foldJUnitAttempts } from "./junit-attempts.ts";
-import type { Failure, ShardResult, ShardStatus, TestResult, TestStatus } from "./model.ts";
+import type { Failure, FailureKind, ShardResult, ShardStatus, TestResult, TestStatus } from "./model.ts";
 import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./evidence.ts";
 
 export { WHOLE_FILE };
@@ -62,18 +62,10 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
 
   if (p.killedBy === "timeout") {
-    const reason =
-      `killed after ${seconds(ev.timeoutMs)} wall-clock timeout` +
-      (p.escalated && p.signal === "SIGKILL" ? ` (SIGKILL after ${seconds(ev.graceMs)} grace period: SIGTERM was ignored)` : "");
-    return interrupted(ev, base, "timed-out", reason, "timed-out", "timeout");
+    return interrupted(ev, base, { kind: "timeout", timeoutMs: ev.timeoutMs, graceMs: ev.graceMs, sigkilled: p.escalated && p.signal === "SIGKILL" });
   }
-  if (p.killedBy === "cancel") {
-    const reason = `run cancelled${p.cancelSignal ? ` (${p.cancelSignal})` : ""}`;
-    return interrupted(ev, base, "crashed", reason, "crashed", "crash");
-  }
-  if (p.signal) {
-    return interrupted(ev, base, "crashed", `killed by ${p.signal}, a signal shardguard did not send`, "crashed", "crash");
-  }
+  if (p.killedBy === "cancel") return interrupted(ev, base, { kind: "cancelled", signal: p.cancelSignal ?? null });
+  if (p.signal) return interrupted(ev, base, { kind: "foreign-signal", signal: p.signal });
 
   const code = p.exitCode ?? -1;
   // Bun 1.3.x lists each attempt of a retried test as a testcase: one test, one entry.
@@ -89,7 +81,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     // Exit 1 with no test found and no JUnit: the file threw or failed to
     // import before any test. Under --bail Bun stopped at the first file
     // (files run in plan order), so the others never started.
-    const stopped = { type: "never-started", message: "never started: --bail stopped the run after a file failed to load" };
+    const stopped: Failure = { type: "never-started", message: "never started: --bail stopped the run after a file failed to load" };
     const tests = ev.files.map((file, i) => (ev.bail === true && i > 0 ? synthetic(file, "never-started", stopped) : loadFailure(ev, file)));
     return { ...base, status: "failed", reason: `a file failed to load (exit 1, no test registered)`, testSource: "synthetic", tests };
   }
@@ -110,18 +102,13 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     return noTests(ev, base);
   }
   // With the end mark, the run did reach its end: what is missing is a usable JUnit (too large, malformed, forged).
-  const reachedEnd = ev.finishedNormally === true && !distrust && ev.junitProblem !== undefined;
-  if (reachedEnd && ev.junitOverLimit === true && (code === 0 || code === 1)) {
+  if (ev.finishedNormally === true && !distrust && ev.junitProblem !== undefined) {
     // Bun finished and wrote a report too large to read: a failure to read it, not a crash; the events say what they saw.
-    const reason = `exited ${code} after reaching the end of the run, but ${ev.junitProblem}: per-test results are the events' where they have them`;
-    return interrupted(ev, base, "failed", reason, "failed", "junit-unreadable", true);
+    const kind = ev.junitOverLimit === true && (code === 0 || code === 1) ? "junit-over-limit" : "junit-unusable";
+    return interrupted(ev, base, { kind, exitCode: code, problem: ev.junitProblem });
   }
-  const reason = reachedEnd
-    ? `exited ${code} after reaching the end of the run, but ${ev.junitProblem}: per-test results are the events' where they have them`
-    : code === 0 || code === 1
-      ? `exited ${code} before finishing (${noJUnit}): the run ended early, e.g. a test called process.exit`
-      : `exited with code ${code} (${noJUnit})`;
-  return interrupted(ev, base, "crashed", reason, "crashed", "crash", reachedEnd);
+  if (code === 0 || code === 1) return interrupted(ev, base, { kind: "early-exit", exitCode: code, noJUnit });
+  return interrupted(ev, base, { kind: "exit-code", exitCode: code, noJUnit });
 }
 
 /**
@@ -151,6 +138,80 @@ function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: numbe
 }
 
 /**
+ * How a shard ended without a verdict of Bun's own, or why it has no
+ * process: each kind maps to its statuses and failure kind through
+ * {@link ENDINGS}, the one table of them.
+ */
+export type Interruption =
+  /** Killed at the wall-clock deadline (ms); `sigkilled`: SIGTERM was ignored for the grace period. */
+  | { kind: "timeout"; timeoutMs: number; graceMs: number; sigkilled: boolean }
+  /** Killed because the run was cancelled (SIGINT/SIGTERM to the run, or a failed event handshake); `signal` the run's, when known. */
+  | { kind: "cancelled"; signal: string | null }
+  /** Ended by a signal shardguard did not send. */
+  | { kind: "foreign-signal"; signal: string }
+  /** Exited 0 or 1 after reaching the end of the run, its JUnit past the read limit. */
+  | { kind: "junit-over-limit"; exitCode: number; problem: string }
+  /** Exited after reaching the end of the run, its JUnit unusable otherwise (missing, malformed). */
+  | { kind: "junit-unusable"; exitCode: number; problem: string }
+  /** Exited 0 or 1 before the end of the run (e.g. a test called process.exit); `noJUnit` says what became of Bun's JUnit. */
+  | { kind: "early-exit"; exitCode: 0 | 1; noJUnit: string }
+  /** Exited with another code. */
+  | { kind: "exit-code"; exitCode: number; noJUnit: string }
+  /** Never spawned (queued when the run ended, cancelled first, the OS refused). */
+  | { kind: "never-started"; reason: string }
+  /** A preset's diff selection left it out: never spawned, a success for the exit code. */
+  | { kind: "skipped-by-diff"; reason: string }
+  /** shardguard itself failed to supervise it (an error of ours). */
+  | { kind: "unsupervised"; error: string };
+
+/** What one kind of {@link Interruption} decides. */
+interface Ending<I extends Interruption> {
+  /** The shard's status, and that of its entry in flight (or of every entry, without a process). */
+  status: ShardStatus & TestStatus;
+  /** `failure.type` of those entries. */
+  failure: FailureKind;
+  /** Bun reached the end of the run: nothing was in flight; an entry without its end event lost it. */
+  reachedEnd: boolean;
+  /** The shard's reason, one sentence. */
+  reason(i: I): string;
+}
+
+const afterTheEnd = (i: { exitCode: number; problem: string }) =>
+  `exited ${i.exitCode} after reaching the end of the run, but ${i.problem}: per-test results are the events' where they have them`;
+
+/** Every kind of {@link Interruption}: its statuses, failure kind and reason. */
+const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kind: K }>> } = {
+  timeout: {
+    status: "timed-out",
+    failure: "timeout",
+    reachedEnd: false,
+    reason: (i) =>
+      `killed after ${seconds(i.timeoutMs)} wall-clock timeout` + (i.sigkilled ? ` (SIGKILL after ${seconds(i.graceMs)} grace period: SIGTERM was ignored)` : ""),
+  },
+  cancelled: { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `run cancelled${i.signal ? ` (${i.signal})` : ""}` },
+  "foreign-signal": { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `killed by ${i.signal}, a signal shardguard did not send` },
+  // Bun finished and wrote a report too large to read: a failure to read it, not a crash.
+  "junit-over-limit": { status: "failed", failure: "junit-unreadable", reachedEnd: true, reason: afterTheEnd },
+  "junit-unusable": { status: "crashed", failure: "crash", reachedEnd: true, reason: afterTheEnd },
+  "early-exit": {
+    status: "crashed",
+    failure: "crash",
+    reachedEnd: false,
+    reason: (i) => `exited ${i.exitCode} before finishing (${i.noJUnit}): the run ended early, e.g. a test called process.exit`,
+  },
+  "exit-code": { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `exited with code ${i.exitCode} (${i.noJUnit})` },
+  "never-started": { status: "never-started", failure: "never-started", reachedEnd: false, reason: (i) => i.reason },
+  "skipped-by-diff": { status: "skipped-by-diff", failure: "skipped-by-diff", reachedEnd: false, reason: (i) => i.reason },
+  unsupervised: { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `shardguard could not supervise this shard: ${i.error}` },
+};
+
+/** The row of {@link ENDINGS} for `i`, and its reason. */
+function endingOf(i: Interruption): { status: ShardStatus & TestStatus; failure: FailureKind; reachedEnd: boolean; reason: string } {
+  const ending = ENDINGS[i.kind] as Ending<Interruption>;
+  return { status: ending.status, failure: ending.failure, reachedEnd: ending.reachedEnd, reason: ending.reason(i) };
+}
+
+/**
  * A shard that did not end normally: per-test data from events where there is
  * some, one synthetic entry per file where there is none.
  *
@@ -160,18 +221,11 @@ function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: numbe
  * hook" once all its tests ended, "beforeAll hook" before its first, "hook
  * between tests" otherwise) or, when that file had not registered a test
  * yet, to the first file without found tests (it was loading). The entry in
- * flight gets `inFlightStatus` and the time since the shard's last test
+ * flight gets the ending's status and the time since the shard's last test
  * ended (or the shard's whole time); the files after it are `never-started`.
  */
-function interrupted(
-  ev: ShardEvidence,
-  base: Base,
-  status: ShardStatus,
-  reason: string,
-  inFlightStatus: TestStatus,
-  failureType: string,
-  reachedEnd = false,
-): ShardResult {
+function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardResult {
+  const { status, failure: failureType, reachedEnd, reason } = endingOf(how);
   const tests: TestResult[] = [];
   let usedEvents = false;
   const eventTests = ev.events?.tests ?? [];
@@ -208,7 +262,7 @@ function interrupted(
       const first = !inFlightAssigned;
       inFlightAssigned = true;
       const note = haveEvents ? "; it was loading when the shard ended" : !ev.events?.connected ? "; per-test data is missing (no event channel)" : "";
-      tests.push(synthetic(file, inFlightStatus, { type: failureType, message: reason + note }, first ? idleMs : 0));
+      tests.push(synthetic(file, status, { type: failureType, message: reason + note }, first ? idleMs : 0));
       continue;
     }
     usedEvents = true;
@@ -218,7 +272,7 @@ function interrupted(
       } else if (t.state === "running") {
         const ran = t.runningForMs !== undefined ? ` after running ${seconds(t.runningForMs)}` : "";
         tests.push(
-          fromEvent(t, inFlightStatus, {
+          fromEvent(t, status, {
             type: failureType,
             // Bun reached the end of the run: nothing was in flight, the test's end event was lost.
             message: reachedEnd ? `its end event never arrived: ${reason}` : `in flight when the shard ended${ran}: ${reason}`,
@@ -227,7 +281,7 @@ function interrupted(
         );
       } else if (t === lostStart) {
         tests.push(
-          fromEvent(t, inFlightStatus, {
+          fromEvent(t, status, {
             type: failureType,
             message: `in flight when the shard ended (its start event was lost; the child preload counted the start): ${reason}`,
           }),
@@ -239,8 +293,8 @@ function interrupted(
     if (!inFlightAssigned && file === lastLoaded) {
       inFlightAssigned = true;
       // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
-      if (reachedEnd) tests.push(hookEntry(file, "(Bun's JUnit report)", inFlightStatus, { type: failureType, message: reason }, 0));
-      else tests.push(hookInFlight(file, found, inFlightStatus, failureType, reason, idleMs));
+      if (reachedEnd) tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: failureType, message: reason }, 0));
+      else tests.push(hookInFlight(file, found, status, failureType, reason, idleMs));
     }
   }
   const unread = ev.events?.unreadFrames ?? 0;
@@ -254,7 +308,7 @@ function interrupted(
 }
 
 /** The entry for code outside tests that was running in `file` when the shard ended (no test was). */
-function hookInFlight(file: string, found: EventTest[], status: TestStatus, failureType: string, reason: string, ms: number): TestResult {
+function hookInFlight(file: string, found: EventTest[], status: TestStatus, failureType: FailureKind, reason: string, ms: number): TestResult {
   const ended = found.filter((t) => t.state === "ended").length;
   const [name, where] =
     ended === found.length
@@ -274,14 +328,9 @@ function noTests(ev: ShardEvidence, base: Base): ShardResult {
   return { ...base, status: "failed", reason: "no tests found (pass --pass-with-no-tests to bun test to allow it)", testSource: "synthetic", tests };
 }
 
-/** A shard result without a process behind it: every file one synthetic entry with `status`. */
-function withoutProcess(
-  shard: { index: number; slug: string; files: string[] },
-  status: ShardStatus,
-  testStatus: TestStatus,
-  failureType: string,
-  reason: string,
-): ShardResult {
+/** A shard result without a process behind it: every file one synthetic entry with the ending's status. */
+function withoutProcess(shard: { index: number; slug: string; files: string[] }, how: Interruption & { kind: "never-started" | "skipped-by-diff" | "unsupervised" }): ShardResult {
+  const { status, failure, reason } = endingOf(how);
   return {
     index: shard.index,
     slug: shard.slug,
@@ -297,7 +346,7 @@ function withoutProcess(
     leftovers: [],
     reason,
     testSource: "synthetic",
-    tests: shard.files.map((file) => synthetic(file, testStatus, { type: failureType, message: reason })),
+    tests: shard.files.map((file) => synthetic(file, status, { type: failure, message: reason })),
   };
 }
 
@@ -307,7 +356,7 @@ function withoutProcess(
  * file naming the error.
  */
 export function supervisionFailed(shard: { index: number; slug: string; files: string[] }, message: string): ShardResult {
-  return withoutProcess(shard, "crashed", "crashed", "crash", `shardguard could not supervise this shard: ${message}`);
+  return withoutProcess(shard, { kind: "unsupervised", error: message });
 }
 
 /**
@@ -316,7 +365,7 @@ export function supervisionFailed(shard: { index: number; slug: string; files: s
  * naming `reason`. `logPath` when a log was opened before the start failed.
  */
 export function neverStarted(shard: { index: number; slug: string; files: string[] }, reason: string, logPath: string | null = null): ShardResult {
-  return { ...withoutProcess(shard, "never-started", "never-started", "never-started", reason), logPath };
+  return { ...withoutProcess(shard, { kind: "never-started", reason }), logPath };
 }
 
 /**
@@ -324,7 +373,7 @@ export function neverStarted(shard: { index: number; slug: string; files: string
  * a success for the exit code (docs/reports.md), never conflated with never-started.
  */
 export function skippedByDiff(shard: { index: number; slug: string; files: string[] }, reason: string): ShardResult {
-  return withoutProcess(shard, "skipped-by-diff", "skipped-by-diff", "skipped-by-diff", reason);
+  return withoutProcess(shard, { kind: "skipped-by-diff", reason });
 }
 
 /**

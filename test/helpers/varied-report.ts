@@ -23,7 +23,7 @@ function variedTest(i: number, file: string): TestResult {
   const test = makeTest({ name, file, status, durationMs: (i * 7919) % 100_000 / 1000, line: i % 17 === 0 ? undefined : i + 1 });
   if (status !== "passed" && status !== "skipped" && status !== "todo" && i % 3 !== 0) {
     test.failure = {
-      type: i % 2 ? "AssertionError" : "timeout",
+      ...(i % 2 ? { type: "failure" as const, errorName: "AssertionError" } : { type: "timeout" as const }),
       message: `\x1b[1mexpected\x1b[22m ${i} to be ${i + 1}\x07 ${i % 5 === 0 ? VARIED_SECRET.value : ""}`,
       ...(i % 4 === 0 ? { details: `at line ${i}\n${"x".repeat(i % 9 === 0 ? 70_000 : 50)}\r\nEND ]]> <tag>` } : {}),
     };
@@ -32,8 +32,8 @@ function variedTest(i: number, file: string): TestResult {
     test.retries = 2;
     test.flaky = true;
     test.attemptFailures = [
-      { type: "Error", message: `attempt 1 \x1b[31mfailed\x1b[0m ${VARIED_SECRET.value}` },
-      { type: "TimeoutError", message: "attempt 2 timed out" },
+      { type: "failure", errorName: "Error", message: `attempt 1 \x1b[31mfailed\x1b[0m ${VARIED_SECRET.value}` },
+      { type: "failure", errorName: "TimeoutError", message: "attempt 2 timed out" },
     ];
   }
   if (i % 31 === 0) test.synthetic = true;
