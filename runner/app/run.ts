@@ -341,7 +341,7 @@ export class Run {
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
     // Never names a file this run did not write.
-    const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf } : null;
+    const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html } : null;
     this.console.onRunEnd(report, paths, this.filterMatchedNothing);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
@@ -390,8 +390,8 @@ export class Run {
    */
   private reportWriter(): Promise<ReportWriter> {
     this.writerLoaded ??= import("./report-writer.ts").then(({ ReportWriter }) => {
-      const { junit, json, ctrf } = this.inputs.settings;
-      this.writer = new ReportWriter({ junit, json, ctrf, runDir: () => this.runDir }, this.inputs.redact, (message) => this.inputs.out.line(message));
+      const { junit, json, ctrf, html } = this.inputs.settings;
+      this.writer = new ReportWriter({ junit, json, ctrf, html, runDir: () => this.runDir }, this.inputs.redact, (message) => this.inputs.out.line(message));
       return this.writer;
     });
     return this.writerLoaded;
