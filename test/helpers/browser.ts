@@ -61,8 +61,12 @@ export async function clickFilter(page: Page, status: string): Promise<void> {
 
 /** Types into the search box and waits out its debounce. */
 export async function searchFor(page: Page, text: string): Promise<void> {
-  await page.$eval("#search", (e) => ((e as unknown as { value: string }).value = ""));
-  await page.type("#search", text);
+  // Cleared as a user would (an input event), then typed key by key.
+  await page.$eval("#search", (e) => {
+    (e as unknown as { value: string }).value = "";
+    e.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  if (text !== "") await page.type("#search", text);
   await new Promise((r) => setTimeout(r, 400));
 }
 
