@@ -8,9 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser } from "puppeteer-core";
+import { checkReportPaths } from "../runner/app/preflight.ts";
+import { holdsOurReport } from "../runner/app/refused.ts";
+import { parseArgs } from "../runner/config/args.ts";
+import { resolveSettings } from "../runner/config/load.ts";
+import { ConfigError } from "../runner/config/schema.ts";
 import { renderHtml, shardResources } from "../runner/report/html.ts";
 import { PAGE_SCRIPT, PAGE_CSS } from "../runner/report/html-page.ts";
 import { layoutTimeline } from "../runner/report/html-timeline.ts";
@@ -66,6 +71,56 @@ function embedded(html: string): { tests: unknown[][]; files: string[]; shards: 
   if (!m) throw new Error("no data element");
   return JSON.parse(m[1]!);
 }
+
+describe("the html setting", () => {
+  const resolve = (argv: string[], env: Record<string, string> = {}, bunfig?: string) => {
+    const dir = makeSuite(bunfig === undefined ? { "a.test.ts": "" } : { "a.test.ts": "", "bunfig.toml": bunfig }, "sg-html-config-");
+    return { dir, settings: resolveSettings({ args: parseArgs(argv, "run"), env, cwd: dir, defaultBun: process.execPath }) };
+  };
+  const refusal = (argv: string[], env: Record<string, string> = {}, bunfig?: string) => {
+    try {
+      resolve(argv, env, bunfig);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as Error).message;
+    }
+    throw new Error("accepted");
+  };
+
+  test("default OUT/report.html; bunfig.toml (from the root) < SHARDGUARD_HTML < --html (from the working directory)", () => {
+    const plain = resolve([]);
+    expect(plain.settings.html).toBe(path.join(plain.dir, ".shardguard", "report.html"));
+    const out = resolve(["--out", "o"]);
+    expect(out.settings.html).toBe(path.join(out.dir, "o", "report.html"));
+    const toml = '[shardguard]\nhtml = "t/page.html"\n';
+    const fromToml = resolve([], {}, toml);
+    expect(fromToml.settings.html).toBe(path.join(fromToml.dir, "t", "page.html"));
+    const fromEnv = resolve([], { SHARDGUARD_HTML: "e.html" }, toml);
+    expect(fromEnv.settings.html).toBe(path.join(fromEnv.dir, "e.html"));
+    const fromFlag = resolve(["--html", "f.html"], { SHARDGUARD_HTML: "e.html" }, toml);
+    expect(fromFlag.settings.html).toBe(path.join(fromFlag.dir, "f.html"));
+  });
+
+  test("bad values: one line naming the source and what is accepted", () => {
+    expect(refusal(["--html", ""])).toBe('invalid --html "": expected a non-empty path');
+    expect(refusal([], {}, "[shardguard]\nhtml = 3\n")).toBe("invalid bunfig.toml [shardguard] html 3: expected a non-empty path");
+    expect(refusal(["--html", "r.json", "--json", "r.json"])).toMatch(/^invalid --html ".*r\.json": it is also the --json path; each report needs its own file$/);
+    const { dir, settings } = resolve(["--html", "sub"]);
+    mkdirSync(path.join(dir, "sub"));
+    expect(() => checkReportPaths(settings, [])).toThrow(/^invalid --html ".*sub": it is a directory; expected a regular file path/);
+    expect(() => checkReportPaths({ ...settings, html: path.join(dir, "a.test.ts") }, [path.join(dir, "a.test.ts")])).toThrow(/--html .*: it is one of the planned test files/);
+  });
+
+  test("a refused run removes an earlier report.html, and only one shardguard wrote", () => {
+    const { dir } = resolve([]);
+    const ours = path.join(dir, "ours.html");
+    const theirs = path.join(dir, "theirs.html");
+    writeFileSync(ours, renderHtml(reportOf([shard({})])));
+    writeFileSync(theirs, "<!DOCTYPE html><title>mine</title>");
+    expect(holdsOurReport(ours, "html")).toBe(true);
+    expect(holdsOurReport(theirs, "html")).toBe(false);
+  });
+});
 
 describe("report.html's text", () => {
   const hostileName = "ends </script><script>alert(1)</script> and <!-- here \u2028 line \u2029 para";
