@@ -11,6 +11,8 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser } from "puppeteer-core";
+import { describeRun } from "../runner/app/bg/status.ts";
+import { sentinelLine } from "../runner/app/bg/record.ts";
 import { checkReportPaths } from "../runner/app/preflight.ts";
 import { holdsOurReport } from "../runner/app/refused.ts";
 import { parseArgs } from "../runner/config/args.ts";
@@ -120,6 +122,21 @@ describe("the html setting", () => {
     expect(holdsOurReport(ours, "html")).toBe(true);
     expect(holdsOurReport(theirs, "html")).toBe(false);
   });
+});
+
+test("status of a finished background run names its report.html; while it runs, not yet", async () => {
+  const dir = makeSuite({}, "sg-html-status-");
+  const runDir = path.join(dir, "out", "runs", "r1");
+  mkdirSync(runDir, { recursive: true });
+  const report = reportOf([shard({})]);
+  writeFileSync(path.join(runDir, "report.json"), JSON.stringify(report));
+  writeFileSync(path.join(runDir, "report.html"), renderHtml(report));
+  const log = path.join(dir, "bg.log");
+  const record = { id: "b1", backend: "local" as const, log, root: dir, out: path.join(dir, "out"), lock: "default", pid: null, procStart: null, startedAt: new Date().toISOString(), runId: "r1", ci: null };
+  writeFileSync(log, `header\n${sentinelLine(1)}\n`);
+  expect(await describeRun(record)).toContain(`  report ${path.join(runDir, "report.html")}`);
+  writeFileSync(log, "header\n");
+  expect((await describeRun(record)).some((l) => l.includes("report.html"))).toBe(false);
 });
 
 describe("report.html's text", () => {
