@@ -6,10 +6,12 @@
  * per slot of each slice. Timings of opening it: bench/html-report.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import type { Browser } from "puppeteer-core";
-import type { RunReport } from "../runner/results/model.ts";
+import { renderHtml } from "../runner/report/html.ts";
+import { summarize, type RunReport, type ShardResult } from "../runner/results/model.ts";
 import { clickFilter, launchBrowser, openReport, renderedStatuses, searchFor, shownCount } from "./helpers/browser.ts";
 import { makeSuite, readReport, runCli } from "./helpers/cli.ts";
 
@@ -126,6 +128,70 @@ describe("report.html of a merged two-slice run", () => {
     await page.click("#rows .row");
     await page.waitForSelector("#detail:not([hidden])");
     expect(await page.$eval("#detail", (e) => e.textContent)).toContain("t4 a");
+    await page.close();
+  });
+});
+
+describe("report.html of 500 shards on 8 slots", () => {
+  const SHARDS = 500;
+  const JOBS = 8;
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "sg-html-500-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("a bar per shard on its slot, tooltips and the shard filter work, nothing logged", async () => {
+    // Shards back to back on each slot, as the pool hands slots on; every 50th times out.
+    const t0 = Date.UTC(2026, 0, 1);
+    const shards: ShardResult[] = Array.from({ length: SHARDS }, (_, i) => {
+      const slot = (i % JOBS) + 1;
+      const timedOut = i % 50 === 49;
+      const durationMs = timedOut ? 3000 : 200 + (i % 7) * 50;
+      const file = `test/f${i}.test.ts`;
+      return {
+        index: i + 1,
+        slug: `f${i}`,
+        files: [file],
+        status: timedOut ? "timed-out" : "passed",
+        exitCode: timedOut ? null : 0,
+        signal: timedOut ? "SIGTERM" : null,
+        killedBy: timedOut ? "timeout" : null,
+        durationMs,
+        startedAt: new Date(t0 + Math.floor(i / JOBS) * 3100).toISOString(),
+        logPath: `/logs/shard-${i + 1}.log`,
+        logIncomplete: false,
+        reason: timedOut ? "killed after 3 s wall-clock timeout" : "all tests passed",
+        leftovers: [],
+        testSource: "junit",
+        timeline: { slot, sigtermMs: timedOut ? 2990 : null, sigkillMs: null, goneMs: durationMs + 2 },
+        tests: [{ name: `t${i}`, file, status: timedOut ? "timed-out" : "passed", durationMs: durationMs - 10, retries: 0, flaky: false, attemptFailures: [], synthetic: false }],
+      };
+    });
+    const report: RunReport = {
+      schemaVersion: 1, runId: "r500", completed: true, cancelledBy: null, startedAt: new Date(t0).toISOString(), finishedAt: new Date(t0 + 200_000).toISOString(), durationMs: 200_000, exitCode: 1,
+      root: "/r", tool: { name: "shardguard", version: "0.1.0" }, bun: { version: "1.4.4", path: "/bun" },
+      settings: { jobs: JOBS, timeoutMs: 3000, graceMs: 1000, filesPerShard: 1, bunArgs: [] }, summary: summarize(shards),
+      preset: null, sweeps: { staleRuns: [], endOfRun: [] }, plan: null, slice: null, merged: null, rerunOf: null, shards,
+    };
+    const file = path.join(dir, "report.html");
+    writeFileSync(file, renderHtml(report));
+    const { page, errors, requests } = await openReport(browser, file);
+    expect(await page.$$eval("#timeline .lane", (es) => es.length)).toBe(JOBS);
+    expect(await page.$$eval("#timeline .bar", (es) => es.length)).toBe(SHARDS);
+    for (let slot = 1; slot <= JOBS; slot++) {
+      const onSlot = await page.$$eval(`#timeline .lane[data-lane="${slot - 1}"] .bar`, (es) => es.map((e) => Number(e.getAttribute("data-shard"))));
+      expect(onSlot).toEqual(shards.map((_, i) => i).filter((i) => i % JOBS === slot - 1));
+    }
+    expect(await page.$$eval("#timeline .bar.st-timed-out .term", (es) => es.length)).toBe(SHARDS / 50);
+    await page.hover('#timeline .bar[data-shard="449"]');
+    expect(await page.$eval("#tip", (e) => e.textContent)).toContain("test/f449.test.ts");
+    await page.click('#timeline .bar[data-shard="449"]');
+    expect((await shownCount(page)).shown).toBe(1);
+    expect(await page.$eval("#rows .row .name", (e) => e.textContent)).toBe("t449");
+    expect(errors).toEqual([]);
+    expect(requests).toEqual([]);
     await page.close();
   });
 });
