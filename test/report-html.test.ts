@@ -134,7 +134,9 @@ test("status of a finished background run names its report.html; while it runs, 
   const log = path.join(dir, "bg.log");
   const record = { id: "b1", backend: "local" as const, log, root: dir, out: path.join(dir, "out"), lock: "default", pid: null, procStart: null, startedAt: new Date().toISOString(), runId: "r1", ci: null };
   writeFileSync(log, `header\n${sentinelLine(1)}\n`);
-  expect(await describeRun(record)).toContain(`  report ${path.join(runDir, "report.html")}`);
+  const lines = await describeRun(record);
+  expect(lines).toContain(`  report ${path.join(runDir, "report.html")}`);
+  expect(lines.some((l) => l.includes("is gone"))).toBe(false);
   writeFileSync(log, "header\n");
   expect((await describeRun(record)).some((l) => l.includes("report.html"))).toBe(false);
 });

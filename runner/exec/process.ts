@@ -274,8 +274,8 @@ export class ShardProcess {
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
     if (this.killedBy !== null) leftovers = sweep();
-    const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };
     this.goneMs = this.elapsedMs();
+    const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };
     this.setState("finished");
     return {
       exitCode: exit.code,

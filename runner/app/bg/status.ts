@@ -80,10 +80,10 @@ export async function describeRun(record: BgRecord, now = Date.now()): Promise<s
   if (record.ci) lines.push(`  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`);
   const report = record.runId ? readReportCopy(record) : null;
   if (report) lines.push(...(await progressLines(record, report, state === "running")));
-  const html = record.runId ? path.join(record.out, "runs", record.runId, "report.html") : null;
-  if (report && state !== "running" && html !== null && existsSync(html)) lines.push(`  report ${html}`);
   else if (record.runId) lines.push(`  its report ${path.join(record.out, "runs", record.runId, "report.json")} is gone (older runs are pruned)`);
   else if (record.backend === "local") lines.push(state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written");
+  const html = record.runId ? path.join(record.out, "runs", record.runId, "report.html") : null;
+  if (report && state !== "running" && html !== null && existsSync(html)) lines.push(`  report ${html}`);
   return lines;
 }
 
