@@ -12,7 +12,7 @@ import { CLI, fixtureFiles, makeSuite, removeSuites, REPO, runCli, withoutCiVari
 
 afterAll(removeSuites);
 
-const STABLE = ["junit.xml", "report.json", "ctrf.json"];
+const STABLE = ["junit.xml", "report.json", "ctrf.json", "report.html"];
 
 describe("a refused run after an earlier one", () => {
   let dir: string;
@@ -73,7 +73,7 @@ describe("a refused run after an earlier one", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("it is one of the planned test files");
     expect(readFileSync(testFile, "utf8")).toBe(before);
-    // This run's other two stable paths held the earlier run's reports: gone.
+    // This run's other three stable paths held the earlier run's reports: gone.
     // OUT/junit.xml is not one of this run's paths (--junit moved it): left alone.
     expect(stableLeft()).toEqual(["junit.xml"]);
   });
@@ -124,9 +124,9 @@ describe("a run that cannot write its reports (a full disk) after a passing one"
       const b = read("b.out");
       expect(read("b.code").trim()).toBe("1");
       expect(b).toContain("could not write the reports: ENOSPC");
-      expect(b).toMatch(/removed the older reports at .*junit\.xml.*report\.json.*ctrf\.json: they are not this run's/);
+      expect(b).toMatch(/removed the older reports at .*junit\.xml.*report\.json.*ctrf\.json.*report\.html: they are not this run's/);
       // Names no report file: the stable paths held run A's.
-      expect(b).not.toMatch(/^shardguard: (JUnit|JSON|CTRF) /m);
+      expect(b).not.toMatch(/^shardguard: (JUnit|JSON|CTRF|HTML) /m);
       expect(b).toContain("no report was written for this run");
       const left = read("b.ls").split("\n");
       for (const f of STABLE) expect(left).not.toContain(f);

@@ -1,7 +1,7 @@
 /**
  * `shardguard merge DIR... [--out DIR] [--update-timings FILE]`: reads the
  * report.json of each slice's output directory, merges them against the plan
- * (results/merge.ts) and writes the merged JUnit, JSON and CTRF reports,
+ * (results/merge.ts) and writes the merged JUnit, JSON, CTRF and HTML reports,
  * each rendered from the merged model (never concatenated).
  */
 import { existsSync, statSync } from "node:fs";
@@ -12,6 +12,7 @@ import { ConfigError } from "../config/schema.ts";
 import { readTimingsFile, renderTimings } from "../plan/timings.ts";
 import { summaryLines } from "../report/console.ts";
 import { renderCtrf } from "../report/ctrf.ts";
+import { renderHtml } from "../report/html.ts";
 import { renderJson } from "../report/json.ts";
 import { renderJUnit } from "../report/junit.ts";
 import { mergeSlices, MergeError, type SliceReport } from "../results/merge.ts";
@@ -28,7 +29,7 @@ import { measuredDurations } from "./timings-update.ts";
 export interface MergeCommandInputs {
   /** Slice output directories (each holding report.json), or report.json files themselves. */
   sources: string[];
-  /** Where junit.xml, report.json and ctrf.json of the merge go. */
+  /** Where junit.xml, report.json, ctrf.json and report.html of the merge go. */
   out: string;
   /** Bun timings file to merge the measured per-file durations into; null for none. */
   updateTimings: string | null;
@@ -47,7 +48,7 @@ export const DEFAULT_MERGE_OUT = path.join(".shardguard", "merged");
  *   twice, a file is reported twice, or the timings file is malformed
  */
 export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Promise<number> {
-  const paths = { junit: path.join(inputs.out, "junit.xml"), json: path.join(inputs.out, "report.json"), ctrf: path.join(inputs.out, "ctrf.json") };
+  const paths = { junit: path.join(inputs.out, "junit.xml"), json: path.join(inputs.out, "report.json"), ctrf: path.join(inputs.out, "ctrf.json"), html: path.join(inputs.out, "report.html") };
   try {
     return await merge(inputs, paths, host);
   } catch (error) {
@@ -58,7 +59,7 @@ export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Prom
   }
 }
 
-async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: string; ctrf: string }, host: Host): Promise<number> {
+async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: string; ctrf: string; html: string }, host: Host): Promise<number> {
   const slices: SliceReport[] = [];
   for (const source of inputs.sources) {
     const file = existsSync(source) && statSync(source).isDirectory() ? path.join(source, "report.json") : source;
@@ -93,6 +94,8 @@ async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: s
   await writeFileAtomic(paths.junit, renderJUnit(report));
   await writeFileAtomic(paths.json, renderJson(report));
   await writeFileAtomic(paths.ctrf, renderCtrf(report));
+  // The slices' logs are on their own machines: the page names them, without their tails.
+  await writeFileAtomic(paths.html, renderHtml(report));
   if (inputs.updateTimings) {
     const measured = measuredDurations(report.shards);
     await writeFileAtomic(inputs.updateTimings, renderTimings(previousTimings, measured));

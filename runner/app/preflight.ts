@@ -27,7 +27,7 @@ export interface PreflightResult {
  */
 export function checkReportPaths(settings: RunSettings, plannedFiles: readonly string[]): void {
   const planned = new Set(plannedFiles.map((f) => path.resolve(f)));
-  for (const [flag, file] of [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf]] as const) {
+  for (const [flag, file] of [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf], ["--html", settings.html]] as const) {
     if (planned.has(path.resolve(file))) {
       throw new ConfigError(`invalid ${flag} ${JSON.stringify(file)}: it is one of the planned test files`);
     }
@@ -69,6 +69,7 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
     ["--junit directory", path.dirname(settings.junit)],
     ["--json directory", path.dirname(settings.json)],
     ["--ctrf directory", path.dirname(settings.ctrf)],
+    ["--html directory", path.dirname(settings.html)],
   ] as const) {
     try {
       mkdirSync(dir, { recursive: true });

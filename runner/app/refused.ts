@@ -3,7 +3,7 @@
  * a failed preflight, a preset's preflight command that failed, …) must not
  * leave an earlier run's reports at the stable paths, where CI would upload
  * and publish them as this run's. So the stable reports (`--junit`,
- * `--json`, `--ctrf`) are removed; the earlier run's own copies under
+ * `--json`, `--ctrf`, `--html`) are removed; the earlier run's own copies under
  * `OUT/runs/<run id>/` and the `OUT/logs` link (the newest run that ran)
  * stay. docs/reports.md.
  *
@@ -17,14 +17,16 @@ import { parseArgs, RUN_FLAGS } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import type { RunSettings } from "../config/schema.ts";
 import { makeRedactor } from "../results/redact.ts";
+import { HTML_REPORT_MARK } from "../report/html-mark.ts";
 import { publishRefusal } from "./github.ts";
 import type { Host } from "./host.ts";
 
 /** True when `file` is a regular file holding a report shardguard wrote (`kind` says which). */
-export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf"): boolean {
+export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf" | "html"): boolean {
   try {
     if (!lstatSync(file).isFile()) return false;
     const text = readRegularTextSync(file);
+    if (kind === "html") return text.slice(0, 512).includes(HTML_REPORT_MARK);
     if (kind === "junit") return /^<\?xml[^>]*\?>\s*<testsuites name="shardguard[" ]/.test(text.slice(0, 512));
     const doc = JSON.parse(text) as Record<string, unknown>;
     if (kind === "json") return (doc.tool as { name?: unknown } | undefined)?.name === "shardguard" && typeof doc.runId === "string";
@@ -39,9 +41,10 @@ export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf"): b
  *
  * @returns the paths removed
  */
-export function removeStaleReports(settings: Pick<RunSettings, "out" | "junit" | "json" | "ctrf">): string[] {
+export function removeStaleReports(settings: Pick<RunSettings, "out" | "junit" | "json" | "ctrf"> & { html?: string }): string[] {
   const removed: string[] = [];
-  for (const [kind, file] of [["junit", settings.junit], ["json", settings.json], ["ctrf", settings.ctrf]] as const) {
+  const reports = [["junit", settings.junit], ["json", settings.json], ["ctrf", settings.ctrf], ...(settings.html ? [["html", settings.html] as const] : [])] as const;
+  for (const [kind, file] of reports) {
     if (!holdsOurReport(file, kind)) continue;
     try {
       rmSync(file);

@@ -1,15 +1,17 @@
 /**
- * Writing a run's three reports (JUnit, JSON, CTRF) atomically, as often as
+ * Writing a run's reports (JUnit, JSON, CTRF, HTML) atomically, as often as
  * the run changes but never so often that writing slows the run: interim
  * writes coalesce and are spaced apart, the final write is never delayed,
  * and writes land in order so an older snapshot never lands last.
  */
 import path from "node:path";
 import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
+import { logTail } from "../report/console.ts";
 import { ctrfChunks } from "../report/ctrf.ts";
+import { htmlChunks } from "../report/html.ts";
 import { jsonChunks } from "../report/json.ts";
 import { junitChunks } from "../report/junit.ts";
-import type { RunReport } from "../results/model.ts";
+import { SUCCESSFUL_SHARD_STATUSES, type RunReport } from "../results/model.ts";
 import { sharedTestChecks } from "../results/shared-checks.ts";
 import { redactReport } from "../results/redact.ts";
 
@@ -27,6 +29,8 @@ export interface ReportTargets {
   junit: string;
   json: string;
   ctrf: string;
+  /** report.html; none when absent. */
+  html?: string;
   /** The run's own directory (OUT/runs/<id>), which gets a copy of each; null before it exists. */
   runDir: () => string | null;
 }
@@ -56,6 +60,8 @@ export class ReportWriter {
    * (app/run.ts).
    */
   finalWriteError: string | null = null;
+  /** Redacted log tails for report.html, by log path: a decided shard's log is read once. */
+  private readonly tails = new Map<string, string>();
 
   /**
    * @param redact applied to every report before rendering (reports leave the machine; logs stay raw, mode 0600)
@@ -118,7 +124,29 @@ export class ReportWriter {
     return next;
   }
 
-  /** Writes the three reports; returns the error's message when one could not be written (told to `onError` too), else null. */
+  /**
+   * report.html's log tails (by shard index): the last 4 KiB / 30 lines of
+   * each decided shard that did not pass or has a test that did not pass or
+   * was flaky, as the console shows them, redacted. Read once per log.
+   */
+  private async logTails(report: RunReport): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    for (const shard of report.shards) {
+      if (shard.logPath === null) continue;
+      const worth = !SUCCESSFUL_SHARD_STATUSES.has(shard.status) || shard.tests.some((t) => t.flaky || (t.status !== "passed" && t.status !== "skipped" && t.status !== "todo"));
+      if (!worth) continue;
+      let tail = this.tails.get(shard.logPath);
+      if (tail === undefined) {
+        tail = await logTail(shard.logPath);
+        if (this.redact) tail = this.redact(tail);
+        this.tails.set(shard.logPath, tail);
+      }
+      if (tail) out.set(shard.index, tail);
+    }
+    return out;
+  }
+
+  /** Writes the four reports; returns the error's message when one could not be written (told to `onError` too), else null. */
   private async writeNow(report: RunReport): Promise<string | null> {
     try {
       const began = performance.now();
@@ -131,6 +159,7 @@ export class ReportWriter {
       // instead of growing the process (bench/README.md).
       if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) Bun.gc(true);
       this.lastRenderMs += performance.now() - began;
+      const logTails = this.targets.html !== undefined ? await this.logTails(safe) : new Map<number, string>();
       const runDir = this.targets.runDir();
       // Each report is streamed to its files as it is rendered, a few hundred
       // testcases at a time, and never held whole (report/atomic-stream.ts): for
@@ -150,6 +179,8 @@ export class ReportWriter {
         ["junit.xml", this.targets.junit, () => junitChunks(safe)],
         ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe, ctrfCheck)],
       ];
+      const html = this.targets.html;
+      if (html !== undefined) reports.push(["report.html", html, () => htmlChunks(safe, { logTails })]);
       this.lastRenderMs += await writeDocumentsAtomic(
         reports.map(([name, target, chunks]) => ({ targets: runDir ? [path.join(runDir, name), target] : [target], chunks: chunks() })),
       );

@@ -82,6 +82,8 @@ export class Run {
   readonly runId = newRunId();
   private cancelledBy: "SIGINT" | "SIGTERM" | null = null;
   private readonly live = new Set<ShardProcess>();
+  /** Job slots (1-based) held by running shards, for each shard's `timeline.slot`. */
+  private readonly slotsTaken = new Set<number>();
   readonly running = new Map<number, RunningShard>();
   private readonly results = new Map<number, ShardResult>();
   private readonly startedAt = new Date();
@@ -236,8 +238,22 @@ export class Run {
     await runPool(
       toRun,
       settings.jobs,
-      async (shard, enqueue, release) => {
+      async (shard, enqueue, poolRelease) => {
         const wave = firstWave.member();
+        // The job slot this shard holds (report.html's timeline lane): the lowest free one.
+        let slot = 1;
+        while (this.slotsTaken.has(slot)) slot++;
+        this.slotsTaken.add(slot);
+        let holding = true;
+        const giveBack = () => {
+          if (holding) this.slotsTaken.delete(slot);
+          holding = false;
+        };
+        const release = () => {
+          giveBack();
+          poolRelease();
+        };
+        let lastProc: ShardProcess | null = null;
         const { result, filesNotStarted } = await runShard(
           ctx,
           shard,
@@ -254,6 +270,7 @@ export class Run {
             onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
           },
           (proc) => {
+            lastProc = proc;
             this.live.add(proc);
             // A cancel that raced with the spawn still reaches this shard.
             if (this.cancelledBy) proc.terminate("cancel");
@@ -275,6 +292,11 @@ export class Run {
           this.running.get(shard.index)?.process?.killNow("cancel");
           return { result: supervisionFailed(shard, (error as Error).message ?? String(error)), filesNotStarted: [] };
         });
+        giveBack();
+        const proc = lastProc as ShardProcess | null;
+        if (result.startedAt !== null && proc !== null && proc.goneMs !== null) {
+          result.timeline = { slot, sigtermMs: proc.sigtermMs, sigkillMs: proc.sigkillMs, goneMs: proc.goneMs };
+        }
         // A shard of the first wave that never ran its tests (cancelled, its
         // preparation or handshake failed) must not hold back the first write.
         wave.running();
@@ -319,7 +341,7 @@ export class Run {
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
     // Never names a file this run did not write.
-    const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf } : null;
+    const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html } : null;
     this.console.onRunEnd(report, paths, this.filterMatchedNothing);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
@@ -368,8 +390,8 @@ export class Run {
    */
   private reportWriter(): Promise<ReportWriter> {
     this.writerLoaded ??= import("./report-writer.ts").then(({ ReportWriter }) => {
-      const { junit, json, ctrf } = this.inputs.settings;
-      this.writer = new ReportWriter({ junit, json, ctrf, runDir: () => this.runDir }, this.inputs.redact, (message) => this.inputs.out.line(message));
+      const { junit, json, ctrf, html } = this.inputs.settings;
+      this.writer = new ReportWriter({ junit, json, ctrf, html, runDir: () => this.runDir }, this.inputs.redact, (message) => this.inputs.out.line(message));
       return this.writer;
     });
     return this.writerLoaded;

@@ -294,6 +294,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     junit: pathSetting("junit", path.join(out, "junit.xml")),
     json: pathSetting("json", path.join(out, "report.json")),
     ctrf: pathSetting("ctrf", path.join(out, "ctrf.json")),
+    html: pathSetting("html", path.join(out, "report.html")),
     bun,
     patterns,
     bunArgs,
@@ -309,7 +310,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     })(),
   };
   // Two reports on one path would silently overwrite each other.
-  const reports = [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf]] as const;
+  const reports = [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf], ["--html", settings.html]] as const;
   for (let i = 0; i < reports.length; i++) {
     for (let j = i + 1; j < reports.length; j++) {
       if (reports[i]![1] === reports[j]![1]) {

@@ -24,6 +24,8 @@ export interface RunSettings {
   json: string;
   /** CTRF report path. */
   ctrf: string;
+  /** HTML report path (runner/report/html.ts): one self-contained page for people. */
+  html: string;
   /** The Bun executable each shard runs. */
   bun: string;
   /** Globs (relative to root) selecting test files; empty means the default pattern. */
@@ -75,6 +77,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "junit", flag: "--junit", env: "SHARDGUARD_JUNIT", toml: "junit", kind: "path", help: "JUnit XML path (default OUT/junit.xml)" },
   { key: "json", flag: "--json", env: "SHARDGUARD_JSON", toml: "json", kind: "path", help: "JSON report path (default OUT/report.json)" },
   { key: "ctrf", flag: "--ctrf", env: "SHARDGUARD_CTRF", toml: "ctrf", kind: "path", help: "CTRF report path (default OUT/ctrf.json)" },
+  { key: "html", flag: "--html", env: "SHARDGUARD_HTML", toml: "html", kind: "path", help: "HTML report path: one self-contained page with the shard timeline and every test (default OUT/report.html)" },
   { key: "bun", flag: "--bun", env: "SHARDGUARD_BUN", toml: "bun", kind: "path", help: "Bun executable for the shards (default: the Bun running shardguard)" },
   { key: "redact", flag: "--redact", env: "SHARDGUARD_REDACT", toml: "redact", kind: "names", help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*" },
   { key: "lock", flag: "--lock", env: "SHARDGUARD_LOCK", toml: "lock", kind: "name", help: "machine-wide lock: runs with the same lock name run one at a time" },

@@ -150,6 +150,12 @@ export class ShardProcess {
   private timers: ReturnType<typeof setTimeout>[] = [];
   private readonly t0 = performance.now();
   private readonly startedAt = new Date();
+  /** When SIGTERM went to the group, ms after the spawn (the clock of {@link elapsedMs}); null until then. */
+  sigtermMs: number | null = null;
+  /** When SIGKILL went to the group before the child exited (grace expired, second cancel); null unless it did. */
+  sigkillMs: number | null = null;
+  /** When the child had exited and its group was SIGKILLed and swept (nothing of it left to wait for), ms after the spawn; null until then. */
+  goneMs: number | null = null;
 
   constructor(private readonly spec: ProcessSpec) {
     installExitHook();
@@ -179,6 +185,7 @@ export class ShardProcess {
     if (this.state !== "running" || !this.child?.pid) return;
     this.killedBy = reason;
     this.setState("terminating");
+    this.sigtermMs = this.elapsedMs();
     signalGroup(this.child.pid, "SIGTERM");
     this.timers.push(setTimeout(() => this.killNow(), this.spec.graceMs));
   }
@@ -193,6 +200,7 @@ export class ShardProcess {
     this.killedBy ??= reason;
     if (this.state === "terminating") this.escalated = true;
     this.setState("killing");
+    this.sigkillMs = this.elapsedMs();
     signalGroup(this.child.pid, "SIGKILL");
   }
 
@@ -266,6 +274,7 @@ export class ShardProcess {
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
     if (this.killedBy !== null) leftovers = sweep();
+    this.goneMs = this.elapsedMs();
     const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };
     this.setState("finished");
     return {

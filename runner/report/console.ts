@@ -117,7 +117,7 @@ const LISTENING = "Listening on unix:[^\\n]*\\n";
 const INSPECTOR_BANNER = new RegExp(`^(?:${DASHES}${DASHES}${LISTENING}|${DASHES}${LISTENING}${DASHES}|${LISTENING}${DASHES}${DASHES})`, "gm");
 
 /** The closing summary: counts, one line per non-passing shard, report paths. */
-export function summaryLines(report: RunReport, paths: { junit: string; json: string; ctrf: string } | null): string[] {
+export function summaryLines(report: RunReport, paths: { junit: string; json: string; ctrf: string; html?: string } | null): string[] {
   const s = report.summary;
   const shardCounts = (["passed", "failed", "timed-out", "crashed", "never-started", "skipped-by-diff"] as const)
     .filter((k) => s.shards[k] > 0)
@@ -142,7 +142,7 @@ export function summaryLines(report: RunReport, paths: { junit: string; json: st
     for (const { t, log } of notable.slice(0, 30)) lines.push(testLine(t, true, log));
     if (notable.length > 30) lines.push(`    … and ${notable.length - 30} more (see the reports)`);
   }
-  if (paths) lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`, `shardguard: CTRF  ${paths.ctrf}`);
+  if (paths) lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`, `shardguard: CTRF  ${paths.ctrf}`, ...(paths.html ? [`shardguard: HTML  ${paths.html}`] : []));
   else lines.push("shardguard: no report was written for this run (see the write error above)");
   if (report.cancelledBy) lines.push(`shardguard: cancelled by ${report.cancelledBy}; exit ${report.exitCode}`);
   else lines.push(`shardguard: exit ${report.exitCode}`);

@@ -117,6 +117,24 @@ export const ShardResultSchema = z.object({
   notes: z.array(z.string()).optional(),
   /** Descendants still alive when the shard's main process ended (leaks), killed by the sweep. */
   leftovers: z.array(EscapeeSchema).default([]),
+  /**
+   * What report.html's timeline draws: the job slot that ran the shard and
+   * when its kill signals went out and its process group was gone, in ms
+   * after its spawn (`startedAt`, the clock of `durationMs`). Absent for a
+   * shard that never started, and in reports of earlier versions.
+   */
+  timeline: z
+    .object({
+      /** 1-based job slot (of `settings.jobs`) held from the spawn until the group was gone. */
+      slot: z.number().int().positive(),
+      /** SIGTERM to the process group (deadline or cancel); null when none was sent. */
+      sigtermMs: z.number().nonnegative().nullable(),
+      /** SIGKILL to the group while the child still ran (grace expired, or a second cancel); null when none was. */
+      sigkillMs: z.number().nonnegative().nullable(),
+      /** The child exited and its group was SIGKILLed and swept. */
+      goneMs: z.number().nonnegative(),
+    })
+    .optional(),
   /** Where the per-test entries came from. */
   testSource: z.enum(["junit", "events", "junit+events", "synthetic"]),
   tests: z.array(TestResultSchema),

@@ -82,6 +82,8 @@ export async function describeRun(record: BgRecord, now = Date.now()): Promise<s
   if (report) lines.push(...(await progressLines(record, report, state === "running")));
   else if (record.runId) lines.push(`  its report ${path.join(record.out, "runs", record.runId, "report.json")} is gone (older runs are pruned)`);
   else if (record.backend === "local") lines.push(state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written");
+  const html = record.runId ? path.join(record.out, "runs", record.runId, "report.html") : null;
+  if (report && state !== "running" && html !== null && existsSync(html)) lines.push(`  report ${html}`);
   return lines;
 }
 
