@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Browser } from "puppeteer-core";
 import { renderHtml } from "../runner/report/html.ts";
-import { summarize, type RunReport, type ShardResult } from "../runner/results/model.ts";
+import { REPORT_SCHEMA_VERSION, summarize, type RunReport, type ShardResult } from "../runner/results/model.ts";
 import { clickFilter, launchBrowser, openReport, renderedStatuses, searchFor, shownCount } from "./helpers/browser.ts";
 import { makeSuite, readReport, runCli } from "./helpers/cli.ts";
 
@@ -170,7 +170,7 @@ describe("report.html of 500 shards on 8 slots", () => {
       };
     });
     const report: RunReport = {
-      schemaVersion: 1, runId: "r500", completed: true, cancelledBy: null, startedAt: new Date(t0).toISOString(), finishedAt: new Date(t0 + 200_000).toISOString(), durationMs: 200_000, exitCode: 1,
+      schemaVersion: REPORT_SCHEMA_VERSION, runId: "r500", completed: true, cancelledBy: null, startedAt: new Date(t0).toISOString(), finishedAt: new Date(t0 + 200_000).toISOString(), durationMs: 200_000, exitCode: 1,
       root: "/r", tool: { name: "shardguard", version: "0.1.0" }, bun: { version: "1.4.4", path: "/bun" },
       settings: { jobs: JOBS, timeoutMs: 3000, graceMs: 1000, filesPerShard: 1, bunArgs: [] }, summary: summarize(shards),
       preset: null, sweeps: { staleRuns: [], endOfRun: [] }, plan: null, slice: null, merged: null, rerunOf: null, shards,

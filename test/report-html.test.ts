@@ -21,7 +21,7 @@ import { ConfigError } from "../runner/config/schema.ts";
 import { renderHtml, shardResources } from "../runner/report/html.ts";
 import { PAGE_SCRIPT, PAGE_CSS } from "../runner/report/html-page.ts";
 import { layoutTimeline } from "../runner/report/html-timeline.ts";
-import type { RunReport, ShardResult } from "../runner/results/model.ts";
+import { REPORT_SCHEMA_VERSION, type RunReport, type ShardResult } from "../runner/results/model.ts";
 import { clickFilter, launchBrowser, openReport, renderedStatuses, searchFor, shownCount } from "./helpers/browser.ts";
 import { fixtureFilesIn, HOSTILE_FIXTURES, makeSuite, processesWithEnvEntry, readReport, runCli, survivors } from "./helpers/cli.ts";
 
@@ -45,7 +45,7 @@ const shard = (over: Partial<ShardResult>): ShardResult =>
 }) as ShardResult;
 
 const reportOf = (shards: ShardResult[]): RunReport => ({
-  schemaVersion: 1,
+  schemaVersion: REPORT_SCHEMA_VERSION,
   runId: "r1",
   completed: true,
   cancelledBy: null,
@@ -145,7 +145,7 @@ describe("report.html's text", () => {
   const hostileName = "ends </script><script>alert(1)</script> and <!-- here \u2028 line \u2029 para";
   const report = reportOf([
     shard({
-      tests: [{ name: `outer > ${hostileName}`, file: "a.test.ts", status: "failed", durationMs: 12.34, retries: 1, flaky: false, attemptFailures: [{ type: "Error", message: "first </script>" }], synthetic: false, failure: { type: "AssertionError", message: "\u001b[31mred\u001b[0m </SCRIPT >", details: "x".repeat(70_000) } }],
+      tests: [{ name: `outer > ${hostileName}`, file: "a.test.ts", status: "failed", durationMs: 12.34, retries: 1, flaky: false, attemptFailures: [{ type: "failure", errorName: "Error", message: "first </script>" }], synthetic: false, failure: { type: "failure", errorName: "AssertionError", message: "\u001b[31mred\u001b[0m </SCRIPT >", details: "x".repeat(70_000) } }],
     }),
   ]);
   const html = renderHtml(report, { logTails: new Map([[1, "tail </script> line"]]) });

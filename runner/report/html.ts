@@ -195,8 +195,8 @@ function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, u
       let file = files.get(test.file);
       if (file === undefined) files.set(test.file, (file = files.size));
       const f = test.failure;
-      const attempts = test.attemptFailures.length > 0 ? test.attemptFailures.map((a, n) => `attempt ${n + 1}: ${a.type}: ${reportText(a.message, note)}`).join("\n") : 0;
-      const row = [s, file, test.name, STATUS_CODE.get(test.status) ?? 0, round(test.durationMs), test.retries, test.flaky ? 1 : 0, f ? f.type : 0, f ? reportText(f.message, note) : 0, f?.details !== undefined ? reportText(f.details, note) : 0, attempts, test.line ?? 0];
+      const attempts = test.attemptFailures.length > 0 ? test.attemptFailures.map((a, n) => `attempt ${n + 1}: ${a.errorName ?? a.type}: ${reportText(a.message, note)}`).join("\n") : 0;
+      const row = [s, file, test.name, STATUS_CODE.get(test.status) ?? 0, round(test.durationMs), test.retries, test.flaky ? 1 : 0, f ? (f.errorName ?? f.type) : 0, f ? reportText(f.message, note) : 0, f?.details !== undefined ? reportText(f.details, note) : 0, attempts, test.line ?? 0];
       rows.push((first ? "" : ",") + JSON.stringify(row));
       first = false;
       if (rows.length >= ROW_BATCH) {
