@@ -61,7 +61,6 @@ function recorder(attempt: () => ShardAttempt) {
   const live = new Set<ShardProcess>();
   const hooks: ShardHooks = {
     onStart: () => seen.push(`start ${attempt().state}`),
-    onRunning: () => seen.push(`running ${attempt().state}`),
     onWarning: (_, message) => seen.push(`warning ${message}`),
     register: (proc) => {
       live.add(proc);
@@ -90,7 +89,7 @@ describe("a shard attempt", () => {
     await waiting;
     expect(["tests-running", "child-exited", "group-gone", "evidence-collected"]).toContain(attempt.state);
     const end = await ending;
-    expect(seen).toEqual(["register spawned", "start spawned", "running tests-running", "unregister finished", "slot free group-gone"]);
+    expect(seen).toEqual(["register spawned", "start spawned", "unregister finished", "slot free group-gone"]);
     expect(attempt.state).toBe("evidence-collected");
     expect(live.size).toBe(0);
     if (end.kind !== "ran") throw new Error(`stopped: ${end.problem}`);
@@ -112,7 +111,7 @@ describe("a shard attempt", () => {
     const ending = attempt.run();
     expect(await settledYet(gate.settled(60_000))).toBe(true);
     const end = await ending;
-    expect(seen).toEqual(["register spawned", "start spawned", "running tests-running", "unregister finished", "slot free group-gone"]);
+    expect(seen).toEqual(["register spawned", "start spawned", "unregister finished", "slot free group-gone"]);
     if (end.kind !== "ran") throw new Error("stopped");
     expect([end.record.events, end.record.outcome.exitCode, end.record.marks.testsStarted]).toEqual([null, 1, 2]);
   });

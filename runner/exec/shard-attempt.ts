@@ -155,7 +155,7 @@ export class ShardAttempt {
     if (channel) {
       const problem = await this.handshake(channel, proc);
       if (problem !== null) return this.stopChild(proc, channel, problem);
-    } else this.testsRunning();
+    } else this.advance("tests-running");
     const outcome = await proc.done;
     this.advance("group-gone");
     this.unregister();
@@ -300,13 +300,8 @@ export class ShardAttempt {
       this.leaveGate();
     }
     exitedFirst = () => {};
-    this.testsRunning();
-    return null;
-  }
-
-  private testsRunning(): void {
     this.advance("tests-running");
-    if (!this.o.cancelled()) this.o.hooks.onRunning?.(this.view(this.proc!));
+    return null;
   }
 
   /**

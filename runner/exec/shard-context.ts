@@ -56,12 +56,6 @@ export interface ShardHooks {
   onStart?: (running: RunningShard) => void;
   onWarning?: (shard: PlannedShard, message: string) => void;
   /**
-   * The child runs its tests: its event channel's handshake is complete
-   * (or, without events, it was spawned). Not called for an attempt whose
-   * handshake failed.
-   */
-  onRunning?: (running: RunningShard) => void;
-  /**
    * Each child spawned, at once, so a cancel reaches it even when it raced
    * the spawn. The call returned is made once its process group is gone.
    */
