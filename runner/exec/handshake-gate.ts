@@ -8,9 +8,10 @@
  * large ones; exec/shard-attempt.ts) and the run's first report (25-30 ms
  * of rendering for 300 files; app/run.ts).
  *
- * Measured on Bun 1.4.4, 2 cores (bench/README.md, P3): without the waits
- * a 50-file shard's spawn-to-handshake time went from a median of ~33 ms to
- * ~79 ms under load.
+ * Why it stays (Bun 1.4.4, 2 cores, under load; docs/architecture.md, "One
+ * shard end to end"): on P3's 50-file shards the median spawn-to-handshake
+ * time was 33-37 ms with the waits and 55-79 ms without; on P1's one-test
+ * shards, whose verdicts are cheap, the same either way.
  */
 
 /**

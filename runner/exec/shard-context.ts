@@ -63,9 +63,9 @@ export interface ShardHooks {
   /**
    * Once per shard at most: the process group of its last attempt is gone,
    * so its job slot may go to the next shard while its evidence is read and
-   * its verdict decided. Not called when no child of the shard ran its tests
-   * to the end (cancelled first, spawn-time failure of our own): the shard's
-   * return frees its slot then.
+   * its verdict decided (also after a spawn the OS refused). Not called
+   * when its last attempt stopped before a spawn (cancelled) or threw: the
+   * shard's return frees its slot then.
    */
   onSlotFree?: () => void;
 }

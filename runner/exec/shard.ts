@@ -14,7 +14,7 @@ import { shardPaths, type ShardContext, type ShardHooks, type ShardPaths } from 
 import { consoleErrorOf, decideShardResult, filesNotStarted, readShardJUnit, type AttemptRecord, type VerdictSettings } from "./shard-evidence.ts";
 
 export { CONNECT_TIMEOUT_MS } from "./shard-attempt.ts";
-export { shardPaths, type RunningShard, type ShardContext, type ShardHooks, type ShardPaths } from "./shard-context.ts";
+export type { RunningShard, ShardContext, ShardHooks } from "./shard-context.ts";
 
 /** A shard's result, and the planned files in which no test started. */
 export interface ShardOutcome {
