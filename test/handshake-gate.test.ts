@@ -1,6 +1,9 @@
 /**
- * exec/handshake-gate.ts: a finished shard's verdict waits for other
- * shards' pending handshakes, never longer than its bound. Its effect on a
+ * exec/handshake-gate.ts: the runner's own work (a finished shard's
+ * verdict, the run's first report) waits for pending handshakes, never
+ * longer than its bound. Which attempts count, and that every end of one
+ * leaves, is test/shard-attempt.test.ts; a child that never dials in does
+ * not hold the first report, test/events-fallback.test.ts. Its effect on a
  * run's time is measured by bench/perf.ts (P3), not here.
  */
 import { expect, test } from "bun:test";

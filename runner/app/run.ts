@@ -15,7 +15,7 @@ import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "../exec/process.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
-import { HandshakeGate } from "../exec/handshake-gate.ts";
+import { FIRST_REPORT_WAIT_MS, HandshakeGate } from "../exec/handshake-gate.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
 import { orderByTimings } from "../plan/timings.ts";
 import type { Out } from "../report/console.ts";
@@ -31,7 +31,6 @@ import { randomHex } from "../util/random.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
-import { FirstWave } from "./first-wave.ts";
 import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
 import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
 import { removeStaleReports } from "./refused.ts";
@@ -128,9 +127,9 @@ export class Run {
           elapsedMs: () => r.process.elapsedMs(),
           stopping: () => r.process.state === "terminating" || r.process.state === "killing",
           inFlight: () => {
-            const test = r.model?.running();
+            const test = r.inFlight();
             if (!test) return null;
-            return { name: test.fullName, forMs: test.startedAtMs === undefined ? 0 : performance.now() - test.startedAtMs };
+            return { name: test.name, forMs: test.startedAtMs === undefined ? 0 : performance.now() - test.startedAtMs };
           },
         })),
     };
@@ -207,16 +206,9 @@ export class Run {
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
     const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
     const shardTotal = () => plan.shards.length + this.redispatched.length;
-    // The first report write (every shard queued or running) comes when the
-    // first wave runs its tests (app/first-wave.ts). Not awaited: the writes
-    // (six files, each fsynced) go on while the shards run; every later write
-    // queues behind this one, so the files on disk move forward in order.
-    // Pruning old runs waits for the same moment.
+    const handshakes = new HandshakeGate();
+    let firstWriteAsked = false;
     let pruning: Promise<void> = Promise.resolve();
-    const firstWave = new FirstWave(Math.min(Math.max(1, settings.jobs), toRun.length), () => {
-      void this.writeReports(false);
-      pruning = pruneRuns(settings.out, this.runId);
-    });
     const ctx = {
       runId: this.runId,
       root: settings.root,
@@ -229,17 +221,16 @@ export class Run {
       socketDir,
       env: this.inputs.env,
       ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
-      handshakes: new HandshakeGate(),
+      handshakes,
       preload: this.preload,
       coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
       capabilities: this.capabilities,
       bunfigRetry: this.capabilities.junitListsAttempts ? bunfigRetryOf(settings.root) : null,
     };
-    await runPool(
+    const pool = runPool(
       toRun,
       settings.jobs,
       async (shard, enqueue, poolRelease) => {
-        const wave = firstWave.member();
         // The job slot this shard holds (report.html's timeline lane): the lowest free one.
         let slot = 1;
         while (this.slotsTaken.has(slot)) slot++;
@@ -254,39 +245,32 @@ export class Run {
           poolRelease();
         };
         let lastProc: ShardProcess | null = null;
-        const { result, filesNotStarted } = await runShard(
+        const { result, filesNotStarted } = await runShard({
           ctx,
           shard,
-          {
+          hooks: {
             onStart: (running) => {
               this.running.set(shard.index, running);
               this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
-              wave.spawned();
               // So a runner killed soon after leaves reports naming this shard as running
               // (a shard of the first wave: once the first write lands).
-              if (firstWave.ready) void this.writeReports(false);
+              if (firstWriteAsked) void this.writeReports(false);
             },
-            onRunning: () => wave.running(),
             onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
+            register: (proc) => {
+              lastProc = proc;
+              this.live.add(proc);
+              // A cancel that raced with the spawn still reaches this shard.
+              if (this.cancelledBy) proc.terminate("cancel");
+              return () => this.live.delete(proc);
+            },
+            // The shard's last child and its group are gone: the slot goes to the
+            // next shard while this one's JUnit and marks are read and its
+            // verdict decided (10-25 ms per batched shard, bench/README.md).
+            onSlotFree: release,
           },
-          (proc) => {
-            lastProc = proc;
-            this.live.add(proc);
-            // A cancel that raced with the spawn still reaches this shard.
-            if (this.cancelledBy) proc.terminate("cancel");
-            return () => {
-              this.live.delete(proc);
-              // The child's process group is gone (exited or killed, swept):
-              // its job slot goes to the next shard while this
-              // one's JUnit and marks are read and its verdict decided (10-25 ms
-              // per batched shard, bench/README.md). Not after a failed event
-              // channel: the shard then runs again without events
-              // (exec/shard.ts) and keeps its slot until it returns.
-              if (this.running.get(shard.index)?.eventsProblem === null) release();
-            };
-          },
-          () => this.cancelledBy,
-        ).catch((error: unknown) => {
+          cancelled: () => this.cancelledBy,
+        }).catch((error: unknown) => {
           // Our own failure (a full disk for the journal, a bad socket path)
           // must cost this shard, not the run: kill what it started, say why.
           this.running.get(shard.index)?.process?.killNow("cancel");
@@ -297,9 +281,6 @@ export class Run {
         if (result.startedAt !== null && proc !== null && proc.goneMs !== null) {
           result.timeline = { slot, sigtermMs: proc.sigtermMs, sigkillMs: proc.sigkillMs, goneMs: proc.goneMs };
         }
-        // A shard of the first wave that never ran its tests (cancelled, its
-        // preparation or handshake failed) must not hold back the first write.
-        wave.running();
         for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
         this.running.delete(shard.index);
         this.results.set(shard.index, result);
@@ -313,6 +294,20 @@ export class Run {
       },
       () => this.cancelledBy !== null,
     );
+    // The first report write (every shard queued or running), once the first
+    // wave's children are past their handshakes (the pool started them all
+    // above, each counted from its start: exec/handshake-gate.ts): its CPU
+    // work would hold them, and its files would land after them anyway. Not
+    // awaited: the writes (six files, each fsynced) go on while the shards
+    // run; every later write queues behind this one, so the files on disk
+    // move forward in order. Pruning old runs waits for the same moment.
+    const firstWrite = handshakes.settled(FIRST_REPORT_WAIT_MS).then(() => {
+      firstWriteAsked = true;
+      void this.writeReports(false);
+      pruning = pruneRuns(settings.out, this.runId);
+    });
+    await pool;
+    await firstWrite;
 
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
     this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");

@@ -1,0 +1,392 @@
+/**
+ * One attempt at a shard: its files reset, its event channel opened (events
+ * on), its child spawned under supervision, the handshake, the exit, the
+ * channel drained and the marks read; what it saw is handed over as an
+ * {@link AttemptRecord} (exec/shard-evidence.ts). exec/shard.ts runs one,
+ * and a second one without events when the channel failed before any test ran.
+ */
+import { rmSync } from "node:fs";
+import { toEventEvidence } from "../events/evidence.ts";
+import { channelNotes, listenForTestEvents, type EventChannel } from "../events/inspector.ts";
+import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
+import { TestEventModel } from "../events/model.ts";
+import { socketPathFor } from "../events/socket-dir.ts";
+import type { PlannedShard } from "../plan/plan.ts";
+import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
+import { warmUpJUnitReading } from "../results/bun-junit.ts";
+import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./command.ts";
+import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
+import { listDescendants } from "./proc-inspect.ts";
+import { startProcess, type ProcessOutcome, type ProcessState, type ShardProcess } from "./process.ts";
+import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
+import type { RunningShard, ShardContext, ShardHooks, ShardPaths } from "./shard-context.ts";
+import type { AttemptRecord } from "./shard-evidence.ts";
+
+/** Budget for the inspector handshake, ms. Past it the shard runs without events. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * Events at the end-of-run barrier (about three per test) from which the
+ * JUnit reader is warmed up while the child writes its JUnit
+ * (results/bun-junit.ts `warmUpJUnitReading`): 60,000, a shard of ~20,000
+ * tests. Smaller shards read their JUnit in a few ms, warm or not.
+ */
+const WARM_UP_AFTER_EVENTS = 60_000;
+
+/** The longest the runner waits for the child's side of the channel to close once its group is gone, ms. */
+const CHANNEL_CLOSE_WAIT_MS = 1_000;
+
+/** What a {@link ShardAttempt} needs. */
+export interface AttemptOptions {
+  ctx: ShardContext;
+  shard: PlannedShard;
+  paths: ShardPaths;
+  /** Open an event channel for the child (only when `ctx.socketDir` is set). */
+  withEvents: boolean;
+  hooks: ShardHooks;
+  /** The cancelling signal's name once the run is cancelled, else null. */
+  cancelled: () => string | null;
+}
+
+/**
+ * How an attempt ended: its child ran (its record is evidence), or it was
+ * stopped before any test ran, with why the event channel failed (null
+ * when the run was cancelled before the spawn).
+ */
+export type AttemptEnd = { kind: "ran"; record: AttemptRecord } | { kind: "stopped"; problem: string | null };
+
+/**
+ * Where an attempt is, in order. It moves forward only and may skip a state
+ * (without events there is no channel; a child that exits before its
+ * handshake is never `tests-running`).
+ *
+ * - `preparing`: stale JUnit and marks removed, the start count and journal created.
+ * - `channel-open`: listening on the shard's socket (events on); the child is not spawned yet.
+ * - `spawned`: the child runs under supervision, registered with the run; with
+ *   events its preload holds the tests until the handshake.
+ * - `tests-running`: the handshake is done and the tests released (without events: from the spawn).
+ * - `child-exited`: the child exited; its group is being swept.
+ * - `group-gone`: the outcome is final and the group gone: the shard's job slot is free.
+ * - `evidence-collected`: the channel drained and closed, the marks read: the
+ *   record is complete, and the attempt holds none of its events any more.
+ * - `stopped`: ended before any test ran (cancelled before the spawn, a failed
+ *   channel or handshake, the child then killed); nothing of it is evidence.
+ */
+export type AttemptState = "preparing" | "channel-open" | "spawned" | "tests-running" | "child-exited" | "group-gone" | "evidence-collected" | "stopped";
+
+const STATE_ORDER: readonly AttemptState[] = ["preparing", "channel-open", "spawned", "tests-running", "child-exited", "group-gone", "evidence-collected", "stopped"];
+
+/** What an attempt with events holds while its channel is open: nothing of it outlives the record. */
+interface AttemptEvents {
+  model: TestEventModel;
+  journal: Journal;
+  channel: EventChannel | null;
+}
+
+/** What the record takes from the event channel once it is closed. */
+interface ChannelSummary {
+  channelNotes: string[];
+  flushed: boolean;
+  requestProblem: string | null;
+  /** Frames too large to read (ChannelStats.oversized). */
+  unreadFrames: number;
+}
+
+/** The summary of an attempt without a channel. */
+const NO_CHANNEL: ChannelSummary = { channelNotes: [], flushed: false, requestProblem: null, unreadFrames: 0 };
+
+/**
+ * One attempt at a shard's child. Call {@link run} once. It never throws
+ * for anything the child does; our own failures (the journal's disk, a
+ * spawn that throws) reject.
+ */
+export class ShardAttempt {
+  private current: AttemptState = "preparing";
+  private events: AttemptEvents | null = null;
+  private proc: ShardProcess | null = null;
+  private unregister: () => void = () => {};
+  /** Ends this attempt's pending handshake in the run's gate (exec/handshake-gate.ts); idempotent. */
+  private leaveGate: () => void = () => {};
+  /**
+   * The child's descendants when its run ended, listed at the end-of-run
+   * barrier (events on); the preload then skips its own, slower listing
+   * (runner/child/shard-preload.ts, 3.).
+   */
+  private listedAtEnd: ListedDescendant[] = [];
+  /**
+   * The model's clock: one reading per socket read, taken as it arrives.
+   * The events of one read arrived together, so this is their arrival time,
+   * with no reading per event.
+   */
+  private arrivedAtMs = performance.now();
+
+  constructor(private readonly o: AttemptOptions) {}
+
+  /** Where the attempt is now. */
+  get state(): AttemptState {
+    return this.current;
+  }
+
+  /** Runs the attempt to its end. */
+  async run(): Promise<AttemptEnd> {
+    try {
+      return await this.steps();
+    } finally {
+      // Also when the attempt throws (a spawn that fails outright, a full disk):
+      // a handshake left pending would hold every later verdict of the run.
+      this.leaveGate();
+    }
+  }
+
+  private async steps(): Promise<AttemptEnd> {
+    const socketPath = this.prepare();
+    // From here until its handshake ends the child counts as about to dial in
+    // (exec/handshake-gate.ts); the run's first report waits for the first wave's.
+    if (socketPath) this.leaveGate = this.o.ctx.handshakes?.enter() ?? this.leaveGate;
+    if (socketPath) await this.openEvents();
+    // Cancelled while we prepared: spawn nothing (the shard never started).
+    if (this.o.cancelled()) return this.stop(null);
+    if (socketPath && this.events) {
+      const problem = this.listen(socketPath, this.events);
+      if (problem !== null) return this.stop(problem);
+    }
+    const proc = this.spawn(socketPath);
+    const channel = this.events?.channel;
+    if (channel) {
+      const problem = await this.handshake(channel, proc);
+      if (problem !== null) return this.stopChild(proc, channel, problem);
+    } else this.advance("tests-running");
+    const outcome = await proc.done;
+    this.advance("group-gone");
+    this.unregister();
+    this.o.hooks.onSlotFree?.();
+    return { kind: "ran", record: await this.collect(outcome) };
+  }
+
+  /** Resets the shard's files; returns the socket path the child dials, or null without events. */
+  private prepare(): string | null {
+    const { paths, ctx, shard } = this.o;
+    // Synchronous: two unlinks (usually of nothing) through the thread pool
+    // cost more than the calls themselves (bench/README.md).
+    rmSync(paths.junit, { force: true });
+    rmSync(paths.marks, { force: true });
+    // Four zero bytes the preload maps and counts test starts in (exec/marks.ts);
+    // without them it appends "s" marks, so a failure here costs only speed.
+    try {
+      prepareStartCount(paths.marks);
+    } catch {
+      // The preload falls back to appended marks.
+    }
+    return this.o.withEvents && ctx.socketDir ? socketPathFor(ctx.socketDir, shard.index) : null;
+  }
+
+  /** The model the events fold into and the journal they are logged to. */
+  private async openEvents(): Promise<void> {
+    const { ctx, shard, paths } = this.o;
+    const model = new TestEventModel({ root: ctx.root, now: () => this.arrivedAtMs, files: shard.files });
+    this.events = { model, journal: await openJournal(journalPathFor(paths.log)), channel: null };
+  }
+
+  /**
+   * Listens on the socket before the spawn: the child dials it as soon as
+   * its inspector is up, then holds its tests until the handshake.
+   * @returns null once listening, else why the channel could not be opened
+   */
+  private listen(socketPath: string, events: AttemptEvents): string | null {
+    const { model, journal } = events;
+    const { shard, hooks, ctx } = this.o;
+    try {
+      events.channel = listenForTestEvents({
+        socketPath,
+        connectTimeoutMs: CONNECT_TIMEOUT_MS,
+        onEvent: (event, message) => {
+          model.apply(event);
+          journal.append(event, message);
+        },
+        sink: {
+          found: (id, url, line, name, type, parentId, message) => {
+            model.found(id, url, line, name, type, parentId);
+            journal.appendLine(message);
+          },
+          start: (id, message) => {
+            model.start(id);
+            journal.appendLine(message);
+          },
+          end: (id, status, elapsedNs, message) => {
+            model.end(id, status, elapsedNs);
+            journal.appendLine(message);
+          },
+        },
+        onRead: () => {
+          this.arrivedAtMs = performance.now();
+        },
+        onRefused: (detail) => hooks.onWarning?.(shard, detail),
+        firstTestBarrier: bails(ctx.bunArgs),
+        onEndOfRun: () => this.atEndOfRun(),
+      });
+    } catch (error) {
+      return (error as Error).message;
+    }
+    this.advance("channel-open");
+    return null;
+  }
+
+  /**
+   * The end-of-run barrier's reply arrived; the reply releasing the child
+   * follows. Never throws (the channel calls it from its socket handler): a
+   * /proc that cannot be read lists nothing.
+   */
+  private atEndOfRun(): void {
+    const events = this.events?.channel?.stats().events ?? 0;
+    // After the reply releasing the child is sent (a timer, not now).
+    if (events >= WARM_UP_AFTER_EVENTS) setTimeout(() => warmUpJUnitReading(Math.min(10_000, Math.round(events / 30))), 0);
+    const pid = this.proc?.pid;
+    try {
+      if (pid) this.listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
+    } catch {
+      this.listedAtEnd = [];
+    }
+  }
+
+  /** Starts the child under supervision and registers it with the run. */
+  private spawn(socketPath: string | null): ShardProcess {
+    const { ctx, shard, paths, hooks } = this.o;
+    const cookie = `${ctx.runId}:${shard.index}`;
+    const env: Record<string, string | undefined> = {
+      ...ctx.env,
+      ...(ctx.shardEnv?.(shard) ?? {}),
+      [SHARD_ENV.cookie]: cookie,
+      [SHARD_ENV.inShard]: "1",
+      [SHARD_ENV.runnerPid]: String(process.pid),
+      [SHARD_ENV.marks]: paths.marks,
+      // With --bail Bun ends the run right after the failing test, without the
+      // afterAll flush: the preload then waits once before the first test.
+      [SHARD_ENV.yieldEvents]: socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0",
+      // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
+      ...inspectorEnv(socketPath),
+    };
+    const caps = ctx.capabilities ?? PINNED_CAPABILITIES;
+    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath: paths.junit, bunArgs: ctx.bunArgs, noOrphans: caps.noOrphans, ...(ctx.preload ? { preload: ctx.preload } : {}) });
+    const onState = (state: ProcessState) => {
+      if (state === "sweeping" && this.current === "tests-running") this.advance("child-exited");
+    };
+    const proc = startProcess({ argv, cwd: ctx.root, env, logPath: paths.log, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, cookie: `${SHARD_ENV.cookie}=${cookie}`, onState });
+    this.proc = proc;
+    this.advance("spawned");
+    this.unregister = hooks.register(proc);
+    if (!this.o.cancelled()) hooks.onStart?.(this.view(proc));
+    return proc;
+  }
+
+  /**
+   * Waits for the handshake, which only the child's exit races: once the
+   * tests are released the channel stays open until the child's side
+   * closes (its last frames can still be unread when the exit is seen, and
+   * cutting the socket then drops them: every event of a short shard,
+   * measured by bench/event-loss.ts).
+   * @returns null once the tests run, else why the handshake failed
+   */
+  private async handshake(channel: EventChannel, proc: ShardProcess): Promise<string | null> {
+    let exitedFirst: () => void = () => {};
+    const exited = new Promise<never>((_, reject) => {
+      exitedFirst = () => reject(new Error("the child exited before the inspector handshake completed"));
+    });
+    void proc.done.then(() => exitedFirst());
+    try {
+      await Promise.race([channel.ready, exited]);
+    } catch (error) {
+      return (error as Error).message;
+    } finally {
+      this.leaveGate();
+    }
+    exitedFirst = () => {};
+    this.advance("tests-running");
+    return null;
+  }
+
+  /**
+   * The handshake failed. The child preload holds the tests until the
+   * handshake releases it, so no test has run yet: the child is stopped,
+   * and the shard runs again without events rather than being lost
+   * (docs/architecture.md, "The inspector event channel").
+   */
+  private async stopChild(proc: ShardProcess, channel: EventChannel, problem: string): Promise<AttemptEnd> {
+    channel.close();
+    proc.killNow("cancel");
+    await proc.done;
+    this.unregister();
+    return this.stop(problem);
+  }
+
+  private async stop(problem: string | null): Promise<AttemptEnd> {
+    await this.events?.journal.close();
+    this.events = null;
+    this.advance("stopped");
+    return { kind: "stopped", problem };
+  }
+
+  /** Drains the channel, reads the marks and reduces the events: the attempt's record. */
+  private async collect(outcome: ProcessOutcome): Promise<AttemptRecord> {
+    const channel = this.events?.channel ? await this.drain(this.events.channel) : NO_CHANNEL;
+    await this.events?.journal.close();
+    // Other shards' children waiting for their handshake go first: this
+    // shard's slot is already free, and its evidence and verdict would hold them.
+    await this.o.ctx.handshakes?.settled(VERDICT_WAIT_MS);
+    // The preload's global afterAll writes "e": Bun reached the end of the run.
+    const marks = await readMarks(this.o.paths.marks);
+    const model = this.events?.model ?? null;
+    // Tests defined through helper modules: mapped to their files by the preload's file records.
+    model?.applyFileStarts(marks.filesStarted);
+    const { unreadFrames, ...fromChannel } = channel;
+    const record: AttemptRecord = {
+      outcome,
+      marks,
+      events: model ? toEventEvidence(model, true, undefined, unreadFrames) : null,
+      failedEnds: model?.failedEnds() ?? 0,
+      errorsLeftOut: model?.errorsLeftOut() ?? 0,
+      ...fromChannel,
+      listedAtEnd: this.listedAtEnd,
+    };
+    // The model's records are no longer needed: the collector may have them
+    // before the verdict builds the result entries (bench/README.md, P8).
+    this.events = null;
+    this.advance("evidence-collected");
+    return record;
+  }
+
+  /** Waits for the child's side to close (never on a stuck one), closes the channel, says its notes once. */
+  private async drain(channel: EventChannel): Promise<ChannelSummary> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([channel.closed, new Promise((resolve) => (timer = setTimeout(resolve, CHANNEL_CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
+    channel.close();
+    const stats = channel.stats();
+    const notes = channelNotes(stats);
+    // Once per shard, however many messages it concerns.
+    if (notes.length > 0) this.o.hooks.onWarning?.(this.o.shard, notes.join("; "));
+    return {
+      channelNotes: notes,
+      flushed: stats.flushed,
+      requestProblem: stats.requestError ? `the child's inspector ${stats.requestError}` : null,
+      unreadFrames: stats.oversized,
+    };
+  }
+
+  /** The live view of this attempt's child. */
+  private view(proc: ShardProcess): RunningShard {
+    return {
+      shard: this.o.shard,
+      process: proc,
+      logPath: this.o.paths.log,
+      inFlight: () => {
+        const test = this.events?.model.running();
+        return test ? { name: test.fullName, startedAtMs: test.startedAtMs } : null;
+      },
+    };
+  }
+
+  private advance(to: AttemptState): void {
+    if (STATE_ORDER.indexOf(to) <= STATE_ORDER.indexOf(this.current)) throw new Error(`shard attempt: ${this.current} cannot move back to ${to}`);
+    this.current = to;
+  }
+}
