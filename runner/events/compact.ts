@@ -14,7 +14,7 @@
 import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { compactStartId, readCompactEnd, type BunEndStatus, type CompactEnd } from "./wire.ts";
-import { keepOutOfFTL } from "../util/jit.ts";
+import { keepOutOfFTL } from "../util/tuning.ts";
 
 /** Receives the fields of compact messages (see {@link CompactReader}). */
 export interface CompactSink {
@@ -134,5 +134,5 @@ export class CompactReader {
   }
 }
 
-// Called once per event: FTL compiles cost more than short runs gain (util/jit.ts).
+// Called once per event: FTL compiles cost more than short runs gain (util/tuning.ts).
 keepOutOfFTL(CompactReader.prototype.read, CompactReader.prototype["readFound"]);

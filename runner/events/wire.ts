@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { capJsonStrings, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
-import { keepOutOfFTL } from "../util/jit.ts";
+import { keepOutOfFTL } from "../util/tuning.ts";
 
 /** Bun's final verdict on a test, as sent in `TestReporter.end`. */
 export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
@@ -283,5 +283,5 @@ export function readCompactEnd(bytes: Uint8Array, out: CompactEnd): boolean {
   return true;
 }
 
-// One compact reader per event: FTL compiles of these cost more than short runs gain (util/jit.ts).
+// One compact reader per event: FTL compiles of these cost more than short runs gain (util/tuning.ts).
 keepOutOfFTL(readCompactEnd, compactStartId);

@@ -11,7 +11,7 @@ import { journalPathFor, openJournal, type Journal } from "../events/journal.ts"
 import { KEPT_ERRORS_AT_EACH_END, TestEventModel } from "../events/model.ts";
 import { lostEventsNote, toEventEvidence } from "../events/evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
-import { alignJUnitFiles, readBunJUnit, warmUpJUnitReading, type BunJUnitFile } from "../results/bun-junit.ts";
+import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
 import { junitByteLimit, junitLimitText, JUnitTooLargeError, readJUnitCapped } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/model.ts";
 import { decideShard, neverStarted, type EventEvidence } from "../results/verdict.ts";
@@ -214,7 +214,6 @@ export async function runShard(
           onEndOfRun: () => {
             // After the reply releasing the child is sent (a timer, not now).
             const events = channel?.stats().events ?? 0;
-            if (events >= WARM_UP_AFTER_EVENTS) setTimeout(() => warmUpJUnitReading(Math.min(10_000, Math.round(events / 30))), 0);
             const pid = running.process?.pid;
             try {
               if (pid) listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);

@@ -312,13 +312,13 @@ const isCount = (value: unknown) => typeof value === "number" && Number.isSafeIn
 /**
  * What `TestResultSchema.parse(test)` returns, for the entry nearly every
  * test has (a plain object without attempt failures whose fields are all
- * plainly valid, its failure one {@link plainFailureCopy} takes), built by
- * hand: zod's copy cost ~1 µs per entry, most of a 100,000-test report's
- * check (bench/README.md). Null for anything else (attempt failures, any
- * field in doubt, another kind of object), which zod then checks: this
- * accepts only entries the schema accepts and returns the copy it would
- * (keys in the schema's order, defaults filled in, unknown keys dropped);
- * test/report-stream.test.ts compares the two.
+ * plainly valid), built by hand; its failure, when it has one, is checked
+ * and copied by {@link FailureSchema}. Null for anything else (attempt
+ * failures, any field in doubt, another kind of object), which zod then
+ * checks: this accepts only entries the schema accepts and returns the copy
+ * it would (keys in the schema's order, defaults filled in, unknown keys
+ * dropped); test/report-stream.test.ts compares the two. What it buys:
+ * util/tuning.ts.
  */
 function plainTestCopy(test: unknown): TestResult | null {
   if (typeof test !== "object" || test === null || Object.getPrototypeOf(test) !== Object.prototype) return null;
@@ -326,8 +326,8 @@ function plainTestCopy(test: unknown): TestResult | null {
   if (typeof name !== "string" || typeof file !== "string" || !TEST_STATUS_SET.has(status)) return null;
   if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs < Infinity)) return null;
   if ((line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;
-  const failureCopy = failure === undefined ? undefined : plainFailureCopy(failure);
-  if (failureCopy === null) return null;
+  const failureCopy = failure === undefined ? undefined : FailureSchema.safeParse(failure).data;
+  if (failure !== undefined && failureCopy === undefined) return null;
   if ((flaky !== undefined && typeof flaky !== "boolean") || (synthetic !== undefined && typeof synthetic !== "boolean")) return null;
   if (attemptFailures !== undefined && !(Array.isArray(attemptFailures) && attemptFailures.length === 0)) return null;
   const copy = { name, file } as TestResult;
@@ -340,24 +340,6 @@ function plainTestCopy(test: unknown): TestResult | null {
   copy.flaky = (flaky as boolean | undefined) ?? false;
   copy.attemptFailures = [];
   copy.synthetic = (synthetic as boolean | undefined) ?? false;
-  return copy;
-}
-
-/**
- * What `FailureSchema.parse(failure)` returns for a plain object whose
- * `type` and `message` are strings and whose `details` is a string or
- * absent (every failure the runner builds: a never-started or timed-out
- * stand-in, a failed test), built by hand like {@link plainTestCopy}; null
- * for anything else, which zod then checks. The report of a run's first
- * moments is hundreds of such stand-ins, and zod's first checks are its
- * slowest (bench/README.md).
- */
-function plainFailureCopy(failure: unknown): Failure | null {
-  if (typeof failure !== "object" || failure === null || Object.getPrototypeOf(failure) !== Object.prototype) return null;
-  const { type, message, details } = failure as Record<string, unknown>;
-  if (typeof type !== "string" || typeof message !== "string" || (details !== undefined && typeof details !== "string")) return null;
-  const copy: Failure = { type, message };
-  if ("details" in failure) copy.details = details as string | undefined;
   return copy;
 }
 
