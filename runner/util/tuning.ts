@@ -1,10 +1,10 @@
 /**
  * Every engine tuning and fast path the runner keeps, each for a measured
- * reason. Figures: Bun 1.4.4 on a shared 2-core machine, median runner CPU
- * (`process.cpuUsage`) and peak RSS of interleaved rounds of the
- * bench/perf.ts cases (P3: 300 files × 10 tests in six shards; P8: one
- * file of 100,000 tests), and cold in-process reads of the JUnit Bun writes
- * for P8 (9.8 MB). Anything whose effect was inside the noise was removed;
+ * reason. Figures: Bun 1.4.4 on a shared 2-core machine (load 8-19), median
+ * runner CPU (`process.cpuUsage`) and peak RSS of interleaved rounds of the
+ * bench/perf.ts cases (P3: 300 files × 10 tests in six shards; P8: one file
+ * of 100,000 tests), and cold in-process reads of the JUnit Bun writes for
+ * P8 (9.8 MB). Anything whose effect was inside the noise was removed;
  * to weigh one again, turn it off and run `bun bench/perf.ts` (history:
  * `git log -p -- runner/util/tuning.ts`).
  *
@@ -27,7 +27,7 @@
  * - results/junit-shrink.ts: a JUnit of up to 32 MiB read whole in one
  *   synchronous read and handed over as it is when `hasNothingToCut`:
  *   reading P8's JUnit 89 → 136-138 ms CPU through the cutter (streamed or
- *   whole alike), P8 runner CPU +150-250 ms streamed.
+ *   whole alike), P8 runner CPU +150-260 ms streamed.
  * - results/model.ts `plainTestCopy`, zod's copy of a plain test entry built
  *   by hand (the entry's failure still checked by zod): P8 runner CPU
  *   +240-290 ms and peak +16-26 MiB without it, P3 peak +4-6 MiB.
