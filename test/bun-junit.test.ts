@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BunJUnitParseError, readBunJUnit, warmUpJUnitReading, type BunJUnitFile } from "../runner/results/bun-junit.ts";
+import { BunJUnitParseError, readBunJUnit, type BunJUnitFile } from "../runner/results/bun-junit.ts";
 import type { TestResult } from "../runner/results/model.ts";
 
 // Line numbers matter: the assertions below refer to them.
@@ -310,15 +310,5 @@ describe("Bun's testcase tag read by its own pattern", () => {
     const xml = `<testsuites><testsuite name="t/a.test.ts" file="t/a.test.ts">${tag}</testsuite></testsuites>`;
     expect(() => readBunJUnit(xml)).toThrow(BunJUnitParseError);
     expect(() => readBunJUnit(xml.replaceAll('" ', '"  '))).toThrow(BunJUnitParseError);
-  });
-});
-
-describe("warmUpJUnitReading", () => {
-  // The warm-up swallows its errors; reading its made-up document back
-  // whole proves it goes through the real cutter and reader, not the catch.
-  test("reads every made-up testcase back", () => {
-    expect(warmUpJUnitReading(0)).toBe(0);
-    expect(warmUpJUnitReading(1)).toBe(1);
-    expect(warmUpJUnitReading(2_500)).toBe(2_500);
   });
 });

@@ -3,7 +3,7 @@
  * optional machine-wide lock: shared by `shardguard run` and the presets.
  */
 import { ConfigError } from "../config/schema.ts";
-import type { RunLock } from "./lock.ts";
+import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "./lock.ts";
 import { makeRedactor } from "../results/redact.ts";
 import { startProgress, type Progress } from "../report/progress.ts";
 import { EXIT } from "../results/codes.ts";
@@ -74,9 +74,6 @@ export async function executeRun(
   let lock: RunLock | null = null;
   if (inputs.settings.lock) {
     const name = inputs.settings.lock;
-    // Imported only for a run that takes a lock: the module (node:crypto,
-    // node:os, timers) cost ~4 ms before every run's first spawn (bench/README.md).
-    const { acquireRunLock, LockAbortedError, lockWaitMessage } = await import("./lock.ts");
     try {
       lock = await acquireRunLock(name, { onWait: (holder) => stdout(`shardguard: ${lockWaitMessage(name, holder)}`), signal: waiting.signal });
     } catch (error) {

@@ -14,6 +14,7 @@ import { junitChunks } from "../report/junit.ts";
 import { SUCCESSFUL_SHARD_STATUSES, type RunReport } from "../results/model.ts";
 import { sharedTestChecks } from "../results/shared-checks.ts";
 import { redactReport } from "../results/redact.ts";
+import { fullCollection } from "../util/tuning.ts";
 
 /**
  * Minimum time between two interim report writes, ms. Reports on disk are
@@ -152,12 +153,9 @@ export class ReportWriter {
       const began = performance.now();
       // Redaction copies only the entries it changes (results/redact.ts).
       const safe = this.redact ? redactReport(report, this.redact) : report;
-      // A large run's heap is mostly garbage by now (Bun's JUnit read, the
-      // event evidence, the decision: ~250 MiB of it after a shard of
-      // 100,000 tests, next to ~35 MiB of results). One full collection
-      // (~50-100 ms) hands it back before rendering, which then reuses it
-      // instead of growing the process (bench/README.md).
-      if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) Bun.gc(true);
+      // A large run's heap is mostly garbage by now; collected before
+      // rendering, it is reused instead of growing the process (util/tuning.ts).
+      if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) fullCollection();
       this.lastRenderMs += performance.now() - began;
       const logTails = this.targets.html !== undefined ? await this.logTails(safe) : new Map<number, string>();
       const runDir = this.targets.runDir();

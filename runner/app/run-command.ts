@@ -13,6 +13,8 @@ import { plural } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
 import { refuseRunFlagsAfterDash } from "./bun-plan-flags.ts";
 import { executeRun } from "./execute.ts";
+import { planLastFailed } from "./last-failed.ts";
+import { presetCommand } from "./preset-run.ts";
 import { sliceHeader, sliceProvenance } from "./slice-run.ts";
 import type { RunInputs } from "./run.ts";
 import type { Host } from "./host.ts";
@@ -27,9 +29,7 @@ import { preflight } from "./preflight.ts";
  */
 export async function runCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
   const { spec, lastFailed } = planFlags(args);
-  // Imported on demand, like the rarer modes below: a plain run does not
-  // load the preset library (bench/README.md, start-up).
-  if (args.extras.has("--preset")) return await (await import("./preset-run.ts")).presetCommand(command, args, host, spec, lastFailed);
+  if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec, lastFailed);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
   // Malformed timings files are exit 2 before anything runs; a missing one is
   // the first run of a suite (then --update-timings creates it). They order
@@ -39,7 +39,6 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   let plan: Plan;
   let provenance: RunInputs["provenance"] = {};
   if (lastFailed) {
-    const { planLastFailed } = await import("./last-failed.ts");
     const rerun = planLastFailed(settings, args.patterns);
     if (rerun.kind === "nothing") {
       host.stdout(`shardguard: ${rerun.message}`);

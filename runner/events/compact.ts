@@ -20,7 +20,7 @@
 import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { BUN_END_STATUSES, type BunEndStatus } from "./wire.ts";
-import { keepOutOfFTL } from "../util/jit.ts";
+import { keepOutOfFTL } from "../util/tuning.ts";
 
 /** Receives the fields of compact messages (see {@link CompactReader}). */
 export interface CompactSink {
@@ -179,5 +179,5 @@ export class CompactReader {
   }
 }
 
-// Called once per event: FTL compiles cost more than short runs gain (util/jit.ts).
+// Called once per event: FTL compiles cost more than short runs gain (util/tuning.ts).
 keepOutOfFTL(CompactReader.prototype.read, CompactReader.prototype["readStart"], CompactReader.prototype["readEnd"], CompactReader.prototype["readFound"]);

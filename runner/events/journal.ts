@@ -12,7 +12,6 @@ import { closeSync, fchmodSync, writeSync } from "node:fs";
 import { openAppendRegularSync, readRegularTextSync } from "../util/regular-file.ts";
 import { testEventSchema, type TestEvent } from "./wire.ts";
 import { NEWLINE } from "../util/bytes.ts";
-import { keepOutOfFTL } from "../util/jit.ts";
 
 /**
  * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;
@@ -255,6 +254,3 @@ export async function readJournalDetailed(path: string): Promise<JournalRead> {
 export async function readJournal(path: string): Promise<TestEvent[]> {
   return (await readJournalDetailed(path)).events;
 }
-
-// Called once per event: FTL compiles cost more than short runs gain (util/jit.ts).
-keepOutOfFTL(EventJournal.prototype.appendLine);

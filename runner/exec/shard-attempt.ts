@@ -13,7 +13,6 @@ import { TestEventModel } from "../events/model.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
-import { warmUpJUnitReading } from "../results/bun-junit.ts";
 import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./command.ts";
 import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { listDescendants } from "./proc-inspect.ts";
@@ -24,14 +23,6 @@ import type { AttemptRecord } from "./shard-evidence.ts";
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
-
-/**
- * Events at the end-of-run barrier (about three per test) from which the
- * JUnit reader is warmed up while the child writes its JUnit
- * (results/bun-junit.ts `warmUpJUnitReading`): 60,000, a shard of ~20,000
- * tests. Smaller shards read their JUnit in a few ms, warm or not.
- */
-const WARM_UP_AFTER_EVENTS = 60_000;
 
 /** The longest the runner waits for the child's side of the channel to close once its group is gone, ms. */
 const CHANNEL_CLOSE_WAIT_MS = 1_000;
@@ -237,9 +228,6 @@ export class ShardAttempt {
    * /proc that cannot be read lists nothing.
    */
   private atEndOfRun(): void {
-    const events = this.events?.channel?.stats().events ?? 0;
-    // After the reply releasing the child is sent (a timer, not now).
-    if (events >= WARM_UP_AFTER_EVENTS) setTimeout(() => warmUpJUnitReading(Math.min(10_000, Math.round(events / 30))), 0);
     const pid = this.proc?.pid;
     try {
       if (pid) this.listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);

@@ -15,7 +15,6 @@
  * Bun writes no retry information here; `retries`, `flaky` and
  * `attemptFailures` come from elsewhere (inspector events).
  */
-import { cutJUnitText } from "./junit-shrink.ts";
 import { scanXml, XmlScanError } from "./xml-scan.ts";
 import type { Failure, TestResult } from "./model.ts";
 
@@ -236,29 +235,4 @@ export function alignJUnitFiles(files: BunJUnitFile[], planned: readonly string[
     const file = matches[0]!;
     return { file, tests: entry.tests.map((t) => ({ ...t, file })) };
   });
-}
-
-/**
- * Reads a made-up JUnit document of `testcases` passing testcases, shaped
- * like Bun's, the way a shard's file is read (junit-shrink.ts: it has
- * nothing to cut, as a passing file's has not) and through the reader
- * ({@link readBunJUnit}) as a shard's file, and drops the result: the engine then compiles
- * the per-testcase paths before the real file arrives. Called once a large
- * shard's last event is in, while its child writes the JUnit (~45 ms for
- * 100,000 tests, a stretch in which the runner has nothing else to do);
- * reading the real file took ~90-110 instead of ~105-200 ms afterwards
- * (10,000 testcases, ~25 ms; bench/README.md). Never throws.
- *
- * @returns the testcases read back: `testcases`, or 0 when the warm-up failed
- */
-export function warmUpJUnitReading(testcases: number): number {
-  try {
-    const parts = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="0">\n  <testsuite name="w.test.ts" file="w.test.ts" tests="0">\n'];
-    for (let i = 0; i < testcases; i++) parts.push(`    <testcase name="w${i}" classname="" time="0.000004" file="w.test.ts" line="${i}" assertions="1" />\n`);
-    parts.push("  </testsuite>\n</testsuites>\n");
-    return readBunJUnit(cutJUnitText(Buffer.from(parts.join(""), "utf8")))[0]?.tests.length ?? 0;
-  } catch {
-    // A warm-up that fails costs nothing but its time.
-    return 0;
-  }
 }

@@ -317,11 +317,9 @@ export class JUnitShrinker {
  * @throws JUnitTooLargeError when it is too large even after the cuts
  */
 export async function readJUnitCapped(file: string, maxBytes = MAX_JUNIT_BYTES): Promise<string> {
-  // A file of up to WHOLE_READ_BYTES in one synchronous read: the
-  // open/stat/read/read/close round trips through the thread pool cost the
-  // runner ~0.06 ms of CPU per small shard, and a file with nothing to cut
-  // (nearly every one) skips the cutter: 100,000 testcases (10.6 MB) took
-  // 34-55 ms through it against ~5 ms read alone (bench/README.md).
+  // A file of up to WHOLE_READ_BYTES in one synchronous read, and one with
+  // nothing to cut (nearly every one) skips the cutter (what it buys:
+  // util/tuning.ts).
   const whole = readSmallRegularFile(file, Math.min(maxBytes, WHOLE_READ_BYTES));
   if (whole !== null) return cutJUnitText(whole, maxBytes);
   // Non-blocking and checked again: the file may have been replaced since.

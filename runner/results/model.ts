@@ -335,19 +335,18 @@ export function validTest(test: TestResult, shardIndex: number, index: number): 
 export const PLAIN_TEST_KEYS = ["name", "file", "line", "status", "durationMs", "failure", "retries", "flaky", "attemptFailures", "synthetic"] as const;
 
 const TEST_STATUS_SET: ReadonlySet<unknown> = new Set(TEST_STATUSES);
-const FAILURE_KIND_SET: ReadonlySet<unknown> = new Set(FAILURE_KINDS);
 const isCount = (value: unknown) => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 
 /**
  * What `TestResultSchema.parse(test)` returns, for the entry nearly every
  * test has (a plain object without attempt failures whose fields are all
- * plainly valid, its failure one {@link plainFailureCopy} takes), built by
- * hand: zod's copy cost ~1 µs per entry, most of a 100,000-test report's
- * check (bench/README.md). Null for anything else (attempt failures, any
- * field in doubt, another kind of object), which zod then checks: this
- * accepts only entries the schema accepts and returns the copy it would
- * (keys in the schema's order, defaults filled in, unknown keys dropped);
- * test/report-stream.test.ts compares the two.
+ * plainly valid), built by hand; its failure, when it has one, is checked
+ * and copied by {@link FailureSchema}. Null for anything else (attempt
+ * failures, any field in doubt, another kind of object), which zod then
+ * checks: this accepts only entries the schema accepts and returns the copy
+ * it would (keys in the schema's order, defaults filled in, unknown keys
+ * dropped); test/report-stream.test.ts compares the two. What it buys:
+ * util/tuning.ts.
  */
 function plainTestCopy(test: unknown): TestResult | null {
   if (typeof test !== "object" || test === null || Object.getPrototypeOf(test) !== Object.prototype) return null;
@@ -355,8 +354,8 @@ function plainTestCopy(test: unknown): TestResult | null {
   if (typeof name !== "string" || typeof file !== "string" || !TEST_STATUS_SET.has(status)) return null;
   if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs < Infinity)) return null;
   if ((line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;
-  const failureCopy = failure === undefined ? undefined : plainFailureCopy(failure);
-  if (failureCopy === null) return null;
+  const failureCopy = failure === undefined ? undefined : FailureSchema.safeParse(failure).data;
+  if (failure !== undefined && failureCopy === undefined) return null;
   if ((flaky !== undefined && typeof flaky !== "boolean") || (synthetic !== undefined && typeof synthetic !== "boolean")) return null;
   if (attemptFailures !== undefined && !(Array.isArray(attemptFailures) && attemptFailures.length === 0)) return null;
   const copy = { name, file } as TestResult;
@@ -369,27 +368,6 @@ function plainTestCopy(test: unknown): TestResult | null {
   copy.flaky = (flaky as boolean | undefined) ?? false;
   copy.attemptFailures = [];
   copy.synthetic = (synthetic as boolean | undefined) ?? false;
-  return copy;
-}
-
-/**
- * What `FailureSchema.parse(failure)` returns for a plain object whose
- * `type` is a failure kind, `message` a string, and whose `errorName` and
- * `details` are strings or absent (every failure the runner builds: a never-started or timed-out
- * stand-in, a failed test), built by hand like {@link plainTestCopy}; null
- * for anything else, which zod then checks. The report of a run's first
- * moments is hundreds of such stand-ins, and zod's first checks are its
- * slowest (bench/README.md).
- */
-function plainFailureCopy(failure: unknown): Failure | null {
-  if (typeof failure !== "object" || failure === null || Object.getPrototypeOf(failure) !== Object.prototype) return null;
-  const { type, errorName, message, details } = failure as Record<string, unknown>;
-  if (!FAILURE_KIND_SET.has(type) || typeof message !== "string" || (details !== undefined && typeof details !== "string")) return null;
-  if (errorName !== undefined && typeof errorName !== "string") return null;
-  const copy = { type } as Failure;
-  if ("errorName" in failure) copy.errorName = errorName as string | undefined;
-  copy.message = message;
-  if ("details" in failure) copy.details = details as string | undefined;
   return copy;
 }
 

@@ -22,7 +22,7 @@
  * or left as written, by the caller).
  */
 import { APOS, EQUALS, GT, LT, QUOTE, SLASH } from "../util/bytes.ts";
-import { keepOutOfFTL } from "../util/jit.ts";
+import { SCAN_ELEMENTS_PER_YOUNG_COLLECTION, youngCollection } from "../util/tuning.ts";
 
 /** The text is not well-formed XML; `offset` is where the problem was found (UTF-16 index). */
 export class XmlScanError extends Error {
@@ -44,8 +44,6 @@ export interface XmlHandler {
 }
 
 const NAME = /^[A-Za-z_:][-\w.:]*$/;
-/** Start tags between two young-generation collections while scanning. */
-const GC_EVERY_ELEMENTS = 16_384;
 
 /**
  * Scans `text` and calls `handler` for each element and text run inside
@@ -111,11 +109,9 @@ export function scanXml(text: string, handler: XmlHandler, maxDepth = 1000): voi
         if (roots > 1) throw new XmlScanError("more than one root element", lt);
       }
       handler.open(name, attributes, selfClosing);
-      // Each tag leaves a little garbage (its name, attributes, text runs),
-      // which Bun's collector let pile up to over 100 MiB for 100,000
-      // testcases; a young-generation collection now and then keeps it
-      // small at no measurable cost (bench/README.md).
-      if (++elements % GC_EVERY_ELEMENTS === 0) Bun.gc(false);
+      // Each tag leaves a little garbage (its name, attributes, text runs);
+      // collected now and then, it keeps the runner's peak lower (util/tuning.ts).
+      if (++elements % SCAN_ELEMENTS_PER_YOUNG_COLLECTION === 0) youngCollection();
       if (selfClosing) handler.close(name);
       else {
         if (stack.length >= maxDepth) throw new XmlScanError(`elements nested deeper than ${maxDepth}`, lt);
@@ -155,7 +151,7 @@ const BUN_TESTCASE = /<testcase name="([^"<]*)" classname="([^"<]*)" time="([^"<
  * Reads the start tag at `lt` when it is a test's `<testcase>` as Bun
  * writes it (BUN_TESTCASE): one match of a compiled expression instead of a
  * look at each character, for the tag that is nearly every tag of a large
- * file (100,000 testcases: the scan 80 → 22 ms, bench/README.md).
+ * file (what it buys: util/tuning.ts).
  *
  * @returns the index of the tag's `>` (name and attributes in `tag`), or -1 for any other tag
  */
@@ -184,8 +180,7 @@ function bunTestcaseTag(text: string, lt: number, tag: StartTag): number {
  * whitespace and `>` or `/>`, with no `<` anywhere before the end. What it
  * accepts the long way (tagEnd, elementName, parseAttributes) accepts with
  * the same end, name and attributes, and it is the long way that reports
- * anything else: the tag's end was otherwise looked for character by
- * character before the attributes were read (bench/README.md).
+ * anything else, which looks at the tag twice (what it buys: util/tuning.ts).
  *
  * @returns the index of the tag's `>` (name and attributes in `tag`), or -1 to take the long way
  */
@@ -334,6 +329,3 @@ function parseAttributes(text: string, from: number, end: number, lt: number): R
     at = close + 1;
   }
 }
-
-// Called once per start tag of Bun's JUnit: FTL compiles cost more than short runs gain (util/jit.ts).
-keepOutOfFTL(wellFormedStartTag);
