@@ -52,7 +52,7 @@ if (process.argv[2] === "--send") {
   const checkout = path.resolve(opt("checkout") ?? path.join(import.meta.dir, ".."));
   const { listenForTestEvents } = await import(path.join(checkout, "runner/events/inspector.ts"));
   const { encodeFrame } = await import(path.join(checkout, "runner/events/frames.ts"));
-  const { TestEventModel } = await import(path.join(checkout, "runner/events/model.ts"));
+  const { TestEventModel } = await import(path.join(checkout, "runner/events/test-model.ts"));
   const { openJournal } = await import(path.join(checkout, "runner/events/journal.ts"));
   const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-replay-"));
   const url = path.join(dir, "t", "many.test.ts");

@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { renderHtml } from "../runner/report/html.ts";
-import type { RunReport } from "../runner/results/model.ts";
+import type { RunReport } from "../runner/results/report-model.ts";
 import { launchBrowser, openReport, shownCount } from "../test/helpers/browser.ts";
 
 const REPO = path.resolve(import.meta.dir, "..");

@@ -3,4 +3,4 @@
  * imports: a cheap check, run by plain `bun test`, that the preset resolves
  * and its globs match at least one file.
  */
-export { checkPresetEntry, type EntryCheck } from "../runner/preset-lib/entry.ts";
+export { checkPresetEntry, type EntryCheck } from "../runner/presets/entry-check.ts";

@@ -11,7 +11,7 @@
  * workers) it returns at once. Rules: docs/presets.md.
  */
 import { processHost } from "../runner/cli/process-host.ts";
-import { interceptBunTest } from "../runner/app/intercept.ts";
+import { interceptBunTest } from "../runner/commands/preload-take-over.ts";
 
 const code = await interceptBunTest({ ...processHost(), pid: process.pid, ppid: process.ppid });
 if (code !== null) process.exit(code);

@@ -20,14 +20,14 @@
  */
 export { main } from "./cli/main.ts";
 export { processHost } from "./cli/process-host.ts";
-export type { Host, Host as CliHost } from "./app/host.ts";
-export { planLines, runCommand } from "./app/run-command.ts";
-export { executeRun, type ExecuteResult } from "./app/execute.ts";
-export { preflight, MIN_BUN_VERSION } from "./app/preflight.ts";
+export type { Host, Host as CliHost } from "./engine/host.ts";
+export { planLines, runCommand } from "./commands/run-command.ts";
+export { executeRun, type ExecuteResult } from "./engine/execute.ts";
+export { preflight, MIN_BUN_VERSION } from "./commands/preflight-checks.ts";
 export { parseArgs, type ParsedArgs } from "./config/args.ts";
 export { readBunfigTable, resolveSettings } from "./config/load.ts";
-export { ConfigError, DEFAULTS, SETTINGS, type RunSettings } from "./config/schema.ts";
-export { SHARD_ENV } from "./exec/command.ts";
+export { ConfigError, DEFAULTS, SETTINGS, type RunSettings } from "./config/settings-schema.ts";
+export { SHARD_ENV } from "./exec/bun-command.ts";
 export { DEFAULT_PATTERN, groupIntoShards, planRun, shardSlug, type Plan, type PlannedShard } from "./plan/plan.ts";
 export {
   EXIT,
@@ -48,7 +48,7 @@ export {
   type Summary,
   type TestResult,
   type TestStatus,
-} from "./results/model.ts";
+} from "./results/report-model.ts";
 export { skippedByDiff } from "./results/verdict.ts";
 export { parseSliceSpec, sliceShards, sliceManifest, slicePlan, type SliceManifest, type SliceSpec } from "./plan/slice.ts";
 export { mergeSlices, MergeError, type SliceReport } from "./results/merge.ts";
@@ -56,7 +56,7 @@ export { filesToRerun } from "./results/rerun.ts";
 export { renderJUnit, type JUnitOptions } from "./report/junit.ts";
 export { renderJson } from "./report/json.ts";
 export { buildCtrf, renderCtrf, CTRF_STATUS, type CtrfReport } from "./report/ctrf.ts";
-export { githubAnnotations, githubStepSummary, type GithubOptions } from "./report/github.ts";
+export { githubAnnotations, githubStepSummary, type GithubOptions } from "./report/github-render.ts";
 export { makeRedactor, redactReport, type Redactor } from "./results/redact.ts";
-export { Run, type RunInputs, type RunResult } from "./app/run.ts";
+export { Run, type RunInputs, type RunResult } from "./engine/run.ts";
 export { TOOL_VERSION } from "./util/version.ts";

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { makeSuite, readReport, removeSuites, runCli, survivors, type CliRun } from "./helpers/cli.ts";
 import { readMarks } from "../runner/exec/marks.ts";
-import type { RunReport } from "../runner/results/model.ts";
+import type { RunReport } from "../runner/results/report-model.ts";
 
 afterAll(removeSuites);
 

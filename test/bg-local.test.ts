@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
-import { readRecord, type BgRecord } from "../runner/app/bg/record.ts";
+import { readRecord, type BgRecord } from "../runner/commands/bg/record.ts";
 import type { RunReport } from "../runner/index.ts";
 
 /** The run's own report copy (OUT/runs/<run id>/report.json) as status reads it, null until written. */

@@ -7,12 +7,12 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { computeCap, MAX_CAP_SECONDS, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/app/bg/cap.ts";
-import { dispatchBlockers, githubRepoOf, testedRevision, type CheckoutFacts } from "../runner/app/bg/checkout.ts";
-import { conclusionCode, dedupeKey, findDuplicate, makeNonce, runForNonce } from "../runner/app/bg/dispatch.ts";
-import { bgState, sentinelCode, sentinelLine, type BgRecord } from "../runner/app/bg/record.ts";
-import { parsePreset } from "../runner/preset-lib/schema.ts";
-import { BUILTIN_PRESETS } from "../runner/preset-lib/builtin.ts";
+import { computeCap, MAX_CAP_SECONDS, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/commands/bg/cap.ts";
+import { dispatchBlockers, githubRepoOf, testedRevision, type CheckoutFacts } from "../runner/commands/bg/checkout.ts";
+import { conclusionCode, dedupeKey, findDuplicate, makeNonce, runForNonce } from "../runner/commands/bg/dispatch.ts";
+import { bgState, sentinelCode, sentinelLine, type BgRecord } from "../runner/commands/bg/record.ts";
+import { parsePreset } from "../runner/presets/preset-schema.ts";
+import { BUILTIN_PRESETS } from "../runner/presets/builtin.ts";
 
 describe("cap", () => {
   test("ceil(1.5 x serial seconds / jobs) + 20 min, unrecorded files at 10 min, at most 4 h", () => {
@@ -151,7 +151,7 @@ describe("examples/github/shardguard-bg.yml", () => {
 
 describe("lane holder", () => {
   test("lockHolderNow names the live holder and nothing once it released", async () => {
-    const { acquireRunLock, lockHolderNow } = await import("../runner/app/lock.ts");
+    const { acquireRunLock, lockHolderNow } = await import("../runner/engine/lock.ts");
     const dir = mkdtempSync(path.join(tmpdir(), "sg-lane-"));
     try {
       expect(await lockHolderNow("lane", dir)).toBeNull();

@@ -8,7 +8,7 @@ import { mkdtempSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BunJUnitParseError, readBunJUnit, type BunJUnitFile } from "../runner/results/bun-junit.ts";
-import type { TestResult } from "../runner/results/model.ts";
+import type { TestResult } from "../runner/results/report-model.ts";
 
 // Line numbers matter: the assertions below refer to them.
 const MIXED = `import { describe, expect, test } from "bun:test";

@@ -11,9 +11,9 @@ import path from "node:path";
 import { bunCapabilities, missingFeatures, unsupportedBun } from "../runner/results/bun-capabilities.ts";
 import { decideShard, type EventTest, type ShardEvidence } from "../runner/results/verdict.ts";
 import { NO_MESSAGE } from "../runner/results/from-junit.ts";
-import type { TestResult } from "../runner/results/model.ts";
+import type { TestResult } from "../runner/results/report-model.ts";
 import { makeSuite, readReport, REPO, removeSuites, runCli, survivors, waitFor } from "./helpers/cli.ts";
-import { retryCount, shardArgv } from "../runner/exec/command.ts";
+import { retryCount, shardArgv } from "../runner/exec/bun-command.ts";
 import { bunBinary } from "./helpers/bun-versions.ts";
 
 afterAll(removeSuites);

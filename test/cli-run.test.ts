@@ -8,7 +8,7 @@ import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun, removeSuites } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
-import type { RunReport } from "../runner/results/model.ts";
+import type { RunReport } from "../runner/results/report-model.ts";
 
 describe("the issue's three-file run: spin, fail, pass with --jobs 2 --timeout 3 --grace 1", () => {
   let dir: string;

@@ -5,7 +5,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { RunReportSchema } from "../runner/results/model.ts";
+import { RunReportSchema } from "../runner/results/report-model.ts";
 import { makeSuite, runCli, removeSuites } from "./helpers/cli.ts";
 
 const slow = (ms: number) => `import { test } from "bun:test";\ntest("works for ${ms} ms", async () => { await Bun.sleep(${ms}); });\n`;

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import path from "node:path";
 import { parseArgs } from "../runner/config/args.ts";
 import { resolveSettings } from "../runner/config/load.ts";
-import { ConfigError } from "../runner/config/schema.ts";
+import { ConfigError } from "../runner/config/settings-schema.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
 
 const resolve = (argv: string[], env: Record<string, string> = {}, bunfig?: string) => {

@@ -21,7 +21,7 @@ import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli } fro
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
 import { readBunJUnit } from "../runner/results/bun-junit.ts";
-import type { RunReport, TestStatus } from "../runner/results/model.ts";
+import type { RunReport, TestStatus } from "../runner/results/report-model.ts";
 
 const DIR = path.join(REPO, "test", "fixtures", "differential");
 

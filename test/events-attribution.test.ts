@@ -6,7 +6,7 @@
  * helper-defined.test.ts.
  */
 import { describe, expect, test } from "bun:test";
-import { TestEventModel } from "../runner/events/model.ts";
+import { TestEventModel } from "../runner/events/test-model.ts";
 import { testStates } from "./helpers/model-states.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 

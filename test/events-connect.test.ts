@@ -1,6 +1,6 @@
 /**
  * Test events through Bun's connect mode (`BUN_INSPECT_CONNECT_TO`,
- * runner/exec/command.ts `inspectorEnv`), through the real CLI on real
+ * runner/exec/bun-command.ts `inspectorEnv`), through the real CLI on real
  * children: what a test observes is what plain `bun test` shows
  * (docs/bun-behaviour.md, "What the inspector changes"), and a `bun` that a
  * test starts itself, which inherits the variable through Bun.spawn's

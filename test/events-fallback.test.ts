@@ -24,7 +24,7 @@ const SUITE = {
 
 /**
  * A `bun` stand-in: told to dial the runner's socket (`BUN_INSPECT_CONNECT_TO`
- * in its environment, exec/command.ts `inspectorEnv`) it either fails as
+ * in its environment, exec/bun-command.ts `inspectorEnv`) it either fails as
  * Bun does when its inspector cannot start (`fail`), or runs the real Bun
  * told to dial a socket nobody listens on (`wait`); otherwise it runs the
  * real Bun unchanged.

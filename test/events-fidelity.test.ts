@@ -7,10 +7,10 @@
  */
 import { describe, expect, test } from "bun:test";
 import { ELAPSED_WRAP_NS, testDurationNs } from "../runner/events/elapsed.ts";
-import { TestEventModel } from "../runner/events/model.ts";
+import { TestEventModel } from "../runner/events/test-model.ts";
 import { parseInspectorMessage } from "../runner/events/wire.ts";
 import { testStates } from "./helpers/model-states.ts";
-import { lostEventsNote } from "../runner/events/evidence.ts";
+import { lostEventsNote } from "../runner/events/event-evidence.ts";
 
 /** What Bun 1.4.4 sends for a test of `ns` nanoseconds: the low 32 bits, signed. */
 const wrapped = (ns: number) => ((ns % ELAPSED_WRAP_NS) + ELAPSED_WRAP_NS) % ELAPSED_WRAP_NS | 0;
@@ -117,7 +117,7 @@ describe("error lists are bounded (test-state.ts pushError)", () => {
   });
 });
 
-describe("lostEventsNote (events/evidence.ts): a shard whose events were lost says so", () => {
+describe("lostEventsNote (events/event-evidence.ts): a shard whose events were lost says so", () => {
   const t = (attempts: number) => ({ name: "t", file: "a.test.ts", state: "ended" as const, status: "passed" as const, attempts, durationMs: 1, attemptFailures: [] });
   test("fewer start events than the preload's start marks", () => {
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1), t(0)] }, 3, false, true)).toBe(

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SHARD_PRELOAD } from "../runner/exec/command.ts";
+import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
 import { encodeFrame, FrameReader, type FrameLimits } from "../runner/events/frames.ts";
 import { ACK_EXPRESSION, END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
 import { socketDirFor, socketPathFor } from "../runner/events/socket-dir.ts";

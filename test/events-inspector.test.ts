@@ -17,13 +17,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as netConnect } from "node:net";
 import { encodeFrame } from "../runner/events/frames.ts";
-import { SHARD_PRELOAD } from "../runner/exec/command.ts";
+import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
 import { channelNotes, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
 import { listenForAllEvents } from "./helpers/event-channel.ts";
 import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 import { openJournal, readJournal } from "../runner/events/journal.ts";
-import { TestEventModel } from "../runner/events/model.ts";
+import { TestEventModel } from "../runner/events/test-model.ts";
 import { foundCount, testStates, type TestState } from "./helpers/model-states.ts";
 
 const BUN = process.execPath;

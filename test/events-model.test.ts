@@ -1,5 +1,5 @@
 /**
- * Pure tests of the event model (runner/events/model.ts), the message parser
+ * Pure tests of the event model (runner/events/test-model.ts), the message parser
  * (runner/events/wire.ts) and the journal (runner/events/journal.ts).
  * Event sequences follow what Bun 1.4.4 was measured to send (docs/bun-behaviour.md).
  */
@@ -10,12 +10,12 @@ import { join } from "node:path";
 import { parseInspectorMessage, type TestEvent } from "../runner/events/wire.ts";
 import { CompactReader } from "../runner/events/compact.ts";
 import { EventJournal, journalPathFor, readJournal, readJournalDetailed } from "../runner/events/journal.ts";
-import { repairLatin1, TestEventModel } from "../runner/events/model.ts";
+import { repairLatin1, TestEventModel } from "../runner/events/test-model.ts";
 import { eventSink } from "./helpers/event-channel.ts";
 import { foundCount, testStates, unfinishedTests, type TestState } from "./helpers/model-states.ts";
-import { toEventEvidence } from "../runner/events/evidence.ts";
+import { toEventEvidence } from "../runner/events/event-evidence.ts";
 import { decideShard } from "../runner/results/verdict.ts";
-import { TestResultSchema } from "../runner/results/model.ts";
+import { TestResultSchema } from "../runner/results/report-model.ts";
 
 const ROOT = "/project";
 const FILE = `${ROOT}/test/a.test.ts`;

@@ -1,5 +1,5 @@
 /**
- * GitHub Actions annotations and step summary (runner/report/github.ts,
+ * GitHub Actions annotations and step summary (runner/report/github-render.ts,
  * runner/cli/github.ts): one real run of failing, wedged and flaky fixture
  * files with odd characters in names and paths, under GITHUB_ACTIONS=true;
  * the workflow commands are parsed back the way GitHub reads them.
@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
-import { repositoryRoot } from "../runner/app/github.ts";
-import { githubAnnotations, githubStepSummary, escapeData, escapeProperty, markdownCell, MAX_ANNOTATIONS, oneScreen, SCREEN_CHARS } from "../runner/report/github.ts";
+import { repositoryRoot } from "../runner/engine/github-publish.ts";
+import { githubAnnotations, githubStepSummary, escapeData, escapeProperty, markdownCell, MAX_ANNOTATIONS, oneScreen, SCREEN_CHARS } from "../runner/report/github-render.ts";
 import { makeRedactor } from "../runner/results/redact.ts";
-import type { RunReport } from "../runner/results/model.ts";
+import type { RunReport } from "../runner/results/report-model.ts";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
 import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 

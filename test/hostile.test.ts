@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import os from "node:os";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
-import type { RunReport, ShardStatus, TestStatus } from "../runner/results/model.ts";
+import type { RunReport, ShardStatus, TestStatus } from "../runner/results/report-model.ts";
 import {
   fixtureFilesIn,
   HOSTILE_FIXTURES,

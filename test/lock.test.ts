@@ -13,7 +13,7 @@ import {
   lockWaitMessage,
   validateLockName,
   type LockHolder,
-} from "../runner/app/lock.ts";
+} from "../runner/engine/lock.ts";
 import { REPO } from "./helpers/cli.ts";
 
 const LOCK_MODULE = path.join(REPO, "runner", "app", "lock.ts");

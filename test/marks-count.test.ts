@@ -8,7 +8,7 @@ import { afterAll, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { SHARD_PRELOAD } from "../runner/exec/command.ts";
+import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
 import { prepareStartCount, readMarks, startCountPath } from "../runner/exec/marks.ts";
 import { makeSuite, removeSuites, waitFor, withoutCiVariables } from "./helpers/cli.ts";
 

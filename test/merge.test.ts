@@ -1,7 +1,7 @@
 /** results/merge.ts: the completeness rule and what a merge refuses, on report models. */
 import { describe, expect, test } from "bun:test";
 import { mergeSlices, MergeError, type SliceReport } from "../runner/results/merge.ts";
-import type { PlanManifest, RunReport } from "../runner/results/model.ts";
+import type { PlanManifest, RunReport } from "../runner/results/report-model.ts";
 import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 
 const plan: PlanManifest = {

@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
+import { RunReportSchema, type RunReport } from "../runner/results/report-model.ts";
 import { COMPILED_CLI, freshCompiledCli } from "../runner/cli/compiled.ts";
 import { REPO } from "./helpers/cli.ts";
 import { apiExample } from "./helpers/api-doc.ts";

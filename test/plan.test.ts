@@ -1,6 +1,6 @@
 /** Planning: discovery with Bun's naming, dedupe, stable order, shards and slugs. */
 import { afterAll, describe, expect, test } from "bun:test";
-import { ConfigError } from "../runner/config/schema.ts";
+import { ConfigError } from "../runner/config/settings-schema.ts";
 import { groupIntoShards, planRun, shardSlug } from "../runner/plan/plan.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
 

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
+import { RunReportSchema, type RunReport } from "../runner/results/report-model.ts";
 import { BUN, buildGstackRepo, CLI, type GstackRepo } from "./helpers/gstack-repo.ts";
 
 let repo: GstackRepo;

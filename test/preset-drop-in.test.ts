@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
+import { RunReportSchema, type RunReport } from "../runner/results/report-model.ts";
 import { BUN, buildGstackRepo, CLI, REPO, type GstackRepo } from "./helpers/gstack-repo.ts";
 
 let repo: GstackRepo;

@@ -9,8 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from "node:os";
 import path from "node:path";
 const parseToml = (text: string) => Bun.TOML.parse(text) as Record<string, unknown>;
-import { ConfigError } from "../runner/config/schema.ts";
-import { addPreload, addScript } from "../runner/preset-lib/init.ts";
+import { ConfigError } from "../runner/config/settings-schema.ts";
+import { addPreload, addScript } from "../runner/presets/init.ts";
 
 const REPO = path.resolve(import.meta.dir, "..");
 const CLI = path.join(REPO, "runner", "cli-entry.ts");

@@ -6,9 +6,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import path from "node:path";
 import { parseArgs } from "../runner/config/args.ts";
-import { ConfigError } from "../runner/config/schema.ts";
+import { ConfigError } from "../runner/config/settings-schema.ts";
 import { main } from "../runner/cli/main.ts";
-import type { Host } from "../runner/app/host.ts";
+import type { Host } from "../runner/engine/host.ts";
 import type { PlannedShard } from "../runner/plan/plan.ts";
 import {
   decideFile,
@@ -17,13 +17,13 @@ import {
   quotedNames,
   serializeSelection,
   type Touchfiles,
-} from "../runner/preset-lib/diff.ts";
-import { expandFlagTemplates, mergeShardFlags, splitBunTestArgs } from "../runner/preset-lib/flags.ts";
-import { decideInterception, parseBunTestCommand, readCommandLine } from "../runner/preset-lib/intercept.ts";
-import { getPreset, loadPresets, mergeTables } from "../runner/preset-lib/resolve.ts";
-import type { SelectionSpec, TierSpec } from "../runner/preset-lib/schema.ts";
-import { chooseTier, classifyTier, filterByTier } from "../runner/preset-lib/select-tier.ts";
-import { checkShardFlags, preparePresetRun } from "../runner/preset-lib/session.ts";
+} from "../runner/presets/diff.ts";
+import { expandFlagTemplates, mergeShardFlags, splitBunTestArgs } from "../runner/presets/flags.ts";
+import { decideInterception, parseBunTestCommand, readCommandLine } from "../runner/presets/intercept-decision.ts";
+import { getPreset, loadPresets, mergeTables } from "../runner/presets/resolve.ts";
+import type { SelectionSpec, TierSpec } from "../runner/presets/preset-schema.ts";
+import { chooseTier, classifyTier, filterByTier } from "../runner/presets/select-tier.ts";
+import { checkShardFlags, preparePresetRun } from "../runner/presets/session.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
 import { configErrorAsync } from "./helpers/config-error.ts";
 import { sampleTouchfiles } from "./helpers/touchfiles-fixture.ts";

@@ -13,7 +13,7 @@ import {
 } from "../runner/results/redact.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { renderJUnit } from "../runner/report/junit.ts";
-import { RunReportSchema } from "../runner/results/model.ts";
+import { RunReportSchema } from "../runner/results/report-model.ts";
 import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 
 const KEY = "sk-live-0123456789abcdef";

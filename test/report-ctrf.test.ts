@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { CURRENT_SPEC_VERSION, schema as ctrfSchema, validate } from "ctrf";
-import { TEST_STATUSES, type RunReport, type TestStatus } from "../runner/results/model.ts";
+import { TEST_STATUSES, type RunReport, type TestStatus } from "../runner/results/report-model.ts";
 import { CTRF_SPEC_VERSION, CTRF_STATUS, renderCtrf, type CtrfReport } from "../runner/report/ctrf.ts";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 import { failedShard, makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";

@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Browser } from "puppeteer-core";
 import { renderHtml } from "../runner/report/html.ts";
-import { REPORT_SCHEMA_VERSION, summarize, type RunReport, type ShardResult } from "../runner/results/model.ts";
+import { REPORT_SCHEMA_VERSION, summarize, type RunReport, type ShardResult } from "../runner/results/report-model.ts";
 import { clickFilter, launchBrowser, openReport, renderedStatuses, searchFor, shownCount } from "./helpers/browser.ts";
 import { makeSuite, readReport, runCli } from "./helpers/cli.ts";
 

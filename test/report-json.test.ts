@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod";
-import { RunReportSchema, type RunReport } from "../runner/results/model.ts";
+import { RunReportSchema, type RunReport } from "../runner/results/report-model.ts";
 import { writeFileAtomic } from "../runner/util/atomic.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { REPORT_SCHEMA_PATH, reportJsonSchema, reportJsonSchemaText } from "../runner/report/json-schema.ts";

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { XMLParser } from "fast-xml-parser";
-import type { RunReport } from "../runner/results/model.ts";
+import type { RunReport } from "../runner/results/report-model.ts";
 import { formatSeconds, renderJUnit, WHOLE_FILE_TESTCASE } from "../runner/report/junit.ts";
 import { capText, escapeXmlAttr, escapeXmlText, replaceIllegalXmlChars, stripAnsi } from "../runner/report/sanitize.ts";
 import { failedShard, makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";

@@ -19,13 +19,13 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod";
-import { ReportWriter } from "../runner/app/report-writer.ts";
+import { ReportWriter } from "../runner/engine/report-writer.ts";
 import { FLUSH_BYTES, writeChunksAtomic, writeDocumentsAtomic } from "../runner/report/atomic-stream.ts";
 import { renderCtrf } from "../runner/report/ctrf.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { jsonItems, nestedJson } from "../runner/report/json-stream.ts";
 import { renderJUnit } from "../runner/report/junit.ts";
-import { PLAIN_TEST_KEYS, TestResultSchema, validTest, type RunReport, type TestResult } from "../runner/results/model.ts";
+import { PLAIN_TEST_KEYS, TestResultSchema, validTest, type RunReport, type TestResult } from "../runner/results/report-model.ts";
 import { sharedTestChecks } from "../runner/results/shared-checks.ts";
 import { makeRedactor, redactReport } from "../runner/results/redact.ts";
 import { variedReport, VARIED_SECRET } from "./helpers/varied-report.ts";

@@ -1,13 +1,13 @@
 /**
- * ReportWriter (runner/app/report-writer.ts): interim writes coalesce and are
+ * ReportWriter (runner/engine/report-writer.ts): interim writes coalesce and are
  * spaced apart, but the final write never waits out that spacing.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { INTERIM_WRITE_GAP_MS, ReportWriter } from "../runner/app/report-writer.ts";
-import { validReport, type RunReport } from "../runner/results/model.ts";
+import { INTERIM_WRITE_GAP_MS, ReportWriter } from "../runner/engine/report-writer.ts";
+import { validReport, type RunReport } from "../runner/results/report-model.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { makeReport, makeShard } from "./helpers/report-fixtures.ts";
 import { makeSuite, removeSuites, runCli } from "./helpers/cli.ts";

@@ -1,12 +1,12 @@
 /**
  * Old runs under OUT/runs are pruned beyond KEEP_RUNS, never the current run
  * nor one touched in the last 6 hours; a run prunes while its shards run
- * (app/run-dirs.ts).
+ * (engine/run-dirs.ts).
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, utimesSync } from "node:fs";
 import path from "node:path";
-import { KEEP_RUNS, pruneRuns } from "../runner/app/run-dirs.ts";
+import { KEEP_RUNS, pruneRuns } from "../runner/engine/run-dirs.ts";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 
 afterAll(removeSuites);

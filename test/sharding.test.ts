@@ -11,9 +11,9 @@ import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, REPO, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
 import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
-import type { RunReport } from "../runner/results/model.ts";
-import { takeOverBunPlanFlags } from "../runner/app/bun-plan-flags.ts";
-import { splitBunTestArgs } from "../runner/preset-lib/flags.ts";
+import type { RunReport } from "../runner/results/report-model.ts";
+import { takeOverBunPlanFlags } from "../runner/commands/bun-plan-flags.ts";
+import { splitBunTestArgs } from "../runner/presets/flags.ts";
 
 afterAll(removeSuites);
 

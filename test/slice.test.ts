@@ -1,6 +1,6 @@
 /** Slicing a plan for several machines (`--shard I/N`): disjoint, covering, balanced, the same everywhere. */
 import { describe, expect, test } from "bun:test";
-import { ConfigError } from "../runner/config/schema.ts";
+import { ConfigError } from "../runner/config/settings-schema.ts";
 import { groupIntoShards, type PlannedShard } from "../runner/plan/plan.ts";
 import { parseSliceSpec, sliceManifest, sliceShards } from "../runner/plan/slice.ts";
 

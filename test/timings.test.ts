@@ -6,11 +6,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ConfigError } from "../runner/config/schema.ts";
+import { ConfigError } from "../runner/config/settings-schema.ts";
 import { orderByTimings, readTimings, renderTimings } from "../runner/plan/timings.ts";
-import { measuredDurations } from "../runner/app/timings-update.ts";
+import { measuredDurations } from "../runner/engine/timings-update.ts";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
-import type { ShardResult } from "../runner/results/model.ts";
+import type { ShardResult } from "../runner/results/report-model.ts";
 
 afterAll(removeSuites);
 

@@ -150,7 +150,7 @@ const HOLD_EXPIRED_EXIT = 3;
 
 // Events on: the runner gave this child `BUN_INSPECT_CONNECT_TO` (Bun's
 // connect mode, which keeps plain `bun test`'s transpiler, unlike any
-// inspector flag: runner/exec/command.ts `inspectorEnv`). That mode does not
+// inspector flag: runner/exec/bun-command.ts `inspectorEnv`). That mode does not
 // wait for the debugger, so hold here, before any test file loads, until the
 // runner has enabled the test events and releases us (RELEASE_EXPRESSION in
 // runner/events/barrier.ts). The variable goes first: the test never sees it

@@ -5,10 +5,10 @@
  */
 import { parseArgs, readArgv } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
-import { ConfigError } from "../config/schema.ts";
-import type { BgOptions } from "../app/bg/command.ts";
-import type { StatusOptions } from "../app/bg/status.ts";
-import type { Host } from "../app/host.ts";
+import { ConfigError } from "../config/settings-schema.ts";
+import type { BgOptions } from "../commands/bg/bg-command.ts";
+import type { StatusOptions } from "../commands/bg/status.ts";
+import type { Host } from "../engine/host.ts";
 import { PRESET_FLAGS } from "./help.ts";
 
 const BG_VALUED = ["--label", "--lock", "--cap", "--workflow", "--repo", "--ref"] as const;

@@ -1,9 +1,9 @@
 /**
  * The help texts of the `shardguard` command. The flag rows come from the
- * settings table (config/schema.ts), so help and parsing never disagree.
+ * settings table (config/settings-schema.ts), so help and parsing never disagree.
  */
 import { RUN_FLAGS } from "../config/args.ts";
-import { SETTINGS } from "../config/schema.ts";
+import { SETTINGS } from "../config/settings-schema.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 
 /** Flags `run` and `list` take beyond the shared settings. */

@@ -1,6 +1,6 @@
 /**
  * The `shardguard` command line: parses argv, hands each command to the
- * application layer (app/), prints usage errors, and returns the exit code.
+ * commands (commands/), prints usage errors, and returns the exit code.
  * Never exits the process itself (cli-entry.ts does), so tests and
  * embedders can call it.
  *
@@ -10,9 +10,9 @@
  */
 import path from "node:path";
 import { parseArgs } from "../config/args.ts";
-import { ConfigError } from "../config/schema.ts";
-import type { Host } from "../app/host.ts";
-import type { WorkerSpec } from "../app/bg/worker.ts";
+import { ConfigError } from "../config/settings-schema.ts";
+import type { Host } from "../engine/host.ts";
+import type { WorkerSpec } from "../commands/bg/worker.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { EXIT } from "../results/codes.ts";
 import { processHost } from "./process-host.ts";
@@ -52,30 +52,30 @@ export async function main(argv: readonly string[], host: Host = processHost()):
         if (command === "list" && args.bunArgs.length > 0) {
           throw new ConfigError(`list takes no bun test flags after "--" (they are for run)`);
         }
-        const { runCommand } = await import("../app/run-command.ts");
+        const { runCommand } = await import("../commands/run-command.ts");
         return await runCommand(command, args, host);
       }
       case "init":
         return await initFromArgs(rest, host);
       case "bg": {
-        const [{ parseBgArgs }, { bgCommand }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../app/bg/command.ts"), import("../app/bg/status.ts")]);
+        const [{ parseBgArgs }, { bgCommand }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../commands/bg/bg-command.ts"), import("../commands/bg/status.ts")]);
         const options = parseBgArgs(rest);
         if (options === null) return (host.stdout(BG_HELP), EXIT.ok);
         const follow = (log: string) => statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
         return await bgCommand(options, host, follow);
       }
       case "status": {
-        const [{ parseStatusArgs }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../app/bg/status.ts")]);
+        const [{ parseStatusArgs }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../commands/bg/status.ts")]);
         const options = parseStatusArgs(rest, host);
         if (options === null) return (host.stdout(STATUS_HELP), EXIT.ok);
         return await statusCommand(options, host);
       }
       case "__bg-worker": {
-        const { bgWorker } = await import("../app/bg/worker.ts");
+        const { bgWorker } = await import("../commands/bg/worker.ts");
         return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) => main(["run", ...argv], runHost));
       }
       case "merge": {
-        const [{ parseMergeArgs }, { mergeCommand }] = await Promise.all([import("./merge-args.ts"), import("../app/merge-command.ts")]);
+        const [{ parseMergeArgs }, { mergeCommand }] = await Promise.all([import("./merge-args.ts"), import("../commands/merge-command.ts")]);
         const inputs = parseMergeArgs(rest, host);
         if (inputs === null) return (host.stdout(MERGE_HELP), EXIT.ok);
         return await mergeCommand(inputs, host);
@@ -87,7 +87,7 @@ export async function main(argv: readonly string[], host: Host = processHost()):
     if (error instanceof ConfigError) {
       host.stderr(`shardguard: ${error.message}`);
       // Earlier reports must not pass for this run's (docs/reports.md).
-      if (command === "run") (await import("../app/refused.ts")).settleRefusal(rest, host, error.message);
+      if (command === "run") (await import("../engine/refused.ts")).settleRefusal(rest, host, error.message);
       return EXIT.usage;
     }
     throw error;
@@ -106,7 +106,7 @@ async function initFromArgs(argv: readonly string[], host: Host): Promise<number
     throw new ConfigError(`shardguard init takes only --preset NAME, --dry-run and --root DIR (shardguard init --help)`);
   }
   const preset = args.extras.get("--preset");
-  const { initCommand } = await import("../app/init-command.ts");
+  const { initCommand } = await import("../commands/init-command.ts");
   return initCommand(
     {
       root: path.resolve(host.cwd, args.values.get("root") ?? host.env.SHARDGUARD_ROOT ?? "."),

@@ -2,10 +2,10 @@
  * argv of `shardguard merge DIR... [--out DIR] [--update-timings FILE]`.
  */
 import path from "node:path";
-import { DEFAULT_MERGE_OUT, type MergeCommandInputs } from "../app/merge-command.ts";
-import type { Host } from "../app/host.ts";
+import { DEFAULT_MERGE_OUT, type MergeCommandInputs } from "../commands/merge-command.ts";
+import type { Host } from "../engine/host.ts";
 import { readArgv } from "../config/args.ts";
-import { ConfigError } from "../config/schema.ts";
+import { ConfigError } from "../config/settings-schema.ts";
 
 /**
  * Parses merge's argv; paths are resolved against the host's working directory.

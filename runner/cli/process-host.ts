@@ -4,7 +4,7 @@
  * preload; kept free of heavy imports because the preload loads it in every
  * plain `bun test` run.
  */
-import type { Host } from "../app/host.ts";
+import type { Host } from "../engine/host.ts";
 
 /**
  * A write to `stream` that stops writing once the stream has failed: a

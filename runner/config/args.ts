@@ -6,7 +6,7 @@
  * into filters; we do not repeat that).
  */
 import { parseArgs as nodeParseArgs } from "node:util";
-import { BOOLEAN_FLAGS, ConfigError, SETTINGS, type SettingSpec } from "./schema.ts";
+import { BOOLEAN_FLAGS, ConfigError, SETTINGS, type SettingSpec } from "./settings-schema.ts";
 
 /** What the command line said, before merging with environment and bunfig.toml. */
 export interface ParsedArgs {

@@ -12,7 +12,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import type { ParsedArgs } from "./args.ts";
-import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, showValue, type RunSettings, type SettingSpec } from "./schema.ts";
+import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, showValue, type RunSettings, type SettingSpec } from "./settings-schema.ts";
 
 /** Keys of `[shardguard]` that are not plain settings. */
 const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
@@ -198,7 +198,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
       throw new ConfigError(`unknown key ${tomlWhere(key)}; accepted keys: ${[...known].sort().join(", ")}`);
     }
   }
-  // Its contents are checked when a preset is used (preset-lib/resolve.ts); its
+  // Its contents are checked when a preset is used (presets/resolve.ts); its
   // shape is checked on every run, like every other key, so a typo is not silent.
   if ("presets" in bunfig.table) {
     const presets = bunfig.table.presets;

@@ -31,7 +31,7 @@
 
 /**
  * What the attribution keeps of one test or describe: fields on the event
- * model's own record (model.ts), so mapping an event costs no map entry of
+ * model's own record (test-model.ts), so mapping an event costs no map entry of
  * its own (four maps keyed by id cost ~0.15 s of CPU per 100,000 tests,
  * bench/README.md).
  */

@@ -12,7 +12,7 @@ export interface ListenOptions {
   /**
    * Absolute path of the unix socket to listen on, from `socketPathFor`
    * (nothing may exist there yet); the child gets `BUN_INSPECT_CONNECT_TO=unix://<it>`
-   * (exec/command.ts `inspectorEnv`; `--inspect-wait=unix:<it>` dials it too).
+   * (exec/bun-command.ts `inspectorEnv`; `--inspect-wait=unix:<it>` dials it too).
    */
   socketPath: string;
   /**

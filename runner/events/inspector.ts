@@ -39,7 +39,7 @@
  *   5. the connection closes when the child exits. Events of a run that did
  *      not reach the barrier (a kill, `process.exit`, `--bail`) may be lost
  *      at the end, so consumers must treat missing data as "unknown", never
- *      as success (see `model.ts`).
+ *      as success (see `test-model.ts`).
  *
  * Exactly one connection is trusted: the first. The socket file is removed
  * as it is accepted, so nothing can dial after it; any other connection that

@@ -1,6 +1,6 @@
 /**
  * Bun's test urls made relative to the run root, as the plan names files
- * (the event model's `file` of a test, model.ts).
+ * (the event model's `file` of a test, test-model.ts).
  */
 import { realpathSync } from "node:fs";
 import { isAbsolute, relative, sep } from "node:path";

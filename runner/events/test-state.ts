@@ -1,8 +1,8 @@
 /**
- * The per-test records of the event model (model.ts) and the rules that turn
+ * The per-test records of the event model (test-model.ts) and the rules that turn
  * the errors Bun sent during a test into its failure text.
  */
-import type { AttemptFailure, Failure, TestStatus } from "../results/model.ts";
+import type { AttemptFailure, Failure, TestStatus } from "../results/report-model.ts";
 import type { BunEndStatus } from "./wire.ts";
 import type { AttributionEntry } from "./attribution.ts";
 
@@ -111,7 +111,7 @@ export interface ModelOptions {
 }
 
 /**
- * Internal to the model (model.ts): one test. Kept small, since there is one
+ * Internal to the model (test-model.ts): one test. Kept small, since there is one
  * per test for the whole run: the attempt count is a number, and the lists
  * that only errors and retries need are allocated by the first of them.
  */
@@ -119,7 +119,7 @@ export interface TestRecord extends AttributionEntry {
   id: number;
   name: string;
   url: string;
-  /** `url` relative to the root; the test's planned file may differ (model.ts fileFor). */
+  /** `url` relative to the root; the test's planned file may differ (test-model.ts fileFor). */
   file: string;
   line: number | undefined;
   parentId: number | undefined;
@@ -137,7 +137,7 @@ export interface TestRecord extends AttributionEntry {
   failedAttempts: AttemptFailure[] | undefined;
 }
 
-/** Internal to the model (model.ts). */
+/** Internal to the model (test-model.ts). */
 export interface DescribeRecord extends AttributionEntry {
   name: string;
   parentId: number | undefined;

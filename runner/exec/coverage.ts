@@ -20,7 +20,7 @@
 import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { readRegularTextSync } from "../util/regular-file.ts";
-import { SHARD_PRELOAD } from "./command.ts";
+import { SHARD_PRELOAD } from "./bun-command.ts";
 
 /**
  * The path of the child preload the shards of a run load: {@link SHARD_PRELOAD}

@@ -6,7 +6,7 @@
  * long. Two pieces of work wait here, each at most its bound: a finished
  * shard's evidence and verdict (10-25 ms for a 50-file shard, more for
  * large ones; exec/shard-attempt.ts) and the run's first report (25-30 ms
- * of rendering for 300 files; app/run.ts).
+ * of rendering for 300 files; engine/run.ts).
  *
  * Why it stays (Bun 1.4.4, 2 cores, under load; docs/architecture.md, "One
  * shard end to end"): on P3's 50-file shards the median spawn-to-handshake

@@ -49,7 +49,7 @@ export interface ShardMarks {
   /**
    * Absolute paths of the files in which at least one test started, in
    * order (at most {@link MAX_FILES}); a path cut short by a kill counts.
-   * A killed batched shard re-runs its other files (app/run.ts).
+   * A killed batched shard re-runs its other files (engine/run.ts).
    */
   filesStarted: string[];
 }

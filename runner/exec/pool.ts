@@ -8,7 +8,7 @@
  * An item holds one of the `jobs` slots until its work resolves or calls
  * `release()`: a shard gives its slot back as soon as its process group is
  * gone, so the next shard starts while the finished one's JUnit and marks
- * are read (app/run.ts). Released work still counts as running for the end
+ * are read (engine/run.ts). Released work still counts as running for the end
  * of the pool and may still add items.
  */
 

@@ -4,7 +4,7 @@
  * are sent by exec/process.ts (and the guardian it starts); this module only
  * reads. /proc is parsed by child/proc-reader.ts, the one parser, which the
  * child preload shares; this module gives it node:fs. The one liveness probe
- * of the runner (app/lock.ts uses it too).
+ * of the runner (engine/lock.ts uses it too).
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";

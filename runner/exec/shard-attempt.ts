@@ -6,14 +6,14 @@
  * and a second one without events when the channel failed before any test ran.
  */
 import { rmSync } from "node:fs";
-import { toEventEvidence } from "../events/evidence.ts";
+import { toEventEvidence } from "../events/event-evidence.ts";
 import { channelNotes, listenForTestEvents, type EventChannel } from "../events/inspector.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
-import { TestEventModel } from "../events/model.ts";
+import { TestEventModel } from "../events/test-model.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
-import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./command.ts";
+import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./bun-command.ts";
 import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { listDescendants } from "./proc-inspect.ts";
 import { startProcess, type ProcessOutcome, type ProcessState, type ShardProcess } from "./process.ts";

@@ -7,13 +7,13 @@
  */
 import { realpath } from "node:fs/promises";
 import path from "node:path";
-import { KEPT_ERRORS_AT_EACH_END } from "../events/model.ts";
-import { lostEventsNote } from "../events/evidence.ts";
+import { KEPT_ERRORS_AT_EACH_END } from "../events/test-model.ts";
+import { lostEventsNote } from "../events/event-evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { junitByteLimit, junitLimitText, JUnitTooLargeError, readJUnitCapped } from "../results/junit-shrink.ts";
-import type { ShardResult } from "../results/model.ts";
+import type { ShardResult } from "../results/report-model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { readFileTail } from "../util/file-tail.ts";
 import type { ListedDescendant, ShardMarks } from "./marks.ts";
@@ -24,11 +24,11 @@ export interface AttemptRecord {
   outcome: ProcessOutcome;
   /** The child preload's marks, read once the group was gone. */
   marks: ShardMarks;
-  /** The inspector events reduced for the verdict (events/evidence.ts); null when the attempt ran without them. */
+  /** The inspector events reduced for the verdict (events/event-evidence.ts); null when the attempt ran without them. */
   events: EventEvidence | null;
   /** Test attempts the events saw fail: the JUnit read limit grows with them. */
   failedEnds: number;
-  /** Error events left out of the failure texts (events/model.ts keeps the first and last of each attempt). */
+  /** Error events left out of the failure texts (events/test-model.ts keeps the first and last of each attempt). */
   errorsLeftOut: number;
   /** The channel's own notes (events/channel.ts `channelNotes`), already said as one warning. */
   channelNotes: string[];
@@ -103,7 +103,7 @@ export interface VerdictSettings {
   passWithNoTests: boolean;
   nameFilter: boolean;
   bail: boolean;
-  /** Set when this Bun's JUnit lists every attempt of a retried test (results/evidence.ts). */
+  /** Set when this Bun's JUnit lists every attempt of a retried test (results/verdict-evidence.ts). */
   junitAttempts?: { maxAttempts: number | null };
   coverageThreshold?: string;
 }

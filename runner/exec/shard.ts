@@ -6,9 +6,9 @@
  */
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
-import type { ShardResult } from "../results/model.ts";
+import type { ShardResult } from "../results/report-model.ts";
 import { neverStarted } from "../results/verdict.ts";
-import { bails, filtersByName, passesWithNoTests, retryCount } from "./command.ts";
+import { bails, filtersByName, passesWithNoTests, retryCount } from "./bun-command.ts";
 import { ShardAttempt } from "./shard-attempt.ts";
 import { shardPaths, type ShardContext, type ShardHooks, type ShardPaths } from "./shard-context.ts";
 import { consoleErrorOf, decideShardResult, filesNotStarted, readShardJUnit, type AttemptRecord, type VerdictSettings } from "./shard-evidence.ts";

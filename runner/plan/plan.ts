@@ -6,7 +6,7 @@
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type FastGlob from "fast-glob";
-import { ConfigError } from "../config/schema.ts";
+import { ConfigError } from "../config/settings-schema.ts";
 import { plural } from "../util/format.ts";
 import { sha256Hex } from "../util/random.ts";
 import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, toRealPaths, walkTestFiles } from "./walk.ts";

@@ -7,7 +7,7 @@
  *
  * Pure: no file is read here; durations come in as a map.
  */
-import { ConfigError } from "../config/schema.ts";
+import { ConfigError } from "../config/settings-schema.ts";
 import { sha256Hex } from "../util/random.ts";
 import type { Plan, PlannedShard } from "./plan.ts";
 

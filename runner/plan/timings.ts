@@ -12,7 +12,7 @@
 import { existsSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
 import { z } from "zod";
-import { ConfigError } from "../config/schema.ts";
+import { ConfigError } from "../config/settings-schema.ts";
 import type { PlannedShard } from "./plan.ts";
 
 /** Bun's timings file: version 1, file path → duration in ms. Other keys are kept out of our reading. */

@@ -7,7 +7,7 @@
  */
 import type { PlannedShard } from "../plan/plan.ts";
 import { SUCCESSFUL_SHARD_STATUSES } from "../results/codes.ts";
-import type { RunReport, ShardResult } from "../results/model.ts";
+import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { redactReport, redactShard } from "../results/redact.ts";
 import { oneLine, plural } from "../util/format.ts";
 import { endLine, logTail, startLine, summaryLines, type Out } from "./console.ts";

@@ -3,7 +3,7 @@
  * reads as a timeline. Consumes the result model only.
  */
 import type { PlannedShard } from "../plan/plan.ts";
-import type { RunReport, ShardResult } from "../results/model.ts";
+import type { RunReport, ShardResult } from "../results/report-model.ts";
 import path from "node:path";
 import { readFileTail } from "../util/file-tail.ts";
 import { stripAnsi } from "./sanitize.ts";

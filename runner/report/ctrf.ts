@@ -13,7 +13,7 @@
  * Schema shipped by the `ctrf` reference implementation (a devDependency;
  * nothing here imports it at run time).
  */
-import { validReport, validReportShell, validTest, type RunReport, type ShardResult, type TestCheck, type TestResult, type TestStatus } from "../results/model.ts";
+import { validReport, validReportShell, validTest, type RunReport, type ShardResult, type TestCheck, type TestResult, type TestStatus } from "../results/report-model.ts";
 import { entryChars, failureNote, reportText } from "./json.ts";
 import { JsonBatch, jsonWithStreamedArray } from "./json-stream.ts";
 

@@ -5,7 +5,7 @@
  * result model. Idle slot time is the lane's hatched background left
  * uncovered; the longest chain is the lane whose last shard ended last.
  */
-import type { RunReport, ShardResult } from "../results/model.ts";
+import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { escapeHtml } from "./html-text.ts";
 
 /** One started shard on a lane. Times in ms after the layout's origin. */

@@ -12,8 +12,8 @@
  * streamed atomic writer (report/atomic-stream.ts) and never held whole:
  * 100,000 tests are a few MB of rows.
  */
-import type { RunReport, ShardResult, TestStatus } from "../results/model.ts";
-import { TEST_STATUSES } from "../results/model.ts";
+import type { RunReport, ShardResult, TestStatus } from "../results/report-model.ts";
+import { TEST_STATUSES } from "../results/report-model.ts";
 import { HTML_REPORT_MARK } from "./html-mark.ts";
 import { PAGE_CSS, PAGE_SCRIPT } from "./html-page.ts";
 import { escapeHtml, jsonForScript } from "./html-text.ts";

@@ -9,7 +9,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import { REPORT_SCHEMA_VERSION, RunReportSchema } from "../results/model.ts";
+import { REPORT_SCHEMA_VERSION, RunReportSchema } from "../results/report-model.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
 
 /** Where the generated schema is committed, relative to the repository root. */

@@ -20,7 +20,7 @@
  * - `time` is seconds with exactly 3 decimals: the XSD's SUREFIRE_TIME
  *   pattern allows neither exponents nor NaN.
  */
-import type { FailureKind, RunReport, ShardResult, TestResult } from "../results/model.ts";
+import type { FailureKind, RunReport, ShardResult, TestResult } from "../results/report-model.ts";
 import { standInsFor, WHOLE_FILE } from "../results/verdict.ts";
 import { BATCH_CHARS } from "./json-stream.ts";
 import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";

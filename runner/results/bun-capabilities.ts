@@ -1,6 +1,6 @@
 /**
  * What each supported Bun can do, by the version read before the run
- * (app/preflight.ts). The one place that knows which Bun behaves how: the
+ * (commands/preflight-checks.ts). The one place that knows which Bun behaves how: the
  * rest of the runner asks these fields, never compares versions itself.
  * Every entry was measured (docs/bun-behaviour.md, "Per Bun version").
  */

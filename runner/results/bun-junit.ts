@@ -16,7 +16,7 @@
  * `attemptFailures` come from elsewhere (inspector events).
  */
 import { scanXml, XmlScanError } from "./xml-scan.ts";
-import type { Failure, TestResult } from "./model.ts";
+import type { Failure, TestResult } from "./report-model.ts";
 
 /** The tests of one file in Bun's JUnit output. */
 export interface BunJUnitFile {

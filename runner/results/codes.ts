@@ -1,6 +1,6 @@
 /**
  * The result model's constants and its summary, without the zod schemas
- * (results/model.ts, which re-exports all of this): what a run needs before
+ * (results/report-model.ts, which re-exports all of this): what a run needs before
  * its first report, so that building the report schema (~6 ms at load,
  * bench/README.md) waits for the first report write, which comes after the
  * first shards run.
@@ -46,7 +46,7 @@ export const TEST_STATUSES = [
 ] as const;
 /**
  * What a failure entry stands for: `failure.type` and `attemptFailures[].type`
- * in report.json (model.ts: FailureKind). Bun's own name for an error
+ * in report.json (report-model.ts: FailureKind). Bun's own name for an error
  * (`AssertionError`, `TypeError`, any `Error.name` a test sets) is free text
  * and goes beside it, in `errorName`, never here: a test cannot forge a kind.
  *
@@ -87,15 +87,15 @@ export const FAILURE_KINDS = [
   "junit-unreadable",
   "unreadable-event",
 ] as const;
-/** A failure kind (model.ts: FailureKind, the same union). */
+/** A failure kind (report-model.ts: FailureKind, the same union). */
 export type FailureKindName = (typeof FAILURE_KINDS)[number];
 
-/** A shard status (model.ts: ShardStatus, the same union). */
+/** A shard status (report-model.ts: ShardStatus, the same union). */
 export type ShardStatusName = (typeof SHARD_STATUSES)[number];
-/** A test status (model.ts: TestStatus, the same union). */
+/** A test status (report-model.ts: TestStatus, the same union). */
 export type TestStatusName = (typeof TEST_STATUSES)[number];
 
-/** The report's `summary` (model.ts: Summary, the same shape). Types of its own: model.ts imports this module. */
+/** The report's `summary` (report-model.ts: Summary, the same shape). Types of its own: report-model.ts imports this module. */
 export interface SummaryCounts {
   shards: Record<ShardStatusName | "total", number>;
   tests: Record<TestStatusName | "total" | "flaky", number>;

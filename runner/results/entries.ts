@@ -3,9 +3,9 @@
  * shards that did not end normally, from-junit.ts for shards with Bun's
  * JUnit). Pure; every duration in ms.
  */
-import type { Failure, ShardResult, TestResult, TestStatus } from "./model.ts";
+import type { Failure, ShardResult, TestResult, TestStatus } from "./report-model.ts";
 import { cleanEventName } from "./text.ts";
-import type { EventTest, ShardEvidence } from "./evidence.ts";
+import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
 
 /** Name used for the one synthetic testcase of a file without per-test data. */
 export const WHOLE_FILE = "(whole file)";

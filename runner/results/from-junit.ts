@@ -16,11 +16,11 @@
  * - With `--bail`, a planned file missing from Bun's JUnit after a failure is
  *   `never-started`, not a load error.
  */
-import type { Failure, ShardResult, ShardStatus, TestResult } from "./model.ts";
+import type { Failure, ShardResult, ShardStatus, TestResult } from "./report-model.ts";
 import type { BunJUnitFile } from "./bun-junit.ts";
 import { count, fromEvent, hookEntry, loadFailure, synthetic, type Base } from "./entries.ts";
 import { cleanEventName, cleanJUnitName } from "./text.ts";
-import type { EventTest, ShardEvidence } from "./evidence.ts";
+import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
 
 /** The message of a failure for which neither Bun's JUnit nor the events had one. */
 export const NO_MESSAGE = "failed; Bun's JUnit gives no message (Bun 1.3.x) and no event error was this test's: see the shard's log";

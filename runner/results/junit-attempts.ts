@@ -16,8 +16,8 @@
  * Otherwise nothing is folded: a failed entry stays a failure (never a pass).
  */
 import type { BunJUnitFile } from "./bun-junit.ts";
-import type { EventTest } from "./evidence.ts";
-import type { TestResult } from "./model.ts";
+import type { EventTest } from "./verdict-evidence.ts";
+import type { TestResult } from "./report-model.ts";
 
 /** What {@link foldJUnitAttempts} may count on. */
 export interface AttemptHints {

@@ -6,7 +6,7 @@
  * reports. Pure: reports in, report out; reading and writing is the app's.
  * The exit rule is a run's (run-verdict.ts) over the whole plan.
  */
-import { EXIT, REPORT_SCHEMA_VERSION, summarize, type PlanManifest, type RunReport, type ShardResult } from "./model.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, summarize, type PlanManifest, type RunReport, type ShardResult } from "./report-model.ts";
 import { decideRun } from "./run-verdict.ts";
 import { neverStarted } from "./verdict.ts";
 

@@ -16,7 +16,7 @@
  * Only exact occurrences of a value are found; the value JSON-escaped,
  * base64-encoded or split across a line wrap is not.
  */
-import type { RunReport, ShardResult, TestResult } from "./model.ts";
+import type { RunReport, ShardResult, TestResult } from "./report-model.ts";
 
 /** Name globs that mark an environment variable as secret (docs/configuration.md, redaction). */
 export const SECRET_NAME_PATTERNS: readonly string[] = ["*_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*"];

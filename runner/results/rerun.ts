@@ -1,7 +1,7 @@
 /**
  * `--last-failed`: which files of an earlier run to run again. Pure.
  */
-import type { RunReport, TestStatus } from "./model.ts";
+import type { RunReport, TestStatus } from "./report-model.ts";
 
 /** Test statuses that make a file worth rerunning: everything that is neither a pass nor a planned skip. */
 export const RERUN_STATUSES: ReadonlySet<TestStatus> = new Set(["failed", "timed-out", "crashed", "never-started"]);

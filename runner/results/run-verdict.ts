@@ -4,7 +4,7 @@
  * anywhere). Per-shard rules are verdict.ts. Exit codes: docs/reports.md.
  */
 import { EXIT, SUCCESSFUL_SHARD_STATUSES } from "./codes.ts";
-import type { ShardResult, Summary } from "./model.ts";
+import type { ShardResult, Summary } from "./report-model.ts";
 
 /** What the run knows beyond its shard results. */
 export interface RunFacts {

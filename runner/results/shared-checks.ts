@@ -1,9 +1,9 @@
 /**
  * One schema check per test entry for renderers that walk the same report
- * side by side (app/report-writer.ts renders report.json and ctrf.json
+ * side by side (engine/report-writer.ts renders report.json and ctrf.json
  * together; each used to check every entry on its own, bench/README.md).
  */
-import { validTest, type TestCheck, type TestResult } from "./model.ts";
+import { validTest, type TestCheck, type TestResult } from "./report-model.ts";
 
 /**
  * `readers` functions that each behave as {@link validTest} but share the

@@ -28,8 +28,8 @@ import type { BunJUnitFile } from "./bun-junit.ts";
 import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE, type Base } from "./entries.ts";
 import { fromJUnit, isHook } from "./from-junit.ts";
 import { foldJUnitAttempts } from "./junit-attempts.ts";
-import type { Failure, FailureKind, ShardResult, ShardStatus, TestResult, TestStatus } from "./model.ts";
-import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./evidence.ts";
+import type { Failure, FailureKind, ShardResult, ShardStatus, TestResult, TestStatus } from "./report-model.ts";
+import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./verdict-evidence.ts";
 
 export { WHOLE_FILE };
 export type { EventEvidence, EventTest, ProcessFacts, ShardEvidence };
@@ -382,7 +382,7 @@ export function skippedByDiff(shard: { index: number; slug: string; files: strin
  * every report even for a result built outside {@link decideShard} (an
  * embedder's, an older report's). Each carries the shard's status; a
  * `failed` shard's stand-in is a "no-tests" failure: the file had no tests
- * or did not load (ShardResult.status in model.ts).
+ * or did not load (ShardResult.status in report-model.ts).
  */
 export function standInsFor(shard: ShardResult, covered: ReadonlySet<string>): TestResult[] {
   return shard.files

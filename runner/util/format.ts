@@ -14,7 +14,7 @@ export const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
  * characters JavaScript's multiline `^`/`$` also break at) becomes a space.
  * Test names, file names and command lines come from the tests; with a break
  * in them a console line would start a line of its own, such as a forged
- * `### shardguard EXIT=0 ###` in a background run's log (app/bg/record.ts).
+ * `### shardguard EXIT=0 ###` in a background run's log (commands/bg/record.ts).
  */
 export const oneLine = (text: string): string => text.replace(/[\r\n\u0085\u2028\u2029]+/g, " ");
 

@@ -15,7 +15,7 @@
  *   elements of the XML scan (results/xml-scan.ts): P8 runner peak
  *   180-185 → 195-203 MiB without it (it costs ~13 ms of the read's CPU).
  * - {@link fullCollection} before rendering a report of 20,000 tests or
- *   more (app/report-writer.ts): P8 runner peak 180-185 → 237-239 MiB
+ *   more (engine/report-writer.ts): P8 runner peak 180-185 → 237-239 MiB
  *   without it.
  *
  * Fast paths beside a general path, kept in place:
@@ -28,12 +28,12 @@
  *   synchronous read and handed over as it is when `hasNothingToCut`:
  *   reading P8's JUnit 89 → 136-138 ms CPU through the cutter (streamed or
  *   whole alike), P8 runner CPU +150-260 ms streamed.
- * - results/model.ts `plainTestCopy`, zod's copy of a plain test entry built
+ * - results/report-model.ts `plainTestCopy`, zod's copy of a plain test entry built
  *   by hand (the entry's failure still checked by zod): P8 runner CPU
  *   +240-290 ms and peak +16-26 MiB without it, P3 peak +4-6 MiB.
  * - Modules imported on demand so that a plain `bun test` under the preset
- *   preload loads none of the preset library or zod (app/intercept.ts,
- *   preset-lib/intercept.ts), and the CLI's commands other than the one run
+ *   preload loads none of the preset library or zod (commands/preload-take-over.ts,
+ *   presets/intercept-decision.ts), and the CLI's commands other than the one run
  *   (cli/main.ts).
  */
 import { noFTL } from "bun:jsc";

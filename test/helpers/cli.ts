@@ -6,8 +6,8 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { RunReport } from "../../runner/results/model.ts";
-import { RunReportSchema } from "../../runner/results/model.ts";
+import type { RunReport } from "../../runner/results/report-model.ts";
+import { RunReportSchema } from "../../runner/results/report-model.ts";
 
 export const REPO = path.resolve(import.meta.dir, "..", "..");
 export const CLI = path.join(REPO, "runner", "cli-entry.ts");

@@ -3,7 +3,7 @@
  * (exit 2, one line naming what is wrong and what is accepted).
  */
 import { expect } from "bun:test";
-import { ConfigError } from "../../runner/config/schema.ts";
+import { ConfigError } from "../../runner/config/settings-schema.ts";
 
 /** Awaits `fn`, expecting a one-line ConfigError; returns its message. */
 export async function configErrorAsync(fn: () => Promise<unknown>): Promise<string> {

@@ -1,15 +1,15 @@
 /**
- * Tests' view of the event model (runner/events/model.ts): each test's
+ * Tests' view of the event model (runner/events/test-model.ts): each test's
  * whole state, copied out of the model's records. The runner reads the
  * model only through its own outputs (`eventTests`, `running`,
  * `errorsOutsideTests`); tests also check what those outputs are made
  * from (describe paths, every error of every attempt, the clock readings),
  * so this reads the records the model keeps privately.
  */
-import type { TestEventModel } from "../../runner/events/model.ts";
+import type { TestEventModel } from "../../runner/events/test-model.ts";
 import { endedStatus, finalFailure, type EndedStatus, type EventError, type TestPhase, type TestRecord } from "../../runner/events/test-state.ts";
 import type { BunEndStatus } from "../../runner/events/wire.ts";
-import type { AttemptFailure, Failure } from "../../runner/results/model.ts";
+import type { AttemptFailure, Failure } from "../../runner/results/report-model.ts";
 
 /** One test as the model holds it, copied out: later events do not change it. */
 export interface TestState {

@@ -9,7 +9,7 @@ import {
   type RunReport,
   type ShardResult,
   type TestResult,
-} from "../../runner/results/model.ts";
+} from "../../runner/results/report-model.ts";
 
 /** A test result; defaults: passed, 12.5 ms, line 1, not retried. */
 export function makeTest(fields: Partial<TestResult> & Pick<TestResult, "name" | "file">): TestResult {

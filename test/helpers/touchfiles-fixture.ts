@@ -2,7 +2,7 @@
  * The touchfiles data the diff-selection tests share: two tests with their
  * globs, one global glob, and a third name known only from another table.
  */
-import type { Touchfiles } from "../../runner/preset-lib/diff.ts";
+import type { Touchfiles } from "../../runner/presets/diff.ts";
 
 /** A fresh copy each call: tests may change it. */
 export function sampleTouchfiles(): Touchfiles {

@@ -7,7 +7,7 @@
  * and a secret to redact. The streamed writers are compared against what the
  * writers rendered before they streamed (test/report-stream.test.ts).
  */
-import { summarize, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../../runner/results/model.ts";
+import { summarize, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../../runner/results/report-model.ts";
 import { makeReport, makeShard, makeTest } from "./report-fixtures.ts";
 
 /** The secret value the fixture's texts contain, and the variable that holds it. */

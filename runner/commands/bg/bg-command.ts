@@ -1,0 +1,148 @@
+/**
+ * `shardguard bg`: start a run (or a CI dispatch and its follower) in the
+ * background and return at once. Everything that can be refused is refused
+ * here, before anything starts (exit 2): bad flags, an empty plan, a held
+ * lane with --no-wait, a checkout --dispatch cannot send. The detached
+ * worker (worker.ts) then takes the lane lock, runs, and ends the log with
+ * the sentinel.
+ */
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { ParsedWithExtras } from "../../config/args.ts";
+import { ConfigError } from "../../config/settings-schema.ts";
+import { startDetached } from "../../exec/detach.ts";
+import { ghRunner } from "../../exec/gh.ts";
+import { EXIT } from "../../results/codes.ts";
+import type { Host } from "../../engine/host.ts";
+import { lockHolderNow, lockWaitMessage, validateLockName } from "../../engine/lock.ts";
+import { readTimings } from "../../plan/timings.ts";
+import { computeCap, MAX_CAP_SECONDS, type Cap } from "./cap.ts";
+import { dispatchBlockers, gatherFacts, testedRevision } from "./checkout.ts";
+import { dedupeKey, makeNonce, type DispatchSpec } from "./dispatch.ts";
+import { defaultLane, mergeBase, planBackgroundRun } from "./prepare.ts";
+import { BG_EXIT, bgDir, newBgId, sentinelLine, writeRecord, type BgRecord } from "./record.ts";
+import type { WorkerSpec } from "./worker.ts";
+import { PACKAGE_ROOT } from "../../util/package-root.ts";
+
+/** `shardguard bg` options (cli/bg-args.ts parses them). */
+export interface BgOptions {
+  /** The flags for `shardguard run`, as given. */
+  runArgv: string[];
+  /** The same, parsed (for planning and validation). */
+  runArgs: ParsedWithExtras;
+  label: string | null;
+  lock: string | null;
+  /** --cap, seconds. */
+  capSeconds: number | null;
+  mode: "auto" | "local" | "dispatch";
+  workflow: string | null;
+  repo: string | null;
+  ref: string | null;
+  follow: boolean;
+  noWait: boolean;
+}
+
+/** Default workflow file dispatched (examples/github/shardguard-bg.yml). */
+export const DEFAULT_WORKFLOW = "shardguard-bg.yml";
+/** How long a dispatch follower may follow (and hold its lane), seconds. */
+export const FOLLOW_CAP_SECONDS = MAX_CAP_SECONDS;
+const NAME = /^[A-Za-z0-9._-]{1,60}$/;
+
+/** The `shardguard` entry the worker is started with (from the sources: a detached run needs no fast start). */
+const ENTRY = path.join(PACKAGE_ROOT, "runner", "cli-entry.ts");
+
+/**
+ * Starts the background run and prints its id and log.
+ *
+ * @param follow when `--follow` is given: follows the log to its end and returns the run's code
+ * @returns 0 once started (or the followed run's code)
+ * @throws ConfigError (exit 2, nothing started) for every refusal
+ */
+export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) => Promise<number>): Promise<number> {
+  if (o.label !== null && !NAME.test(o.label)) throw new ConfigError(`invalid --label ${JSON.stringify(o.label)}: use 1-60 letters, digits, ".", "_" or "-"`);
+  const plan = await planBackgroundRun(o.runArgs, host);
+  const { settings, preset } = plan;
+  const lock = o.lock ?? defaultLane(settings.root, preset?.name ?? null);
+  try {
+    validateLockName(lock);
+  } catch (error) {
+    throw new ConfigError(`--lock: ${(error as Error).message}`);
+  }
+  const repo = o.repo ?? preset?.dispatch?.repo ?? null;
+  const gh = o.mode === "local" ? null : ghRunner(settings.root, host.env);
+  const facts = gatherFacts(settings.root, host.env, gh, repo, settings.out);
+  const blockers = o.mode === "local" ? [] : dispatchBlockers(facts);
+  if (o.mode === "dispatch" && blockers.length > 0) {
+    throw new ConfigError(`cannot dispatch: ${blockers.join("; ")} (or run it here with --local)`);
+  }
+  const backend = o.mode !== "local" && blockers.length === 0 ? "dispatch" : "local";
+  if (o.mode === "auto" && backend === "local") for (const why of blockers) host.stdout(`shardguard bg: running locally, not on CI: ${why}`);
+
+  const holder = await lockHolderNow(lock);
+  if (holder && o.noWait) throw new ConfigError(`lane busy: ${lockWaitMessage(lock, holder)}; --no-wait refuses to queue behind it`);
+
+  let cap: Cap;
+  if (backend === "dispatch") cap = { seconds: o.capSeconds ?? FOLLOW_CAP_SECONDS, serialMs: 0, exceeds: false, recorded: 0, source: o.capSeconds ? "--cap" : "plan" };
+  else {
+    // The run's own timings files (--timings, SHARDGUARD_TIMINGS, bunfig.toml); missing ones are a first run.
+    const timings = readTimings(settings.timings).durations;
+    const computed = computeCap(plan.files, settings.jobs, timings);
+    cap = o.capSeconds !== null ? { ...computed, seconds: o.capSeconds, source: "--cap", exceeds: computed.serialMs / settings.jobs / 1000 > o.capSeconds } : computed;
+  }
+
+  const label = o.label ?? (preset ? `${preset.name}${plan.tier ? `-${plan.tier}` : ""}`.replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60) : "run");
+  const id = newBgId(label);
+  mkdirSync(bgDir(settings.out), { recursive: true, mode: 0o700 });
+  const log = path.join(bgDir(settings.out), `${id}.log`);
+  const runIdVars = ["SHARDGUARD_RUN_ID", ...(preset?.runIdEnv ? [preset.runIdEnv] : [])];
+  const env: Record<string, string | undefined> = { ...host.env };
+  for (const name of runIdVars) if (!env[name]) env[name] = id;
+
+  let dispatch: DispatchSpec | null = null;
+  let header: string;
+  const capText = `cap=${cap.seconds}s${cap.source === "--cap" ? " (--cap)" : ""}`;
+  if (backend === "dispatch") {
+    const baseSha = plan.baseRef ? mergeBase(settings.root, plan.baseRef) : null;
+    // The tier is part of what is tested: a gate run must never stand in for a periodic one.
+    const key = dedupeKey(plan.tier ? `${lock}.${plan.tier}` : lock, facts.sha!, baseSha);
+    const inputs = Object.fromEntries(Object.entries(preset?.dispatch?.inputs ?? {}).map(([k, v]) => [k, v.split("{tier}").join(plan.tier ?? "")]));
+    dispatch = { repo: facts.repo!, workflow: o.workflow ?? preset?.dispatch?.workflow ?? DEFAULT_WORKFLOW, ref: o.ref ?? facts.branch!, sha: facts.sha!, key, nonce: makeNonce(key), inputs };
+    header = `shardguard bg: backend=dispatch tested=${facts.sha} repo=${dispatch.repo} workflow=${dispatch.workflow} ref=${dispatch.ref} nonce=${dispatch.nonce} ${capText} jobs=${settings.jobs} lane=${lock}`;
+  } else {
+    header = `shardguard bg: backend=local tested=${testedRevision(facts)} ${capText} jobs=${settings.jobs} files=${plan.files.length} lane=${lock}`;
+  }
+  const lines = [header, `shardguard bg: ${runIdVars.map((n) => `${n}=${env[n]}`).join(" ")}`];
+  if (cap.exceeds) {
+    lines.push(`shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may not fit the ${cap.seconds}s cap; what is not done by then is cancelled`);
+  }
+  writeFileSync(log, lines.join("\n") + "\n", { mode: 0o600 });
+  const record: BgRecord = {
+    id,
+    backend,
+    log,
+    root: settings.root,
+    out: settings.out,
+    lock,
+    pid: null,
+    procStart: null,
+    startedAt: new Date().toISOString(),
+    runId: null,
+    ci: dispatch ? { repo: dispatch.repo, workflow: dispatch.workflow, runId: null, url: null, nonce: dispatch.nonce } : null,
+  };
+  await writeRecord(record);
+  const spec: WorkerSpec = { record: log, backend, lock, noWait: o.noWait, capSeconds: cap.seconds, graceMs: settings.graceMs, runArgv: o.runArgv, dispatch };
+  try {
+    startDetached({ argv: [process.execPath, ENTRY, "__bg-worker", JSON.stringify(spec)], cwd: host.cwd, env, logPath: log });
+  } catch (error) {
+    // The log must still end with its verdict: nothing ran.
+    appendFileSync(log, `shardguard bg: could not start the run: ${(error as Error).message}\n${sentinelLine(BG_EXIT.other)}\n`);
+    throw error;
+  }
+
+  for (const line of lines.slice(0, 1).concat(lines.slice(2))) host.stdout(line);
+  if (holder) host.stdout(`shardguard bg: ${lockWaitMessage(lock, holder)}; the run starts when it is released`);
+  host.stdout(`shardguard bg: started ${id}`);
+  host.stdout(`shardguard bg: log ${log}`);
+  host.stdout(`shardguard bg: shardguard status ${id}${o.follow ? "" : " [--follow]"} reports on it`);
+  return o.follow ? await follow(log) : EXIT.ok;
+}

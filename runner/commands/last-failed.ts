@@ -1,0 +1,131 @@
+/**
+ * `shardguard run|list --last-failed`: the plan of a rerun of the files that
+ * did not pass in the newest run under OUT/runs (after Playwright's
+ * `--last-failed`, which keeps its last run's failures in a file of its own;
+ * ours are the run's own report).
+ */
+import { existsSync, readdirSync } from "node:fs";
+import { readRegularTextSync } from "../util/regular-file.ts";
+import path from "node:path";
+import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
+import { groupIntoShards, type Plan } from "../plan/plan.ts";
+import { RunReportSchema, type RerunOf, type RunReport } from "../results/report-model.ts";
+import { filesToRerun } from "../results/rerun.ts";
+
+/** A run directory's name: the run id (engine/run.ts newRunId), `20261130T160515Z-9e4169`. */
+const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]+$/;
+
+/**
+ * The newest run's report under `out/runs/<run id>/report.json`, with its
+ * path; null when no run is there. A run id names its start to the second,
+ * then a random part (engine/run.ts newRunId), so ids of runs started in the
+ * same second do not sort by start: among those, the report's own
+ * `startedAt` (ms) decides.
+ *
+ * @throws ConfigError naming the run when a run of that newest second left
+ *   no report that parses (its reports could not be written, e.g. a full
+ *   disk, or it is still starting): an older run's report would rerun less
+ *   than the newest run left to rerun
+ */
+export function lastReport(out: string): { report: RunReport; file: string } | null {
+  let names: string[];
+  try {
+    names = readdirSync(path.join(out, "runs")).filter((name) => RUN_ID.test(name)).sort().reverse();
+  } catch {
+    return null;
+  }
+  let newest: { report: RunReport; file: string } | null = null;
+  const second = names[0]?.split("-")[0];
+  for (const name of names) {
+    if (name.split("-")[0] !== second) break;
+    const file = path.join(out, "runs", name, "report.json");
+    let parsed: ReturnType<typeof RunReportSchema.safeParse> | null = null;
+    try {
+      parsed = RunReportSchema.safeParse(JSON.parse(readRegularTextSync(file)));
+    } catch {
+      // Missing, not a regular file, cut short: no report.
+    }
+    if (!parsed?.success) {
+      throw new ConfigError(
+        `--last-failed: run ${name} left no report (${file} is missing or unreadable: its reports could not be written, or it is still starting); ` +
+          "rerun the whole plan without --last-failed",
+      );
+    }
+    if (!newest || Date.parse(parsed.data.startedAt) > Date.parse(newest.report.startedAt)) newest = { report: parsed.data, file };
+  }
+  return newest;
+}
+
+/**
+ * `--last-failed` takes no PATTERN.
+ *
+ * @throws ConfigError naming the first pattern
+ */
+export function refusePatterns(patterns: readonly string[]): void {
+  if (patterns.length > 0) {
+    throw new ConfigError(`--last-failed takes no PATTERN (it reruns the files of the last report); got ${JSON.stringify(patterns[0])}`);
+  }
+}
+
+/** The files `--last-failed` reruns, or why there is nothing to rerun. */
+export type LastFailedFiles =
+  | { kind: "files"; files: string[]; rerunOf: RerunOf; from: string; gone: string[] }
+  | { kind: "nothing"; message: string };
+
+/**
+ * The files of the newest run's report under `out/runs` that failed, timed
+ * out, crashed or never started (results/rerun.ts), in that report's order.
+ * Files deleted since, or not accepted by `keep` (e.g. no longer one of a
+ * preset's files), are left out and listed in `gone` with why.
+ *
+ * @param keep says why a file cannot be rerun now (null when it can)
+ * @throws ConfigError when there is no earlier report under OUT/runs, the newest run left
+ *   none ({@link lastReport}), PATTERNs were given, or files did not pass there and none of
+ *   them can run now
+ */
+export function lastFailedFiles(settings: RunSettings, patterns: readonly string[], keep: (file: string) => string | null = () => null): LastFailedFiles {
+  refusePatterns(patterns);
+  const last = lastReport(settings.out);
+  if (!last) throw new ConfigError(`--last-failed: no earlier report under ${path.join(settings.out, "runs")} (run once without it first)`);
+  const wanted = filesToRerun(last.report);
+  const why = (f: string) => (existsSync(path.resolve(settings.root, f)) ? keep(f) : "no longer exists");
+  const reasons = new Map(wanted.map((f) => [f, why(f)] as const));
+  const present = wanted.filter((f) => reasons.get(f) === null);
+  const gone = wanted.filter((f) => reasons.get(f) !== null).map((f) => `${f} ${reasons.get(f)}`);
+  if (wanted.length === 0) {
+    return { kind: "nothing", message: `--last-failed: nothing to rerun: every planned file passed in run ${last.report.runId} (${last.file})` };
+  }
+  if (present.length === 0) {
+    // Exit 2 ("nothing left to run"), never 0: these files did not pass and
+    // nothing has shown otherwise since (e.g. a periodic run's failures,
+    // reran in the default tier that leaves them out).
+    throw new ConfigError(
+      `--last-failed: nothing left to run: none of the ${wanted.length} files that did not pass in run ${last.report.runId} can run now (${gone.join("; ")})`,
+    );
+  }
+  return { kind: "files", files: present, rerunOf: { runId: last.report.runId, startedAt: last.report.startedAt, files: present }, from: last.file, gone };
+}
+
+/** What `--last-failed` found: the rerun's plan, or why there is nothing to run. */
+export type LastFailed =
+  | { kind: "plan"; plan: Plan; rerunOf: RerunOf; from: string; gone: string[] }
+  | { kind: "nothing"; message: string };
+
+/**
+ * Plans the rerun of {@link lastFailedFiles}, grouped by this run's
+ * --files-per-shard.
+ *
+ * @throws ConfigError when there is no earlier report under OUT/runs, or PATTERNs were given
+ */
+export function planLastFailed(settings: RunSettings, patterns: readonly string[]): LastFailed {
+  const found = lastFailedFiles(settings, patterns);
+  if (found.kind === "nothing") return found;
+  const reason = `did not pass in run ${found.rerunOf.runId}`;
+  return {
+    kind: "plan",
+    plan: { root: settings.root, patterns: [], shards: groupIntoShards(found.files, settings.filesPerShard), included: new Map(found.files.map((f) => [f, reason])), excluded: [] },
+    rerunOf: found.rerunOf,
+    from: found.from,
+    gone: found.gone,
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Checks made before any shard starts. Each failure is a ConfigError, so the
+ * CLI exits 2 with one line and nothing is spent.
+ */
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
+import { OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
+
+/** Oldest Bun shardguard supports (results/bun-capabilities.ts; package.json `engines` says the same). */
+export const MIN_BUN_VERSION = OLDEST_SUPPORTED_BUN;
+
+/** Facts learned by {@link preflight}. */
+export interface PreflightResult {
+  bunVersion: string;
+}
+
+/**
+ * Reports are written to a temporary file that is then renamed over the
+ * target, which would silently replace whatever is there. So each report
+ * path must be absent or a regular file, and never one of the planned test
+ * files (a device, a FIFO or a symlink would be replaced, not written to).
+ *
+ * @param plannedFiles absolute paths of the planned test files
+ * @throws ConfigError naming the flag and what the path is
+ */
+export function checkReportPaths(settings: RunSettings, plannedFiles: readonly string[]): void {
+  const planned = new Set(plannedFiles.map((f) => path.resolve(f)));
+  for (const [flag, file] of [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf], ["--html", settings.html]] as const) {
+    if (planned.has(path.resolve(file))) {
+      throw new ConfigError(`invalid ${flag} ${JSON.stringify(file)}: it is one of the planned test files`);
+    }
+    let kind: string | null = null;
+    try {
+      const st = lstatSync(file);
+      if (st.isSymbolicLink()) kind = "a symbolic link";
+      else if (st.isDirectory()) kind = "a directory";
+      else if (!st.isFile()) kind = "a device, FIFO or socket";
+    } catch {
+      // Absent: it will be created.
+    }
+    if (kind) throw new ConfigError(`invalid ${flag} ${JSON.stringify(file)}: it is ${kind}; expected a regular file path (reports replace the file atomically)`);
+  }
+}
+
+/**
+ * Compares versions with Bun's own semver ordering; negative when a < b.
+ * A version Bun cannot parse sorts first, so it fails the minimum check.
+ */
+export function compareVersions(a: string, b: string): number {
+  try {
+    return Bun.semver.order(a, b);
+  } catch {
+    return -1; // "Invalid SemVer"
+  }
+}
+
+/**
+ * Verifies that the output locations are writable and that Bun runs and is
+ * recent enough.
+ *
+ * @throws ConfigError naming what is wrong and what is accepted
+ */
+export async function preflight(settings: RunSettings, plannedFiles: readonly string[] = []): Promise<PreflightResult> {
+  checkReportPaths(settings, plannedFiles);
+  for (const [what, dir] of [
+    ["--out", settings.out],
+    ["--junit directory", path.dirname(settings.junit)],
+    ["--json directory", path.dirname(settings.json)],
+    ["--ctrf directory", path.dirname(settings.ctrf)],
+    ["--html directory", path.dirname(settings.html)],
+  ] as const) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      accessSync(dir, constants.W_OK);
+      const probe = path.join(dir, `.shardguard-write-test-${process.pid}`);
+      writeFileSync(probe, "");
+      rmSync(probe);
+    } catch (error) {
+      throw new ConfigError(`invalid ${what} ${JSON.stringify(dir)}: expected a writable directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  }
+  const version = bunVersionOf(settings.bun);
+  const refused = unsupportedBun(version);
+  if (refused) throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
+  return { bunVersion: version };
+}
+
+/**
+ * The version of the Bun at `bun`. The runner's own executable (the default
+ * `--bun`) is the Bun running this code, whose version is `Bun.version`:
+ * asking it with a `bun --version` child cost ~4 ms before the first
+ * shard could start (bench/README.md). Any other path is asked.
+ *
+ * @throws ConfigError when `bun` does not answer `--version` like Bun does
+ */
+function bunVersionOf(bun: string): string {
+  if (bun === process.execPath) return Bun.version;
+  const probe = spawnSync(bun, ["--version"], { encoding: "utf8", timeout: 10_000 });
+  const version = probe.stdout?.trim() ?? "";
+  if (probe.status !== 0 || !/^\d+\.\d+\.\d+/.test(version)) {
+    throw new ConfigError(`invalid --bun ${JSON.stringify(bun)}: it did not answer --version like Bun does`);
+  }
+  return version;
+}

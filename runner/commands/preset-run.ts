@@ -1,0 +1,203 @@
+/**
+ * Preset runs, the application side: `shardguard run|list --preset`, the
+ * preset preload's take-over (commands/preload-take-over.ts) and the preset's preflight
+ * check. presets/ decides what to run (settings, tier, diff selection,
+ * plan); this module runs it with the same execution and reporting as
+ * `shardguard run`.
+ */
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import type { ParsedWithExtras } from "../config/args.ts";
+import { ConfigError } from "../config/settings-schema.ts";
+import { startProcess } from "../exec/process.ts";
+import type { PlannedShard } from "../plan/plan.ts";
+import { slicePlan, type SliceSpec } from "../plan/slice.ts";
+import { readTimings } from "../plan/timings.ts";
+import type { PreflightPlan } from "../presets/preset-preflight.ts";
+import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFromArgs, type PreparedPresetRun, type PresetRequest } from "../presets/session.ts";
+import { logTail, plural, type Out } from "../report/console.ts";
+import { EXIT } from "../results/codes.ts";
+import { executeRun, redactingOutput } from "../engine/execute.ts";
+import type { Host } from "../engine/host.ts";
+import { lastFailedFiles, lastReport, refusePatterns } from "./last-failed.ts";
+import { preflight } from "./preflight-checks.ts";
+import type { RunInputs } from "../engine/run.ts";
+import { sliceHeader, sliceProvenance } from "./slice-run.ts";
+
+/**
+ * `shardguard run|list --preset NAME [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]`.
+ *
+ * @throws ConfigError for any usage or configuration error (nothing started)
+ */
+export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host, slice: SliceSpec | null = null, lastFailed = false): Promise<number> {
+  const request = presetRequestFromArgs(args, host.cwd, host.env);
+  if (lastFailed) return lastFailedPreset(command, request, host);
+  return runPreparedPreset(command, await preparePresetRun(request), host, slice);
+}
+
+/**
+ * `run|list --preset NAME --last-failed`: the files of the newest run under
+ * OUT/runs that did not pass, run with the preset's settings, environment
+ * and tier, whole (diff selection off: the rerun asked for these files).
+ * A file that is no longer one of the preset's files in this tier is not
+ * rerun (a warning names it).
+ *
+ * @throws ConfigError as {@link preparePresetRun}, and when there is no earlier report
+ */
+async function lastFailedPreset(command: "run" | "list", request: PresetRequest, host: Host): Promise<number> {
+  refusePatterns(request.patterns ?? []);
+  let whole: PreparedPresetRun;
+  ({ whole, request } = await lastFailedScope(request));
+  const allowed = new Set(whole.plan.included.keys());
+  const tierWord = whole.tier ? ` in tier ${whole.tier.name}` : "";
+  const found = lastFailedFiles(whole.settings, request.patterns ?? [], (f) => (allowed.has(f) ? null : `is not one of preset ${whole.preset.name}'s files${tierWord}`));
+  if (found.kind === "nothing") {
+    host.stdout(`shardguard: ${found.message}`);
+    return EXIT.ok;
+  }
+  for (const f of found.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
+  host.stdout(`shardguard: --last-failed: rerunning ${plural(found.files.length, "file")} of run ${found.rerunOf.runId} (${found.from})`);
+  const prepared = await preparePresetRun({ ...request, files: found.files, selectionOff: LAST_FAILED_SELECTION_OFF });
+  const reason = `did not pass in run ${found.rerunOf.runId}`;
+  for (const f of prepared.plan.included.keys()) prepared.plan.included.set(f, reason);
+  if (command === "list") {
+    for (const line of presetPlanLines(prepared)) host.stdout(line);
+    return EXIT.ok;
+  }
+  return executePresetRun(prepared, host, { rerunOf: found.rerunOf });
+}
+
+/** Why a `--last-failed` rerun of a preset has no diff selection. */
+const LAST_FAILED_SELECTION_OFF = "--last-failed reruns whole files";
+
+/**
+ * What a `--preset --last-failed` rerun may rerun: the preset's whole plan
+ * (no diff selection) in the tier asked for or, when none is named, in the
+ * tier of the run being rerun (a periodic run's failures are periodic files;
+ * the default tier would leave them out). Shared with `bg`, which sizes its
+ * cap from it.
+ *
+ * @returns the prepared whole plan and the request with that tier
+ * @throws ConfigError as {@link preparePresetRun}
+ */
+export async function lastFailedScope(request: PresetRequest): Promise<{ whole: PreparedPresetRun; request: PresetRequest }> {
+  let whole = await preparePresetRun({ ...request, selectionOff: LAST_FAILED_SELECTION_OFF });
+  const last = lastReport(whole.settings.out)?.report;
+  if (whole.tier?.from === "default" && last?.preset?.name === whole.preset.name && last.preset.tier && last.preset.tier !== whole.tier.name) {
+    request = { ...request, defaultTier: { name: last.preset.tier, from: `run ${last.runId}, which --last-failed reruns` } };
+    whole = await preparePresetRun({ ...request, selectionOff: LAST_FAILED_SELECTION_OFF });
+  }
+  return { whole, request };
+}
+
+/**
+ * Lists or runs a prepared preset run, or one slice of it (`--shard I/N`,
+ * also `bun test --preset NAME --shard=I/N`): the slice's shards and its
+ * share of the skipped-by-diff ones, so every machine slices the same plan.
+ *
+ * @throws ConfigError for any configuration error found before a shard starts
+ */
+export async function runPreparedPreset(command: "run" | "list", prepared: PreparedPresetRun, host: Host, slice: SliceSpec | null): Promise<number> {
+  if (!slice) {
+    if (command === "list") {
+      for (const line of presetPlanLines(prepared)) host.stdout(line);
+      return EXIT.ok;
+    }
+    return executePresetRun(prepared, host);
+  }
+  // One slice of the preset's plan (skipped-by-diff shards included, so every
+  // machine slices the same shards): its shards, and its share of the skipped.
+  const sliced = slicePlan(prepared.plan, slice, readTimings(prepared.settings.timings).durations);
+  const renumbered = new Map(sliced.plan.shards.map((s) => [s.files.join("\n"), s.index]));
+  const skipped = prepared.skipped.flatMap((r) => {
+    const index = renumbered.get(r.files.join("\n"));
+    return index === undefined ? [] : [{ ...r, index }];
+  });
+  const mine: PreparedPresetRun = { ...prepared, plan: sliced.plan, skipped };
+  host.stdout(sliceHeader(sliced, prepared.plan.shards.length));
+  if (command === "list") {
+    if (sliced.plan.shards.length > 0) for (const line of presetPlanLines(mine)) host.stdout(line);
+    return EXIT.ok;
+  }
+  return executePresetRun(mine, host, sliceProvenance(sliced));
+}
+
+/**
+ * Runs a prepared preset run: runner preflight (Bun, writable output), the
+ * preset's preflight command when a shard is runnable, then every shard not
+ * skipped by diff.
+ *
+ * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
+ * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
+ */
+export async function executePresetRun(p: PreparedPresetRun, host: Host, provenance?: RunInputs["provenance"]): Promise<number> {
+  // A run that executes nothing must never look like a pass (as "no test files matched");
+  // an empty slice of a plan that has files runs nothing and reports so for the merge.
+  if (p.plan.shards.length === 0 && !provenance?.slice) {
+    throw new ConfigError(
+      `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
+    );
+  }
+  const checked = await preflight(p.settings, p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))));
+  // The preflight command's log tail is printed too: redact like the run does.
+  const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
+  for (const line of presetHeaderLines(p)) out.line(line);
+  const env = { ...p.childEnv };
+  const runnable = p.plan.shards.length - p.skipped.length;
+  const pre = p.preflight;
+  if (runnable > 0 && "argv" in pre) {
+    await runPreflight(pre, { root: p.settings.root, out: p.settings.out, graceMs: p.settings.graceMs }, p.childEnv, out);
+    if (pre.okEnv) env[pre.okEnv] = "1";
+  }
+  const shardDir = p.shardDir;
+  const result = await executeRun(
+    {
+      settings: p.settings,
+      plan: p.plan,
+      bunVersion: checked.bunVersion,
+      env,
+      predecided: p.skipped,
+      preset: { name: p.preset.name, via: p.via, tier: p.tier?.name ?? null, selection: p.selection?.reason ?? null },
+      ...(provenance ? { provenance } : {}),
+      ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
+    },
+    host,
+  );
+  return result.exitCode ?? EXIT.failed;
+}
+
+/**
+ * Runs the preflight under supervision, logging to `OUT/preflight.log`.
+ *
+ * @throws ConfigError when it does not exit 0 within its timeout (no shard has started)
+ */
+export async function runPreflight(
+  plan: Extract<PreflightPlan, { argv: string[] }>,
+  where: { root: string; out: string; graceMs: number },
+  env: Record<string, string | undefined>,
+  out: Out,
+): Promise<void> {
+  // Not under OUT/logs: that is a link to the newest run's logs, and a real
+  // directory there would stop later runs from updating it.
+  await mkdir(where.out, { recursive: true });
+  const logPath = path.join(where.out, "preflight.log");
+  await rm(logPath, { force: true });
+  out.line(`shardguard: preflight: ${plan.label} (timeout ${plan.timeoutMs / 1000}s) log: ${logPath}`);
+  const proc = startProcess({ argv: plan.argv, cwd: where.root, env, logPath, timeoutMs: plan.timeoutMs, graceMs: where.graceMs });
+  const outcome = await proc.done;
+  if (outcome.spawnError === null && outcome.exitCode === 0 && outcome.killedBy === null) {
+    out.line(`shardguard: preflight passed in ${(outcome.durationMs / 1000).toFixed(1)}s`);
+    return;
+  }
+  const tail = await logTail(logPath);
+  if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+  const how =
+    outcome.spawnError !== null
+      ? `could not start (${outcome.spawnError})`
+      : outcome.killedBy === "timeout"
+        ? `timed out after ${plan.timeoutMs / 1000}s`
+        : outcome.exitCode !== null
+          ? `exited ${outcome.exitCode}`
+          : `ended by ${outcome.signal}`;
+  throw new ConfigError(`preflight ${JSON.stringify(plan.label)} ${how}; no shard started (log: ${logPath})`);
+}

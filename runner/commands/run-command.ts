@@ -1,0 +1,109 @@
+/**
+ * `shardguard run` and `shardguard list` without a preset: settings, plan,
+ * preflight, then the run (engine/execute.ts) or the printed plan.
+ */
+import path from "node:path";
+import type { ParsedWithExtras } from "../config/args.ts";
+import { resolveSettings } from "../config/load.ts";
+import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
+import { planRun, type Plan } from "../plan/plan.ts";
+import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
+import { readTimings, readTimingsFile } from "../plan/timings.ts";
+import { plural } from "../report/console.ts";
+import { EXIT } from "../results/codes.ts";
+import { refuseRunFlagsAfterDash } from "./bun-plan-flags.ts";
+import { executeRun } from "../engine/execute.ts";
+import { planLastFailed } from "./last-failed.ts";
+import { presetCommand } from "./preset-run.ts";
+import { sliceHeader, sliceProvenance } from "./slice-run.ts";
+import type { RunInputs } from "../engine/run.ts";
+import type { Host } from "../engine/host.ts";
+import { preflight } from "./preflight-checks.ts";
+
+/**
+ * Runs or lists what `args` (already parsed by cli/) asks for; `--preset`
+ * goes to {@link presetCommand}.
+ *
+ * @returns the exit code (0, 1, 130 or 143; docs/reports.md)
+ * @throws ConfigError (exit 2) for any usage or configuration error, before any child starts
+ */
+export async function runCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
+  const { spec, lastFailed } = planFlags(args);
+  if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec, lastFailed);
+  const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+  // Malformed timings files are exit 2 before anything runs; a missing one is
+  // the first run of a suite (then --update-timings creates it). They order
+  // the shards and, with --shard, balance the slices.
+  const timings = readTimings(settings.timings);
+  if (settings.updateTimings) readTimingsFile(settings.updateTimings, "--update-timings");
+  let plan: Plan;
+  let provenance: RunInputs["provenance"] = {};
+  if (lastFailed) {
+    const rerun = planLastFailed(settings, args.patterns);
+    if (rerun.kind === "nothing") {
+      host.stdout(`shardguard: ${rerun.message}`);
+      return EXIT.ok;
+    }
+    for (const f of rerun.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
+    host.stdout(`shardguard: --last-failed: rerunning ${plural(rerun.plan.included.size, "file")} of run ${rerun.rerunOf.runId} (${rerun.from})`);
+    plan = rerun.plan;
+    provenance = { rerunOf: rerun.rerunOf };
+  } else {
+    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, out: settings.out });
+  }
+  if (spec) {
+    const sliced = slicePlan(plan, spec, timings.durations);
+    provenance = sliceProvenance(sliced);
+    // Every slice's log names its slice and plan hash, so a mismatch can be traced to a machine.
+    host.stdout(sliceHeader(sliced, plan.shards.length));
+    if (sliced.plan.shards.length === 0 && command === "list") return EXIT.ok;
+    plan = sliced.plan;
+  }
+  if (command === "list") {
+    if (plan.shards.length > 0) for (const line of planLines(plan, settings)) host.stdout(line);
+    return EXIT.ok;
+  }
+  for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
+  const planned = plan.shards.flatMap((s) => s.files.map((f) => path.resolve(settings.root, f)));
+  const checked = await preflight(settings, planned);
+  for (const file of timings.missing) host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
+  // An empty slice still runs (nothing) and writes reports naming the whole
+  // plan, so the merge sees that this slice reported.
+  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env, timings: timings.durations, provenance }, host);
+  return result.exitCode;
+}
+
+/**
+ * The flags that change what a run plans (`--shard I/N`, `--last-failed`,
+ * `--tier`), checked together; shared by run, list and bg so a background
+ * run refuses exactly what a run refuses, before it starts.
+ *
+ * @throws ConfigError (exit 2) for a bad `--shard`, a combination the run cannot honour, or
+ *   a flag of shardguard's (or `--shard`) among the `bun test` flags after "--"
+ */
+export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; lastFailed: boolean } {
+  refuseRunFlagsAfterDash(args.bunArgs);
+  const shardFlag = args.extras.get("--shard");
+  const lastFailed = args.extras.get("--last-failed") === true;
+  const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
+  if (!args.extras.has("--preset") && args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
+  if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
+  return { spec, lastFailed };
+}
+
+/** Human-readable plan: shards with their files, why each file is in, what was left out. */
+export function planLines(plan: Plan, settings: RunSettings): string[] {
+  const lines = [
+    `shardguard: ${plural(plan.shards.length, "shard")}, ${plural(plan.included.size, "file")} under ${plan.root}`,
+    `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per shard ${settings.filesPerShard}`,
+  ];
+  for (const shard of plan.shards) {
+    lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]`);
+    for (const file of shard.files) lines.push(`    ${file}  (${plan.included.get(file) ?? "planned"})`);
+  }
+  if (plan.excluded.length > 0) {
+    lines.push(`Excluded (${plan.excluded.length}):`);
+    for (const e of plan.excluded) lines.push(`  - ${e.file}  [${e.reason}]`);
+  }
+  return lines;
+}

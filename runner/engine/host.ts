@@ -1,0 +1,19 @@
+/**
+ * What a command needs from the process it runs in: environment,
+ * working directory, output and signals. The `shardguard` command and the
+ * preset preload pass the real process (cli/process-host.ts); tests and
+ * embedders pass their own.
+ */
+export interface Host {
+  env: Record<string, string | undefined>;
+  cwd: string;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Registers the cancellation handler for SIGINT / SIGTERM; may return a function that removes it. */
+  onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void | (() => void);
+  /** Raw stdout writer (no newline added), for the live status area. */
+  write?: (text: string) => void;
+  /** True when stdout is a terminal: live status area instead of heartbeat lines. */
+  isTTY?: boolean;
+  columns?: number;
+}

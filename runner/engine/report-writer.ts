@@ -1,0 +1,192 @@
+/**
+ * Writing a run's reports (JUnit, JSON, CTRF, HTML) atomically, as often as
+ * the run changes but never so often that writing slows the run: interim
+ * writes coalesce and are spaced apart, the final write is never delayed,
+ * and writes land in order so an older snapshot never lands last.
+ */
+import path from "node:path";
+import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
+import { logTail } from "../report/console.ts";
+import { ctrfChunks } from "../report/ctrf.ts";
+import { htmlChunks } from "../report/html.ts";
+import { jsonChunks } from "../report/json.ts";
+import { junitChunks } from "../report/junit.ts";
+import { SUCCESSFUL_SHARD_STATUSES, type RunReport } from "../results/report-model.ts";
+import { sharedTestChecks } from "../results/shared-checks.ts";
+import { redactReport } from "../results/redact.ts";
+import { fullCollection } from "../util/tuning.ts";
+
+/**
+ * Minimum time between two interim report writes, ms. Reports on disk are
+ * then at most this much behind the run, and always valid.
+ */
+export const INTERIM_WRITE_GAP_MS = 200;
+
+/** Tests in a report from which a write starts with a full garbage collection (see writeNow). */
+export const LARGE_REPORT_TESTS = 20_000;
+
+/** Where the reports go. */
+export interface ReportTargets {
+  junit: string;
+  json: string;
+  ctrf: string;
+  /** report.html; none when absent. */
+  html?: string;
+  /** The run's own directory (OUT/runs/<id>), which gets a copy of each; null before it exists. */
+  runDir: () => string | null;
+}
+
+/**
+ * Serialized, coalescing report writer. {@link write} takes a function that
+ * builds the report, called when the write actually runs, so a coalesced
+ * write shows every change made while it waited.
+ */
+export class ReportWriter {
+  /** Report writes run one after another. */
+  private writing: Promise<unknown> = Promise.resolve();
+  private queuedInterim: Promise<RunReport | null> | null = null;
+  private lastInterimAt = -Infinity;
+  /**
+   * CPU time of the last write, ms: building and rendering, not the disk.
+   * Waiting for fsync is no cost to the run, and counting it (40-100 ms
+   * for six files on a busy disk) spaced interim writes by up to a second.
+   */
+  private lastRenderMs = 0;
+  private finalRequested = false;
+  /** Ends the spacing wait of a queued interim write early (the final write was requested). */
+  private wakeInterim: (() => void) | null = null;
+  /**
+   * Why the final write failed (the fs error), or null. The files on disk
+   * are then an older snapshot or missing, so the run must not exit 0
+   * (engine/run.ts).
+   */
+  finalWriteError: string | null = null;
+  /** Redacted log tails for report.html, by log path: a decided shard's log is read once. */
+  private readonly tails = new Map<string, string>();
+
+  /**
+   * @param redact applied to every report before rendering (reports leave the machine; logs stay raw, mode 0600)
+   * @param onError told when a write fails; the run goes on (the next write tries again)
+   */
+  constructor(
+    private readonly targets: ReportTargets,
+    private readonly redact: ((text: string) => string) | undefined,
+    private readonly onError: (message: string) => void,
+  ) {}
+
+  /**
+   * Writes the reports: the run's own copies, then the stable paths (last
+   * finisher wins). An interim write joins one already queued; it waits
+   * until INTERIM_WRITE_GAP_MS (or ten times the last write's cost, since
+   * rendering is O(tests); the disk is not counted) after the previous one. A final write cuts that
+   * wait short and the waiting interim write is dropped: the final one,
+   * queued right behind it, shows everything it would have shown (waiting
+   * out the gap at the end of a run cost up to ten report writes of wall
+   * time, bench/README.md).
+   *
+   * @returns the report as built (before redaction); null for an interim
+   *   write dropped in favour of the final one
+   */
+  write(final: true, build: () => RunReport): Promise<RunReport>;
+  write(final: boolean, build: () => RunReport): Promise<RunReport | null>;
+  write(final: boolean, build: () => RunReport): Promise<RunReport | null> {
+    if (!final && this.queuedInterim) return this.queuedInterim;
+    if (final) {
+      this.finalRequested = true;
+      this.wakeInterim?.();
+    }
+    const next = this.writing.then(async () => {
+      if (!final) {
+        const gap = Math.max(INTERIM_WRITE_GAP_MS, 10 * this.lastRenderMs);
+        const wait = this.lastInterimAt + gap - performance.now();
+        if (wait > 0 && !this.finalRequested) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, wait);
+            this.wakeInterim = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          this.wakeInterim = null;
+        }
+        this.queuedInterim = null;
+        if (this.finalRequested) return null;
+        this.lastInterimAt = performance.now();
+      }
+      const began = performance.now();
+      const report = build();
+      this.lastRenderMs = performance.now() - began;
+      const error = await this.writeNow(report);
+      if (final) this.finalWriteError = error;
+      return report;
+    });
+    if (!final) this.queuedInterim = next;
+    this.writing = next.catch(() => {});
+    return next;
+  }
+
+  /**
+   * report.html's log tails (by shard index): the last 4 KiB / 30 lines of
+   * each decided shard that did not pass or has a test that did not pass or
+   * was flaky, as the console shows them, redacted. Read once per log.
+   */
+  private async logTails(report: RunReport): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    for (const shard of report.shards) {
+      if (shard.logPath === null) continue;
+      const worth = !SUCCESSFUL_SHARD_STATUSES.has(shard.status) || shard.tests.some((t) => t.flaky || (t.status !== "passed" && t.status !== "skipped" && t.status !== "todo"));
+      if (!worth) continue;
+      let tail = this.tails.get(shard.logPath);
+      if (tail === undefined) {
+        tail = await logTail(shard.logPath);
+        if (this.redact) tail = this.redact(tail);
+        this.tails.set(shard.logPath, tail);
+      }
+      if (tail) out.set(shard.index, tail);
+    }
+    return out;
+  }
+
+  /** Writes the four reports; returns the error's message when one could not be written (told to `onError` too), else null. */
+  private async writeNow(report: RunReport): Promise<string | null> {
+    try {
+      const began = performance.now();
+      // Redaction copies only the entries it changes (results/redact.ts).
+      const safe = this.redact ? redactReport(report, this.redact) : report;
+      // A large run's heap is mostly garbage by now; collected before
+      // rendering, it is reused instead of growing the process (util/tuning.ts).
+      if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) fullCollection();
+      this.lastRenderMs += performance.now() - began;
+      const logTails = this.targets.html !== undefined ? await this.logTails(safe) : new Map<number, string>();
+      const runDir = this.targets.runDir();
+      // Each report is streamed to its files as it is rendered, a few hundred
+      // testcases at a time, and never held whole (report/atomic-stream.ts): for
+      // 100,000 tests the three texts are ~75 MB together and holding them
+      // set the runner's peak (bench/README.md). The run's own copy and the
+      // stable path get the same pieces; the run's copy lands first.
+      //
+      // The three are rendered side by side and none is renamed into place
+      // before all three are complete. report.json and ctrf.json check the
+      // report against the schema entry by entry as they render (no checked
+      // copy of the whole report is held; the two walk the same entries in
+      // step and share one check of each), so a report that fails the check
+      // is written nowhere, as when the whole report was parsed up front.
+      const [jsonCheck, ctrfCheck] = sharedTestChecks(2);
+      const reports: [name: string, target: string, chunks: () => Iterable<string>][] = [
+        ["report.json", this.targets.json, () => jsonChunks(safe, jsonCheck)],
+        ["junit.xml", this.targets.junit, () => junitChunks(safe)],
+        ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe, ctrfCheck)],
+      ];
+      const html = this.targets.html;
+      if (html !== undefined) reports.push(["report.html", html, () => htmlChunks(safe, { logTails })]);
+      this.lastRenderMs += await writeDocumentsAtomic(
+        reports.map(([name, target, chunks]) => ({ targets: runDir ? [path.join(runDir, name), target] : [target], chunks: chunks() })),
+      );
+      return null;
+    } catch (error) {
+      const message = (error as Error).message;
+      this.onError(`shardguard: could not write the reports: ${message}`);
+      return message;
+    }
+  }
+}

@@ -1,0 +1,442 @@
+/**
+ * The run: plan in, reports out. Dispatches shards to the job pool (and
+ * re-dispatches the unstarted files of killed batches), handles
+ * cancellation and the run-level sweeps, and tells the reporters: the
+ * console (report/console-reporter.ts) and the report files
+ * (engine/report-writer.ts). Spawning and killing stay in exec/process.ts,
+ * per-shard verdicts in results/verdict.ts, the exit code in
+ * results/run-verdict.ts.
+ */
+import { rm } from "node:fs/promises";
+import type { RunSettings } from "../config/settings-schema.ts";
+import { socketDirFor } from "../events/socket-dir.ts";
+import { filtersByName, SHARD_ENV } from "../exec/bun-command.ts";
+import { startGuardian, type Guardian } from "../exec/guardian.ts";
+import { runPool } from "../exec/pool.ts";
+import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "../exec/process.ts";
+import { runShard, type RunningShard } from "../exec/shard.ts";
+import { FIRST_REPORT_WAIT_MS, HandshakeGate } from "../exec/handshake-gate.ts";
+import type { Plan, PlannedShard } from "../plan/plan.ts";
+import { orderByTimings } from "../plan/timings.ts";
+import type { Out } from "../report/console.ts";
+import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts";
+import { bunCapabilities, missingFeatures, type BunCapabilities } from "../results/bun-capabilities.ts";
+import { readBunfigTable } from "../config/load.ts";
+import type { ProgressSource } from "../report/progress.ts";
+import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
+import type { RunReport, ShardResult } from "../results/report-model.ts";
+import { decideRun } from "../results/run-verdict.ts";
+import { neverStarted, supervisionFailed } from "../results/verdict.ts";
+import { randomHex } from "../util/random.ts";
+import { TOOL_VERSION } from "../util/version.ts";
+import { splitKilledBatch } from "./redispatch.ts";
+import type { ReportWriter } from "./report-writer.ts";
+import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
+import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
+import { removeStaleReports } from "./refused.ts";
+import { updateTimingsFile } from "./timings-update.ts";
+
+/** Inputs of a run. */
+export interface RunInputs {
+  settings: RunSettings;
+  plan: Plan;
+  /** Version string of the Bun that runs the shards (from preflight). */
+  bunVersion: string;
+  /** Environment given to every shard child. */
+  env: Record<string, string | undefined>;
+  out: Out;
+  /** Per-shard environment additions (presets). */
+  shardEnv?: (shard: PlannedShard) => Record<string, string>;
+  /** Shards decided before the run (e.g. skipped-by-diff); they are not spawned. */
+  predecided?: ShardResult[];
+  /** Called once every shard has ended, before the summary is printed (stops live progress). */
+  beforeSummary?: () => void;
+  /** Applied to every report before it is written (secret values → `[redacted:NAME]`). */
+  redact?: (text: string) => string;
+  /** The preset that planned this run, recorded in the report. */
+  preset?: RunReport["preset"];
+  /** Recorded per-file durations (ms, paths relative to root): shards start longest first. */
+  timings?: ReadonlyMap<string, number>;
+  /** Where this run's plan came from, recorded in the report: the sliced plan and this slice (`--shard`), the run it reruns (`--last-failed`). */
+  provenance?: Partial<Pick<RunReport, "plan" | "slice" | "rerunOf">>;
+}
+
+/** Result of a finished run. */
+export interface RunResult {
+  exitCode: number;
+  report: RunReport;
+}
+
+/** Makes a sortable, unique run id: `20261130T154226Z-1a2b3c`. */
+export function newRunId(now = new Date()): string {
+  return `${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomHex(3)}`;
+}
+
+/**
+ * One run of a plan. Call {@link Run.start} once; {@link Run.cancel} from a
+ * signal handler stops it (no new shard starts, running groups get SIGTERM
+ * then SIGKILL after the grace period); a second cancel kills at once.
+ */
+export class Run {
+  readonly runId = newRunId();
+  private cancelledBy: "SIGINT" | "SIGTERM" | null = null;
+  private readonly live = new Set<ShardProcess>();
+  /** Job slots (1-based) held by running shards, for each shard's `timeline.slot`. */
+  private readonly slotsTaken = new Set<number>();
+  readonly running = new Map<number, RunningShard>();
+  private readonly results = new Map<number, ShardResult>();
+  private readonly startedAt = new Date();
+  private readonly t0 = performance.now();
+  private runDir: string | null = null;
+  /** The child preload the shards load (exec/coverage.ts); undefined: the package's own. */
+  private preload: string | undefined;
+  /** From the last report built: a -t filter that matched no test anywhere (exit 1). */
+  private filterMatchedNothing = false;
+  private readonly console: RunReporter;
+  /** What the shards' Bun can do, by its version (results/bun-capabilities.ts). */
+  private readonly capabilities: BunCapabilities;
+  /** What it lacks, said once on the console and kept in every report (`bun.missing`). */
+  private readonly bunMissing: string[];
+  /** Set once the report writer's modules are loaded (see {@link reportWriter}). */
+  private writer: ReportWriter | null = null;
+  private writerLoaded: Promise<ReportWriter> | null = null;
+  private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
+  /** Shards added during the run: never-started files of killed batched shards, one file each. */
+  private readonly redispatched: PlannedShard[] = [];
+
+  /** Every shard of the run: the plan's, then the re-dispatched ones. */
+  private allShards(): PlannedShard[] {
+    return this.redispatched.length === 0 ? this.inputs.plan.shards : [...this.inputs.plan.shards, ...this.redispatched];
+  }
+
+  constructor(private readonly inputs: RunInputs) {
+    this.console = new ConsoleReporter(inputs.out, inputs.redact);
+    this.capabilities = bunCapabilities(inputs.bunVersion);
+    this.bunMissing = missingFeatures(this.capabilities, inputs.settings.testEvents);
+  }
+
+  /** Live view for progress displays: counts and the running shards with their test in flight. */
+  progressSource(): ProgressSource {
+    return {
+      total: this.inputs.plan.shards.length + this.redispatched.length,
+      done: () => this.results.size,
+      running: () =>
+        [...this.running.values()].map((r) => ({
+          index: r.shard.index,
+          files: r.shard.files,
+          elapsedMs: () => r.process.elapsedMs(),
+          stopping: () => r.process.state === "terminating" || r.process.state === "killing",
+          inFlight: () => {
+            const test = r.inFlight();
+            if (!test) return null;
+            return { name: test.name, forMs: test.startedAtMs === undefined ? 0 : performance.now() - test.startedAtMs };
+          },
+        })),
+    };
+  }
+
+  /** Requests cancellation; the second request SIGKILLs every running group at once. */
+  cancel(signal: "SIGINT" | "SIGTERM"): void {
+    if (this.cancelledBy) {
+      for (const proc of this.live) proc.killNow("cancel");
+      return;
+    }
+    this.cancelledBy = signal;
+    this.console.onCancel(signal, this.live.size);
+    for (const proc of this.live) proc.terminate("cancel");
+  }
+
+  /** Runs every planned shard and writes both reports. Never throws for what a child does. */
+  async start(): Promise<RunResult> {
+    const { settings, plan, out } = this.inputs;
+    const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
+    this.runDir = runDir;
+    try {
+      // Out of the project's coverage (exec/coverage.ts).
+      this.preload = coverageSafePreload(runDir);
+    } catch (error) {
+      out.line(`shardguard: WARNING the child preload counts toward the project's coverage in this run: ${(error as Error).message}`);
+    }
+    let socketDir: string | null = null;
+    if (settings.testEvents) {
+      try {
+        socketDir = socketDirFor(runDir);
+      } catch (error) {
+        // No private place for sockets: run without events rather than not at all.
+        out.line(`shardguard: WARNING no per-test events for this run: ${(error as Error).message}`);
+      }
+    }
+    try {
+      return await this.runAll(logDir, junitDir, socketDir);
+    } finally {
+      if (socketDir && !socketDir.startsWith(runDir)) await rm(socketDir, { recursive: true, force: true });
+    }
+  }
+
+  /** The body of {@link start} once the run directories exist. */
+  private async runAll(logDir: string, junitDir: string, socketDir: string | null): Promise<RunResult> {
+    const { settings, plan } = this.inputs;
+    for (const done of this.inputs.predecided ?? []) this.results.set(done.index, done);
+
+    this.console.onRunStart({
+      runId: this.runId,
+      shards: plan.shards.length,
+      files: plan.included.size,
+      toRun: plan.shards.filter((s) => !this.results.has(s.index)).length,
+      jobs: settings.jobs,
+      timeoutMs: settings.timeoutMs,
+      graceMs: settings.graceMs,
+    });
+    this.console.onBunMissing(this.bunMissing);
+    this.sweeps.staleRuns = sweepStaleRuns(`${SHARD_ENV.cookie}=`, SHARD_ENV.runnerPid);
+    this.console.onSweep("stale-runs", this.sweeps.staleRuns);
+    // Kills what this run leaves behind if the runner itself is SIGKILLed.
+    const guardian = startGuardian(`${SHARD_ENV.cookie}=${this.runId}:`);
+    try {
+      return await this.runShards(logDir, junitDir, socketDir, guardian);
+    } finally {
+      // Still held only when something threw: sweep now rather than never.
+      guardian.abandon();
+    }
+  }
+
+  /** The pool, the end-of-run sweep and the final report; releases the guardian once the sweep has run. */
+  private async runShards(logDir: string, junitDir: string, socketDir: string | null, guardian: Guardian): Promise<RunResult> {
+    const { settings, plan, out } = this.inputs;
+    const planned = plan.shards.filter((s) => !this.results.has(s.index));
+    const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
+    const shardTotal = () => plan.shards.length + this.redispatched.length;
+    const handshakes = new HandshakeGate();
+    let firstWriteAsked = false;
+    let pruning: Promise<void> = Promise.resolve();
+    const ctx = {
+      runId: this.runId,
+      root: settings.root,
+      bun: settings.bun,
+      bunArgs: settings.bunArgs,
+      timeoutMs: settings.timeoutMs,
+      graceMs: settings.graceMs,
+      logDir,
+      junitDir,
+      socketDir,
+      env: this.inputs.env,
+      ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
+      handshakes,
+      preload: this.preload,
+      coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
+      capabilities: this.capabilities,
+      bunfigRetry: this.capabilities.junitListsAttempts ? bunfigRetryOf(settings.root) : null,
+    };
+    const pool = runPool(
+      toRun,
+      settings.jobs,
+      async (shard, enqueue, poolRelease) => {
+        // The job slot this shard holds (report.html's timeline lane): the lowest free one.
+        let slot = 1;
+        while (this.slotsTaken.has(slot)) slot++;
+        this.slotsTaken.add(slot);
+        let holding = true;
+        const giveBack = () => {
+          if (holding) this.slotsTaken.delete(slot);
+          holding = false;
+        };
+        const release = () => {
+          giveBack();
+          poolRelease();
+        };
+        let lastProc: ShardProcess | null = null;
+        const { result, filesNotStarted } = await runShard({
+          ctx,
+          shard,
+          hooks: {
+            onStart: (running) => {
+              this.running.set(shard.index, running);
+              this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
+              // So a runner killed soon after leaves reports naming this shard as running
+              // (a shard of the first wave: once the first write lands).
+              if (firstWriteAsked) void this.writeReports(false);
+            },
+            onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
+            register: (proc) => {
+              lastProc = proc;
+              this.live.add(proc);
+              // A cancel that raced with the spawn still reaches this shard.
+              if (this.cancelledBy) proc.terminate("cancel");
+              return () => this.live.delete(proc);
+            },
+            // The shard's last child and its group are gone: the slot goes to the
+            // next shard while this one's JUnit and marks are read and its
+            // verdict decided (10-25 ms per batched shard, bench/README.md).
+            onSlotFree: release,
+          },
+          cancelled: () => this.cancelledBy,
+        }).catch((error: unknown) => {
+          // Our own failure (a full disk for the journal, a bad socket path)
+          // must cost this shard, not the run: kill what it started, say why.
+          this.running.get(shard.index)?.process?.killNow("cancel");
+          return { result: supervisionFailed(shard, (error as Error).message ?? String(error)), filesNotStarted: [] };
+        });
+        giveBack();
+        const proc = lastProc as ShardProcess | null;
+        if (result.startedAt !== null && proc !== null && proc.goneMs !== null) {
+          result.timeline = { slot, sigtermMs: proc.sigtermMs, sigkillMs: proc.sigkillMs, goneMs: proc.goneMs };
+        }
+        for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
+        this.running.delete(shard.index);
+        this.results.set(shard.index, result);
+        await this.console.onShardEnd(result, shardTotal());
+        // Not awaited: the next shard need not wait for the disk; the final
+        // write is queued behind this one. None after the last shard: the
+        // final write follows at once, and a whole report rendered twice
+        // cost 1.5 s on a file of 100,000 tests (bench/README.md).
+        if (this.results.size < this.allShards().length) void this.writeReports(false);
+        return result;
+      },
+      () => this.cancelledBy !== null,
+    );
+    // The first report write (every shard queued or running), once the first
+    // wave's children are past their handshakes (the pool started them all
+    // above, each counted from its start: exec/handshake-gate.ts): its CPU
+    // work would hold them, and its files would land after them anyway. Not
+    // awaited: the writes (six files, each fsynced) go on while the shards
+    // run; every later write queues behind this one, so the files on disk
+    // move forward in order. Pruning old runs waits for the same moment.
+    const firstWrite = handshakes.settled(FIRST_REPORT_WAIT_MS).then(() => {
+      firstWriteAsked = true;
+      void this.writeReports(false);
+      pruning = pruneRuns(settings.out, this.runId);
+    });
+    await pool;
+    await firstWrite;
+
+    // Anything of this run still alive (a shard's sweep raced a fork) dies now.
+    this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
+    this.console.onSweep("end-of-run", this.sweeps.endOfRun);
+    // The guardian has nothing left to guard once the end-of-run sweep ran;
+    // its exit (a few ms) is awaited beside the final write, not before it.
+    const released = guardian.release();
+    let report = await this.writeReports(true);
+    await released;
+    const writeError = this.writer?.finalWriteError ?? null;
+    if (writeError !== null) {
+      // What the stable paths hold is an older snapshot: an earlier run's
+      // reports (passing, perhaps) or this run's interim one. None may stand
+      // for this run, so none stays, as after a refused run; the run's own
+      // directory keeps whatever it got (docs/reports.md, "A run that
+      // cannot write its reports").
+      const removed = removeStaleReports(settings);
+      if (removed.length > 0) this.inputs.out.line(`shardguard: removed the older reports at ${removed.join(", ")}: they are not this run's`);
+      if (report.exitCode === EXIT.ok) {
+        // A CI step that reads the files must not be told the run passed.
+        report = { ...report, exitCode: EXIT.failed };
+        this.inputs.out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
+      }
+    }
+    await pruning;
+    if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
+    this.inputs.beforeSummary?.();
+    // Never names a file this run did not write.
+    const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html } : null;
+    this.console.onRunEnd(report, paths, this.filterMatchedNothing);
+    return { exitCode: report.exitCode ?? EXIT.failed, report };
+  }
+
+  /** Re-dispatch of a killed batched shard's unstarted files (engine/redispatch.ts); none once cancelled. */
+  private redispatch(shard: PlannedShard, result: ShardResult, filesNotStarted: readonly string[]): PlannedShard[] {
+    if (this.cancelledBy) return [];
+    const added = splitKilledBatch(shard, result, filesNotStarted, this.inputs.plan.shards.length + this.redispatched.length + 1);
+    this.redispatched.push(...added);
+    return added;
+  }
+
+  /** Every shard of the run, plan order then re-dispatched: decided, or not (yet) started. */
+  private shardResults(final: boolean): ShardResult[] {
+    return this.allShards().map((shard) => {
+      const done = this.results.get(shard.index);
+      if (done) return done;
+      const reason = this.cancelledBy
+        ? `run cancelled (${this.cancelledBy}) before this shard started`
+        : final
+          ? "never started"
+          : this.running.has(shard.index)
+            ? "still running when this report was written"
+            : "queued: not started when this report was written";
+      return neverStarted(shard, reason);
+    });
+  }
+
+  /**
+   * Writes the reports (engine/report-writer.ts). Called at start, when shards
+   * start and end, and at the end, so the files on disk are valid and honest
+   * whenever the runner dies.
+   */
+  private writeReports(final: true): Promise<RunReport>;
+  private writeReports(final: false): Promise<RunReport | null>;
+  private writeReports(final: boolean): Promise<RunReport | null> {
+    // Every call waits on the same promise, so the writes keep their order.
+    return this.reportWriter().then((writer) => writer.write(final, () => this.buildReport(final)));
+  }
+
+  /**
+   * The run's report writer. Its modules (the three renderers, the streamed
+   * writer) are imported on the first write, which comes after the first
+   * shards are spawned: loading them first held back every first spawn
+   * (~8 ms of CPU, bench/README.md).
+   */
+  private reportWriter(): Promise<ReportWriter> {
+    this.writerLoaded ??= import("./report-writer.ts").then(({ ReportWriter }) => {
+      const { junit, json, ctrf, html } = this.inputs.settings;
+      this.writer = new ReportWriter({ junit, json, ctrf, html, runDir: () => this.runDir }, this.inputs.redact, (message) => this.inputs.out.line(message));
+      return this.writer;
+    });
+    return this.writerLoaded;
+  }
+
+  /** The report of the run as it stands. */
+  private buildReport(final: boolean): RunReport {
+    const { settings } = this.inputs;
+    const shards = this.shardResults(final);
+    const summary = summarize(shards);
+    const verdict = decideRun(shards, summary, { final, cancelledBy: this.cancelledBy, filtersByName: filtersByName(settings.bunArgs) });
+    this.filterMatchedNothing = verdict.filterMatchedNothing;
+    return {
+      schemaVersion: REPORT_SCHEMA_VERSION,
+      runId: this.runId,
+      completed: final && this.cancelledBy === null,
+      cancelledBy: this.cancelledBy,
+      startedAt: this.startedAt.toISOString(),
+      finishedAt: final ? new Date().toISOString() : null,
+      durationMs: performance.now() - this.t0,
+      exitCode: verdict.exitCode,
+      root: settings.root,
+      tool: { name: "shardguard", version: TOOL_VERSION },
+      bun: { version: this.inputs.bunVersion, path: settings.bun, ...(this.bunMissing.length > 0 ? { missing: this.bunMissing } : {}) },
+      settings: {
+        jobs: settings.jobs,
+        timeoutMs: settings.timeoutMs,
+        graceMs: settings.graceMs,
+        filesPerShard: settings.filesPerShard,
+        bunArgs: [...settings.bunArgs],
+      },
+      summary,
+      preset: this.inputs.preset ?? null,
+      plan: this.inputs.provenance?.plan ?? null,
+      slice: this.inputs.provenance?.slice ?? null,
+      merged: null,
+      rerunOf: this.inputs.provenance?.rerunOf ?? null,
+      sweeps: { staleRuns: strip(this.sweeps.staleRuns), endOfRun: strip(this.sweeps.endOfRun) },
+      shards,
+    };
+  }
+}
+
+const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
+
+/** `[test] retry` of the root's bunfig.toml, or null (also when it cannot be read: the settings were read from it already). */
+function bunfigRetryOf(root: string): number | null {
+  try {
+    return readBunfigTable(root).testRetry ?? null;
+  } catch {
+    return null;
+  }
+}

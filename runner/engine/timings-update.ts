@@ -1,0 +1,44 @@
+/**
+ * `--update-timings`: this run's per-file durations merged into a Bun
+ * timings file (format in plan/timings.ts).
+ */
+import { readTimingsFile, renderTimings } from "../plan/timings.ts";
+import type { Out } from "../report/console.ts";
+import type { ShardResult } from "../results/report-model.ts";
+import { writeFileAtomic } from "../util/atomic.ts";
+
+/**
+ * Per-file wall time (ms) of the shards that ran: a one-file shard's whole
+ * duration (start-up included, which is what scheduling needs); a shard of
+ * several files split in proportion to its files' test durations (evenly
+ * when those are all 0). Shards that never started contribute nothing.
+ */
+export function measuredDurations(shards: readonly ShardResult[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const shard of shards) {
+    if (shard.startedAt === null || shard.files.length === 0) continue;
+    if (shard.files.length === 1) {
+      out.set(shard.files[0]!, shard.durationMs);
+      continue;
+    }
+    const perFile = new Map(shard.files.map((f) => [f, 0]));
+    for (const t of shard.tests) if (perFile.has(t.file)) perFile.set(t.file, perFile.get(t.file)! + t.durationMs);
+    const sum = [...perFile.values()].reduce((a, b) => a + b, 0);
+    for (const [file, ms] of perFile) out.set(file, sum > 0 ? (shard.durationMs * ms) / sum : shard.durationMs / shard.files.length);
+  }
+  return out;
+}
+
+/**
+ * Merges the measured durations over what `file` holds and replaces it
+ * atomically. A failure (unreadable, malformed since the run started, disk
+ * full) is one console line, never a failed run: the tests already ran.
+ */
+export async function updateTimingsFile(file: string, shards: readonly ShardResult[], out: Out): Promise<void> {
+  try {
+    const previous = readTimingsFile(file, "--update-timings");
+    await writeFileAtomic(file, renderTimings(previous, measuredDurations(shards)));
+  } catch (error) {
+    out.line(`shardguard: could not update the timings file ${file}: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,393 @@
+/**
+ * The event model: folds inspector events (see `inspector.ts`) into one
+ * state per test, and answers "what ran, what is running, what never
+ * started" at any moment — while the child runs, after it exited, or after
+ * it was killed.
+ *
+ * Ground rules (docs/reports.md):
+ * - A test is `passed` only when Bun sent `TestReporter.end` with
+ *   `status: "pass"`. Missing events (the tail of a run is often lost, a
+ *   killed child sends nothing more) leave a test in phase `found` or
+ *   `running` with no status; the model never fills that gap. Turning those
+ *   phases into `timed-out` / `crashed` / `never-started` is the runner's
+ *   job, because only the runner knows why the child ended
+ *   (results/verdict.ts: `decideShard`, which cannot produce `passed` for them).
+ * - Bun's own per-test timeout (`--timeout`, or the third argument of
+ *   `test()`) is a plain failure with failure type `"timeout"`; the result
+ *   status `timed-out` is reserved for shardguard's wall-clock kill.
+ *
+ * Measured event order (Bun 1.4.4): all `found` events of a file arrive
+ * before its first `start`; each attempt of a test sends `start`; only the
+ * final attempt sends `end`; skipped and todo tests send `end` without
+ * `start`; an error during a test arrives between its `start` and the next
+ * `start`/`end`. With `--rerun-each N` every run of a file gets new ids
+ * (new `found` events), so the same name can appear N times.
+ */
+import {
+  attemptErrorsOf,
+  attemptFailure,
+  currentErrors,
+  finalFailure,
+  lastError,
+  endedStatus,
+  type DescribeRecord,
+  type ErrorLocation,
+  type EventError,
+  type ModelOptions,
+  type OutsideError,
+  type TestRecord,
+  pushError,
+} from "./test-state.ts";
+import type { BunEndStatus, ErrorEvent, TestEvent } from "./wire.ts";
+import type { EventTest } from "../results/verdict-evidence.ts";
+import { FileAttribution, UNATTRIBUTED } from "./attribution.ts";
+import { PendingErrors } from "./error-claims.ts";
+import { RootRelativePaths } from "./root-paths.ts";
+import { testDurationNs } from "./elapsed.ts";
+
+export { KEPT_ERRORS_AT_EACH_END, repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase } from "./test-state.ts";
+
+/** The test in flight ({@link TestEventModel.running}): what the progress line and `bg status` show. */
+export interface InFlightTest {
+  /** The test's own name. */
+  readonly name: string;
+  /** `outer > inner > name`, the result model's `name`. */
+  readonly fullName: string;
+  /** Clock value (ms, the model's clock) at its latest `start`. */
+  readonly startedAtMs: number | undefined;
+}
+
+/**
+ * Accumulates events into per-test state. Feed it with {@link apply} in
+ * arrival order (live from the channel, or replayed from the journal);
+ * query it at any time.
+ */
+export class TestEventModel {
+  private readonly now: () => number;
+  private readonly tests_ = new Map<number, TestRecord>();
+  /** The records in phase `running`: the progress display asks for the one in flight several times a second. */
+  private readonly runningNow = new Set<TestRecord>();
+  private readonly describes = new Map<number, DescribeRecord>();
+  private readonly attribution: FileAttribution;
+  private readonly pending = new PendingErrors();
+  private readonly outside: OutsideError[] = [];
+  private seq = 0;
+  private failedEndCount = 0;
+  private leftOut = 0;
+
+  constructor(options: ModelOptions) {
+    this.now = options.now ?? (() => performance.now());
+    this.attribution = new FileAttribution(options.files);
+    this.paths = new RootRelativePaths(options.root);
+  }
+
+  /** Bun's urls made relative to the root (root-paths.ts). */
+  private readonly paths: RootRelativePaths;
+
+  /** Builds a model from a recorded event list (e.g. `readJournal`). Clock values are replay times. */
+  static fromEvents(events: Iterable<TestEvent>, options: ModelOptions): TestEventModel {
+    const model = new TestEventModel(options);
+    for (const event of events) model.apply(event);
+    return model;
+  }
+
+  /**
+   * Applies one event. Never throws: inconsistent input (an id never found,
+   * a `start` for a describe, a duplicate `found`) is ignored.
+   */
+  apply(event: TestEvent): void {
+    switch (event.method) {
+      case "TestReporter.found": {
+        const { id, url, line, name, type, parentId } = event.params;
+        return this.found(id, url, line, name, type, parentId);
+      }
+      case "TestReporter.start":
+        return this.start(event.params.id);
+      case "TestReporter.end":
+        return this.end(event.params.id, event.params.status, event.params.elapsed);
+      case "LifecycleReporter.error":
+        return this.error(event);
+    }
+  }
+
+  /**
+   * `TestReporter.found`, field by field (wire.ts has the meaning of each):
+   * what {@link apply} does with such an event, without the event object, for
+   * the channel's byte reader (compact.ts). Never throws.
+   */
+  found(id: number, url: string, line: number | undefined, name: string, type: "test" | "describe", parentId: number | undefined): void {
+    // A second found of an id is ignored: the first one stands.
+    if (this.tests_.has(id) || this.describes.has(id)) return;
+    const file = this.relativeFile(url);
+    const parent = parentId === undefined ? undefined : (this.describes.get(parentId) ?? this.tests_.get(parentId));
+    if (type === "describe") {
+      const describe: DescribeRecord = { name, parentId, ...UNATTRIBUTED };
+      this.describes.set(id, describe);
+      this.attribution.found(describe, file, parent);
+      return;
+    }
+    const record: TestRecord = {
+      id,
+      name,
+      url,
+      file,
+      line,
+      parentId,
+      phase: "found",
+      bunStatus: undefined,
+      elapsedNs: undefined,
+      startedAtMs: undefined,
+      endedAtMs: undefined,
+      startSeq: 0,
+      attempts: 0,
+      attemptErrors: undefined,
+      failedAttempts: undefined,
+      mapped: undefined,
+      own: false,
+      viaBlock: false,
+      block: undefined,
+    };
+    this.tests_.set(id, record);
+    this.attribution.found(record, file, parent);
+  }
+
+  /** `TestReporter.start` of test `id`: see {@link found}. Never throws. */
+  start(id: number): void {
+    const record = this.progressed(id);
+    if (!record) return;
+    if (record.phase === "running" && record.attempts > 0) {
+      // A new start while the previous attempt never ended: Bun retried it,
+      // which it only does after a failure.
+      this.pending.failed(record);
+      (record.failedAttempts ??= []).push(attemptFailure(attemptErrorsOf(record, record.attempts), record.attempts));
+    } else if (record.phase === "ended") {
+      // A start after the end: taken as a new attempt.
+      record.bunStatus = undefined;
+      record.elapsedNs = undefined;
+      record.endedAtMs = undefined;
+    }
+    record.attempts += 1;
+    record.phase = "running";
+    this.runningNow.add(record);
+    record.startedAtMs = this.now();
+    record.startSeq = ++this.seq;
+  }
+
+  /**
+   * `TestReporter.end` of test `id`, `elapsedNs` Bun's `elapsed` as sent
+   * (wrapped past 2^31 ns: the duration is corrected by the model's clock,
+   * elapsed.ts): see {@link found}. Never throws.
+   */
+  end(id: number, status: BunEndStatus, elapsedNs: number): void {
+    const record = this.progressed(id);
+    if (!record) return;
+    // A second end replaces the first: the later one wins.
+    if (status === "fail" || status === "timeout") {
+      this.pending.failed(record);
+      this.failedEndCount += 1;
+    }
+    else this.pending.cleared(record);
+    const now = this.now();
+    const receivedNs = record.phase === "running" && record.startedAtMs !== undefined ? (now - record.startedAtMs) * 1e6 : undefined;
+    record.phase = "ended";
+    this.runningNow.delete(record);
+    record.bunStatus = status;
+    record.elapsedNs = testDurationNs(elapsedNs, receivedNs);
+    record.endedAtMs = now;
+  }
+
+  private error(event: ErrorEvent): void {
+    const located = this.toEventError(event, 0);
+    const { record: current, ambiguous } = this.runningRecordFor(located.locations);
+    const errors = current ? currentErrors(current) : undefined;
+    if (current && errors) {
+      const error = { ...located, attempt: current.attempts };
+      this.leftOut += pushError(errors, error);
+      if (ambiguous) this.pending.add(error, current, ambiguous);
+      return;
+    }
+    const error = located;
+    const files = new Set(this.files());
+    const known = error.locations.find((location) => files.has(location.file));
+    this.leftOut += pushError(this.outside, { ...error, file: (known ?? error.locations[0])?.file });
+  }
+
+  /** A `start` or `end` of `id` closes the open found block; its test record, else undefined (a describe's or an unknown id: ignored). */
+  private progressed(id: number): TestRecord | undefined {
+    const record = this.tests_.get(id);
+    if (record) {
+      this.attribution.progressed(record);
+      return record;
+    }
+    this.attribution.progressed(this.describes.get(id));
+    return undefined;
+  }
+
+  /**
+   * Every test as the verdict's evidence ({@link EventTest}) in found order,
+   * straight from the records: no snapshot per test (100,000 tests: ~100 MiB
+   * less at the runner's peak, bench/README.md). The failed-attempt lists
+   * are the records' own: call once the events have stopped.
+   * @param now clock value (ms, the model's clock) for `runningForMs` / `sinceEndMs`
+   */
+  eventTests(now: number): EventTest[] {
+    const out: EventTest[] = [];
+    const prefixes = new Map<number, string>();
+    for (const record of this.tests_.values()) {
+      const ended = record.phase === "ended";
+      const status = ended && record.bunStatus ? endedStatus(record.bunStatus) : undefined;
+      const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
+      const test: EventTest = { name: this.fullName(record, prefixes), file: this.fileFor(record), state: record.phase, attempts: record.attempts, durationMs: durationMs ?? 0, attemptFailures: record.failedAttempts ?? [] };
+      const line = this.lineFor(record);
+      if (line !== undefined) test.line = line;
+      if (!record.own) test.viaHelper = true;
+      if (status !== undefined) test.status = status;
+      if (record.phase === "running" && record.startedAtMs !== undefined) test.runningForMs = Math.max(0, now - record.startedAtMs);
+      if (ended && record.endedAtMs !== undefined) test.sinceEndMs = Math.max(0, now - record.endedAtMs);
+      const last = status === "failed" ? undefined : lastError(record);
+      if (status === "failed") test.failure = finalFailure(record, durationMs);
+      else if (last) test.failure = { type: "failure", errorName: last.name, message: last.message };
+      out.push(test);
+    }
+    return out;
+  }
+
+  /** `outer > inner > name`, with each describe's prefix built once. */
+  private fullName(record: TestRecord, prefixes: Map<number, string>): string {
+    if (record.parentId === undefined) return record.name;
+    let prefix = prefixes.get(record.parentId);
+    if (prefix === undefined) {
+      const path = this.describePath(record);
+      prefix = path.length === 0 ? "" : `${path.join(" > ")} > `;
+      prefixes.set(record.parentId, prefix);
+    }
+    return prefix + record.name;
+  }
+
+  /**
+   * The test running now: of the tests in phase `running`, the one started
+   * last (with `test.concurrent` several may be running). Undefined when
+   * none is.
+   */
+  running(): InFlightTest | undefined {
+    const record = this.runningRecord();
+    if (!record) return undefined;
+    const path = this.describePath(record);
+    return { name: record.name, fullName: [...path, record.name].join(" > "), startedAtMs: record.startedAtMs };
+  }
+
+  /** Relative paths of the files with found tests, in first-found order. */
+  files(): string[] {
+    return [...new Set([...this.tests_.values()].map((record) => this.fileFor(record)))];
+  }
+
+  /**
+   * Maps tests defined through helper modules to their planned files by the
+   * child preload's file records (attribution.ts, rule 5). Call once the
+   * child has ended, before reading the tests.
+   * @param filesStarted absolute paths from the marks file (`Bun.main` at the first test start of each file), in order
+   */
+  applyFileStarts(filesStarted: readonly string[]): void {
+    this.attribution.applyFileStarts(filesStarted.map((file) => this.relativeFile(file)));
+  }
+
+  /** The test's planned file (attribution.ts), else its url's file. */
+  private fileFor(record: TestRecord): string {
+    return record.mapped ?? record.file;
+  }
+
+  /** The test's line in its planned file; undefined when Bun's line is a helper module's. */
+  private lineFor(record: TestRecord): number | undefined {
+    return record.own ? record.line : undefined;
+  }
+
+  /**
+   * Errors that arrived while no test was running: a top-level `throw` in a
+   * test file (its tests are then found but never started), or a hook error.
+   * Bun 1.4.4 sends none for an unresolvable import or a syntax error.
+   */
+  errorsOutsideTests(): readonly OutsideError[] {
+    return [...this.outside];
+  }
+
+  /** `end` events with a failure (`fail` or `timeout`), retried attempts included: what Bun's JUnit may carry failure texts for. */
+  failedEnds(): number {
+    return this.failedEndCount;
+  }
+
+  /** Error events left out of their lists (test-state.ts pushError): counted, not held. */
+  errorsLeftOut(): number {
+    return this.leftOut;
+  }
+
+  /**
+   * The running test an error belongs to. With one test running, that test.
+   * With several (`test.concurrent`), the error's first location in a file
+   * with running tests picks the test declared last at or above that line
+   * (the throw is inside its body); without a usable location, the test
+   * started last, with the running tests that could own it (`ambiguous`,
+   * error-claims.ts).
+   */
+  private runningRecordFor(locations: readonly ErrorLocation[]): { record: TestRecord | undefined; ambiguous?: TestRecord[] } {
+    // One running test (or none) is the common case: no walk over every test per error.
+    if (this.runningNow.size <= 1) return { record: this.runningNow.values().next().value };
+    // Several (test.concurrent): in found order, as the rules below break ties by it.
+    const running = [...this.tests_.values()].filter((r) => r.phase === "running");
+    if (running.length <= 1) return { record: running[0] };
+    for (const location of locations) {
+      if (location.line === undefined) continue;
+      const candidates = running.filter((r) => {
+        const line = this.lineFor(r);
+        return this.fileFor(r) === location.file && line !== undefined && line <= location.line!;
+      });
+      if (candidates.length === 0) continue;
+      return { record: candidates.reduce((best, r) => (this.lineFor(r)! > this.lineFor(best)! ? r : best)) };
+    }
+    // Narrowed to the running tests of a file the stack names, when there are any.
+    const files = new Set(locations.map((l) => l.file));
+    const inFile = running.filter((r) => files.has(this.fileFor(r)));
+    const owners = inFile.length > 0 ? inFile : running;
+    const record = owners.reduce((latest, r) => (r.startSeq > latest.startSeq ? r : latest));
+    return { record, ambiguous: owners };
+  }
+
+  private runningRecord(): TestRecord | undefined {
+    let latest: TestRecord | undefined;
+    for (const record of this.runningNow) {
+      if (latest === undefined || record.startSeq > latest.startSeq) latest = record;
+    }
+    return latest;
+  }
+
+  private relativeFile(url: string): string {
+    return this.paths.relative(url);
+  }
+
+  private toEventError(event: ErrorEvent, attempt: number): EventError {
+    const { message, name, urls = [], lineColumns = [] } = event.params;
+    const locations = urls.map((url, index): ErrorLocation => {
+      const location: ErrorLocation = { file: this.relativeFile(url) };
+      const line = lineColumns[index * 2];
+      const column = lineColumns[index * 2 + 1];
+      if (line !== undefined && line > 0) location.line = line;
+      if (column !== undefined && column > 0) location.column = column;
+      return location;
+    });
+    return { name: name ?? "Error", message, locations, attempt };
+  }
+
+  private describePath(record: TestRecord): string[] {
+    const names: string[] = [];
+    const seen = new Set<number>();
+    let parentId = record.parentId;
+    while (parentId !== undefined && !seen.has(parentId)) {
+      seen.add(parentId);
+      const parent = this.describes.get(parentId);
+      if (!parent) break;
+      names.unshift(parent.name);
+      parentId = parent.parentId;
+    }
+    return names;
+  }
+}
+

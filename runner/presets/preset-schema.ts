@@ -1,0 +1,342 @@
+/**
+ * Presets as data: the zod schema of a preset, the TypeScript shape the rest
+ * of runner/presets/ works with, and the one-line error messages a bad
+ * preset produces.
+ *
+ * A preset is written in TOML (`[shardguard.presets.NAME]` in bunfig.toml)
+ * or as a built-in object (builtin.ts) with the same kebab-case keys. The
+ * schema validates that raw form and converts it to {@link Preset}
+ * (camelCase). Every field is documented in docs/presets.md.
+ *
+ * Units: `timeout` and `grace` are seconds (as in `[shardguard]`);
+ * `timeoutMs` in the converted shape is milliseconds.
+ */
+import { z } from "zod";
+import { ConfigError, showValue } from "../config/settings-schema.ts";
+
+/** Largest accepted time: setTimeout cannot hold more than 2^31-1 ms. */
+export const MAX_MS = 2 ** 31 - 1;
+
+const name = z.string().min(1);
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+const posint = z.number().int().positive().max(10_000);
+const seconds = z.number().positive().max(MAX_MS / 1000);
+
+/** Placeholder for the tier name inside a tier guard pattern. */
+export const TIER_PLACEHOLDER = "{tier}";
+
+/** Builds the regular expression of one tier guard for one tier name. */
+export function guardRegex(template: string, tier: string): RegExp {
+  const escaped = tier.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(template.split(TIER_PLACEHOLDER).join(escaped));
+}
+
+const TierSchema = z.strictObject({
+  /** Environment variable naming the tier (gstack: EVALS_TIER); children get it set to the chosen tier. */
+  env: envName,
+  /** Accepted tier names; anything else is a usage error (a typo must not self-skip every test and pass). */
+  values: z.array(name).min(1),
+  /** Tier used when neither `--tier` nor the environment variable names one. */
+  default: name,
+  /**
+   * Regular expressions with a `{tier}` placeholder. A file whose source
+   * matches one of them for tier T declares T. A file is left out of the
+   * chosen tier only when it declares another tier and not the chosen one.
+   */
+  guards: z.array(z.string().min(1).refine((t) => t.includes(TIER_PLACEHOLDER), `must contain ${TIER_PLACEHOLDER}`)).default([]),
+});
+
+const KnobsSchema = z.strictObject({
+  /** Environment variable giving the number of shard processes at once. */
+  jobs: envName.optional(),
+  /** Environment variable giving `--max-concurrency` inside each shard. */
+  "max-concurrency": envName.optional(),
+  /** Environment variable giving the shard wall-clock timeout in milliseconds. */
+  "timeout-ms": envName.optional(),
+});
+
+const ShardDirSchema = z.strictObject({
+  /** Environment variable each shard gets, set to `<base>/shards/<slug>`. */
+  env: envName,
+  /**
+   * Base directory when the parent environment does not set `env` itself.
+   * `{out}` is the run's output directory, `{root}` the project root;
+   * relative paths are resolved against the root.
+   */
+  base: z.string().min(1),
+});
+
+const SelectionSchema = z.strictObject({
+  /**
+   * Module (`.ts`/`.js`, imported) or JSON file (`.json`, read), relative to
+   * the root, holding the touchfiles map, the global touchfiles and any
+   * extra name maps under the export / property names below.
+   */
+  touchfiles: z.string().min(1),
+  "touchfiles-export": name.default("E2E_TOUCHFILES"),
+  "global-export": name.default("GLOBAL_TOUCHFILES"),
+  /** Further exports whose keys are test names too (gstack: E2E_TIERS). */
+  "names-exports": z.array(name).default([]),
+  /**
+   * Regular expression over a file's root-relative path: only matching files
+   * may be skipped by diff; all others always run (fail open).
+   */
+  skippable: z.string().min(1),
+  /** Environment variable that, when set to anything, turns selection off (run everything). */
+  "all-env": envName.default("EVALS_ALL"),
+  /** Environment variable naming the git ref to diff against. */
+  "base-env": envName.default("EVALS_BASE"),
+  /** Refs tried in order when `base-env` is unset; the first that exists is the base. */
+  "base-candidates": z.array(name).default(["origin/main", "origin/master", "main", "master"]),
+  /** Base used when no candidate exists. */
+  "default-base": name.default("main"),
+  /** Environment variable that carries the selection, as JSON, to every child. */
+  "selection-env": envName.default("EVALS_SELECTION_JSON"),
+});
+
+const PreflightSchema = z.strictObject({
+  /** Command (argv, no shell) run once in the root before any shard; wins over `module`. */
+  command: z.array(z.string().min(1)).min(1).optional(),
+  /**
+   * Module (root-relative) whose export `export` is called once, in its own
+   * Bun process in the root, with the children's environment; a throw or a
+   * rejected promise fails the preflight. Used when `command` is unset; a
+   * module that does not exist means no preflight (the project has none).
+   */
+  module: z.string().min(1).optional(),
+  /** The function export of `module` to call. */
+  export: name.default("default"),
+  /** Wall-clock limit of the command, seconds. */
+  timeout: seconds.default(120),
+  /** Environment variable set to "1" in every child after the command passed. */
+  "ok-env": envName.optional(),
+});
+
+const DispatchSchema = z.strictObject({
+  /** owner/name the workflow is dispatched on (`shardguard bg --dispatch`); default: origin's. */
+  repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "expected owner/name").optional(),
+  /** Workflow file (name under .github/workflows) to dispatch; default shardguard-bg.yml. */
+  workflow: z.string().min(1).optional(),
+  /** workflow_dispatch inputs besides expected_sha and nonce; `{tier}` is replaced by the run's tier. */
+  inputs: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, "expected an input name"), z.string()).default({}),
+});
+
+/** The raw (TOML / built-in) form of a complete preset, validated and converted. */
+export const PresetSchema = z
+  .strictObject({
+    description: z.string().default(""),
+    /** Globs relative to the root: the files this preset runs. */
+    globs: z.array(z.string().min(1)).min(1),
+    /** Whether `bun test FILE...` with only this preset's files is taken over (the legacy command line). */
+    "intercept-files": z.boolean().default(true),
+    "files-per-shard": posint.default(1),
+    jobs: posint.default(4),
+    /** Shard wall-clock timeout, seconds. */
+    timeout: seconds.default(1800),
+    /** SIGTERM → SIGKILL delay, seconds. */
+    grace: z.number().nonnegative().max(MAX_MS / 1000).default(5),
+    /** `--max-concurrency` inside each shard, unless a knob or the command line says otherwise. */
+    "max-concurrency": posint.default(4),
+    /**
+     * `bun test` flags for every shard. `{max-concurrency}` and `{timeout-ms}`
+     * are replaced by the values of the run.
+     */
+    "shard-flags": z.array(z.string().min(1)).default([]),
+    /** Environment added to every child. */
+    env: z.record(envName, z.string()).default({}),
+    knobs: KnobsSchema.default({}),
+    tier: TierSchema.optional(),
+    "shard-dir": ShardDirSchema.optional(),
+    selection: SelectionSchema.optional(),
+    preflight: PreflightSchema.optional(),
+    /** package.json script `shardguard init` adds; default `test:<name>`. */
+    script: name.optional(),
+    /**
+     * Environment variable that carries the run id of a background run
+     * (`shardguard bg`) to the tests, besides SHARDGUARD_RUN_ID (gstack: EVALS_RUN_ID).
+     */
+    "run-id-env": envName.optional(),
+    /** Where `shardguard bg` dispatches this preset on CI (docs/background.md). */
+    dispatch: DispatchSchema.optional(),
+  })
+  .superRefine((p, ctx) => {
+    if (p.tier) {
+      if (!p.tier.values.includes(p.tier.default)) {
+        ctx.addIssue({ code: "custom", path: ["tier", "default"], message: `must be one of ${p.tier.values.join(", ")}` });
+      }
+      p.tier.guards.forEach((g, i) => {
+        try {
+          guardRegex(g, p.tier!.default);
+        } catch (error) {
+          ctx.addIssue({ code: "custom", path: ["tier", "guards", i], message: `not a valid regular expression (${(error as Error).message})` });
+        }
+      });
+    }
+    if (p.selection) {
+      try {
+        new RegExp(p.selection.skippable);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", path: ["selection", "skippable"], message: `not a valid regular expression (${(error as Error).message})` });
+      }
+    }
+  });
+
+type Raw = z.output<typeof PresetSchema>;
+
+/** Tier rules of a preset. */
+export interface TierSpec {
+  env: string;
+  values: string[];
+  default: string;
+  guards: string[];
+}
+
+/** Diff-based selection rules of a preset (see diff.ts). */
+export interface SelectionSpec {
+  touchfiles: string;
+  touchfilesExport: string;
+  globalExport: string;
+  namesExports: string[];
+  skippable: string;
+  allEnv: string;
+  baseEnv: string;
+  baseCandidates: string[];
+  defaultBase: string;
+  selectionEnv: string;
+}
+
+/** A validated preset. Times: `timeoutMs`/`graceMs` in ms, `preflight.timeoutMs` in ms. */
+export interface Preset {
+  name: string;
+  description: string;
+  globs: string[];
+  interceptFiles: boolean;
+  filesPerShard: number;
+  jobs: number;
+  timeoutMs: number;
+  graceMs: number;
+  maxConcurrency: number;
+  shardFlags: string[];
+  env: Record<string, string>;
+  knobs: { jobs?: string; maxConcurrency?: string; timeoutMs?: string };
+  tier: TierSpec | null;
+  shardDir: { env: string; base: string } | null;
+  selection: SelectionSpec | null;
+  preflight: {
+    command: string[] | null;
+    /** Module (root-relative) and function export to call when `command` is null. */
+    module: { path: string; export: string } | null;
+    timeoutMs: number;
+    okEnv: string | null;
+  } | null;
+  script: string;
+  /** Variable carrying a background run's id to the tests; null: SHARDGUARD_RUN_ID only. */
+  runIdEnv: string | null;
+  /** CI dispatch settings of `shardguard bg`; null when the preset names none. */
+  dispatch: { repo: string | null; workflow: string | null; inputs: Record<string, string> } | null;
+  /** Where the preset came from: "built-in", or its bunfig.toml table (and what it extends). */
+  source: string;
+}
+
+function convert(name: string, raw: Raw, source: string): Preset {
+  const s = raw.selection;
+  return {
+    name,
+    description: raw.description,
+    globs: raw.globs,
+    interceptFiles: raw["intercept-files"],
+    filesPerShard: raw["files-per-shard"],
+    jobs: raw.jobs,
+    timeoutMs: Math.round(raw.timeout * 1000),
+    graceMs: Math.round(raw.grace * 1000),
+    maxConcurrency: raw["max-concurrency"],
+    shardFlags: raw["shard-flags"],
+    env: raw.env,
+    knobs: {
+      ...(raw.knobs.jobs ? { jobs: raw.knobs.jobs } : {}),
+      ...(raw.knobs["max-concurrency"] ? { maxConcurrency: raw.knobs["max-concurrency"] } : {}),
+      ...(raw.knobs["timeout-ms"] ? { timeoutMs: raw.knobs["timeout-ms"] } : {}),
+    },
+    tier: raw.tier ?? null,
+    shardDir: raw["shard-dir"] ?? null,
+    selection: s
+      ? {
+          touchfiles: s.touchfiles,
+          touchfilesExport: s["touchfiles-export"],
+          globalExport: s["global-export"],
+          namesExports: s["names-exports"],
+          skippable: s.skippable,
+          allEnv: s["all-env"],
+          baseEnv: s["base-env"],
+          baseCandidates: s["base-candidates"],
+          defaultBase: s["default-base"],
+          selectionEnv: s["selection-env"],
+        }
+      : null,
+    preflight: raw.preflight
+      ? {
+          command: raw.preflight.command ?? null,
+          module: raw.preflight.module ? { path: raw.preflight.module, export: raw.preflight.export } : null,
+          timeoutMs: Math.round(raw.preflight.timeout * 1000),
+          okEnv: raw.preflight["ok-env"] ?? null,
+        }
+      : null,
+    script: raw.script ?? `test:${name}`,
+    runIdEnv: raw["run-id-env"] ?? null,
+    dispatch: raw.dispatch ? { repo: raw.dispatch.repo ?? null, workflow: raw.dispatch.workflow ?? null, inputs: raw.dispatch.inputs } : null,
+    source,
+  };
+}
+
+/**
+ * Validates a complete raw preset (built-in object, or a bunfig.toml table
+ * already merged over what it extends) and converts it.
+ *
+ * @param where how to name the table in messages, e.g. `bunfig.toml [shardguard.presets.my-paid]`
+ * @param source where the preset came from, for the run's header (default: `where`)
+ * @throws ConfigError with one line: the key path, the value and what is accepted
+ */
+export function parsePreset(name: string, raw: unknown, where: string, source = where): Preset {
+  const result = PresetSchema.safeParse(raw);
+  if (!result.success) throw new ConfigError(describeIssue(result.error, raw, where));
+  return convert(name, result.data, source);
+}
+
+/** One line for the first zod issue: `invalid <where> <key> <value>: <message>`. */
+function describeIssue(error: z.ZodError, raw: unknown, where: string): string {
+  // A misspelt key usually explains the other issues (e.g. a missing field), so it goes first.
+  const issue = error.issues.find((i) => i.code === "unrecognized_keys") ?? error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const at = issue.path.length > 0 ? `${issue.path.join(".")}.` : "";
+    const known = knownKeys(issue.path);
+    return `unknown key ${where} ${at}${issue.keys.join(", ")}${known ? `; accepted keys: ${known}` : ""}`;
+  }
+  const key = issue.path.map(String).join(".");
+  const value = valueAt(raw, issue.path);
+  const shown = value === undefined ? "(missing)" : showValue(value);
+  return `invalid ${where} ${key || "(table)"} ${shown}: ${issue.message}`;
+}
+
+function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = raw;
+  for (const key of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+/** Accepted keys of the table at `path`, for "unknown key" messages. */
+function knownKeys(path: readonly PropertyKey[]): string | null {
+  const tables: Record<string, { shape: object }> = {
+    "": PresetSchema,
+    tier: TierSchema,
+    knobs: KnobsSchema,
+    "shard-dir": ShardDirSchema,
+    selection: SelectionSchema,
+    preflight: PreflightSchema,
+    dispatch: DispatchSchema,
+  };
+  const table = tables[path.map(String).join(".")];
+  return table ? Object.keys(table.shape).sort().join(", ") : null;
+}

@@ -1,0 +1,369 @@
+/**
+ * A preset run, from request to exit code: resolve the preset, settle every
+ * value, plan, apply tiers and diff selection ({@link preparePresetRun});
+ * then run the preflight command and the shards ({@link executePresetRun}).
+ *
+ * Everything that can be wrong with the request is found in the prepare
+ * step, which starts no process except git (for the diff): a bad value
+ * exits 2 before any child, the preflight command included, has started.
+ */
+import path from "node:path";
+import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
+import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
+import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/settings-schema.ts";
+import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
+import { EXIT } from "../results/codes.ts";
+import type { ShardResult } from "../results/report-model.ts";
+import { skippedByDiff } from "../results/verdict.ts";
+import { plural } from "../util/format.ts";
+import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
+import { bunFlagConflict, expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
+import { planPreflight, type PreflightPlan } from "./preset-preflight.ts";
+import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
+import { MAX_MS, type Preset } from "./preset-schema.ts";
+import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
+
+/** What a preset run was asked to do. */
+export interface PresetRequest {
+  /** Preset name. */
+  name: string;
+  /** How the preset was chosen, for the header line, e.g. "--preset". */
+  via: string;
+  cwd: string;
+  env: Record<string, string | undefined>;
+  /** shardguard's own flags (`shardguard run/list`); an empty parse from the preload. */
+  args: ParsedArgs;
+  /** `--tier` value, when given. */
+  tier?: string;
+  /**
+   * Whether the preset's default tier applies when no tier is named (default
+   * true). False for a taken-over `bun test FILE...` line: it had a tierless
+   * meaning before the preset existed and keeps it (see chooseTier).
+   */
+  tierDefault?: boolean;
+  /**
+   * The tier to use where the preset's default would apply (no `--tier`, no
+   * tier variable), and where it came from, e.g. the tier of the run a
+   * `--last-failed` rerun reruns. Ignored when it is not one of the preset's tiers.
+   */
+  defaultTier?: { name: string; from: string };
+  /** Files (root-relative or absolute) limiting the run; each must be a file of the preset. */
+  files?: string[];
+  /** Globs (root-relative) limiting the run (`shardguard run --preset X PATTERN...`). */
+  patterns?: string[];
+  /**
+   * Turns diff-based selection off, with the reason the selection line shows
+   * (e.g. a `--last-failed` rerun runs its files whole). Nothing is loaded or diffed.
+   */
+  selectionOff?: string;
+  /** `bun test` flags from the command line, for every shard. */
+  commandFlags: CommandFlag[];
+  /** Where `commandFlags` came from, for messages, e.g. "bun test command line". */
+  flagsWhere: string;
+}
+
+/** A value and where it came from (flag, environment variable, default…). */
+export interface Sourced<T> {
+  value: T;
+  from: string;
+}
+
+/** Everything decided before anything runs. */
+export interface PreparedPresetRun {
+  preset: Preset;
+  via: string;
+  tier: ChosenTier | null;
+  settings: RunSettings;
+  /** Every shard of the run, skipped-by-diff ones included. */
+  plan: Plan;
+  /** Results of the shards diff selection skipped (never spawned). */
+  skipped: ShardResult[];
+  selection: DiffSelection | null;
+  /** Per-file diff decisions (empty when everything runs). */
+  decisions: Map<string, FileDecision>;
+  /** How many files the preset's globs matched before tiers. */
+  matchedFiles: number;
+  maxConcurrency: Sourced<number>;
+  jobs: Sourced<number>;
+  timeoutMs: Sourced<number>;
+  /** Environment of every child (before the preflight's ok variable). */
+  childEnv: Record<string, string | undefined>;
+  /** The per-shard directory variable and its base, when the preset has one. */
+  shardDir: { env: string; base: string } | null;
+  /** The preflight check run once before the shards, or why there is none. */
+  preflight: PreflightPlan;
+}
+
+const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
+
+/**
+ * Checks command-line flags meant for shards.
+ *
+ * @throws ConfigError naming the first flag shardguard cannot pass on, and why
+ */
+export function checkShardFlags(flags: readonly CommandFlag[], where: string): void {
+  for (const flag of flags) {
+    const why = REFUSED_FLAGS[flag.name];
+    if (why) throw new ConfigError(`${where}: ${flag.tokens.join(" ")} cannot be used with a preset: ${why}`);
+  }
+}
+
+/**
+ * The request of `shardguard run|list|bg --preset NAME [PATTERN...] [-- FLAGS]`
+ * from its parsed command line: the preset, tier and patterns from the
+ * flags, the bun test flags after `--` for every shard.
+ *
+ * @throws ConfigError when --preset has no value, or the flags after `--` hold a file or filter
+ */
+export function presetRequestFromArgs(args: ParsedWithExtras, cwd: string, env: Record<string, string | undefined>): PresetRequest {
+  const name = args.extras.get("--preset");
+  const tier = args.extras.get("--tier");
+  if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
+  const split = splitBunTestArgs(args.bunArgs);
+  if (split.positionals.length > 0) {
+    throw new ConfigError(`bun test flags after "--" cannot include files or filters (${JSON.stringify(split.positionals[0])}); put PATTERNs before "--"`);
+  }
+  return {
+    name,
+    via: "--preset",
+    cwd,
+    env,
+    args,
+    ...(typeof tier === "string" ? { tier } : {}),
+    patterns: args.patterns,
+    commandFlags: split.flags,
+    flagsWhere: `flags after "--"`,
+  };
+}
+
+/** Parses a millisecond count from an environment variable or `bun test --timeout`. */
+function parseMs(raw: string, source: string): number {
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_MS) {
+    throw new ConfigError(`invalid ${source} ${JSON.stringify(raw)}: expected a whole number of milliseconds from 1 to ${MAX_MS}`);
+  }
+  return n;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/**
+ * Settles every value of a preset run and plans it. Starts no process
+ * except git (diff selection), writes nothing.
+ *
+ * Precedence of jobs / shard timeout / grace / files per shard: shardguard
+ * flag > `bun test --timeout` (timeout only) > the preset's knob variable
+ * (e.g. EVALS_JOBS) > SHARDGUARD_* variable > `[shardguard]` in bunfig.toml
+ * > the preset's value. Within-shard `--max-concurrency`: the knob variable
+ * (EVALS_CONCURRENCY) > the command line's `--max-concurrency N` read as
+ * the in-flight budget of the whole run, i.e. ceil(N / jobs) per shard >
+ * the preset's value. Shard processes and within-shard concurrency are
+ * never derived from each other's variables.
+ *
+ * @throws ConfigError (exit 2) for any invalid value, an unknown preset or
+ *   tier, files outside the preset, refused `bun test` flags, a broken
+ *   touchfiles source, or a git failure
+ */
+export async function preparePresetRun(req: PresetRequest): Promise<PreparedPresetRun> {
+  const { env } = req;
+  const root = resolveRoot(req.args, env, req.cwd);
+  const preset = getPreset(loadPresets(root), req.name, req.via === "--preset" ? "--preset" : "preset");
+
+  let tier: ChosenTier | null = null;
+  if (preset.tier) tier = chooseTier(preset.tier, req.tier, env, req.tierDefault ?? true);
+  else if (req.tier !== undefined) throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
+  if (tier?.from === "default" && req.defaultTier && preset.tier?.values.includes(req.defaultTier.name)) tier = { ...req.defaultTier };
+
+  // Command-line flags: refuse what cannot be passed on; pull out the two that become settings.
+  checkShardFlags(req.commandFlags, req.flagsWhere);
+  const lineTimeout = req.commandFlags.filter((f) => f.name === "--timeout").at(-1);
+  const lineConcurrency = req.commandFlags.filter((f) => f.name === "--max-concurrency").at(-1);
+  const passOn = req.commandFlags.filter((f) => f.name !== "--timeout" && f.name !== "--max-concurrency");
+
+  // The preset's sources of settings, as layers of the one precedence rule
+  // (config/load.ts): above SHARDGUARD_* the bun test line's --timeout, then
+  // the knob variables; below [shardguard] the preset's own values.
+  const above: SettingLayer[] = [];
+  if (lineTimeout) above.push({ from: `${req.flagsWhere} --timeout`, values: { timeout: parseMs(lineTimeout.value ?? "", `${req.flagsWhere} --timeout`) } });
+  const knob = (name: string | undefined) => (name ? nonEmpty(env[name]) : undefined);
+  const jobsKnob = preset.knobs.jobs;
+  const jobsRaw = knob(jobsKnob);
+  if (jobsKnob && jobsRaw !== undefined) above.push({ from: jobsKnob, values: { jobs: parseSettingValue(spec("jobs"), jobsRaw, jobsKnob) as number } });
+  const timeoutKnob = preset.knobs.timeoutMs;
+  const timeoutRaw = knob(timeoutKnob);
+  if (timeoutKnob && timeoutRaw !== undefined) above.push({ from: timeoutKnob, values: { timeout: parseMs(timeoutRaw, timeoutKnob) } });
+  const below: SettingLayer[] = [
+    { from: `preset ${preset.name}`, values: { jobs: preset.jobs, timeout: preset.timeoutMs, grace: preset.graceMs, filesPerShard: preset.filesPerShard } },
+  ];
+  const concKnob = preset.knobs.maxConcurrency;
+  const concRaw = knob(concKnob);
+  const concFromEnv = concKnob && concRaw !== undefined ? (parseSettingValue(spec("jobs"), concRaw, concKnob) as number) : undefined;
+  const lineBudget =
+    lineConcurrency !== undefined ? (parseSettingValue(spec("jobs"), lineConcurrency.value ?? "", `${req.flagsWhere} --max-concurrency`) as number) : undefined;
+
+  const { settings: resolved, sources } = resolveSettingsWithSources({
+    args: { ...req.args, bunArgs: [] },
+    env,
+    cwd: req.cwd,
+    defaultBun: process.execPath,
+    above,
+    below,
+  });
+  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.jobs ?? "default" };
+  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.timeout ?? "default" };
+  const maxConcurrency: Sourced<number> =
+    concFromEnv !== undefined
+      ? { value: concFromEnv, from: concKnob! }
+      : lineBudget !== undefined
+        ? { value: Math.ceil(lineBudget / jobs.value), from: `${req.flagsWhere} --max-concurrency ${lineBudget} shared by ${jobs.value} jobs` }
+        : { value: preset.maxConcurrency, from: `preset ${preset.name}` };
+
+  const shardFlags = mergeShardFlags(
+    expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency.value, timeoutMs: timeoutMs.value }),
+    [...splitBunTestArgs(resolved.bunArgs).flags, ...passOn],
+  );
+  const conflict = bunFlagConflict(splitBunTestArgs(shardFlags).flags);
+  if (conflict) throw new ConfigError(`preset ${preset.name}: shard flags ${conflict}`);
+  const settings: RunSettings = { ...resolved, patterns: [...preset.globs], bunArgs: shardFlags };
+
+  // Files: the preset's, limited to the ones asked for.
+  const outRel = settings.out.startsWith(root + path.sep) ? path.relative(root, settings.out).split(path.sep).join("/") : null;
+  const all = presetFiles(preset, root);
+  if (all.length === 0) {
+    throw new ConfigError(`preset ${preset.name}: no file under ${root} matches its globs (${preset.globs.join(", ")})`);
+  }
+  let files = all;
+  if (req.files && req.files.length > 0) {
+    const allowed = new Set(all);
+    files = [...new Set(req.files.map((f) => toRootRelative(root, req.cwd, f)))];
+    const stray = files.find((f) => !allowed.has(f));
+    if (stray !== undefined) {
+      throw new ConfigError(`invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`);
+    }
+    files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  } else if (req.patterns && req.patterns.length > 0) {
+    const allowed = new Set(all);
+    const matched = [...planRun({ root, patterns: req.patterns, filesPerShard: 1, out: settings.out }).included.keys()];
+    const stray = matched.find((f) => !allowed.has(f));
+    if (stray !== undefined) {
+      throw new ConfigError(`invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`);
+    }
+    files = all.filter((f) => matched.includes(f));
+  }
+
+  refuseOutAmongTests(root, settings.out, files);
+  const inTier = tier && preset.tier ? filterByTier(root, files, tier.name, preset.tier) : { selected: files, reasons: new Map<string, string>(), excluded: [] };
+  const shards = groupIntoShards(inTier.selected, settings.filesPerShard);
+  const included = new Map(inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const));
+  const plan: Plan = { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
+
+  let selection: DiffSelection | null = null;
+  let skipped: ShardResult[] = [];
+  let decisions = new Map<string, FileDecision>();
+  if (preset.selection && shards.length > 0) {
+    const spec = preset.selection;
+    // EVALS_ALL (or a caller's reason) means no selection at all: nothing to load, nothing to diff.
+    const touchfiles = env[spec.allEnv] || req.selectionOff ? null : await loadTouchfiles(root, spec);
+    if (touchfiles === null) {
+      const reason = req.selectionOff
+        ? `run all (${req.selectionOff})`
+        : env[spec.allEnv]
+          ? `run all (${spec.allEnv} is set)`
+          : `run all (no touchfiles module ${spec.touchfiles}: diff-based selection is off)`;
+      selection = { selected: null, reason, total: 0 };
+    } else {
+      selection = await computeSelection({ root, env, spec, touchfiles, ignore: outRel ? [outRel] : [] });
+      const parts = partitionShards(shards, selection, { root, spec, touchfiles });
+      skipped = parts.skipped.map(({ shard, reason }) => skippedByDiff(shard, reason));
+      decisions = parts.decisions;
+    }
+  }
+
+  const childEnv: Record<string, string | undefined> = { ...env, ...preset.env };
+  if (tier && preset.tier) childEnv[preset.tier.env] = tier.name;
+  if (selection && preset.selection) childEnv[preset.selection.selectionEnv] = serializeSelection(selection);
+  let shardDir: PreparedPresetRun["shardDir"] = null;
+  if (preset.shardDir) {
+    const given = nonEmpty(env[preset.shardDir.env]);
+    const base = given ?? preset.shardDir.base.split("{out}").join(settings.out).split("{root}").join(root);
+    shardDir = { env: preset.shardDir.env, base: path.resolve(root, base) };
+  }
+
+  return {
+    preset,
+    via: req.via,
+    tier,
+    settings,
+    plan,
+    skipped,
+    selection,
+    decisions,
+    matchedFiles: files.length,
+    maxConcurrency,
+    jobs,
+    timeoutMs,
+    childEnv,
+    shardDir,
+    preflight: planPreflight(preset, root, settings.bun),
+  };
+}
+
+/** A file argument as a root-relative path with forward slashes. */
+function toRootRelative(root: string, cwd: string, file: string): string {
+  return path.relative(root, path.resolve(cwd, file)).split(path.sep).join("/");
+}
+
+/** Header lines: which preset, tier, values and selection, each with its source. */
+export function presetHeaderLines(p: PreparedPresetRun): string[] {
+  const s = p.settings;
+  const total = p.plan.shards.length;
+  const lines = [
+    `shardguard: preset ${p.preset.name} (${p.preset.source}, via ${p.via})${p.tier ? `, tier ${p.tier.name} (from ${p.tier.from})` : p.preset.tier ? `, no tier (none named: ${p.preset.tier.env} not set for shards, no file left out by tier)` : ""}`,
+    `shardguard: ${p.plan.included.size} of ${p.matchedFiles} files${p.tier ? ` in tier ${p.tier.name}` : ""}, ${total} shard${total === 1 ? "" : "s"}; ` +
+      `jobs ${p.jobs.value} (${p.jobs.from}), max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from}), ` +
+      `timeout ${s.timeoutMs / 1000}s (${p.timeoutMs.from}), grace ${s.graceMs / 1000}s`,
+  ];
+  if (p.selection) {
+    const counted =
+      p.selection.selected === null
+        ? p.selection.total > 0
+          ? `${p.selection.total} of ${p.selection.total} tests`
+          : "all tests"
+        : `${p.selection.selected.size} of ${p.selection.total} tests`;
+    lines.push(`shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${plural(total, "shard")}`);
+  }
+  lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
+  if ("none" in p.preflight) {
+    if (p.preset.preflight) lines.push(`shardguard: preflight: none (${p.preflight.none}): each shard does its own check, if any`);
+  } else {
+    lines.push(`shardguard: preflight: ${p.preflight.label}, once before the shards${p.preflight.okEnv ? `; shards get ${p.preflight.okEnv}=1` : ""}`);
+  }
+  if (total === 0) {
+    lines.push(`shardguard: nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file is excluded (shardguard list --preset ${p.preset.name} shows why)`);
+  }
+  return lines;
+}
+
+/** The plan as `shardguard list --preset` prints it: header, shards with would-skip reasons, exclusions. */
+export function presetPlanLines(p: PreparedPresetRun): string[] {
+  const lines = presetHeaderLines(p);
+  const changed = p.selection?.changed;
+  if (changed && changed.length > 0) lines.push(`shardguard: changed files (${changed.length}, those that selected something first): ${changed.join(", ")}`);
+  const skip = new Map(p.skipped.map((r) => [r.index, r.reason]));
+  const total = p.plan.shards.length;
+  for (const shard of p.plan.shards) {
+    const why = skip.get(shard.index);
+    lines.push(`  shard ${shard.index}/${total} [${shard.slug}]${why ? `  [would skip: ${why}]` : ""}`);
+    for (const file of shard.files) {
+      const d = p.decisions.get(file);
+      lines.push(`    ${file}  (${p.plan.included.get(file) ?? "planned"}${d ? `; ${d.reason}` : ""})`);
+    }
+  }
+  if (p.plan.excluded.length > 0) {
+    lines.push(`Excluded (${p.plan.excluded.length}):`);
+    for (const e of p.plan.excluded) lines.push(`  - ${e.file}  [${e.reason}]`);
+  }
+  return lines;
+}
