@@ -16,7 +16,7 @@ import {
 } from "../runner/engine/lock.ts";
 import { REPO } from "./helpers/cli.ts";
 
-const LOCK_MODULE = path.join(REPO, "runner", "app", "lock.ts");
+const LOCK_MODULE = path.join(REPO, "runner", "engine", "lock.ts");
 const dirs: string[] = [];
 const children: Subprocess[] = [];
 

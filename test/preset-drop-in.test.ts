@@ -35,7 +35,7 @@ afterAll(() => repo?.remove());
  * statuses never depend on them here, since Bun's JUnit decides a normal end.
  */
 function stableReport(r: RunReport): unknown {
-  const drop = new Set(["runId", "startedAt", "finishedAt", "durationMs", "logPath", "testSource", "line"]);
+  const drop = new Set(["runId", "startedAt", "finishedAt", "durationMs", "logPath", "testSource", "line", "timeline", "resources"]);
   const strip = (v: unknown): unknown =>
     Array.isArray(v)
       ? v.map(strip)
