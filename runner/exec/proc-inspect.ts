@@ -364,3 +364,90 @@ function readAncestry(): Set<number> {
   }
   return pids;
 }
+
+/** CPU and memory fields of /proc/<pid>/stat, as {@link readProcUsage} reads them. */
+export interface ProcUsage {
+  /** State letter: R, S, D, Z (zombie), X (dead), … */
+  state: string;
+  ppid: number;
+  /** Start time in clock ticks since boot, as written: tells a recycled pid apart. */
+  start: string;
+  /** User and system time of the process itself, and of its reaped children (cutime, cstime), in clock ticks (USER_HZ, 100 per second on Linux). */
+  utime: number;
+  stime: number;
+  cutime: number;
+  cstime: number;
+}
+
+/**
+ * Reads the CPU fields of /proc/<pid>/stat (Linux): utime, stime, cutime,
+ * cstime (fields 14-17, clock ticks) with the state, parent and start time.
+ * Null when there is no such process or no /proc. Fields are counted from
+ * the last ")" as in {@link readProcStat}.
+ */
+export function readProcUsage(pid: number): ProcUsage | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
+  const state = fields[0];
+  const start = fields[19];
+  const ppid = Number(fields[1]);
+  if (state === undefined || start === undefined || ![utime, stime, cutime, cstime, ppid].every(Number.isInteger)) return null;
+  return { state, ppid, start, utime: utime!, stime: stime!, cutime: cutime!, cstime: cstime! };
+}
+
+/**
+ * Resident set size now and its high-water mark (VmRSS, VmHWM of
+ * /proc/<pid>/status), bytes; null when the process is gone or has no
+ * memory (a zombie, a kernel thread).
+ */
+export function readProcMemory(pid: number): { rssBytes: number; hwmBytes: number } | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, "latin1");
+  } catch {
+    return null;
+  }
+  const kb = (name: string) => {
+    const m = new RegExp(`^${name}:\\s*(\\d+) kB`, "m").exec(text);
+    return m ? Number(m[1]) * 1024 : null;
+  };
+  const rssBytes = kb("VmRSS");
+  const hwmBytes = kb("VmHWM");
+  return rssBytes === null ? null : { rssBytes, hwmBytes: hwmBytes ?? rssBytes };
+}
+
+/**
+ * Child pids of every thread of `pid` (empty when it is gone), read as
+ * {@link listDescendants} reads them (through each thread's own directory).
+ */
+export function childPids(pid: number): number[] {
+  return childrenOf(pid);
+}
+
+/**
+ * CPU time every thread of `pid` has run, ns (the first field of each
+ * `/proc/<tid>/schedstat`), or null when unreadable (no schedstats, gone).
+ */
+export function runtimeNs(pid: number): number | null {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  let sum = 0;
+  for (const tid of tids) {
+    try {
+      sum += Number(readFileSync(`/proc/${tid}/schedstat`, "latin1").split(" ")[0]) || 0;
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return sum;
+}

@@ -385,6 +385,7 @@ export async function runShard(
     logIncomplete: outcome.logError !== null,
   });
   decided.leftovers = leftoversOf(outcome, [...descendants, ...listedAtEnd]);
+  if (outcome.resources) decided.resources = outcome.resources;
   if (running.eventsProblem && decided.status !== "passed") {
     decided.reason += `; per-test data missing (${running.eventsProblem})`;
   }

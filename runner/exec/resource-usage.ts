@@ -1,0 +1,484 @@
+/**
+ * What one shard's process tree cost: CPU user and system time, peak
+ * resident memory, wall time (docs/architecture.md, "Resource accounting").
+ *
+ * Two methods, chosen per shard:
+ *
+ * - `cgroup`: the child is moved into a cgroup v2 group of its own
+ *   (`<the runner's cgroup>/shardguard-<runner pid>/shard-<n>`) right after
+ *   the spawn, while Bun is still loading (it forks nothing then); every
+ *   descendant is born in it and cannot leave it without write access to
+ *   the hierarchy, so `cpu.stat` counts the child, its grandchildren and
+ *   escapees exactly. The CPU the child ran before the move (0.1-4 ms
+ *   measured) is read from its schedstat and added to user time.
+ *   `cgroup.kill` kills what is left after the sweeps; the group is read
+ *   once empty and removed. Peak memory is `memory.peak` when the memory
+ *   controller is enabled there, else sampled from /proc.
+ * - `proc-sampling`, where no cgroup can be made (cgroup v1 only, no write
+ *   access): the tree is sampled from /proc at a bounded rate (first after
+ *   100 ms, then every 250 ms), each process's utime and stime plus the
+ *   cutime and cstime of the children it reaped; what dies unseen between
+ *   two samples is counted by its last reading.
+ *
+ * Elsewhere (not Linux) nothing is measured but the wall time (`none`).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { ShardResult } from "../results/model.ts";
+import { childPids, isAlive, readProcMemory, readProcUsage, runtimeNs, type ProcUsage } from "./proc-inspect.ts";
+
+/** The figures of one shard (results/model.ts, `resources`). */
+export type ShardResources = NonNullable<ShardResult["resources"]>;
+
+/** First sample after the spawn, and the interval of the next ones, ms. */
+export const FIRST_SAMPLE_MS = 100;
+export const SAMPLE_MS = 250;
+
+/** Linux reports /proc times in USER_HZ ticks, 100 per second on every architecture Bun runs on. */
+const MS_PER_TICK = 10;
+
+/** Most processes one sample reads (a fork bomb must not make sampling unbounded). */
+const MAX_SAMPLED = 200;
+
+/** The longest the figures wait for the cgroup to empty after the kill, ms. */
+const EMPTY_WAIT_MS = 2_000;
+
+/**
+ * Environment variable, for tests: the cgroup v2 directory to make shard
+ * cgroups under instead of the runner's own; one that cannot be written
+ * makes every shard fall back to /proc sampling.
+ */
+export const TEST_CGROUP_ENV = "SHARDGUARD_TEST_CGROUP";
+
+/** Meters of shards whose process may be alive: the exit hook kills their cgroups. */
+const live = new Set<ShardMeter>();
+
+/** The runner's per-process cgroup under which shard cgroups are made, or why there is none. */
+let parent: { dir: string } | { unusable: string } | undefined;
+let shardSeq = 0;
+
+/**
+ * The runner's own cgroup v2 directory: the `0::PATH` line of
+ * /proc/self/cgroup under the cgroup2 mount of /proc/self/mountinfo (at
+ * /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid
+ * one). Null without cgroup v2.
+ */
+export function ownCgroupDir(): string | null {
+  try {
+    const line = readFileSync("/proc/self/cgroup", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("0::"));
+    if (line === undefined) return null;
+    const own = line.slice(3);
+    for (const entry of readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
+      const [left, right] = entry.split(" - ");
+      if (!right?.startsWith("cgroup2 ")) continue;
+      const fields = left!.split(" ");
+      const root = fields[3]!;
+      const mount = fields[4]!.replace(/\\040/g, " ");
+      // A mount of a sub-tree (root other than "/") holds only the cgroups below it.
+      if (root !== "/" && own !== root && !own.startsWith(`${root}/`)) continue;
+      return path.join(mount, root === "/" ? own : own.slice(root.length));
+    }
+  } catch {
+    // No /proc.
+  }
+  return null;
+}
+
+function cgroupParent(): { dir: string } | { unusable: string } {
+  if (parent !== undefined && ("unusable" in parent || existsSync(parent.dir))) return parent;
+  if (process.platform !== "linux") return (parent = { unusable: "not Linux" });
+  const own = process.env[TEST_CGROUP_ENV] || ownCgroupDir();
+  if (own === null) return (parent = { unusable: "no cgroup v2 hierarchy" });
+  const first = parent === undefined;
+  const dir = path.join(own, `shardguard-${process.pid}`);
+  if (!existsSync(path.join(own, "cgroup.procs"))) return (parent = { unusable: `${own} is not a cgroup v2 directory` });
+  try {
+    mkdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return (parent = { dir });
+    return (parent = { unusable: `cannot create a cgroup under ${own}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` });
+  }
+  if (first) removeStaleParents(own);
+  return (parent = { dir });
+}
+
+/** Empty cgroups left by runners that died before removing theirs (their processes are the stale-run sweep's). */
+function removeStaleParents(own: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(own);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = /^shardguard-(\d+)$/.exec(name);
+    if (m && Number(m[1]) !== process.pid && !isAlive(Number(m[1]))) removeCgroupTree(path.join(own, name));
+  }
+}
+
+/** Removes a cgroup and its child cgroups, deepest first; false when one is still busy (has processes). */
+function removeCgroupTree(dir: string): boolean {
+  try {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) removeCgroupTree(path.join(dir, entry.name));
+    rmdirSync(dir);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
+/** Removes the runner's per-process cgroup when no shard uses it (it is made again on the next spawn). */
+function releaseParent(): void {
+  if (live.size > 0 || parent === undefined || "unusable" in parent) return;
+  removeCgroupTree(parent.dir);
+}
+
+/** Writes `1` to `cgroup.kill` of every live shard cgroup: the runner's exit hook. */
+export function killAllCgroups(): void {
+  for (const meter of live) meter.killRest();
+}
+
+/** The per-process cgroup the runner makes shard cgroups under; null when cgroups are not used. For tests. */
+export function runnerCgroupDir(): string | null {
+  return parent !== undefined && "dir" in parent ? parent.dir : null;
+}
+
+/** CPU clock ticks, user and system. */
+interface Ticks {
+  user: number;
+  system: number;
+}
+
+/** One process as the sampler last saw it: CPU ticks (self plus reaped children; the children's part alone) and its parent. */
+interface Seen extends Ticks {
+  start: string;
+  ppid: number;
+  childUser: number;
+  childSystem: number;
+}
+
+/**
+ * Measures one shard's process tree. Create before the spawn
+ * ({@link startMeter}), {@link attach} the child's pid right after it,
+ * {@link finish} once the tree was swept.
+ */
+export class ShardMeter {
+  private method: ShardResources["method"];
+  private cgroup: string | null = null;
+  private why = "";
+  private root: number | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  /** CPU before the move into the cgroup, ms (counted as user time). */
+  private preMoveMs = 0;
+  /** Proc sampling: every process seen and alive at the last sample, by pid. */
+  private seen = new Map<number, Seen>();
+  /** CPU ticks of processes that died unseen by a parent in the tree. */
+  private lost: Ticks = { user: 0, system: 0 };
+  /** Ticks of dead children counted in `lost` that their parent (by pid) has not yet taken into its cutime/cstime. */
+  private owed = new Map<number, Ticks>();
+  private cpu = { user: 0, system: 0 };
+  private peakRss: number | null = null;
+  private memoryPeakFile = false;
+
+  constructor() {
+    if (process.platform !== "linux") {
+      this.method = "none";
+      this.why = "not measured on this platform (no /proc, no cgroup v2)";
+      return;
+    }
+    this.method = "proc-sampling";
+    // Counted as live from here: the per-process cgroup must not be removed under a shard's new group.
+    live.add(this);
+    const at = cgroupParent();
+    if ("dir" in at) {
+      const dir = path.join(at.dir, `shard-${++shardSeq}`);
+      try {
+        mkdirSync(dir);
+        this.cgroup = dir;
+        this.method = "cgroup";
+        this.memoryPeakFile = existsSync(path.join(dir, "memory.peak"));
+      } catch (error) {
+        this.why = `no cgroup (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+      }
+    } else this.why = `no cgroup (${at.unusable})`;
+  }
+
+  /**
+   * The child exists: move it into its cgroup (a failure falls back to
+   * sampling) and start sampling. Synchronous, so it runs before the child
+   * gets far in loading Bun.
+   */
+  attach(pid: number): void {
+    if (this.method === "none") return;
+    this.root = pid;
+    if (this.cgroup !== null) {
+      // Read first: the CPU run before the move is not in the cgroup's counters.
+      const before = runtimeNs(pid);
+      try {
+        writeFileSync(path.join(this.cgroup, "cgroup.procs"), String(pid), { flag: "r+" });
+        this.preMoveMs = (before ?? 0) / 1e6;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+        removeCgroupTree(this.cgroup);
+        this.cgroup = null;
+        this.method = "proc-sampling";
+        this.why = `no cgroup (moving the child failed: ${code})`;
+        // Every later shard would fail the same way.
+        parent = { unusable: `moving a child failed: ${code}` };
+      }
+    }
+    if (this.method === "cgroup" && this.memoryPeakFile) return;
+    const tick = () => {
+      this.sample();
+      this.timer = setTimeout(tick, SAMPLE_MS);
+      this.timer.unref?.();
+    };
+    this.timer = setTimeout(tick, FIRST_SAMPLE_MS);
+    this.timer.unref?.();
+  }
+
+  /** A process the sweep is about to kill: its CPU so far is the shard's (proc sampling; a cgroup counts it anyway). */
+  noteEscapee(pid: number): void {
+    if (this.method !== "proc-sampling") return;
+    const usage = readProcUsage(pid);
+    if (usage === null || usage.state === "X") return;
+    this.seen.set(pid, seenOf(usage));
+    this.observeMemory([pid]);
+  }
+
+  /** Kills every process still in the shard's cgroup (after the sweeps, which name what they kill first). */
+  killRest(): void {
+    if (this.cgroup === null) return;
+    try {
+      writeFileSync(path.join(this.cgroup, "cgroup.kill"), "1", { flag: "r+" });
+    } catch {
+      // No cgroup.kill before Linux 5.14; the group kill and the sweeps have run.
+    }
+  }
+
+  /**
+   * Stops sampling and returns the figures: for a cgroup once it is empty
+   * (at most 2 s after the kill), which is then removed.
+   *
+   * @param wallMs spawn to the tree gone, ms
+   */
+  async finish(wallMs: number): Promise<ShardResources> {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    try {
+      if (this.method === "none" || this.root === null) return this.figures(wallMs, null, null);
+      if (this.cgroup !== null) return await this.finishCgroup(wallMs);
+      // Everything seen has died by now: its last readings are the shard's.
+      this.sample();
+      return this.figures(wallMs, this.cpu.user * MS_PER_TICK, this.cpu.system * MS_PER_TICK);
+    } finally {
+      live.delete(this);
+      releaseParent();
+    }
+  }
+
+  /** No figures: the spawn failed. Removes the cgroup. */
+  discard(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.cgroup !== null) removeCgroupTree(this.cgroup);
+    live.delete(this);
+    releaseParent();
+  }
+
+  private async finishCgroup(wallMs: number): Promise<ShardResources> {
+    const dir = this.cgroup!;
+    const deadline = performance.now() + EMPTY_WAIT_MS;
+    let populated = cgroupPopulated(dir);
+    while (populated && performance.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+      populated = cgroupPopulated(dir);
+    }
+    if (!this.memoryPeakFile) this.sample();
+    const stat = readKeyed(path.join(dir, "cpu.stat"));
+    if (this.memoryPeakFile) {
+      const peak = Number(readText(path.join(dir, "memory.peak")));
+      if (Number.isFinite(peak)) this.peakRss = peak;
+    }
+    if (populated) this.why = "processes were still in the cgroup 2 s after the kill";
+    // Busy only when a process outlived the wait; tried again when the runner exits.
+    if (!removeCgroupTree(dir)) leftBusy.add(dir);
+    const user = stat.get("user_usec");
+    const system = stat.get("system_usec");
+    return this.figures(wallMs, user === undefined ? null : user / 1000 + this.preMoveMs, system === undefined ? null : system / 1000);
+  }
+
+  private figures(wallMs: number, cpuUserMs: number | null, cpuSystemMs: number | null): ShardResources {
+    const round = (ms: number | null) => (ms === null ? null : Math.round(ms * 1000) / 1000);
+    return {
+      wallMs: Math.round(wallMs * 1000) / 1000,
+      cpuUserMs: round(cpuUserMs),
+      cpuSystemMs: round(cpuSystemMs),
+      peakRssBytes: this.peakRss,
+      method: this.method,
+      precision: this.precision(),
+    };
+  }
+
+  private precision(): string {
+    const rss = this.peakRss === null ? "peak RSS unknown (the tree ended before the first sample)" : `peak RSS sampled ${sampling}`;
+    const why = this.why ? `; ${this.why}` : "";
+    if (this.method === "none") return this.why;
+    if (this.method === "cgroup") {
+      return this.memoryPeakFile
+        ? `exact (cgroup v2 cpu.stat and memory.peak, which counts page cache as well as RSS)${why}`
+        : `CPU exact (cgroup v2 cpu.stat); ${rss}${why}`;
+    }
+    return `sampled ${sampling} from /proc in 10 ms clock ticks: CPU a process ran in its last interval, or in a life shorter than one, is missed unless a parent in the tree reaped it; ${rss}${why}`;
+  }
+
+  /** One sample: the tree's members, their CPU (proc sampling) and their summed RSS. */
+  private sample(): void {
+    this.observeMemory(this.members());
+  }
+
+  /** The cgroup's processes, or (proc sampling) the tree below the child plus processes seen before that are still alive (orphans). */
+  private members(): number[] {
+    if (this.cgroup !== null) {
+      return readText(path.join(this.cgroup, "cgroup.procs"))
+        .split("\n")
+        .filter((l) => /^\d+$/.test(l))
+        .slice(0, MAX_SAMPLED)
+        .map(Number);
+    }
+    const found = new Map<number, Seen>();
+    const queue = [this.root!, ...this.seen.keys()];
+    while (queue.length > 0 && found.size < MAX_SAMPLED) {
+      const pid = queue.shift()!;
+      if (found.has(pid)) continue;
+      const usage = readProcUsage(pid);
+      if (usage === null || usage.state === "X") continue;
+      // A recycled pid is another process: the one seen died unseen.
+      const before = this.seen.get(pid);
+      if (before !== undefined && before.start !== usage.start) continue;
+      found.set(pid, seenOf(usage));
+      queue.push(...childPids(pid));
+    }
+    this.countCpu(found);
+    return [...found.keys()];
+  }
+
+  /**
+   * Proc sampling: the tree's CPU from this sample's readings `now` and the
+   * previous ones. The tree's total is every live process's own and reaped
+   * children's time, plus `lost`: the last reading of each process that
+   * died since, unless its parent (still in the tree) now carries it in its
+   * cutime/cstime. What a parent has not taken in yet (it was read just
+   * before the reap, or it ignores SIGCHLD) is counted in `lost` and owed
+   * by the parent: its later growth pays it back.
+   */
+  private countCpu(now: Map<number, Seen>): void {
+    const growth = new Map<number, Ticks>();
+    for (const [pid, cur] of now) {
+      const prev = this.seen.get(pid);
+      const grown = { user: cur.childUser - (prev?.childUser ?? cur.childUser), system: cur.childSystem - (prev?.childSystem ?? cur.childSystem) };
+      const owed = this.owed.get(pid);
+      if (owed !== undefined) this.settle(owed, grown);
+      growth.set(pid, grown);
+    }
+    for (const [pid, last] of this.seen) {
+      if (now.has(pid)) continue;
+      // Died since the last sample, its own debts with it (they stay lost).
+      this.owed.delete(pid);
+      const parentGrowth = growth.get(last.ppid);
+      const unpaid = { user: last.user, system: last.system };
+      if (parentGrowth !== undefined) {
+        const taken = { user: Math.min(unpaid.user, parentGrowth.user), system: Math.min(unpaid.system, parentGrowth.system) };
+        unpaid.user -= taken.user;
+        unpaid.system -= taken.system;
+        parentGrowth.user -= taken.user;
+        parentGrowth.system -= taken.system;
+      }
+      this.lost.user += unpaid.user;
+      this.lost.system += unpaid.system;
+      if (parentGrowth !== undefined && unpaid.user + unpaid.system > 0) {
+        const owed = this.owed.get(last.ppid) ?? { user: 0, system: 0 };
+        owed.user += unpaid.user;
+        owed.system += unpaid.system;
+        this.owed.set(last.ppid, owed);
+      }
+    }
+    this.seen = now;
+    let user = this.lost.user;
+    let system = this.lost.system;
+    for (const s of now.values()) {
+      user += s.user;
+      system += s.system;
+    }
+    // Never down: a reading can only lag the kernel's counters.
+    this.cpu.user = Math.max(this.cpu.user, user);
+    this.cpu.system = Math.max(this.cpu.system, system);
+  }
+
+  /** A parent's children time grew by `grown`: what it owed is paid from it (and leaves `lost`). */
+  private settle(owed: Ticks, grown: Ticks): void {
+    for (const k of ["user", "system"] as const) {
+      const paid = Math.max(0, Math.min(owed[k], grown[k]));
+      owed[k] -= paid;
+      grown[k] -= paid;
+      this.lost[k] -= paid;
+    }
+  }
+
+  private observeMemory(pids: readonly number[]): void {
+    let sum = 0;
+    let any = false;
+    for (const pid of pids) {
+      const mem = readProcMemory(pid);
+      if (mem === null) continue;
+      any = true;
+      sum += mem.rssBytes;
+      // A process's own high-water mark: the tree's peak is at least that, between samples too.
+      if (mem.hwmBytes > (this.peakRss ?? 0)) this.peakRss = mem.hwmBytes;
+    }
+    if (any && sum > (this.peakRss ?? 0)) this.peakRss = sum;
+  }
+}
+
+const sampling = `first after ${FIRST_SAMPLE_MS} ms, then every ${SAMPLE_MS} ms`;
+
+/** Shard cgroups that still had processes when their figures were read. */
+const leftBusy = new Set<string>();
+
+/** Removes what the runner's cgroups left behind (the runner's exit hook). */
+export function removeCgroups(): void {
+  for (const dir of leftBusy) if (removeCgroupTree(dir)) leftBusy.delete(dir);
+  if (parent !== undefined && "dir" in parent) removeCgroupTree(parent.dir);
+}
+
+/** A meter for the next shard process (see {@link ShardMeter}). */
+export function startMeter(): ShardMeter {
+  return new ShardMeter();
+}
+
+function seenOf(usage: ProcUsage): Seen {
+  return { start: usage.start, ppid: usage.ppid, user: usage.utime + usage.cutime, system: usage.stime + usage.cstime, childUser: usage.cutime, childSystem: usage.cstime };
+}
+
+function cgroupPopulated(dir: string): boolean {
+  return readKeyed(path.join(dir, "cgroup.events")).get("populated") === 1;
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, "latin1").trim();
+  } catch {
+    return "";
+  }
+}
+
+/** `key value` lines (cpu.stat, cgroup.events) as numbers. */
+function readKeyed(file: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of readText(file).split("\n")) {
+    const [key, value] = line.split(" ");
+    if (key && value !== undefined && Number.isFinite(Number(value))) out.set(key, Number(value));
+  }
+  return out;
+}
