@@ -27,12 +27,19 @@ test("a grandchild burns 1 s of CPU", async () => {
   await child.exited;
 }, 120_000);
 `,
-  // The grandchild leaves the group (setsid) and spins on after the test: the sweep kills it.
+  // A double fork: the spinner's parent exits at once, so it leaves the tree
+  // (re-parented, in a session of its own) and spins on after the test
+  // until the sweep kills it. Both run without Bun's no-orphans flag, which
+  // every Bun below a shard inherits from its environment: with it the
+  // parent would take the spinner down as it exits.
   "escapee.test.ts": `import { test } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+const env = { ...process.env };
+delete env.BUN_FEATURE_FLAG_NO_ORPHANS;
 test("an escapee burns 1 s of CPU and spins on", async () => {
-  spawn(process.execPath, ["-e", ${JSON.stringify(spinner(`require("fs").writeFileSync(${JSON.stringify(marker)}, "1"); for (;;) {}`))}], { detached: true, stdio: "ignore" }).unref();
+  const spin = ${JSON.stringify(spinner(`require("fs").writeFileSync(${JSON.stringify(marker)}, "1"); for (;;) {}`))};
+  spawn(process.execPath, ["-e", "require('child_process').spawn(process.execPath, ['-e', process.argv[1]], { detached: true, stdio: 'ignore' }).unref()", spin], { stdio: "ignore", env });
   while (!existsSync(${JSON.stringify(marker)})) await Bun.sleep(20);
 }, 120_000);
 `,
