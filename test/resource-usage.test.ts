@@ -9,12 +9,21 @@
  * shards' cgroups are gone after the run.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, rmdirSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ownCgroupDir, TEST_CGROUP_ENV } from "../runner/exec/resource-usage.ts";
 import type { ShardResult } from "../runner/results/model.ts";
-import { makeSuite, readReport, removeSuites, runCli, shardOf } from "./helpers/cli.ts";
+import { makeSuite, readReport, removeSuites, runCli, shardOf, waitFor } from "./helpers/cli.ts";
+
+/** Alive and not a zombie (a killed orphan stays one until init reaps it). */
+const alive = (pid: number) => {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+};
 
 /** A Bun program that spins until it has used 1 s of CPU (however loaded the machine), then runs `then`. */
 const spinner = (then: string) => `const cpu = () => { const u = process.cpuUsage(); return u.user + u.system; }; while (cpu() < 1e6) {} ${then}`;
@@ -108,6 +117,28 @@ describe.each(METHODS)("$method", ({ method, env, skip, floorMs }) => {
     expect(cpuMs(idle!)).toBeLessThan(500);
     if (method === "cgroup") expect(childGroups(testCgroup!)).toEqual([]);
   }, 160_000);
+
+  test.skipIf(skip || method !== "cgroup")("cgroup.kill ends a descendant that left the group and cleared its environment (no cookie to sweep)", async () => {
+    const pidFile = path.join(os.tmpdir(), `sg-cleared-${process.pid}`);
+    const dir = makeSuite({
+      "cleared.test.ts": `import { test } from "bun:test";
+import { existsSync } from "node:fs";
+test("leaves a spinner without an environment", async () => {
+  // Double fork: Bun's no-orphans kills its own children by pid, whatever their session.
+  Bun.spawn(["sh", "-c", "setsid env -i sh -c 'echo $$ > ${pidFile}; while :; do :; done' &"], { stdio: ["ignore", "ignore", "ignore"] });
+  while (!existsSync("${pidFile}")) await Bun.sleep(20);
+  await Bun.sleep(50);
+});
+`,
+    });
+    const run = await runCli(["run", "--root", dir, "--timeout", "60"], { env: env(), limitMs: 90_000 });
+    expect(run.code).toBe(0);
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    const gone = await waitFor(() => !alive(pid), 2_000);
+    if (!gone) process.kill(pid, "SIGKILL");
+    expect(gone).toBe(true);
+    expect(childGroups(testCgroup!)).toEqual([]);
+  }, 100_000);
 
   test.skipIf(skip)("a shard killed at its timeout still gets figures, shown on its end line", async () => {
     const dir = makeSuite({ "spin.test.ts": `import { test } from "bun:test";\ntest("spins", () => { for (;;) {} });\n` });
