@@ -226,6 +226,7 @@ export class ShardMeter {
         this.method = "proc-sampling";
         this.why = `no cgroup (moving the child failed: ${code})`;
         // Every later shard would fail the same way.
+        if (parent !== undefined && "dir" in parent) removeCgroupTree(parent.dir);
         parent = { unusable: `moving a child failed: ${code}` };
       }
     }
@@ -292,7 +293,7 @@ export class ShardMeter {
     const deadline = performance.now() + EMPTY_WAIT_MS;
     let populated = cgroupPopulated(dir);
     while (populated && performance.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 2));
       populated = cgroupPopulated(dir);
     }
     if (!this.memoryPeakFile) this.sample();
