@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ownCgroupDir, TEST_CGROUP_ENV } from "../runner/exec/resource-usage.ts";
+import { ownCgroupDir, TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
 import type { ShardResult } from "../runner/results/model.ts";
 import { makeSuite, readReport, removeSuites, runCli, shardOf, waitFor } from "./helpers/cli.ts";
 

@@ -380,10 +380,9 @@ export interface ProcUsage {
 }
 
 /**
- * Reads the CPU fields of /proc/<pid>/stat (Linux): utime, stime, cutime,
- * cstime (fields 14-17, clock ticks) with the state, parent and start time.
- * Null when there is no such process or no /proc. Fields are counted from
- * the last ")" as in {@link readProcStat}.
+ * The CPU fields of /proc/<pid>/stat (14-17, clock ticks) with state, parent
+ * and start time, counted from the last ")" as in {@link readProcStat}; null
+ * when there is no such process or no /proc.
  */
 export function readProcUsage(pid: number): ProcUsage | null {
   let text: string;
@@ -422,10 +421,7 @@ export function readProcMemory(pid: number): { rssBytes: number; hwmBytes: numbe
   return rssBytes === null ? null : { rssBytes, hwmBytes: hwmBytes ?? rssBytes };
 }
 
-/**
- * Child pids of every thread of `pid` (empty when it is gone), read as
- * {@link listDescendants} reads them (through each thread's own directory).
- */
+/** Child pids of every thread of `pid` (empty when it is gone), read as {@link listDescendants} reads them. */
 export function childPids(pid: number): number[] {
   return childrenOf(pid);
 }

@@ -23,7 +23,8 @@ import path from "node:path";
 import { onExit } from "signal-exit";
 import { openAppendRegularSync } from "../util/regular-file.ts";
 import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
-import { killAllCgroups, removeCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
+import { removeCgroups } from "./cgroups.ts";
+import { killAllCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
 
 /**
  * Lifecycle of one shard process, in order. A process moves forward only.

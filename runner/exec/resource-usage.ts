@@ -22,10 +22,11 @@
  *
  * Elsewhere (not Linux) nothing is measured but the wall time (`none`).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ShardResult } from "../results/model.ts";
-import { childPids, isAlive, readProcMemory, readProcUsage, runtimeNs, type ProcUsage } from "./proc-inspect.ts";
+import { cgroupParent, cgroupPopulated, giveUpCgroups, leftBusy, readKeyed, readText, releaseParent, removeCgroupTree } from "./cgroups.ts";
+import { childPids, readProcMemory, readProcUsage, runtimeNs, type ProcUsage } from "./proc-inspect.ts";
 
 /** The figures of one shard (results/model.ts, `resources`). */
 export type ShardResources = NonNullable<ShardResult["resources"]>;
@@ -43,106 +44,15 @@ const MAX_SAMPLED = 200;
 /** The longest the figures wait for the cgroup to empty after the kill, ms. */
 const EMPTY_WAIT_MS = 2_000;
 
-/**
- * Environment variable, for tests: the cgroup v2 directory to make shard
- * cgroups under instead of the runner's own; one that cannot be written
- * makes every shard fall back to /proc sampling.
- */
-export const TEST_CGROUP_ENV = "SHARDGUARD_TEST_CGROUP";
-
 /** Meters of shards whose process may be alive: the exit hook kills their cgroups. */
 const live = new Set<ShardMeter>();
 
-/** The runner's per-process cgroup under which shard cgroups are made, or why there is none. */
-let parent: { dir: string } | { unusable: string } | undefined;
+/** Shard groups made by this process, for their names. */
 let shardSeq = 0;
-
-/**
- * The runner's own cgroup v2 directory: the `0::PATH` line of
- * /proc/self/cgroup under the cgroup2 mount of /proc/self/mountinfo (at
- * /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid
- * one). Null without cgroup v2.
- */
-export function ownCgroupDir(): string | null {
-  try {
-    const line = readFileSync("/proc/self/cgroup", "utf8")
-      .split("\n")
-      .find((l) => l.startsWith("0::"));
-    if (line === undefined) return null;
-    const own = line.slice(3);
-    for (const entry of readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
-      const [left, right] = entry.split(" - ");
-      if (!right?.startsWith("cgroup2 ")) continue;
-      const fields = left!.split(" ");
-      const root = fields[3]!;
-      const mount = fields[4]!.replace(/\\040/g, " ");
-      // A mount of a sub-tree (root other than "/") holds only the cgroups below it.
-      if (root !== "/" && own !== root && !own.startsWith(`${root}/`)) continue;
-      return path.join(mount, root === "/" ? own : own.slice(root.length));
-    }
-  } catch {
-    // No /proc.
-  }
-  return null;
-}
-
-function cgroupParent(): { dir: string } | { unusable: string } {
-  if (parent !== undefined && ("unusable" in parent || existsSync(parent.dir))) return parent;
-  if (process.platform !== "linux") return (parent = { unusable: "not Linux" });
-  const own = process.env[TEST_CGROUP_ENV] || ownCgroupDir();
-  if (own === null) return (parent = { unusable: "no cgroup v2 hierarchy" });
-  const first = parent === undefined;
-  const dir = path.join(own, `shardguard-${process.pid}`);
-  if (!existsSync(path.join(own, "cgroup.procs"))) return (parent = { unusable: `${own} is not a cgroup v2 directory` });
-  try {
-    mkdirSync(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return (parent = { dir });
-    return (parent = { unusable: `cannot create a cgroup under ${own}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` });
-  }
-  if (first) removeStaleParents(own);
-  return (parent = { dir });
-}
-
-/** Empty cgroups left by runners that died before removing theirs (their processes are the stale-run sweep's). */
-function removeStaleParents(own: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(own);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const m = /^shardguard-(\d+)$/.exec(name);
-    if (m && Number(m[1]) !== process.pid && !isAlive(Number(m[1]))) removeCgroupTree(path.join(own, name));
-  }
-}
-
-/** Removes a cgroup and its child cgroups, deepest first; false when one is still busy (has processes). */
-function removeCgroupTree(dir: string): boolean {
-  try {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) removeCgroupTree(path.join(dir, entry.name));
-    rmdirSync(dir);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ENOENT";
-  }
-}
-
-/** Removes the runner's per-process cgroup when no shard uses it (it is made again on the next spawn). */
-function releaseParent(): void {
-  if (live.size > 0 || parent === undefined || "unusable" in parent) return;
-  removeCgroupTree(parent.dir);
-}
 
 /** Writes `1` to `cgroup.kill` of every live shard cgroup: the runner's exit hook. */
 export function killAllCgroups(): void {
   for (const meter of live) meter.killRest();
-}
-
-/** The per-process cgroup the runner makes shard cgroups under; null when cgroups are not used. For tests. */
-export function runnerCgroupDir(): string | null {
-  return parent !== undefined && "dir" in parent ? parent.dir : null;
 }
 
 /** CPU clock ticks, user and system. */
@@ -225,9 +135,7 @@ export class ShardMeter {
         this.cgroup = null;
         this.method = "proc-sampling";
         this.why = `no cgroup (moving the child failed: ${code})`;
-        // Every later shard would fail the same way.
-        if (parent !== undefined && "dir" in parent) removeCgroupTree(parent.dir);
-        parent = { unusable: `moving a child failed: ${code}` };
+        giveUpCgroups(`moving a child failed: ${code}`);
       }
     }
     if (this.method === "cgroup" && this.memoryPeakFile) return;
@@ -276,7 +184,7 @@ export class ShardMeter {
       return this.figures(wallMs, this.cpu.user * MS_PER_TICK, this.cpu.system * MS_PER_TICK);
     } finally {
       live.delete(this);
-      releaseParent();
+      if (live.size === 0) releaseParent();
     }
   }
 
@@ -285,7 +193,7 @@ export class ShardMeter {
     if (this.timer !== null) clearTimeout(this.timer);
     if (this.cgroup !== null) removeCgroupTree(this.cgroup);
     live.delete(this);
-    releaseParent();
+    if (live.size === 0) releaseParent();
   }
 
   private async finishCgroup(wallMs: number): Promise<ShardResources> {
@@ -444,15 +352,6 @@ export class ShardMeter {
 
 const sampling = `first after ${FIRST_SAMPLE_MS} ms, then every ${SAMPLE_MS} ms`;
 
-/** Shard cgroups that still had processes when their figures were read. */
-const leftBusy = new Set<string>();
-
-/** Removes what the runner's cgroups left behind (the runner's exit hook). */
-export function removeCgroups(): void {
-  for (const dir of leftBusy) if (removeCgroupTree(dir)) leftBusy.delete(dir);
-  if (parent !== undefined && "dir" in parent) removeCgroupTree(parent.dir);
-}
-
 /** A meter for the next shard process (see {@link ShardMeter}). */
 export function startMeter(): ShardMeter {
   return new ShardMeter();
@@ -460,26 +359,4 @@ export function startMeter(): ShardMeter {
 
 function seenOf(usage: ProcUsage): Seen {
   return { start: usage.start, ppid: usage.ppid, user: usage.utime + usage.cutime, system: usage.stime + usage.cstime, childUser: usage.cutime, childSystem: usage.cstime };
-}
-
-function cgroupPopulated(dir: string): boolean {
-  return readKeyed(path.join(dir, "cgroup.events")).get("populated") === 1;
-}
-
-function readText(file: string): string {
-  try {
-    return readFileSync(file, "latin1").trim();
-  } catch {
-    return "";
-  }
-}
-
-/** `key value` lines (cpu.stat, cgroup.events) as numbers. */
-function readKeyed(file: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of readText(file).split("\n")) {
-    const [key, value] = line.split(" ");
-    if (key && value !== undefined && Number.isFinite(Number(value))) out.set(key, Number(value));
-  }
-  return out;
 }
