@@ -16,8 +16,13 @@ import { isAlive } from "./proc-inspect.ts";
  */
 export const TEST_CGROUP_ENV = "SHARDGUARD_TEST_CGROUP";
 
-/** The runner's per-process cgroup under which shard cgroups are made, or why there is none. */
+/** The runner's per-process cgroup under which shard cgroups are made, or why there is none; undefined: not made (yet, or again). */
 let parent: { dir: string } | { unusable: string } | undefined;
+/** True once the groups of dead runners were looked for (once per process). */
+let staleRemoved = false;
+/** Empty shard groups of finished shards, reused (their counters are read as differences). */
+const idle: string[] = [];
+let groupSeq = 0;
 
 /**
  * The runner's own cgroup v2 directory: the `0::PATH` line of
@@ -53,11 +58,10 @@ export function ownCgroupDir(): string | null {
  * first use and again after {@link releaseParent}), or why there is none.
  */
 export function cgroupParent(): { dir: string } | { unusable: string } {
-  if (parent !== undefined && ("unusable" in parent || existsSync(parent.dir))) return parent;
+  if (parent !== undefined) return parent;
   if (process.platform !== "linux") return (parent = { unusable: "not Linux" });
   const own = process.env[TEST_CGROUP_ENV] || ownCgroupDir();
   if (own === null) return (parent = { unusable: "no cgroup v2 hierarchy" });
-  const first = parent === undefined;
   const dir = path.join(own, `shardguard-${process.pid}`);
   if (!existsSync(path.join(own, "cgroup.procs"))) return (parent = { unusable: `${own} is not a cgroup v2 directory` });
   try {
@@ -66,7 +70,12 @@ export function cgroupParent(): { dir: string } | { unusable: string } {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return (parent = { dir });
     return (parent = { unusable: `cannot create a cgroup under ${own}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` });
   }
-  if (first) removeStaleParents(own);
+  if (!staleRemoved) {
+    removeStaleParents(own);
+    // Also on a natural exit, where signal-exit's hook (process.ts) does not run under Bun 1.4.4.
+    process.once("exit", removeCgroups);
+  }
+  staleRemoved = true;
   return (parent = { dir });
 }
 
@@ -95,28 +104,51 @@ export function removeCgroupTree(dir: string): boolean {
   }
 }
 
-/** Removes the runner's per-process cgroup; call when no shard uses it (it is made again on the next spawn). */
-export function releaseParent(): void {
-  if (parent === undefined || "unusable" in parent) return;
-  removeCgroupTree(parent.dir);
+/**
+ * An empty group for one shard under `parentDir`: an idle one, or a new one
+ * (`shard-<n>`).
+ *
+ * @throws the mkdir error when a new one cannot be made
+ */
+export function takeGroup(parentDir: string): string {
+  const reused = idle.pop();
+  if (reused !== undefined) return reused;
+  const dir = path.join(parentDir, `shard-${++groupSeq}`);
+  mkdirSync(dir);
+  return dir;
 }
 
+/**
+ * A shard's group after its figures were read: kept for the next shard when
+ * empty and `reuse` (no `memory.peak` in it, which cannot be read as a
+ * difference), else removed (a busy one is tried again at exit).
+ */
+export function returnGroup(dir: string, empty: boolean, reuse: boolean): void {
+  if (empty && reuse) idle.push(dir);
+  else if (!removeCgroupTree(dir)) leftBusy.add(dir);
+}
 
 /** Marks cgroups unusable for the rest of the process (moving a child failed: every later one would) and removes the runner's. */
 export function giveUpCgroups(reason: string): void {
-  if (parent !== undefined && "dir" in parent) removeCgroupTree(parent.dir);
+  removeCgroups();
   parent = { unusable: reason };
 }
 
 /** Shard cgroups that still had processes when their figures were read. */
-export const leftBusy = new Set<string>();
+const leftBusy = new Set<string>();
 
-/** Removes what the runner's cgroups left behind (the runner's exit hook). */
+/**
+ * Removes the runner's cgroups: when no shard is running (a process that
+ * ends without an exit event, as under `bun test`, leaves none behind) and
+ * at exit. The next shard makes them again.
+ */
 export function removeCgroups(): void {
   for (const dir of leftBusy) if (removeCgroupTree(dir)) leftBusy.delete(dir);
-  if (parent !== undefined && "dir" in parent) removeCgroupTree(parent.dir);
+  idle.length = 0;
+  if (parent !== undefined && "dir" in parent && removeCgroupTree(parent.dir)) parent = undefined;
 }
 
+/** True when the cgroup's `cgroup.events` says it or a group below it has a process. */
 export function cgroupPopulated(dir: string): boolean {
   return readKeyed(path.join(dir, "cgroup.events")).get("populated") === 1;
 }

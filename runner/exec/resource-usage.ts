@@ -22,10 +22,10 @@
  *
  * Elsewhere (not Linux) nothing is measured but the wall time (`none`).
  */
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ShardResult } from "../results/model.ts";
-import { cgroupParent, cgroupPopulated, giveUpCgroups, leftBusy, readKeyed, readText, releaseParent, removeCgroupTree } from "./cgroups.ts";
+import { cgroupParent, cgroupPopulated, giveUpCgroups, readKeyed, readText, removeCgroups, returnGroup, takeGroup } from "./cgroups.ts";
 import { childPids, readProcMemory, readProcUsage, runtimeNs, type ProcUsage } from "./proc-inspect.ts";
 
 /** The figures of one shard (results/model.ts, `resources`). */
@@ -46,9 +46,6 @@ const EMPTY_WAIT_MS = 2_000;
 
 /** Meters of shards whose process may be alive: the exit hook kills their cgroups. */
 const live = new Set<ShardMeter>();
-
-/** Shard groups made by this process, for their names. */
-let shardSeq = 0;
 
 /** Writes `1` to `cgroup.kill` of every live shard cgroup: the runner's exit hook. */
 export function killAllCgroups(): void {
@@ -91,6 +88,8 @@ export class ShardMeter {
   private cpu = { user: 0, system: 0 };
   private peakRss: number | null = null;
   private memoryPeakFile = false;
+  /** `cpu.stat` of the (empty) group before the child moved in. */
+  private baseline = new Map<string, number>();
 
   constructor() {
     if (process.platform !== "linux") {
@@ -103,12 +102,13 @@ export class ShardMeter {
     live.add(this);
     const at = cgroupParent();
     if ("dir" in at) {
-      const dir = path.join(at.dir, `shard-${++shardSeq}`);
       try {
-        mkdirSync(dir);
+        const dir = takeGroup(at.dir);
         this.cgroup = dir;
         this.method = "cgroup";
         this.memoryPeakFile = existsSync(path.join(dir, "memory.peak"));
+        // A reused group's counters: the figures are differences from these.
+        this.baseline = readKeyed(path.join(dir, "cpu.stat"));
       } catch (error) {
         this.why = `no cgroup (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
       }
@@ -131,7 +131,7 @@ export class ShardMeter {
         this.preMoveMs = (before ?? 0) / 1e6;
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-        removeCgroupTree(this.cgroup);
+        returnGroup(this.cgroup, true, false);
         this.cgroup = null;
         this.method = "proc-sampling";
         this.why = `no cgroup (moving the child failed: ${code})`;
@@ -184,16 +184,16 @@ export class ShardMeter {
       return this.figures(wallMs, this.cpu.user * MS_PER_TICK, this.cpu.system * MS_PER_TICK);
     } finally {
       live.delete(this);
-      if (live.size === 0) releaseParent();
+      if (live.size === 0) removeCgroups();
     }
   }
 
   /** No figures: the spawn failed. Removes the cgroup. */
   discard(): void {
     if (this.timer !== null) clearTimeout(this.timer);
-    if (this.cgroup !== null) removeCgroupTree(this.cgroup);
+    if (this.cgroup !== null) returnGroup(this.cgroup, !cgroupPopulated(this.cgroup), !this.memoryPeakFile);
     live.delete(this);
-    if (live.size === 0) releaseParent();
+    if (live.size === 0) removeCgroups();
   }
 
   private async finishCgroup(wallMs: number): Promise<ShardResources> {
@@ -204,18 +204,21 @@ export class ShardMeter {
       await new Promise((r) => setTimeout(r, 2));
       populated = cgroupPopulated(dir);
     }
-    if (!this.memoryPeakFile) this.sample();
+    // An empty group has nothing left to sample.
+    if (populated && !this.memoryPeakFile) this.sample();
     const stat = readKeyed(path.join(dir, "cpu.stat"));
     if (this.memoryPeakFile) {
       const peak = Number(readText(path.join(dir, "memory.peak")));
       if (Number.isFinite(peak)) this.peakRss = peak;
     }
     if (populated) this.why = "processes were still in the cgroup 2 s after the kill";
-    // Busy only when a process outlived the wait; tried again when the runner exits.
-    if (!removeCgroupTree(dir)) leftBusy.add(dir);
-    const user = stat.get("user_usec");
-    const system = stat.get("system_usec");
-    return this.figures(wallMs, user === undefined ? null : user / 1000 + this.preMoveMs, system === undefined ? null : system / 1000);
+    returnGroup(dir, !populated, !this.memoryPeakFile);
+    const usec = (key: string) => {
+      const value = stat.get(key);
+      return value === undefined ? null : (value - (this.baseline.get(key) ?? 0)) / 1000;
+    };
+    const user = usec("user_usec");
+    return this.figures(wallMs, user === null ? null : user + this.preMoveMs, usec("system_usec"));
   }
 
   private figures(wallMs: number, cpuUserMs: number | null, cpuSystemMs: number | null): ShardResources {
@@ -239,7 +242,8 @@ export class ShardMeter {
         ? `exact (cgroup v2 cpu.stat and memory.peak, which counts page cache as well as RSS)${why}`
         : `CPU exact (cgroup v2 cpu.stat); ${rss}${why}`;
     }
-    return `sampled ${sampling} from /proc in 10 ms clock ticks: CPU a process ran in its last interval, or in a life shorter than one, is missed unless a parent in the tree reaped it; ${rss}${why}`;
+    const peak = this.peakRss === null ? "peak RSS unknown (the tree ended before the first sample)" : "peak RSS from the same samples";
+    return `sampled from /proc ${sampling}, in 10 ms clock ticks: CPU a process ran in its last interval, or in a life shorter than one, is missed unless a parent in the tree reaped it; ${peak}${why}`;
   }
 
   /** One sample: the tree's members, their CPU (proc sampling) and their summed RSS. */
