@@ -55,7 +55,7 @@ export function ownCgroupDir(): string | null {
 
 /**
  * The runner's per-process cgroup (`<own cgroup>/shardguard-<pid>`, made on
- * first use and again after {@link releaseParent}), or why there is none.
+ * first use and again after {@link removeCgroups}), or why there is none.
  */
 export function cgroupParent(): { dir: string } | { unusable: string } {
   if (parent !== undefined) return parent;
@@ -153,6 +153,7 @@ export function cgroupPopulated(dir: string): boolean {
   return readKeyed(path.join(dir, "cgroup.events")).get("populated") === 1;
 }
 
+/** A cgroup file's text, trimmed; "" when it cannot be read (the group is gone, no such controller). */
 export function readText(file: string): string {
   try {
     return readFileSync(file, "latin1").trim();
