@@ -279,7 +279,7 @@ export class ShardProcess {
     if (this.killedBy !== null) leftovers = sweep();
     // The last kill path: whatever is still in the shard's cgroup (left the group and the cookie).
     meter.killRest();
-    const resources = await meter.finish(this.elapsedMs());
+    const resources = await meter.finish(() => this.elapsedMs());
     const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };
     this.setState("finished");
     return {

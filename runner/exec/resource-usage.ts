@@ -171,17 +171,17 @@ export class ShardMeter {
    * Stops sampling and returns the figures: for a cgroup once it is empty
    * (at most 2 s after the kill), which is then removed.
    *
-   * @param wallMs spawn to the tree gone, ms
+   * @param sinceSpawnMs the time since the spawn, ms: read once the tree is gone (`wallMs`)
    */
-  async finish(wallMs: number): Promise<ShardResources> {
+  async finish(sinceSpawnMs: () => number): Promise<ShardResources> {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     try {
-      if (this.method === "none" || this.root === null) return this.figures(wallMs, null, null);
-      if (this.cgroup !== null) return await this.finishCgroup(wallMs);
+      if (this.method === "none" || this.root === null) return this.figures(sinceSpawnMs(), null, null);
+      if (this.cgroup !== null) return await this.finishCgroup(sinceSpawnMs);
       // Everything seen has died by now: its last readings are the shard's.
       this.sample();
-      return this.figures(wallMs, this.cpu.user * MS_PER_TICK, this.cpu.system * MS_PER_TICK);
+      return this.figures(sinceSpawnMs(), this.cpu.user * MS_PER_TICK, this.cpu.system * MS_PER_TICK);
     } finally {
       live.delete(this);
       if (live.size === 0) removeCgroups();
@@ -196,7 +196,7 @@ export class ShardMeter {
     if (live.size === 0) removeCgroups();
   }
 
-  private async finishCgroup(wallMs: number): Promise<ShardResources> {
+  private async finishCgroup(sinceSpawnMs: () => number): Promise<ShardResources> {
     const dir = this.cgroup!;
     const deadline = performance.now() + EMPTY_WAIT_MS;
     let populated = cgroupPopulated(dir);
@@ -218,7 +218,7 @@ export class ShardMeter {
       return value === undefined ? null : (value - (this.baseline.get(key) ?? 0)) / 1000;
     };
     const user = usec("user_usec");
-    return this.figures(wallMs, user === null ? null : user + this.preMoveMs, usec("system_usec"));
+    return this.figures(sinceSpawnMs(), user === null ? null : user + this.preMoveMs, usec("system_usec"));
   }
 
   private figures(wallMs: number, cpuUserMs: number | null, cpuSystemMs: number | null): ShardResources {
