@@ -10,7 +10,6 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { ownCgroupDir, TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
 import type { ShardResult } from "../runner/results/model.ts";
@@ -96,7 +95,7 @@ const METHODS = [
 
 describe.each(METHODS)("$method", ({ method, env, skip, floorMs }) => {
   test.skipIf(skip)("a busy grandchild's CPU is its own shard's, in or out of the tree, not a sibling's", async () => {
-    const marker = path.join(os.tmpdir(), `sg-escapee-${process.pid}-${method}`);
+    const marker = path.join(makeSuite({}, "sg-marker-"), "spun");
     const dir = makeSuite(FILES(marker));
     const run = await runCli(["run", "--root", dir, "--jobs", "3", "--timeout", "120"], { env: env(), limitMs: 150_000 });
     expect(run.code).toBe(0);
@@ -119,7 +118,7 @@ describe.each(METHODS)("$method", ({ method, env, skip, floorMs }) => {
   }, 160_000);
 
   test.skipIf(skip || method !== "cgroup")("cgroup.kill ends a descendant that left the group and cleared its environment (no cookie to sweep)", async () => {
-    const pidFile = path.join(os.tmpdir(), `sg-cleared-${process.pid}`);
+    const pidFile = path.join(makeSuite({}, "sg-marker-"), "cleared.pid");
     const dir = makeSuite({
       "cleared.test.ts": `import { test } from "bun:test";
 import { existsSync } from "node:fs";
