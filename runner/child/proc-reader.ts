@@ -45,6 +45,11 @@ export interface ProcStat {
   pgid: number;
   /** Start time in clock ticks since boot (field 22), as written: tells a recycled pid apart. */
   start: string;
+  /** User and system time of the process itself (fields 14, 15) and of its reaped children (cutime, cstime: 16, 17), clock ticks (USER_HZ, 100 a second on Linux). */
+  utime: number;
+  stime: number;
+  cutime: number;
+  cstime: number;
 }
 
 /**
@@ -61,8 +66,29 @@ export function parseProcStat(text: string): ProcStat | null {
   const start = fields[19];
   const ppid = Number(fields[1]);
   const pgid = Number(fields[2]);
-  if (state === undefined || state === "" || start === undefined || !Number.isInteger(ppid) || !Number.isInteger(pgid)) return null;
-  return { state, ppid, pgid, start };
+  const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i])) as [number, number, number, number];
+  if (state === undefined || state === "" || start === undefined || ![ppid, pgid, utime, stime, cutime, cstime].every(Number.isInteger)) return null;
+  return { state, ppid, pgid, start, utime, stime, cutime, cstime };
+}
+
+/**
+ * Resident set size and its high-water mark, bytes, from a
+ * `/proc/<pid>/status` text (`VmRSS`, `VmHWM`, in kB there); null when it
+ * has none (a zombie, a kernel thread).
+ */
+export function parseProcMemory(text: string): { rssBytes: number; hwmBytes: number } | null {
+  const kb = (name: string) => {
+    const m = new RegExp(`^${name}:\\s*(\\d+) kB`, "m").exec(text);
+    return m ? Number(m[1]) * 1024 : null;
+  };
+  const rssBytes = kb("VmRSS");
+  const hwmBytes = kb("VmHWM");
+  return rssBytes === null ? null : { rssBytes, hwmBytes: hwmBytes ?? rssBytes };
+}
+
+/** Run time of one thread, ns: the first field of a `/proc/<tid>/schedstat` text (0 when unreadable). */
+export function parseSchedstatNs(text: string): number {
+  return Number(text.split(" ")[0]) || 0;
 }
 
 /** `/proc/<pid>/stat` of `pid` through `files`; null when there is no such process. */

@@ -8,7 +8,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { liveThread as liveThreadIn, procFilesOf, procStat, walkDescendants, type Descendant, type ProcStat } from "../child/proc-reader.ts";
+import { childrenOf, liveThread as liveThreadIn, parseProcMemory, parseSchedstatNs, procFilesOf, procStat, walkDescendants, type Descendant, type ProcStat } from "../child/proc-reader.ts";
 
 export type { Descendant, ProcStat };
 
@@ -261,4 +261,42 @@ function readAncestry(): Set<number> {
     pid = stat.ppid;
   }
   return pids;
+}
+
+/** The CPU fields of /proc/<pid>/stat with state, parent and start time (child/proc-reader.ts parses them). */
+export type ProcUsage = ProcStat;
+
+/** {@link readProcStat}, named for the accounting's reads of a process's CPU ticks (exec/resource-usage.ts). */
+export function readProcUsage(pid: number): ProcUsage | null {
+  return procStat(FILES, pid);
+}
+
+/**
+ * Resident set size now and its high-water mark (VmRSS, VmHWM of
+ * /proc/<pid>/status), bytes; null when the process is gone or has no
+ * memory (a zombie, a kernel thread).
+ */
+export function readProcMemory(pid: number): { rssBytes: number; hwmBytes: number } | null {
+  const text = FILES.read(`/proc/${pid}/status`);
+  return text === null ? null : parseProcMemory(text);
+}
+
+/** Child pids of every thread of `pid` (empty when it is gone), read as {@link listDescendants} reads them. */
+export function childPids(pid: number): number[] {
+  return childrenOf(FILES, pid);
+}
+
+/**
+ * CPU time every thread of `pid` has run, ns (the first field of each
+ * `/proc/<tid>/schedstat`), or null when unreadable (no schedstats, gone).
+ */
+export function runtimeNs(pid: number): number | null {
+  const tids = FILES.list(`/proc/${pid}/task`);
+  if (tids === null) return null;
+  let sum = 0;
+  for (const tid of tids) {
+    const text = FILES.read(`/proc/${tid}/schedstat`);
+    if (text !== null) sum += parseSchedstatNs(text);
+  }
+  return sum;
 }

@@ -23,6 +23,8 @@ import path from "node:path";
 import { onExit } from "signal-exit";
 import { openAppendRegularSync } from "../util/regular-file.ts";
 import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
+import { removeCgroups } from "./cgroups.ts";
+import { killAllCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
 
 /**
  * Lifecycle of one shard process, in order. A process moves forward only.
@@ -101,6 +103,8 @@ export interface ProcessOutcome {
   logError: string | null;
   /** Descendants still alive when the child exited (in or out of its group), killed by the sweep. */
   leftovers: Escapee[];
+  /** What the process tree cost and how it was measured (exec/resource-usage.ts); null when it never spawned. */
+  resources: ShardResources | null;
 }
 
 /** Process groups alive right now, killed on any exit path of the runner we can see. */
@@ -115,6 +119,9 @@ function installExitHook(): void {
   // --no-orphans for that case).
   onExit(() => {
     killAllGroups("SIGKILL");
+    // Also what left the groups and the cookie (a cleared environment).
+    killAllCgroups();
+    removeCgroups();
   });
 }
 
@@ -226,6 +233,8 @@ export class ShardProcess {
       logError = (error as Error).message;
     }
     let child: ChildProcess;
+    // Its cgroup (if any) is made before the spawn, so the move right after it is one write.
+    const meter: ShardMeter = startMeter();
     try {
       child = spawn(command!, args, {
         cwd: this.spec.cwd,
@@ -235,18 +244,20 @@ export class ShardProcess {
         stdio: ["ignore", logFd ?? "ignore", logFd ?? "ignore"],
       });
     } catch (error) {
-      return this.spawnFailed((error as Error).message);
+      return this.spawnFailed((error as Error).message, meter);
     } finally {
       // The child holds its own copies from here on (spawn forks and execs
       // before it returns); ours would only keep the file open.
       if (logFd !== null) closeSync(logFd);
     }
     this.child = child;
+    // At once, while the child is still loading Bun and has forked nothing.
+    if (child.pid) meter.attach(child.pid);
     const spawned = await new Promise<string | null>((resolve) => {
       child.once("spawn", () => resolve(null));
       child.once("error", (error) => resolve(error.message));
     });
-    if (spawned !== null || !child.pid) return this.spawnFailed(spawned ?? "no pid");
+    if (spawned !== null || !child.pid) return this.spawnFailed(spawned ?? "no pid", meter);
     const pgid = child.pid;
     liveGroups.add(pgid);
     this.setState("running");
@@ -268,12 +279,15 @@ export class ShardProcess {
     // report too; after a kill by us the group goes first and only those that
     // left it are reported. Then the group SIGKILL as a backstop. Nothing
     // waits for the log's descriptor: such processes may still hold it.
-    const sweep = () => (this.spec.cookie ? sweepCookie(this.spec.cookie, "exact", pgid) : []);
+    const sweep = () => (this.spec.cookie ? sweepCookie(this.spec.cookie, "exact", pgid, (pid) => meter.noteEscapee(pid)) : []);
     let leftovers: Escapee[] = [];
     if (this.killedBy === null) leftovers = sweep();
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
     if (this.killedBy !== null) leftovers = sweep();
+    // The last kill path: whatever is still in the shard's cgroup (left the group and the cookie).
+    meter.killRest();
+    const resources = await meter.finish(() => this.elapsedMs());
     this.goneMs = this.elapsedMs();
     const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };
     this.setState("finished");
@@ -289,10 +303,12 @@ export class ShardProcess {
       logBytes: log.bytes,
       logError: log.problem,
       leftovers,
+      resources,
     };
   }
 
-  private spawnFailed(message: string): ProcessOutcome {
+  private spawnFailed(message: string, meter: ShardMeter): ProcessOutcome {
+    meter.discard();
     this.setState("spawn-failed");
     return {
       exitCode: null,
@@ -306,6 +322,7 @@ export class ShardProcess {
       logBytes: 0,
       logError: null,
       leftovers: [],
+      resources: null,
     };
   }
 }
@@ -391,11 +408,13 @@ export const SWEEP_PASSES = 8;
  *
  * @param groupId the shard child's pid and process group, which the caller
  *   SIGKILLs itself; only processes forked after it are read
+ * @param beforeKill called with each pid found, just before it is killed
+ *   (its resource usage is read then)
  * @returns the processes killed, one per pid
  */
-export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?: number): Escapee[] {
+export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?: number, beforeKill?: (pid: number) => void): Escapee[] {
   // A shard's descendants were forked after its child, whose pid is the group id.
-  return sweepPasses(() => processesWithEnv(cookie, match, groupId), groupId);
+  return sweepPasses(() => processesWithEnv(cookie, match, groupId), groupId, beforeKill);
 }
 
 /**
@@ -416,13 +435,14 @@ export function sweepStaleRuns(cookiePrefix: string, runnerPidVar: string): Esca
   return sweepPasses(stale, undefined).map((e) => ({ ...e, leftGroup: true }));
 }
 
-function sweepPasses(find: () => EnvProcess[], groupId: number | undefined): Escapee[] {
+function sweepPasses(find: () => EnvProcess[], groupId: number | undefined, beforeKill?: (pid: number) => void): Escapee[] {
   const killed = new Map<number, Escapee>();
   const spared = sparedGroups();
   for (let pass = 0; pass < SWEEP_PASSES; pass++) {
     const fresh = find().filter((proc) => !killed.has(proc.pid));
     if (fresh.length === 0) break;
     for (const proc of fresh) {
+      beforeKill?.(proc.pid);
       try {
         process.kill(proc.pid, "SIGKILL");
         killed.set(proc.pid, { pid: proc.pid, command: proc.command, leftGroup: groupId !== undefined && proc.pgid !== groupId });

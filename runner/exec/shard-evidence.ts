@@ -166,6 +166,7 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
     logIncomplete: outcome.logError !== null,
   });
   decided.leftovers = leftoversOf(outcome, [...marks.descendants, ...record.listedAtEnd]);
+  if (outcome.resources) decided.resources = outcome.resources;
   if (seen.eventsProblem && decided.status !== "passed") decided.reason += `; per-test data missing (${seen.eventsProblem})`;
   return decided;
 }

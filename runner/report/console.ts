@@ -7,7 +7,7 @@ import type { RunReport, ShardResult } from "../results/report-model.ts";
 import path from "node:path";
 import { readFileTail } from "../util/file-tail.ts";
 import { stripAnsi } from "./sanitize.ts";
-import { oneLine, plural, secs } from "../util/format.ts";
+import { oneLine, plural, seconds, secs } from "../util/format.ts";
 
 /** Where console lines go; injectable for tests. */
 export interface Out {
@@ -71,13 +71,30 @@ function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTex
   return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${first ? `: ${message}` : ""}`;
 }
 
+/** A shard at least this long (wall time, ms) shows what it cost on its end line: 5 s, Jest's default slow-test threshold. */
+export const SLOW_SHARD_MS = 5_000;
+
 /**
- * `[2/7] TIMED-OUT 6.0s test/x.test.ts: killed after 6 s wall-clock timeout`,
+ * ` (cpu 12.3 s, peak 412 MiB)` for a slow shard (at least {@link SLOW_SHARD_MS})
+ * with figures (report.json `resources`: CPU is user plus system); "" otherwise.
+ */
+export function costText(result: ShardResult): string {
+  const r = result.resources;
+  if (r === undefined || result.durationMs < SLOW_SHARD_MS) return "";
+  const parts: string[] = [];
+  if (r.cpuUserMs !== null && r.cpuSystemMs !== null) parts.push(`cpu ${seconds(r.cpuUserMs + r.cpuSystemMs)}`);
+  if (r.peakRssBytes !== null) parts.push(`peak ${Math.round(r.peakRssBytes / 2 ** 20)} MiB`);
+  return parts.length > 0 ? ` (${parts.join(", ")})` : "";
+}
+
+/**
+ * `[2/7] TIMED-OUT 6.0s test/x.test.ts: killed after 6 s wall-clock timeout (cpu 5.9 s, peak 412 MiB)`
+ * (the figures for a slow shard, {@link costText}),
  * followed, for a shard that did not pass, by its non-passing tests (the
  * test in flight first among them) and the path of its full log.
  */
 export function endLine(result: ShardResult, total: number): string {
-  const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}`;
+  const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}${costText(result)}`;
   if (result.status === "passed" || result.status === "skipped-by-diff") return head;
   const notable = result.tests.filter((t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"));
   // The "full log:" line below names where a cut message is whole.

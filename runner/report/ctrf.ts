@@ -104,7 +104,8 @@ export interface CtrfReport {
       completed: boolean;
       cancelledBy: RunReport["cancelledBy"];
       exitCode: number | null;
-      shards: { index: number; status: ShardResult["status"]; reason: string; logPath: string | null; notes?: string[] }[];
+      /** Per shard; `resources` as in report.json (CPU ms, peak RSS bytes, method), absent when not measured. */
+      shards: { index: number; status: ShardResult["status"]; reason: string; logPath: string | null; notes?: string[]; resources?: ShardResult["resources"] }[];
       /** `--shard I/N`: which slice of the plan this report covers. */
       slice?: { index: number; count: number };
       /** Hash of the sliced plan (sliced and merged reports). */
@@ -168,7 +169,7 @@ function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
         completed: valid.completed,
         cancelledBy: valid.cancelledBy,
         exitCode: valid.exitCode,
-        shards: valid.shards.map((s) => ({ index: s.index, status: s.status, reason: s.reason, logPath: s.logPath, ...(s.notes ? { notes: s.notes } : {}) })),
+        shards: valid.shards.map((s) => ({ index: s.index, status: s.status, reason: s.reason, logPath: s.logPath, ...(s.notes ? { notes: s.notes } : {}), ...(s.resources ? { resources: s.resources } : {}) })),
         ...(valid.slice ? { slice: { index: valid.slice.index, count: valid.slice.count } } : {}),
         ...(valid.plan ? { planHash: valid.plan.hash } : {}),
         ...(valid.merged ? { mergedFrom: valid.merged.slices.map((s) => ({ slice: s.index, runId: s.runId })) } : {}),

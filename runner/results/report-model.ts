@@ -135,6 +135,26 @@ export const ShardResultSchema = z.object({
       goneMs: z.number().nonnegative(),
     })
     .optional(),
+  /**
+   * What the shard's whole process tree cost (the child, its descendants,
+   * escapees the sweep killed), of its last attempt; absent when it never
+   * started. `wallMs`: spawn to the tree gone, ms. `cpuUserMs`,
+   * `cpuSystemMs`: CPU time in ms, null when not measured. `peakRssBytes`:
+   * peak resident memory in bytes, null when not measured. `method`:
+   * `cgroup` (a cgroup v2 group per shard: CPU exact), `proc-sampling`
+   * (/proc read at a bounded rate) or `none`; `precision`: one sentence on
+   * how exact the figures are (docs/reports.md, "Resources").
+   */
+  resources: z
+    .object({
+      wallMs: z.number().nonnegative(),
+      cpuUserMs: z.number().nonnegative().nullable(),
+      cpuSystemMs: z.number().nonnegative().nullable(),
+      peakRssBytes: z.number().int().nonnegative().nullable(),
+      method: z.enum(["cgroup", "proc-sampling", "none"]),
+      precision: z.string(),
+    })
+    .optional(),
   /** Where the per-test entries came from. */
   testSource: z.enum(["junit", "events", "junit+events", "synthetic"]),
   tests: z.array(TestResultSchema),
