@@ -36,6 +36,7 @@ import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
 import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
 import { removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
+import { RunResources } from "./run-resources.ts"; // resource locks (issue 24)
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -104,6 +105,7 @@ export class Run {
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
   /** Shards added during the run: never-started files of killed batched shards, one file each. */
   private readonly redispatched: PlannedShard[] = [];
+  private readonly locks: RunResources; // resource locks (issue 24)
 
   /** Every shard of the run: the plan's, then the re-dispatched ones. */
   private allShards(): PlannedShard[] {
@@ -114,6 +116,7 @@ export class Run {
     this.console = new ConsoleReporter(inputs.out, inputs.redact);
     this.capabilities = bunCapabilities(inputs.bunVersion);
     this.bunMissing = missingFeatures(this.capabilities, inputs.settings.testEvents);
+    this.locks = new RunResources(inputs.settings); // resource locks (issue 24)
   }
 
   /** Live view for progress displays: counts and the running shards with their test in flight. */
@@ -205,7 +208,7 @@ export class Run {
   private async runShards(logDir: string, junitDir: string, socketDir: string | null, guardian: Guardian): Promise<RunResult> {
     const { settings, plan, out } = this.inputs;
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
-    const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
+    const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned); // issue 24: exclusive last
     const shardTotal = () => plan.shards.length + this.redispatched.length;
     // The first report write (every shard queued or running) comes when the
     // first wave runs its tests (app/first-wave.ts). Not awaited: the writes
@@ -213,7 +216,7 @@ export class Run {
     // queues behind this one, so the files on disk move forward in order.
     // Pruning old runs waits for the same moment.
     let pruning: Promise<void> = Promise.resolve();
-    const firstWave = new FirstWave(Math.min(Math.max(1, settings.jobs), toRun.length), () => {
+    const firstWave = new FirstWave(this.locks.firstWave(toRun, settings.jobs), () => { // issue 24: what the gate starts at once
       void this.writeReports(false);
       pruning = pruneRuns(settings.out, this.runId);
     });
@@ -260,7 +263,7 @@ export class Run {
           {
             onStart: (running) => {
               this.running.set(shard.index, running);
-              this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
+              this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath, this.locks.startNote(shard)); // issue 24
               wave.spawned();
               // So a runner killed soon after leaves reports naming this shard as running
               // (a shard of the first wave: once the first write lands).
@@ -311,7 +314,7 @@ export class Run {
         if (this.results.size < this.allShards().length) void this.writeReports(false);
         return result;
       },
-      () => this.cancelledBy !== null,
+      () => this.cancelledBy !== null, this.locks.gate, // issue 24: the resource gate
     );
 
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
@@ -366,7 +369,7 @@ export class Run {
           : this.running.has(shard.index)
             ? "still running when this report was written"
             : "queued: not started when this report was written";
-      return neverStarted(shard, reason);
+      return neverStarted(shard, reason + this.locks.notStartedNote(shard)); // issue 24
     });
   }
 
@@ -400,7 +403,7 @@ export class Run {
   /** The report of the run as it stands. */
   private buildReport(final: boolean): RunReport {
     const { settings } = this.inputs;
-    const shards = this.shardResults(final);
+    const shards = this.shardResults(final).map((r) => this.locks.annotate(r)); // issue 24
     const summary = summarize(shards);
     const verdict = decideRun(shards, summary, { final, cancelledBy: this.cancelledBy, filtersByName: filtersByName(settings.bunArgs) });
     this.filterMatchedNothing = verdict.filterMatchedNothing;

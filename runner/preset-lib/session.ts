@@ -11,6 +11,7 @@ import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
 import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
+import { resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT } from "../results/codes.ts";
 import type { ShardResult } from "../results/model.ts";
@@ -255,7 +256,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
 
   refuseOutAmongTests(root, settings.out, files);
   const inTier = tier && preset.tier ? filterByTier(root, files, tier.name, preset.tier) : { selected: files, reasons: new Map<string, string>(), excluded: [] };
-  const shards = groupIntoShards(inTier.selected, settings.filesPerShard);
+  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, resourcePlan(settings).isExclusive);
   const included = new Map(inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const));
   const plan: Plan = { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
 
