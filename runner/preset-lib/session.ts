@@ -196,7 +196,17 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   const timeoutRaw = knob(timeoutKnob);
   if (timeoutKnob && timeoutRaw !== undefined) above.push({ from: timeoutKnob, values: { timeout: parseMs(timeoutRaw, timeoutKnob) } });
   const below: SettingLayer[] = [
-    { from: `preset ${preset.name}`, values: { jobs: preset.jobs, timeout: preset.timeoutMs, grace: preset.graceMs, filesPerShard: preset.filesPerShard } },
+    {
+      from: `preset ${preset.name}`,
+      values: {
+        jobs: preset.jobs,
+        timeout: preset.timeoutMs,
+        grace: preset.graceMs,
+        filesPerShard: preset.filesPerShard,
+        ...(preset.exclusive.length > 0 ? { exclusive: preset.exclusive } : {}),
+        ...(Object.keys(preset.resources).length > 0 ? { resources: preset.resources } : {}),
+      },
+    },
   ];
   const concKnob = preset.knobs.maxConcurrency;
   const concRaw = knob(concKnob);
