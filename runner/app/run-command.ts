@@ -8,7 +8,7 @@ import { resolveSettings } from "../config/load.ts";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
 import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
-import { resourcePlan, unmatchedGlobNotes } from "../plan/resources.ts";
+import { needsTag, resourcePlan, unmatchedGlobNotes } from "../plan/resources.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
 import { secs } from "../util/format.ts";
 import { plural } from "../report/console.ts";
@@ -108,9 +108,7 @@ export function planLines(plan: Plan, settings: RunSettings, durations: Readonly
     `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per shard ${settings.filesPerShard}`,
   ];
   for (const shard of plan.shards) {
-    const needs = resources.needsOf(shard.files);
-    const held = [...(needs.exclusive ? ["exclusive"] : []), ...(needs.locks.length > 0 ? [`locks ${needs.locks.join(", ")}`] : [])];
-    lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]${held.length > 0 ? `  (${held.join("; ")})` : ""}`);
+    lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}`);
     for (const file of shard.files) lines.push(`    ${file}  (${plan.included.get(file) ?? "planned"})`);
   }
   const makespan = resources.active ? plannedMakespan(plan.shards, settings, durations) : null;

@@ -97,3 +97,9 @@ export function unmatchedGlobNotes(root: string, settings: Pick<RunSettings, "ex
   }
   return notes;
 }
+
+/** What `list` shows after a shard: `  (exclusive; locks a, b)`, or "" for a shard that holds nothing. */
+export function needsTag(needs: ShardNeeds): string {
+  const held = [...(needs.exclusive ? ["exclusive"] : []), ...(needs.locks.length > 0 ? [`locks ${needs.locks.join(", ")}`] : [])];
+  return held.length > 0 ? `  (${held.join("; ")})` : "";
+}

@@ -11,7 +11,7 @@ import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
 import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/schema.ts";
-import { resourcePlan } from "../plan/resources.ts";
+import { needsTag, resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT } from "../results/codes.ts";
 import type { ShardResult } from "../results/model.ts";
@@ -364,9 +364,10 @@ export function presetPlanLines(p: PreparedPresetRun): string[] {
   if (changed && changed.length > 0) lines.push(`shardguard: changed files (${changed.length}, those that selected something first): ${changed.join(", ")}`);
   const skip = new Map(p.skipped.map((r) => [r.index, r.reason]));
   const total = p.plan.shards.length;
+  const resources = resourcePlan(p.settings);
   for (const shard of p.plan.shards) {
     const why = skip.get(shard.index);
-    lines.push(`  shard ${shard.index}/${total} [${shard.slug}]${why ? `  [would skip: ${why}]` : ""}`);
+    lines.push(`  shard ${shard.index}/${total} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}${why ? `  [would skip: ${why}]` : ""}`);
     for (const file of shard.files) {
       const d = p.decisions.get(file);
       lines.push(`    ${file}  (${p.plan.included.get(file) ?? "planned"}${d ? `; ${d.reason}` : ""})`);
