@@ -105,18 +105,16 @@ export class Run {
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
   /** Shards added during the run: never-started files of killed batched shards, one file each. */
   private readonly redispatched: PlannedShard[] = [];
-  private readonly locks: RunResources; // resource locks (issue 24)
 
   /** Every shard of the run: the plan's, then the re-dispatched ones. */
   private allShards(): PlannedShard[] {
     return this.redispatched.length === 0 ? this.inputs.plan.shards : [...this.inputs.plan.shards, ...this.redispatched];
   }
 
-  constructor(private readonly inputs: RunInputs) {
+  constructor(private readonly inputs: RunInputs, private readonly locks = new RunResources(inputs.settings)) { // issue 24: resource locks
     this.console = new ConsoleReporter(inputs.out, inputs.redact);
     this.capabilities = bunCapabilities(inputs.bunVersion);
     this.bunMissing = missingFeatures(this.capabilities, inputs.settings.testEvents);
-    this.locks = new RunResources(inputs.settings); // resource locks (issue 24)
   }
 
   /** Live view for progress displays: counts and the running shards with their test in flight. */
