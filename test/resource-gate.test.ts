@@ -210,11 +210,12 @@ describe("plan side", () => {
     expect(resourcePlan({ exclusive: [], resources: {} }).active).toBe(false);
   });
 
-  test("--files-per-shard never batches an exclusive file with another, and the others keep their order", () => {
-    const files = ["a.test.ts", "b.test.ts", "gen.test.ts", "c.test.ts", "d.test.ts", "e.test.ts"];
-    const shards = groupIntoShards(files, 2, (f) => f.startsWith("gen"));
-    expect(shards.map((s) => s.files)).toEqual([["a.test.ts", "b.test.ts"], ["gen.test.ts"], ["c.test.ts", "d.test.ts"], ["e.test.ts"]]);
+  test("--files-per-shard never batches an exclusive file with another; the others are batched as if it were absent", () => {
+    const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
+    const shards = groupIntoShards(files, 2, (f) => f.startsWith("c") || f.startsWith("gen"));
+    expect(shards.map((s) => s.files)).toEqual([["a.test.ts", "b.test.ts"], ["c.test.ts"], ["d.test.ts", "z.test.ts"], ["gen.test.ts"]]);
     expect(shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
+    expect(groupIntoShards(files, 4).map((s) => s.files.length)).toEqual([4, 2]);
   });
 
   test("exclusive shards are dispatched last, each group in its order", () => {

@@ -229,27 +229,18 @@ function escapePath(text: string): string {
  *
  * @param files relative paths, already deduplicated and sorted
  * @param size files per shard, at least 1
- * @param alone files that get a shard of their own (exclusive files): never batched with another
+ * @param alone files that get a shard of their own (exclusive files): never
+ *   batched with another; the other files are batched as if they were absent,
+ *   and every shard takes its place in the plan by its first file
  */
 export function groupIntoShards(files: readonly string[], size: number, alone?: (file: string) => boolean): PlannedShard[] {
   const per = Math.max(1, Math.floor(size));
-  const shards: PlannedShard[] = [];
-  const push = (group: string[]) => shards.push({ index: shards.length + 1, slug: shardSlug(group), files: group });
-  let group: string[] = [];
-  for (const file of files) {
-    if (alone?.(file)) {
-      if (group.length > 0) push(group);
-      group = [];
-      push([file]);
-      continue;
-    }
-    group.push(file);
-    if (group.length === per) {
-      push(group);
-      group = [];
-    }
-  }
-  if (group.length > 0) push(group);
+  const single = alone ? files.filter(alone) : [];
+  const batched = single.length > 0 ? files.filter((f) => !alone!(f)) : files;
+  const groups: string[][] = single.map((f) => [f]);
+  for (let i = 0; i < batched.length; i += per) groups.push(batched.slice(i, i + per));
+  if (single.length > 0) groups.sort((a, b) => compareStable(a[0]!, b[0]!));
+  const shards: PlannedShard[] = groups.map((group, i) => ({ index: i + 1, slug: shardSlug(group), files: group }));
   // Slugs name per-shard directories (a preset's eval dir): two shards must
   // never share one. Colliding slugs (Foo_bar vs foo-bar) get a hash of their
   // exact paths, which is the same in every run that plans the same files.
