@@ -168,6 +168,15 @@ describe("list, notes and bad input", () => {
     expect(run.stdout).toContain("planned makespan with 4 jobs (recorded durations): 5.0s, 4.0s without exclusive and resources");
   });
 
+  test("--shard I/N: the slice holding the exclusive file lists it exclusive, alone in its shard", async () => {
+    const dir = suite();
+    const lists = await Promise.all([1, 2].map((i) => runCli(["list", "--root", dir, "--shard", `${i}/2`, "--files-per-shard", "3", "--exclusive", "test/gen-*.test.ts"])));
+    const all = lists.map((r) => r.stdout).join("\n");
+    expect(lists.map((r) => r.code)).toEqual([0, 0]);
+    expect(all.match(/\(exclusive\)/g)).toHaveLength(1);
+    expect(all).toContain("[test-gen-x]  (exclusive)");
+  });
+
   test("a glob that matches no file at all gets one note; one naming a file left out of the plan gets none", async () => {
     const dir = suite();
     const run = await runCli(["list", "--root", dir, "test/a.test.ts", "--resources", "docs=test/nope-*.test.ts,test/b.test.ts"]);

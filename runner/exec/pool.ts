@@ -37,8 +37,12 @@ export async function runPool<T, R>(
   const queue = [...items];
   const results: (R | undefined)[] = new Array(queue.length).fill(undefined);
   const started: Promise<void>[] = [];
-  // Queue positions not started yet, in order; a gate may start a later one first.
-  const pending: number[] = queue.map((_, i) => i);
+  // Without a gate the next item is the one at `next`; with one, `pending`
+  // holds the queue positions not started yet, in order (a gate may start a
+  // later one first) and `waiting` their items, what the gate picks from.
+  let next = 0;
+  const pending: number[] = gate ? queue.map((_, i) => i) : [];
+  const waiting: T[] = gate ? [...queue] : [];
   let active = 0;
   // Wakes idle workers when an item is queued or a running one ends.
   let wake: () => void = () => {};
@@ -48,21 +52,27 @@ export async function runPool<T, R>(
     changed = new Promise<void>((r) => (wake = r));
   };
   const enqueue = (more: T) => {
-    pending.push(queue.push(more) - 1);
+    queue.push(more);
+    if (gate) {
+      pending.push(queue.length - 1);
+      waiting.push(more);
+    }
     results.push(undefined);
     signal();
   };
   const worker = async () => {
     while (!stopped()) {
-      const at = pending.length === 0 ? -1 : gate ? gate.pick(pending.map((i) => queue[i]!)) : 0;
+      const left = gate ? pending.length : queue.length - next;
+      const at = left === 0 ? -1 : gate ? gate.pick(waiting) : 0;
       if (at < 0) {
-        if (active === 0 && pending.length === 0) return;
+        if (active === 0 && left === 0) return;
         // A gate admits the first pending item whenever nothing holds a resource.
         if (active === 0) throw new Error("the resource gate started no shard with none running");
         await changed;
         continue;
       }
-      const index = pending.splice(at, 1)[0]!;
+      const index = gate ? pending.splice(at, 1)[0]! : next++;
+      if (gate) waiting.splice(at, 1);
       active++;
       gate?.start(queue[index]!);
       let freed = false;
