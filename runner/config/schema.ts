@@ -197,7 +197,6 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
   return result.data as number | string | string[];
 }
 
-
 /** Globs of a flag, variable or TOML array, each checked for syntax. @throws ConfigError naming the source and the bad glob */
 function parseGlobs(raw: unknown, source: string): string[] {
   const list = typeof raw === "string" ? splitGlobList(raw) : Array.isArray(raw) && raw.every((g) => typeof g === "string") ? raw.map((g) => g.trim()).filter((g) => g !== "") : null;
@@ -228,7 +227,7 @@ function parseResources(raw: unknown, source: string): ResourceTable {
       if (!m) bad(source, entry);
       const name = m![1]!.trim();
       if (!RESOURCE_NAME.test(name)) bad(`${source} resource name`, name, RESOURCES_ACCEPTED);
-      if (name in table) throw new ConfigError(`invalid ${source}: resource ${name} is named twice; expected each NAME once`);
+      if (Object.hasOwn(table, name)) throw new ConfigError(`invalid ${source}: resource ${name} is named twice; expected each NAME once`);
       const capacity = m![2] === undefined ? 1 : capacityOf(`${source} ${name}`, /^\s*\d+\s*$/.test(m![2]) ? Number(m![2]) : m![2]);
       table[name] = { files: parseGlobs(m![3]!, `${source} ${name}`), capacity };
     }
