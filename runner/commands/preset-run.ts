@@ -11,6 +11,7 @@ import type { ParsedWithExtras } from "../config/args.ts";
 import { ConfigError } from "../config/settings-schema.ts";
 import { startProcess } from "../exec/process.ts";
 import type { PlannedShard } from "../plan/plan.ts";
+import { unmatchedGlobNotes } from "../plan/resources.ts";
 import { slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings } from "../plan/timings.ts";
 import type { PreflightPlan } from "../presets/preset-preflight.ts";
@@ -98,6 +99,7 @@ export async function lastFailedScope(request: PresetRequest): Promise<{ whole: 
  * @throws ConfigError for any configuration error found before a shard starts
  */
 export async function runPreparedPreset(command: "run" | "list", prepared: PreparedPresetRun, host: Host, slice: SliceSpec | null): Promise<number> {
+  for (const note of unmatchedGlobNotes(prepared.settings.root, prepared.settings, [...prepared.plan.included.keys()])) host.stderr(`shardguard: ${note}`);
   if (!slice) {
     if (command === "list") {
       for (const line of presetPlanLines(prepared)) host.stdout(line);

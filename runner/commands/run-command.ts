@@ -8,7 +8,9 @@ import { resolveSettings } from "../config/load.ts";
 import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
 import { planRun, type Plan } from "../plan/plan.ts";
 import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
+import { needsTag, resourcePlan, unmatchedGlobNotes } from "../plan/resources.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
+import { secs } from "../util/format.ts";
 import { plural } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
 import { refuseRunFlagsAfterDash } from "./bun-plan-flags.ts";
@@ -19,6 +21,7 @@ import { sliceHeader, sliceProvenance } from "./slice-run.ts";
 import type { RunInputs } from "../engine/run.ts";
 import type { Host } from "../engine/host.ts";
 import { preflight } from "./preflight-checks.ts";
+import { plannedMakespan } from "../engine/run-resources.ts";
 
 /**
  * Runs or lists what `args` (already parsed by cli/) asks for; `--preset`
@@ -49,7 +52,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     plan = rerun.plan;
     provenance = { rerunOf: rerun.rerunOf };
   } else {
-    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, out: settings.out });
+    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, out: settings.out, exclusive: settings.exclusive });
   }
   if (spec) {
     const sliced = slicePlan(plan, spec, timings.durations);
@@ -59,8 +62,9 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     if (sliced.plan.shards.length === 0 && command === "list") return EXIT.ok;
     plan = sliced.plan;
   }
+  for (const note of unmatchedGlobNotes(settings.root, settings, [...plan.included.keys()])) host.stderr(`shardguard: ${note}`);
   if (command === "list") {
-    if (plan.shards.length > 0) for (const line of planLines(plan, settings)) host.stdout(line);
+    if (plan.shards.length > 0) for (const line of planLines(plan, settings, timings.durations)) host.stdout(line);
     return EXIT.ok;
   }
   for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
@@ -91,16 +95,23 @@ export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; las
   return { spec, lastFailed };
 }
 
-/** Human-readable plan: shards with their files, why each file is in, what was left out. */
-export function planLines(plan: Plan, settings: RunSettings): string[] {
+/**
+ * Human-readable plan: shards with their files, why each file is in, what
+ * was left out; each shard's resource locks and exclusive flag, and with
+ * recorded durations the makespan the resource settings predict.
+ */
+export function planLines(plan: Plan, settings: RunSettings, durations: ReadonlyMap<string, number> = new Map()): string[] {
+  const resources = resourcePlan(settings);
   const lines = [
     `shardguard: ${plural(plan.shards.length, "shard")}, ${plural(plan.included.size, "file")} under ${plan.root}`,
     `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per shard ${settings.filesPerShard}`,
   ];
   for (const shard of plan.shards) {
-    lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]`);
+    lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}`);
     for (const file of shard.files) lines.push(`    ${file}  (${plan.included.get(file) ?? "planned"})`);
   }
+  const makespan = resources.active ? plannedMakespan(plan.shards, settings, durations) : null;
+  if (makespan) lines.push(`  planned makespan with ${settings.jobs} jobs (recorded durations): ${secs(makespan.withLocks)}, ${secs(makespan.without)} without exclusive and resources`);
   if (plan.excluded.length > 0) {
     lines.push(`Excluded (${plan.excluded.length}):`);
     for (const e of plan.excluded) lines.push(`  - ${e.file}  [${e.reason}]`);

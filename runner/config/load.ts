@@ -12,7 +12,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import type { ParsedArgs } from "./args.ts";
-import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, showValue, type RunSettings, type SettingSpec } from "./settings-schema.ts";
+import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, showValue, type ResourceTable, type RunSettings, type SettingSpec, type SettingValue } from "./settings-schema.ts";
 
 /** Keys of `[shardguard]` that are not plain settings. */
 const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
@@ -29,7 +29,7 @@ export type SettingKey = SettingSpec["key"];
 export interface SettingLayer {
   /** Where the values come from, e.g. "EVALS_JOBS" or "preset gstack-paid"; reported as the source. */
   from: string;
-  values: Partial<Record<SettingKey, number>>;
+  values: Partial<Record<SettingKey, number | string[] | ResourceTable>>;
 }
 
 /** Inputs to {@link resolveSettings}; injectable so tests need no real process state. */
@@ -212,7 +212,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
    * it is parsed, not only the winner: a bad value hidden under a flag today
    * becomes the value the day the flag is dropped, so it is reported now.
    */
-  type Picked = { value: number | string | string[]; from: "flag" | "layer" | "env" | "toml"; source: string };
+  type Picked = { value: SettingValue; from: "flag" | "layer" | "env" | "toml"; source: string };
   const pick = (spec: SettingSpec): Picked | undefined => {
     const found: Picked[] = [];
     const flagValue = args.values.get(spec.key);
@@ -304,6 +304,8 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     lock: (pick(spec("lock"))?.value as string | undefined) ?? null,
     annotations: ((pick(spec("annotations"))?.value as string | undefined) ?? "on") === "on",
     timings: pathList("timings"),
+    exclusive: (pick(spec("exclusive"))?.value as string[] | undefined) ?? [],
+    resources: (pick(spec("resources"))?.value as ResourceTable | undefined) ?? {},
     updateTimings: (() => {
       const picked = pick(spec("updateTimings"));
       return picked ? path.resolve(picked.from === "toml" ? root : cwd, picked.value as string) : null;

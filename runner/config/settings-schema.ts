@@ -6,6 +6,10 @@
  * accepted in one place and rejected in another.
  */
 import { z } from "zod";
+import { splitGlobList } from "../util/glob-list.ts";
+
+/** The glob matcher (micromatch), loaded only by a run that sets globs: a plain run's start-up never pays for it. */
+const globs = () => require("../util/glob-match.ts") as typeof import("../util/glob-match.ts");
 
 /** Final, validated settings of one run. Times are milliseconds, paths absolute. */
 export interface RunSettings {
@@ -50,10 +54,27 @@ export interface RunSettings {
   timings: string[];
   /** Bun timings file (absolute) the measured per-file durations are merged into after the run; null for none. */
   updateTimings: string | null;
+  /** Globs (relative to root) of files that run with no other shard running; empty for none. */
+  exclusive: string[];
+  /** Named resources: shards holding the same one never run more than its capacity at once. */
+  resources: ResourceTable;
 }
 
+/** One named resource: the globs (relative to root) of the files that hold it, and how many shards may hold it at once. */
+export interface ResourceSpec {
+  files: string[];
+  /** Shards holding it at once, at least 1. */
+  capacity: number;
+}
+
+/** Resource name → its files and capacity (`resources` setting). */
+export type ResourceTable = Record<string, ResourceSpec>;
+
+/** A parsed setting value: ms or a count, a path or name, a list, or the resource table. */
+export type SettingValue = number | string | string[] | ResourceTable;
+
 /** How a raw setting value is parsed from a flag, environment variable or TOML value. */
-type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths";
+type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths" | "globs" | "resources";
 
 /** One setting: its flag, environment variable, bunfig.toml key and value rule. */
 export interface SettingSpec {
@@ -84,6 +105,8 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "annotations", flag: "--annotations", env: "SHARDGUARD_ANNOTATIONS", toml: "annotations", kind: "onoff", help: "on GitHub Actions (GITHUB_ACTIONS=true): an error annotation per test that did not pass, a warning per flaky test, and a step summary; off to turn them off (default on)" },
   { key: "timings", flag: "--timings", env: "SHARDGUARD_TIMINGS", toml: "timings", kind: "paths", help: "Bun timings files (comma-separated; bun test --timings format) whose per-file durations start the longest shards first; a missing file is a warning" },
   { key: "updateTimings", flag: "--update-timings", env: "SHARDGUARD_UPDATE_TIMINGS", toml: "update-timings", kind: "path", help: "Bun timings file the measured per-file durations are merged into after the run (written atomically)" },
+  { key: "exclusive", flag: "--exclusive", env: "SHARDGUARD_EXCLUSIVE", toml: "exclusive", kind: "globs", help: "globs (comma-separated) of files that run alone: the pool drains, the file runs with no other shard, the pool refills; such files are never batched and start after the others" },
+  { key: "resources", flag: "--resources", env: "SHARDGUARD_RESOURCES", toml: "resources", kind: "resources", help: "named resource locks, NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB: shards holding the same resource never run more than CAPACITY (default 1) at once; others keep running" },
   { key: "heartbeat", flag: "--heartbeat", env: "SHARDGUARD_HEARTBEAT", toml: "heartbeat", kind: "seconds", help: "seconds between progress lines for a long-running shard without a TTY (default 60)" },
 ];
 
@@ -103,6 +126,12 @@ export const DEFAULTS = {
 
 /** Largest accepted timeout: setTimeout cannot hold more than 2^31-1 ms (about 24.8 days). */
 const MAX_MS = 2 ** 31 - 1;
+
+const GLOBS_ACCEPTED = "globs separated by commas (or a TOML array of globs), each with its [ ], { } and ( ) closed";
+const RESOURCES_ACCEPTED =
+  'NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB (NAME of letters, digits, ".", "_", "-"; CAPACITY a whole number from 1 to 10000), or in TOML a table NAME = ["GLOB", ...] or NAME = { files = ["GLOB", ...], capacity = N }';
+const RESOURCE_NAME = /^[A-Za-z0-9._-]{1,100}$/;
+const MAX_CAPACITY = 10_000;
 
 const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
   posint: {
@@ -126,6 +155,9 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
     accepted: "one or more paths separated by commas (or a TOML array of paths)",
   },
   bool: { schema: z.boolean(), accepted: "true or false" },
+  // Parsed by parseGlobs / parseResources below (their messages name the entry at fault).
+  globs: { schema: z.never(), accepted: GLOBS_ACCEPTED },
+  resources: { schema: z.never(), accepted: RESOURCES_ACCEPTED },
   names: {
     schema: z
       .union([z.string(), z.array(z.string())])
@@ -149,7 +181,9 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
  * @returns the parsed value: ms for time settings, a number for counts, a string for paths
  * @throws ConfigError naming the source, the value and what is accepted
  */
-export function parseSettingValue(spec: SettingSpec, raw: unknown, source: string, written?: string): number | string | string[] {
+export function parseSettingValue(spec: SettingSpec, raw: unknown, source: string, written?: string): SettingValue {
+  if (spec.kind === "globs") return parseGlobs(raw, source);
+  if (spec.kind === "resources") return parseResources(raw, source);
   const rule = kindSchemas[spec.kind];
   // `z.coerce.number()` would read "" and booleans as 0/1; reject such inputs first.
   const looksNumeric =
@@ -161,6 +195,56 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
     throw new ConfigError(`invalid ${source} ${written ?? showValue(raw)}: expected ${rule.accepted}`);
   }
   return result.data as number | string | string[];
+}
+
+/** Globs of a flag, variable or TOML array, each checked for syntax. @throws ConfigError naming the source and the bad glob */
+function parseGlobs(raw: unknown, source: string): string[] {
+  const list = typeof raw === "string" ? splitGlobList(raw) : Array.isArray(raw) && raw.every((g) => typeof g === "string") ? raw.map((g) => g.trim()).filter((g) => g !== "") : null;
+  if (list === null || list.length === 0) throw new ConfigError(`invalid ${source} ${showValue(raw)}: expected ${GLOBS_ACCEPTED}`);
+  for (const glob of list) {
+    const problem = globs().globSyntaxError(glob);
+    if (problem) throw new ConfigError(`invalid ${source} glob ${JSON.stringify(glob)}: ${problem}; expected ${GLOBS_ACCEPTED}`);
+  }
+  return list;
+}
+
+/**
+ * The resource table from `NAME[@N]=GLOBS;…` (flag, variable) or a TOML
+ * table of `NAME = [GLOBS]` / `NAME = { files = [GLOBS], capacity = N }`.
+ *
+ * @throws ConfigError naming the source, the resource at fault and what is accepted
+ */
+function parseResources(raw: unknown, source: string): ResourceTable {
+  const table: ResourceTable = {};
+  const bad = (where: string, value: unknown, what = RESOURCES_ACCEPTED): never => {
+    throw new ConfigError(`invalid ${where} ${showValue(value)}: expected ${what}`);
+  };
+  const capacityOf = (where: string, value: unknown): number =>
+    typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_CAPACITY ? value : bad(`${where} capacity`, value, `a whole number from 1 to ${MAX_CAPACITY}`);
+  if (typeof raw === "string") {
+    for (const entry of raw.split(";").map((e) => e.trim()).filter((e) => e !== "")) {
+      const m = /^([^=@]+?)(?:@([^=]*))?=(.*)$/.exec(entry);
+      if (!m) bad(source, entry);
+      const name = m![1]!.trim();
+      if (!RESOURCE_NAME.test(name)) bad(`${source} resource name`, name, RESOURCES_ACCEPTED);
+      if (Object.hasOwn(table, name)) throw new ConfigError(`invalid ${source}: resource ${name} is named twice; expected each NAME once`);
+      const capacity = m![2] === undefined ? 1 : capacityOf(`${source} ${name}`, /^\s*\d+\s*$/.test(m![2]) ? Number(m![2]) : m![2]);
+      table[name] = { files: parseGlobs(m![3]!, `${source} ${name}`), capacity };
+    }
+    if (Object.keys(table).length === 0) bad(source, raw);
+    return table;
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return bad(source, raw);
+  for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
+    const where = `${source}.${name}`;
+    if (!RESOURCE_NAME.test(name)) bad(`${source} resource name`, name, RESOURCES_ACCEPTED);
+    if (Array.isArray(value)) table[name] = { files: parseGlobs(value, where), capacity: 1 };
+    else if (typeof value === "object" && value !== null && Object.keys(value).every((k) => k === "files" || k === "capacity") && "files" in value) {
+      const v = value as { files: unknown; capacity?: unknown };
+      table[name] = { files: parseGlobs(v.files, `${where}.files`), capacity: v.capacity === undefined ? 1 : capacityOf(where, v.capacity) };
+    } else bad(where, value, 'an array of globs, or { files = ["GLOB", ...], capacity = N } (no other keys)');
+  }
+  return table;
 }
 
 /**

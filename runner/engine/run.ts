@@ -35,6 +35,7 @@ import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
 import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
 import { removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
+import { RunResources } from "./run-resources.ts";
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -109,7 +110,11 @@ export class Run {
     return this.redispatched.length === 0 ? this.inputs.plan.shards : [...this.inputs.plan.shards, ...this.redispatched];
   }
 
+  /** Resource locks and exclusive files: the order, the gate, and what reports say of waits. */
+  private readonly locks: RunResources;
+
   constructor(private readonly inputs: RunInputs) {
+    this.locks = new RunResources(inputs.settings);
     this.console = new ConsoleReporter(inputs.out, inputs.redact);
     this.capabilities = bunCapabilities(inputs.bunVersion);
     this.bunMissing = missingFeatures(this.capabilities, inputs.settings.testEvents);
@@ -204,7 +209,7 @@ export class Run {
   private async runShards(logDir: string, junitDir: string, socketDir: string | null, guardian: Guardian): Promise<RunResult> {
     const { settings, plan, out } = this.inputs;
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
-    const toRun = this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned;
+    const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned); // exclusive shards last
     const shardTotal = () => plan.shards.length + this.redispatched.length;
     const handshakes = new HandshakeGate();
     let firstWriteAsked = false;
@@ -251,7 +256,7 @@ export class Run {
           hooks: {
             onStart: (running) => {
               this.running.set(shard.index, running);
-              this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath);
+              this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath, this.locks.startNote(shard));
               // So a runner killed soon after leaves reports naming this shard as running
               // (a shard of the first wave: once the first write lands).
               if (firstWriteAsked) void this.writeReports(false);
@@ -292,7 +297,7 @@ export class Run {
         if (this.results.size < this.allShards().length) void this.writeReports(false);
         return result;
       },
-      () => this.cancelledBy !== null,
+      () => this.cancelledBy !== null, this.locks.gate,
     );
     // The first report write (every shard queued or running), once the first
     // wave's children are past their handshakes (the pool started them all
@@ -361,7 +366,7 @@ export class Run {
           : this.running.has(shard.index)
             ? "still running when this report was written"
             : "queued: not started when this report was written";
-      return neverStarted(shard, reason);
+      return neverStarted(shard, reason + this.locks.notStartedNote(shard));
     });
   }
 
@@ -395,7 +400,7 @@ export class Run {
   /** The report of the run as it stands. */
   private buildReport(final: boolean): RunReport {
     const { settings } = this.inputs;
-    const shards = this.shardResults(final);
+    const shards = this.shardResults(final).map((r) => this.locks.annotate(r));
     const summary = summarize(shards);
     const verdict = decideRun(shards, summary, { final, cancelledBy: this.cancelledBy, filtersByName: filtersByName(settings.bunArgs) });
     this.filterMatchedNothing = verdict.filterMatchedNothing;

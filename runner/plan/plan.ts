@@ -63,6 +63,8 @@ export interface PlanOptions {
    * with a file in it (or that is it) is refused ({@link refuseOutAmongTests}).
    */
   out?: string;
+  /** Globs of exclusive files (the `exclusive` setting): each gets a shard of its own whatever `filesPerShard` says. */
+  exclusive?: readonly string[];
 }
 
 /**
@@ -125,7 +127,7 @@ export function planRun(options: PlanOptions): Plan {
   }
   const files = [...included.keys()].sort(compareStable);
   if (options.out !== undefined) refuseOutAmongTests(options.root, options.out, files);
-  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard), included, excluded };
+  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard, options.exclusive?.length ? (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(options.exclusive) : undefined), included, excluded };
 }
 
 /**
@@ -227,14 +229,18 @@ function escapePath(text: string): string {
  *
  * @param files relative paths, already deduplicated and sorted
  * @param size files per shard, at least 1
+ * @param alone files that get a shard of their own (exclusive files): never
+ *   batched with another; the other files are batched as if they were absent,
+ *   and every shard takes its place in the plan by its first file
  */
-export function groupIntoShards(files: readonly string[], size: number): PlannedShard[] {
+export function groupIntoShards(files: readonly string[], size: number, alone?: (file: string) => boolean): PlannedShard[] {
   const per = Math.max(1, Math.floor(size));
-  const shards: PlannedShard[] = [];
-  for (let i = 0; i < files.length; i += per) {
-    const group = files.slice(i, i + per);
-    shards.push({ index: shards.length + 1, slug: shardSlug(group), files: group });
-  }
+  const single = alone ? files.filter(alone) : [];
+  const batched = single.length > 0 ? files.filter((f) => !alone!(f)) : files;
+  const groups: string[][] = single.map((f) => [f]);
+  for (let i = 0; i < batched.length; i += per) groups.push(batched.slice(i, i + per));
+  if (single.length > 0) groups.sort((a, b) => compareStable(a[0]!, b[0]!));
+  const shards: PlannedShard[] = groups.map((group, i) => ({ index: i + 1, slug: shardSlug(group), files: group }));
   // Slugs name per-shard directories (a preset's eval dir): two shards must
   // never share one. Colliding slugs (Foo_bar vs foo-bar) get a hash of their
   // exact paths, which is the same in every run that plans the same files.

@@ -12,7 +12,7 @@
  * `timeoutMs` in the converted shape is milliseconds.
  */
 import { z } from "zod";
-import { ConfigError, showValue } from "../config/settings-schema.ts";
+import { ConfigError, parseSettingValue, SETTINGS, showValue, type ResourceTable } from "../config/settings-schema.ts";
 
 /** Largest accepted time: setTimeout cannot hold more than 2^31-1 ms. */
 export const MAX_MS = 2 ** 31 - 1;
@@ -158,6 +158,10 @@ export const PresetSchema = z
     "run-id-env": envName.optional(),
     /** Where `shardguard bg` dispatches this preset on CI (docs/background.md). */
     dispatch: DispatchSchema.optional(),
+    /** Globs of files that run alone (the `exclusive` setting; checked by its rule in parsePreset). */
+    exclusive: z.unknown().optional(),
+    /** Named resource locks (the `resources` setting; checked by its rule in parsePreset). */
+    resources: z.unknown().optional(),
   })
   .superRefine((p, ctx) => {
     if (p.tier) {
@@ -236,10 +240,16 @@ export interface Preset {
   dispatch: { repo: string | null; workflow: string | null; inputs: Record<string, string> } | null;
   /** Where the preset came from: "built-in", or its bunfig.toml table (and what it extends). */
   source: string;
+  /** Globs of files that run alone; empty for none (the `exclusive` setting, below `[shardguard]`). */
+  exclusive: string[];
+  /** Named resource locks; empty for none (the `resources` setting, below `[shardguard]`). */
+  resources: ResourceTable;
 }
 
-function convert(name: string, raw: Raw, source: string): Preset {
+function convert(name: string, raw: Raw, source: string, where: string): Preset {
   const s = raw.selection;
+  // The same rules, and messages, as the settings themselves (config/settings-schema.ts).
+  const setting = (key: "exclusive" | "resources") => parseSettingValue(SETTINGS.find((x) => x.key === key)!, raw[key], `${where} ${key}`);
   return {
     name,
     description: raw.description,
@@ -285,6 +295,8 @@ function convert(name: string, raw: Raw, source: string): Preset {
     runIdEnv: raw["run-id-env"] ?? null,
     dispatch: raw.dispatch ? { repo: raw.dispatch.repo ?? null, workflow: raw.dispatch.workflow ?? null, inputs: raw.dispatch.inputs } : null,
     source,
+    exclusive: raw.exclusive === undefined ? [] : (setting("exclusive") as string[]),
+    resources: raw.resources === undefined ? {} : (setting("resources") as ResourceTable),
   };
 }
 
@@ -299,7 +311,7 @@ function convert(name: string, raw: Raw, source: string): Preset {
 export function parsePreset(name: string, raw: unknown, where: string, source = where): Preset {
   const result = PresetSchema.safeParse(raw);
   if (!result.success) throw new ConfigError(describeIssue(result.error, raw, where));
-  return convert(name, result.data, source);
+  return convert(name, result.data, source, where);
 }
 
 /** One line for the first zod issue: `invalid <where> <key> <value>: <message>`. */

@@ -11,6 +11,7 @@ import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
 import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/settings-schema.ts";
+import { needsTag, resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT } from "../results/codes.ts";
 import type { ShardResult } from "../results/report-model.ts";
@@ -195,7 +196,17 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   const timeoutRaw = knob(timeoutKnob);
   if (timeoutKnob && timeoutRaw !== undefined) above.push({ from: timeoutKnob, values: { timeout: parseMs(timeoutRaw, timeoutKnob) } });
   const below: SettingLayer[] = [
-    { from: `preset ${preset.name}`, values: { jobs: preset.jobs, timeout: preset.timeoutMs, grace: preset.graceMs, filesPerShard: preset.filesPerShard } },
+    {
+      from: `preset ${preset.name}`,
+      values: {
+        jobs: preset.jobs,
+        timeout: preset.timeoutMs,
+        grace: preset.graceMs,
+        filesPerShard: preset.filesPerShard,
+        ...(preset.exclusive.length > 0 ? { exclusive: preset.exclusive } : {}),
+        ...(Object.keys(preset.resources).length > 0 ? { resources: preset.resources } : {}),
+      },
+    },
   ];
   const concKnob = preset.knobs.maxConcurrency;
   const concRaw = knob(concKnob);
@@ -255,7 +266,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
 
   refuseOutAmongTests(root, settings.out, files);
   const inTier = tier && preset.tier ? filterByTier(root, files, tier.name, preset.tier) : { selected: files, reasons: new Map<string, string>(), excluded: [] };
-  const shards = groupIntoShards(inTier.selected, settings.filesPerShard);
+  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, resourcePlan(settings).isExclusive);
   const included = new Map(inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const));
   const plan: Plan = { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
 
@@ -353,9 +364,10 @@ export function presetPlanLines(p: PreparedPresetRun): string[] {
   if (changed && changed.length > 0) lines.push(`shardguard: changed files (${changed.length}, those that selected something first): ${changed.join(", ")}`);
   const skip = new Map(p.skipped.map((r) => [r.index, r.reason]));
   const total = p.plan.shards.length;
+  const resources = resourcePlan(p.settings);
   for (const shard of p.plan.shards) {
     const why = skip.get(shard.index);
-    lines.push(`  shard ${shard.index}/${total} [${shard.slug}]${why ? `  [would skip: ${why}]` : ""}`);
+    lines.push(`  shard ${shard.index}/${total} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}${why ? `  [would skip: ${why}]` : ""}`);
     for (const file of shard.files) {
       const d = p.decisions.get(file);
       lines.push(`    ${file}  (${p.plan.included.get(file) ?? "planned"}${d ? `; ${d.reason}` : ""})`);

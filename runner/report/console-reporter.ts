@@ -25,7 +25,8 @@ export interface RunReporter {
   onBunMissing(missing: readonly string[]): void;
   /** Processes killed by a sweep: left by earlier runs whose runner died, or of this run after its shards ended. */
   onSweep(kind: "stale-runs" | "end-of-run", killed: readonly KilledProcess[]): void;
-  onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): void;
+  /** @param waited what the shard waited for before it started ("waited 41.2 s for resource X"), or "" */
+  onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string, waited?: string): void;
   onShardWarning(shard: PlannedShard, total: number, message: string): void;
   /** After a shard's result is decided; resolves once its lines (and log tail) are printed, as one block. */
   onShardEnd(result: ShardResult, total: number): Promise<void>;
@@ -70,8 +71,8 @@ export class ConsoleReporter implements RunReporter {
     );
   }
 
-  onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): void {
-    this.out.line(startLine(shard, total, timeoutMs, logPath));
+  onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string, waited = ""): void {
+    this.out.line(startLine(shard, total, timeoutMs, logPath, waited));
   }
 
   onShardWarning(shard: PlannedShard, total: number, message: string): void {

@@ -24,9 +24,9 @@ export function shortPath(file: string, cwd = process.cwd()): string {
 /** "1 shard", "2 shards"; words ending in s, x, z, ch or sh take "es" ("2 leftover processes"). */
 export { plural } from "../util/format.ts";
 
-/** `[2/7] START test/x.test.ts (timeout 1800s) log: …` */
-export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string): string {
-  return `[${shard.index}/${total}] START ${oneLine(shard.files.join(" "))} (timeout ${secs(timeoutMs)}) log: ${shortPath(logPath)}`;
+/** `[2/7] START test/x.test.ts (timeout 1800s) log: …`, with `(waited 41.2 s for resource X)` before the log when the shard waited. */
+export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string, waited = ""): string {
+  return `[${shard.index}/${total}] START ${oneLine(shard.files.join(" "))} (timeout ${secs(timeoutMs)})${waited ? ` (${waited})` : ""} log: ${shortPath(logPath)}`;
 }
 
 /** Test statuses worth naming on the console: anything that is not a pass or a planned skip. */

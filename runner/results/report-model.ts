@@ -155,6 +155,18 @@ export const ShardResultSchema = z.object({
       precision: z.string(),
     })
     .optional(),
+  /**
+   * The named resources the shard held while it ran (the union of its files'
+   * `resources`, sorted). Present, with `exclusive`, on every shard of a run
+   * that set `resources` or `exclusive`; absent otherwise.
+   */
+  locks: z.array(z.string()).optional(),
+  /** The shard ran with no other shard running (a file of it matched `exclusive`). */
+  exclusive: z.boolean().optional(),
+  /** Milliseconds it waited for its resources with a free slot before it started (or, never started, until the report); absent when it did not wait. */
+  waitedMs: z.number().nonnegative().optional(),
+  /** What it waited for: "resource NAME", "the running shards to finish (exclusive)", "an exclusive shard to finish". */
+  waitedFor: z.array(z.string()).optional(),
   /** Where the per-test entries came from. */
   testSource: z.enum(["junit", "events", "junit+events", "synthetic"]),
   tests: z.array(TestResultSchema),

@@ -21,3 +21,17 @@ export function globMatcher(globs: readonly string[]): (file: string) => boolean
   const exact = new Set(globs);
   return (file) => exact.has(file) || test(file);
 }
+
+/**
+ * Why `glob` is not a valid glob of the plan's dialect (an unclosed `[`, `{`
+ * or `(`), or null when it is one. micromatch alone reads such a glob as
+ * literal text, so a typo would silently match nothing.
+ */
+export function globSyntaxError(glob: string): string | null {
+  try {
+    micromatch.makeRe(glob, { ...OPTIONS, strictBrackets: true });
+    return null;
+  } catch (error) {
+    return String((error as Error).message).split(" - ")[0]!;
+  }
+}
