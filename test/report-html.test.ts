@@ -176,9 +176,15 @@ describe("report.html's text", () => {
     const resources = { wallMs: 1000, cpuUserMs: 800, cpuSystemMs: 50, peakRssBytes: 64 << 20, method: "cgroup", precision: "exact (cgroup v2)" };
     expect(shardResources({ ...shard({}), resources } as ShardResult)).toEqual(resources as never);
     expect(shardResources(shard({}))).toBeNull();
-    expect(shardResources({ ...shard({}), resources: { ...resources, method: "guess" } } as unknown as ShardResult)).toBeNull();
     const data = embedded(renderHtml(reportOf([{ ...shard({}), resources } as ShardResult])));
     expect(data.shards[0]!.resources).toEqual(resources);
+  });
+
+  test("a shard's resource locks, exclusive flag and wait reach the page's data; a run without them shows none", () => {
+    const held = { ...shard({}), locks: ["db"], exclusive: true, waitedMs: 1500.4, waitedFor: ["resource db"] } as ShardResult;
+    const data = embedded(renderHtml(reportOf([held, shard({})])));
+    expect(data.shards[0]).toMatchObject({ locks: ["db"], exclusive: true, waited: { ms: 1500.4, for: ["resource db"] } });
+    expect(data.shards[1]).toMatchObject({ locks: [], exclusive: false, waited: null });
   });
 
   test("the timeline: a lane per job slot, a shard without timeline data on the lowest free slot, the chain is the lane that ends last", () => {

@@ -213,6 +213,10 @@ export const PAGE_SCRIPT = String.raw`
       rf.push("measured by " + r.method + " (" + r.precision + ")");
       tip.appendChild(el("p", "resources", rf.join(" · ")));
     }
+    var held = s.exclusive ? ["ran alone (exclusive)"] : [];
+    if (s.locks.length) held.push("held " + s.locks.join(", "));
+    if (s.waited) held.push("waited " + secs(s.waited.ms) + " for " + s.waited.for.join(", "));
+    if (held.length) tip.appendChild(el("p", "locks", held.join(" · ")));
     if (s.leftovers) tip.appendChild(el("p", "", s.leftovers + " leftover process" + (s.leftovers === 1 ? "" : "es") + " killed by the sweep"));
     s.notes.forEach(function (n) { tip.appendChild(el("p", "", n)); });
     var bb = bar.getBoundingClientRect();

@@ -20,30 +20,12 @@ import { escapeHtml, jsonForScript } from "./html-text.ts";
 import { layoutTimeline, timelineCaption, timelineSvg } from "./html-timeline.ts";
 import { failureNote, reportText } from "./json.ts";
 
-/**
- * A shard's CPU and memory figures, when the report carries them
- * (`shards[].resources`): wall time, CPU user and system time of its whole
- * process tree in ms, its peak resident set in bytes, how they were
- * measured and how precise that is.
- */
-export interface ShardResources {
-  wallMs: number;
-  cpuUserMs: number | null;
-  cpuSystemMs: number | null;
-  peakRssBytes: number | null;
-  method: "cgroup" | "proc-sampling" | "none";
-  precision: string;
-}
+/** A shard's CPU and memory figures (report-model.ts, `shards[].resources`). */
+export type ShardResources = NonNullable<ShardResult["resources"]>;
 
-const nullableNumber = (v: unknown) => v === null || (typeof v === "number" && Number.isFinite(v));
-
-/** The shard's {@link ShardResources}, or null when the report has none for it (or they are not of that shape). */
+/** The shard's {@link ShardResources}, or null when it never started (or the report predates them). */
 export function shardResources(shard: ShardResult): ShardResources | null {
-  const r = (shard as ShardResult & { resources?: unknown }).resources as Record<string, unknown> | undefined;
-  if (typeof r !== "object" || r === null) return null;
-  if (typeof r.wallMs !== "number" || !nullableNumber(r.cpuUserMs) || !nullableNumber(r.cpuSystemMs) || !nullableNumber(r.peakRssBytes)) return null;
-  if (!["cgroup", "proc-sampling", "none"].includes(r.method as string) || typeof r.precision !== "string") return null;
-  return { wallMs: r.wallMs, cpuUserMs: r.cpuUserMs as number | null, cpuSystemMs: r.cpuSystemMs as number | null, peakRssBytes: r.peakRssBytes as number | null, method: r.method as ShardResources["method"], precision: r.precision };
+  return shard.resources ?? null;
 }
 
 /** What the page shows besides the model. */
@@ -178,6 +160,9 @@ function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, u
     startMs: layoutStart[i] === null ? null : round(layoutStart[i]! - origin),
     timeline: s.timeline ?? null,
     resources: shardResources(s),
+    locks: s.locks ?? [],
+    exclusive: s.exclusive ?? false,
+    waited: s.waitedMs !== undefined ? { ms: round(s.waitedMs), for: s.waitedFor ?? [] } : null,
     notes: s.notes ?? [],
     leftovers: s.leftovers.length,
     logPath: s.logPath,
