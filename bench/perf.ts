@@ -324,30 +324,104 @@ if (CASES.includes("p3")) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-if (CASES.includes("p8")) {
-  const dir = suiteDir("p8");
-  const body = `import { expect, test } from "bun:test";\nfor (let i = 0; i < ${P8_TESTS}; i++) test("t" + i, () => { expect(i).toBe(i); });\n`;
+/**
+ * The P8 shapes: one file of P8_TESTS tests each, as suites are written.
+ * `p8` flat `test("t"+i)`; `p8-describe` 1,000 describes × 100 tests;
+ * `p8-nested` a chain of ten describes with 10 tests at each level, the
+ * chain repeated to P8_TESTS; `p8-each` `describe.each` of 100 rows over a
+ * `test.each` table (names formatted by Bun); `p8-long` names of 200
+ * characters (describes and tests). Tests per describe scale with P8_TESTS.
+ */
+const P8_SHAPES: Record<string, { label: string; body: () => string; tests: () => number }> = {
+  p8: {
+    label: "flat",
+    body: () => `for (let i = 0; i < ${P8_TESTS}; i++) test("t" + i, () => { expect(i).toBe(i); });\n`,
+    tests: () => P8_TESTS,
+  },
+  "p8-describe": {
+    label: "1,000 describes × tests",
+    body: () => {
+      const per = Math.max(1, Math.ceil(P8_TESTS / 1000));
+      return `for (let d = 0; d < 1000; d++) describe("suite " + d, () => {\n  for (let i = 0; i < ${per}; i++) { const n = d * ${per} + i; if (n < ${P8_TESTS}) test("t" + i, () => { expect(n).toBe(n); }); }\n});\n`;
+    },
+    tests: () => P8_TESTS,
+  },
+  "p8-nested": {
+    label: "ten levels of describes, 10 tests per level, repeated",
+    body: () => {
+      const chains = Math.max(1, Math.ceil(P8_TESTS / 100));
+      return [
+        `function level(chain: number, depth: number) {`,
+        `  describe(depth === 0 ? "chain " + chain : "level " + depth, () => {`,
+        `    for (let i = 0; i < 10; i++) test("t" + i, () => { expect(chain * 100 + depth * 10 + i).toBeGreaterThanOrEqual(0); });`,
+        `    if (depth < 9) level(chain, depth + 1);`,
+        `  });`,
+        `}`,
+        `for (let c = 0; c < ${chains}; c++) level(c, 0);`,
+        ``,
+      ].join("\n");
+    },
+    tests: () => Math.max(1, Math.ceil(P8_TESTS / 100)) * 100,
+  },
+  "p8-each": {
+    label: "`describe.each` × `test.each` tables",
+    body: () => {
+      const rows = Math.max(1, Math.ceil(P8_TESTS / 100));
+      return [
+        `const rows = Array.from({ length: ${rows} }, (_, i) => [i, i * 2, i * 3]);`,
+        `describe.each(Array.from({ length: 100 }, (_, t) => [t]))("table %i", (t) => {`,
+        `  test.each(rows)("row %# %i + %i = %i", (a, b, c) => { expect(a + b).toBe(c); });`,
+        `});`,
+        ``,
+      ].join("\n");
+    },
+    tests: () => Math.max(1, Math.ceil(P8_TESTS / 100)) * 100,
+  },
+  "p8-long": {
+    label: "names of 200 characters, 100 describes",
+    body: () => {
+      const per = Math.max(1, Math.ceil(P8_TESTS / 100));
+      return [
+        `const long = (head: string) => (head + " ").padEnd(200, "abcdefghij ");`,
+        `for (let d = 0; d < 100; d++) describe(long("suite " + d), () => {`,
+        `  for (let i = 0; i < ${per}; i++) test(long("test " + d + "." + i), () => { expect(i).toBe(i); });`,
+        `});`,
+        ``,
+      ].join("\n");
+    },
+    tests: () => Math.max(1, Math.ceil(P8_TESTS / 100)) * 100,
+  },
+};
+
+for (const [key, shape] of Object.entries(P8_SHAPES)) {
+  if (!CASES.includes(key)) continue;
+  const dir = suiteDir(key);
   const file = path.join(dir, "t", "many.test.ts");
-  writeFileSync(file, body);
-  const m = await compare("p8", {
+  writeFileSync(file, `import { describe, expect, test } from "bun:test";\n${shape.body()}`);
+  const m = await compare(key, {
     junit: () => timed([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
     floor: () => inspectorFloor([file], 1, dir),
-    rawFloor: () => rawInspectorFloor(file, dir),
+    ...(key === "p8" ? { rawFloor: () => rawInspectorFloor(file, dir) } : {}),
     ...withAndWithoutEvents(dir, "1"),
   });
-  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p8 ${name}`, m[name]));
+  const junit = readFileSync(path.join(dir, "bun-junit.xml"), "utf8");
+  const tests = (junit.match(/<testcase /g) ?? []).length;
+  if (tests !== shape.tests()) throw new Error(`${key}: Bun's JUnit has ${tests} test cases, expected ${shape.tests()}`);
+  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`${key} ${name}`, m[name]));
   // Every sample, for a shared machine where one slow round moves a median.
-  for (const [name, v] of Object.entries(m)) process.stderr.write(`p8 ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
+  for (const [name, v] of Object.entries(m)) process.stderr.write(`${key} ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
   const base = m.junit!.ms;
   const ratio = (ms: number) => `${s(ms)} (${(ms / base).toFixed(2)}×)`;
+  const cpu = (v: { runnerCpuMs: number }) => `runner CPU ${s(v.runnerCpuMs)}`;
   const r = m.shardguard!.ms / base;
   const rss = m.shardguard!.peakMiB;
-  rows.push(`| P8 one file, ${P8_TESTS.toLocaleString("en")} tests, events on | \`bun test --reporter=junit\`: ${s(base)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
-  rows.push(`| P8 floor: bare \`bun --inspect-wait=unix:\` child + handshake, events parsed (listenForTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
-  rows.push(`| P8 floor, raw unix socket client (frames not parsed) | same | ${ratio(m.rawFloor!.ms)} | (context) |`);
-  rows.push(`| P8 same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB | (context) |`);
-  if (m.other) rows.push(`| P8 events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB | (context) |`);
-  if (m.otherNoEvents) rows.push(`| P8 --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB | (context) |`);
+  const P = key.toUpperCase();
+  rows.push(`| ${P} one file, ${tests.toLocaleString("en")} tests, ${shape.label}, events on | \`bun test --reporter=junit\`: ${s(base)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB, ${cpu(m.shardguard!)} | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
+  rows.push(`| ${P} floor: bare \`bun --inspect-wait=unix:\` child + handshake, events parsed (listenForTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
+  if (m.rawFloor) rows.push(`| ${P} floor, raw unix socket client (frames not parsed) | same | ${ratio(m.rawFloor.ms)} | (context) |`);
+  rows.push(`| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`);
+  if (m.other) rows.push(`| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`);
+  if (m.otherNoEvents) rows.push(`| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
 
