@@ -9,7 +9,8 @@
  *       baseline: one plain `bun test FILE` process per file, 2 at a time    target ≤ 1.5×
  *   p3  300 files × 10 short tests, --files-per-shard 50, jobs 2
  *       baseline: `bun test --parallel=2` on the same files                 target ≤ 1.3×
- *   p8  one file of 100,000 tests, events on
+ *   p8  one file of 100,000 tests, events on, in five shapes (P8_SHAPES):
+ *       p8 flat, p8-describe, p8-nested, p8-each, p8-long
  *       baseline: `bun test --reporter=junit` of that file                  target ≤ 4×, runner peak ≤ 300 MiB
  *   p5  one 3 s file and six 0.5 s files, jobs 2: a run with --update-timings,
  *       then one with --timings; its makespan against
@@ -22,9 +23,10 @@
  * `--no-test-events`. bench/inspector-floor.ts compares the channel with
  * the WebSocket client it replaced.
  *
- * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5] [--rounds 3] [--p8-tests 100000]
+ * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5,p8-describe,p8-nested,p8-each,p8-long] [--rounds 3] [--p8-tests 100000]
  *                          [--compare-cli OTHER/runner/cli-entry.ts]
- * `--compare-cli` adds, for p1, p3 and p8, runs of another checkout's CLI
+ * The default cases are p1, p3, p8 and p5; the other P8 shapes run when named.
+ * `--compare-cli` adds, for p1, p3 and the p8 shapes, runs of another checkout's CLI
  * (e.g. main's) to the same alternating rounds, so before and after are
  * compared in one job. For p1, p3 and p8 the CPU time of each shardguard run is
  * printed too (the whole run, and the runner alone): on a shared 2-core

@@ -1,8 +1,8 @@
 /**
  * The work per test does not grow with describe depth or with the tests
  * seen so far (issue: P8 for every shape). Counted, not timed: lookups in
- * the event model's describe and test maps, and Array#join calls in the
- * JUnit reader, for shallow and deep trees of the same tests.
+ * the event model's describe and test maps, and the elements the JUnit
+ * reader joins, for shallow and deep trees of the same tests.
  */
 import { describe, expect, test } from "bun:test";
 import { TestEventModel } from "../runner/events/model.ts";
@@ -153,30 +153,33 @@ describe("Bun's JUnit, nested", () => {
     const testcases = Array.from({ length: cases }, (_, i) => `<testcase name="t${i}" time="0.001" line="${i + 1}" />`).join("\n");
     return `<testsuites><testsuite name="t/a.test.ts" file="t/a.test.ts">${open}\n${testcases}\n${"</testsuite>".repeat(depth)}</testsuite></testsuites>`;
   }
-  function joinsWhile<T>(fn: () => T): { value: T; joins: number } {
+  /** `fn()`, with the array elements Array#join was given meanwhile counted. */
+  function joinedWhile<T>(fn: () => T): { value: T; joined: number } {
     const join = Array.prototype.join;
-    let joins = 0;
+    let joined = 0;
     Array.prototype.join = function (this: unknown[], separator?: string) {
-      joins += 1;
+      joined += this.length;
       return join.call(this, separator);
     };
     try {
-      return { value: fn(), joins };
+      return { value: fn(), joined };
     } finally {
       Array.prototype.join = join;
     }
   }
 
   test("a testcase's name is its describe path and its name, with no work per testcase that grows with the depth", () => {
-    const few = joinsWhile(() => readBunJUnit(nested(200, 10)));
-    const many = joinsWhile(() => readBunJUnit(nested(200, 2000)));
-    // No join (of the describe path) per testcase.
-    expect(many.joins).toBe(few.joins);
+    const shallow = joinedWhile(() => readBunJUnit(nested(2, 2000)));
+    const deep = joinedWhile(() => readBunJUnit(nested(200, 2000)));
+    // The 198 more describes cost a few elements each; joining the describe
+    // path per testcase would add ~198 for each of the 2,000 testcases.
+    expect(deep.joined - shallow.joined).toBeLessThan(2000);
     const path = Array.from({ length: 200 }, (_, i) => `d${i}`).join(" > ");
-    const tests = many.value[0]!.tests;
+    const tests = deep.value[0]!.tests;
     expect(tests).toHaveLength(2000);
     expect(tests[0]!.name).toBe(`${path} > t0`);
     expect(tests[1999]!.name).toBe(`${path} > t1999`);
+    expect(shallow.value[0]!.tests[5]!.name).toBe("d0 > d1 > t5");
   });
 
   test("siblings after a nested block get their own path back", () => {

@@ -296,7 +296,8 @@ export class TestEventModel {
     // …then down again, each describe's prefix its parent's and its name.
     let prefix = known;
     for (let i = chain.length - 1; i >= 0; i--) {
-      prefix = `${prefix}${chain[i]!.name} > `;
+      // Joined: a flat string, not a rope whose depth every test's name would walk when flattened.
+      prefix = [prefix, chain[i]!.name, " > "].join("");
       if (complete) chain[i]!.prefix = prefix;
     }
     return prefix;

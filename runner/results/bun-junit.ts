@@ -93,7 +93,8 @@ class JUnitReader {
    * `outer > inner > ` of each open describe block, innermost last: a
    * testcase's name is the innermost prefix and its own name, one
    * concatenation whatever the depth (a join of the whole path per testcase
-   * grew with the nesting).
+   * grew with the nesting). Joined, not `+`: flat strings, so a name holds
+   * no rope over a slice of the whole document (which would keep it alive).
    */
   private readonly prefixes: string[] = [];
   private file: BunJUnitFile | null = null;
@@ -114,7 +115,7 @@ class JUnitReader {
       this.files.push(this.file);
       role = "file";
     } else if (name === "testsuite" && (parent === "file" || parent === "describe")) {
-      this.prefixes.push(`${this.prefixes[this.prefixes.length - 1] ?? ""}${decoded(attrs.name) ?? ""}${NAME_SEPARATOR}`);
+      this.prefixes.push([this.prefixes[this.prefixes.length - 1] ?? "", decoded(attrs.name) ?? "", NAME_SEPARATOR].join(""));
       role = "describe";
     } else if (name === "testcase" && (parent === "file" || parent === "describe")) {
       this.test = testcaseOf(attrs, this.prefixes[this.prefixes.length - 1] ?? "", this.file!.file);
@@ -171,7 +172,7 @@ const decoded = (value: string | undefined) => (value === undefined ? undefined 
 function testcaseOf(attrs: Record<string, string>, prefix: string, file: string): TestResult {
   const name = decoded(attrs.name) ?? "";
   const result: TestResult = {
-    name: prefix + name,
+    name: prefix === "" ? name : [prefix, name].join(""),
     file,
     status: "passed",
     durationMs: secondsToMs(decoded(attrs.time)),
