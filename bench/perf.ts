@@ -9,7 +9,8 @@
  *       baseline: one plain `bun test FILE` process per file, 2 at a time    target ≤ 1.5×
  *   p3  300 files × 10 short tests, --files-per-shard 50, jobs 2
  *       baseline: `bun test --parallel=2` on the same files                 target ≤ 1.3×
- *   p8  one file of 100,000 tests, events on
+ *   p8  one file of 100,000 tests, events on, in five shapes (P8_SHAPES):
+ *       p8 flat, p8-describe, p8-nested, p8-each, p8-long
  *       baseline: `bun test --reporter=junit` of that file                  target ≤ 4×, runner peak ≤ 300 MiB
  *   p5  one 3 s file and six 0.5 s files, jobs 2: a run with --update-timings,
  *       then one with --timings; its makespan against
@@ -22,9 +23,10 @@
  * `--no-test-events`. bench/inspector-floor.ts compares the channel with
  * the WebSocket client it replaced.
  *
- * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5] [--rounds 3] [--p8-tests 100000]
+ * Usage: bun bench/perf.ts [--cases p1,p3,p8,p5,p8-describe,p8-nested,p8-each,p8-long] [--rounds 3] [--p8-tests 100000]
  *                          [--compare-cli OTHER/runner/cli-entry.ts]
- * `--compare-cli` adds, for p1, p3 and p8, runs of another checkout's CLI
+ * The default cases are p1, p3, p8 and p5; the other P8 shapes run when named.
+ * `--compare-cli` adds, for p1, p3 and the p8 shapes, runs of another checkout's CLI
  * (e.g. main's) to the same alternating rounds, so before and after are
  * compared in one job. For p1, p3 and p8 the CPU time of each shardguard run is
  * printed too (the whole run, and the runner alone): on a shared 2-core
@@ -111,6 +113,22 @@ async function timedCpu(argv: string[], cwd: string): Promise<Sample> {
   const runnerCpuMs = Number(readFileSync(out, "utf8"));
   rmSync(shimDir, { recursive: true, force: true });
   return { ms, peakMiB: peak / 1024, cpuMs, runnerCpuMs };
+}
+
+/**
+ * Runs a command to completion (exit 0): wall time and the CPU time (user +
+ * system, ms) of the process and the children it waited for, from Bun's
+ * resourceUsage. For a baseline whose CPU time is compared with a
+ * shardguard run's (on a loaded machine CPU ratios move less than wall ones).
+ */
+async function timedRusage(argv: string[], cwd: string): Promise<Sample> {
+  const t0 = performance.now();
+  const child = Bun.spawn(argv, { cwd, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+  const stderr = new Response(child.stderr).text();
+  const code = await child.exited;
+  const ms = performance.now() - t0;
+  if (code !== 0) throw new Error(`${argv.join(" ")} exited ${code}: ${(await stderr).slice(-2000)}`);
+  return { ms, peakMiB: 0, cpuMs: Number(child.resourceUsage()?.cpuTime.total ?? 0) / 1000 };
 }
 
 /** Runs a command to completion (exit code in `ok`, or any code when `anyCode`); wall time and peak RSS. */
@@ -324,30 +342,105 @@ if (CASES.includes("p3")) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-if (CASES.includes("p8")) {
-  const dir = suiteDir("p8");
-  const body = `import { expect, test } from "bun:test";\nfor (let i = 0; i < ${P8_TESTS}; i++) test("t" + i, () => { expect(i).toBe(i); });\n`;
+/**
+ * The P8 shapes: one file of P8_TESTS tests each, as suites are written.
+ * `p8` flat `test("t"+i)`; `p8-describe` 1,000 describes × 100 tests;
+ * `p8-nested` a chain of ten describes with 10 tests at each level, the
+ * chain repeated to P8_TESTS; `p8-each` `describe.each` of 100 rows over a
+ * `test.each` table (names formatted by Bun); `p8-long` names of 200
+ * characters (describes and tests). Tests per describe scale with P8_TESTS.
+ */
+const P8_SHAPES: Record<string, { label: string; body: () => string; tests: () => number }> = {
+  p8: {
+    label: "flat",
+    body: () => `for (let i = 0; i < ${P8_TESTS}; i++) test("t" + i, () => { expect(i).toBe(i); });\n`,
+    tests: () => P8_TESTS,
+  },
+  "p8-describe": {
+    label: "1,000 describes × tests",
+    body: () => {
+      const per = Math.max(1, Math.ceil(P8_TESTS / 1000));
+      return `for (let d = 0; d < 1000; d++) describe("suite " + d, () => {\n  for (let i = 0; i < ${per}; i++) { const n = d * ${per} + i; if (n < ${P8_TESTS}) test("t" + i, () => { expect(n).toBe(n); }); }\n});\n`;
+    },
+    tests: () => P8_TESTS,
+  },
+  "p8-nested": {
+    label: "ten levels of describes, 10 tests per level, repeated",
+    body: () => {
+      const chains = Math.max(1, Math.ceil(P8_TESTS / 100));
+      return [
+        `function level(chain: number, depth: number) {`,
+        `  describe(depth === 0 ? "chain " + chain : "level " + depth, () => {`,
+        `    for (let i = 0; i < 10; i++) test("t" + i, () => { expect(chain * 100 + depth * 10 + i).toBeGreaterThanOrEqual(0); });`,
+        `    if (depth < 9) level(chain, depth + 1);`,
+        `  });`,
+        `}`,
+        `for (let c = 0; c < ${chains}; c++) level(c, 0);`,
+        ``,
+      ].join("\n");
+    },
+    tests: () => Math.max(1, Math.ceil(P8_TESTS / 100)) * 100,
+  },
+  "p8-each": {
+    label: "`describe.each` × `test.each` tables",
+    body: () => {
+      const rows = Math.max(1, Math.ceil(P8_TESTS / 100));
+      return [
+        `const rows = Array.from({ length: ${rows} }, (_, i) => [i, i * 2, i * 3]);`,
+        `describe.each(Array.from({ length: 100 }, (_, t) => [t]))("table %i", (t) => {`,
+        `  test.each(rows)("row %# %i + %i = %i", (a, b, c) => { expect(a + b).toBe(c); });`,
+        `});`,
+        ``,
+      ].join("\n");
+    },
+    tests: () => Math.max(1, Math.ceil(P8_TESTS / 100)) * 100,
+  },
+  "p8-long": {
+    label: "names of 200 characters, 100 describes",
+    body: () => {
+      const per = Math.max(1, Math.ceil(P8_TESTS / 100));
+      return [
+        `const long = (head: string) => (head + " ").padEnd(200, "abcdefghij ");`,
+        `for (let d = 0; d < 100; d++) describe(long("suite " + d), () => {`,
+        `  for (let i = 0; i < ${per}; i++) test(long("test " + d + "." + i), () => { expect(i).toBe(i); });`,
+        `});`,
+        ``,
+      ].join("\n");
+    },
+    tests: () => Math.max(1, Math.ceil(P8_TESTS / 100)) * 100,
+  },
+};
+
+for (const [key, shape] of Object.entries(P8_SHAPES)) {
+  if (!CASES.includes(key)) continue;
+  const dir = suiteDir(key);
   const file = path.join(dir, "t", "many.test.ts");
-  writeFileSync(file, body);
-  const m = await compare("p8", {
-    junit: () => timed([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
+  writeFileSync(file, `import { describe, expect, test } from "bun:test";\n${shape.body()}`);
+  const m = await compare(key, {
+    junit: () => timedRusage([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
     floor: () => inspectorFloor([file], 1, dir),
-    rawFloor: () => rawInspectorFloor(file, dir),
+    ...(key === "p8" ? { rawFloor: () => rawInspectorFloor(file, dir) } : {}),
     ...withAndWithoutEvents(dir, "1"),
   });
-  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p8 ${name}`, m[name]));
+  const junit = readFileSync(path.join(dir, "bun-junit.xml"), "utf8");
+  const tests = (junit.match(/<testcase /g) ?? []).length;
+  if (tests !== shape.tests()) throw new Error(`${key}: Bun's JUnit has ${tests} test cases, expected ${shape.tests()}`);
+  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`${key} ${name}`, m[name]));
   // Every sample, for a shared machine where one slow round moves a median.
-  for (const [name, v] of Object.entries(m)) process.stderr.write(`p8 ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
+  for (const [name, v] of Object.entries(m)) process.stderr.write(`${key} ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
   const base = m.junit!.ms;
   const ratio = (ms: number) => `${s(ms)} (${(ms / base).toFixed(2)}×)`;
+  // CPU of the whole run (runner, child, guardian) against the baseline's, and the runner's own.
+  const cpu = (v: { cpuMs: number; runnerCpuMs: number }) => `CPU ${(v.cpuMs / m.junit!.cpuMs).toFixed(2)}× the baseline's, runner CPU ${s(v.runnerCpuMs)}`;
   const r = m.shardguard!.ms / base;
   const rss = m.shardguard!.peakMiB;
-  rows.push(`| P8 one file, ${P8_TESTS.toLocaleString("en")} tests, events on | \`bun test --reporter=junit\`: ${s(base)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
-  rows.push(`| P8 floor: bare \`bun --inspect-wait=unix:\` child + handshake, events parsed (listenForTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
-  rows.push(`| P8 floor, raw unix socket client (frames not parsed) | same | ${ratio(m.rawFloor!.ms)} | (context) |`);
-  rows.push(`| P8 same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB | (context) |`);
-  if (m.other) rows.push(`| P8 events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB | (context) |`);
-  if (m.otherNoEvents) rows.push(`| P8 --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB | (context) |`);
+  const P = key.toUpperCase();
+  rows.push(`| ${P} one file, ${tests.toLocaleString("en")} tests, ${shape.label}, events on | \`bun test --reporter=junit\`: ${s(base)}, CPU ${s(m.junit!.cpuMs)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB, ${cpu(m.shardguard!)} | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
+  rows.push(`| ${P} floor: bare \`bun --inspect-wait=unix:\` child + handshake, events parsed (listenForTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
+  if (m.rawFloor) rows.push(`| ${P} floor, raw unix socket client (frames not parsed) | same | ${ratio(m.rawFloor.ms)} | (context) |`);
+  rows.push(`| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`);
+  if (m.other) rows.push(`| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`);
+  if (m.otherNoEvents) rows.push(`| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`);
   rmSync(dir, { recursive: true, force: true });
 }
 

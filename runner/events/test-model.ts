@@ -72,6 +72,8 @@ export class TestEventModel {
   private readonly pending = new PendingErrors();
   private readonly outside: OutsideError[] = [];
   private seq = 0;
+  /** {@link fileSet}'s answer; null once a `found` or a file mapping may have changed it. */
+  private filesNow: Set<string> | null = null;
   private failedEndCount = 0;
   private leftOut = 0;
 
@@ -118,16 +120,19 @@ export class TestEventModel {
   found(id: number, url: string, line: number | undefined, name: string, type: "test" | "describe", parentId: number | undefined): void {
     // A second found of an id is ignored: the first one stands.
     if (this.tests_.has(id) || this.describes.has(id)) return;
+    // Attribution may map earlier entries too (attribution.ts rule 4).
+    this.filesNow = null;
     const file = this.relativeFile(url);
     const parent = parentId === undefined ? undefined : (this.describes.get(parentId) ?? this.tests_.get(parentId));
     if (type === "describe") {
-      const describe: DescribeRecord = { name, parentId, ...UNATTRIBUTED };
+      const describe: DescribeRecord = { name, parentId, prefix: undefined, ...UNATTRIBUTED };
       this.describes.set(id, describe);
       this.attribution.found(describe, file, parent);
       return;
     }
     const record: TestRecord = {
       id,
+      foundSeq: this.tests_.size,
       name,
       url,
       file,
@@ -207,7 +212,7 @@ export class TestEventModel {
       return;
     }
     const error = located;
-    const files = new Set(this.files());
+    const files = this.fileSet();
     const known = error.locations.find((location) => files.has(location.file));
     this.leftOut += pushError(this.outside, { ...error, file: (known ?? error.locations[0])?.file });
   }
@@ -232,12 +237,11 @@ export class TestEventModel {
    */
   eventTests(now: number): EventTest[] {
     const out: EventTest[] = [];
-    const prefixes = new Map<number, string>();
     for (const record of this.tests_.values()) {
       const ended = record.phase === "ended";
       const status = ended && record.bunStatus ? endedStatus(record.bunStatus) : undefined;
       const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
-      const test: EventTest = { name: this.fullName(record, prefixes), file: this.fileFor(record), state: record.phase, attempts: record.attempts, durationMs: durationMs ?? 0, attemptFailures: record.failedAttempts ?? [] };
+      const test: EventTest = { name: this.fullName(record), file: this.fileFor(record), state: record.phase, attempts: record.attempts, durationMs: durationMs ?? 0, attemptFailures: record.failedAttempts ?? [] };
       const line = this.lineFor(record);
       if (line !== undefined) test.line = line;
       if (!record.own) test.viaHelper = true;
@@ -252,16 +256,51 @@ export class TestEventModel {
     return out;
   }
 
-  /** `outer > inner > name`, with each describe's prefix built once. */
-  private fullName(record: TestRecord, prefixes: Map<number, string>): string {
-    if (record.parentId === undefined) return record.name;
-    let prefix = prefixes.get(record.parentId);
-    if (prefix === undefined) {
-      const path = this.describePath(record);
-      prefix = path.length === 0 ? "" : `${path.join(" > ")} > `;
-      prefixes.set(record.parentId, prefix);
+  /** `outer > inner > name`: the test's describe prefix ({@link prefixOf}) and its own name. */
+  private fullName(record: TestRecord): string {
+    return record.parentId === undefined ? record.name : this.prefixOf(record.parentId) + record.name;
+  }
+
+  /**
+   * `outer > inner > ` for the describe `parentId` (its own name last), ""
+   * when it is unknown. Built from the parent's prefix and kept on the
+   * describe's record, so each describe costs one concatenation and a test
+   * one lookup, whatever the depth. A chain that does not end at the top
+   * level (a parent not found yet, or ids in a loop) is walked each time
+   * and kept nowhere: a later `found` could still complete it.
+   */
+  private prefixOf(parentId: number): string {
+    const first = this.describes.get(parentId);
+    if (first === undefined) return "";
+    if (first.prefix !== undefined) return first.prefix;
+    // Up to the first describe with its prefix known (or the top level)…
+    const chain: DescribeRecord[] = [];
+    const seen = new Set<number>();
+    let id: number | undefined = parentId;
+    let known = "";
+    let complete = true;
+    while (id !== undefined) {
+      const describe = this.describes.get(id);
+      if (describe === undefined || seen.has(id)) {
+        complete = false;
+        break;
+      }
+      if (describe.prefix !== undefined) {
+        known = describe.prefix;
+        break;
+      }
+      seen.add(id);
+      chain.push(describe);
+      id = describe.parentId;
     }
-    return prefix + record.name;
+    // …then down again, each describe's prefix its parent's and its name.
+    let prefix = known;
+    for (let i = chain.length - 1; i >= 0; i--) {
+      // Joined: a flat string, not a rope whose depth every test's name would walk when flattened.
+      prefix = [prefix, chain[i]!.name, " > "].join("");
+      if (complete) chain[i]!.prefix = prefix;
+    }
+    return prefix;
   }
 
   /**
@@ -272,13 +311,25 @@ export class TestEventModel {
   running(): InFlightTest | undefined {
     const record = this.runningRecord();
     if (!record) return undefined;
-    const path = this.describePath(record);
-    return { name: record.name, fullName: [...path, record.name].join(" > "), startedAtMs: record.startedAtMs };
+    return { name: record.name, fullName: this.fullName(record), startedAtMs: record.startedAtMs };
   }
 
   /** Relative paths of the files with found tests, in first-found order. */
   files(): string[] {
-    return [...new Set([...this.tests_.values()].map((record) => this.fileFor(record)))];
+    return [...this.fileSet()];
+  }
+
+  /**
+   * {@link files} as a set, kept until the next `found` or file mapping
+   * (the only things that change it): an error outside tests asks for it,
+   * and a walk over every test per error grew with the tests seen so far.
+   */
+  private fileSet(): ReadonlySet<string> {
+    if (this.filesNow === null) {
+      this.filesNow = new Set();
+      for (const record of this.tests_.values()) this.filesNow.add(this.fileFor(record));
+    }
+    return this.filesNow;
   }
 
   /**
@@ -288,6 +339,7 @@ export class TestEventModel {
    * @param filesStarted absolute paths from the marks file (`Bun.main` at the first test start of each file), in order
    */
   applyFileStarts(filesStarted: readonly string[]): void {
+    this.filesNow = null;
     this.attribution.applyFileStarts(filesStarted.map((file) => this.relativeFile(file)));
   }
 
@@ -331,8 +383,9 @@ export class TestEventModel {
   private runningRecordFor(locations: readonly ErrorLocation[]): { record: TestRecord | undefined; ambiguous?: TestRecord[] } {
     // One running test (or none) is the common case: no walk over every test per error.
     if (this.runningNow.size <= 1) return { record: this.runningNow.values().next().value };
-    // Several (test.concurrent): in found order, as the rules below break ties by it.
-    const running = [...this.tests_.values()].filter((r) => r.phase === "running");
+    // Several (test.concurrent): in found order, as the rules below break ties by it
+    // (the running ones only: a walk over every test per error grew with the tests seen).
+    const running = [...this.runningNow].sort((a, b) => a.foundSeq - b.foundSeq);
     if (running.length <= 1) return { record: running[0] };
     for (const location of locations) {
       if (location.line === undefined) continue;
@@ -375,19 +428,4 @@ export class TestEventModel {
     });
     return { name: name ?? "Error", message, locations, attempt };
   }
-
-  private describePath(record: TestRecord): string[] {
-    const names: string[] = [];
-    const seen = new Set<number>();
-    let parentId = record.parentId;
-    while (parentId !== undefined && !seen.has(parentId)) {
-      seen.add(parentId);
-      const parent = this.describes.get(parentId);
-      if (!parent) break;
-      names.unshift(parent.name);
-      parentId = parent.parentId;
-    }
-    return names;
-  }
 }
-

@@ -117,6 +117,8 @@ export interface ModelOptions {
  */
 export interface TestRecord extends AttributionEntry {
   id: number;
+  /** Position in found order (0 for the first test found): ties among running tests break by it. */
+  foundSeq: number;
   name: string;
   url: string;
   /** `url` relative to the root; the test's planned file may differ (test-model.ts fileFor). */
@@ -141,6 +143,8 @@ export interface TestRecord extends AttributionEntry {
 export interface DescribeRecord extends AttributionEntry {
   name: string;
   parentId: number | undefined;
+  /** `outer > … > name > `, set the first time a test's full name needs it (model.ts prefixOf). */
+  prefix: string | undefined;
 }
 
 /** The errors of attempt `attempt` (1-based) of `record`; empty when none arrived. */

@@ -88,7 +88,14 @@ class JUnitReader {
   rootName = "";
   readonly files: BunJUnitFile[] = [];
   private readonly roles: Role[] = [];
-  private readonly describePath: string[] = [];
+  /**
+   * `outer > inner > ` of each open describe block, innermost last: a
+   * testcase's name is the innermost prefix and its own name, one
+   * concatenation whatever the depth (a join of the whole path per testcase
+   * grew with the nesting). Joined, not `+`: flat strings, so a name holds
+   * no rope over a slice of the whole document (which would keep it alive).
+   */
+  private readonly prefixes: string[] = [];
   private file: BunJUnitFile | null = null;
   private test: TestResult | null = null;
   private failure: { errorName: string | undefined; message: string | undefined; text: string } | null = null;
@@ -107,10 +114,10 @@ class JUnitReader {
       this.files.push(this.file);
       role = "file";
     } else if (name === "testsuite" && (parent === "file" || parent === "describe")) {
-      this.describePath.push(decoded(attrs.name) ?? "");
+      this.prefixes.push([this.prefixes[this.prefixes.length - 1] ?? "", decoded(attrs.name) ?? "", NAME_SEPARATOR].join(""));
       role = "describe";
     } else if (name === "testcase" && (parent === "file" || parent === "describe")) {
-      this.test = testcaseOf(attrs, this.describePath, this.file!.file);
+      this.test = testcaseOf(attrs, this.prefixes[this.prefixes.length - 1] ?? "", this.file!.file);
       this.file!.tests.push(this.test);
       this.failure = null;
       this.failureSeen = false;
@@ -130,7 +137,7 @@ class JUnitReader {
 
   close(): void {
     const role = this.roles.pop();
-    if (role === "describe") this.describePath.pop();
+    if (role === "describe") this.prefixes.pop();
     else if (role === "file") this.file = null;
     else if (role === "case") this.finishTest();
   }
@@ -160,10 +167,11 @@ class JUnitReader {
 /** An attribute value, entity-decoded; undefined when absent. */
 const decoded = (value: string | undefined) => (value === undefined ? undefined : decodeXmlEntities(value));
 
-function testcaseOf(attrs: Record<string, string>, describePath: readonly string[], file: string): TestResult {
+/** A testcase's entry, passed until its children say otherwise; `prefix` is its describe blocks' `outer > inner > ` ("" at the top). */
+function testcaseOf(attrs: Record<string, string>, prefix: string, file: string): TestResult {
   const name = decoded(attrs.name) ?? "";
   const result: TestResult = {
-    name: describePath.length === 0 ? name : [...describePath, name].join(NAME_SEPARATOR),
+    name: prefix === "" ? name : [prefix, name].join(""),
     file,
     status: "passed",
     durationMs: secondsToMs(decoded(attrs.time)),

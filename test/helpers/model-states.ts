@@ -68,9 +68,23 @@ function records(model: TestEventModel): TestRecord[] {
   return [...model["tests_"].values()];
 }
 
+/** The names of the describes above `record`, outermost first: up the `parentId` chain until an unknown id or a repeat. */
+function describesAbove(model: TestEventModel, record: TestRecord): string[] {
+  const names: string[] = [];
+  const seen = new Set<number>();
+  for (let id = record.parentId; id !== undefined && !seen.has(id); ) {
+    seen.add(id);
+    const parent = model["describes"].get(id);
+    if (!parent) break;
+    names.unshift(parent.name);
+    id = parent.parentId;
+  }
+  return names;
+}
+
 /** A {@link TestState} copy of `record`, its file and line as the attribution mapped them. */
 function stateOf(model: TestEventModel, record: TestRecord): TestState {
-  const describePath = model["describePath"](record);
+  const describePath = describesAbove(model, record);
   const ended = record.phase === "ended";
   const status = ended && record.bunStatus ? endedStatus(record.bunStatus) : undefined;
   const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
@@ -79,7 +93,8 @@ function stateOf(model: TestEventModel, record: TestRecord): TestState {
     id: record.id,
     name: record.name,
     describePath,
-    fullName: [...describePath, record.name].join(" > "),
+    // The model's own (its prefixes kept per describe), not rebuilt from describePath.
+    fullName: model["fullName"](record),
     url: record.url,
     file: record.mapped ?? record.file,
     line: record.own ? record.line : undefined,
