@@ -5,7 +5,7 @@
  * reader joins, for shallow and deep trees of the same tests.
  */
 import { describe, expect, test } from "bun:test";
-import { TestEventModel } from "../runner/events/model.ts";
+import { TestEventModel } from "../runner/events/test-model.ts";
 import { readBunJUnit } from "../runner/results/bun-junit.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 

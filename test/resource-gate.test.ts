@@ -5,7 +5,7 @@
  * recorded, the simulated makespan, exclusive files never batched.
  */
 import { describe, expect, test } from "bun:test";
-import { ResourceGate, simulateMakespan, DRAIN, EXCLUSIVE_RUNNING } from "../runner/exec/resource-gate.ts";
+import { describeWait, ResourceGate, simulateMakespan, DRAIN, EXCLUSIVE_RUNNING } from "../runner/exec/resource-gate.ts";
 import { runPool } from "../runner/exec/pool.ts";
 import { groupIntoShards } from "../runner/plan/plan.ts";
 import { exclusiveLast, resourcePlan, type ShardNeeds } from "../runner/plan/resources.ts";
@@ -216,4 +216,10 @@ describe("plan side", () => {
     const shards = ["x1", "a", "x2", "b"].map((f, i) => ({ index: i + 1, files: [f] }));
     expect(exclusiveLast(shards, plan).map((s) => s.files[0])).toEqual(["a", "b", "x1", "x2"]);
   });
+});
+
+test("the START line names a wait of 50 ms or more, not a shorter one", () => {
+  expect(describeWait({ ms: 41_230, for: ["resource skill-docs"] })).toBe("waited 41.2 s for resource skill-docs");
+  expect(describeWait({ ms: 49, for: ["resource ws"] })).toBe("");
+  expect(describeWait(null)).toBe("");
 });

@@ -137,9 +137,12 @@ export class ResourceGate<T> implements PoolGate<T> {
   }
 }
 
-/** "waited 41.2 s for resource skill-docs" (one decimal); "" for no wait. */
+/** Waits shorter than this, ms, are left off the START line (they would read "waited 0.0 s"); report.json keeps them. */
+export const NOTED_WAIT_MS = 50;
+
+/** "waited 41.2 s for resource skill-docs" (one decimal); "" for no wait or one under {@link NOTED_WAIT_MS}. */
 export function describeWait(wait: ResourceWait | null): string {
-  return wait === null ? "" : `waited ${(wait.ms / 1000).toFixed(1)} s for ${wait.for.join(", ")}`;
+  return wait === null || wait.ms < NOTED_WAIT_MS ? "" : `waited ${(wait.ms / 1000).toFixed(1)} s for ${wait.for.join(", ")}`;
 }
 
 /**
