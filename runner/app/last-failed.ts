@@ -9,6 +9,7 @@ import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/schema.ts";
 import { groupIntoShards, type Plan } from "../plan/plan.ts";
+import { readTimings } from "../plan/timings.ts";
 import { RunReportSchema, type RerunOf, type RunReport } from "../results/model.ts";
 import { filesToRerun } from "../results/rerun.ts";
 
@@ -123,7 +124,7 @@ export function planLastFailed(settings: RunSettings, patterns: readonly string[
   const reason = `did not pass in run ${found.rerunOf.runId}`;
   return {
     kind: "plan",
-    plan: { root: settings.root, patterns: [], shards: groupIntoShards(found.files, settings.filesPerShard), included: new Map(found.files.map((f) => [f, reason])), excluded: [] },
+    plan: { root: settings.root, patterns: [], shards: groupIntoShards(found.files, settings.filesPerShard, { durations: readTimings(settings.timings).durations, jobs: settings.jobs }), included: new Map(found.files.map((f) => [f, reason])), excluded: [] },
     rerunOf: found.rerunOf,
     from: found.from,
     gone: found.gone,

@@ -9,6 +9,7 @@ import type FastGlob from "fast-glob";
 import { ConfigError } from "../config/schema.ts";
 import { plural } from "../util/format.ts";
 import { sha256Hex } from "../util/random.ts";
+import { autoBatches, type AutoBatchInputs } from "./auto-batch.ts";
 import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, toRealPaths, walkTestFiles } from "./walk.ts";
 
 /** fast-glob, loaded on first use: a run whose patterns are directories never needs it (plan/walk.ts). */
@@ -55,7 +56,10 @@ export interface Plan {
 export interface PlanOptions {
   root: string;
   patterns: readonly string[];
-  filesPerShard: number;
+  /** Files per shard, or "auto": batches sized from `batching` (plan/auto-batch.ts). */
+  filesPerShard: number | "auto";
+  /** Recorded durations and jobs for `filesPerShard: "auto"`; none recorded and 1 job when absent. */
+  batching?: AutoBatchInputs;
   /** Extra ignore globs, relative to the root. */
   ignore?: readonly string[];
   /**
@@ -125,7 +129,7 @@ export function planRun(options: PlanOptions): Plan {
   }
   const files = [...included.keys()].sort(compareStable);
   if (options.out !== undefined) refuseOutAmongTests(options.root, options.out, files);
-  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard), included, excluded };
+  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard, options.batching), included, excluded };
 }
 
 /**
@@ -223,18 +227,22 @@ function escapePath(text: string): string {
 }
 
 /**
- * Groups sorted files into shards of `size` files, in order.
+ * Groups sorted files into shards of `size` files, in order, or with
+ * `size` "auto" into batches by the rule of plan/auto-batch.ts.
  *
  * @param files relative paths, already deduplicated and sorted
- * @param size files per shard, at least 1
+ * @param size files per shard, at least 1, or "auto"
+ * @param batching recorded durations (ms) and jobs for "auto"; none recorded and 1 job when absent
  */
-export function groupIntoShards(files: readonly string[], size: number): PlannedShard[] {
-  const per = Math.max(1, Math.floor(size));
-  const shards: PlannedShard[] = [];
-  for (let i = 0; i < files.length; i += per) {
-    const group = files.slice(i, i + per);
-    shards.push({ index: shards.length + 1, slug: shardSlug(group), files: group });
+export function groupIntoShards(files: readonly string[], size: number | "auto", batching?: AutoBatchInputs): PlannedShard[] {
+  let groups: string[][] = [];
+  if (size === "auto") {
+    groups = autoBatches(files, batching ?? { durations: new Map(), jobs: 1 }).groups;
+  } else {
+    const per = Math.max(1, Math.floor(size));
+    for (let i = 0; i < files.length; i += per) groups.push(files.slice(i, i + per));
   }
+  const shards: PlannedShard[] = groups.map((group, i) => ({ index: i + 1, slug: shardSlug(group), files: group }));
   // Slugs name per-shard directories (a preset's eval dir): two shards must
   // never share one. Colliding slugs (Foo_bar vs foo-bar) get a hash of their
   // exact paths, which is the same in every run that plans the same files.
