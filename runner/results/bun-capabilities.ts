@@ -11,7 +11,14 @@ export const OLDEST_SUPPORTED_BUN = "1.3.13";
 /** Newest Bun whose behaviour was measured: the newest release on the npm registry when it was. */
 export const NEWEST_MEASURED_BUN = "1.4.5";
 
-/** The facts of one Bun version that change what shardguard passes, reads or reports. */
+/**
+ * The facts of one Bun version that change what shardguard passes, reads or reports.
+ * Not here because every supported Bun has it: `bun test --isolate`, which
+ * `--files-per-shard auto` adds (a Bun older than {@link OLDEST_SUPPORTED_BUN}
+ * is refused before anything runs, so no run falls back without it). What
+ * differs under it (the working directory carries over between files on 1.3.x)
+ * changes no flag or reading of ours; docs/sharding.md lists it.
+ */
 export interface BunCapabilities {
   /** The version read, e.g. "1.3.13". */
   version: string;
