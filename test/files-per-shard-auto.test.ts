@@ -188,6 +188,18 @@ describe("bad values: one line, exit 2, nothing started", () => {
     expect(await refused(["--files-per-shard", "auto", "--", "--no-isolate"])).toContain("--files-per-shard auto with the bun test flag --no-isolate");
   }, 30_000);
 
+  test("SHARDGUARD_FILES_PER_SHARD=auto and a preset's files-per-shard = \"auto\" are accepted like the flag", async () => {
+    const dir = makeSuite({ "t/a.test.ts": passing(1), "t/b.test.ts": passing(2) });
+    const viaEnv = await runCli(["list", "--root", dir, "t"], { env: { SHARDGUARD_FILES_PER_SHARD: "auto" } });
+    expect(viaEnv.code).toBe(0);
+    expect(viaEnv.stdout).toContain("files per shard auto");
+    writeFileSync(path.join(dir, "bunfig.toml"), '[shardguard.presets.small]\nglobs = ["t/*.test.ts"]\nfiles-per-shard = "auto"\n');
+    const viaPreset = await runCli(["list", "--root", dir, "--preset", "small"], { cwd: dir });
+    expect(viaPreset.code).toBe(0);
+    expect(viaPreset.stdout).toContain("shard flags: --isolate");
+    expect(viaPreset.stdout).toContain("1 shard;");
+  }, 30_000);
+
   test("bunfig's files-per-shard = \"auto\" is accepted like the flag", async () => {
     const dir = suite();
     writeFileSync(path.join(dir, "bunfig.toml"), '[shardguard]\nfiles-per-shard = "auto"\n');
