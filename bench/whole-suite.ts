@@ -1,7 +1,8 @@
 /**
  * A whole public suite under `--files-per-shard auto` against `bun test --parallel=N`
  * (issue 22, item 3): wall time of alternating rounds (medians, ratio in this
- * job), the per-test statuses of the two compared, and the same suite with one
+ * job; a third series with `--timings` from one `--update-timings` run before
+ * the rounds), the per-test statuses of the two compared, and the same suite with one
  * `while (true) {}` test file added, where every other file's tests must keep
  * the status they had.
  *
@@ -35,13 +36,18 @@ const JOBS = Number(opt("--jobs", "2"));
 const TIMEOUT_S = Number(opt("--timeout", "30"));
 const KEEP = argv.includes("--keep");
 
-/** Runs a command to its end; throws with its output when it fails and `check` is set. */
-function run(cmd: string[], cwd: string, check = true): { code: number; ms: number; out: string } {
+/**
+ * Runs a command to its end; throws with its output when it fails and `check` is set.
+ * `cpuMs`: user + system time of the process and the descendants it reaped (wait4's rusage).
+ */
+function run(cmd: string[], cwd: string, check = true): { code: number; ms: number; cpuMs: number; out: string } {
   const t0 = performance.now();
-  const r = spawnSync(cmd[0]!, cmd.slice(1), { cwd, encoding: "utf8", maxBuffer: 256 * 1024 * 1024, env: { ...process.env, NO_COLOR: "1" } });
-  const out = `${r.stdout ?? ""}${r.stderr ?? ""}`;
-  if (check && r.status !== 0) throw new Error(`${cmd.join(" ")} exited ${r.status}:\n${out.slice(-3000)}`);
-  return { code: r.status ?? -1, ms: performance.now() - t0, out };
+  const r = Bun.spawnSync(cmd, { cwd, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
+  const ms = performance.now() - t0;
+  const out = `${r.stdout?.toString() ?? ""}${r.stderr?.toString() ?? ""}`;
+  if (check && r.exitCode !== 0) throw new Error(`${cmd.join(" ")} exited ${r.exitCode}:\n${out.slice(-3000)}`);
+  const cpuMs = r.resourceUsage ? Number(r.resourceUsage.cpuTime.user + r.resourceUsage.cpuTime.system) / 1000 : NaN;
+  return { code: r.exitCode ?? -1, ms, cpuMs, out };
 }
 
 /** Clones SOURCE at COMMIT into a temp dir without the blobs the source lacks, and installs its dependencies. */
@@ -111,15 +117,23 @@ console.log(`suite: ${SOURCE} @ ${COMMIT.slice(0, 12)}, ${files.length} test fil
 try {
   const base: number[] = [];
   const sg: number[] = [];
+  const timed: number[] = [];
+  const cpu = { base: [] as number[], sg: [] as number[] };
+  const timingsFile = path.join(dir, ".bench-timings.json");
+  run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--out", path.join(dir, ".bench-sg-warm"), "--update-timings", timingsFile], dir, false);
+  const recorded = Object.keys((JSON.parse(readFileSync(timingsFile, "utf8")) as { files: Record<string, number> }).files).length;
   let baseStatuses: Statuses | null = null;
   let sgStatuses: Statuses | null = null;
+  let timedStatuses: Statuses | null = null;
   const flaky = new Set<string>();
   for (let r = 0; r < ROUNDS; r++) {
     const xml = path.join(dir, `.bench-base-${r}.xml`);
     const b = run([BUN, "test", `--parallel=${JOBS}`, "--reporter=junit", `--reporter-outfile=${xml}`], dir, false);
     const out = path.join(dir, `.bench-sg-${r}`);
     const s = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--out", out], dir, false);
-    if (!existsSync(xml) || !existsSync(path.join(out, "report.json"))) throw new Error(`round ${r + 1}: a run wrote no report:\n${b.out.slice(-2000)}\n${s.out.slice(-2000)}`);
+    const t = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--timings", timingsFile, "--out", `${out}-timed`], dir, false);
+    timed.push(t.ms);
+    if (!existsSync(xml) || !existsSync(path.join(out, "report.json")) || !existsSync(path.join(`${out}-timed`, "report.json"))) throw new Error(`round ${r + 1}: a run wrote no report:\n${b.out.slice(-2000)}\n${s.out.slice(-2000)}`);
     const bs = bunStatuses(xml);
     const ss = shardguardStatuses(path.join(out, "report.json"));
     // A test whose status differs between two runs of the same tool is the suite's own flakiness, not a difference of the tools.
@@ -129,13 +143,18 @@ try {
     sgStatuses ??= ss;
     base.push(b.ms);
     sg.push(s.ms);
+    cpu.base.push(b.cpuMs);
+    cpu.sg.push(s.cpuMs);
+    const ts = shardguardStatuses(path.join(`${out}-timed`, "report.json"));
+    timedStatuses ??= ts;
     const diff = differences(bs, ss);
-    console.log(`round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ${os.loadavg()[0]!.toFixed(1)}`);
+    console.log(`round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x), with --timings ${(t.ms / 1000).toFixed(2)} s (${(t.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ${os.loadavg()[0]!.toFixed(1)}`);
   }
   const stable = (k: string) => !flaky.has(k);
   const diffs = differences(baseStatuses!, sgStatuses!, stable);
-  console.log(`median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x)`);
-  console.log(`statuses: ${diffs.length} difference(s) between the tools in round 1 outside ${flaky.size} test(s) that changed between rounds of one tool${diffs.length ? `: ${diffs.join("; ")}` : ""}`);
+  console.log(`median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x); with --timings (${recorded} files recorded) ${(median(timed) / 1000).toFixed(2)} s: ${(median(timed) / median(base)).toFixed(2)}x; CPU ${(median(cpu.base) / 1000).toFixed(2)} s vs ${(median(cpu.sg) / 1000).toFixed(2)} s (${(median(cpu.sg) / median(cpu.base)).toFixed(2)}x); wall range ${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`);
+  const timedDiffs = differences(baseStatuses!, timedStatuses!, stable);
+  console.log(`statuses: ${diffs.length} difference(s) between the tools in round 1 (${timedDiffs.length} with --timings) outside ${flaky.size} test(s) that changed between rounds of one tool${[...diffs, ...timedDiffs].length ? `: ${[...diffs, ...timedDiffs].join("; ")}` : ""}`);
 
   // One wedged file: its test is killed at the timeout, every other test keeps its status.
   const wedge = "test/zz-shardguard-wedge.test.ts";
