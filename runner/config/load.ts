@@ -284,12 +284,13 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
       ? !(noEventsEnv === "1" || noEventsEnv === "true")
       : (eventsToml as boolean | undefined) ?? true;
 
+  const filesPerShard = (pick(spec("filesPerShard"))?.value as number | "auto" | undefined) ?? DEFAULTS.filesPerShard;
   const settings: RunSettings = {
     root,
     jobs: num("jobs", DEFAULTS.jobs),
     timeoutMs: num("timeout", DEFAULTS.timeoutSeconds * 1000),
     graceMs: num("grace", DEFAULTS.graceSeconds * 1000),
-    filesPerShard: (pick(spec("filesPerShard"))?.value as number | "auto" | undefined) ?? DEFAULTS.filesPerShard,
+    filesPerShard,
     out,
     junit: pathSetting("junit", path.join(out, "junit.xml")),
     json: pathSetting("json", path.join(out, "report.json")),
@@ -297,7 +298,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     html: pathSetting("html", path.join(out, "report.html")),
     bun,
     patterns,
-    bunArgs: [],
+    bunArgs: batchBunArgs(filesPerShard, bunArgs, sources.filesPerShard ?? "default"),
     testEvents,
     heartbeatMs: num("heartbeat", DEFAULTS.heartbeatSeconds * 1000),
     redact: (pick(spec("redact"))?.value as string[] | undefined) ?? [],
@@ -309,7 +310,6 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
       return picked ? path.resolve(picked.from === "toml" ? root : cwd, picked.value as string) : null;
     })(),
   };
-  settings.bunArgs = batchBunArgs(settings.filesPerShard, bunArgs, sources.filesPerShard ?? "default");
   // Two reports on one path would silently overwrite each other.
   const reports = [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf], ["--html", settings.html]] as const;
   for (let i = 0; i < reports.length; i++) {
