@@ -154,6 +154,24 @@ describe("what a file that changes the process leaves to the next file of its ba
     });
   }, 120_000);
 
+  test("Bun 1.3.14: auto with test events is refused with one line (exit 2); with --no-test-events it runs", async () => {
+    const dir = makeSuite(leaking);
+    const bun = await bunBinary("1.3.14");
+    const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], { env: { SG_ROOT: dir } });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toContain("Bun 1.3.14 loses the end of an --isolate run under the test events");
+    expect(refused.stdout).not.toContain("START");
+    const run = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--no-test-events", "--bun", bun, "t"], { env: { SG_ROOT: dir } });
+    expect(statuses(readReport(dir))).toEqual({
+      "t/a.test.ts > changes the process": "passed",
+      "t/b.test.ts > env unchanged": "passed",
+      "t/b.test.ts > global unchanged": "passed",
+      "t/c.test.ts > cwd is the root": "failed",
+    });
+    expect(run.code).toBe(1);
+  }, 120_000);
+
   test("a fixed batch without --isolate (--files-per-shard 3): the next files see all three", async () => {
     const dir = makeSuite(leaking);
     await runCli(["run", "--root", dir, "--files-per-shard", "3", "t"], { env: { SG_ROOT: dir } });
