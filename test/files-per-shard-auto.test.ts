@@ -3,12 +3,12 @@
  * the batch rule (pure), long recorded files alone, a wedged file in a batch
  * costing only its own verdict, what a file that changes process.env, the
  * working directory or a global leaves to the next file of its batch under
- * Bun's --isolate, and bad values refused with one line.
+ * Bun's --isolate, the hostile fixtures batched, and bad values refused with one line.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
+import { fixtureFilesIn, HOSTILE_FIXTURES, makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
 import { bunBinary } from "./helpers/bun-versions.ts";
 import { AUTO_BATCH, autoBatches } from "../runner/plan/auto-batch.ts";
 import type { RunReport } from "../runner/results/model.ts";
@@ -182,6 +182,34 @@ describe("what a file that changes the process leaves to the next file of its ba
       "t/c.test.ts > cwd is the root": "failed",
     });
   }, 60_000);
+});
+
+describe("the hostile fixtures (test/fixtures/hostile) batched by auto", () => {
+  test("every test has the status it has with one process per file", async () => {
+    const dir = makeSuite(fixtureFilesIn(HOSTILE_FIXTURES));
+    const pids = path.join(dir, "pids");
+    mkdirSync(pids);
+    const env = { SG_HOSTILE_PIDS: pids };
+    const perTest = (out: string) => {
+      const report = readReport(dir, path.join(out, "report.json"));
+      const map = new Map<string, string[]>();
+      for (const t of report.shards.flatMap((s) => s.tests)) map.set(t.file, [...(map.get(t.file) ?? []), `${t.name.slice(0, 60)}: ${t.status}`].sort());
+      return Object.fromEntries([...map].sort());
+    };
+    try {
+      await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "7", "--grace", "1", "--out", path.join(dir, "one")], { env, limitMs: 90_000 });
+      const auto = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "7", "--grace", "1", "--files-per-shard", "auto", "--out", path.join(dir, "auto")], { env, limitMs: 90_000 });
+      expect(readReport(dir, path.join(dir, "auto", "report.json")).shards.some((s) => s.files.length > 1)).toBe(true);
+      expect(perTest(path.join(dir, "auto"))).toEqual(perTest(path.join(dir, "one")));
+      expect(auto.code).toBe(1);
+    } finally {
+      // The fixtures' escapees, should a run have left any.
+      for (const f of readdirSync(pids)) for (const line of readFileSync(path.join(pids, f), "utf8").split("\n")) {
+        const pid = Number(line.trim().split(" ").pop());
+        if (pid > 1) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+      }
+    }
+  }, 120_000);
 });
 
 describe("bad values: one line, exit 2, nothing started", () => {
