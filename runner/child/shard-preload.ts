@@ -38,8 +38,8 @@
  *
  * 4. `--isolate` batches (`SHARDGUARD_ISOLATE_FILES=<n>`, n > 1). Bun then
  *    runs this preload once per file, each time in a fresh global object with
- *    process.env and the working directory as the process started (measured on
- *    Bun 1.3.13 to 1.4.5), and its global afterAll after every file. No
+ *    process.env as the process started (measured on Bun 1.3.13 to 1.4.5;
+ *    docs/bun-behaviour.md), and its global afterAll after every file. No
  *    JavaScript object outlives a file, so this file's position in the batch
  *    is counted in a file of its own (`<marks>.seq.<pid>`, one byte per file):
  *    only the first file holds for the release, only the last writes "e", and
