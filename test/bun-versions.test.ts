@@ -20,14 +20,14 @@ afterAll(removeSuites);
 
 describe("capabilities by version", () => {
   test.each([
-    ["1.3.13", { junitListsAttempts: true, junitFailureText: false, noOrphans: false, newerThanMeasured: false }],
-    ["1.3.14", { junitListsAttempts: true, junitFailureText: false, noOrphans: true, newerThanMeasured: false }],
-    ["1.4.0", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false }],
-    ["1.4.4", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false }],
-    ["1.4.5", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false }],
-    ["1.5.0", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: true }],
+    ["1.3.13", { junitListsAttempts: true, junitFailureText: false, noOrphans: false, newerThanMeasured: false, isolateWithEvents: true }],
+    ["1.3.14", { junitListsAttempts: true, junitFailureText: false, noOrphans: true, newerThanMeasured: false, isolateWithEvents: false }],
+    ["1.4.0", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false, isolateWithEvents: true }],
+    ["1.4.4", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false, isolateWithEvents: true }],
+    ["1.4.5", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false, isolateWithEvents: true }],
+    ["1.5.0", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: true, isolateWithEvents: true }],
     // A canary is read as its base version.
-    ["1.4.2-canary.20260906.1", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false }],
+    ["1.4.2-canary.20260906.1", { junitListsAttempts: false, junitFailureText: true, noOrphans: true, newerThanMeasured: false, isolateWithEvents: true }],
   ])("Bun %s", (version, want) => {
     expect(bunCapabilities(version)).toEqual({ version, ...want });
   });

@@ -205,10 +205,15 @@ describe("plan side", () => {
 
   test("--files-per-shard never batches an exclusive file with another; the others are batched as if it were absent", () => {
     const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
-    const shards = groupIntoShards(files, 2, (f) => f.startsWith("c") || f.startsWith("gen"));
+    const alone = (f: string) => f.startsWith("c") || f.startsWith("gen");
+    const shards = groupIntoShards(files, 2, { alone });
     expect(shards.map((s) => s.files)).toEqual([["a.test.ts", "b.test.ts"], ["c.test.ts"], ["d.test.ts", "z.test.ts"], ["gen.test.ts"]]);
     expect(shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
     expect(groupIntoShards(files, 4).map((s) => s.files.length)).toEqual([4, 2]);
+    // --files-per-shard auto too: the exclusive files alone, the rest batched among themselves.
+    const auto = groupIntoShards(files, "auto", { alone, batching: { durations: new Map(), jobs: 2 } }).map((s) => s.files);
+    expect(auto.filter((g) => g.some(alone))).toEqual([["c.test.ts"], ["gen.test.ts"]]);
+    expect(auto.flat().sort()).toEqual([...files].sort());
   });
 
   test("exclusive shards are dispatched last, each group in its order", () => {

@@ -36,6 +36,18 @@
  *    answer) here, appended to the marks file as `\nP <pid> <pgid> <command>`
  *    lines (Linux; /proc through ./proc-reader.ts, the runner's own parser).
  *
+ * 4. `--isolate` batches (`SHARDGUARD_ISOLATE_FILES=<n>`, n > 1). Bun then
+ *    runs this preload once per file, each time in a fresh global object with
+ *    process.env as the process started (measured on Bun 1.3.13 to 1.4.5;
+ *    docs/bun-behaviour.md), and its global afterAll after every file. No
+ *    JavaScript object outlives a file, so this file's position in the batch
+ *    is counted in a file of its own (`<marks>.seq.<pid>`, one byte per file):
+ *    only the first file holds for the release, only the last writes "e", and
+ *    the marks are appended, never truncated. The runner's end-of-run promise
+ *    lives in the first file's global, which is gone by then, so the last
+ *    file sleeps {@link EXIT_FLUSH_MS} for the events to leave instead of the
+ *    barrier (the JUnit, written at the normal end, holds every verdict).
+ *
  * The measurements behind these choices are in docs/bun-behaviour.md ("The
  * child preload"). The hooks never fail a test (errors are swallowed); per
  * test they cost one store into the mapped count. This file imports only
@@ -47,7 +59,35 @@ import { procFilesOf, walkDescendants } from "./proc-reader.ts";
 // Bun's FileSink, not node:fs, whose import costs every child about 2.5 ms
 // of CPU (docs/bun-behaviour.md, "Speed"); flush() on a file sink writes synchronously.
 const marksPath = process.env.SHARDGUARD_MARKS;
-const marks = marksPath ? Bun.file(marksPath).writer() : null;
+/** Files of an `--isolate` batch (4. above); 1 when the shard does not run isolated or has one file. */
+const isolatedFiles = Number.parseInt(process.env.SHARDGUARD_ISOLATE_FILES ?? "", 10) || 1;
+// node:fs only for isolated batches: its import costs every other child about 2.5 ms.
+const fs = isolatedFiles > 1 && marksPath ? (require("node:fs") as typeof import("node:fs")) : null;
+/** 0-based position of the file this preload runs for in an isolated batch; 0 otherwise. */
+const position = fs && marksPath ? nextPosition(fs, `${marksPath}.seq.${process.pid}`) : 0;
+const lastOfBatch = position >= isolatedFiles - 1;
+const marks: { write(text: string): unknown; flush(): unknown } | null = !marksPath
+  ? null
+  : fs
+    ? { write: (text: string) => fs.appendFileSync(marksPath, text), flush: () => undefined }
+    : Bun.file(marksPath).writer();
+
+/** Counts this preload's run in `seqFile` and returns how many came before it (0 when the file cannot be used); the last one removes it. */
+function nextPosition(files: typeof import("node:fs"), seqFile: string): number {
+  try {
+    const fd = files.openSync(seqFile, "a");
+    try {
+      const before = files.fstatSync(fd).size;
+      files.writeSync(fd, "x");
+      if (before >= isolatedFiles - 1) files.rmSync(seqFile, { force: true });
+      return before;
+    } finally {
+      files.closeSync(fd);
+    }
+  } catch {
+    return 0;
+  }
+}
 /** Suffix of the start-count file next to the marks file (START_COUNT_SUFFIX in runner/exec/marks.ts). */
 const START_COUNT_SUFFIX = ".count";
 /**
@@ -158,7 +198,7 @@ const HOLD_EXPIRED_EXIT = 3;
 // environment still has it; the runner removed the socket file by then).
 if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
   delete process.env.BUN_INSPECT_CONNECT_TO;
-  if (flushEvents) {
+  if (flushEvents && position === 0) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = {};
     const first = await race([slot("shardguard.released").promise, new Promise((resolve) => (timer = realSetTimeout(() => resolve(expired), HOLD_MAX_MS)))]);
@@ -198,7 +238,7 @@ if (flushEvents) {
 
 let currentFile: string | undefined;
 /** Test files begun so far in this process; the k-th file's barrier is named by k - 1. */
-let filesBegun = 0;
+let filesBegun = position;
 beforeEach(() => {
   const newFile = Bun.main !== currentFile;
   if (newFile) {
@@ -211,7 +251,8 @@ beforeEach(() => {
   }
   if (!bailBarriers || !newFile) return undefined;
   const k = filesBegun - 1;
-  if (!fakeTimers()) return firstTestBarrier(k);
+  // A later file of an isolated batch: the runner's slots live in the first file's global.
+  if (!fakeTimers() && position === 0) return firstTestBarrier(k);
   // Under fake timers installed at load (`jest.useFakeTimers()`) the
   // barrier's bounding timer never fires (test/preload-globals.test.ts): sleep
   // synchronously instead, like the wait in process.exit (Bun's inspector
@@ -246,12 +287,19 @@ async function firstTestBarrier(k: number): Promise<void> {
 // registered, and never after a call to process.exit: its "e" proves that Bun
 // reached the normal end of the run (measured on Bun 1.4.4).
 afterAll(async () => {
+  if (!lastOfBatch) return;
   mark("e");
   // With events on, wait until the runner has every event (see 2. above).
   // The runner lists this process's descendants before it answers, so an
   // answer means the list exists (3. above) and this process skips its own.
   let acknowledged = false;
-  if (flushEvents) {
+  if (flushEvents && position > 0) {
+    try {
+      Bun.sleepSync(EXIT_FLUSH_MS);
+    } catch {
+      // Never fail the run from here.
+    }
+  } else if (flushEvents) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       slot("shardguard.endOfRun").resolve("end");

@@ -10,6 +10,7 @@ import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
 import { resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, type Plan } from "../plan/plan.ts";
+import { readTimings } from "../plan/timings.ts";
 import { RunReportSchema, type RerunOf, type RunReport } from "../results/report-model.ts";
 import { filesToRerun } from "../results/rerun.ts";
 
@@ -124,7 +125,7 @@ export function planLastFailed(settings: RunSettings, patterns: readonly string[
   const reason = `did not pass in run ${found.rerunOf.runId}`;
   return {
     kind: "plan",
-    plan: { root: settings.root, patterns: [], shards: groupIntoShards(found.files, settings.filesPerShard, resourcePlan(settings).isExclusive), included: new Map(found.files.map((f) => [f, reason])), excluded: [] },
+    plan: { root: settings.root, patterns: [], shards: groupIntoShards(found.files, settings.filesPerShard, { batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs }, alone: resourcePlan(settings).isExclusive }), included: new Map(found.files.map((f) => [f, reason])), excluded: [] },
     rerunOf: found.rerunOf,
     from: found.from,
     gone: found.gone,

@@ -6,7 +6,8 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
-import { OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
+import { bunCapabilities, OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
+import { isolates } from "../exec/bun-command.ts";
 
 /** Oldest Bun shardguard supports (results/bun-capabilities.ts; package.json `engines` says the same). */
 export const MIN_BUN_VERSION = OLDEST_SUPPORTED_BUN;
@@ -84,6 +85,10 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
   const version = bunVersionOf(settings.bun);
   const refused = unsupportedBun(version);
   if (refused) throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
+  if (settings.testEvents && isolates(settings.bunArgs) && !bunCapabilities(version).isolateWithEvents) {
+    const why = settings.filesPerShard === "auto" ? "--files-per-shard auto runs its batches with --isolate" : "the bun test flags hold --isolate";
+    throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} loses the end of an --isolate run under the test events and ${why}; use --no-test-events, another Bun (1.3.13, 1.4.4 or later), or a number of files per shard without --isolate`);
+  }
   return { bunVersion: version };
 }
 

@@ -12,6 +12,7 @@ import { ConfigError } from "../config/settings-schema.ts";
 import { startProcess } from "../exec/process.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { unmatchedGlobNotes } from "../plan/resources.ts";
+import { isolateEnv, isolates } from "../exec/bun-command.ts";
 import { slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings } from "../plan/timings.ts";
 import type { PreflightPlan } from "../presets/preset-preflight.ts";
@@ -161,7 +162,14 @@ export async function executePresetRun(p: PreparedPresetRun, host: Host, provena
       predecided: p.skipped,
       preset: { name: p.preset.name, via: p.via, tier: p.tier?.name ?? null, selection: p.selection?.reason ?? null },
       ...(provenance ? { provenance } : {}),
-      ...(shardDir ? { shardEnv: (shard: PlannedShard) => ({ [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) }) } : {}),
+      ...(shardDir || isolates(p.settings.bunArgs)
+        ? {
+            shardEnv: (shard: PlannedShard) => ({
+              ...isolateEnv(p.settings.bunArgs, shard.files.length),
+              ...(shardDir ? { [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) } : {}),
+            }),
+          }
+        : {}),
     },
     host,
   );

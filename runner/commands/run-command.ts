@@ -6,7 +6,8 @@ import path from "node:path";
 import type { ParsedWithExtras } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
-import { planRun, type Plan } from "../plan/plan.ts";
+import { isolateEnv, isolates } from "../exec/bun-command.ts";
+import { planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { needsTag, resourcePlan, unmatchedGlobNotes } from "../plan/resources.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
@@ -52,7 +53,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     plan = rerun.plan;
     provenance = { rerunOf: rerun.rerunOf };
   } else {
-    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, out: settings.out, exclusive: settings.exclusive });
+    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, batching: { durations: timings.durations, jobs: settings.jobs }, out: settings.out, exclusive: settings.exclusive });
   }
   if (spec) {
     const sliced = slicePlan(plan, spec, timings.durations);
@@ -73,7 +74,9 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   for (const file of timings.missing) host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
   // An empty slice still runs (nothing) and writes reports naming the whole
   // plan, so the merge sees that this slice reported.
-  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env, timings: timings.durations, provenance }, host);
+  // Batches under --isolate (--files-per-shard auto adds it) tell the preload their size.
+  const shardEnv = isolates(settings.bunArgs) ? { shardEnv: (shard: PlannedShard) => isolateEnv(settings.bunArgs, shard.files.length) } : {};
+  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env, timings: timings.durations, provenance, ...shardEnv }, host);
   return result.exitCode;
 }
 

@@ -29,7 +29,7 @@ export type SettingKey = SettingSpec["key"];
 export interface SettingLayer {
   /** Where the values come from, e.g. "EVALS_JOBS" or "preset gstack-paid"; reported as the source. */
   from: string;
-  values: Partial<Record<SettingKey, number | string[] | ResourceTable>>;
+  values: Partial<Record<SettingKey, number | "auto" | string[] | ResourceTable>>;
 }
 
 /** Inputs to {@link resolveSettings}; injectable so tests need no real process state. */
@@ -284,12 +284,13 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
       ? !(noEventsEnv === "1" || noEventsEnv === "true")
       : (eventsToml as boolean | undefined) ?? true;
 
+  const filesPerShard = (pick(spec("filesPerShard"))?.value as number | "auto" | undefined) ?? DEFAULTS.filesPerShard;
   const settings: RunSettings = {
     root,
     jobs: num("jobs", DEFAULTS.jobs),
     timeoutMs: num("timeout", DEFAULTS.timeoutSeconds * 1000),
     graceMs: num("grace", DEFAULTS.graceSeconds * 1000),
-    filesPerShard: num("filesPerShard", DEFAULTS.filesPerShard),
+    filesPerShard,
     out,
     junit: pathSetting("junit", path.join(out, "junit.xml")),
     json: pathSetting("json", path.join(out, "report.json")),
@@ -297,7 +298,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     html: pathSetting("html", path.join(out, "report.html")),
     bun,
     patterns,
-    bunArgs,
+    bunArgs: batchBunArgs(filesPerShard, bunArgs, sources.filesPerShard ?? "default"),
     testEvents,
     heartbeatMs: num("heartbeat", DEFAULTS.heartbeatSeconds * 1000),
     redact: (pick(spec("redact"))?.value as string[] | undefined) ?? [],
@@ -321,6 +322,22 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     }
   }
   return { settings, sources };
+}
+
+/**
+ * The `bun test` flags of the shards: with `--files-per-shard auto`, the
+ * user's flags plus `--isolate` (every supported Bun has it, 1.3.13 on), so
+ * each file of a batch gets a fresh global object; otherwise unchanged.
+ *
+ * @param source where the auto came from, for the error line
+ * @throws ConfigError when the flags hold `--no-isolate`, which auto cannot honour
+ */
+export function batchBunArgs(filesPerShard: number | "auto", bunArgs: readonly string[], source: string): string[] {
+  if (filesPerShard !== "auto") return [...bunArgs];
+  if (bunArgs.includes("--no-isolate")) {
+    throw new ConfigError(`invalid ${source} auto with the bun test flag --no-isolate: auto batches run with --isolate; drop --no-isolate or give a number of files per shard`);
+  }
+  return bunArgs.includes("--isolate") ? [...bunArgs] : [...bunArgs, "--isolate"];
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -21,7 +21,11 @@ export interface RunSettings {
   timeoutMs: number;
   /** Delay between SIGTERM and SIGKILL of a shard's process group, ms. */
   graceMs: number;
-  filesPerShard: number;
+  /**
+   * Test files per shard, or "auto": batches of a useful amount of work from
+   * the timings, each run with Bun's `--isolate` (plan/auto-batch.ts, docs/sharding.md).
+   */
+  filesPerShard: number | "auto";
   /** Directory holding junit.xml, report.json and logs/. */
   out: string;
   junit: string;
@@ -74,7 +78,7 @@ export type ResourceTable = Record<string, ResourceSpec>;
 export type SettingValue = number | string | string[] | ResourceTable;
 
 /** How a raw setting value is parsed from a flag, environment variable or TOML value. */
-type Kind = "posint" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths" | "globs" | "resources";
+type Kind = "posint" | "filesPerShard" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths" | "globs" | "resources";
 
 /** One setting: its flag, environment variable, bunfig.toml key and value rule. */
 export interface SettingSpec {
@@ -93,7 +97,7 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "jobs", flag: "--jobs", env: "SHARDGUARD_JOBS", toml: "jobs", kind: "posint", help: "shard processes at once (default 4)" },
   { key: "timeout", flag: "--timeout", env: "SHARDGUARD_TIMEOUT", toml: "timeout", kind: "seconds", help: "wall-clock seconds per shard before its process group is killed (default 1800)" },
   { key: "grace", flag: "--grace", env: "SHARDGUARD_GRACE", toml: "grace", kind: "nonnegSeconds", help: "seconds between SIGTERM and SIGKILL (default 5)" },
-  { key: "filesPerShard", flag: "--files-per-shard", env: "SHARDGUARD_FILES_PER_SHARD", toml: "files-per-shard", kind: "posint", help: "test files per shard, i.e. per bun test process on this machine (default 1); --shard I/N is another thing: a slice of the plan for one CI machine" },
+  { key: "filesPerShard", flag: "--files-per-shard", env: "SHARDGUARD_FILES_PER_SHARD", toml: "files-per-shard", kind: "filesPerShard", help: "test files per shard, i.e. per bun test process on this machine (default 1), or auto: batches of 0.5-5 s of work (at least 4 per job) sized from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; --shard I/N is another thing: a slice of the plan for one CI machine" },
   { key: "out", flag: "--out", env: "SHARDGUARD_OUT", toml: "out", kind: "path", help: "output directory (default .shardguard under root)" },
   { key: "junit", flag: "--junit", env: "SHARDGUARD_JUNIT", toml: "junit", kind: "path", help: "JUnit XML path (default OUT/junit.xml)" },
   { key: "json", flag: "--json", env: "SHARDGUARD_JSON", toml: "json", kind: "path", help: "JSON report path (default OUT/report.json)" },
@@ -137,6 +141,10 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
   posint: {
     schema: z.coerce.number().int().positive().max(10_000),
     accepted: "a whole number from 1 to 10000",
+  },
+  filesPerShard: {
+    schema: z.union([z.literal("auto"), z.coerce.number().int().positive().max(10_000)]),
+    accepted: "a whole number from 1 to 10000, or auto",
   },
   seconds: {
     schema: z.coerce.number().min(0.001).max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)),
@@ -189,7 +197,7 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
   const looksNumeric =
     (typeof raw === "number" && Number.isFinite(raw)) ||
     (typeof raw === "string" && /^\s*[+]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw));
-  const needsNumber = spec.kind === "posint" || spec.kind === "seconds" || spec.kind === "nonnegSeconds";
+  const needsNumber = (spec.kind === "filesPerShard" && raw !== "auto") || spec.kind === "posint" || spec.kind === "seconds" || spec.kind === "nonnegSeconds";
   const result = needsNumber && !looksNumeric ? null : rule.schema.safeParse(raw);
   if (!result || !result.success) {
     throw new ConfigError(`invalid ${source} ${written ?? showValue(raw)}: expected ${rule.accepted}`);

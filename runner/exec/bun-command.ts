@@ -16,7 +16,24 @@ export const SHARD_ENV = {
   marks: "SHARDGUARD_MARKS",
   /** "1" when the child preload should yield around tests so events drain. */
   yieldEvents: "SHARDGUARD_YIELD",
+  /** Files of a shard run with `--isolate`, when more than one: the preload then runs once per file (runner/child/shard-preload.ts, 4.). */
+  isolateFiles: "SHARDGUARD_ISOLATE_FILES",
 } as const;
+
+/** True when the user's flags run each file of a shard in a fresh global (`--isolate`; `--no-isolate` after it turns it off). */
+export function isolates(bunArgs: readonly string[]): boolean {
+  const i = bunArgs.lastIndexOf("--isolate");
+  return i >= 0 && bunArgs.lastIndexOf("--no-isolate") < i;
+}
+
+/**
+ * The per-shard environment an `--isolate` run adds: the shard's file count
+ * ({@link SHARD_ENV}.isolateFiles) when it has more than one, so the child
+ * preload knows which file of the batch it runs for; nothing otherwise.
+ */
+export function isolateEnv(bunArgs: readonly string[], files: number): Record<string, string> {
+  return isolates(bunArgs) && files > 1 ? { [SHARD_ENV.isolateFiles]: String(files) } : {};
+}
 
 /** Absolute path of the child preload (test-start marks, event draining). */
 export const SHARD_PRELOAD = path.join(PACKAGE_ROOT, "runner", "child", "shard-preload.ts");

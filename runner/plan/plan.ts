@@ -9,6 +9,7 @@ import type FastGlob from "fast-glob";
 import { ConfigError } from "../config/settings-schema.ts";
 import { plural } from "../util/format.ts";
 import { sha256Hex } from "../util/random.ts";
+import { autoBatches, type AutoBatchInputs } from "./auto-batch.ts";
 import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, toRealPaths, walkTestFiles } from "./walk.ts";
 
 /** fast-glob, loaded on first use: a run whose patterns are directories never needs it (plan/walk.ts). */
@@ -55,7 +56,10 @@ export interface Plan {
 export interface PlanOptions {
   root: string;
   patterns: readonly string[];
-  filesPerShard: number;
+  /** Files per shard, or "auto": batches sized from `batching` (plan/auto-batch.ts). */
+  filesPerShard: number | "auto";
+  /** Recorded durations and jobs for `filesPerShard: "auto"`; none recorded and 1 job when absent. */
+  batching?: AutoBatchInputs;
   /** Extra ignore globs, relative to the root. */
   ignore?: readonly string[];
   /**
@@ -127,7 +131,7 @@ export function planRun(options: PlanOptions): Plan {
   }
   const files = [...included.keys()].sort(compareStable);
   if (options.out !== undefined) refuseOutAmongTests(options.root, options.out, files);
-  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard, options.exclusive?.length ? (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(options.exclusive) : undefined), included, excluded };
+  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard, { batching: options.batching, alone: exclusiveMatcher(options.exclusive) }), included, excluded };
 }
 
 /**
@@ -224,21 +228,34 @@ function escapePath(text: string): string {
   return isPlainPath(text) ? text : fg().escapePath(text);
 }
 
+/** Matches exclusive files; micromatch (util/glob-match.ts) is loaded only when the run names some. */
+function exclusiveMatcher(globs: readonly string[] | undefined): ((file: string) => boolean) | undefined {
+  if (!globs?.length) return undefined;
+  return (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(globs);
+}
+
 /**
- * Groups sorted files into shards of `size` files, in order.
+ * Groups sorted files into shards of `size` files, in order, or with
+ * `size` "auto" into batches by the rule of plan/auto-batch.ts.
  *
  * @param files relative paths, already deduplicated and sorted
- * @param size files per shard, at least 1
- * @param alone files that get a shard of their own (exclusive files): never
+ * @param size files per shard, at least 1, or "auto" (plan/auto-batch.ts)
+ * @param options.batching recorded durations (ms) and jobs for "auto"; none recorded and 1 job when absent
+ * @param options.alone files that get a shard of their own (exclusive files): never
  *   batched with another; the other files are batched as if they were absent,
  *   and every shard takes its place in the plan by its first file
  */
-export function groupIntoShards(files: readonly string[], size: number, alone?: (file: string) => boolean): PlannedShard[] {
-  const per = Math.max(1, Math.floor(size));
+export function groupIntoShards(files: readonly string[], size: number | "auto", options: { batching?: AutoBatchInputs; alone?: (file: string) => boolean } = {}): PlannedShard[] {
+  const { alone } = options;
   const single = alone ? files.filter(alone) : [];
   const batched = single.length > 0 ? files.filter((f) => !alone!(f)) : files;
   const groups: string[][] = single.map((f) => [f]);
-  for (let i = 0; i < batched.length; i += per) groups.push(batched.slice(i, i + per));
+  if (size === "auto") {
+    groups.push(...autoBatches(batched, options.batching ?? { durations: new Map(), jobs: 1 }).groups);
+  } else {
+    const per = Math.max(1, Math.floor(size));
+    for (let i = 0; i < batched.length; i += per) groups.push(batched.slice(i, i + per));
+  }
   if (single.length > 0) groups.sort((a, b) => compareStable(a[0]!, b[0]!));
   const shards: PlannedShard[] = groups.map((group, i) => ({ index: i + 1, slug: shardSlug(group), files: group }));
   // Slugs name per-shard directories (a preset's eval dir): two shards must

@@ -129,7 +129,7 @@ export const PresetSchema = z
     globs: z.array(z.string().min(1)).min(1),
     /** Whether `bun test FILE...` with only this preset's files is taken over (the legacy command line). */
     "intercept-files": z.boolean().default(true),
-    "files-per-shard": posint.default(1),
+    "files-per-shard": z.union([posint, z.literal("auto")]).default(1),
     jobs: posint.default(4),
     /** Shard wall-clock timeout, seconds. */
     timeout: seconds.default(1800),
@@ -215,7 +215,8 @@ export interface Preset {
   description: string;
   globs: string[];
   interceptFiles: boolean;
-  filesPerShard: number;
+  /** Files per shard, or "auto" (plan/auto-batch.ts). */
+  filesPerShard: number | "auto";
   jobs: number;
   timeoutMs: number;
   graceMs: number;

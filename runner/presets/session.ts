@@ -9,7 +9,7 @@
  */
 import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
-import { resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
+import { batchBunArgs, resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/settings-schema.ts";
 import { needsTag, resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
@@ -20,6 +20,7 @@ import { plural } from "../util/format.ts";
 import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
 import { bunFlagConflict, expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
 import { planPreflight, type PreflightPlan } from "./preset-preflight.ts";
+import { readTimings } from "../plan/timings.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
 import { MAX_MS, type Preset } from "./preset-schema.ts";
 import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
@@ -237,7 +238,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   );
   const conflict = bunFlagConflict(splitBunTestArgs(shardFlags).flags);
   if (conflict) throw new ConfigError(`preset ${preset.name}: shard flags ${conflict}`);
-  const settings: RunSettings = { ...resolved, patterns: [...preset.globs], bunArgs: shardFlags };
+  const settings: RunSettings = { ...resolved, patterns: [...preset.globs], bunArgs: batchBunArgs(resolved.filesPerShard, shardFlags, sources.filesPerShard ?? "default") };
 
   // Files: the preset's, limited to the ones asked for.
   const outRel = settings.out.startsWith(root + path.sep) ? path.relative(root, settings.out).split(path.sep).join("/") : null;
@@ -266,7 +267,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
 
   refuseOutAmongTests(root, settings.out, files);
   const inTier = tier && preset.tier ? filterByTier(root, files, tier.name, preset.tier) : { selected: files, reasons: new Map<string, string>(), excluded: [] };
-  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, resourcePlan(settings).isExclusive);
+  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, { batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs }, alone: resourcePlan(settings).isExclusive });
   const included = new Map(inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const));
   const plan: Plan = { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
 

@@ -11,7 +11,12 @@ export const OLDEST_SUPPORTED_BUN = "1.3.13";
 /** Newest Bun whose behaviour was measured: the newest release on the npm registry when it was. */
 export const NEWEST_MEASURED_BUN = "1.4.5";
 
-/** The facts of one Bun version that change what shardguard passes, reads or reports. */
+/**
+ * The facts of one Bun version that change what shardguard passes, reads or reports.
+ * Every supported Bun has `bun test --isolate`, which `--files-per-shard auto`
+ * adds (a Bun older than {@link OLDEST_SUPPORTED_BUN} is refused before
+ * anything runs); what differs under it is {@link BunCapabilities.isolateWithEvents}.
+ */
 export interface BunCapabilities {
   /** The version read, e.g. "1.3.13". */
   version: string;
@@ -30,6 +35,13 @@ export interface BunCapabilities {
   noOrphans: boolean;
   /** The version is past {@link NEWEST_MEASURED_BUN}: taken to behave as that one. */
   newerThanMeasured: boolean;
+  /**
+   * `--isolate` works with the event channel (Bun's connect mode). On 1.3.14
+   * every such child ended (exit 0) inside the preload's global afterAll
+   * without its end-of-run mark, so every shard read as crashed; 1.3.13,
+   * 1.4.4 and 1.4.5 run it (test/files-per-shard-auto.test.ts).
+   */
+  isolateWithEvents: boolean;
 }
 
 /**
@@ -52,6 +64,7 @@ export function bunCapabilities(version: string): BunCapabilities {
     junitFailureText: order(version, "1.4.0") >= 0,
     noOrphans: order(version, "1.3.14") >= 0,
     newerThanMeasured: order(version, NEWEST_MEASURED_BUN) > 0,
+    isolateWithEvents: order(version, "1.3.14") !== 0,
   };
 }
 

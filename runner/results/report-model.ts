@@ -267,7 +267,8 @@ export const RunReportSchema = z.object({
     jobs: z.number().int().positive(),
     timeoutMs: z.number().int().positive(),
     graceMs: z.number().int().nonnegative(),
-    filesPerShard: z.number().int().positive(),
+    /** Files per shard, or "auto" (batches sized from the timings, docs/sharding.md). */
+    filesPerShard: z.union([z.number().int().positive(), z.literal("auto")]),
     bunArgs: z.array(z.string()),
   }),
   summary: SummarySchema,

@@ -52,7 +52,7 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
       // pass but cannot run now are refused (exit 2) by planLastFailed.
       plan = rerun.kind === "nothing" ? { root: settings.root, patterns: [], shards: [], included: new Map(), excluded: [] } : rerun.plan;
     } else {
-      plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, out: settings.out, exclusive: settings.exclusive });
+      plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, batching: { durations: timings.durations, jobs: settings.jobs }, out: settings.out, exclusive: settings.exclusive });
       if (plan.shards.length === 0) throw new ConfigError(`no test files to run under ${settings.root} (shardguard list shows the plan)`);
     }
     if (spec) plan = slicePlan(plan, spec, timings.durations).plan;

@@ -1,0 +1,170 @@
+/**
+ * A whole public suite under `--files-per-shard auto` against `bun test --parallel=N`
+ * (issue 22, item 3): wall time of alternating rounds (medians, ratio in this
+ * job; a third series with `--timings` from one `--update-timings` run before
+ * the rounds), the per-test statuses of the two compared, and the same suite with one
+ * `while (true) {}` test file added, where every other file's tests must keep
+ * the status they had.
+ *
+ *     bun bench/whole-suite.ts [--source GIT] [--commit SHA] [--rounds 3] [--jobs 2] [--timeout 30] [--keep]
+ *
+ * Set-up: clones GIT (default elysia's GitHub repository; any git URL or local
+ * git directory) at SHA into a temp dir, leaving out blobs the source lacks
+ * (a partial mirror), and installs its locked dependencies from the npm
+ * registry with `bun install --frozen-lockfile --ignore-scripts`. The tests
+ * then run offline. Linux; prints one line per round and a summary.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { XMLParser } from "fast-xml-parser";
+
+const REPO = path.resolve(import.meta.dir, "..");
+const CLI = path.join(REPO, "runner", "cli-entry.ts");
+const BUN = process.execPath;
+
+const argv = process.argv.slice(2);
+const opt = (name: string, fallback: string) => {
+  const i = argv.indexOf(name);
+  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1]! : fallback;
+};
+const SOURCE = opt("--source", "https://github.com/elysiajs/elysia.git");
+const COMMIT = opt("--commit", "8358ff9efbcedf9534995f5977f26b9ceab59329");
+const ROUNDS = Number(opt("--rounds", "3"));
+const JOBS = Number(opt("--jobs", "2"));
+const TIMEOUT_S = Number(opt("--timeout", "30"));
+const KEEP = argv.includes("--keep");
+
+/**
+ * Runs a command to its end; throws with its output when it fails and `check` is set.
+ * `cpuMs`: user + system time of the process and the descendants it reaped (wait4's rusage).
+ */
+function run(cmd: string[], cwd: string, check = true): { code: number; ms: number; cpuMs: number; out: string } {
+  const t0 = performance.now();
+  const r = Bun.spawnSync(cmd, { cwd, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
+  const ms = performance.now() - t0;
+  const out = `${r.stdout?.toString() ?? ""}${r.stderr?.toString() ?? ""}`;
+  if (check && r.exitCode !== 0) throw new Error(`${cmd.join(" ")} exited ${r.exitCode}:\n${out.slice(-3000)}`);
+  const cpuMs = r.resourceUsage ? Number(r.resourceUsage.cpuTime.user + r.resourceUsage.cpuTime.system) / 1000 : NaN;
+  return { code: r.exitCode ?? -1, ms, cpuMs, out };
+}
+
+/** Clones SOURCE at COMMIT into a temp dir without the blobs the source lacks, and installs its dependencies. */
+function setUp(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-whole-suite-"));
+  run(["git", "clone", "-q", "--no-checkout", SOURCE, dir], os.tmpdir());
+  const listed = run(["git", "ls-tree", "-r", COMMIT], dir).out.trim().split("\n");
+  const probe = spawnSync("git", ["cat-file", "--batch-check"], { cwd: dir, input: listed.map((l) => l.split(/\s+/)[2]).join("\n"), encoding: "utf8" });
+  const missing = new Set(probe.stdout.split("\n").filter((l) => l.endsWith(" missing")).map((l) => l.split(" ")[0]));
+  const files = listed.filter((l) => !missing.has(l.split(/\s+/)[2])).map((l) => l.slice(l.indexOf("\t") + 1));
+  run(["git", "reset", "-q", COMMIT], dir);
+  for (let i = 0; i < files.length; i += 500) run(["git", "checkout", COMMIT, "--", ...files.slice(i, i + 500)], dir);
+  if (missing.size > 0) console.log(`set-up: ${missing.size} blob(s) absent from the source, left out (their tests fail the same way in every run)`);
+  run([BUN, "install", "--frozen-lockfile", "--ignore-scripts"], dir);
+  return dir;
+}
+
+type Statuses = Map<string, string[]>;
+
+/** file > describe > … > test → statuses, from Bun's own JUnit (nested suites per describe). */
+function bunStatuses(xmlFile: string): Statuses {
+  const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "", htmlEntities: true, trimValues: false, isArray: (name) => name === "testsuite" || name === "testcase" });
+  const doc = parser.parse(readFileSync(xmlFile, "utf8"));
+  const out: Statuses = new Map();
+  type Suite = { name: string; file?: string; testsuite?: Suite[]; testcase?: Case[] };
+  type Case = { name: string; failure?: unknown; error?: unknown; skipped?: unknown };
+  const walk = (suite: Suite, file: string, names: string[]) => {
+    for (const c of suite.testcase ?? []) {
+      const status = c.failure !== undefined || c.error !== undefined ? "failed" : c.skipped !== undefined ? "skipped" : "passed";
+      add(out, `${file} > ${[...names, c.name].join(" > ")}`, status);
+    }
+    for (const s of suite.testsuite ?? []) walk(s, file, [...names, s.name]);
+  };
+  for (const top of (doc.testsuites?.testsuite ?? []) as Suite[]) walk(top, top.file ?? top.name, []);
+  return out;
+}
+
+/** The same keys from shardguard's report.json; todo counts as skipped, as Bun's JUnit writes it. */
+function shardguardStatuses(reportFile: string): Statuses {
+  const report = JSON.parse(readFileSync(reportFile, "utf8")) as { shards: { tests: { file: string; name: string; status: string; synthetic: boolean }[] }[] };
+  const out: Statuses = new Map();
+  for (const shard of report.shards) for (const t of shard.tests) {
+    if (t.synthetic) continue;
+    add(out, `${t.file} > ${t.name}`, t.status === "todo" ? "skipped" : t.status === "flaky" ? "passed" : t.status);
+  }
+  return out;
+}
+
+function add(map: Statuses, key: string, status: string): void {
+  const list = map.get(key) ?? [];
+  list.push(status);
+  list.sort();
+  map.set(key, list);
+}
+
+/** Keys whose statuses differ between a and b (a key missing on one side counts), optionally only keys `keep` accepts. */
+function differences(a: Statuses, b: Statuses, keep: (key: string) => boolean = () => true): string[] {
+  const keys = new Set([...a.keys(), ...b.keys()]);
+  return [...keys].filter(keep).filter((k) => (a.get(k) ?? []).join() !== (b.get(k) ?? []).join()).map((k) => `${k}: ${(a.get(k) ?? ["absent"]).join(",")} vs ${(b.get(k) ?? ["absent"]).join(",")}`);
+}
+
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
+
+const dir = setUp();
+const files = run(["git", "ls-files", "*.test.ts", "*.test.tsx", "*.spec.ts", "*.test.js"], dir).out.trim().split("\n").filter(Boolean);
+console.log(`suite: ${SOURCE} @ ${COMMIT.slice(0, 12)}, ${files.length} test files; Bun ${Bun.version}; jobs ${JOBS}; load ${os.loadavg()[0]!.toFixed(1)}`);
+try {
+  const base: number[] = [];
+  const sg: number[] = [];
+  const timed: number[] = [];
+  const cpu = { base: [] as number[], sg: [] as number[] };
+  const timingsFile = path.join(dir, ".bench-timings.json");
+  run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--out", path.join(dir, ".bench-sg-warm"), "--update-timings", timingsFile], dir, false);
+  const recorded = Object.keys((JSON.parse(readFileSync(timingsFile, "utf8")) as { files: Record<string, number> }).files).length;
+  let baseStatuses: Statuses | null = null;
+  let sgStatuses: Statuses | null = null;
+  let timedStatuses: Statuses | null = null;
+  const flaky = new Set<string>();
+  for (let r = 0; r < ROUNDS; r++) {
+    const xml = path.join(dir, `.bench-base-${r}.xml`);
+    const b = run([BUN, "test", `--parallel=${JOBS}`, "--reporter=junit", `--reporter-outfile=${xml}`], dir, false);
+    const out = path.join(dir, `.bench-sg-${r}`);
+    const s = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--out", out], dir, false);
+    const t = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--timings", timingsFile, "--out", `${out}-timed`], dir, false);
+    timed.push(t.ms);
+    if (!existsSync(xml) || !existsSync(path.join(out, "report.json")) || !existsSync(path.join(`${out}-timed`, "report.json"))) throw new Error(`round ${r + 1}: a run wrote no report:\n${b.out.slice(-2000)}\n${s.out.slice(-2000)}`);
+    const bs = bunStatuses(xml);
+    const ss = shardguardStatuses(path.join(out, "report.json"));
+    // A test whose status differs between two runs of the same tool is the suite's own flakiness, not a difference of the tools.
+    if (baseStatuses) for (const d of differences(baseStatuses, bs)) flaky.add(d.slice(0, d.lastIndexOf(": ")));
+    if (sgStatuses) for (const d of differences(sgStatuses, ss)) flaky.add(d.slice(0, d.lastIndexOf(": ")));
+    baseStatuses ??= bs;
+    sgStatuses ??= ss;
+    base.push(b.ms);
+    sg.push(s.ms);
+    cpu.base.push(b.cpuMs);
+    cpu.sg.push(s.cpuMs);
+    const ts = shardguardStatuses(path.join(`${out}-timed`, "report.json"));
+    timedStatuses ??= ts;
+    const diff = differences(bs, ss);
+    console.log(`round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x), with --timings ${(t.ms / 1000).toFixed(2)} s (${(t.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ${os.loadavg()[0]!.toFixed(1)}`);
+  }
+  const stable = (k: string) => !flaky.has(k);
+  const diffs = differences(baseStatuses!, sgStatuses!, stable);
+  console.log(`median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x); with --timings (${recorded} files recorded) ${(median(timed) / 1000).toFixed(2)} s: ${(median(timed) / median(base)).toFixed(2)}x; CPU ${(median(cpu.base) / 1000).toFixed(2)} s vs ${(median(cpu.sg) / 1000).toFixed(2)} s (${(median(cpu.sg) / median(cpu.base)).toFixed(2)}x); wall range ${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`);
+  const timedDiffs = differences(baseStatuses!, timedStatuses!, stable);
+  console.log(`statuses: ${diffs.length} difference(s) between the tools in round 1 (${timedDiffs.length} with --timings) outside ${flaky.size} test(s) that changed between rounds of one tool${[...diffs, ...timedDiffs].length ? `: ${[...diffs, ...timedDiffs].join("; ")}` : ""}`);
+
+  // One wedged file: its test is killed at the timeout, every other test keeps its status.
+  const wedge = "test/zz-shardguard-wedge.test.ts";
+  writeFileSync(path.join(dir, wedge), 'import { test } from "bun:test";\ntest("spins", () => {\n  while (true) {}\n});\n');
+  const out = path.join(dir, ".bench-sg-wedge");
+  const w = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--timeout", String(TIMEOUT_S), "--grace", "1", "--out", out], dir, false);
+  const ws = shardguardStatuses(path.join(out, "report.json"));
+  const others = differences(sgStatuses!, ws, (k) => !k.startsWith(`${wedge} >`) && stable(k));
+  console.log(`wedge: ${(w.ms / 1000).toFixed(2)} s with --timeout ${TIMEOUT_S}; the spinning test: ${(ws.get(`${wedge} > spins`) ?? ["absent"]).join(",")}; ${others.length} other test(s) changed status${others.length ? `: ${others.slice(0, 10).join("; ")}` : ""}`);
+} finally {
+  if (KEEP) console.log(`kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,91 @@
+/**
+ * `--files-per-shard auto`: the plan's files grouped into batches of a useful
+ * amount of work, from Bun's per-file timings when there are any
+ * (docs/sharding.md, "Batches of many small files"). Pure: no file is read.
+ */
+
+/** The constants of the batch rule, in ms of recorded (or assumed) file duration. */
+export const AUTO_BATCH = {
+  /** Batches per job the rule aims at, so the pool stays busy to the end (longest first). */
+  batchesPerJob: 4,
+  /** Least work per batch: below it a shard's start-up (~0.1-0.2 s) would dominate. */
+  minBatchMs: 500,
+  /** Most work per batch: caps what one wedged file's re-dispatch and one timeout cover. */
+  maxBatchMs: 5000,
+  /** Cost of a file with no recorded duration when no file has one (with records: their median). */
+  defaultFileMs: 50,
+  /** Most files in one batch: the event channel's per-file barriers stop past 10,000. */
+  maxFiles: 10_000,
+} as const;
+
+/** Inputs of {@link autoBatches}. */
+export interface AutoBatchInputs {
+  /** Recorded per-file durations (ms), keyed like the plan's files (root-relative, forward slashes). */
+  durations: ReadonlyMap<string, number>;
+  /** Shard processes at once (`--jobs`). */
+  jobs: number;
+}
+
+/** What {@link autoBatches} decided, for `list` and the docs' worked examples. */
+export interface AutoBatchPlan {
+  /** Groups of files, each one shard, in plan order of their first file; each group in plan order. */
+  groups: string[][];
+  /** Work aimed at per batch, ms. */
+  targetMs: number;
+  /** Files alone in their shard because their recorded duration is at least {@link targetMs}. */
+  alone: string[];
+}
+
+/**
+ * Groups `files` (in plan order) into batches.
+ *
+ * The rule: a file's cost is its recorded duration, else the median of the
+ * recorded ones, else {@link AUTO_BATCH.defaultFileMs}. The target work per
+ * batch is the total cost over `jobs × batchesPerJob`, clamped to
+ * [minBatchMs, maxBatchMs]. A file whose recorded duration reaches the target
+ * is a shard of its own. The rest fill ⌈rest / target⌉ batches: with no
+ * record at all, contiguous runs of the plan of near-equal length; otherwise
+ * longest first, each file into the least-loaded batch (LPT). Empty batches
+ * are dropped.
+ */
+export function autoBatches(files: readonly string[], inputs: AutoBatchInputs): AutoBatchPlan {
+  const recorded = files.filter((f) => inputs.durations.has(f)).map((f) => inputs.durations.get(f)!);
+  const fallback = recorded.length > 0 ? median(recorded) : AUTO_BATCH.defaultFileMs;
+  const cost = (f: string) => inputs.durations.get(f) ?? fallback;
+  const total = files.reduce((sum, f) => sum + cost(f), 0);
+  const jobs = Math.max(1, Math.floor(inputs.jobs));
+  const targetMs = Math.min(AUTO_BATCH.maxBatchMs, Math.max(AUTO_BATCH.minBatchMs, total / (jobs * AUTO_BATCH.batchesPerJob)));
+  const position = new Map(files.map((f, i) => [f, i]));
+  const alone = files.filter((f) => inputs.durations.has(f) && inputs.durations.get(f)! >= targetMs);
+  const isAlone = new Set(alone);
+  const rest = files.filter((f) => !isAlone.has(f));
+  const restMs = rest.reduce((sum, f) => sum + cost(f), 0);
+  const count = Math.min(rest.length, Math.max(Math.ceil(restMs / targetMs), Math.ceil(rest.length / AUTO_BATCH.maxFiles)));
+  let bins: string[][];
+  if (recorded.length === 0) {
+    bins = Array.from({ length: count }, (_, i) => rest.slice(Math.floor((i * rest.length) / count), Math.floor(((i + 1) * rest.length) / count)));
+  } else {
+    bins = Array.from({ length: count }, () => []);
+    const load = new Array<number>(count).fill(0);
+    const longestFirst = [...rest].sort((a, b) => cost(b) - cost(a) || position.get(a)! - position.get(b)!);
+    for (const f of longestFirst) {
+      let best = -1;
+      for (let i = 0; i < count; i++) {
+        if (bins[i]!.length >= AUTO_BATCH.maxFiles) continue;
+        if (best < 0 || load[i]! < load[best]!) best = i;
+      }
+      bins[best]!.push(f);
+      load[best]! += cost(f);
+    }
+    for (const bin of bins) bin.sort((a, b) => position.get(a)! - position.get(b)!);
+  }
+  const groups = [...alone.map((f) => [f]), ...bins.filter((b) => b.length > 0)];
+  groups.sort((a, b) => position.get(a[0]!)! - position.get(b[0]!)!);
+  return { groups, targetMs, alone };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
