@@ -52,7 +52,7 @@ export class RunResources {
     return wait === null ? "" : `; it was waiting ${(wait.ms / 1000).toFixed(1)} s for ${wait.for.join(", ")}`;
   }
 
-  /** `result` with its shard's `locks`, `exclusive` and wait (model.ts); unchanged without resource settings. */
+  /** `result` with its shard's `locks`, `exclusive` and wait (report-model.ts); unchanged without resource settings. */
   annotate(result: ShardResult): ShardResult {
     if (!this.gate) return result;
     const shard = this.byIndex.get(result.index);

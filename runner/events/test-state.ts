@@ -143,7 +143,7 @@ export interface TestRecord extends AttributionEntry {
 export interface DescribeRecord extends AttributionEntry {
   name: string;
   parentId: number | undefined;
-  /** `outer > … > name > `, set the first time a test's full name needs it (model.ts prefixOf). */
+  /** `outer > … > name > `, set the first time a test's full name needs it (test-model.ts prefixOf). */
   prefix: string | undefined;
 }
 
