@@ -137,6 +137,9 @@ test("leaves a spinner without an environment", async () => {
     if (!gone) process.kill(pid, "SIGKILL");
     expect(gone).toBe(true);
     expect(childGroups(testCgroup!)).toEqual([]);
+    // What only the cgroup found is named among the shard's leftovers.
+    const found = shardOf(readReport(dir), "cleared.test.ts").leftovers.filter((l) => l.pid === pid);
+    expect(found).toEqual([{ pid, command: expect.stringContaining("while :"), leftGroup: true }]);
   }, 100_000);
 
   test.skipIf(skip)("a shard killed at its timeout still gets figures, shown on its end line", async () => {

@@ -8,7 +8,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { childrenOf, liveThread as liveThreadIn, parseProcMemory, parseSchedstatNs, procFilesOf, procStat, walkDescendants, type Descendant, type ProcStat } from "../child/proc-reader.ts";
+import { childrenOf, commandLine, liveThread as liveThreadIn, parseProcMemory, parseSchedstatNs, procFilesOf, procStat, walkDescendants, type Descendant, type ProcStat } from "../child/proc-reader.ts";
 
 export type { Descendant, ProcStat };
 
@@ -299,4 +299,12 @@ export function runtimeNs(pid: number): number | null {
     if (text !== null) sum += parseSchedstatNs(text);
   }
   return sum;
+}
+
+/** A live process (not a zombie) with its group and command line; null when it is gone or a zombie. */
+export function liveProcess(pid: number): Descendant | null {
+  const stat = procStat(FILES, pid);
+  if (stat === null || stat.state === "Z" || stat.state === "X") return null;
+  const cmdline = FILES.read(`/proc/${pid}/cmdline`);
+  return cmdline === null ? null : { pid, pgid: stat.pgid, command: commandLine(cmdline) };
 }

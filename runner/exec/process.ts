@@ -285,8 +285,11 @@ export class ShardProcess {
     signalGroup(pgid, "SIGKILL");
     liveGroups.delete(pgid);
     if (this.killedBy !== null) leftovers = sweep();
-    // The last kill path: whatever is still in the shard's cgroup (left the group and the cookie).
-    meter.killRest();
+    // The last kill path: whatever is still in the shard's cgroup left the group and the cookie
+    // (or the sweep missed it); the group's own members were killed with the group.
+    for (const rest of meter.killRest()) {
+      if (rest.pgid !== pgid && !leftovers.some((l) => l.pid === rest.pid)) leftovers.push({ pid: rest.pid, command: rest.command, leftGroup: true });
+    }
     const resources = await meter.finish(() => this.elapsedMs());
     this.goneMs = this.elapsedMs();
     const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };

@@ -26,7 +26,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ShardResult } from "../results/report-model.ts";
 import { cgroupParent, cgroupPopulated, giveUpCgroups, readKeyed, readText, removeCgroups, returnGroup, takeGroup } from "./cgroups.ts";
-import { childPids, readProcMemory, readProcUsage, runtimeNs, type ProcUsage } from "./proc-inspect.ts";
+import { childPids, liveProcess, readProcMemory, readProcUsage, runtimeNs, type Descendant, type ProcUsage } from "./proc-inspect.ts";
 
 /** The figures of one shard (results/report-model.ts, `resources`). */
 export type ShardResources = NonNullable<ShardResult["resources"]>;
@@ -157,14 +157,24 @@ export class ShardMeter {
     this.observeMemory([pid]);
   }
 
-  /** Kills every process still in the shard's cgroup (after the sweeps, which name what they kill first). */
-  killRest(): void {
-    if (this.cgroup === null) return;
+  /**
+   * Kills every process still in the shard's cgroup (after the sweeps, which
+   * name what they kill first) and returns the live ones it found there:
+   * processes that left the group and the cookie, which nothing else finds.
+   */
+  killRest(): Descendant[] {
+    if (this.cgroup === null) return [];
+    const found: Descendant[] = [];
+    for (const word of readText(path.join(this.cgroup, "cgroup.procs")).split("\n")) {
+      const live = /^\d+$/.test(word) ? liveProcess(Number(word)) : null;
+      if (live !== null) found.push(live);
+    }
     try {
       writeFileSync(path.join(this.cgroup, "cgroup.kill"), "1", { flag: "r+" });
     } catch {
       // No cgroup.kill before Linux 5.14; the group kill and the sweeps have run.
     }
+    return found;
   }
 
   /**
