@@ -61,6 +61,18 @@ describe("timings files", () => {
     ];
     expect([...measuredDurations(shards)]).toEqual([["a", 500], ["b", 300], ["c", 100]]);
   });
+  test("measuredDurations: a shard cut short (timeout, cancel, crash) never lowers a recorded duration; a finished one replaces it", () => {
+    const base = { slug: "s", exitCode: null, signal: "SIGTERM", logPath: null, logIncomplete: false, reason: "", leftovers: [], testSource: "junit" as const, startedAt: "x", tests: [] };
+    const shards: ShardResult[] = [
+      { ...base, index: 1, files: ["timed"], status: "timed-out", killedBy: "timeout", durationMs: 4_000 },
+      { ...base, index: 2, files: ["cancelled"], status: "crashed", killedBy: "cancel", durationMs: 1_800 },
+      { ...base, index: 3, files: ["crashed"], status: "crashed", killedBy: null, durationMs: 700 },
+      { ...base, index: 4, files: ["new-timed"], status: "timed-out", killedBy: "timeout", durationMs: 4_000 },
+      { ...base, index: 5, files: ["finished"], status: "passed", killedBy: null, exitCode: 0, signal: null, durationMs: 900 },
+    ];
+    const previous = { timed: 30_000, cancelled: 30_000, crashed: 500, finished: 5_000 };
+    expect(Object.fromEntries(measuredDurations(shards, previous))).toEqual({ timed: 30_000, cancelled: 30_000, crashed: 700, "new-timed": 4_000, finished: 900 });
+  });
 });
 
 describe("the CLI", () => {

@@ -97,7 +97,7 @@ async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: s
   // The slices' logs are on their own machines: the page names them, without their tails.
   await writeFileAtomic(paths.html, renderHtml(report));
   if (inputs.updateTimings) {
-    const measured = measuredDurations(report.shards);
+    const measured = measuredDurations(report.shards, previousTimings?.files);
     await writeFileAtomic(inputs.updateTimings, renderTimings(previousTimings, measured));
     host.stdout(`shardguard: timings of ${plural(measured.size, "file")} merged into ${inputs.updateTimings}`);
   }

@@ -11,20 +11,24 @@ import { writeFileAtomic } from "../util/atomic.ts";
  * Per-file wall time (ms) of the shards that ran: a one-file shard's whole
  * duration (start-up included, which is what scheduling needs); a shard of
  * several files split in proportion to its files' test durations (evenly
- * when those are all 0). Shards that never started contribute nothing.
+ * when those are all 0). Shards that never started contribute nothing. A
+ * shard cut short (killed at its timeout, cancelled, crashed) measured a
+ * lower bound: it never lowers what `previous` (path → ms) records.
  */
-export function measuredDurations(shards: readonly ShardResult[]): Map<string, number> {
+export function measuredDurations(shards: readonly ShardResult[], previous: Readonly<Record<string, number>> = {}): Map<string, number> {
   const out = new Map<string, number>();
   for (const shard of shards) {
     if (shard.startedAt === null || shard.files.length === 0) continue;
+    const cutShort = shard.killedBy !== null || shard.status === "timed-out" || shard.status === "crashed";
+    const put = (file: string, ms: number) => out.set(file, cutShort ? Math.max(ms, previous[file] ?? 0) : ms);
     if (shard.files.length === 1) {
-      out.set(shard.files[0]!, shard.durationMs);
+      put(shard.files[0]!, shard.durationMs);
       continue;
     }
     const perFile = new Map(shard.files.map((f) => [f, 0]));
     for (const t of shard.tests) if (perFile.has(t.file)) perFile.set(t.file, perFile.get(t.file)! + t.durationMs);
     const sum = [...perFile.values()].reduce((a, b) => a + b, 0);
-    for (const [file, ms] of perFile) out.set(file, sum > 0 ? (shard.durationMs * ms) / sum : shard.durationMs / shard.files.length);
+    for (const [file, ms] of perFile) put(file, sum > 0 ? (shard.durationMs * ms) / sum : shard.durationMs / shard.files.length);
   }
   return out;
 }
@@ -37,7 +41,7 @@ export function measuredDurations(shards: readonly ShardResult[]): Map<string, n
 export async function updateTimingsFile(file: string, shards: readonly ShardResult[], out: Out): Promise<void> {
   try {
     const previous = readTimingsFile(file, "--update-timings");
-    await writeFileAtomic(file, renderTimings(previous, measuredDurations(shards)));
+    await writeFileAtomic(file, renderTimings(previous, measuredDurations(shards, previous?.files)));
   } catch (error) {
     out.line(`shardguard: could not update the timings file ${file}: ${(error as Error).message}`);
   }
