@@ -15,7 +15,8 @@
  * Bun writes no retry information here; `retries`, `flaky` and
  * `attemptFailures` come from elsewhere (inspector events).
  */
-import { scanXml, XmlScanError } from "./xml-scan.ts";
+import { scanXml, XmlScanError, XmlScanner } from "./xml-scan.ts";
+import { readJUnitPieces } from "./junit-shrink.ts";
 import type { Failure, TestResult } from "./report-model.ts";
 
 /** The tests of one file in Bun's JUnit output. */
@@ -70,6 +71,55 @@ export function readBunJUnit(xmlText: string): BunJUnitFile[] {
 }
 
 /**
+ * Reads Bun's JUnit file at `file` as {@link readBunJUnit} reads its text,
+ * scanning it piece by piece as it is read (results/junit-shrink.ts
+ * `readJUnitPieces`): a large file's bytes and text are never held whole.
+ *
+ * @param maxBytes the limit after the cuts (`junitByteLimit` for a shard)
+ * @throws what `readJUnitPieces` throws (file system errors, NotARegularFileError, JUnitTooLargeError)
+ * @throws BunJUnitParseError as {@link readBunJUnit}
+ */
+export async function readBunJUnitFile(file: string, maxBytes: number): Promise<BunJUnitFile[]> {
+  const reader = new JUnitReader();
+  const scanner = new XmlScanner(reader, MAX_DEPTH);
+  // Lines before the current piece, and the offset just past the last newline: an error's line and column.
+  let lines = 0;
+  let lineStart = 0;
+  let before = 0;
+  let current = "";
+  const where = (error: XmlScanError) => {
+    const at = error.offset - before;
+    const head = current.slice(0, Math.max(0, at));
+    const lastNewline = head.lastIndexOf("\n");
+    const line = lines + head.split("\n").length;
+    return { line, col: lastNewline === -1 ? error.offset - lineStart + 1 : at - lastNewline };
+  };
+  try {
+    await readJUnitPieces(file, maxBytes, (piece) => {
+      current = piece;
+      scanner.feed(piece);
+      for (let nl = piece.indexOf("\n"); nl !== -1; nl = piece.indexOf("\n", nl + 1)) {
+        lines += 1;
+        lineStart = before + nl + 1;
+      }
+      before += piece.length;
+      current = "";
+    });
+    scanner.end();
+  } catch (error) {
+    if (error instanceof XmlScanError) {
+      const { line, col } = where(error);
+      throw new BunJUnitParseError(oneLine(`malformed JUnit XML at line ${line}, column ${col}: ${error.message}`));
+    }
+    throw error;
+  }
+  if (reader.rootName !== "testsuites") {
+    throw new BunJUnitParseError(`unexpected JUnit layout: expected one <testsuites> root, found <${reader.rootName}>`);
+  }
+  return reader.files;
+}
+
+/**
  * What an open element is to the walk: the root, a file's suite, a describe
  * block, a testcase, a testcase's failure (or error) or skip marker, or
  * anything else (ignored, with everything inside it).
@@ -109,7 +159,8 @@ class JUnitReader {
       this.rootName = name;
       role = "root";
     } else if (name === "testsuite" && parent === "root") {
-      const file = (decoded(attrs.file) ?? decoded(attrs.name) ?? "").replaceAll("\\", "/");
+      // A copy: a slice of the document would keep all of it alive as long as any entry (each holds `file`).
+      const file = ownCopy((decoded(attrs.file) ?? decoded(attrs.name) ?? "").replaceAll("\\", "/"));
       this.file = { file, tests: [] };
       this.files.push(this.file);
       role = "file";
@@ -162,6 +213,15 @@ class JUnitReader {
       result.status = this.skipped === "TODO" ? "todo" : "skipped";
     }
   }
+}
+
+/**
+ * `text` in memory of its own. JavaScriptCore's slices share the memory of
+ * the string they were cut from, so one slice kept for the run (a file
+ * name) held all of Bun's document (50 MB for 100,000 long names).
+ */
+export function ownCopy(text: string): string {
+  return Buffer.from(text, "utf8").toString("utf8");
 }
 
 /** An attribute value, entity-decoded; undefined when absent. */

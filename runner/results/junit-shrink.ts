@@ -121,6 +121,10 @@ export class JUnitShrinker {
    */
   private out: Buffer = Buffer.allocUnsafe(64 * 1024);
   private outBytes = 0;
+  /** Bytes of output already handed over by {@link JUnitShrinker.take}. */
+  private takenBytes = 0;
+  /** Where in `out` the markup being read (a tag, comment, …) begins: `take` hands over only what precedes it. */
+  private markupStart = 0;
   /** The current text run or attribute value (only its last bytes once long). */
   private run: Buffer[] = [];
   private runBytes = 0;
@@ -157,6 +161,8 @@ export class JUnitShrinker {
         i = chunk.indexOf(LT, i);
         if (i === -1) break;
         this.endRun(chunk, from, i, false);
+        // The bytes from spanStart are not copied yet: the `<` lands this far into the output.
+        this.markupStart = this.outBytes + (i - this.spanStart);
         this.state = "open";
         this.opening = "";
         this.tagBytes = 0;
@@ -222,10 +228,29 @@ export class JUnitShrinker {
     }
   }
 
-  /** The cut document as text. @throws JUnitTooLargeError past the bounds. */
+  /** The cut document as text (what {@link take} has not handed over). @throws JUnitTooLargeError past the bounds. */
   end(): string {
     this.flushRun(false);
     return this.out.toString("utf8", 0, this.outBytes);
+  }
+
+  /**
+   * The output so far that ends where character data may end (the markup
+   * being read, and a text run or attribute value still gathered, stay), as
+   * text, and drops it from the output; "" when there is none. The piece
+   * ends just before a `<` or at the end of character data, so it never
+   * splits a UTF-8 code point. Taken after each push, the output never grows
+   * past about a chunk and the current tag.
+   */
+  take(): string {
+    const cut = this.state === "text" ? this.outBytes : this.markupStart;
+    if (cut === 0) return "";
+    const piece = this.out.toString("utf8", 0, cut);
+    this.out.copyWithin(0, cut, this.outBytes);
+    this.outBytes -= cut;
+    this.markupStart -= cut;
+    this.takenBytes += cut;
+    return piece;
   }
 
   /** Counts `n` more bytes of the current tag's own text. @throws JUnitTooLargeError past the cap. */
@@ -254,7 +279,7 @@ export class JUnitShrinker {
     const length = to - from;
     if (length <= 0) return;
     const end = this.outBytes + length;
-    if (end > this.maxTotalBytes) {
+    if (this.takenBytes + end > this.maxTotalBytes) {
       throw new JUnitTooLargeError(`over ${this.maxTotalBytes} bytes even with long texts cut`);
     }
     if (end > this.out.length) {
@@ -340,6 +365,57 @@ export async function readJUnitCapped(file: string, maxBytes = MAX_JUNIT_BYTES):
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Reads Bun's JUnit file at `file` as {@link readJUnitCapped} does, but
+ * hands the text to `consume` in pieces, in order: a file read whole comes
+ * as one piece; a streamed one (over {@link WHOLE_READ_BYTES}) as pieces of
+ * about READ_CHUNK_BYTES, each ending where character data may end
+ * ({@link JUnitShrinker.take}), so neither its bytes nor its text are ever
+ * held whole (for 100,000 names of 200 characters the two were 100 MB of
+ * the runner's peak). A `consume` that throws stops the consuming, not the
+ * read: a file past `maxBytes` is still reported as too large first.
+ *
+ * @param maxBytes the limit after the cuts ({@link junitByteLimit} for a shard)
+ * @throws the file system error (e.g. ENOENT, as `code`) when it cannot be read
+ * @throws NotARegularFileError when it is not a regular file (a FIFO is never waited on)
+ * @throws JUnitTooLargeError when it is too large even after the cuts
+ * @throws what `consume` threw first, once the whole file was read within the bounds
+ */
+export async function readJUnitPieces(file: string, maxBytes: number, consume: (piece: string) => void): Promise<void> {
+  const whole = readSmallRegularFile(file, Math.min(maxBytes, WHOLE_READ_BYTES));
+  if (whole !== null) {
+    consume(cutJUnitText(whole, maxBytes));
+    return;
+  }
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  let failure: { error: unknown } | null = null;
+  const give = (piece: string) => {
+    if (failure !== null || piece === "") return;
+    try {
+      consume(piece);
+    } catch (error) {
+      failure = { error };
+    }
+  };
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) throw new NotARegularFileError(`not a regular file: ${file}`);
+    // Output taken after each chunk: it starts small and grows only to a chunk and a tag.
+    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES, maxBytes);
+    const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      shrinker.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+      give(shrinker.take());
+    }
+    give(shrinker.end());
+  } finally {
+    await handle.close();
+  }
+  if (failure !== null) throw (failure as { error: unknown }).error;
 }
 
 /**
