@@ -121,3 +121,25 @@ test("a malformed large file fails with the whole text's message (line and colum
   expect((error as Error).message).toBe(expected);
   await expect(readBunJUnitFile(file, WHOLE_READ_BYTES)).rejects.toBeInstanceOf(JUnitTooLargeError);
 });
+
+test("names of the events reused for the testcases they equal give the same entries as names built from Bun's document", async () => {
+  const text = document(450, 120);
+  const plain = readBunJUnit(text);
+  // The file is read with long texts cut, as a shard's is.
+  const cut = readBunJUnit(cutJUnitText(Buffer.from(text), 1 << 28));
+  const names = plain[0]!.tests.filter((t) => !t.name.endsWith("(unnamed)")).map((t) => t.name);
+  const file = "a.test.ts";
+  const lists: { file: string; name: string }[][] = [
+    names.map((name) => ({ file, name })),
+    // Another order, tests missing, a control character Bun's JUnit drops, another file's test of the same name.
+    [...names.slice(0, 50), ...names.slice(120, 200), ...names.slice(50, 120), `${names[201]}\u0007`, ...names.slice(202)].map((name) => ({ file, name })),
+    [{ file: "b.test.ts", name: names[0]! }, ...names.slice(1, 30).map((name) => ({ file, name }))],
+    names.map((name) => ({ file, name: name.slice(0, -1) + "!" })),
+  ];
+  for (const known of lists) {
+    expect(readBunJUnit(text, known)).toEqual(plain);
+    const at = path.join(dir, "known.xml");
+    writeFileSync(at, text);
+    expect(await readBunJUnitFile(at, 1 << 28, known)).toEqual(cut);
+  }
+});

@@ -58,7 +58,7 @@ export interface JUnitReading {
 export async function readShardJUnit(junitPath: string, shard: PlannedShard, root: string, record: AttemptRecord): Promise<JUnitReading> {
   const limit = junitByteLimit(record.marks.testsStarted, record.failedEnds);
   try {
-    return { files: alignJUnitFiles(await readBunJUnitFile(junitPath, limit), shard.files, root) };
+    return { files: alignJUnitFiles(await readBunJUnitFile(junitPath, limit, record.events?.tests), shard.files, root) };
   } catch (error) {
     const message = (error as Error).message;
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { files: null, problem: "Bun wrote no JUnit report" };

@@ -50,11 +50,17 @@ const MAX_DEPTH = 1000;
  * `todo`; other `<skipped>` → `skipped`; no child → `passed`. `time`
  * (seconds) becomes `durationMs`; a missing or unreadable time becomes 0.
  *
+ * @param known the tests the inspector events saw, in event order: a
+ *   testcase whose full name equals the next one's of its file (compared in
+ *   parts, describe prefix and own name, so it is never built) gets that
+ *   very string as its name. Names are the same either way; for 100,000
+ *   tests of 200-character names and describes a second copy of every name
+ *   was 40 MB of the runner's peak.
  * @throws BunJUnitParseError (one-line message) when the text is not
  *   well-formed XML or its root is not `<testsuites>`.
  */
-export function readBunJUnit(xmlText: string): BunJUnitFile[] {
-  const reader = new JUnitReader();
+export function readBunJUnit(xmlText: string, known?: readonly KnownTest[]): BunJUnitFile[] {
+  const reader = new JUnitReader(known);
   try {
     scanXml(xmlText, reader, MAX_DEPTH);
   } catch (error) {
@@ -76,11 +82,12 @@ export function readBunJUnit(xmlText: string): BunJUnitFile[] {
  * `readJUnitPieces`): a large file's bytes and text are never held whole.
  *
  * @param maxBytes the limit after the cuts (`junitByteLimit` for a shard)
+ * @param known as for {@link readBunJUnit}
  * @throws what `readJUnitPieces` throws (file system errors, NotARegularFileError, JUnitTooLargeError)
  * @throws BunJUnitParseError as {@link readBunJUnit}
  */
-export async function readBunJUnitFile(file: string, maxBytes: number): Promise<BunJUnitFile[]> {
-  const reader = new JUnitReader();
+export async function readBunJUnitFile(file: string, maxBytes: number, known?: readonly KnownTest[]): Promise<BunJUnitFile[]> {
+  const reader = new JUnitReader(known);
   const scanner = new XmlScanner(reader, MAX_DEPTH);
   // Lines before the current piece, and the offset just past the last newline: an error's line and column.
   let lines = 0;
@@ -119,6 +126,48 @@ export async function readBunJUnitFile(file: string, maxBytes: number): Promise<
   return reader.files;
 }
 
+/** A test the inspector events saw: its file (as planned) and its full name (`outer > inner > test`). */
+export interface KnownTest {
+  readonly file: string;
+  readonly name: string;
+}
+
+/**
+ * The names of {@link KnownTest}s by file, each file's in event order, with
+ * a cursor at the next one not yet given to a testcase.
+ */
+class KnownNames {
+  private readonly byFile = new Map<string, string[]>();
+  private names: string[] = [];
+  private next = 0;
+
+  constructor(known: readonly KnownTest[]) {
+    for (const t of known) {
+      const names = this.byFile.get(t.file);
+      if (names === undefined) this.byFile.set(t.file, [t.name]);
+      else names.push(t.name);
+    }
+  }
+
+  /** A file's suite begins: its known names (none when Bun names the file otherwise). */
+  startFile(file: string): void {
+    this.names = this.byFile.get(file) ?? [];
+    this.next = 0;
+  }
+
+  /**
+   * The next known name when it is `prefix` followed by `own` (equal
+   * lengths and both ends match, so it is that text exactly), which is then
+   * passed; undefined otherwise (a hook, another order), and nothing passes.
+   */
+  take(prefix: string, own: string): string | undefined {
+    const name = this.names[this.next];
+    if (name === undefined || name.length !== prefix.length + own.length || !name.endsWith(own) || !name.startsWith(prefix)) return undefined;
+    this.next += 1;
+    return name;
+  }
+}
+
 /**
  * What an open element is to the walk: the root, a file's suite, a describe
  * block, a testcase, a testcase's failure (or error) or skip marker, or
@@ -146,6 +195,12 @@ class JUnitReader {
    * no rope over a slice of the whole document (which would keep it alive).
    */
   private readonly prefixes: string[] = [];
+  private readonly known: KnownNames | null;
+
+  constructor(known: readonly KnownTest[] | undefined) {
+    this.known = known === undefined || known.length === 0 ? null : new KnownNames(known);
+  }
+
   private file: BunJUnitFile | null = null;
   private test: TestResult | null = null;
   private failure: { errorName: string | undefined; message: string | undefined; text: string } | null = null;
@@ -162,13 +217,14 @@ class JUnitReader {
       // A copy: a slice of the document would keep all of it alive as long as any entry (each holds `file`).
       const file = ownCopy((decoded(attrs.file) ?? decoded(attrs.name) ?? "").replaceAll("\\", "/"));
       this.file = { file, tests: [] };
+      this.known?.startFile(file);
       this.files.push(this.file);
       role = "file";
     } else if (name === "testsuite" && (parent === "file" || parent === "describe")) {
       this.prefixes.push([this.prefixes[this.prefixes.length - 1] ?? "", decoded(attrs.name) ?? "", NAME_SEPARATOR].join(""));
       role = "describe";
     } else if (name === "testcase" && (parent === "file" || parent === "describe")) {
-      this.test = testcaseOf(attrs, this.prefixes[this.prefixes.length - 1] ?? "", this.file!.file);
+      this.test = testcaseOf(attrs, this.prefixes[this.prefixes.length - 1] ?? "", this.file!.file, this.known);
       this.file!.tests.push(this.test);
       this.failure = null;
       this.failureSeen = false;
@@ -227,11 +283,12 @@ export function ownCopy(text: string): string {
 /** An attribute value, entity-decoded; undefined when absent. */
 const decoded = (value: string | undefined) => (value === undefined ? undefined : decodeXmlEntities(value));
 
-/** A testcase's entry, passed until its children say otherwise; `prefix` is its describe blocks' `outer > inner > ` ("" at the top). */
-function testcaseOf(attrs: Record<string, string>, prefix: string, file: string): TestResult {
-  const name = decoded(attrs.name) ?? "";
+/** A testcase's entry, passed until its children say otherwise; `prefix` is its describe blocks' `outer > inner > ` ("" at the top), `known` the events' names to reuse. */
+function testcaseOf(attrs: Record<string, string>, prefix: string, file: string, known: KnownNames | null): TestResult {
+  const own = decoded(attrs.name) ?? "";
+  const name = known?.take(prefix, own) ?? (prefix === "" ? own : [prefix, own].join(""));
   const result: TestResult = {
-    name: prefix === "" ? name : [prefix, name].join(""),
+    name,
     file,
     status: "passed",
     durationMs: secondsToMs(decoded(attrs.time)),
