@@ -1,5 +1,5 @@
 /**
- * Bun's JUnit read in pieces (results/junit-shrink.ts `readJUnitPieces`,
+ * Bun's JUnit read in pieces (results/junit-read.ts `readJUnitPieces`,
  * results/bun-junit.ts `readBunJUnitFile`): the same entries and the same
  * errors as the whole text read at once, whatever the chunk boundaries.
  */
@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { BunJUnitParseError, readBunJUnit, readBunJUnitFile } from "../runner/results/bun-junit.ts";
-import { cutJUnitText, JUnitShrinker, JUnitTooLargeError, readJUnitCapped, WHOLE_READ_BYTES } from "../runner/results/junit-shrink.ts";
+import { cutJUnitText, JUnitShrinker, JUnitTooLargeError } from "../runner/results/junit-shrink.ts";
+import { readJUnitCapped, WHOLE_READ_BYTES } from "../runner/results/junit-read.ts";
 import { XmlScanner, type XmlHandler } from "../runner/results/xml-scan.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "sg-junit-pieces-"));

@@ -16,7 +16,7 @@
  * `attemptFailures` come from elsewhere (inspector events).
  */
 import { scanXml, XmlScanError, XmlScanner } from "./xml-scan.ts";
-import { readJUnitPieces } from "./junit-shrink.ts";
+import { readJUnitPieces } from "./junit-read.ts";
 import type { Failure, TestResult } from "./report-model.ts";
 
 /** The tests of one file in Bun's JUnit output. */
@@ -78,7 +78,7 @@ export function readBunJUnit(xmlText: string, known?: readonly KnownTest[]): Bun
 
 /**
  * Reads Bun's JUnit file at `file` as {@link readBunJUnit} reads its text,
- * scanning it piece by piece as it is read (results/junit-shrink.ts
+ * scanning it piece by piece as it is read (results/junit-read.ts
  * `readJUnitPieces`): a large file's bytes and text are never held whole.
  *
  * @param maxBytes the limit after the cuts (`junitByteLimit` for a shard)
