@@ -89,7 +89,8 @@ export function readBunJUnit(xmlText: string, known?: readonly KnownTest[]): Bun
 export async function readBunJUnitFile(file: string, maxBytes: number, known?: readonly KnownTest[]): Promise<BunJUnitFile[]> {
   const reader = new JUnitReader(known);
   const scanner = new XmlScanner(reader, MAX_DEPTH);
-  // Lines before the current piece, and the offset just past the last newline: an error's line and column.
+  // Lines before the current piece, and the offset just past the last newline: an error's line
+  // and column. A piece's lines are counted only once the next one comes (one piece: never).
   let lines = 0;
   let lineStart = 0;
   let before = 0;
@@ -103,14 +104,13 @@ export async function readBunJUnitFile(file: string, maxBytes: number, known?: r
   };
   try {
     await readJUnitPieces(file, maxBytes, (piece) => {
-      current = piece;
-      scanner.feed(piece);
-      for (let nl = piece.indexOf("\n"); nl !== -1; nl = piece.indexOf("\n", nl + 1)) {
+      for (let nl = current.indexOf("\n"); nl !== -1; nl = current.indexOf("\n", nl + 1)) {
         lines += 1;
         lineStart = before + nl + 1;
       }
-      before += piece.length;
-      current = "";
+      before += current.length;
+      current = piece;
+      scanner.feed(piece);
     });
     scanner.end();
   } catch (error) {

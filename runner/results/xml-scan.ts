@@ -98,6 +98,9 @@ export class XmlScanner {
 
   private scan(text: string): void {
     const { stack, tag, handler, maxDepth } = this;
+    // Counters in locals for the loop, stored back at the end of the piece.
+    let roots = this.roots;
+    let elements = this.elements;
     let i = 0;
     const n = text.length;
     while (i < n) {
@@ -117,7 +120,7 @@ export class XmlScanner {
         i = close;
       } else if (text.startsWith("<?", lt)) {
         i = after(text, "?>", lt + 2, "processing instruction");
-      } else if (text.startsWith("<!DOCTYPE", lt) && stack.length === 0 && this.roots === 0) {
+      } else if (text.startsWith("<!DOCTYPE", lt) && stack.length === 0 && roots === 0) {
         // Without an internal subset (Bun never writes one, nor a DOCTYPE at all).
         i = after(text, ">", lt + 9, "DOCTYPE");
       } else if (text[lt + 1] === "/") {
@@ -142,18 +145,18 @@ export class XmlScanner {
           let nameEnd = lt + 1;
           while (nameEnd < bodyEnd && !isSpace(text.charCodeAt(nameEnd))) nameEnd++;
           name = elementName(text, lt + 1, nameEnd, lt);
-          if (stack.length === 0 && this.roots > 0) throw new XmlScanError("more than one root element", lt);
+          if (stack.length === 0 && roots > 0) throw new XmlScanError("more than one root element", lt);
           attributes = parseAttributes(text, nameEnd, bodyEnd, lt);
         }
         const selfClosing = text.charCodeAt(gt - 1) === SLASH;
         if (stack.length === 0) {
-          this.roots += 1;
-          if (this.roots > 1) throw new XmlScanError("more than one root element", lt);
+          roots += 1;
+          if (roots > 1) throw new XmlScanError("more than one root element", lt);
         }
         handler.open(name, attributes, selfClosing);
         // Each tag leaves a little garbage (its name, attributes, text runs);
         // collected now and then, it keeps the runner's peak lower (util/tuning.ts).
-        if (++this.elements % SCAN_ELEMENTS_PER_YOUNG_COLLECTION === 0) youngCollection();
+        if (++elements % SCAN_ELEMENTS_PER_YOUNG_COLLECTION === 0) youngCollection();
         if (selfClosing) handler.close(name);
         else {
           if (stack.length >= maxDepth) throw new XmlScanError(`elements nested deeper than ${maxDepth}`, lt);
@@ -162,6 +165,8 @@ export class XmlScanner {
         i = gt + 1;
       }
     }
+    this.roots = roots;
+    this.elements = elements;
   }
 }
 
