@@ -276,7 +276,7 @@ class JUnitReader {
  * the string they were cut from, so one slice kept for the run (a file
  * name) held all of Bun's document (50 MB for 100,000 long names).
  */
-export function ownCopy(text: string): string {
+function ownCopy(text: string): string {
   return Buffer.from(text, "utf8").toString("utf8");
 }
 
