@@ -18,9 +18,8 @@ import {
   MAX_JUNIT_BYTES_CEILING,
   hasNothingToCut,
   NotARegularFileError,
-  readJUnitCapped,
-  WHOLE_READ_BYTES,
 } from "../runner/results/junit-shrink.ts";
+import { readJUnitCapped, WHOLE_READ_BYTES } from "../runner/results/junit-read.ts";
 import { capJsonStrings, capText, cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../runner/util/text-cap.ts";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 

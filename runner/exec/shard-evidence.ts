@@ -10,9 +10,9 @@ import path from "node:path";
 import { KEPT_ERRORS_AT_EACH_END } from "../events/test-model.ts";
 import { lostEventsNote } from "../events/event-evidence.ts";
 import type { PlannedShard } from "../plan/plan.ts";
-import { alignJUnitFiles, readBunJUnit, type BunJUnitFile } from "../results/bun-junit.ts";
+import { alignJUnitFiles, readBunJUnitFile, type BunJUnitFile } from "../results/bun-junit.ts";
 import { unhandledErrorMessage } from "../results/bun-console.ts";
-import { junitByteLimit, junitLimitText, JUnitTooLargeError, readJUnitCapped } from "../results/junit-shrink.ts";
+import { junitByteLimit, junitLimitText, JUnitTooLargeError } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/report-model.ts";
 import { decideShard, type EventEvidence } from "../results/verdict.ts";
 import { readFileTail } from "../util/file-tail.ts";
@@ -58,7 +58,7 @@ export interface JUnitReading {
 export async function readShardJUnit(junitPath: string, shard: PlannedShard, root: string, record: AttemptRecord): Promise<JUnitReading> {
   const limit = junitByteLimit(record.marks.testsStarted, record.failedEnds);
   try {
-    return { files: alignJUnitFiles(readBunJUnit(await readJUnitCapped(junitPath, limit)), shard.files, root) };
+    return { files: alignJUnitFiles(await readBunJUnitFile(junitPath, limit, record.events?.tests), shard.files, root) };
   } catch (error) {
     const message = (error as Error).message;
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return { files: null, problem: "Bun wrote no JUnit report" };

@@ -15,7 +15,8 @@
  * Bun writes no retry information here; `retries`, `flaky` and
  * `attemptFailures` come from elsewhere (inspector events).
  */
-import { scanXml, XmlScanError } from "./xml-scan.ts";
+import { scanXml, XmlScanError, XmlScanner } from "./xml-scan.ts";
+import { readJUnitPieces } from "./junit-read.ts";
 import type { Failure, TestResult } from "./report-model.ts";
 
 /** The tests of one file in Bun's JUnit output. */
@@ -49,11 +50,17 @@ const MAX_DEPTH = 1000;
  * `todo`; other `<skipped>` → `skipped`; no child → `passed`. `time`
  * (seconds) becomes `durationMs`; a missing or unreadable time becomes 0.
  *
+ * @param known the tests the inspector events saw, in event order: a
+ *   testcase whose full name equals the next one's of its file (compared in
+ *   parts, describe prefix and own name, so it is never built) gets that
+ *   very string as its name. Names are the same either way; for 100,000
+ *   tests of 200-character names and describes a second copy of every name
+ *   was 40 MB of the runner's peak.
  * @throws BunJUnitParseError (one-line message) when the text is not
  *   well-formed XML or its root is not `<testsuites>`.
  */
-export function readBunJUnit(xmlText: string): BunJUnitFile[] {
-  const reader = new JUnitReader();
+export function readBunJUnit(xmlText: string, known?: readonly KnownTest[]): BunJUnitFile[] {
+  const reader = new JUnitReader(known);
   try {
     scanXml(xmlText, reader, MAX_DEPTH);
   } catch (error) {
@@ -67,6 +74,98 @@ export function readBunJUnit(xmlText: string): BunJUnitFile[] {
     throw new BunJUnitParseError(`unexpected JUnit layout: expected one <testsuites> root, found <${reader.rootName}>`);
   }
   return reader.files;
+}
+
+/**
+ * Reads Bun's JUnit file at `file` as {@link readBunJUnit} reads its text,
+ * scanning it piece by piece as it is read (results/junit-read.ts
+ * `readJUnitPieces`): a large file's bytes and text are never held whole.
+ *
+ * @param maxBytes the limit after the cuts (`junitByteLimit` for a shard)
+ * @param known as for {@link readBunJUnit}
+ * @throws what `readJUnitPieces` throws (file system errors, NotARegularFileError, JUnitTooLargeError)
+ * @throws BunJUnitParseError as {@link readBunJUnit}
+ */
+export async function readBunJUnitFile(file: string, maxBytes: number, known?: readonly KnownTest[]): Promise<BunJUnitFile[]> {
+  const reader = new JUnitReader(known);
+  const scanner = new XmlScanner(reader, MAX_DEPTH);
+  // Lines before the current piece, and the offset just past the last newline: an error's line
+  // and column. A piece's lines are counted only once the next one comes (one piece: never).
+  let lines = 0;
+  let lineStart = 0;
+  let before = 0;
+  let current = "";
+  const where = (error: XmlScanError) => {
+    const at = error.offset - before;
+    const head = current.slice(0, Math.max(0, at));
+    const lastNewline = head.lastIndexOf("\n");
+    const line = lines + head.split("\n").length;
+    return { line, col: lastNewline === -1 ? error.offset - lineStart + 1 : at - lastNewline };
+  };
+  try {
+    await readJUnitPieces(file, maxBytes, (piece) => {
+      for (let nl = current.indexOf("\n"); nl !== -1; nl = current.indexOf("\n", nl + 1)) {
+        lines += 1;
+        lineStart = before + nl + 1;
+      }
+      before += current.length;
+      current = piece;
+      scanner.feed(piece);
+    });
+    scanner.end();
+  } catch (error) {
+    if (error instanceof XmlScanError) {
+      const { line, col } = where(error);
+      throw new BunJUnitParseError(oneLine(`malformed JUnit XML at line ${line}, column ${col}: ${error.message}`));
+    }
+    throw error;
+  }
+  if (reader.rootName !== "testsuites") {
+    throw new BunJUnitParseError(`unexpected JUnit layout: expected one <testsuites> root, found <${reader.rootName}>`);
+  }
+  return reader.files;
+}
+
+/** A test the inspector events saw: its file (as planned) and its full name (`outer > inner > test`). */
+export interface KnownTest {
+  readonly file: string;
+  readonly name: string;
+}
+
+/**
+ * The names of {@link KnownTest}s by file, each file's in event order, with
+ * a cursor at the next one not yet given to a testcase.
+ */
+class KnownNames {
+  private readonly byFile = new Map<string, string[]>();
+  private names: string[] = [];
+  private next = 0;
+
+  constructor(known: readonly KnownTest[]) {
+    for (const t of known) {
+      const names = this.byFile.get(t.file);
+      if (names === undefined) this.byFile.set(t.file, [t.name]);
+      else names.push(t.name);
+    }
+  }
+
+  /** A file's suite begins: its known names (none when Bun names the file otherwise). */
+  startFile(file: string): void {
+    this.names = this.byFile.get(file) ?? [];
+    this.next = 0;
+  }
+
+  /**
+   * The next known name when it is `prefix` followed by `own` (equal
+   * lengths and both ends match, so it is that text exactly), which is then
+   * passed; undefined otherwise (a hook, another order), and nothing passes.
+   */
+  take(prefix: string, own: string): string | undefined {
+    const name = this.names[this.next];
+    if (name === undefined || name.length !== prefix.length + own.length || !name.endsWith(own) || !name.startsWith(prefix)) return undefined;
+    this.next += 1;
+    return name;
+  }
 }
 
 /**
@@ -96,6 +195,12 @@ class JUnitReader {
    * no rope over a slice of the whole document (which would keep it alive).
    */
   private readonly prefixes: string[] = [];
+  private readonly known: KnownNames | null;
+
+  constructor(known: readonly KnownTest[] | undefined) {
+    this.known = known === undefined || known.length === 0 ? null : new KnownNames(known);
+  }
+
   private file: BunJUnitFile | null = null;
   private test: TestResult | null = null;
   private failure: { errorName: string | undefined; message: string | undefined; text: string } | null = null;
@@ -109,15 +214,17 @@ class JUnitReader {
       this.rootName = name;
       role = "root";
     } else if (name === "testsuite" && parent === "root") {
-      const file = (decoded(attrs.file) ?? decoded(attrs.name) ?? "").replaceAll("\\", "/");
+      // A copy: a slice of the document would keep all of it alive as long as any entry (each holds `file`).
+      const file = ownCopy((decoded(attrs.file) ?? decoded(attrs.name) ?? "").replaceAll("\\", "/"));
       this.file = { file, tests: [] };
+      this.known?.startFile(file);
       this.files.push(this.file);
       role = "file";
     } else if (name === "testsuite" && (parent === "file" || parent === "describe")) {
       this.prefixes.push([this.prefixes[this.prefixes.length - 1] ?? "", decoded(attrs.name) ?? "", NAME_SEPARATOR].join(""));
       role = "describe";
     } else if (name === "testcase" && (parent === "file" || parent === "describe")) {
-      this.test = testcaseOf(attrs, this.prefixes[this.prefixes.length - 1] ?? "", this.file!.file);
+      this.test = testcaseOf(attrs, this.prefixes[this.prefixes.length - 1] ?? "", this.file!.file, this.known);
       this.file!.tests.push(this.test);
       this.failure = null;
       this.failureSeen = false;
@@ -164,14 +271,25 @@ class JUnitReader {
   }
 }
 
+/**
+ * `text` in memory of its own, every UTF-16 unit kept (a lone surrogate
+ * too). JavaScriptCore's slices share the memory of the string they were
+ * cut from (measured: a 20-character slice kept a 50 MB string alive), so
+ * one slice kept for the run (a file name) held Bun's whole document.
+ */
+function ownCopy(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string;
+}
+
 /** An attribute value, entity-decoded; undefined when absent. */
 const decoded = (value: string | undefined) => (value === undefined ? undefined : decodeXmlEntities(value));
 
-/** A testcase's entry, passed until its children say otherwise; `prefix` is its describe blocks' `outer > inner > ` ("" at the top). */
-function testcaseOf(attrs: Record<string, string>, prefix: string, file: string): TestResult {
-  const name = decoded(attrs.name) ?? "";
+/** A testcase's entry, passed until its children say otherwise; `prefix` is its describe blocks' `outer > inner > ` ("" at the top), `known` the events' names to reuse. */
+function testcaseOf(attrs: Record<string, string>, prefix: string, file: string, known: KnownNames | null): TestResult {
+  const own = decoded(attrs.name) ?? "";
+  const name = known?.take(prefix, own) ?? (prefix === "" ? own : [prefix, own].join(""));
   const result: TestResult = {
-    name: prefix === "" ? name : [prefix, name].join(""),
+    name,
     file,
     status: "passed",
     durationMs: secondsToMs(decoded(attrs.time)),

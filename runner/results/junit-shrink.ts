@@ -11,11 +11,10 @@
  * every other cut (runner/util/text-cap.ts). A tag whose own text (outside
  * quotes; also comments and CDATA, which Bun never writes) runs past the cap,
  * or a document still too large after the cuts, is refused: the caller then
- * treats the JUnit as unreadable, never as a pass.
+ * treats the JUnit as unreadable, never as a pass. The file is read by
+ * results/junit-read.ts.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { NotARegularFileError } from "../util/regular-file.ts";
-import { open } from "node:fs/promises";
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { AMP, APOS, GT, LT, QUOTE, SEMI } from "../util/bytes.ts";
 
@@ -121,6 +120,10 @@ export class JUnitShrinker {
    */
   private out: Buffer = Buffer.allocUnsafe(64 * 1024);
   private outBytes = 0;
+  /** Bytes of output already handed over by {@link JUnitShrinker.take}. */
+  private takenBytes = 0;
+  /** Where in `out` the markup being read (a tag, comment, …) begins: `take` hands over only what precedes it. */
+  private markupStart = 0;
   /** The current text run or attribute value (only its last bytes once long). */
   private run: Buffer[] = [];
   private runBytes = 0;
@@ -157,6 +160,8 @@ export class JUnitShrinker {
         i = chunk.indexOf(LT, i);
         if (i === -1) break;
         this.endRun(chunk, from, i, false);
+        // The bytes from spanStart are not copied yet: the `<` lands this far into the output.
+        this.markupStart = this.outBytes + (i - this.spanStart);
         this.state = "open";
         this.opening = "";
         this.tagBytes = 0;
@@ -222,10 +227,29 @@ export class JUnitShrinker {
     }
   }
 
-  /** The cut document as text. @throws JUnitTooLargeError past the bounds. */
+  /** The cut document as text (what {@link take} has not handed over). @throws JUnitTooLargeError past the bounds. */
   end(): string {
     this.flushRun(false);
     return this.out.toString("utf8", 0, this.outBytes);
+  }
+
+  /**
+   * The output so far that ends where character data may end (the markup
+   * being read, and a text run or attribute value still gathered, stay), as
+   * text, and drops it from the output; "" when there is none. The piece
+   * ends just before a `<` or at the end of character data, so it never
+   * splits a UTF-8 code point. Taken after each push, the output never grows
+   * past about a chunk and the current tag.
+   */
+  take(): string {
+    const cut = this.state === "text" ? this.outBytes : this.markupStart;
+    if (cut === 0) return "";
+    const piece = this.out.toString("utf8", 0, cut);
+    this.out.copyWithin(0, cut, this.outBytes);
+    this.outBytes -= cut;
+    this.markupStart -= cut;
+    this.takenBytes += cut;
+    return piece;
   }
 
   /** Counts `n` more bytes of the current tag's own text. @throws JUnitTooLargeError past the cap. */
@@ -254,7 +278,7 @@ export class JUnitShrinker {
     const length = to - from;
     if (length <= 0) return;
     const end = this.outBytes + length;
-    if (end > this.maxTotalBytes) {
+    if (this.takenBytes + end > this.maxTotalBytes) {
       throw new JUnitTooLargeError(`over ${this.maxTotalBytes} bytes even with long texts cut`);
     }
     if (end > this.out.length) {
@@ -309,40 +333,6 @@ export class JUnitShrinker {
 }
 
 /**
- * Reads Bun's JUnit file at `file` through a {@link JUnitShrinker}.
- *
- * @param maxBytes the limit after the cuts ({@link junitByteLimit} for a shard)
- * @throws the file system error (e.g. ENOENT, as `code`) when it cannot be read
- * @throws NotARegularFileError when it is not a regular file (a FIFO is never waited on)
- * @throws JUnitTooLargeError when it is too large even after the cuts
- */
-export async function readJUnitCapped(file: string, maxBytes = MAX_JUNIT_BYTES): Promise<string> {
-  // A file of up to WHOLE_READ_BYTES in one synchronous read, and one with
-  // nothing to cut (nearly every one) skips the cutter (what it buys:
-  // util/tuning.ts).
-  const whole = readSmallRegularFile(file, Math.min(maxBytes, WHOLE_READ_BYTES));
-  if (whole !== null) return cutJUnitText(whole, maxBytes);
-  // Non-blocking and checked again: the file may have been replaced since.
-  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) throw new NotARegularFileError(`not a regular file: ${file}`);
-    // The output is at most the file (cuts only shrink it): sized once, not grown by doubling.
-    const shrinker = new JUnitShrinker(MAX_TEXT_BYTES, maxBytes, stat.size);
-    // One buffer, refilled: a fresh one per chunk was 10 MB of garbage per 100,000 testcases.
-    const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-    for (;;) {
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-      if (bytesRead === 0) break;
-      shrinker.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
-    }
-    return shrinker.end();
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
  * The text of a JUnit document held whole, as {@link JUnitShrinker} cuts
  * it: the document itself when {@link hasNothingToCut} says so, else
  * through the cutter.
@@ -356,16 +346,6 @@ export function cutJUnitText(whole: Buffer, maxBytes = MAX_JUNIT_BYTES): string 
   shrinker.push(whole);
   return shrinker.end();
 }
-
-/** Bytes read from Bun's JUnit file at a time when it is streamed. */
-const READ_CHUNK_BYTES = 256 * 1024;
-
-/**
- * The largest JUnit file read in one piece, bytes: 32 MiB. A larger one is
- * streamed through the cutter, so the runner never holds more than this
- * beside the cut text (a passing file of 100,000 tests is 10-19 MB).
- */
-export const WHOLE_READ_BYTES = 32 * 1024 * 1024;
 
 /**
  * Room kept below the cut length by {@link hasNothingToCut}, bytes: more
@@ -407,36 +387,4 @@ export function hasNothingToCut(bytes: Buffer, maxRunBytes = MAX_TEXT_BYTES): bo
     previous = next;
   }
   return true;
-}
-
-/**
- * The content of `file` when it is a regular file of at most `limit` bytes,
- * read synchronously; null when it is larger or grew while read (the
- * caller then streams it). Opened with O_NONBLOCK, so a FIFO put there
- * cannot block the runner.
- * @throws the file system error of the open (ENOENT: no file)
- * @throws NotARegularFileError when it is not a regular file
- */
-function readSmallRegularFile(file: string, limit: number): Buffer | null {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const stat = fstatSync(fd);
-    const size = stat.size;
-    // Bun writes a regular file; anything else there (a FIFO a test left, a
-    // directory) is no report, and a FIFO without a writer would block the
-    // streamed read below for good.
-    if (!stat.isFile()) throw new NotARegularFileError(`not a regular file: ${file}`);
-    if (size > limit) return null;
-    // One byte more than its size: a file that grew since is streamed instead.
-    const buffer = Buffer.allocUnsafe(size + 1);
-    let length = 0;
-    for (;;) {
-      const n = readSync(fd, buffer, length, buffer.length - length, null);
-      if (n === 0) return buffer.subarray(0, length);
-      length += n;
-      if (length === buffer.length) return null;
-    }
-  } finally {
-    closeSync(fd);
-  }
 }

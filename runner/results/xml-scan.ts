@@ -52,76 +52,122 @@ const NAME = /^[A-Za-z_:][-\w.:]*$/;
  * @throws XmlScanError at the first well-formedness problem
  */
 export function scanXml(text: string, handler: XmlHandler, maxDepth = 1000): void {
-  const stack: string[] = [];
-  const tag: StartTag = { name: "", attributes: EMPTY };
-  let roots = 0;
-  let elements = 0;
-  let i = 0;
-  const n = text.length;
-  while (i < n) {
-    const lt = text.indexOf("<", i);
-    const end = lt === -1 ? n : lt;
-    if (end > i) {
-      if (stack.length > 0) handler.text(text.slice(i, end));
-      else if (text.slice(i, end).trim() !== "") throw new XmlScanError("text outside the root element", i);
+  const scanner = new XmlScanner(handler, maxDepth);
+  scanner.feed(text);
+  scanner.end();
+}
+
+/**
+ * {@link scanXml} over a document given in pieces, in order, so that no
+ * one string holds it whole (Bun's JUnit of 100,000 long names is 50 MB).
+ * Each piece must end where character data may end: after a tag's `>`, a
+ * comment's, CDATA section's or processing instruction's end, or inside
+ * character data (a text run split there reaches the handler in two
+ * calls). Offsets of errors count from the start of the first piece.
+ */
+export class XmlScanner {
+  private readonly stack: string[] = [];
+  private readonly tag: StartTag = { name: "", attributes: EMPTY };
+  private roots = 0;
+  private elements = 0;
+  /** UTF-16 units of the pieces before the current one. */
+  private consumed = 0;
+
+  constructor(
+    private readonly handler: XmlHandler,
+    private readonly maxDepth = 1000,
+  ) {}
+
+  /** Scans the next piece. @throws XmlScanError at the first well-formedness problem */
+  feed(text: string): void {
+    try {
+      this.scan(text);
+    } catch (error) {
+      if (error instanceof XmlScanError && this.consumed > 0) throw new XmlScanError(error.message, error.offset + this.consumed);
+      throw error;
     }
-    if (lt === -1) break;
-    if (text.startsWith("<!--", lt)) {
-      i = after(text, "-->", lt + 4, "comment");
-    } else if (text.startsWith("<![CDATA[", lt)) {
-      if (stack.length === 0) throw new XmlScanError("CDATA outside the root element", lt);
-      const close = after(text, "]]>", lt + 9, "CDATA section");
-      handler.text(text.slice(lt + 9, close - 3));
-      i = close;
-    } else if (text.startsWith("<?", lt)) {
-      i = after(text, "?>", lt + 2, "processing instruction");
-    } else if (text.startsWith("<!DOCTYPE", lt) && stack.length === 0 && roots === 0) {
-      // Without an internal subset (Bun never writes one, nor a DOCTYPE at all).
-      i = after(text, ">", lt + 9, "DOCTYPE");
-    } else if (text[lt + 1] === "/") {
-      const gt = text.indexOf(">", lt);
-      if (gt === -1) throw new XmlScanError("unterminated end tag", lt);
-      const name = text.slice(lt + 2, gt).trimEnd();
-      const open = stack.pop();
-      if (open !== name) throw new XmlScanError(open === undefined ? `end tag </${name}> without a start tag` : `end tag </${name}> does not match <${open}>`, lt);
-      handler.close(name);
-      i = gt + 1;
-    } else {
-      // A plainly well-formed start tag (nearly all) is read in one pass;
-      // anything else goes the long way, which finds the same tags and
-      // reports each problem as it always did.
-      let gt = bunTestcaseTag(text, lt, tag);
-      if (gt === -1) gt = wellFormedStartTag(text, lt, tag);
-      let name = tag.name;
-      let attributes = tag.attributes;
-      if (gt === -1) {
-        gt = tagEnd(text, lt);
-        const bodyEnd = text.charCodeAt(gt - 1) === SLASH ? gt - 1 : gt;
-        let nameEnd = lt + 1;
-        while (nameEnd < bodyEnd && !isSpace(text.charCodeAt(nameEnd))) nameEnd++;
-        name = elementName(text, lt + 1, nameEnd, lt);
-        if (stack.length === 0 && roots > 0) throw new XmlScanError("more than one root element", lt);
-        attributes = parseAttributes(text, nameEnd, bodyEnd, lt);
-      }
-      const selfClosing = text.charCodeAt(gt - 1) === SLASH;
-      if (stack.length === 0) {
-        roots += 1;
-        if (roots > 1) throw new XmlScanError("more than one root element", lt);
-      }
-      handler.open(name, attributes, selfClosing);
-      // Each tag leaves a little garbage (its name, attributes, text runs);
-      // collected now and then, it keeps the runner's peak lower (util/tuning.ts).
-      if (++elements % SCAN_ELEMENTS_PER_YOUNG_COLLECTION === 0) youngCollection();
-      if (selfClosing) handler.close(name);
-      else {
-        if (stack.length >= maxDepth) throw new XmlScanError(`elements nested deeper than ${maxDepth}`, lt);
-        stack.push(name);
-      }
-      i = gt + 1;
-    }
+    this.consumed += text.length;
   }
-  if (stack.length > 0) throw new XmlScanError(`unclosed element <${stack[stack.length - 1]}>`, n);
-  if (roots === 0) throw new XmlScanError("no root element", n);
+
+  /** The document ended. @throws XmlScanError when an element is still open or there was none */
+  end(): void {
+    const { stack } = this;
+    if (stack.length > 0) throw new XmlScanError(`unclosed element <${stack[stack.length - 1]}>`, this.consumed);
+    if (this.roots === 0) throw new XmlScanError("no root element", this.consumed);
+  }
+
+  private scan(text: string): void {
+    const { stack, tag, handler, maxDepth } = this;
+    // Counters in locals for the loop, stored back at the end of the piece.
+    let roots = this.roots;
+    let elements = this.elements;
+    let i = 0;
+    const n = text.length;
+    while (i < n) {
+      const lt = text.indexOf("<", i);
+      const end = lt === -1 ? n : lt;
+      if (end > i) {
+        if (stack.length > 0) handler.text(text.slice(i, end));
+        else if (text.slice(i, end).trim() !== "") throw new XmlScanError("text outside the root element", i);
+      }
+      if (lt === -1) break;
+      if (text.startsWith("<!--", lt)) {
+        i = after(text, "-->", lt + 4, "comment");
+      } else if (text.startsWith("<![CDATA[", lt)) {
+        if (stack.length === 0) throw new XmlScanError("CDATA outside the root element", lt);
+        const close = after(text, "]]>", lt + 9, "CDATA section");
+        handler.text(text.slice(lt + 9, close - 3));
+        i = close;
+      } else if (text.startsWith("<?", lt)) {
+        i = after(text, "?>", lt + 2, "processing instruction");
+      } else if (text.startsWith("<!DOCTYPE", lt) && stack.length === 0 && roots === 0) {
+        // Without an internal subset (Bun never writes one, nor a DOCTYPE at all).
+        i = after(text, ">", lt + 9, "DOCTYPE");
+      } else if (text[lt + 1] === "/") {
+        const gt = text.indexOf(">", lt);
+        if (gt === -1) throw new XmlScanError("unterminated end tag", lt);
+        const name = text.slice(lt + 2, gt).trimEnd();
+        const open = stack.pop();
+        if (open !== name) throw new XmlScanError(open === undefined ? `end tag </${name}> without a start tag` : `end tag </${name}> does not match <${open}>`, lt);
+        handler.close(name);
+        i = gt + 1;
+      } else {
+        // A plainly well-formed start tag (nearly all) is read in one pass;
+        // anything else goes the long way, which finds the same tags and
+        // reports each problem as it always did.
+        let gt = bunTestcaseTag(text, lt, tag);
+        if (gt === -1) gt = wellFormedStartTag(text, lt, tag);
+        let name = tag.name;
+        let attributes = tag.attributes;
+        if (gt === -1) {
+          gt = tagEnd(text, lt);
+          const bodyEnd = text.charCodeAt(gt - 1) === SLASH ? gt - 1 : gt;
+          let nameEnd = lt + 1;
+          while (nameEnd < bodyEnd && !isSpace(text.charCodeAt(nameEnd))) nameEnd++;
+          name = elementName(text, lt + 1, nameEnd, lt);
+          if (stack.length === 0 && roots > 0) throw new XmlScanError("more than one root element", lt);
+          attributes = parseAttributes(text, nameEnd, bodyEnd, lt);
+        }
+        const selfClosing = text.charCodeAt(gt - 1) === SLASH;
+        if (stack.length === 0) {
+          roots += 1;
+          if (roots > 1) throw new XmlScanError("more than one root element", lt);
+        }
+        handler.open(name, attributes, selfClosing);
+        // Each tag leaves a little garbage (its name, attributes, text runs);
+        // collected now and then, it keeps the runner's peak lower (util/tuning.ts).
+        if (++elements % SCAN_ELEMENTS_PER_YOUNG_COLLECTION === 0) youngCollection();
+        if (selfClosing) handler.close(name);
+        else {
+          if (stack.length >= maxDepth) throw new XmlScanError(`elements nested deeper than ${maxDepth}`, lt);
+          stack.push(name);
+        }
+        i = gt + 1;
+      }
+    }
+    this.roots = roots;
+    this.elements = elements;
+  }
 }
 
 /** Index just past the next `terminator` at or after `from`. */

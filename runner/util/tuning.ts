@@ -24,7 +24,7 @@
  *   ms CPU without it, P8 runner CPU +140-180 ms. `wellFormedStartTag`, the
  *   one-pass read of any plain tag, serves the tags it does not match
  *   (another Bun's layout): 156 → 223 ms without either.
- * - results/junit-shrink.ts: a JUnit of up to 32 MiB read whole in one
+ * - results/junit-read.ts: a JUnit of up to 32 MiB read whole in one
  *   synchronous read and handed over as it is when `hasNothingToCut`:
  *   reading P8's JUnit 89 → 136-138 ms CPU through the cutter (streamed or
  *   whole alike), P8 runner CPU +150-260 ms streamed.
