@@ -116,7 +116,7 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
     else if (valued.includes(token.flag)) {
       const { flag, value } = token;
       const spec = byFlag.get(flag);
-      if (spec !== undefined && parsed.values.has(spec.key)) throw new ConfigError(`flag ${flag} was given twice`);
+      if (spec !== undefined && parsed.values.has(spec.key)) throw new ConfigError(`flag ${flag} was given twice${spec.kind === "globs" || spec.kind === "paths" || spec.kind === "names" ? ` (give several values once, comma-separated: ${flag} a,b)` : spec.kind === "resources" ? ` (give several resources once, separated by ";": ${flag} 'a=GLOB;b=GLOB')` : ""}`);
       // A next argument such as "--jobs" is the next flag, not this one's value ("-x" and "--" are values).
       if (value === undefined || (!token.inline && value.startsWith("--") && value.length > 2)) {
         throw new ConfigError(`flag ${flag} needs a value (shardguard ${command} --help lists the flags)`);

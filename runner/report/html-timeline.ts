@@ -95,9 +95,14 @@ export function layoutTimeline(report: RunReport): TimelineLayout {
     }
     lane(s, slot).bars.push(bar);
   }
-  // Every slot of a machine that ran something is drawn, used or not: idle slots are the point.
+  // Every slot a machine could have used is drawn, used or not: idle slots are the point. A plan
+  // of fewer shards than --jobs could never fill the rest, so those are not drawn as idle.
   const machines = new Set([...lanes.values()].map((l) => l.slice ?? 0));
-  for (const m of machines) for (let slot = 1; slot <= report.settings.jobs; slot++) lane(m === 0 ? null : m, slot);
+  for (const m of machines) {
+    const shardsThere = [...lanes.values()].filter((l) => (l.slice ?? 0) === m).reduce((n, l) => n + l.bars.length, 0);
+    const usable = Math.max(Math.min(report.settings.jobs, shardsThere), ...[...lanes.values()].filter((l) => (l.slice ?? 0) === m).map((l) => l.slot));
+    for (let slot = 1; slot <= usable; slot++) lane(m === 0 ? null : m, slot);
+  }
   const ordered = [...lanes.values()].sort((a, b) => (a.slice ?? 0) - (b.slice ?? 0) || a.slot - b.slot);
   let busyMs = 0;
   let idleMs = 0;
