@@ -203,6 +203,13 @@ describe("plan side", () => {
     expect(resourcePlan({ exclusive: [], resources: {} }).active).toBe(false);
   });
 
+  test("a plain path naming a directory holds every file under it, as a pattern does; a file path only that file", () => {
+    const plan = resourcePlan({ exclusive: ["test/gen/"], resources: { db: { files: ["test/db", "test/one.test.ts"], capacity: 1 } } });
+    expect(plan.needsOf(["test/db/a.test.ts"])).toEqual({ locks: ["db"], exclusive: false });
+    expect(plan.needsOf(["test/db-other/a.test.ts", "test/one.test.ts.bak"])).toEqual({ locks: [], exclusive: false });
+    expect(plan.needsOf(["test/gen/deep/x.test.ts"])).toEqual({ locks: [], exclusive: true });
+  });
+
   test("--files-per-shard never batches an exclusive file with another; the others are batched as if it were absent", () => {
     const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
     const alone = (f: string) => f.startsWith("c") || f.startsWith("gen");

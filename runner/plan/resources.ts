@@ -10,8 +10,16 @@ import type FastGlob from "fast-glob";
 import type { RunSettings } from "../config/settings-schema.ts";
 import { ALWAYS_IGNORED } from "./plan.ts";
 
+/**
+ * A glob of `exclusive` or `resources` as the plan's patterns read it: a plain path (no glob
+ * character) also means every file under it, as a pattern naming a directory does.
+ */
+function withDirectories(globs: readonly string[]): string[] {
+  return globs.flatMap((g) => (/[*?[\]{}()!]/.test(g) ? [g] : [g, `${g.replace(/\/+$/, "")}/**`]));
+}
+
 /** The glob matcher (micromatch), loaded only by a run that sets resources or exclusive globs. */
-const globMatcher = (globs: readonly string[]) => (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(globs);
+const globMatcher = (globs: readonly string[]) => (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(withDirectories(globs));
 
 /** What one shard holds while it runs. */
 export interface ShardNeeds {
@@ -89,7 +97,7 @@ export function unmatchedGlobNotes(root: string, settings: Pick<RunSettings, "ex
     const fg = require("fast-glob") as typeof FastGlob;
     let found = false;
     try {
-      found = fg.sync(glob, { cwd: root, ignore: ALWAYS_IGNORED, onlyFiles: true, dot: false }).length > 0;
+      found = fg.sync(withDirectories([glob]), { cwd: root, ignore: ALWAYS_IGNORED, onlyFiles: true, dot: false, suppressErrors: true }).length > 0;
     } catch {
       found = false;
     }
