@@ -148,6 +148,25 @@ function fakeTimers(): boolean {
 const HOLD_MAX_MS = 60_000;
 const HOLD_EXPIRED_EXIT = 3;
 
+// The shard's cgroup (`SHARDGUARD_CGROUP`, runner/exec/resource-usage.ts):
+// the runner moves this child into it from its thread pool, which can land
+// after this line when the machine is loaded; joining here, before any test
+// can fork, keeps every descendant inside it. Writing "0" moves the writer.
+const cgroupDir = process.env.SHARDGUARD_CGROUP;
+if (cgroupDir !== undefined) await joinCgroup(cgroupDir);
+
+/** Moves this process into `dir` unless it is there already; errors leave it where it is (only the accounting loses). */
+async function joinCgroup(dir: string): Promise<void> {
+  try {
+    const line = (await Bun.file("/proc/self/cgroup").text()).split("\n").find((l) => l.startsWith("0::"));
+    const current = line?.slice(3);
+    if (current !== undefined && current !== "/" && dir.endsWith(current)) return;
+    await Bun.write(`${dir}/cgroup.procs`, "0");
+  } catch {
+    // Not in the group: the runner's own move or its fallback to /proc sampling counts the child.
+  }
+}
+
 // Events on: the runner gave this child `BUN_INSPECT_CONNECT_TO` (Bun's
 // connect mode, which keeps plain `bun test`'s transpiler, unlike any
 // inspector flag: runner/exec/bun-command.ts `inspectorEnv`). That mode does not

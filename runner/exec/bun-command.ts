@@ -16,6 +16,11 @@ export const SHARD_ENV = {
   marks: "SHARDGUARD_MARKS",
   /** "1" when the child preload should yield around tests so events drain. */
   yieldEvents: "SHARDGUARD_YIELD",
+  /**
+   * The shard's cgroup v2 directory (exec/resource-usage.ts): the preload
+   * joins it itself when it runs before the runner's move has landed.
+   */
+  cgroup: "SHARDGUARD_CGROUP",
 } as const;
 
 /** Absolute path of the child preload (test-start marks, event draining). */
