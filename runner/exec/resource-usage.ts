@@ -82,6 +82,8 @@ export class ShardMeter {
   private timer: ReturnType<typeof setTimeout> | null = null;
   /** finish or discard ran: no sampling starts any more. */
   private finished = false;
+  /** The move into the cgroup on the thread pool, until it settles; null without one. */
+  private moving: Promise<void> | null = null;
   /** CPU before the move into the cgroup, ms (counted as user time). */
   private preMoveMs = 0;
   /** Proc sampling: every process seen and alive at the last sample, by pid. */
@@ -146,9 +148,6 @@ export class ShardMeter {
     if (this.method === "cgroup" && this.memoryPeakFile) return;
     this.startSampling();
   }
-
-  /** A pending move into the cgroup, or null. */
-  private moving: Promise<void> | null = null;
 
   private startSampling(): void {
     if (this.timer !== null || this.finished) return;
