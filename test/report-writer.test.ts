@@ -1,12 +1,13 @@
 /**
  * ReportWriter (runner/engine/report-writer.ts): interim writes coalesce and are
- * spaced apart, but the final write never waits out that spacing.
+ * spaced apart (by a gap, or a multiple of the last write's CPU time), but
+ * the final write never waits out that spacing.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { INTERIM_WRITE_GAP_MS, ReportWriter } from "../runner/engine/report-writer.ts";
+import { INTERIM_WRITE_COST_FACTOR, INTERIM_WRITE_GAP_MS, ReportWriter } from "../runner/engine/report-writer.ts";
 import { validReport, type RunReport } from "../runner/results/report-model.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { makeReport, makeShard } from "./helpers/report-fixtures.ts";
@@ -66,6 +67,31 @@ describe("ReportWriter", () => {
     expect(await writer.write(false, build)).not.toBeNull();
     expect(stamps.length).toBe(2);
     expect(stamps[1]! - stamps[0]!).toBeGreaterThanOrEqual(INTERIM_WRITE_GAP_MS - 5);
+  });
+
+  test("an interim write that cost CPU spaces the next by INTERIM_WRITE_COST_FACTOR times that CPU time", async () => {
+    const { writer } = writerIn();
+    const stamps: number[] = [];
+    const cpuMs = () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    };
+    let spentMs = 0;
+    const build = (): RunReport => {
+      stamps.push(performance.now());
+      // 20 ms of the runner's own CPU, however loaded the machine: the gap follows CPU time, not wall time.
+      const from = cpuMs();
+      while (cpuMs() - from < 20) {}
+      spentMs = cpuMs() - from;
+      return makeReport([makeShard({ index: 1 })]);
+    };
+    await writer.write(false, build);
+    const firstCost = spentMs;
+    expect(await writer.write(false, build)).not.toBeNull();
+    expect(stamps.length).toBe(2);
+    // Over 200 ms: 20 × at least 20 ms of CPU is 400 ms at least.
+    expect(INTERIM_WRITE_COST_FACTOR * firstCost).toBeGreaterThan(INTERIM_WRITE_GAP_MS);
+    expect(stamps[1]! - stamps[0]!).toBeGreaterThanOrEqual(INTERIM_WRITE_COST_FACTOR * firstCost - 5);
   });
 });
 

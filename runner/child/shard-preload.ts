@@ -47,6 +47,8 @@
  *    lives in the first file's global, which is gone by then, so the last
  *    file sleeps {@link EXIT_FLUSH_MS} for the events to leave instead of the
  *    barrier (the JUnit, written at the normal end, holds every verdict).
+ * 5. The shard's cgroup (`SHARDGUARD_CGROUP`): no test file loads before
+ *    this process is in it (the runner moves it off its own thread).
  *
  * The measurements behind these choices are in docs/bun-behaviour.md ("The
  * child preload"). The hooks never fail a test (errors are swallowed); per
@@ -188,6 +190,38 @@ function fakeTimers(): boolean {
 const HOLD_MAX_MS = 60_000;
 const HOLD_EXPIRED_EXIT = 3;
 
+// The shard's cgroup (`SHARDGUARD_CGROUP`, runner/exec/resource-usage.ts):
+// the runner moves this child into it from its thread pool, which can land
+// after this line when the machine is loaded. Waiting for it here, before
+// any test file loads, keeps every descendant inside the group; past
+// {@link CGROUP_WAIT_MS} the child moves itself (writing "0" moves the
+// writer). It waits rather than writing at once: a move waits for an RCU
+// grace period (5-9 ms on a 2-core VM), and a second move would make the
+// child wait out another one (bench/README.md, P1).
+const CGROUP_WAIT_MS = 200;
+const cgroupDir = process.env.SHARDGUARD_CGROUP;
+// Awaited after the hold for the runner's release below, which it overlaps.
+const joined = cgroupDir === undefined ? null : joinCgroup(cgroupDir);
+
+/** Returns once this process is in `dir`; errors leave it where it is (only the accounting loses). */
+async function joinCgroup(dir: string): Promise<void> {
+  try {
+    const inside = async () => {
+      const line = (await Bun.file("/proc/self/cgroup").text()).split("\n").find((l) => l.startsWith("0::"));
+      const current = line?.slice(3);
+      return current !== undefined && current !== "/" && dir.endsWith(current);
+    };
+    const deadline = performance.now() + CGROUP_WAIT_MS;
+    while (performance.now() < deadline) {
+      if (await inside()) return;
+      await new Promise((resolve) => realSetTimeout(resolve, 1));
+    }
+    if (!(await inside())) await Bun.write(`${dir}/cgroup.procs`, "0");
+  } catch {
+    // Not in the group: the runner's own move or its fallback to /proc sampling counts the child.
+  }
+}
+
 // Events on: the runner gave this child `BUN_INSPECT_CONNECT_TO` (Bun's
 // connect mode, which keeps plain `bun test`'s transpiler, unlike any
 // inspector flag: runner/exec/bun-command.ts `inspectorEnv`). That mode does not
@@ -209,6 +243,7 @@ if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
     }
   }
 }
+if (joined !== null) await joined;
 
 /** Sleep before a `process.exit` of a test, ms, so queued inspector events leave. */
 const EXIT_FLUSH_MS = 25;

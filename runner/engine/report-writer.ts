@@ -22,6 +22,12 @@ import { fullCollection } from "../util/tuning.ts";
  */
 export const INTERIM_WRITE_GAP_MS = 200;
 
+/**
+ * Interim writes are spaced by at least this many times their CPU cost
+ * (see {@link INTERIM_WRITE_GAP_MS}): at most 1/20 of the runner's CPU.
+ */
+export const INTERIM_WRITE_COST_FACTOR = 20;
+
 /** Tests in a report from which a write starts with a full garbage collection (see writeNow). */
 export const LARGE_REPORT_TESTS = 20_000;
 
@@ -47,11 +53,15 @@ export class ReportWriter {
   private queuedInterim: Promise<RunReport | null> | null = null;
   private lastInterimAt = -Infinity;
   /**
-   * CPU time of the last write, ms: building and rendering, not the disk.
-   * Waiting for fsync is no cost to the run, and counting it (40-100 ms
-   * for six files on a busy disk) spaced interim writes by up to a second.
+   * The runner's CPU time during the last write, ms (process.cpuUsage, user
+   * and system): building, rendering and the file calls, the kernel's work
+   * for them on libuv's threads included, but not the wait for the disk.
+   * Work of other shards interleaved with the write's awaits is counted too,
+   * so the spacing errs towards fewer writes. Counting only the rendering
+   * (3-5 ms on P1's 200 shards, against 15-25 ms in all) let interim writes
+   * take about a third of the runner's CPU there (bench/README.md, P1).
    */
-  private lastRenderMs = 0;
+  private lastWriteCpuMs = 0;
   private finalRequested = false;
   /** Ends the spacing wait of a queued interim write early (the final write was requested). */
   private wakeInterim: (() => void) | null = null;
@@ -77,8 +87,9 @@ export class ReportWriter {
   /**
    * Writes the reports: the run's own copies, then the stable paths (last
    * finisher wins). An interim write joins one already queued; it waits
-   * until INTERIM_WRITE_GAP_MS (or ten times the last write's cost, since
-   * rendering is O(tests); the disk is not counted) after the previous one. A final write cuts that
+   * until INTERIM_WRITE_GAP_MS (or INTERIM_WRITE_COST_FACTOR times the last
+   * write's CPU cost, since rendering is O(tests); the wait for the disk is
+   * not counted) after the previous one. A final write cuts that
    * wait short and the waiting interim write is dropped: the final one,
    * queued right behind it, shows everything it would have shown (waiting
    * out the gap at the end of a run cost up to ten report writes of wall
@@ -97,7 +108,7 @@ export class ReportWriter {
     }
     const next = this.writing.then(async () => {
       if (!final) {
-        const gap = Math.max(INTERIM_WRITE_GAP_MS, 10 * this.lastRenderMs);
+        const gap = Math.max(INTERIM_WRITE_GAP_MS, INTERIM_WRITE_COST_FACTOR * this.lastWriteCpuMs);
         const wait = this.lastInterimAt + gap - performance.now();
         if (wait > 0 && !this.finalRequested) {
           await new Promise<void>((resolve) => {
@@ -113,10 +124,11 @@ export class ReportWriter {
         if (this.finalRequested) return null;
         this.lastInterimAt = performance.now();
       }
-      const began = performance.now();
+      const began = process.cpuUsage();
       const report = build();
-      this.lastRenderMs = performance.now() - began;
       const error = await this.writeNow(report);
+      const used = process.cpuUsage(began);
+      this.lastWriteCpuMs = (used.user + used.system) / 1000;
       if (final) this.finalWriteError = error;
       return report;
     });
@@ -150,13 +162,11 @@ export class ReportWriter {
   /** Writes the four reports; returns the error's message when one could not be written (told to `onError` too), else null. */
   private async writeNow(report: RunReport): Promise<string | null> {
     try {
-      const began = performance.now();
       // Redaction copies only the entries it changes (results/redact.ts).
       const safe = this.redact ? redactReport(report, this.redact) : report;
       // A large run's heap is mostly garbage by now; collected before
       // rendering, it is reused instead of growing the process (util/tuning.ts).
       if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) fullCollection();
-      this.lastRenderMs += performance.now() - began;
       const logTails = this.targets.html !== undefined ? await this.logTails(safe) : new Map<number, string>();
       const runDir = this.targets.runDir();
       // Each report is streamed to its files as it is rendered, a few hundred
@@ -179,7 +189,7 @@ export class ReportWriter {
       ];
       const html = this.targets.html;
       if (html !== undefined) reports.push(["report.html", html, () => htmlChunks(safe, { logTails })]);
-      this.lastRenderMs += await writeDocumentsAtomic(
+      await writeDocumentsAtomic(
         reports.map(([name, target, chunks]) => ({ targets: runDir ? [path.join(runDir, name), target] : [target], chunks: chunks() })),
       );
       return null;

@@ -18,6 +18,11 @@ export const SHARD_ENV = {
   yieldEvents: "SHARDGUARD_YIELD",
   /** Files of a shard run with `--isolate`, when more than one: the preload then runs once per file (runner/child/shard-preload.ts, 4.). */
   isolateFiles: "SHARDGUARD_ISOLATE_FILES",
+  /**
+   * The shard's cgroup v2 directory (exec/resource-usage.ts): the preload
+   * joins it itself when it runs before the runner's move has landed.
+   */
+  cgroup: "SHARDGUARD_CGROUP",
 } as const;
 
 /** True when the user's flags run each file of a shard in a fresh global (`--isolate`; `--no-isolate` after it turns it off). */

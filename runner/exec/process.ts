@@ -21,6 +21,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, fstatSync } from "node:fs";
 import { onExit } from "signal-exit";
 import { openAppendRegularSync } from "../util/regular-file.ts";
+import { SHARD_ENV } from "./bun-command.ts";
 import { logProblem } from "./log-check.ts";
 import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
 import { removeCgroups } from "./cgroups.ts";
@@ -236,9 +237,10 @@ export class ShardProcess {
     // Its cgroup (if any) is made before the spawn, so the move right after it is one write.
     const meter: ShardMeter = startMeter();
     try {
+      const cgroup = meter.cgroupDir;
       child = spawn(command!, args, {
         cwd: this.spec.cwd,
-        env: this.spec.env,
+        env: cgroup === null ? this.spec.env : { ...this.spec.env, [SHARD_ENV.cgroup]: cgroup },
         detached: true,
         // One descriptor for both: the kernel orders the two streams by write.
         stdio: ["ignore", logFd ?? "ignore", logFd ?? "ignore"],

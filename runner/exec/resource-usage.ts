@@ -6,7 +6,9 @@
  *
  * - `cgroup`: the child is moved into a cgroup v2 group of its own
  *   (`<the runner's cgroup>/shardguard-<runner pid>/shard-<n>`) right after
- *   the spawn, while Bun is still loading (it forks nothing then); every
+ *   the spawn, while Bun is still loading (it forks nothing then), by a
+ *   write on the thread pool (a move waits for an RCU grace period, 5-9 ms),
+ *   and by the child preload itself when it starts first; every
  *   descendant is born in it and cannot leave it without write access to
  *   the hierarchy, so `cpu.stat` counts the child, its grandchildren and
  *   escapees exactly. The CPU the child ran before the move (0.1-4 ms
@@ -23,6 +25,7 @@
  * Elsewhere (not Linux) nothing is measured but the wall time (`none`).
  */
 import { existsSync, writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ShardResult } from "../results/report-model.ts";
 import { cgroupParent, cgroupPopulated, giveUpCgroups, readKeyed, readText, removeCgroups, returnGroup, takeGroup } from "./cgroups.ts";
@@ -77,6 +80,10 @@ export class ShardMeter {
   private why = "";
   private root: number | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  /** finish or discard ran: no sampling starts any more. */
+  private finished = false;
+  /** The move into the cgroup on the thread pool, until it settles; null without one. */
+  private moving: Promise<void> | null = null;
   /** CPU before the move into the cgroup, ms (counted as user time). */
   private preMoveMs = 0;
   /** Proc sampling: every process seen and alive at the last sample, by pid. */
@@ -126,19 +133,24 @@ export class ShardMeter {
     if (this.cgroup !== null) {
       // Read first: the CPU run before the move is not in the cgroup's counters.
       const before = runtimeNs(pid);
-      try {
-        writeFileSync(path.join(this.cgroup, "cgroup.procs"), String(pid), { flag: "r+" });
-        this.preMoveMs = (before ?? 0) / 1e6;
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-        returnGroup(this.cgroup, true, false);
-        this.cgroup = null;
-        this.method = "proc-sampling";
-        this.why = `no cgroup (moving the child failed: ${code})`;
-        giveUpCgroups(`moving a child failed: ${code}`);
-      }
+      const dir = this.cgroup;
+      // Off the runner's thread: a move waits for the kernel's RCU grace
+      // period, 5-9 ms of wall time on a 2-core VM (bench/README.md, P1),
+      // during which a synchronous write held every other shard's handshake.
+      // The child preload joins the group itself if it gets there first.
+      this.moving = writeFile(path.join(dir, "cgroup.procs"), String(pid), { flag: "r+" }).then(
+        () => {
+          this.preMoveMs = (before ?? 0) / 1e6;
+        },
+        (error: NodeJS.ErrnoException) => this.moveFailed(dir, before, error),
+      );
     }
     if (this.method === "cgroup" && this.memoryPeakFile) return;
+    this.startSampling();
+  }
+
+  private startSampling(): void {
+    if (this.timer !== null || this.finished) return;
     const tick = () => {
       this.sample();
       this.timer = setTimeout(tick, SAMPLE_MS);
@@ -146,6 +158,38 @@ export class ShardMeter {
     };
     this.timer = setTimeout(tick, FIRST_SAMPLE_MS);
     this.timer.unref?.();
+  }
+
+  /**
+   * The move into the cgroup failed. A child already gone (ESRCH) ended
+   * before it: its CPU is the reading taken at the spawn and whatever the
+   * preload's own move let the group count. Any other error gives up
+   * cgroups for the run and samples /proc.
+   */
+  private moveFailed(dir: string, before: number | null, error: NodeJS.ErrnoException): void {
+    // Discarded (the spawn failed): the group was returned already.
+    if (this.finished) return;
+    const code = error.code ?? error.message;
+    if (code === "ESRCH") {
+      this.preMoveMs = (before ?? 0) / 1e6;
+      this.why = "the child ended before the runner moved it into its cgroup: CPU before the preload joined the group is its reading at the spawn";
+      return;
+    }
+    if (this.cgroup !== dir) return;
+    returnGroup(dir, true, false);
+    this.cgroup = null;
+    this.method = "proc-sampling";
+    this.why = `no cgroup (moving the child failed: ${code})`;
+    giveUpCgroups(`moving a child failed: ${code}`);
+    this.startSampling();
+  }
+
+  /**
+   * The shard's cgroup directory, for the child preload to join itself
+   * when it starts before the runner's move lands; null without one.
+   */
+  get cgroupDir(): string | null {
+    return this.cgroup;
   }
 
   /** A process the sweep is about to kill: its CPU so far is the shard's (proc sampling; a cgroup counts it anyway). */
@@ -184,6 +228,9 @@ export class ShardMeter {
    * @param sinceSpawnMs the time since the spawn, ms: read once the tree is gone (`wallMs`)
    */
   async finish(sinceSpawnMs: () => number): Promise<ShardResources> {
+    // The move's outcome decides the method (a failed one falls back to sampling).
+    if (this.moving !== null) await this.moving;
+    this.finished = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     try {
@@ -200,6 +247,7 @@ export class ShardMeter {
 
   /** No figures: the spawn failed. Removes the cgroup. */
   discard(): void {
+    this.finished = true;
     if (this.timer !== null) clearTimeout(this.timer);
     if (this.cgroup !== null) returnGroup(this.cgroup, !cgroupPopulated(this.cgroup), !this.memoryPeakFile);
     live.delete(this);
