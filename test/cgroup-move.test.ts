@@ -11,22 +11,12 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { SHARD_ENV, SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
-import { ownCgroupDir, TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
+import { TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
+import { makeTestCgroup } from "./helpers/test-cgroup.ts";
 import { makeSuite, removeSuites } from "./helpers/cli.ts";
 
 /** A cgroup v2 directory this process may make groups under, or null. */
-const testCgroup = (() => {
-  if (process.platform !== "linux") return null;
-  const own = ownCgroupDir();
-  if (own === null) return null;
-  const dir = path.join(own, `sg-move-test-${process.pid}`);
-  try {
-    mkdirSync(dir);
-    return dir;
-  } catch {
-    return null;
-  }
-})();
+const testCgroup = makeTestCgroup("sg-move-test");
 
 afterAll(() => {
   removeSuites();

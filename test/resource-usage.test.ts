@@ -9,10 +9,11 @@
  * shards' cgroups are gone after the run.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { readdirSync, readFileSync, rmdirSync } from "node:fs";
 import path from "node:path";
-import { ownCgroupDir, TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
+import { TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
 import type { ShardResult } from "../runner/results/report-model.ts";
+import { makeTestCgroup } from "./helpers/test-cgroup.ts";
 import { makeSuite, readReport, removeSuites, runCli, shardOf, waitFor } from "./helpers/cli.ts";
 
 /** Alive and not a zombie (a killed orphan stays one until init reaps it). */
@@ -62,18 +63,7 @@ const childGroups = (dir: string) => readdirSync(dir, { withFileTypes: true }).f
 const cpuMs = (shard: ShardResult) => (shard.resources?.cpuUserMs ?? NaN) + (shard.resources?.cpuSystemMs ?? NaN);
 
 /** A cgroup v2 directory this process may make groups under (the runner would make the same), or null. */
-const testCgroup = (() => {
-  if (process.platform !== "linux") return null;
-  const own = ownCgroupDir();
-  if (own === null) return null;
-  const dir = path.join(own, `sg-resource-test-${process.pid}`);
-  try {
-    mkdirSync(dir);
-    return dir;
-  } catch {
-    return null;
-  }
-})();
+const testCgroup = makeTestCgroup("sg-resource-test");
 
 afterAll(() => {
   removeSuites();
