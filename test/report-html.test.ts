@@ -21,7 +21,8 @@ import { ConfigError } from "../runner/config/settings-schema.ts";
 import { renderHtml, shardResources } from "../runner/report/html.ts";
 import { PAGE_SCRIPT, PAGE_CSS } from "../runner/report/html-page.ts";
 import { layoutTimeline } from "../runner/report/html-timeline.ts";
-import { REPORT_SCHEMA_VERSION, type RunReport, type ShardResult } from "../runner/results/report-model.ts";
+import type { RunReport, ShardResult } from "../runner/results/report-model.ts";
+import { makeReport } from "./helpers/report-fixtures.ts";
 import { clickFilter, launchBrowser, openReport, renderedStatuses, searchFor, shownCount } from "./helpers/browser.ts";
 import { fixtureFilesIn, HOSTILE_FIXTURES, makeSuite, processesWithEnvEntry, readReport, runCli, survivors } from "./helpers/cli.ts";
 
@@ -44,28 +45,17 @@ const shard = (over: Partial<ShardResult>): ShardResult =>
   ...over,
 }) as ShardResult;
 
-const reportOf = (shards: ShardResult[]): RunReport => ({
-  schemaVersion: REPORT_SCHEMA_VERSION,
-  runId: "r1",
-  completed: true,
-  cancelledBy: null,
-  startedAt: "2026-01-01T00:00:00.000Z",
-  finishedAt: "2026-01-01T00:00:05.000Z",
-  durationMs: 5000,
-  exitCode: 1,
-  root: "/root",
-  tool: { name: "shardguard", version: "0.1.0" },
-  bun: { version: "1.4.4", path: "/bun" },
-  settings: { jobs: 2, timeoutMs: 10_000, graceMs: 1000, filesPerShard: 1, bunArgs: [] },
-  summary: { shards: { passed: 0, failed: 1, "timed-out": 0, crashed: 0, "never-started": 0, "skipped-by-diff": 0, total: 1 }, tests: { passed: 0, failed: 1, skipped: 0, todo: 0, "timed-out": 0, crashed: 0, "never-started": 0, "skipped-by-diff": 0, total: 1, flaky: 0 } },
-  preset: null,
-  sweeps: { staleRuns: [], endOfRun: [] },
-  plan: null,
-  slice: null,
-  merged: null,
-  rerunOf: null,
-  shards,
-});
+const reportOf = (shards: ShardResult[]): RunReport =>
+  makeReport(shards, {
+    runId: "r1",
+    startedAt: "2026-01-01T00:00:00.000Z",
+    finishedAt: "2026-01-01T00:00:05.000Z",
+    durationMs: 5000,
+    root: "/root",
+    bun: { version: "1.4.4", path: "/bun" },
+    settings: { jobs: 2, timeoutMs: 10_000, graceMs: 1000, filesPerShard: 1, bunArgs: [] },
+    summary: { shards: { passed: 0, failed: 1, "timed-out": 0, crashed: 0, "never-started": 0, "skipped-by-diff": 0, total: 1 }, tests: { passed: 0, failed: 1, skipped: 0, todo: 0, "timed-out": 0, crashed: 0, "never-started": 0, "skipped-by-diff": 0, total: 1, flaky: 0 } },
+  });
 
 /** The page's embedded data, parsed back. */
 function embedded(html: string): { tests: unknown[][]; files: string[]; shards: { resources: unknown; tail: string | null }[] } {
