@@ -40,6 +40,8 @@ import path from "node:path";
 import { encodeFrame } from "../runner/events/frames.ts";
 import { listenForTestEvents } from "../runner/events/inspector.ts";
 import { buildCompiledCli, freshCompiledCli } from "../runner/cli/compiled.ts";
+import { inspectorEnv, SHARD_ENV, shardArgv } from "../runner/exec/bun-command.ts";
+import { prepareStartCount } from "../runner/exec/marks.ts";
 
 const opt = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -132,10 +134,10 @@ async function timedRusage(argv: string[], cwd: string): Promise<Sample> {
 }
 
 /** Runs a command to completion (exit code in `ok`, or any code when `anyCode`); wall time and peak RSS. */
-function timed(argv: string[], cwd: string, okCodes: number[] = [0]): Promise<Sample> {
+function timed(argv: string[], cwd: string, okCodes: number[] = [0], extraEnv: Record<string, string> = {}): Promise<Sample> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1", ...extraEnv } });
     let peak = 0;
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-2000)));
@@ -197,6 +199,49 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
   await Promise.all(Array.from({ length: jobs }, worker));
   rmSync(sockDir, { recursive: true, force: true });
   return { ms: performance.now() - t0, peakMiB: 0 };
+}
+
+/**
+ * The floor of the shard child itself: per file, the command line and
+ * environment the runner gives a shard (exec/bun-command.ts `shardArgv`:
+ * `--no-orphans`, the shard preload with its marks and start count, Bun's
+ * JUnit), spawned `jobs` at a time by this loop with no runner around it:
+ * no log, no timeout, no sweep, no cgroup, no verdict, no report. With
+ * `events`, also the runner's event channel (`listenForTestEvents`: the
+ * handshake, the release of the preload's hold, the end-of-run barrier),
+ * events parsed and discarded. What a design that keeps the preload's
+ * evidence, Bun's JUnit and (with `events`) the inspector costs before any
+ * supervision.
+ */
+async function childFloor(files: string[], jobs: number, cwd: string, events: boolean): Promise<Sample> {
+  const out = mkdtempSync(path.join(os.tmpdir(), "sg-child-floor-"));
+  const t0 = performance.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < files.length) {
+      const n = next++;
+      const marks = path.join(out, `${n}.marks`);
+      writeFileSync(marks, "");
+      prepareStartCount(marks);
+      const argv = shardArgv({ bun: BUN, root: cwd, files: [files[n]!], junitPath: path.join(out, `${n}.xml`), bunArgs: [] });
+      const env: Record<string, string> = { [SHARD_ENV.marks]: marks, [SHARD_ENV.inShard]: "1" };
+      if (!events) {
+        await timed(argv, cwd, [0], env);
+        continue;
+      }
+      const socketPath = path.join(out, `${n}.sock`);
+      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: { found() {}, start() {}, end() {} } });
+      const exited = timed(argv, cwd, [0], { ...env, ...(inspectorEnv(socketPath) as Record<string, string>), [SHARD_ENV.yieldEvents]: "1" });
+      await channel.ready;
+      await exited;
+      await channel.closed;
+      channel.close();
+    }
+  };
+  await Promise.all(Array.from({ length: jobs }, worker));
+  const ms = performance.now() - t0;
+  rmSync(out, { recursive: true, force: true });
+  return { ms, peakMiB: 0 };
 }
 
 /**
@@ -312,12 +357,16 @@ if (CASES.includes("p1")) {
   const m = await compare("p1", {
     raw: () => perFile(files, 2, dir),
     floor: () => inspectorFloor(files, 2, dir),
+    childFloor: () => childFloor(files, 2, dir, false),
+    childFloorEvents: () => childFloor(files, 2, dir, true),
     ...withAndWithoutEvents(dir, "2"),
   });
   for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p1 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.raw!.ms;
   rows.push(`| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 2.5× ${verdict(r <= 2.5)} |`);
   rows.push(`| P1 floor: bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  rows.push(`| P1 floor: the shard child alone, events on (the runner's command line and environment: preload, marks, JUnit; the runner's event channel: handshake, release, end-of-run barrier), no supervision, jobs 2 | same raw baseline | ${s(m.childFloorEvents!.ms)} (${(m.childFloorEvents!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  rows.push(`| P1 floor: the shard child alone, events off, no supervision, jobs 2 | same raw baseline | ${s(m.childFloor!.ms)} (${(m.childFloor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   rows.push(`| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | ≤ 1.5× ${verdict(m.noEvents!.ms / m.raw!.ms <= 1.5)} |`);
   if (m.other) rows.push(`| P1 events on, --compare-cli ${COMPARE_CLI} | same raw baseline | ${s(m.other.ms)} (${(m.other.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   if (m.otherNoEvents) rows.push(`| P1 --no-test-events, --compare-cli | same raw baseline | ${s(m.otherNoEvents.ms)} (${(m.otherNoEvents.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
