@@ -12,6 +12,7 @@ import { Run, type RunInputs } from "./run.ts";
 import { githubActive, publishToGithub } from "./github-publish.ts";
 import type { Host } from "./host.ts";
 import { randomHex } from "../util/random.ts";
+import { DEBUGGER_ENV } from "../exec/bun-command.ts";
 
 /** Console writers of a host that pass every line through the secret redactor. */
 export interface RedactingOutput {
@@ -70,6 +71,12 @@ export async function executeRun(
       waiting.abort();
     }
   });
+
+  const debuggerVars = DEBUGGER_ENV.filter((name) => inputs.env[name]);
+  if (debuggerVars.length > 0) {
+    const [them, are] = debuggerVars.length > 1 ? ["them", "are"] : ["it", "is"];
+    stdout(`shardguard: note: ${debuggerVars.join(" and ")} ${are} set (a debugger's, as an editor's debug terminal sets ${them}); shard children run without ${them}: each would listen at that address or wait for its debugger`);
+  }
 
   let lock: RunLock | null = null;
   if (inputs.settings.lock) {

@@ -63,9 +63,21 @@ export interface CommandInputs {
 export const INSPECT_CONNECT_ENV = "BUN_INSPECT_CONNECT_TO";
 
 /**
+ * Debugger variables a shard child never inherits: `BUN_INSPECT` makes every
+ * Bun process listen at the one address it names (an editor's debug terminal
+ * sets `…?wait=1`, so each shard would wait for a debugger until its timeout;
+ * a second listener on it fails every file before any test registers), and
+ * `BUN_INSPECT_NOTIFY` tells that debugger each child started. Both were
+ * measured on Bun 1.4.4 (docs/bun-behaviour.md). `BUN_INSPECT_PRELOAD`, a
+ * preload, is passed on like any preload.
+ */
+export const DEBUGGER_ENV = ["BUN_INSPECT", "BUN_INSPECT_NOTIFY"] as const;
+
+/**
  * The environment that turns a shard child's test events on:
  * `BUN_INSPECT_CONNECT_TO=unix://<socketPath>` (absolute path), or nothing
  * when `socketPath` is null (events off; an inherited value is removed).
+ * The {@link DEBUGGER_ENV} variables are removed either way.
  *
  * Why not `--inspect-wait=unix:<path>`: any inspector flag puts Bun in
  * debugging mode, whose transpiler stops inlining and minifying, so a
@@ -76,7 +88,8 @@ export const INSPECT_CONNECT_ENV = "BUN_INSPECT_CONNECT_TO";
  * debugger attaches; the shard preload does (runner/child/shard-preload.ts).
  */
 export function inspectorEnv(socketPath: string | null): Record<string, string | undefined> {
-  return { [INSPECT_CONNECT_ENV]: socketPath ? `unix://${socketPath}` : undefined };
+  const cleared = Object.fromEntries(DEBUGGER_ENV.map((name) => [name, undefined]));
+  return { ...cleared, [INSPECT_CONNECT_ENV]: socketPath ? `unix://${socketPath}` : undefined };
 }
 
 /**

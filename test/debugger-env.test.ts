@@ -1,0 +1,77 @@
+/**
+ * A run started where a debugger is configured (an editor's debug terminal
+ * exports BUN_INSPECT and BUN_INSPECT_NOTIFY to every process): plain
+ * `bun test` passes there, and so must the run. Inherited, those variables
+ * made every shard child listen at the address the runner itself already
+ * listens at, so each file failed before any test registered
+ * (exec/bun-command.ts DEBUGGER_ENV).
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { DEBUGGER_ENV, inspectorEnv } from "../runner/exec/bun-command.ts";
+import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
+
+afterAll(removeSuites);
+
+/** A suite shaped like a project's: a describe with an each-table, and a test that records what the child's environment held. */
+function suite(): string {
+  return makeSuite({
+    "env.test.ts":
+      'import { describe, expect, test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
+      'describe("checkout", () => {\n' +
+      '  test.each([[1, 2], [2, 4]])("doubles %i", (a, b) => expect(a * 2).toBe(b));\n' +
+      '  test("sees its environment", () => {\n' +
+      '    const seen = ["BUN_INSPECT", "BUN_INSPECT_NOTIFY"].map((n) => `${n}=${process.env[n] ?? "(unset)"}`).join("\\n");\n' +
+      '    writeFileSync(`${import.meta.dir}/seen.txt`, seen);\n' +
+      "  });\n});\n",
+    "plain.test.ts": 'import { expect, test } from "bun:test";\ntest("plain", () => expect(1 + 1).toBe(2));\n',
+  });
+}
+
+/** An editor's debugger settings: a socket in the suite, so nothing else on the machine is touched; nobody attaches, so nothing waits. */
+const debuggerEnv = (dir: string) => ({ BUN_INSPECT: `ws+unix://${path.join(dir, "debugger.sock")}`, BUN_INSPECT_NOTIFY: `unix://${path.join(dir, "notify.sock")}` });
+
+describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOTIFY)", () => {
+  test("plain bun test passes there: the baseline the run must match", () => {
+    const dir = suite();
+    const plain = spawnSync(process.execPath, ["test"], { cwd: dir, env: { ...process.env, ...debuggerEnv(dir) }, encoding: "utf8" });
+    expect(plain.stderr).toContain("4 pass");
+    expect(plain.status).toBe(0);
+  });
+
+  for (const events of [true, false]) {
+    test(`events ${events ? "on" : "off"}: every test passes, the children run without the variables, and one note says so`, async () => {
+      const dir = suite();
+      const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "30", ...(events ? [] : ["--no-test-events"])], { env: debuggerEnv(dir) });
+      expect(run.code).toBe(0);
+      const report = readReport(dir);
+      expect(report.shards.map((s) => s.status)).toEqual(["passed", "passed"]);
+      expect(report.shards.flatMap((s) => s.tests.map((t) => t.status))).toEqual(["passed", "passed", "passed", "passed"]);
+      expect(readFileSync(path.join(dir, "seen.txt"), "utf8")).toBe("BUN_INSPECT=(unset)\nBUN_INSPECT_NOTIFY=(unset)");
+      const notes = run.stdout.split("\n").filter((line) => line.startsWith("shardguard: note: BUN_INSPECT and BUN_INSPECT_NOTIFY are set"));
+      expect(notes).toHaveLength(1);
+    }, 60_000);
+  }
+
+  test("a run without them prints no note", async () => {
+    const dir = makeSuite({ "plain.test.ts": 'import { test } from "bun:test";\ntest("plain", () => {});\n' });
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30"], { env: { BUN_INSPECT: undefined, BUN_INSPECT_NOTIFY: undefined } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain("shardguard: note: BUN_INSPECT");
+  });
+});
+
+describe("inspectorEnv", () => {
+  test("clears the debugger variables with events on and off, and sets the runner's own socket only with events on", () => {
+    for (const socket of ["/tmp/x/events.sock", null]) {
+      const env = inspectorEnv(socket);
+      for (const name of DEBUGGER_ENV) {
+        expect(Object.hasOwn(env, name)).toBe(true);
+        expect(env[name]).toBeUndefined();
+      }
+      expect(env.BUN_INSPECT_CONNECT_TO).toBe(socket ? `unix://${socket}` : undefined);
+    }
+  });
+});
