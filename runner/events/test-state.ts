@@ -168,6 +168,8 @@ const STATUS_OF: Record<BunEndStatus, EndedStatus> = {
   timeout: "failed",
   skip: "skipped",
   todo: "todo",
+  // A test that `-t` / `--test-name-pattern` left out: Bun's JUnit counts it skipped too.
+  skipped_because_label: "skipped",
 };
 
 /** Bun's `end` status as a result status. */

@@ -7,8 +7,8 @@
  */
 import { z } from "zod";
 
-/** Bun's final verdict on a test, as sent in `TestReporter.end`. */
-export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo"] as const;
+/** Bun's final verdict on a test, as sent in `TestReporter.end`; `skipped_because_label` is a test that `-t` / `--test-name-pattern` left out (Bun 1.3.14 to 1.4.5). */
+export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo", "skipped_because_label"] as const;
 export type BunEndStatus = (typeof BUN_END_STATUSES)[number];
 
 /**
