@@ -55,6 +55,33 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
     }, 60_000);
   }
 
+  test("the run's guardian is alive while its shards run", async () => {
+    // The shard's test looks for its run's guardian (runner/exec/guardian-main.ts, started with the run id) in /proc.
+    const probe =
+      'import { expect, test } from "bun:test";\nimport { readdirSync, readFileSync, writeFileSync } from "node:fs";\n' +
+      'test("finds the guardian", () => {\n' +
+      '  const runId = process.env.SHARDGUARD_RUN!.split(":")[0]!;\n' +
+      "  const alive = readdirSync(\"/proc\").filter((p) => /^\\d+$/.test(p)).some((p) => {\n" +
+      '    try { const cmd = readFileSync(`/proc/${p}/cmdline`, "utf8"); return cmd.includes("guardian-main.ts") && cmd.includes(runId); } catch { return false; }\n' +
+      "  });\n" +
+      '  writeFileSync(`${import.meta.dir}/guardian.txt`, alive ? "alive" : "none");\n' +
+      "});\n";
+    const dir = makeSuite({ "guardian.test.ts": probe });
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30"], { env: debuggerEnv(dir) });
+    expect(run.code).toBe(0);
+    expect(readFileSync(path.join(dir, "guardian.txt"), "utf8")).toBe("alive");
+  }, 60_000);
+
+  test("bg --local: the detached run starts and passes", async () => {
+    const dir = suite();
+    spawnSync("git", ["init", "-q"], { cwd: dir });
+    const started = await runCli(["bg", "--local", "--jobs", "2"], { cwd: dir, env: debuggerEnv(dir) });
+    expect(started.code).toBe(0);
+    const followed = await runCli(["status", "--follow"], { cwd: dir, limitMs: 60_000 });
+    expect(followed.stdout).toContain("passed (exit 0)");
+    expect(followed.code).toBe(0);
+  }, 90_000);
+
   test("a run without them prints no note", async () => {
     const dir = makeSuite({ "plain.test.ts": 'import { test } from "bun:test";\ntest("plain", () => {});\n' });
     const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30"], { env: { BUN_INSPECT: undefined, BUN_INSPECT_NOTIFY: undefined } });

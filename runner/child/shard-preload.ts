@@ -377,7 +377,6 @@ async function descendantLines(): Promise<string[]> {
   return walkDescendants(files, process.pid, MAX_LISTED).map((d) => `\nP ${d.pid} ${d.pgid} ${d.command}`);
 }
 
-
 /**
  * Whether any thread of this process has a child, read through Bun's glob and
  * file APIs (about 0.5 ms, where node:fs costs 2 ms to load): false only when

@@ -74,6 +74,18 @@ export const INSPECT_CONNECT_ENV = "BUN_INSPECT_CONNECT_TO";
 export const DEBUGGER_ENV = ["BUN_INSPECT", "BUN_INSPECT_NOTIFY"] as const;
 
 /**
+ * `env` without the {@link DEBUGGER_ENV} variables, for every Bun process
+ * the runner starts besides shards (the run's guardian, a `bg` run): each
+ * would listen at the debugger address its parent already holds, and the
+ * guardian died of it at its start (measured on Bun 1.4.4).
+ */
+export function withoutDebuggerEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const copy = { ...env };
+  for (const name of DEBUGGER_ENV) delete copy[name];
+  return copy;
+}
+
+/**
  * The environment that turns a shard child's test events on:
  * `BUN_INSPECT_CONNECT_TO=unix://<socketPath>` (absolute path), or nothing
  * when `socketPath` is null (events off; an inherited value is removed).

@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
+import { withoutDebuggerEnv } from "./bun-command.ts";
 
 /** What {@link startDetached} starts. */
 export interface DetachedSpec {
@@ -21,7 +22,8 @@ export interface DetachedSpec {
  * Starts `spec.argv` in its own session (setsid: its own process group, no
  * controlling terminal, so closing the terminal does not send it SIGHUP),
  * stdin from /dev/null, stdout and stderr appended to `spec.logPath`, and
- * does not wait for it.
+ * does not wait for it. A debugger's `BUN_INSPECT` and `BUN_INSPECT_NOTIFY`
+ * are left out of its environment (bun-command.ts `withoutDebuggerEnv`).
  *
  * @returns the pid of the new process (also its process group id and session id)
  * @throws Error when the log cannot be opened or the process cannot be started
@@ -31,7 +33,7 @@ export function startDetached(spec: DetachedSpec): number {
   try {
     const child = spawn(spec.argv[0]!, spec.argv.slice(1), {
       cwd: spec.cwd,
-      env: spec.env as NodeJS.ProcessEnv,
+      env: withoutDebuggerEnv(spec.env) as NodeJS.ProcessEnv,
       detached: true,
       stdio: ["ignore", fd, fd],
     });

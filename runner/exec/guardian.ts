@@ -20,6 +20,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
+import { withoutDebuggerEnv } from "./bun-command.ts";
 import { readProcStat } from "./proc-inspect.ts";
 import { PACKAGE_ROOT } from "../util/package-root.ts";
 
@@ -68,7 +69,7 @@ export function startGuardian(cookiePrefix: string, bun = process.execPath, env:
       detached: true,
       // Never the runner's stdout or stderr: a CI step waits for those to close.
       stdio: ["pipe", "ignore", "ignore"],
-      env,
+      env: withoutDebuggerEnv(env),
     });
     child.on("error", () => {});
     child.stdin?.on("error", () => {});
