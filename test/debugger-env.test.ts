@@ -82,6 +82,24 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
     expect(followed.code).toBe(0);
   }, 90_000);
 
+  test("a preset's touchfiles module loads: its loader is a Bun process of its own", () => {
+    const repo = path.join(import.meta.dir, "..");
+    const dir = makeSuite({
+      "touchfiles.ts": 'export const E2E_TOUCHFILES = { checkout: ["src/cart/**"] };\nexport const GLOBAL_TOUCHFILES: string[] = [];\nexport const E2E_TIERS = { checkout: "gate" };\n',
+      "load.ts":
+        `import { loadTouchfiles } from ${JSON.stringify(path.join(repo, "runner/presets/diff.ts"))};\n` +
+        `import { getPreset, loadPresets } from ${JSON.stringify(path.join(repo, "runner/presets/resolve.ts"))};\n` +
+        'const spec = getPreset(loadPresets(process.cwd()), "gstack-paid").selection!;\n' +
+        'const data = await loadTouchfiles(process.cwd(), { ...spec, touchfiles: "touchfiles.ts" });\n' +
+        "console.log(JSON.stringify(data?.map));\n",
+    });
+    // This process listens at the debugger's address, as a runner started in a debug terminal does.
+    const loaded = spawnSync(process.execPath, [path.join(dir, "load.ts")], { cwd: dir, env: { ...process.env, ...debuggerEnv(dir) }, encoding: "utf8" });
+    expect(loaded.stderr).not.toContain("Failed to start inspector");
+    expect(loaded.stdout.trim()).toBe('{"checkout":["src/cart/**"]}');
+    expect(loaded.status).toBe(0);
+  });
+
   test("a run without them prints no note", async () => {
     const dir = makeSuite({ "plain.test.ts": 'import { test } from "bun:test";\ntest("plain", () => {});\n' });
     const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30"], { env: { BUN_INSPECT: undefined, BUN_INSPECT_NOTIFY: undefined } });

@@ -20,6 +20,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
 import { ConfigError } from "../config/settings-schema.ts";
+import { withoutDebuggerEnv } from "../exec/bun-command.ts";
 import type { SelectionSpec } from "./preset-schema.ts";
 
 /** The dependency data of a project's tests. */
@@ -94,7 +95,8 @@ function importData(abs: string, timeoutMs: number): Record<string, unknown> {
   // cwd is the temp dir, not the project: a bunfig.toml there must not preload anything into the loader.
   const r = spawnSync(process.execPath, ["-e", LOADER], {
     cwd: os.tmpdir(),
-    env: { ...process.env, SHARDGUARD_TOUCHFILES_URL: pathToFileURL(abs).href },
+    // Without a debugger's BUN_INSPECT: the loader would fail to listen where this process does.
+    env: { ...withoutDebuggerEnv(process.env), SHARDGUARD_TOUCHFILES_URL: pathToFileURL(abs).href },
     timeout: timeoutMs,
     killSignal: "SIGKILL",
     maxBuffer: MAX_EXPORT_BYTES,
