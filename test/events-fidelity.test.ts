@@ -5,12 +5,16 @@
  * docs/bun-behaviour.md), bounded error lists, and the note of a shard whose
  * events were lost.
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { ELAPSED_WRAP_NS, testDurationNs } from "../runner/events/elapsed.ts";
 import { TestEventModel } from "../runner/events/test-model.ts";
 import { parseInspectorMessage } from "../runner/events/wire.ts";
 import { testStates } from "./helpers/model-states.ts";
 import { lostEventsNote } from "../runner/events/event-evidence.ts";
+import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
+import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
+
+afterAll(removeSuites);
 
 /** What Bun 1.4.4 sends for a test of `ns` nanoseconds: the low 32 bits, signed. */
 const wrapped = (ns: number) => ((ns % ELAPSED_WRAP_NS) + ELAPSED_WRAP_NS) % ELAPSED_WRAP_NS | 0;
@@ -41,6 +45,15 @@ describe("testDurationNs", () => {
     expect(testDurationNs(wrapped(3e9), 0.5e9)).toBe(3e9);
     // Runner saw 3.2 s where Bun's value reads 1 s (or 5.29 s): the runner's interval.
     expect(testDurationNs(1e9, 3.2e9)).toBe(3.2e9);
+  });
+
+  test("Bun 1.3.13's -2^31 for any test of 2^31 ns or more (2.3 s sent as -2147483648): the runner's interval, at least 2^31 ns", () => {
+    expect(testDurationNs(-(2 ** 31), 2.3e9)).toBe(2.3e9);
+    expect(testDurationNs(-(2 ** 31), 3.1e9)).toBe(3.1e9);
+    expect(testDurationNs(-(2 ** 31), 9e9)).toBe(9e9);
+    // A late-read start cannot make it shorter than Bun's bound; without an interval the bound itself.
+    expect(testDurationNs(-(2 ** 31), 1.9e9)).toBe(2 ** 31);
+    expect(testDurationNs(-(2 ** 31), undefined)).toBe(2 ** 31);
   });
 
   test("a value outside the 32-bit range is a Bun that does not wrap: taken as it is; a negative one falls back to the runner", () => {
@@ -131,4 +144,25 @@ describe("lostEventsNote (events/event-evidence.ts): a shard whose events were l
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, false)).toBeNull();
     expect(lostEventsNote({ connected: false, looseErrors: [], tests: [] }, 5, false, true)).toBeNull();
   });
+});
+
+describe("tests over 2^31 ns in a shard killed at its timeout (durations from the events alone)", () => {
+  for (const version of SUPPORTED_BUNS) {
+    test(`Bun ${version}: a 2.3 s test keeps its duration`, async () => {
+      const dir = makeSuite({
+        "slow.test.ts":
+          'import { describe, test } from "bun:test";\n' +
+          'describe("checkout", () => {\n  test("pays in 2.3 s", async () => { await Bun.sleep(2300); });\n' +
+          '  test("hangs", async () => { await new Promise(() => {}); }, 60_000);\n});\n',
+      });
+      const run = await runCli(["run", "--root", dir, "--bun", await bunBinary(version), "--timeout", "5", "--grace", "1"]);
+      expect(run.code).toBe(1);
+      const tests = readReport(dir).shards[0]!.tests;
+      const paid = tests.find((t) => t.name === "checkout > pays in 2.3 s")!;
+      expect(paid.status).toBe("passed");
+      expect(paid.durationMs).toBeGreaterThanOrEqual(2290);
+      expect(paid.durationMs).toBeLessThan(3300);
+      expect(tests.find((t) => t.name === "checkout > hangs")!.status).toBe("timed-out");
+    }, 60_000);
+  }
 });
