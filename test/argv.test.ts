@@ -27,10 +27,12 @@ describe("run and list", () => {
   });
 
   test("-h and --help, the negated boolean and the extras; '-' is a pattern", () => {
-    const args = run(["-", "-h", "--no-test-events", "--last-failed", "--preset", "p", "--preset", "q"]);
+    const args = run(["-", "-h", "--no-test-events", "--last-failed", "--preset", "q"]);
     expect(args).toMatchObject({ patterns: ["-"], help: true });
     expect([...args.booleans]).toEqual(["--no-test-events"]);
     expect([...args.extras]).toEqual([["--last-failed", true], ["--preset", "q"]]);
+    // A valued extra given twice is refused like shardguard's other flags, never the last one silently.
+    for (const flag of ["--preset", "--tier", "--shard"]) expect(() => run([flag, "a", `${flag}=b`])).toThrow(`flag ${flag} was given twice`);
     expect(() => run(["--test-events"])).toThrow('unknown flag --test-events for shardguard run; flags for bun test go after "--" (shardguard run --help lists the flags)');
   });
 

@@ -213,6 +213,18 @@ describe("--shard on the command line", () => {
     expect(both.code).toBe(2);
     expect(both.stderr).toContain("--retry 1 and --rerun-each 2 cannot be used together");
     expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+    // A file or filter after "--" would run in every shard beside its own files, its tests
+    // blamed on them; `--bail 1` is such a filter to Bun 1.4.4 ("1"), `--bail=1` the flag.
+    for (const after of [["./extra/zz.test.ts"], ["--bail", "1"]]) {
+      const r = await runCli(["run", "--root", dir, "--", ...after]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`bun test flags after "--" cannot include files or filters (${JSON.stringify(after.at(-1))})`);
+    }
+    expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+    // --shard twice: one line, as for shardguard's other flags, never the last one silently.
+    const twice = await runCli(["run", "--root", dir, "--shard", "1/3", "--shard", "2/3"]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain("flag --shard was given twice");
     const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');

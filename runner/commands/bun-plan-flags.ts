@@ -87,13 +87,18 @@ export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFl
  * (`-- --last-failed` reran everything) or applies `--shard` to each
  * shard's own files (every shard but one ran nothing).
  *
- * Also refuses a combination `bun test` itself refuses (presets/flags.ts
+ * Also refuses a file or filter there (each shard would run it beside its
+ * own files) and a combination `bun test` itself refuses (presets/flags.ts
  * {@link bunFlagConflict}).
  *
  * @throws ConfigError (exit 2, nothing started) naming the flag and where it belongs
  */
 export function refuseRunFlagsAfterDash(bunArgs: readonly string[]): void {
-  const flags = splitBunTestArgs(bunArgs).flags;
+  const { flags, positionals } = splitBunTestArgs(bunArgs);
+  // Every shard would run what a path or filter there names beside its own files, and blame its tests on them.
+  if (positionals.length > 0) {
+    throw new ConfigError(`bun test flags after "--" cannot include files or filters (${JSON.stringify(positionals[0])}); put PATTERNs before "--" (a flag's value: write --flag=VALUE)`);
+  }
   const conflict = bunFlagConflict(flags);
   if (conflict) throw new ConfigError(`bun test flags after "--": ${conflict}`);
   for (const flag of flags) {

@@ -121,6 +121,7 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
       if (value === undefined || (!token.inline && value.startsWith("--") && value.length > 2)) {
         throw new ConfigError(`flag ${flag} needs a value (shardguard ${command} --help lists the flags)`);
       }
+      if (spec === undefined && parsed.extras.has(flag)) throw new ConfigError(`flag ${flag} was given twice`);
       if (spec === undefined) parsed.extras.set(flag, value);
       else parsed.values.set(spec.key, value);
     } else if (token.flag in BOOLEAN_FLAGS) {

@@ -115,16 +115,12 @@ export function checkShardFlags(flags: readonly CommandFlag[], where: string): v
  * from its parsed command line: the preset, tier and patterns from the
  * flags, the bun test flags after `--` for every shard.
  *
- * @throws ConfigError when --preset has no value, or the flags after `--` hold a file or filter
+ * @throws ConfigError when --preset has no value (a file or filter after `--` was refused before: commands/bun-plan-flags.ts `refuseRunFlagsAfterDash`)
  */
 export function presetRequestFromArgs(args: ParsedWithExtras, cwd: string, env: Record<string, string | undefined>): PresetRequest {
   const name = args.extras.get("--preset");
   const tier = args.extras.get("--tier");
   if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
-  const split = splitBunTestArgs(args.bunArgs);
-  if (split.positionals.length > 0) {
-    throw new ConfigError(`bun test flags after "--" cannot include files or filters (${JSON.stringify(split.positionals[0])}); put PATTERNs before "--"`);
-  }
   return {
     name,
     via: "--preset",
@@ -133,7 +129,7 @@ export function presetRequestFromArgs(args: ParsedWithExtras, cwd: string, env: 
     args,
     ...(typeof tier === "string" ? { tier } : {}),
     patterns: args.patterns,
-    commandFlags: split.flags,
+    commandFlags: splitBunTestArgs(args.bunArgs).flags,
     flagsWhere: `flags after "--"`,
   };
 }
