@@ -217,7 +217,8 @@ describe("bad values: one line, exit 2, nothing started", () => {
   const refused = async (args: string[], env: Record<string, string> = {}, bunfig?: string) => {
     const dir = suite();
     if (bunfig !== undefined) writeFileSync(path.join(dir, "bunfig.toml"), bunfig);
-    const run = await runCli(["run", "--root", dir, ...args, "t"], { env });
+    // The pattern before the flags: after a "--" among them it would be a bun test argument.
+    const run = await runCli(["run", "--root", dir, "t", ...args], { env });
     expect(run.code).toBe(2);
     expect(run.stderr.trim().split("\n")).toHaveLength(1);
     expect(run.stdout).not.toContain("START");
