@@ -160,7 +160,8 @@ describe("tests over 2^31 ns in a shard killed at its timeout (durations from th
       const tests = readReport(dir).shards[0]!.tests;
       const paid = tests.find((t) => t.name === "checkout > pays in 2.3 s")!;
       expect(paid.status).toBe("passed");
-      expect(paid.durationMs).toBeGreaterThanOrEqual(2290);
+      // On 1.3.13 the runner's receive interval is the duration; a start read late under load shortens it a little (2286 ms seen in CI), never to 2^31 ns (2147.48 ms).
+      expect(paid.durationMs).toBeGreaterThan(2200);
       expect(paid.durationMs).toBeLessThan(3300);
       expect(tests.find((t) => t.name === "checkout > hangs")!.status).toBe("timed-out");
     }, 60_000);
