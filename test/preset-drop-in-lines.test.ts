@@ -163,6 +163,14 @@ describe("--tier and Bun's path filter", () => {
     // Bun's only file header names the entry file, which runs no test.
     expect(joined.stdout + joined.stderr).toContain("test/shardguard.gstack-paid.test.ts:");
   });
+
+  test("`--tier=gate --tier=periodic` is refused with exit 2 before any shard: never the last one taken", () => {
+    repo.clean();
+    const r = repo.run([BUN, "test", "--preset", "gstack-paid", "--tier=gate", "--tier=periodic"]);
+    expect(r.code).toBe(2);
+    expect(shardguardLines(r.stderr)).toEqual(["shardguard: bun test: flag --tier was given twice; give it once"]);
+    expect(existsSync(path.join(out(), "report.json"))).toBe(false);
+  });
 });
 
 describe("an edit to the touchfiles data module never selects less than the map diff", () => {

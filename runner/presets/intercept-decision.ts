@@ -71,6 +71,8 @@ export interface BunTestCommand {
   parallel: boolean;
   /** Bun's internal flag of a `--parallel` worker process. */
   testWorker: boolean;
+  /** `--preset` or `--tier` when it was given more than once (refused, as by `shardguard run`); else null. */
+  repeated: string | null;
 }
 
 /**
@@ -103,6 +105,7 @@ export function parseBunTestCommand(argv: readonly string[]): BunTestCommand | n
     tierSplit: tier !== undefined && tier.tokens.length === 2,
     parallel: split.flags.some((f) => f.name === "--parallel"),
     testWorker: split.flags.some((f) => f.name === "--test-worker"),
+    repeated: ["--preset", "--tier"].find((name) => split.flags.filter((f) => f.name === name).length > 1) ?? null,
   };
 }
 
@@ -257,7 +260,10 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
     return name ? { action: "refuse", message: await parallelMessage(cwd, name) } : { action: "none", why: "a --parallel worker" };
   }
 
+  // Two values for one of our flags: which one was meant is not ours to guess (config/args.ts refuses the same).
+  const repeated = own.repeated === null ? null : ({ action: "refuse", message: `bun test: flag ${own.repeated} was given twice; give it once` } as const);
   if (own.preset !== null) {
+    if (repeated) return repeated;
     if (own.preset === "") return { action: "refuse", message: "bun test --preset needs a preset name, e.g. --preset gstack-paid" };
     if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, own.preset) };
     return {
@@ -276,6 +282,7 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
   if (legacy.startedBy !== null) {
     return { action: "none", why: `started as a shard by another sharded runner (${legacy.startedBy} is set)` };
   }
+  if (repeated) return repeated;
   if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, legacy.preset) };
   return {
     action: "take-over",
