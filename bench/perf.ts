@@ -5,8 +5,8 @@
  * several rounds, and compares medians of wall time (and, for p8, the
  * runner's peak RSS):
  *
- *   p1  200 one-test files, jobs 2, events on
- *       baseline: one plain `bun test FILE` process per file, 2 at a time    target ≤ 1.5×
+ *   p1  200 one-test files, jobs 2, events on (≤ 2.5×) and off (≤ 1.5×)
+ *       baseline: one plain `bun test FILE` process per file, 2 at a time
  *   p3  300 files × 10 short tests, --files-per-shard 50, jobs 2
  *       baseline: `bun test --parallel=2` on the same files                 target ≤ 1.3×
  *   p8  one file of 100,000 tests, events on, in five shapes (P8_SHAPES):
@@ -16,10 +16,12 @@
  *       then one with --timings; its makespan against
  *       max(longest, total/jobs) + start-up (a shardguard run of one empty test)   target ≤ 1.05×
  *
- * p1 and p8 also measure, for context: the floor of any inspector-based
- * design (a bare `bun --inspect-wait=unix:` child dialing the runner's own
- * channel, events parsed and discarded; for p8 also the same with a raw
- * socket client that does not even parse them) and shardguard
+ * p1 and p8 also measure, for context: the shard child alone (the runner's
+ * command line, environment and event channel, events parsed and
+ * discarded, no supervision: the design's floor, which receives every
+ * event), a bare `bun --inspect-wait=unix:` child dialing the same channel
+ * (cheaper, but it exits before Bun has sent most events of a large file:
+ * each floor row counts the test ends that arrived) and shardguard
  * `--no-test-events`. bench/inspector-floor.ts compares the channel with
  * the WebSocket client it replaced.
  *
@@ -37,7 +39,6 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { encodeFrame } from "../runner/events/frames.ts";
 import { listenForTestEvents } from "../runner/events/inspector.ts";
 import { buildCompiledCli, freshCompiledCli } from "../runner/cli/compiled.ts";
 import { inspectorEnv, SHARD_ENV, shardArgv } from "../runner/exec/bun-command.ts";
@@ -72,6 +73,14 @@ interface Sample {
   cpuMs?: number;
   /** CPU time of the shardguard runner process alone, ms; 0 when not measured. */
   runnerCpuMs?: number;
+  /** For a floor: test ends its event channel received, over all its children (a child that exits first loses the rest). */
+  ends?: number;
+}
+
+/** A discarding sink for a floor's channel that counts the test ends it was given. */
+function countingSink(): { sink: { found(): void; start(): void; end(): void }; ends: () => number } {
+  let ends = 0;
+  return { sink: { found() {}, start() {}, end() { ends += 1; } }, ends: () => ends };
 }
 
 /**
@@ -183,11 +192,12 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
   let next = 0;
   let n = 0;
   const sockDir = mkdtempSync(path.join(os.tmpdir(), "sg-floor-"));
+  const counted = countingSink();
   const worker = async () => {
     while (next < files.length) {
       const file = files[next++]!;
       const socketPath = path.join(sockDir, `${n++}.sock`);
-      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: { found() {}, start() {}, end() {} } });
+      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: counted.sink });
       const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", file], { cwd, stdio: "ignore" });
       const exited = new Promise((r) => child.once("exit", r));
       await channel.ready;
@@ -198,7 +208,7 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
   };
   await Promise.all(Array.from({ length: jobs }, worker));
   rmSync(sockDir, { recursive: true, force: true });
-  return { ms: performance.now() - t0, peakMiB: 0 };
+  return { ms: performance.now() - t0, peakMiB: 0, ends: counted.ends() };
 }
 
 /**
@@ -216,6 +226,7 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
 async function childFloor(files: string[], jobs: number, cwd: string, events: boolean): Promise<Sample> {
   const out = mkdtempSync(path.join(os.tmpdir(), "sg-child-floor-"));
   const t0 = performance.now();
+  const counted = countingSink();
   let next = 0;
   const worker = async () => {
     while (next < files.length) {
@@ -230,7 +241,7 @@ async function childFloor(files: string[], jobs: number, cwd: string, events: bo
         continue;
       }
       const socketPath = path.join(out, `${n}.sock`);
-      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: { found() {}, start() {}, end() {} } });
+      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: counted.sink });
       const exited = timed(argv, cwd, [0], { ...env, ...(inspectorEnv(socketPath) as Record<string, string>), [SHARD_ENV.yieldEvents]: "1" });
       await channel.ready;
       await exited;
@@ -241,42 +252,7 @@ async function childFloor(files: string[], jobs: number, cwd: string, events: bo
   await Promise.all(Array.from({ length: jobs }, worker));
   const ms = performance.now() - t0;
   rmSync(out, { recursive: true, force: true });
-  return { ms, peakMiB: 0 };
-}
-
-/**
- * The bare floor with the smallest possible client: a raw unix socket
- * listener that writes the two enables and `Inspector.initialized` in
- * Bun's length-prefixed frames when the child dials in (Bun answers in
- * order) and drops every byte unparsed. What the inspector itself costs,
- * before any client-side work per event.
- */
-async function rawInspectorFloor(file: string, cwd: string): Promise<Sample> {
-  const sockDir = mkdtempSync(path.join(os.tmpdir(), "sg-floor-"));
-  const socketPath = path.join(sockDir, "raw.sock");
-  const t0 = performance.now();
-  let closed!: () => void;
-  const done = new Promise<void>((r) => (closed = r));
-  const server = Bun.listen<undefined>({
-    unix: socketPath,
-    socket: {
-      open(socket) {
-        const requests = ["TestReporter.enable", "LifecycleReporter.enable", "Inspector.initialized"];
-        socket.write(Buffer.concat(requests.map((method, i) => encodeFrame(JSON.stringify({ id: i + 1, method })))));
-      },
-      data() {},
-      close() {
-        closed();
-      },
-    },
-  });
-  const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", file], { cwd, stdio: "ignore" });
-  await new Promise((r) => child.once("exit", r));
-  await done;
-  const ms = performance.now() - t0;
-  server.stop(true);
-  rmSync(sockDir, { recursive: true, force: true });
-  return { ms, peakMiB: 0 };
+  return { ms, peakMiB: 0, ends: counted.ends() };
 }
 
 const median = (xs: number[]) => {
@@ -289,7 +265,7 @@ const median = (xs: number[]) => {
 async function compare(
   label: string,
   variants: Record<string, () => Promise<Sample>>,
-): Promise<Record<string, { ms: number; peakMiB: number; cpuMs: number; runnerCpuMs: number; all: number[] }>> {
+): Promise<Record<string, { ms: number; peakMiB: number; cpuMs: number; runnerCpuMs: number; ends: number; all: number[] }>> {
   const samples: Record<string, Sample[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, run] of Object.entries(variants)) samples[name]!.push(await run());
@@ -303,6 +279,7 @@ async function compare(
         peakMiB: median(v.map((s) => s.peakMiB)),
         cpuMs: median(v.map((s) => s.cpuMs ?? 0)),
         runnerCpuMs: median(v.map((s) => s.runnerCpuMs ?? 0)),
+        ends: Math.min(...v.map((s) => s.ends ?? 0)),
         all: v.map((s) => s.ms),
       },
     ]),
@@ -364,8 +341,9 @@ if (CASES.includes("p1")) {
   for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p1 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.raw!.ms;
   rows.push(`| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 2.5× ${verdict(r <= 2.5)} |`);
-  rows.push(`| P1 floor: bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
-  rows.push(`| P1 floor: the shard child alone, events on (the runner's command line and environment: preload, marks, JUnit; the runner's event channel: handshake, release, end-of-run barrier), no supervision, jobs 2 | same raw baseline | ${s(m.childFloorEvents!.ms)} (${(m.childFloorEvents!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  const ends = (n: number) => `${n} of 200 test ends arrived (fewest in a round)`;
+  rows.push(`| P1 bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.floor!.ends)} | (context) |`);
+  rows.push(`| P1 floor: the shard child alone, events on (the runner's command line and environment: preload, marks, JUnit; the runner's event channel: handshake, release, end-of-run barrier), no supervision, jobs 2 | same raw baseline | ${s(m.childFloorEvents!.ms)} (${(m.childFloorEvents!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.childFloorEvents!.ends)} | (context) |`);
   rows.push(`| P1 floor: the shard child alone, events off, no supervision, jobs 2 | same raw baseline | ${s(m.childFloor!.ms)} (${(m.childFloor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
   rows.push(`| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | ≤ 1.5× ${verdict(m.noEvents!.ms / m.raw!.ms <= 1.5)} |`);
   if (m.other) rows.push(`| P1 events on, --compare-cli ${COMPARE_CLI} | same raw baseline | ${s(m.other.ms)} (${(m.other.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
@@ -468,7 +446,7 @@ for (const [key, shape] of Object.entries(P8_SHAPES)) {
   const m = await compare(key, {
     junit: () => timedRusage([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
     floor: () => inspectorFloor([file], 1, dir),
-    ...(key === "p8" ? { rawFloor: () => rawInspectorFloor(file, dir) } : {}),
+    childFloorEvents: () => childFloor([file], 1, dir, true),
     ...withAndWithoutEvents(dir, "1"),
   });
   const junit = readFileSync(path.join(dir, "bun-junit.xml"), "utf8");
@@ -485,8 +463,11 @@ for (const [key, shape] of Object.entries(P8_SHAPES)) {
   const rss = m.shardguard!.peakMiB;
   const P = key.toUpperCase();
   rows.push(`| ${P} one file, ${tests.toLocaleString("en")} tests, ${shape.label}, events on | \`bun test --reporter=junit\`: ${s(base)}, CPU ${s(m.junit!.cpuMs)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB, ${cpu(m.shardguard!)} | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
-  rows.push(`| ${P} floor: bare \`bun --inspect-wait=unix:\` child + handshake, events parsed (listenForTestEvents) and discarded | same | ${ratio(m.floor!.ms)} | (context) |`);
-  if (m.rawFloor) rows.push(`| ${P} floor, raw unix socket client (frames not parsed) | same | ${ratio(m.rawFloor.ms)} | (context) |`);
+  // The shard child's own floor must have every event, or it is no floor (the bare child's is not).
+  if (m.childFloorEvents!.ends !== tests) throw new Error(`${key}: the shard child alone delivered ${m.childFloorEvents!.ends} of ${tests} test ends`);
+  const ends = (n: number) => `${n.toLocaleString("en")} of ${tests.toLocaleString("en")} test ends arrived (fewest in a round)`;
+  rows.push(`| ${P} floor: the shard child alone, events on (the runner's command line, environment and event channel: preload hold, handshake, release, end-of-run barrier; JUnit), events parsed and discarded, no supervision | same | ${ratio(m.childFloorEvents!.ms)}, ${ends(m.childFloorEvents!.ends)} | (context) |`);
+  rows.push(`| ${P} bare \`bun --inspect-wait=unix:\` child + handshake, events parsed and discarded: no floor, the child exits before Bun has sent most events | same | ${ratio(m.floor!.ms)}, ${ends(m.floor!.ends)} | (context) |`);
   rows.push(`| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`);
   if (m.other) rows.push(`| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`);
   if (m.otherNoEvents) rows.push(`| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`);
