@@ -47,6 +47,20 @@ describe("command lines that name no tier keep their tierless meaning", () => {
     for (const t of ran) expect(t).toMatchObject({ SHARDGUARD_SHARD: "1", EVALS_TIER: null });
   });
 
+  test("a paid file named without EVALS=1 runs as plain bun test runs it: its tests skip, no agent ping, nothing taken over", () => {
+    const line = [BUN, "test", "test/skill-e2e-alpha.test.ts"];
+    repo.clean();
+    const plain = repo.run(line, PLAIN);
+    repo.clean();
+    const r = repo.run(line);
+    expect(r.code).toBe(plain.code);
+    expect(r.code).toBe(0);
+    expect(shardguardLines(r.stdout + r.stderr)).toEqual([]);
+    expect(repo.ranTests()).toEqual([]);
+    expect(repo.agentPings()).toBe(0);
+    expect(existsSync(path.join(out(), "report.json"))).toBe(false);
+  });
+
   test("`bun run test:evals` plans every paid file, the periodic-only ones included, and agrees with plain bun test", () => {
     repo.clean();
     const plain = repo.run([BUN, "run", "test:evals"], PLAIN);

@@ -134,7 +134,7 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     repo.clean();
     const r = repo.run(
       [BUN, "test", "-t", "a", "--bail", "--timeout", "60000", "--max-concurrency", "3", "test/skill-e2e-alpha.test.ts", "test/skill-e2e-beta.test.ts"],
-      { EVALS_TIER: "gate" },
+      { EVALS: "1", EVALS_TIER: "gate" },
     );
     expect(r.code).toBe(0);
     const rep = report();

@@ -209,6 +209,8 @@ describe("interception decisions", () => {
   });
   const decide = (argv: string[] | null, env: Record<string, string> = {}, parent: string[] | null = null, cwd = repo) =>
     decideInterception({ argv, env, cwd, parentArgv: () => parent });
+  /** What gstack's paid scripts set (`EVALS=1 bun test …`), gstack-paid's `env`. */
+  const ON = { EVALS: "1" };
 
   test("--preset takes over; --preset with --parallel, or without a name, is refused", async () => {
     expect(await decide(["bun", "test", "--preset", "gstack-paid", "--retry", "2"])).toEqual({
@@ -230,30 +232,42 @@ describe("interception decisions", () => {
     expect(await decide(["bun", "test", "--preset", "gstack-paid", "--preset=other"])).toEqual(twice("--preset"));
     expect(await decide(["bun", "test", "--preset=gstack-paid", "--preset=gstack-paid"])).toEqual(twice("--preset"));
     expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate", "--tier=periodic"])).toEqual(twice("--tier"));
-    expect(await decide(["bun", "test", "--tier=gate", "test/skill-e2e-a.test.ts", "--tier=periodic"])).toEqual(twice("--tier"));
+    expect(await decide(["bun", "test", "--tier=gate", "test/skill-e2e-a.test.ts", "--tier=periodic"], ON)).toEqual(twice("--tier"));
     // Once each still takes over.
     expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate"])).toMatchObject({ action: "take-over", tier: "gate" });
   });
 
   test("file arguments that are all files of a preset take over (the legacy command line)", async () => {
-    expect(await decide(["bun", "test", "--retry", "1", "test/skill-e2e-a.test.ts", "./test/skill-e2e-b.test.ts"], { EVALS_TIER: "gate" })).toMatchObject({
+    expect(await decide(["bun", "test", "--retry", "1", "test/skill-e2e-a.test.ts", "./test/skill-e2e-b.test.ts"], { ...ON, EVALS_TIER: "gate" })).toMatchObject({
       action: "take-over",
       preset: "gstack-paid",
       files: ["test/skill-e2e-a.test.ts", "test/skill-e2e-b.test.ts"],
       tierDefault: false,
     });
-    expect(await decide(["bun", "test", path.join(repo, "test/skill-e2e-a.test.ts")])).toMatchObject({ action: "take-over" });
+    expect(await decide(["bun", "test", path.join(repo, "test/skill-e2e-a.test.ts")], ON)).toMatchObject({ action: "take-over" });
+  });
+
+  test("a legacy line without the preset's environment (gstack: EVALS=1) is left alone: its files ran switched off, a take-over would switch them on", async () => {
+    const line = ["bun", "test", "test/skill-e2e-a.test.ts"];
+    const none = { action: "none" as const, why: "preset gstack-paid's EVALS=1 is not in the environment: its files run as plain bun test runs them" };
+    expect(await decide(line)).toEqual(none);
+    expect(await decide(line, { EVALS: "0" })).toEqual(none);
+    expect(await decide([...line, "--tier=gate"], { EVALS_TIER: "gate" })).toEqual(none);
+    // With --parallel its workers leave it alone too (plain bun test ran it so).
+    expect(await decide(["bun", "test", "--test-worker", "--isolate"], {}, ["bun", "test", "--parallel", ...line.slice(2)])).toMatchObject({ action: "none" });
+    // An explicit --preset is a request to run the preset, environment or not.
+    expect(await decide(["bun", "test", "--preset", "gstack-paid"])).toMatchObject({ action: "take-over" });
   });
 
   test("a bun test started as a shard by another sharded runner (its selection or preflight-ok variable set) is left alone", async () => {
     const line = ["bun", "test", path.join(repo, "test/skill-e2e-a.test.ts"), "--retry", "1", "--concurrent", "--max-concurrency=4", "--timeout=60000"];
-    expect(await decide(line, { EVALS_SELECTION_JSON: '{"version":1,"selected":null,"reason":"x"}' })).toEqual({
+    expect(await decide(line, { ...ON, EVALS_SELECTION_JSON: '{"version":1,"selected":null,"reason":"x"}' })).toEqual({
       action: "none",
       why: "started as a shard by another sharded runner (EVALS_SELECTION_JSON is set)",
     });
-    expect(await decide(line, { EVALS_PREFLIGHT_OK: "1" })).toMatchObject({ action: "none", why: expect.stringContaining("EVALS_PREFLIGHT_OK is set") });
+    expect(await decide(line, { ...ON, EVALS_PREFLIGHT_OK: "1" })).toMatchObject({ action: "none", why: expect.stringContaining("EVALS_PREFLIGHT_OK is set") });
     // Empty counts as unset; an explicit --preset is a request to run the preset.
-    expect(await decide(line, { EVALS_PREFLIGHT_OK: "" })).toMatchObject({ action: "take-over" });
+    expect(await decide(line, { ...ON, EVALS_PREFLIGHT_OK: "" })).toMatchObject({ action: "take-over" });
     expect(await decide(["bun", "test", "--preset", "gstack-paid"], { EVALS_PREFLIGHT_OK: "1" })).toMatchObject({ action: "take-over" });
   });
 
@@ -275,7 +289,7 @@ describe("interception decisions", () => {
   test("--parallel workers never take over; with a preset in the parent command line they refuse", async () => {
     const worker = ["bun", "test", "--test-worker", "--isolate"];
     expect(await decide(worker, {}, ["bun", "test", "--parallel", "--preset", "gstack-paid"])).toMatchObject({ action: "refuse" });
-    expect(await decide(worker, {}, ["bun", "test", "--parallel", "test/skill-e2e-a.test.ts"])).toMatchObject({ action: "refuse" });
+    expect(await decide(worker, ON, ["bun", "test", "--parallel", "test/skill-e2e-a.test.ts"])).toMatchObject({ action: "refuse" });
     expect(await decide(worker, {}, ["bun", "test", "--parallel"])).toMatchObject({ action: "none" });
     expect(await decide(worker, {}, null)).toMatchObject({ action: "none" });
   });
@@ -285,12 +299,12 @@ describe("interception decisions", () => {
       "test/skill-e2e-a.test.ts": "",
       "bunfig.toml": `[shardguard.presets.mine]\nextends = "gstack-paid"\n`,
     });
-    expect(await decide(["bun", "test", "test/skill-e2e-a.test.ts"], {}, null, dir)).toMatchObject({ action: "take-over", preset: "mine" });
+    expect(await decide(["bun", "test", "test/skill-e2e-a.test.ts"], ON, null, dir)).toMatchObject({ action: "take-over", preset: "mine" });
     const off = tree({
       "test/skill-e2e-a.test.ts": "",
       "bunfig.toml": `[shardguard.presets.gstack-paid]\nintercept-files = false\n`,
     });
-    expect(await decide(["bun", "test", "test/skill-e2e-a.test.ts"], {}, null, off)).toMatchObject({ action: "none" });
+    expect(await decide(["bun", "test", "test/skill-e2e-a.test.ts"], ON, null, off)).toMatchObject({ action: "none", why: expect.stringContaining("no preset") });
   });
 });
 

@@ -9,10 +9,12 @@
  * - otherwise, positional arguments that are all existing files of one
  *   preset (the legacy command line after the shell expanded its globs) →
  *   run exactly those files under that preset, with no tier unless the
- *   line names one; except when the environment carries the preset's
- *   selection or preflight-ok variable: then another sharded runner
- *   (gstack's scripts/test-paid-shards.ts) started this `bun test` as one
- *   of its shards, and taking it over would nest a second runner inside it;
+ *   line names one; only when the environment already holds the preset's
+ *   own variables (gstack: EVALS=1), without which the files ran switched
+ *   off; and not when it carries the preset's selection or preflight-ok
+ *   variable: then another sharded runner (gstack's
+ *   scripts/test-paid-shards.ts) started this `bun test` as one of its
+ *   shards, and taking it over would nest a second runner inside it;
  * - either of those together with `--parallel` → refuse (exit 2), in the
  *   top-level process and in Bun's `--parallel` workers (which never take
  *   over themselves);
@@ -195,7 +197,7 @@ async function legacyMatch(
   cwd: string,
   positionals: readonly string[],
   env: Record<string, string | undefined> = {},
-): Promise<{ preset: string; files: string[]; startedBy: string | null } | null> {
+): Promise<{ preset: string; files: string[]; startedBy: string | null; unset: string | null } | null> {
   if (positionals.length === 0) return null;
   const files = fileArguments(cwd, positionals);
   if (!files) return null;
@@ -213,7 +215,10 @@ async function legacyMatch(
     // A variable only a sharded runner sets for its shards: this process is
     // one of them (the preset's own shards are caught by SHARDGUARD_SHARD).
     const marker = [preset.selection?.selectionEnv, preset.preflight?.okEnv].find((v) => v && nonEmpty(env[v]));
-    return { preset: preset.name, files, startedBy: marker ?? null };
+    // The preset's environment (gstack: EVALS=1) is what turned these files on: a line
+    // without it ran them switched off, and a take-over would switch them on.
+    const unset = Object.entries(preset.env).find(([name, value]) => env[name] !== value);
+    return { preset: preset.name, files, startedBy: marker ?? null, unset: unset ? `${unset[0]}=${unset[1]}` : null };
   }
   return null;
 }
@@ -256,7 +261,8 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
     const parentArgv = inputs.parentArgv();
     const parent = parentArgv ? parseBunTestCommand(parentArgv) : null;
     if (!parent) return { action: "none", why: "a --parallel worker" };
-    const name = parent.preset || (await legacyMatch(cwd, parent.positionals))?.preset;
+    const legacy = parent.preset ? null : await legacyMatch(cwd, parent.positionals, env);
+    const name = parent.preset || (legacy?.unset === null ? legacy.preset : null);
     return name ? { action: "refuse", message: await parallelMessage(cwd, name) } : { action: "none", why: "a --parallel worker" };
   }
 
@@ -281,6 +287,9 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
   if (!legacy) return { action: "none", why: "no preset and no preset files on the command line" };
   if (legacy.startedBy !== null) {
     return { action: "none", why: `started as a shard by another sharded runner (${legacy.startedBy} is set)` };
+  }
+  if (legacy.unset !== null) {
+    return { action: "none", why: `preset ${legacy.preset}'s ${legacy.unset} is not in the environment: its files run as plain bun test runs them` };
   }
   if (repeated) return repeated;
   if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, legacy.preset) };
