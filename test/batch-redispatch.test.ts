@@ -115,13 +115,14 @@ describe("readMarks: file records", () => {
       finishedNormally: true,
       descendants: [{ pid: 12, pgid: 10, command: "sleep 15" }],
       filesStarted: ["/a/s e\n.test.ts", "/b.test.ts"],
+      filesLoaded: 0,
     });
   });
   test("a path cut short by a kill still counts as started", async () => {
     const dir = makeSuite({});
     const file = path.join(dir, "m.marks");
     writeFileSync(file, "f/a.test.ts\0sf/b.te");
-    expect(await readMarks(file)).toEqual({ testsStarted: 1, finishedNormally: false, descendants: [], filesStarted: ["/a.test.ts", "/b.te"] });
+    expect(await readMarks(file)).toEqual({ testsStarted: 1, finishedNormally: false, descendants: [], filesStarted: ["/a.test.ts", "/b.te"], filesLoaded: 0 });
   });
 });
 

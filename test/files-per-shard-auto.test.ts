@@ -118,6 +118,49 @@ describe("a wedged file in an auto batch (--timeout 4)", () => {
   });
 });
 
+describe("a file of an auto batch that stops at its top level, before registering a test", () => {
+  /** One batch: two passing tests, a file without tests, the stopping file, one more passing file. */
+  const batch = (stops: string) => ({
+    "t/a.test.ts": `import { test } from "bun:test";\ntest("a1", () => {});\ntest("a2", async () => {});\n`,
+    "t/b.test.ts": `export const nothing = 1;\n`,
+    "t/c.test.ts": `import { test } from "bun:test";\n${stops}\ntest("never registered", () => {});\n`,
+    "t/d.test.ts": passing(4),
+  });
+  const statuses = (report: RunReport) => report.shards.flatMap((s) => s.tests.map((t) => [s.index, t.file, t.name, t.status]));
+
+  for (const [label, stops, status] of [
+    ["spins (while (true) {})", "while (true) {}", "timed-out"],
+    ["waits for good (a top-level await)", "await new Promise(() => setInterval(() => {}, 1000));", "timed-out"],
+    ["calls process.exit(0)", "process.exit(0);", "crashed"],
+  ] as const) {
+    test(`${label}: it alone gets the ${status} verdict, once; the file before it keeps its passes; the file after it runs again`, async () => {
+      const dir = makeSuite(batch(stops));
+      const run = await runCli(["run", "--root", dir, "--jobs", "1", "--files-per-shard", "auto", "--timeout", "3", "--grace", "1", "t"]);
+      expect(run.code).toBe(1);
+      const report = readReport(dir);
+      expect(report.shards).toHaveLength(2);
+      expect(statuses(report)).toEqual([
+        [1, "t/a.test.ts", "a1", "passed"],
+        [1, "t/a.test.ts", "a2", "passed"],
+        [1, "t/b.test.ts", "(whole file)", "failed"],
+        [1, "t/c.test.ts", "(whole file)", status],
+        [2, "t/d.test.ts", "ok 4", "passed"],
+      ]);
+      expect(report.shards[0]!.tests.find((t) => t.file === "t/b.test.ts")!.failure).toMatchObject({ type: "no-tests" });
+      expect(report.shards[0]!.reason).toContain("1 file in which no test started run again in shard 2");
+    }, 30_000);
+  }
+
+  test("a batch that ends normally has no note about an end-of-run barrier (batches never wait at one)", async () => {
+    const dir = makeSuite({ "t/a.test.ts": passing(1), "t/b.test.ts": passing(2), "t/c.test.ts": passing(3) });
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--files-per-shard", "auto", "t"]);
+    expect(run.code).toBe(0);
+    const report = readReport(dir);
+    expect(report.shards).toHaveLength(1);
+    expect(report.shards[0]!.notes ?? []).toEqual([]);
+  }, 30_000);
+});
+
 /** Three files in one batch: the first changes process.env, the cwd and a global; the others report what they see. */
 const leaking = {
   "t/a.test.ts": `import { test } from "bun:test";\nimport { mkdirSync } from "node:fs";\ntest("changes the process", () => {\n  process.env.SG_LEAK = "a";\n  mkdirSync("elsewhere", { recursive: true });\n  process.chdir("elsewhere");\n  (globalThis as any).sgLeak = 1;\n});\n`,

@@ -85,8 +85,9 @@ describe("readMarks", () => {
         { pid: 13, pgid: 13, command: "sh -c sleep 9 & wait" },
       ],
       filesStarted: [],
+      filesLoaded: 0,
     });
-    expect(await readMarks(path.join(dir, "missing.marks"))).toEqual({ testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [] });
+    expect(await readMarks(path.join(dir, "missing.marks"))).toEqual({ testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [], filesLoaded: 0 });
   });
 
   test("a file a test filled with junk is read with bounded results", async () => {

@@ -51,6 +51,7 @@ test("a normal run: the mapped count holds every test start, retries included, a
     finishedNormally: true,
     descendants: [],
     filesStarted: [path.join(dir, "a.test.ts"), path.join(dir, "b.test.ts")],
+    filesLoaded: 0,
   });
 }, 30_000);
 

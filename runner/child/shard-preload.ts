@@ -10,7 +10,8 @@
  *    global afterAll, which Bun skips after `process.exit`), and the count of
  *    test starts in `<file>.count`, four bytes the runner creates and this
  *    file maps shared and increments (an "s" appended per start when it
- *    cannot be mapped). Bun writes its JUnit only after a normal end and its
+ *    cannot be mapped), and "l" as each file of an `--isolate` batch begins
+ *    to load (4.). Bun writes its JUnit only after a normal end and its
  *    events can be lost, so the runner trusts the JUnit only against these
  *    (a `process.exit(0)` mid-file is otherwise a file without tests), re-runs
  *    the unstarted files of a killed batch, and maps tests defined in helper
@@ -73,6 +74,10 @@ const marks: { write(text: string): unknown; flush(): unknown } | null = !marksP
   : fs
     ? { write: (text: string) => fs.appendFileSync(marksPath, text), flush: () => undefined }
     : Bun.file(marksPath).writer();
+// "l": this file of an isolated batch begins to load. Bun loads them in the order given, so
+// a file that hangs or exits at its top level, before it registers a test, is named by the
+// count (not the file before it, whose tests had all ended).
+if (fs) mark("l");
 
 /** Counts this preload's run in `seqFile` and returns how many came before it (0 when the file cannot be used); the last one removes it. */
 function nextPosition(files: typeof import("node:fs"), seqFile: string): number {

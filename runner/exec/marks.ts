@@ -4,6 +4,7 @@
  *
  *     e                   when Bun reached the end of the run
  *     f<absolute path>\0  before the first test of each test file (Bun.main)
+ *     l                   as each file of an `--isolate` batch begins to load
  *     s                   one per test start, only when the count file could not be mapped
  *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
  *
@@ -52,6 +53,12 @@ export interface ShardMarks {
    * A killed batched shard re-runs its other files (engine/run.ts).
    */
   filesStarted: string[];
+  /**
+   * Files of an `--isolate` batch that began to load (the preload's "l"
+   * marks, one per file as Bun loads it, in the order given); 0 in any
+   * other shard. The last of them was loading or running when the child ended.
+   */
+  filesLoaded: number;
 }
 
 /**
@@ -70,6 +77,7 @@ const F = 0x66;
 const MAX_PATH = 4096;
 
 const S = 0x73;
+const L = 0x6c;
 const E = 0x65;
 const MAX_LINE = 300;
 
@@ -78,7 +86,7 @@ const MAX_LINE = 300;
  * (no test started, no normal end, no descendants).
  */
 export async function readMarks(file: string): Promise<ShardMarks> {
-  const marks: ShardMarks = { testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [] };
+  const marks: ShardMarks = { testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [], filesLoaded: 0 };
   let inLines = false;
   let inPath = false;
   let path: Buffer[] = [];
@@ -113,6 +121,7 @@ export async function readMarks(file: string): Promise<ShardMarks> {
       } else if (!inLines) {
         if (byte === F) inPath = true;
         else if (byte === S) marks.testsStarted += 1;
+        else if (byte === L) marks.filesLoaded += 1;
         else if (byte === E) marks.finishedNormally = true;
         else if (byte === NEWLINE) {
           inLines = true;

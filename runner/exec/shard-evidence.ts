@@ -81,13 +81,22 @@ export async function consoleErrorOf(logPath: string, record: AttemptRecord, jun
 /**
  * Planned files (relative to root) in which the child preload marked no
  * test start, by absolute or real path (Bun reports a file by its real path
- * when the root is reached through a symlink). Empty when the child never spawned.
+ * when the root is reached through a symlink), but for the files of an
+ * `--isolate` batch that had begun to load when the child ended: the last
+ * of them (it was in flight), and with events the ones before it. Empty
+ * when the child never spawned.
  */
 export async function filesNotStarted(root: string, files: readonly string[], record: AttemptRecord): Promise<string[]> {
   if (record.outcome.spawnError !== null) return [];
   const seen = new Set(record.marks.filesStarted);
   const out: string[] = [];
-  for (const file of files) {
+  // In an --isolate batch ("l" marks) the file loading when the child ended, the last begun,
+  // keeps the shard's verdict: running it again would spend another timeout on the same hang.
+  // With events, the files before it had ended and their entries are known (results/verdict.ts).
+  const begun = Math.min(record.marks.filesLoaded, files.length);
+  const known = record.events?.connected === true && record.events.tests.length > 0 ? begun : 0;
+  for (const [at, file] of files.entries()) {
+    if (at < known || (begun > 0 && at === begun - 1)) continue;
     const abs = path.resolve(root, file);
     if (seen.has(abs)) continue;
     const real = await realpath(abs).catch(() => abs);
@@ -156,6 +165,7 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
     bail: settings.bail,
     ...(settings.junitAttempts ? { junitAttempts: settings.junitAttempts } : {}),
     testsStarted: marks.testsStarted,
+    ...(marks.filesLoaded > 0 ? { filesLoaded: marks.filesLoaded } : {}),
     finishedNormally: marks.finishedNormally,
     ...(settings.coverageThreshold ? { coverageThreshold: settings.coverageThreshold } : {}),
     ...(seen.consoleError ? { consoleError: seen.consoleError } : {}),
@@ -176,7 +186,9 @@ function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
   const notes = [...record.channelNotes];
   // Said even when the shard passes: its report has none of what only events carry.
   if (eventsProblem) notes.push(`no inspector events (${eventsProblem}): retries, flakiness and the test in flight are unknown`);
-  const lost = record.events ? lostEventsNote(record.events, record.marks.testsStarted, record.flushed, record.marks.finishedNormally) : null;
+  // An --isolate batch (its "l" marks) ends with a short sleep, never the end-of-run barrier (child/shard-preload.ts, 4.).
+  const barrier = record.marks.filesLoaded === 0;
+  const lost = record.events ? lostEventsNote(record.events, record.marks.testsStarted, record.flushed || !barrier, record.marks.finishedNormally) : null;
   if (lost !== null) notes.push(lost);
   if (record.errorsLeftOut > 0) {
     notes.push(`${record.errorsLeftOut} error events left out of the failure texts (the first and last ${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`);

@@ -106,6 +106,12 @@ export interface ShardEvidence {
    */
   testsStarted?: number;
   /**
+   * Files of an `--isolate` batch that began to load, in plan order (the
+   * preload's synchronous "l" marks, exec/marks.ts); undefined or 0 outside
+   * such batches. The last of them was in flight when the child ended.
+   */
+  filesLoaded?: number;
+  /**
    * True when the child preload's global afterAll ran: Bun reached the normal
    * end of the run (it does not run after a call to `process.exit`). Undefined when unknown.
    */

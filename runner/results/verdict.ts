@@ -252,8 +252,22 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
       ? (byFile.get(lastLoaded!) ?? []).filter((t) => t.state === "found").sort((a, b) => (a.line ?? 0) - (b.line ?? 0))[0]
       : undefined;
   if (lostStart) inFlightAssigned = true;
-  for (const file of ev.files) {
+  // In an --isolate batch the preload marks each file as it begins to load: when the last one
+  // begun found no test, its top-level code was in flight, not a hook of the file before it.
+  const loading = ev.filesLoaded ? ev.files[Math.min(ev.filesLoaded, ev.files.length) - 1]! : undefined;
+  const loadingAt = loading === undefined || byFile.has(loading) || inFlightAssigned ? -1 : ev.files.indexOf(loading);
+  const loadingInFlight = loadingAt >= 0 && (lastLoaded === undefined || ev.files.indexOf(lastLoaded) < loadingAt);
+  for (const [at, file] of ev.files.entries()) {
     const found = byFile.get(file) ?? [];
+    if (found.length === 0 && loadingInFlight && at < loadingAt && haveEvents) {
+      // Loaded and registered no test before the next file began: as at a normal end.
+      tests.push(
+        ev.passWithNoTests
+          ? synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" })
+          : synthetic(file, "failed", { type: "no-tests", message: "no tests found (the next file of the batch had begun to load)" }),
+      );
+      continue;
+    }
     if (found.length === 0) {
       if (haveEvents && inFlightAssigned) {
         tests.push(synthetic(file, "never-started", { type: "never-started", message: `never started: the file had not loaded when the shard ended (${reason})` }));
@@ -290,7 +304,7 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
         tests.push(fromEvent(t, "never-started", { type: "never-started", message: `never started: ${reason}` }));
       }
     }
-    if (!inFlightAssigned && file === lastLoaded) {
+    if (!inFlightAssigned && !loadingInFlight && file === lastLoaded) {
       inFlightAssigned = true;
       // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
       if (reachedEnd) tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: failureType, message: reason }, 0));
