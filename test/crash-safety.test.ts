@@ -129,6 +129,62 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
   expect(await waitFor(() => guardiansOf(runId).length === 0, Math.max(0, 3_000 - (performance.now() - killedAt)))).toBe(true);
 }, 60_000);
 
+/**
+ * Runs one shard whose test starts `command` through `/bin/sh` with an empty environment (no
+ * cookie: an agent CLI run hermetically), SIGKILLs the runner once the grandchild's pid is
+ * written, and returns that pid with whether it was gone within 3 s of the kill.
+ */
+async function killRunnerWithHermeticGrandchild(command: string): Promise<{ pid: number; goneIn3s: boolean; cgroups: boolean }> {
+  const dir = makeSuite({
+    "hermetic.test.ts":
+      'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
+      'test("agent", async () => {\n' +
+      `  const sh = Bun.spawn(["/bin/sh", "-c", ${JSON.stringify(`${command} > /dev/null 2>&1 & echo $!`)}], { env: {}, stdout: "pipe" });\n` +
+      '  const pid = (await new Response(sh.stdout).text()).trim();\n' +
+      '  await Bun.sleep(100);\n' +
+      '  writeFileSync(`${import.meta.dir}/grandchild.pid`, pid);\n' +
+      '  await Bun.sleep(30_000);\n});\n',
+  });
+  const pidFile = path.join(dir, "grandchild.pid");
+  let killedAt = 0;
+  let cgroups = false;
+  const run = await runCli(["run", "--root", dir, "--timeout", "60"], {
+    onLine: {
+      match: /START hermetic\.test\.ts/,
+      then: (pid) =>
+        void waitFor(() => existsSync(pidFile), 10_000).then(() => {
+          // The shard child (the runner's only child besides the guardian) is in a shardguard cgroup when cgroups are in use.
+          const child = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+          cgroups = child.some((c) => {
+            try {
+              return readFileSync(`/proc/${c}/cgroup`, "utf8").includes("/shardguard-");
+            } catch {
+              return false;
+            }
+          });
+          killedAt = performance.now();
+          process.kill(pid, "SIGKILL");
+        }),
+    },
+  });
+  expect(run.signal).toBe("SIGKILL");
+  const grandchild = Number(readFileSync(pidFile, "utf8"));
+  const goneIn3s = await waitFor(() => !alive(grandchild), Math.max(0, 3_000 - (performance.now() - killedAt)));
+  if (!goneIn3s) process.kill(grandchild, "SIGKILL");
+  return { pid: grandchild, goneIn3s, cgroups };
+}
+
+test("kill -9 of the runner while a shard's grandchild has an empty environment but stays in the shard's group: the guardian kills the group", async () => {
+  const { goneIn3s } = await killRunnerWithHermeticGrandchild("/bin/sleep 60");
+  expect(goneIn3s).toBe(true);
+}, 60_000);
+
+test("kill -9 of the runner while a shard's grandchild has an empty environment and left the group: the guardian kills the shard's cgroup (where cgroups are in use)", async () => {
+  const { goneIn3s, cgroups } = await killRunnerWithHermeticGrandchild("/usr/bin/setsid /bin/sleep 60");
+  // Without a cgroup nothing can find such a process (docs/architecture.md, "Runner death").
+  expect(goneIn3s).toBe(cgroups);
+}, 60_000);
+
 test("a run that ends normally leaves no guardian behind", async () => {
   const dir = makeSuite({ "a.test.ts": 'import { test } from "bun:test";\ntest("quick", () => {});\n' });
   const run = await runCli(["run", "--root", dir, "--timeout", "60"]);

@@ -13,7 +13,7 @@ import { socketDirFor } from "../events/socket-dir.ts";
 import { filtersByName, SHARD_ENV } from "../exec/bun-command.ts";
 import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
-import { sweepCookie, sweepStaleRuns, type Escapee, type ShardProcess } from "../exec/process.ts";
+import { sweepCookie, sweepStaleRuns, watchGroups, type Escapee, type ShardProcess } from "../exec/process.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
 import { FIRST_REPORT_WAIT_MS, HandshakeGate } from "../exec/handshake-gate.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
@@ -197,9 +197,12 @@ export class Run {
     this.console.onSweep("stale-runs", this.sweeps.staleRuns);
     // Kills what this run leaves behind if the runner itself is SIGKILLed.
     const guardian = startGuardian(`${SHARD_ENV.cookie}=${this.runId}:`);
+    // Its shards' groups and cgroups too: a process that cleared its environment has no cookie.
+    watchGroups(guardian);
     try {
       return await this.runShards(logDir, junitDir, socketDir, guardian);
     } finally {
+      watchGroups(null);
       // Still held only when something threw: sweep now rather than never.
       guardian.abandon();
     }

@@ -5,7 +5,7 @@
  * directories only; nothing here signals a process except through the
  * kernel's `cgroup.kill`, which resource-usage.ts writes.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { isAlive } from "./proc-inspect.ts";
 
@@ -90,6 +90,16 @@ function removeStaleParents(own: string): void {
   for (const name of names) {
     const m = /^shardguard-(\d+)$/.exec(name);
     if (m && Number(m[1]) !== process.pid && !isAlive(Number(m[1]))) removeCgroupTree(path.join(own, name));
+  }
+}
+
+/** Writes `1` to `dir`'s `cgroup.kill` (SIGKILL to everything in it, forks included); false when that failed (no such group, Linux before 5.14). */
+export function killCgroup(dir: string): boolean {
+  try {
+    writeFileSync(path.join(dir, "cgroup.kill"), "1", { flag: "r+" });
+    return true;
+  } catch {
+    return false;
   }
 }
 

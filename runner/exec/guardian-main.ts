@@ -6,18 +6,21 @@
  * environment entry and make the guardian a target of other runs' sweeps.
  *
  * It runs in a session of its own, holds the read end of a pipe whose write
- * end only the runner holds, and waits. Two endings:
+ * end only the runner holds, and waits, reading lines: "+ <pgid> <cgroup
+ * dir>" (a shard's process group started; the directory may be empty) and
+ * "- <pgid>" (it and its cgroup were killed by the runner). Two endings:
  *  - the runner writes "done" (its run ended and its own end-of-run sweep
  *    ran): exit at once, touching nothing;
  *  - the pipe reaches end-of-file without "done", or the runner's pid is
  *    gone (checked every 250 ms, in case a stray copy of the pipe's write
  *    end keeps it open): the runner died without cleaning up (kill -9, OOM
- *    killer). Then every process carrying the run's cookie is SIGKILLed,
- *    again until two sweeps in a row find nothing (a process may fork while
- *    it is being killed), for at most 2 s, and the guardian exits.
+ *    killer). Then every process carrying the run's cookie, and every
+ *    process group and cgroup still listed, is SIGKILLed, again until two
+ *    rounds in a row find nothing (a process may fork while it is being
+ *    killed), for at most 2 s, and the guardian exits.
  */
 import { readProcStat } from "./proc-inspect.ts";
-import { sweepCookie } from "./process.ts";
+import { killLeftGroups, sweepCookie } from "./process.ts";
 
 const [cookieName, cookieValue, runnerPidText, runnerStart] = process.argv.slice(2);
 const cookiePrefix = `${cookieName}=${cookieValue}`;
@@ -33,6 +36,8 @@ const SWEEP_BUDGET_MS = 2_000;
 
 let finished = false;
 let probe: ReturnType<typeof setInterval> | undefined;
+/** The shards' process groups the runner has not reported gone, with their cgroup directories (null: none). */
+const groups = new Map<number, string | null>();
 
 /**
  * Ends the guardian with `code` by leaving nothing on the event loop (the
@@ -67,8 +72,10 @@ async function cleanUp(): Promise<never> {
   finished = true;
   const until = performance.now() + SWEEP_BUDGET_MS;
   let quiet = 0;
+  const listed = () => [...groups].map(([pgid, cgroup]) => ({ pgid, cgroup }));
   while (quiet < 2 && performance.now() < until) {
-    quiet = sweepCookie(cookiePrefix!, "prefix").length === 0 ? quiet + 1 : 0;
+    const found = killLeftGroups(listed()) + sweepCookie(cookiePrefix!, "prefix").length;
+    quiet = found === 0 ? quiet + 1 : 0;
     if (quiet < 2) await Bun.sleep(SWEEP_GAP_MS);
   }
   finish(0);
@@ -95,8 +102,17 @@ async function readPipe(): Promise<void> {
     }
     if (finished) return;
     if (chunk.done) break;
-    received = (received + decoder.decode(chunk.value, { stream: true })).slice(-16);
-    if (received.includes("done")) return finish(0);
+    const lines = (received + decoder.decode(chunk.value, { stream: true })).split("\n");
+    // A line is at most a pgid and a cgroup path (PATH_MAX): anything longer is not the runner's.
+    received = lines.pop()!.slice(-8192);
+    for (const line of lines) {
+      if (line === "done") return finish(0);
+      const m = /^([+-]) ([1-9]\d*)(?: (.*))?$/.exec(line);
+      const pgid = m ? Number(m[2]) : 0;
+      if (pgid <= 1) continue;
+      if (m![1] === "+") groups.set(pgid, m![3] ? m![3] : null);
+      else groups.delete(pgid);
+    }
   }
   if (!finished) void cleanUp();
 }

@@ -8,19 +8,23 @@
  * sweep found it (if a later run came). The guardian runs in a session of
  * its own (so a signal to the runner's group or terminal does not reach it),
  * watches the runner through a pipe only the runner writes to and by its
- * pid, and sweeps the run's cookie when the runner dies without saying
- * "done". It costs one small Bun process per run, asleep on a pipe read.
+ * pid, and when the runner dies without saying "done" sweeps the run's
+ * cookie and kills the shards' process groups and cgroups the runner told
+ * it of (so a process that cleared its environment but stayed in its
+ * group or cgroup dies too). It costs one small Bun process per run, asleep on a pipe read.
  *
  * A sibling of exec/process.ts, which stays the only module that kills
  * (the guardian program calls its `sweepCookie`).
  *
- * Out of reach, for the guardian as for every sweep: a process that cleared
- * or rewrote its environment (the cookie is how it is found), and anything
- * the guardian cannot signal (another user's process).
+ * Out of reach: a process that cleared or rewrote its environment (the
+ * cookie) and also left its shard's process group, where the shard has no
+ * cgroup (cgroup v2 not writable); and anything the guardian cannot signal
+ * (another user's process).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { withoutDebuggerEnv } from "./bun-command.ts";
+import type { GroupWatcher } from "./process.ts";
 import { readProcStat } from "./proc-inspect.ts";
 import { PACKAGE_ROOT } from "../util/package-root.ts";
 
@@ -30,8 +34,12 @@ const GUARDIAN_MAIN = path.join(PACKAGE_ROOT, "runner", "exec", "guardian-main.t
 /** How long {@link Guardian.release} waits for the guardian to exit before SIGKILLing it, ms. */
 const RELEASE_WAIT_MS = 1_000;
 
-/** A started guardian. */
-export interface Guardian {
+/**
+ * A started guardian. As a {@link GroupWatcher} it is told of each shard's
+ * process group and cgroup while they may hold processes (exec/process.ts
+ * `watchGroups`), and kills those too when the runner dies.
+ */
+export interface Guardian extends GroupWatcher {
   /** Pid of the guardian process; null when it could not be started. */
   readonly pid: number | null;
   /**
@@ -49,8 +57,10 @@ export interface Guardian {
 
 /**
  * Starts the guardian of a run: it SIGKILLs every process whose environment
- * has an entry starting with `cookiePrefix` (`SHARDGUARD_RUN=<run id>:`) as
- * soon as this process dies without calling {@link Guardian.release}.
+ * has an entry starting with `cookiePrefix` (`SHARDGUARD_RUN=<run id>:`), and
+ * the process groups and cgroups of the shards it was told of and not yet
+ * told were gone, as soon as this process dies without calling
+ * {@link Guardian.release}.
  *
  * Never throws: a guardian that cannot start leaves the run as it was
  * before guardians (the next run's stale-run sweep), with `pid` null.
@@ -86,8 +96,18 @@ export function startGuardian(cookiePrefix: string, bun = process.execPath, env:
       })
     : Promise.resolve();
   let done = false;
+  // One line per message (guardian-main.ts): "+ <pgid> <cgroup dir or nothing>", "- <pgid>", "done".
+  const tell = (line: string) => {
+    if (!done && child) child.stdin?.write(`${line}\n`);
+  };
   return {
     pid: child?.pid ?? null,
+    add(pgid, cgroup) {
+      tell(`+ ${pgid} ${cgroup ?? ""}`);
+    },
+    remove(pgid) {
+      tell(`- ${pgid}`);
+    },
     async release() {
       if (done || !child) return;
       done = true;

@@ -24,7 +24,7 @@ import { openAppendRegularSync } from "../util/regular-file.ts";
 import { SHARD_ENV } from "./bun-command.ts";
 import { logProblem } from "./log-check.ts";
 import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
-import { removeCgroups } from "./cgroups.ts";
+import { cgroupPopulated, killCgroup, removeCgroups } from "./cgroups.ts";
 import { killAllCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
 
 /**
@@ -111,6 +111,43 @@ export interface ProcessOutcome {
 /** Process groups alive right now, killed on any exit path of the runner we can see. */
 const liveGroups = new Set<number>();
 let exitHookInstalled = false;
+
+/**
+ * Told of each shard's process group, with its cgroup, from the spawn until
+ * the group and the cgroup were killed after the child's exit: the run's
+ * guardian (exec/guardian.ts), which kills them itself if this process is
+ * SIGKILLed, since a process that cleared its environment has no cookie.
+ */
+export interface GroupWatcher {
+  /** `pgid`: the shard child's pid; `cgroup`: its cgroup directory, null without one. */
+  add(pgid: number, cgroup: string | null): void;
+  remove(pgid: number): void;
+}
+let groupWatcher: GroupWatcher | null = null;
+
+/** Sets (or with null, clears) the {@link GroupWatcher} of the shards spawned from now on. */
+export function watchGroups(watcher: GroupWatcher | null): void {
+  groupWatcher = watcher;
+}
+
+/**
+ * SIGKILLs process groups and cgroups a dead runner left (the guardian's
+ * clean-up): each group by its id, each cgroup through `cgroup.kill`.
+ *
+ * @returns how many of them still had a process to signal
+ */
+export function killLeftGroups(groups: Iterable<{ pgid: number; cgroup: string | null }>): number {
+  let count = 0;
+  for (const { pgid, cgroup } of groups) {
+    let found = signalGroup(pgid, "SIGKILL");
+    if (cgroup !== null && cgroupPopulated(cgroup)) {
+      killCgroup(cgroup);
+      found = true;
+    }
+    if (found) count++;
+  }
+  return count;
+}
 
 function installExitHook(): void {
   if (exitHookInstalled) return;
@@ -262,6 +299,8 @@ export class ShardProcess {
     if (spawned !== null || !child.pid) return this.spawnFailed(spawned ?? "no pid", meter);
     const pgid = child.pid;
     liveGroups.add(pgid);
+    const watcher = groupWatcher;
+    watcher?.add(pgid, meter.cgroupDir);
     this.setState("running");
     if (this.pendingKill) {
       if (this.pendingKill.now) this.killNow(this.pendingKill.reason);
@@ -292,6 +331,7 @@ export class ShardProcess {
     for (const rest of meter.killRest()) {
       if (rest.pgid !== pgid && !leftovers.some((l) => l.pid === rest.pid)) leftovers.push({ pid: rest.pid, command: rest.command, leftGroup: true });
     }
+    watcher?.remove(pgid);
     const resources = await meter.finish(() => this.elapsedMs());
     this.goneMs = this.elapsedMs();
     const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };

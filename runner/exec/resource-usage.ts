@@ -28,7 +28,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ShardResult } from "../results/report-model.ts";
-import { cgroupParent, cgroupPopulated, giveUpCgroups, readKeyed, readText, removeCgroups, returnGroup, takeGroup } from "./cgroups.ts";
+import { cgroupParent, cgroupPopulated, giveUpCgroups, killCgroup, readKeyed, readText, removeCgroups, returnGroup, takeGroup } from "./cgroups.ts";
 import { childPids, liveProcess, readProcMemory, readProcUsage, runtimeNs, type Descendant, type ProcUsage } from "./proc-inspect.ts";
 
 /** The figures of one shard (results/report-model.ts, `resources`). */
@@ -213,11 +213,8 @@ export class ShardMeter {
       const live = /^\d+$/.test(word) ? liveProcess(Number(word)) : null;
       if (live !== null) found.push(live);
     }
-    try {
-      writeFileSync(path.join(this.cgroup, "cgroup.kill"), "1", { flag: "r+" });
-    } catch {
-      // No cgroup.kill before Linux 5.14; the group kill and the sweeps have run.
-    }
+    // No cgroup.kill before Linux 5.14: the group kill and the sweeps have run.
+    killCgroup(this.cgroup);
     return found;
   }
 
