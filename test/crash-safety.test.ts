@@ -134,7 +134,7 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
  * cookie: an agent CLI run hermetically), SIGKILLs the runner once the grandchild's pid is
  * written, and returns that pid with whether it was gone within 3 s of the kill.
  */
-async function killRunnerWithHermeticGrandchild(command: string): Promise<{ pid: number; goneIn3s: boolean; cgroups: boolean }> {
+async function killRunnerWithHermeticGrandchild(command: string, guardianToo = false): Promise<{ pid: number; goneIn3s: boolean; cgroups: boolean }> {
   const dir = makeSuite({
     "hermetic.test.ts":
       'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
@@ -162,6 +162,7 @@ async function killRunnerWithHermeticGrandchild(command: string): Promise<{ pid:
               return false;
             }
           });
+          if (guardianToo) for (const guardian of guardiansOf(readReport(dir).runId)) process.kill(guardian, "SIGKILL");
           killedAt = performance.now();
           process.kill(pid, "SIGKILL");
         }),
@@ -169,6 +170,7 @@ async function killRunnerWithHermeticGrandchild(command: string): Promise<{ pid:
   });
   expect(run.signal).toBe("SIGKILL");
   const grandchild = Number(readFileSync(pidFile, "utf8"));
+  if (guardianToo) return { pid: grandchild, goneIn3s: false, cgroups };
   const goneIn3s = await waitFor(() => !alive(grandchild), Math.max(0, 3_000 - (performance.now() - killedAt)));
   if (!goneIn3s) process.kill(grandchild, "SIGKILL");
   return { pid: grandchild, goneIn3s, cgroups };
@@ -183,6 +185,21 @@ test("kill -9 of the runner while a shard's grandchild has an empty environment 
   const { goneIn3s, cgroups } = await killRunnerWithHermeticGrandchild("/usr/bin/setsid /bin/sleep 60");
   // Without a cgroup nothing can find such a process (docs/architecture.md, "Runner death").
   expect(goneIn3s).toBe(cgroups);
+}, 60_000);
+
+test("kill -9 of the runner and its guardian: the next run's stale-run sweep kills what the dead run's shard cgroup still holds, cookie or not", async () => {
+  const { pid, cgroups } = await killRunnerWithHermeticGrandchild("/usr/bin/setsid /bin/sleep 60", true);
+  try {
+    expect(alive(pid)).toBe(true);
+    const dir = makeSuite({ "a.test.ts": 'import { test } from "bun:test";\ntest("quick", () => {});\n' });
+    const run = await runCli(["run", "--root", dir]);
+    expect(run.code).toBe(0);
+    // Without cgroups no sweep can find it (docs/architecture.md, "Runner death").
+    expect(readReport(dir).sweeps.staleRuns.some((e) => e.pid === pid)).toBe(cgroups);
+    expect(await waitFor(() => !alive(pid), 2_000)).toBe(cgroups);
+  } finally {
+    if (alive(pid)) process.kill(pid, "SIGKILL");
+  }
 }, 60_000);
 
 test("a run that ends normally leaves no guardian behind", async () => {

@@ -2,8 +2,8 @@
  * The cgroup v2 side of the resource accounting (exec/resource-usage.ts):
  * where the runner's own cgroup is, the per-process group it makes shard
  * groups under, their removal, and reading their files. Reads and makes
- * directories only; nothing here signals a process except through the
- * kernel's `cgroup.kill`, which resource-usage.ts writes.
+ * directories only; nothing here signals a process except {@link killCgroup}
+ * (the kernel's `cgroup.kill`), which resource-usage.ts and process.ts call.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -77,6 +77,33 @@ export function cgroupParent(): { dir: string } | { unusable: string } {
   }
   staleRemoved = true;
   return (parent = { dir });
+}
+
+/**
+ * The shard cgroups, beside this runner's own per-process cgroup, of runners
+ * that died (`shardguard-<pid>`, that pid gone) and that still hold
+ * processes: left when a runner and its guardian were both SIGKILLed. Their
+ * members are the stale-run sweep's (process.ts `sweepStaleRuns`), which
+ * finds those without a cookie here.
+ */
+export function staleShardCgroups(): string[] {
+  if (process.platform !== "linux") return [];
+  const own = process.env[TEST_CGROUP_ENV] || ownCgroupDir();
+  if (own === null) return [];
+  const found: string[] = [];
+  try {
+    for (const name of readdirSync(own)) {
+      const m = /^shardguard-(\d+)$/.exec(name);
+      if (!m || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue;
+      for (const shard of readdirSync(path.join(own, name))) {
+        const dir = path.join(own, name, shard);
+        if (/^shard-\d+$/.test(shard) && cgroupPopulated(dir)) found.push(dir);
+      }
+    }
+  } catch {
+    // Not readable: nothing to find.
+  }
+  return found;
 }
 
 /** Empty cgroups left by runners that died before removing theirs (their processes are the stale-run sweep's). */

@@ -19,12 +19,13 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, fstatSync } from "node:fs";
+import path from "node:path";
 import { onExit } from "signal-exit";
 import { openAppendRegularSync } from "../util/regular-file.ts";
 import { SHARD_ENV } from "./bun-command.ts";
 import { logProblem } from "./log-check.ts";
-import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
-import { cgroupPopulated, killCgroup, removeCgroups } from "./cgroups.ts";
+import { isAlive, liveProcess, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
+import { cgroupPopulated, killCgroup, readText, removeCgroups, staleShardCgroups } from "./cgroups.ts";
 import { killAllCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
 
 /**
@@ -409,7 +410,9 @@ export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?:
  * SIGKILLed, or slept through --no-orphans), with their groups, in passes as
  * {@link sweepCookie} does. A process belongs to a run by its cookie entry
  * (prefix `cookiePrefix`); the run's runner pid travels beside it in the
- * variable `runnerPidVar`.
+ * variable `runnerPidVar`. Also kills, through `cgroup.kill`, the members of
+ * the shard cgroups dead runners left beside this one's (cgroups.ts
+ * `staleShardCgroups`), which need no cookie.
  *
  * @returns the processes killed
  */
@@ -419,7 +422,16 @@ export function sweepStaleRuns(cookiePrefix: string, runnerPidVar: string): Esca
       const runner = Number(proc.env.get(runnerPidVar));
       return !(Number.isInteger(runner) && runner > 0 && isAlive(runner));
     });
-  return sweepPasses(stale, undefined).map((e) => ({ ...e, leftGroup: true }));
+  const killed = sweepPasses(stale, undefined).map((e) => ({ ...e, leftGroup: true }));
+  // What a dead runner's shard cgroups still hold, cookie or not (its guardian died with it).
+  for (const dir of staleShardCgroups()) {
+    for (const word of readText(path.join(dir, "cgroup.procs")).split("\n")) {
+      const member = /^\d+$/.test(word) ? liveProcess(Number(word)) : null;
+      if (member !== null && !killed.some((k) => k.pid === member.pid)) killed.push({ pid: member.pid, command: member.command, leftGroup: true });
+    }
+    killCgroup(dir);
+  }
+  return killed;
 }
 
 function sweepPasses(find: () => EnvProcess[], groupId: number | undefined, beforeKill?: (pid: number) => void): Escapee[] {
