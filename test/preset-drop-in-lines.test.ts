@@ -42,9 +42,12 @@ describe("command lines that name no tier keep their tierless meaning", () => {
     const rep = report();
     expect(rep.preset).toMatchObject({ tier: null });
     expect(rep.shards.map((s) => [s.files[0], s.status])).toEqual([["test/skill-e2e-gamma.test.ts", "failed"]]);
+    // The line had no --retry, so the failing test ran once, as under plain bun test; no flag of the preset's was added.
     const ran = repo.ranTests();
-    expect(ran.map((t) => t.name)).toEqual(["gamma-nightly", "gamma-nightly"]); // --retry 1
+    expect(ran.map((t) => t.name)).toEqual(["gamma-nightly"]);
     for (const t of ran) expect(t).toMatchObject({ SHARDGUARD_SHARD: "1", EVALS_TIER: null });
+    expect(r.stdout).toContain("shardguard: shard flags: (none)");
+    expect(r.stdout).toContain("no max-concurrency (the bun test line sets none)");
   });
 
   test("a paid file named without EVALS=1 runs as plain bun test runs it: its tests skip, no agent ping, nothing taken over", () => {

@@ -79,17 +79,21 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     // What each run printed about its plan, apart from how the preset was chosen and the run id.
     const planOf = (text: string) =>
       shardguardLines(text)
-        .filter((l) => !l.startsWith("shardguard: preset ") && !l.startsWith("shardguard: run "))
+        .filter((l) => !l.startsWith("shardguard: preset ") && !l.startsWith("shardguard: run ") && !l.startsWith("shardguard: shard flags: "))
         .map((l) => l.replace(/\(bun test --max-concurrency 15 shared by 4 jobs\)/, "(preset gstack-paid)").replace(/passed in [\d.]+s$/, "passed in …s"));
     expect(planOf(viaLegacy.stdout)).toEqual(planOf(viaPreset.stdout));
     expect(viaPreset.stdout).toContain("tier gate (from default)");
     expect(viaLegacy.stdout).toContain("tier gate (from EVALS_TIER)");
     expect(viaLegacy.stdout).toContain("max-concurrency 4 per shard (bun test --max-concurrency 15 shared by 4 jobs)");
+    // The shard flags differ by what the old line did not have: the preset's per-test --timeout.
+    expect(viaPreset.stdout).toContain("shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4 --timeout=1800000\n");
+    expect(viaLegacy.stdout).toContain("shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4\n");
 
     // The reports agree on everything but how the preset was reached.
     expect(presetReport.preset).toEqual({ name: "gstack-paid", via: "--preset", tier: "gate", selection: "run all (no changes vs main)" });
     expect(legacyReport.preset?.via).not.toBe("--preset");
-    expect(stableReport({ ...legacyReport, preset: null })).toEqual(stableReport({ ...presetReport, preset: null }));
+    const sameFlags = (r: RunReport) => ({ ...r, preset: null, settings: { ...r.settings, bunArgs: r.settings.bunArgs.filter((a) => !a.startsWith("--timeout=")) } });
+    expect(stableReport(sameFlags(legacyReport))).toEqual(stableReport(sameFlags(presetReport)));
     expect(stableJUnit(junit())).toBe(stableJUnit(presetJUnit));
 
     // Every paid file of the gate tier ran in its own process; gamma (periodic only) was left out.
@@ -99,7 +103,10 @@ describe("gstack-paid drop-in on a clean main branch", () => {
       [["test/skill-llm-eval.test.ts"], "passed"],
     ]);
     expect(presetReport.settings.bunArgs).toEqual(["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=1800000"]);
-    for (const ran of [presetRan, legacyRan]) {
+    for (const [ran, flags] of [
+      [presetRan, ["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=1800000"]],
+      [legacyRan, ["--retry=1", "--concurrent", "--max-concurrency=4"]],
+    ] as const) {
       expect(ran.map((t) => t.name).sort()).toEqual(["alpha-basic", "beta-flow", "llm-judge"]);
       expect(new Set(ran.map((t) => t.pid)).size).toBe(3);
       for (const t of ran) {
@@ -110,7 +117,7 @@ describe("gstack-paid drop-in on a clean main branch", () => {
         expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({ version: 1, selected: null, reason: "run all (no changes vs main)" });
         if (process.platform === "linux") {
           expect(t.argv).toContain(path.join(repo.dir, "test", `${t.file}.test.ts`));
-          expect(t.argv).toEqual(expect.arrayContaining(["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=1800000"]));
+          expect(t.argv.filter((a) => flags.some((f) => a.split("=")[0] === f.split("=")[0]) || a.startsWith("--timeout"))).toEqual([...flags]);
         }
       }
     }
@@ -140,7 +147,8 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     const rep = report();
     expect(rep.shards.map((s) => s.files[0])).toEqual(["test/skill-e2e-alpha.test.ts", "test/skill-e2e-beta.test.ts"]);
     expect(rep.settings.timeoutMs).toBe(60_000);
-    expect(rep.settings.bunArgs).toEqual(["--retry=1", "--concurrent", "--max-concurrency=1", "--timeout=60000", "--test-name-pattern=a", "--bail"]);
+    // The line's own flags, in its order: none of the preset's (--retry, --concurrent) added.
+    expect(rep.settings.bunArgs).toEqual(["--test-name-pattern=a", "--bail", "--timeout=60000", "--max-concurrency=1"]);
     expect(r.stdout).toContain("timeout 60s (bun test --timeout)");
     expect(repo.ranTests().map((t) => t.name).sort()).toEqual(["alpha-basic", "beta-flow"]);
   });

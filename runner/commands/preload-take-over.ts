@@ -53,6 +53,8 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
       tierDefault: decision.tierDefault,
       files: decision.files,
       commandFlags: taken.shardFlags,
+      // A legacy `bun test FILE...` line keeps its meaning: its flags, not the preset's.
+      lineFlagsOnly: decision.via !== "--preset",
       flagsWhere: "bun test",
     });
     if (decision.tierSplit) {

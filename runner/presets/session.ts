@@ -60,6 +60,14 @@ export interface PresetRequest {
   selectionOff?: string;
   /** `bun test` flags from the command line, for every shard. */
   commandFlags: CommandFlag[];
+  /**
+   * True for a taken-over `bun test FILE...` line: its own flags are the
+   * shard flags, without the preset's `shard-flags` (a line that had no
+   * `--retry` or `--concurrent` must not gain them: a failing paid test
+   * would run twice). Its `--max-concurrency` and `--timeout` keep the
+   * rules below.
+   */
+  lineFlagsOnly?: boolean;
   /** Where `commandFlags` came from, for messages, e.g. "bun test command line". */
   flagsWhere: string;
 }
@@ -85,7 +93,8 @@ export interface PreparedPresetRun {
   decisions: Map<string, FileDecision>;
   /** How many files the preset's globs matched before tiers. */
   matchedFiles: number;
-  maxConcurrency: Sourced<number>;
+  /** Null when no `--max-concurrency` is passed on (a taken-over line that set none). */
+  maxConcurrency: Sourced<number> | null;
   jobs: Sourced<number>;
   timeoutMs: Sourced<number>;
   /** Environment of every child (before the preflight's ok variable). */
@@ -221,17 +230,30 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   });
   const jobs: Sourced<number> = { value: resolved.jobs, from: sources.jobs ?? "default" };
   const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.timeout ?? "default" };
-  const maxConcurrency: Sourced<number> =
-    concFromEnv !== undefined
-      ? { value: concFromEnv, from: concKnob! }
-      : lineBudget !== undefined
-        ? { value: Math.ceil(lineBudget / jobs.value), from: `${req.flagsWhere} --max-concurrency ${lineBudget} shared by ${jobs.value} jobs` }
-        : { value: preset.maxConcurrency, from: `preset ${preset.name}` };
+  const maxConcurrency: Sourced<number> | null =
+    req.lineFlagsOnly && lineBudget === undefined
+      ? null
+      : concFromEnv !== undefined
+        ? { value: concFromEnv, from: concKnob! }
+        : lineBudget !== undefined
+          ? { value: Math.ceil(lineBudget / jobs.value), from: `${req.flagsWhere} --max-concurrency ${lineBudget} shared by ${jobs.value} jobs` }
+          : { value: preset.maxConcurrency, from: `preset ${preset.name}` };
 
-  const shardFlags = mergeShardFlags(
-    expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency.value, timeoutMs: timeoutMs.value }),
-    [...splitBunTestArgs(resolved.bunArgs).flags, ...passOn],
-  );
+  // A taken-over line: its own flags in its order, the two above as their rules read them
+  // (one of each, where the line last gave it). Else the preset's flags, overridden by the line's.
+  const lastOf = (flag: CommandFlag | undefined, value: string | undefined): CommandFlag[] =>
+    flag && value !== undefined ? [{ name: flag.name, value, tokens: [`${flag.name}=${value}`] }] : [];
+  const shardFlags = req.lineFlagsOnly
+    ? mergeShardFlags(
+        [],
+        req.commandFlags.flatMap((f) =>
+          f === lineConcurrency ? lastOf(f, maxConcurrency ? String(maxConcurrency.value) : undefined) : f === lineTimeout ? lastOf(f, String(timeoutMs.value)) : f.name === "--timeout" || f.name === "--max-concurrency" ? [] : [f],
+        ),
+      )
+    : mergeShardFlags(expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency!.value, timeoutMs: timeoutMs.value }), [
+        ...splitBunTestArgs(resolved.bunArgs).flags,
+        ...passOn,
+      ]);
   const conflict = bunFlagConflict(splitBunTestArgs(shardFlags).flags);
   if (conflict) throw new ConfigError(`preset ${preset.name}: shard flags ${conflict}`);
   const settings: RunSettings = { ...resolved, patterns: [...preset.globs], bunArgs: batchBunArgs(resolved.filesPerShard, shardFlags, sources.filesPerShard ?? "default") };
@@ -330,7 +352,7 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
   const lines = [
     `shardguard: preset ${p.preset.name} (${p.preset.source}, via ${p.via})${p.tier ? `, tier ${p.tier.name} (from ${p.tier.from})` : p.preset.tier ? `, no tier (none named: ${p.preset.tier.env} not set for shards, no file left out by tier)` : ""}`,
     `shardguard: ${p.plan.included.size} of ${p.matchedFiles} files${p.tier ? ` in tier ${p.tier.name}` : ""}, ${total} shard${total === 1 ? "" : "s"}; ` +
-      `jobs ${p.jobs.value} (${p.jobs.from}), max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from}), ` +
+      `jobs ${p.jobs.value} (${p.jobs.from}), ${p.maxConcurrency ? `max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from})` : "no max-concurrency (the bun test line sets none)"}, ` +
       `timeout ${s.timeoutMs / 1000}s (${p.timeoutMs.from}), grace ${s.graceMs / 1000}s`,
   ];
   if (p.selection) {
