@@ -43,6 +43,25 @@ describe("planRun", () => {
     expect(() => planRun({ root, patterns: ["../elsewhere/*.test.ts"], filesPerShard: 1 })).toThrow(/reaches outside --root/);
     expect(() => planRun({ root, patterns: ["/tmp/other.test.ts"], filesPerShard: 1 })).toThrow(/reaches outside --root/);
   });
+
+  test("an existing file or directory whose name holds glob characters is meant as written (route files such as [id].test.ts)", () => {
+    const root = makeSuite({
+      "t/[id].test.ts": "",
+      "t/i.test.ts": "",
+      "t/a{b,c}.test.ts": "",
+      "t/ab.test.ts": "",
+      "r/(group)/x.test.ts": "",
+      "r/y.test.ts": "",
+    });
+    const files = (pattern: string) => planRun({ root, patterns: [pattern], filesPerShard: 10 }).shards.flatMap((s) => s.files);
+    expect(files("t/[id].test.ts")).toEqual(["t/[id].test.ts"]);
+    expect(files("./t/a{b,c}.test.ts")).toEqual(["t/a{b,c}.test.ts"]);
+    expect(files(`${root}/t/[id].test.ts`)).toEqual(["t/[id].test.ts"]);
+    expect(files("r/(group)")).toEqual(["r/(group)/x.test.ts"]);
+    // A glob that names no existing path stays a glob.
+    expect(files("t/[i].test.ts")).toEqual(["t/i.test.ts"]);
+    expect(files("t/a{b,x}.test.ts")).toEqual(["t/ab.test.ts"]);
+  });
 });
 
 describe("shards and slugs", () => {

@@ -3,7 +3,7 @@
  *
  * Pure apart from reading the file tree; no process is started here.
  */
-import { existsSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import path from "node:path";
 import type FastGlob from "fast-glob";
 import { ConfigError } from "../config/settings-schema.ts";
@@ -212,13 +212,20 @@ function expandPattern(root: string, pattern: string): string {
   if (relative === ".." || relative.startsWith(`..${path.sep}`)) {
     throw new ConfigError(`pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test file`);
   }
-  // A plain path is static for fast-glob too; only a possible glob needs it to decide.
-  if (!isPlainPath(clean) && fg().isDynamicPattern(clean)) return clean;
+  // An existing file or directory is meant as written, glob characters and all (`[id].test.ts`,
+  // a route file name): read as a glob it selected other files, or none.
   const full = path.resolve(root, clean);
-  if (existsSync(full) && statSync(full).isDirectory()) {
+  let stat: ReturnType<typeof statSync> | undefined;
+  try {
+    stat = statSync(full, { throwIfNoEntry: false });
+  } catch {
+    // Not reachable (EACCES, ENAMETOOLONG): read as a glob, as before.
+  }
+  if (stat?.isDirectory()) {
     const rel = path.relative(root, full).split(path.sep).join("/");
     return rel === "" ? DEFAULT_PATTERN : `${escapePath(rel)}/${DEFAULT_PATTERN}`;
   }
+  if (stat === undefined && !isPlainPath(clean) && fg().isDynamicPattern(clean)) return clean;
   if (path.isAbsolute(clean)) return escapePath(path.relative(root, clean).split(path.sep).join("/"));
   return escapePath(clean);
 }
