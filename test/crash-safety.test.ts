@@ -72,6 +72,25 @@ function guardiansOf(runId: string): number[] {
   return found;
 }
 
+/**
+ * A test file whose one test starts `command` in the background through /bin/sh (Bun.spawn
+ * with `spawnOptions` before `stdout`), writes its pid to `pidFile` beside itself, and waits 30 s.
+ */
+function grandchildTest(command: string, spawnOptions: string, pidFile: string): string {
+  return [
+    'import { test } from "bun:test";',
+    'import { writeFileSync } from "node:fs";',
+    'test("spawns", async () => {',
+    `  const sh = Bun.spawn(["/bin/sh", "-c", ${JSON.stringify(`${command} > /dev/null 2>&1 & echo $!`)}], { ${spawnOptions}stdout: "pipe" });`,
+    "  const pid = (await new Response(sh.stdout).text()).trim();",
+    "  await Bun.sleep(100);",
+    `  writeFileSync(\`\${import.meta.dir}/${pidFile}\`, pid);`,
+    "  await Bun.sleep(30_000);",
+    "});",
+    "",
+  ].join("\n");
+}
+
 /** True while `pid` exists and is not a zombie. */
 function alive(pid: number): boolean {
   try {
@@ -84,16 +103,10 @@ function alive(pid: number): boolean {
 test("kill -9 of the runner while a shard has a setsid'd grandchild: no process with the run's cookie alive 3 s later", async () => {
   const dir = makeSuite({
     "escape.test.ts":
-      'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
-      'test("escapes", async () => {\n' +
       // A grandchild through a shell: Bun kills the processes it spawned itself when it exits.
       // Its runner pid is made to look alive (this test's own pid): other runs on the machine
       // sweep cookies whose runner is dead at their start, and must not do the guardian's job here.
-      '  const sh = Bun.spawn(["sh", "-c", "SHARDGUARD_RUNNER_PID=$SG_TEST_PID setsid sleep 60 > /dev/null 2>&1 & echo $!"], { stdout: "pipe" });\n' +
-      '  const pid = (await new Response(sh.stdout).text()).trim();\n' +
-      '  await Bun.sleep(100);\n' +
-      '  writeFileSync(`${import.meta.dir}/escapee.pid`, pid);\n' +
-      '  await Bun.sleep(30_000);\n});\n',
+      grandchildTest("SHARDGUARD_RUNNER_PID=$SG_TEST_PID setsid sleep 60", "", "escapee.pid"),
   });
   const pidFile = path.join(dir, "escapee.pid");
   let killedAt = 0;
@@ -136,14 +149,7 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
  */
 async function killRunnerWithHermeticGrandchild(command: string, guardianToo = false): Promise<{ pid: number; goneIn3s: boolean; cgroups: boolean }> {
   const dir = makeSuite({
-    "hermetic.test.ts":
-      'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
-      'test("agent", async () => {\n' +
-      `  const sh = Bun.spawn(["/bin/sh", "-c", ${JSON.stringify(`${command} > /dev/null 2>&1 & echo $!`)}], { env: {}, stdout: "pipe" });\n` +
-      '  const pid = (await new Response(sh.stdout).text()).trim();\n' +
-      '  await Bun.sleep(100);\n' +
-      '  writeFileSync(`${import.meta.dir}/grandchild.pid`, pid);\n' +
-      '  await Bun.sleep(30_000);\n});\n',
+    "hermetic.test.ts": grandchildTest(command, "env: {}, ", "grandchild.pid"),
   });
   const pidFile = path.join(dir, "grandchild.pid");
   let killedAt = 0;
