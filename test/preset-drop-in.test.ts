@@ -110,10 +110,11 @@ describe("gstack-paid drop-in on a clean main branch", () => {
       expect(ran.map((t) => t.name).sort()).toEqual(["alpha-basic", "beta-flow", "llm-judge"]);
       expect(new Set(ran.map((t) => t.pid)).size).toBe(3);
       for (const t of ran) {
-        const slug = `test-${t.file}`;
+        // Where gstack's own sharded runner puts it: the project's eval directory, one per file stem.
+        const slug = t.file;
         // One agent preflight in the parent (gstack's test/helpers/anthropic-preflight.ts); shards skip theirs.
         expect(t).toMatchObject({ EVALS: "1", EVALS_TIER: "gate", SHARDGUARD_SHARD: "1", EVALS_PREFLIGHT_OK: "1" });
-        expect(t.GSTACK_EVAL_DIR).toBe(path.join(out(), "evals", "shards", slug));
+        expect(t.GSTACK_EVAL_DIR).toBe(path.join(repo.dir, ".evals-home", "projects", "fixture", "evals", "shards", slug));
         expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({ version: 1, selected: null, reason: "run all (no changes vs main)" });
         if (process.platform === "linux") {
           expect(t.argv).toContain(path.join(repo.dir, "test", `${t.file}.test.ts`));
@@ -135,6 +136,17 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     const periodic = repo.run([BUN, CLI, "list", "--preset", "gstack-paid", "--tier", "periodic"]);
     expect(periodic.stdout).toContain("test/skill-e2e-alpha.test.ts  [tier periodic: declares tier gate only]");
     expect(periodic.stdout).toContain("shard 3/4 [test-skill-e2e-gamma]");
+  });
+
+  test("GSTACK_EVAL_DIR set by the caller is the base of every shard's directory; the project's function is not called", () => {
+    repo.clean();
+    const base = path.join(repo.dir, "given-evals");
+    const r = repo.run([BUN, "test", "--preset", "gstack-paid"], { GSTACK_EVAL_DIR: base, FIXTURE_EVAL_STORE_FAIL: "1" });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`shardguard: shard directories: GSTACK_EVAL_DIR=${path.join(base, "shards")}/<file name>`);
+    const ran = repo.ranTests();
+    expect(ran.length).toBe(3);
+    for (const t of ran) expect(t.GSTACK_EVAL_DIR).toBe(path.join(base, "shards", t.file));
   });
 
   test("the command line's own bun test flags become the flags of every shard", () => {
@@ -176,6 +188,11 @@ describe("gstack-paid fails closed before spending anything", () => {
     expect(repo.ranTests()).toEqual([]);
     expect(existsSync(path.join(repo.markers, "preflight.log"))).toBe(false);
   }
+
+  test("a project eval-dir function that throws exits 2 naming it, before the agent preflight or any shard", () => {
+    refused({ FIXTURE_EVAL_STORE_FAIL: "1" }, "preset shard-dir: test/helpers/eval-store.ts getProjectEvalDir() (the base of GSTACK_EVAL_DIR) failed: ");
+    expect(repo.agentPings()).toBe(0);
+  });
 
   test("EVALS_TIER=gat exits 2 and starts no child", () => {
     refused({ EVALS_TIER: "gat" }, 'invalid EVALS_TIER "gat": expected one of gate, periodic');

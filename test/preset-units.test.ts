@@ -3,6 +3,7 @@
  * decisions, diff decisions, settings precedence. Files are written into
  * temp dirs (touchfiles loading and the map diff: preset-touchfiles.test.ts).
  */
+import { shardDirName } from "../runner/presets/shard-dir.ts";
 import { afterAll, describe, expect, test } from "bun:test";
 import path from "node:path";
 import { parseArgs } from "../runner/config/args.ts";
@@ -57,7 +58,7 @@ describe("preset schema and extension", () => {
       filesPerShard: 1,
       env: { EVALS: "1" },
       knobs: { jobs: "EVALS_JOBS", maxConcurrency: "EVALS_CONCURRENCY", timeoutMs: "EVALS_SHARD_TIMEOUT_MS" },
-      shardDir: { env: "GSTACK_EVAL_DIR" },
+      shardDir: { env: "GSTACK_EVAL_DIR", module: { path: "test/helpers/eval-store.ts", export: "getProjectEvalDir" }, slug: "file-stem" },
       script: "test:gate",
     });
     expect(p.globs).toContain("test/skill-e2e-*.test.ts");
@@ -109,6 +110,15 @@ describe("preset schema and extension", () => {
 
   test("mergeTables merges nested tables and replaces everything else", () => {
     expect(mergeTables({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, d: { e: 1 } })).toEqual({ a: { b: 1, c: [3] }, d: { e: 1 } });
+  });
+});
+
+describe("shard directory names", () => {
+  test("file-stem: gstack's rule (stems joined by +, other characters -); plan: the shard's slug", () => {
+    const shard = { slug: "test-skill-e2e-a", files: ["test/skill-e2e-a.test.ts", "test/sub/b c.spec.tsx", "test/x.test.mjs"] };
+    expect(shardDirName({ slug: "file-stem" }, shard)).toBe("skill-e2e-a+b-c+x");
+    expect(shardDirName({ slug: "file-stem" }, { slug: "s", files: ["test/gemini-e2e.test.ts"] })).toBe("gemini-e2e");
+    expect(shardDirName({ slug: "plan" }, shard)).toBe("test-skill-e2e-a");
   });
 });
 

@@ -16,6 +16,7 @@ import { isolateEnv, isolates } from "../exec/bun-command.ts";
 import { slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings } from "../plan/timings.ts";
 import type { PreflightPlan } from "../presets/preset-preflight.ts";
+import { baseFromModule, shardDirName } from "../presets/shard-dir.ts";
 import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFromArgs, type PreparedPresetRun, type PresetRequest } from "../presets/session.ts";
 import { logTail, plural, type Out } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
@@ -141,10 +142,13 @@ export async function executePresetRun(p: PreparedPresetRun, host: Host, provena
       `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
     );
   }
+  // The project's own base for the shards' directories (gstack: where its eval tools read), before anything is spent or written.
+  const shardDir = p.shardDir && p.shardDir.from === "preset" ? { ...p.shardDir, base: baseFromModule(p.shardDir.spec, p.settings.root, p.settings.bun, p.childEnv) ?? p.shardDir.base } : p.shardDir;
   const checked = await preflight(p.settings, p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))));
   // The preflight command's log tail is printed too: redact like the run does.
   const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
   for (const line of presetHeaderLines(p)) out.line(line);
+  if (shardDir) out.line(`shardguard: shard directories: ${shardDir.env}=${path.join(shardDir.base, "shards")}/<${shardDir.spec.slug === "plan" ? "shard" : "file name"}>`);
   const env = { ...p.childEnv };
   const runnable = p.plan.shards.length - p.skipped.length;
   const pre = p.preflight;
@@ -152,7 +156,6 @@ export async function executePresetRun(p: PreparedPresetRun, host: Host, provena
     await runPreflight(pre, { root: p.settings.root, out: p.settings.out, graceMs: p.settings.graceMs }, p.childEnv, out);
     if (pre.okEnv) env[pre.okEnv] = "1";
   }
-  const shardDir = p.shardDir;
   const result = await executeRun(
     {
       settings: p.settings,
@@ -166,7 +169,7 @@ export async function executePresetRun(p: PreparedPresetRun, host: Host, provena
         ? {
             shardEnv: (shard: PlannedShard) => ({
               ...isolateEnv(p.settings.bunArgs, shard.files.length),
-              ...(shardDir ? { [shardDir.env]: path.join(shardDir.base, "shards", shard.slug) } : {}),
+              ...(shardDir ? { [shardDir.env]: path.join(shardDir.base, "shards", shardDirName(shardDir.spec, shard)) } : {}),
             }),
           }
         : {}),

@@ -17,7 +17,9 @@
  *   mixed up;
  * - each shard runs `--retry 1 --concurrent --max-concurrency=N
  *   --timeout=<shard timeout ms>`, with `EVALS=1`, `EVALS_TIER` and its own
- *   `GSTACK_EVAL_DIR=<base>/shards/<slug>`;
+ *   `GSTACK_EVAL_DIR=<base>/shards/<file stem>`, `<base>` being
+ *   `GSTACK_EVAL_DIR`, else test/helpers/eval-store.ts `getProjectEvalDir()`
+ *   (where gstack's eval tools read), else `.shardguard/evals`;
  * - diff-based selection reads `test/helpers/touchfiles.ts`
  *   (`E2E_TOUCHFILES`, `GLOBAL_TOUCHFILES`, names also from `E2E_TIERS`);
  *   only `test/skill-e2e-*.test.ts` files may be skipped by diff;
@@ -55,7 +57,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
         "\\b(?:describeE2ETier|e2eTierEnabled)\\(\\s*['\"`]{tier}['\"`]",
       ],
     },
-    "shard-dir": { env: "GSTACK_EVAL_DIR", base: "{out}/evals" },
+    "shard-dir": { env: "GSTACK_EVAL_DIR", module: "test/helpers/eval-store.ts", export: "getProjectEvalDir", base: "{out}/evals", slug: "file-stem" },
     selection: {
       touchfiles: "test/helpers/touchfiles.ts",
       "touchfiles-export": "E2E_TOUCHFILES",

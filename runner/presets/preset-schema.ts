@@ -64,6 +64,22 @@ const ShardDirSchema = z.strictObject({
    * relative paths are resolved against the root.
    */
   base: z.string().min(1),
+  /**
+   * A project module (root-relative) whose function export {@link export}
+   * returns the base directory, called once per run in a Bun process in the
+   * root when the parent environment does not set `env` (gstack:
+   * test/helpers/eval-store.ts `getProjectEvalDir`, where its eval tools
+   * look). `base` stands when the module does not exist in the project.
+   */
+  module: z.string().min(1).optional(),
+  /** The function export of `module`. */
+  export: name.default("default"),
+  /**
+   * Each shard's directory name under `<base>/shards/`: `plan`, the shard's
+   * slug (`test-skill-e2e-x`), or `file-stem`, its files' names without the
+   * `.test.ts` ending joined by "+" (gstack's own sharded runner).
+   */
+  slug: z.enum(["plan", "file-stem"]).default("plan"),
 });
 
 const SelectionSchema = z.strictObject({
@@ -210,6 +226,16 @@ export interface SelectionSpec {
 }
 
 /** A validated preset. Times: `timeoutMs`/`graceMs` in ms, `preflight.timeoutMs` in ms. */
+/** Where each shard's own directory variable points (the `shard-dir` table). */
+export interface ShardDirSpec {
+  env: string;
+  /** With `{out}` and `{root}`; relative to the root. */
+  base: string;
+  /** Project module whose function export returns the base, or null. */
+  module: { path: string; export: string } | null;
+  slug: "plan" | "file-stem";
+}
+
 export interface Preset {
   name: string;
   description: string;
@@ -225,7 +251,7 @@ export interface Preset {
   env: Record<string, string>;
   knobs: { jobs?: string; maxConcurrency?: string; timeoutMs?: string };
   tier: TierSpec | null;
-  shardDir: { env: string; base: string } | null;
+  shardDir: ShardDirSpec | null;
   selection: SelectionSpec | null;
   preflight: {
     command: string[] | null;
@@ -269,7 +295,14 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
       ...(raw.knobs["timeout-ms"] ? { timeoutMs: raw.knobs["timeout-ms"] } : {}),
     },
     tier: raw.tier ?? null,
-    shardDir: raw["shard-dir"] ?? null,
+    shardDir: raw["shard-dir"]
+      ? {
+          env: raw["shard-dir"].env,
+          base: raw["shard-dir"].base,
+          module: raw["shard-dir"].module ? { path: raw["shard-dir"].module, export: raw["shard-dir"].export } : null,
+          slug: raw["shard-dir"].slug,
+        }
+      : null,
     selection: s
       ? {
           touchfiles: s.touchfiles,

@@ -22,7 +22,7 @@ import { bunFlagConflict, expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, s
 import { planPreflight, type PreflightPlan } from "./preset-preflight.ts";
 import { readTimings } from "../plan/timings.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
-import { MAX_MS, type Preset } from "./preset-schema.ts";
+import { MAX_MS, type Preset, type ShardDirSpec } from "./preset-schema.ts";
 import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
 
 /** What a preset run was asked to do. */
@@ -99,8 +99,12 @@ export interface PreparedPresetRun {
   timeoutMs: Sourced<number>;
   /** Environment of every child (before the preflight's ok variable). */
   childEnv: Record<string, string | undefined>;
-  /** The per-shard directory variable and its base, when the preset has one. */
-  shardDir: { env: string; base: string } | null;
+  /**
+   * The per-shard directory variable and its base, when the preset has one;
+   * `from` says where the base came from. A base still to be asked of the
+   * spec's module (presets/shard-dir.ts `baseFromModule`) has `from` "preset".
+   */
+  shardDir: { env: string; base: string; from: "environment" | "preset"; spec: ShardDirSpec } | null;
   /** The preflight check run once before the shards, or why there is none. */
   preflight: PreflightPlan;
 }
@@ -318,7 +322,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   if (preset.shardDir) {
     const given = nonEmpty(env[preset.shardDir.env]);
     const base = given ?? preset.shardDir.base.split("{out}").join(settings.out).split("{root}").join(root);
-    shardDir = { env: preset.shardDir.env, base: path.resolve(root, base) };
+    shardDir = { env: preset.shardDir.env, base: path.resolve(root, base), from: given !== undefined ? "environment" : "preset", spec: preset.shardDir };
   }
 
   return {
