@@ -197,8 +197,7 @@ export class Run {
     this.console.onSweep("stale-runs", this.sweeps.staleRuns);
     // Kills what this run leaves behind if the runner itself is SIGKILLed.
     const guardian = startGuardian(`${SHARD_ENV.cookie}=${this.runId}:`);
-    // Its shards' groups and cgroups too: a process that cleared its environment has no cookie.
-    watchGroups(guardian);
+    watchGroups(guardian); // Its shards' groups and cgroups too: a cleared environment has no cookie.
     try {
       return await this.runShards(logDir, junitDir, socketDir, guardian);
     } finally {

@@ -7,7 +7,8 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { isAlive } from "./proc-inspect.ts";
+import type { Descendant } from "../child/proc-reader.ts";
+import { isAlive, liveProcess } from "./proc-inspect.ts";
 
 /**
  * Environment variable, for tests: the cgroup v2 directory to make shard
@@ -80,24 +81,29 @@ export function cgroupParent(): { dir: string } | { unusable: string } {
 }
 
 /**
- * The shard cgroups, beside this runner's own per-process cgroup, of runners
- * that died (`shardguard-<pid>`, that pid gone) and that still hold
+ * The shard cgroups, with their live members, beside this runner's own
+ * per-process cgroup, of runners that died (`shardguard-<pid>`, that pid gone) and that still hold
  * processes: left when a runner and its guardian were both SIGKILLed. Their
  * members are the stale-run sweep's (process.ts `sweepStaleRuns`), which
  * finds those without a cookie here.
  */
-export function staleShardCgroups(): string[] {
+export function staleShardCgroups(): { dir: string; members: Descendant[] }[] {
   if (process.platform !== "linux") return [];
   const own = process.env[TEST_CGROUP_ENV] || ownCgroupDir();
   if (own === null) return [];
-  const found: string[] = [];
+  const found: { dir: string; members: Descendant[] }[] = [];
   try {
     for (const name of readdirSync(own)) {
       const m = /^shardguard-(\d+)$/.exec(name);
       if (!m || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue;
       for (const shard of readdirSync(path.join(own, name))) {
         const dir = path.join(own, name, shard);
-        if (/^shard-\d+$/.test(shard) && cgroupPopulated(dir)) found.push(dir);
+        if (!/^shard-\d+$/.test(shard) || !cgroupPopulated(dir)) continue;
+        const members = readText(path.join(dir, "cgroup.procs"))
+          .split("\n")
+          .map((word) => (/^\d+$/.test(word) ? liveProcess(Number(word)) : null))
+          .filter((m): m is Descendant => m !== null);
+        found.push({ dir, members });
       }
     }
   } catch {

@@ -24,8 +24,8 @@ import { onExit } from "signal-exit";
 import { openAppendRegularSync } from "../util/regular-file.ts";
 import { SHARD_ENV } from "./bun-command.ts";
 import { logProblem } from "./log-check.ts";
-import { isAlive, liveProcess, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
-import { cgroupPopulated, killCgroup, readText, removeCgroups, staleShardCgroups } from "./cgroups.ts";
+import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
+import { cgroupPopulated, killCgroup, removeCgroups, staleShardCgroups } from "./cgroups.ts";
 import { killAllCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
 
 /**
@@ -113,12 +113,7 @@ export interface ProcessOutcome {
 const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 
-/**
- * Told of each shard's process group, with its cgroup, from the spawn until
- * the group and the cgroup were killed after the child's exit: the run's
- * guardian (exec/guardian.ts), which kills them itself if this process is
- * SIGKILLed, since a process that cleared its environment has no cookie.
- */
+/** Told of each shard's group and cgroup from the spawn until both were killed: the guardian, which kills them if the runner is SIGKILLed. */
 export interface GroupWatcher {
   /** `pgid`: the shard child's pid; `cgroup`: its cgroup directory, null without one. */
   add(pgid: number, cgroup: string | null): void;
@@ -424,11 +419,8 @@ export function sweepStaleRuns(cookiePrefix: string, runnerPidVar: string): Esca
     });
   const killed = sweepPasses(stale, undefined).map((e) => ({ ...e, leftGroup: true }));
   // What a dead runner's shard cgroups still hold, cookie or not (its guardian died with it).
-  for (const dir of staleShardCgroups()) {
-    for (const word of readText(path.join(dir, "cgroup.procs")).split("\n")) {
-      const member = /^\d+$/.test(word) ? liveProcess(Number(word)) : null;
-      if (member !== null && !killed.some((k) => k.pid === member.pid)) killed.push({ pid: member.pid, command: member.command, leftGroup: true });
-    }
+  for (const { dir, members } of staleShardCgroups()) {
+    for (const m of members) if (!killed.some((k) => k.pid === m.pid)) killed.push({ pid: m.pid, command: m.command, leftGroup: true });
     killCgroup(dir);
   }
   return killed;
