@@ -50,8 +50,8 @@ export function baseFromModule(spec: ShardDirSpec, root: string, bun: string, en
   const fn = JSON.stringify(spec.module.export);
   const script = [
     `const m = await import(${JSON.stringify(pathToFileURL(abs).href)});`,
-    `if (typeof m[${fn}] !== "function") { console.error("no function export"); process.exit(2); }`,
-    `process.stdout.write(JSON.stringify(await m[${fn}]()));`,
+    `if (typeof m[${fn}] !== "function") { console.error("no function export"); process.exitCode = 2; }`,
+    `else process.stdout.write(JSON.stringify(await m[${fn}]()));`,
   ].join("\n");
   const r = spawnSync(bun, ["-e", script], {
     cwd: root,
