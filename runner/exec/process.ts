@@ -24,7 +24,8 @@ import { onExit } from "signal-exit";
 import { openAppendRegularSync } from "../util/regular-file.ts";
 import { SHARD_ENV } from "./bun-command.ts";
 import { logProblem } from "./log-check.ts";
-import { isAlive, processesWithEnv, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
+import { watchOomKills, type OomKills } from "./oom.ts";
+import { isAlive, processesWithEnv, readProcStat, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
 import { cgroupPopulated, killCgroup, removeCgroups, staleShardCgroups } from "./cgroups.ts";
 import { killAllCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
 
@@ -107,6 +108,10 @@ export interface ProcessOutcome {
   leftovers: Escapee[];
   /** What the process tree cost and how it was measured (exec/resource-usage.ts); null when it never spawned. */
   resources: ShardResources | null;
+  /** The kernel's OOM killer ended processes of it while it ran (exec/oom.ts); null when none or unknown. */
+  oomKills: OomKills | null;
+  /** The child was stopped (SIGSTOP, state T) when SIGTERM went out: SIGCONT followed it. */
+  stoppedAtSigterm: boolean;
 }
 
 /** Process groups alive right now, killed on any exit path of the runner we can see. */
@@ -188,6 +193,7 @@ export class ShardProcess {
   /** A terminate/killNow that arrived while the process was still `pending`. */
   private pendingKill: { reason: KillReason; now: boolean } | null = null;
   private escalated = false;
+  private stoppedAtSigterm = false;
   private timers: ReturnType<typeof setTimeout>[] = [];
   private readonly t0 = performance.now();
   private readonly startedAt = new Date();
@@ -228,6 +234,10 @@ export class ShardProcess {
     this.setState("terminating");
     this.sigtermMs = this.elapsedMs();
     signalGroup(this.child.pid, "SIGTERM");
+    // A stopped process acts on no signal but SIGKILL; systemd sends SIGCONT after SIGTERM for this.
+    const state = readProcStat(this.child.pid)?.state;
+    this.stoppedAtSigterm = state === "T" || state === "t";
+    if (this.stoppedAtSigterm) signalGroup(this.child.pid, "SIGCONT");
     this.timers.push(setTimeout(() => this.killNow(), this.spec.graceMs));
   }
 
@@ -304,11 +314,13 @@ export class ShardProcess {
     }
 
     this.timers.push(setTimeout(() => this.terminate("timeout"), this.spec.timeoutMs));
+    const oomKills = watchOomKills(meter.cgroupDir);
 
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
       child.once("exit", (code, signal) => resolve({ code, signal }));
     });
     const durationMs = this.elapsedMs();
+    const oom = oomKills();
     for (const timer of this.timers) clearTimeout(timer);
     this.setState("sweeping");
     // Every descendant still alive is a leak. When the child ended by itself
@@ -345,6 +357,8 @@ export class ShardProcess {
       logError: log.problem,
       leftovers,
       resources,
+      oomKills: oom,
+      stoppedAtSigterm: this.stoppedAtSigterm,
     };
   }
 
@@ -364,6 +378,8 @@ export class ShardProcess {
       logError: null,
       leftovers: [],
       resources: null,
+      oomKills: null,
+      stoppedAtSigterm: false,
     };
   }
 }

@@ -14,7 +14,7 @@ import { alignJUnitFiles, readBunJUnitFile, type BunJUnitFile } from "../results
 import { unhandledErrorMessage } from "../results/bun-console.ts";
 import { junitByteLimit, junitLimitText, JUnitTooLargeError } from "../results/junit-shrink.ts";
 import type { ShardResult } from "../results/report-model.ts";
-import { decideShard, type EventEvidence } from "../results/verdict.ts";
+import { decideShard, oomSentence, type EventEvidence } from "../results/verdict.ts";
 import { readFileTail } from "../util/file-tail.ts";
 import type { ListedDescendant, ShardMarks } from "./marks.ts";
 import type { ProcessOutcome } from "./process.ts";
@@ -152,6 +152,8 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
       signal: outcome.signal,
       killedBy: outcome.killedBy,
       escalated: outcome.escalated,
+      ...(outcome.stoppedAtSigterm ? { stoppedAtSigterm: true } : {}),
+      ...(outcome.oomKills ? { oomKills: outcome.oomKills } : {}),
       durationMs: outcome.durationMs,
       startedAt: started ? outcome.startedAt.toISOString() : null,
       ...(seen.cancelSignal ? { cancelSignal: seen.cancelSignal } : {}),
@@ -190,6 +192,7 @@ function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
   const barrier = record.marks.filesLoaded === 0;
   const lost = record.events ? lostEventsNote(record.events, record.marks.testsStarted, record.flushed || !barrier, record.marks.finishedNormally) : null;
   if (lost !== null) notes.push(lost);
+  if (record.outcome.oomKills) notes.push(`${oomSentence(record.outcome.oomKills)} (memory cgroup oom_kill)`);
   if (record.errorsLeftOut > 0) {
     notes.push(`${record.errorsLeftOut} error events left out of the failure texts (the first and last ${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`);
   }

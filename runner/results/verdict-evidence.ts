@@ -59,6 +59,10 @@ export interface ProcessFacts {
   signal: string | null;
   killedBy: "timeout" | "cancel" | null;
   escalated: boolean;
+  /** The child was stopped (SIGSTOP, state T) when SIGTERM went out, and was sent SIGCONT. */
+  stoppedAtSigterm?: boolean;
+  /** The kernel's OOM killer ended processes while it ran: how many, and whether the counter was the shard's cgroup's own or the runner's, shared with concurrent shards. */
+  oomKills?: { count: number; scope: "shard" | "runner" };
   durationMs: number;
   startedAt: string | null;
   /** The cancelling signal, for messages ("SIGINT"). */

@@ -62,10 +62,11 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
 
   if (p.killedBy === "timeout") {
-    return interrupted(ev, base, { kind: "timeout", timeoutMs: ev.timeoutMs, graceMs: ev.graceMs, sigkilled: p.escalated && p.signal === "SIGKILL" });
+    const sigkilled = p.escalated && p.signal === "SIGKILL";
+    return interrupted(ev, base, { kind: "timeout", timeoutMs: ev.timeoutMs, graceMs: ev.graceMs, sigkilled, stopped: p.stoppedAtSigterm === true });
   }
   if (p.killedBy === "cancel") return interrupted(ev, base, { kind: "cancelled", signal: p.cancelSignal ?? null });
-  if (p.signal) return interrupted(ev, base, { kind: "foreign-signal", signal: p.signal });
+  if (p.signal) return interrupted(ev, base, { kind: "foreign-signal", signal: p.signal, oom: p.oomKills ?? null });
 
   const code = p.exitCode ?? -1;
   // Bun 1.3.x lists each attempt of a retried test as a testcase: one test, one entry.
@@ -143,12 +144,12 @@ function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: numbe
  * {@link ENDINGS}, the one table of them.
  */
 export type Interruption =
-  /** Killed at the wall-clock deadline (ms); `sigkilled`: SIGTERM was ignored for the grace period. */
-  | { kind: "timeout"; timeoutMs: number; graceMs: number; sigkilled: boolean }
+  /** Killed at the wall-clock deadline (ms); `sigkilled`: SIGKILL after the grace period; `stopped`: it was stopped (SIGSTOP) at SIGTERM. */
+  | { kind: "timeout"; timeoutMs: number; graceMs: number; sigkilled: boolean; stopped: boolean }
   /** Killed because the run was cancelled (SIGINT/SIGTERM to the run, or a failed event handshake); `signal` the run's, when known. */
   | { kind: "cancelled"; signal: string | null }
-  /** Ended by a signal shardguard did not send. */
-  | { kind: "foreign-signal"; signal: string }
+  /** Ended by a signal shardguard did not send; `oom`: the kernel's OOM killer ended processes meanwhile. */
+  | { kind: "foreign-signal"; signal: string; oom: { count: number; scope: "shard" | "runner" } | null }
   /** Exited 0 or 1 after reaching the end of the run, its JUnit past the read limit. */
   | { kind: "junit-over-limit"; exitCode: number; problem: string }
   /** Exited after reaching the end of the run, its JUnit unusable otherwise (missing, malformed). */
@@ -185,11 +186,15 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
     status: "timed-out",
     failure: "timeout",
     reachedEnd: false,
-    reason: (i) =>
-      `killed after ${seconds(i.timeoutMs)} wall-clock timeout` + (i.sigkilled ? ` (SIGKILL after ${seconds(i.graceMs)} grace period: SIGTERM was ignored)` : ""),
+    reason: (i) => `killed after ${seconds(i.timeoutMs)} wall-clock timeout${killDetail(i)}`,
   },
   cancelled: { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `run cancelled${i.signal ? ` (${i.signal})` : ""}` },
-  "foreign-signal": { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `killed by ${i.signal}, a signal shardguard did not send` },
+  "foreign-signal": {
+    status: "crashed",
+    failure: "crash",
+    reachedEnd: false,
+    reason: (i) => `killed by ${i.signal}, a signal shardguard did not send${i.oom ? `: ${oomSentence(i.oom)}` : ""}`,
+  },
   // Bun finished and wrote a report too large to read: a failure to read it, not a crash.
   "junit-over-limit": { status: "failed", failure: "junit-unreadable", reachedEnd: true, reason: afterTheEnd },
   "junit-unusable": { status: "crashed", failure: "crash", reachedEnd: true, reason: afterTheEnd },
@@ -204,6 +209,22 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
   "skipped-by-diff": { status: "skipped-by-diff", failure: "skipped-by-diff", reachedEnd: false, reason: (i) => i.reason },
   unsupervised: { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `shardguard could not supervise this shard: ${i.error}` },
 };
+
+/** What followed the deadline's SIGTERM, for the timeout reason: "" when the group exited within the grace period. */
+function killDetail(i: Extract<Interruption, { kind: "timeout" }>): string {
+  const grace = `SIGKILL after ${seconds(i.graceMs)} grace period`;
+  if (i.stopped) return ` (it was stopped, e.g. by SIGSTOP, when SIGTERM was sent; SIGCONT followed${i.sigkilled ? `, then ${grace}` : ""})`;
+  return i.sigkilled ? ` (${grace}: SIGTERM was ignored)` : "";
+}
+
+/**
+ * The OOM killer's part, one clause (exec/oom.ts). A count of the runner's
+ * memory cgroup is shared with the shards that ran at the same time.
+ */
+export function oomSentence(oom: { count: number; scope: "shard" | "runner" }): string {
+  const where = oom.scope === "shard" ? "in its cgroup" : "in the runner's memory cgroup (shared with any shard running then)";
+  return `the kernel's OOM killer ended ${oom.count} process${oom.count === 1 ? "" : "es"} ${where} while it ran`;
+}
 
 /** The row of {@link ENDINGS} for `i`, and its reason. */
 function endingOf(i: Interruption): { status: ShardStatus & TestStatus; failure: FailureKind; reachedEnd: boolean; reason: string } {
