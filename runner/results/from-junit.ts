@@ -13,12 +13,14 @@
  *   error when a beforeAll of its describe path failed (as Jest reports them);
  *   `never-started` when `--bail` stopped the run; `skipped` when the file ran
  *   other tests and nothing else explains it (another test is `.only`).
+ * - A planned file Bun's JUnit does not list, in a run that exited 0, registered
+ *   no tests: an empty file (`skipped`, `failed` under `empty-files = "fail"`).
  * - With `--bail`, a planned file missing from Bun's JUnit after a failure is
  *   `never-started`, not a load error.
  */
 import type { Failure, ShardResult, ShardStatus, TestResult } from "./report-model.ts";
 import type { BunJUnitFile } from "./bun-junit.ts";
-import { count, fromEvent, hookEntry, loadFailure, synthetic, type Base } from "./entries.ts";
+import { count, emptyFile, emptyFilesNote, fromEvent, loadFailure, synthetic, type Base } from "./entries.ts";
 import { cleanEventName, cleanJUnitName } from "./text.ts";
 import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
 
@@ -260,11 +262,8 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         unregistered.push(file);
         out.push(synthetic(file, "failed", { type: "no-tests", message: `no tests found, or the file failed to load (see ${ev.logPath ?? "the log"})` }));
         why = "";
-      } else if (ev.passWithNoTests) {
-        out.push(synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" }));
-        why = "";
       } else {
-        out.push(synthetic(file, "failed", { type: "no-tests", message: "no tests found" }));
+        out.push(emptyFile(ev, file));
         why = "";
       }
       for (const e of left) out.push(fromEvent(e, "never-started", { type: "never-started", message: why }));
@@ -301,7 +300,9 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   // Bun 1.3.x's JUnit failures have no message; one the events could not fill (no events, or
   // an error of concurrent tests no one test could claim) says so instead of being empty.
   for (const t of tests) if (t.failure !== undefined && t.failure.message === "") t.failure.message = NO_MESSAGE;
-  return { ...base, ...shardVerdict(ev, code, tests, missing, unregistered, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
+  const gaps = { missing, unregistered, bailed: bailed || loadFailed };
+  const verdict = shardVerdict(ev, code, tests, gaps);
+  return { ...base, ...verdict, testSource: enriched ? "junit+events" : "junit", tests };
 }
 
 /**
@@ -340,8 +341,23 @@ function enrichedEntry(t: TestResult, name: string, line: number | undefined, re
 
 const NOT_FAILING = new Set(["passed", "skipped", "todo"]);
 
+/** What {@link shardVerdict} needs besides the entries: the files Bun's JUnit left out. */
+interface Gaps {
+  /** Planned files Bun's JUnit does not list. */
+  missing: string[];
+  /** Of those, files of a shard that exited 1 that registered no test: empty, or a load error with no event. */
+  unregistered: string[];
+  bailed: boolean;
+}
+
 /** Status and reason of a shard that ended normally; may append a synthetic entry so a failed shard shows a failing testcase. */
-function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], missing: string[], unregistered: string[], bailed: boolean): { status: ShardStatus; reason: string } {
+function shardVerdict(
+  ev: ShardEvidence,
+  code: number,
+  tests: TestResult[],
+  gaps: Gaps,
+): { status: ShardStatus; reason: string } {
+  const { missing, unregistered, bailed } = gaps;
   const anyFailed = tests.some((t) => !NOT_FAILING.has(t.status));
   const allSkipped = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
   if (code === 1 && ev.nameFilter && missing.length === 0 && allSkipped) {
@@ -351,7 +367,7 @@ function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], miss
     return { status: "passed", reason: `no test in this shard matches the -t filter (all skipped)${coverage}` };
   }
   if (code === 0 && !anyFailed) {
-    const reason = missing.length > 0 ? `passed; no tests in ${missing.join(", ")} (--pass-with-no-tests)` : passedReason(tests);
+    const reason = missing.length > 0 ? `${passedReason(tests)}; ${emptyFilesNote(ev, missing)}` : passedReason(tests);
     return { status: "passed", reason };
   }
   if (code === 0 || code === 1) {
@@ -365,7 +381,7 @@ function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], miss
     const coverage = code === 1 && !anyFailed && loose === undefined && ev.finishedNormally === true && ev.coverageThreshold !== undefined;
     const notes = [
       ...(failedTests > 0 ? [`${count(failedTests, "test")} failed`] : []),
-      ...(empty.length > 0 ? [`no tests found in ${empty.join(", ")} (pass --pass-with-no-tests to bun test to allow it)`] : []),
+      ...(empty.length > 0 ? [emptyFilesNote(ev, empty)] : []),
       ...(unregistered.length > 0 ? [`no test registered in ${unregistered.join(", ")} (no tests, or a load error: see the log)`] : []),
     ];
     let reason =
