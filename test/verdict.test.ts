@@ -264,7 +264,7 @@ test("--bail: a concurrent test still running when a sibling failed is crashed, 
 });
 
 describe("hooks, .only and the found plan (docs/reports.md)", () => {
-  test("passing and skipped hook entries are dropped; failing ones are named after the hook and its describe path", () => {
+  test("passing and skipped hooks are dropped; failing ones keep Bun's name (the failed count is Bun's)", () => {
     const junit = bunFile(
       bunCase("off > (unnamed)", "skipped"), bunCase("off > real", "skipped", 3), bunCase("off > (unnamed)", "skipped"),
       bunCase("ba > (unnamed)", "failed"),
@@ -273,15 +273,20 @@ describe("hooks, .only and the found plan (docs/reports.md)", () => {
     );
     const result = decideShard(evidence({ junit, process: ran({ exitCode: 1 }) }));
     expect(names(result)).toEqual([
-      ["off > real", "skipped"], ["ba > beforeAll hook", "failed"], ["aa > z", "passed"], ["aa > afterAll hook", "failed"], ["afterAll hook", "failed"],
+      ["off > real", "skipped"], ["ba > (unnamed)", "failed"], ["aa > z", "passed"],
+      ["aa > (unnamed)", "failed"], ["(unnamed)", "failed"],
     ]);
   });
-  test("tests of a failed beforeAll are failed with its error, in its describe path only; .only leaves the others skipped", () => {
+  test("tests under a failed beforeAll never started (its error named); .only leaves the others skipped", () => {
     const junit = bunFile(bunCase("top", "passed", 1), bunCase("ba > (unnamed)", "failed"));
     const events = connected(evTest("top", "ended", "passed"), evTest("ba > x", "found"), evTest("ba > in > y", "found"), evTest("other", "found"));
     const result = decideShard(evidence({ junit, process: ran({ exitCode: 1 }), events, testsStarted: 1, finishedNormally: true }));
-    expect(names(result)).toEqual([["top", "passed"], ["ba > beforeAll hook", "failed"], ["ba > x", "failed"], ["ba > in > y", "failed"], ["other", "skipped"]]);
-    expect(result.tests[2]!.failure?.message).toBe("ba > beforeAll hook failed: ba > (unnamed) boom");
+    expect(names(result)).toEqual([["top", "passed"], ["ba > (unnamed)", "failed"], ["ba > x", "never-started"],
+      ["ba > in > y", "never-started"], ["other", "skipped"]]);
+    expect(result.tests[2]!.failure).toEqual({ type: "never-started",
+      message: "its beforeAll hook failed: ba > (unnamed) boom" });
+    expect(result.tests.filter((t) => t.status === "failed").length).toBe(1);
+    expect(result.reason).toBe("1 test failed; 2 tests never started (a beforeAll hook failed)");
   });
   test("a shard whose tests were all skipped, or all todo, says so", () => {
     expect(decideShard(evidence({ junit: bunFile(bunCase("s1", "skipped", 1), bunCase("s2", "skipped", 2)) })).reason).toBe("all 2 tests skipped");

@@ -35,9 +35,10 @@ export function synthetic(file: string, status: TestStatus, failure?: Failure, d
 }
 
 /**
- * An entry for a hook (or code outside any test) rather than a test: a
- * failing hook from Bun's JUnit, or the hook in flight when a shard was
- * killed. `name` is the hook and its describe path ("off > beforeAll hook").
+ * An entry for a hook (or code outside any test) rather than a test: the
+ * hook in flight when a shard was killed, or an entry standing for what is
+ * missing. `name` is the hook and its describe path ("off > beforeAll hook");
+ * a failed hook of Bun's JUnit keeps Bun's own entry and name instead.
  * Not synthetic: it stands beside the file's tests, not for the whole file.
  */
 export function hookEntry(file: string, name: string, status: TestStatus, failure: Failure, durationMs: number): TestResult {
