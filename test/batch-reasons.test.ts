@@ -1,7 +1,8 @@
 /**
  * A file without tests inside a batched shard (`--files-per-shard 10`), on
- * real children: the shard's reason keeps the hint a shard of its own gives
- * ("pass --pass-with-no-tests to bun test to allow it"), with events on and off.
+ * real children, with events on and off: an empty file, as plain `bun test`
+ * counts it, and under `--empty-files fail` a failure whose reason keeps the
+ * hint a shard of its own gives (the setting, not Bun's `--pass-with-no-tests`).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
@@ -12,7 +13,7 @@ const PASSES = `import { expect, test } from "bun:test";\ntest("passes", () => e
 const FAILS = `import { expect, test } from "bun:test";\ntest("fails", () => expect(1).toBe(2));\n`;
 // Shaped like a real file whose tests were commented out for a while.
 const COMMENTED_OUT = `import { expect, test } from "bun:test";\n\n// test("flaky on CI", async () => {\n//   expect(await Promise.resolve(1)).toBe(1);\n// });\n`;
-const HINT = "(pass --pass-with-no-tests to bun test to allow it)";
+const HINT = '(empty-files = "fail"; --empty-files pass allows it)';
 
 describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mode) => {
   const events = mode === "off" ? ["--no-test-events"] : [];
@@ -23,8 +24,19 @@ describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mo
     return { code: r.code, stdout: r.stdout, shard: readReport(dir).shards[0]! };
   };
 
-  test("an empty file beside passing ones: the reason names it with the hint", async () => {
-    const { code, stdout, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": PASSES });
+  test("an empty file beside passing ones: the batch passes and the reason names the file", async () => {
+    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES,
+      "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": PASSES });
+    expect(code).toBe(0);
+    expect([shard.status, shard.reason]).toEqual([
+      "passed", "all tests passed; no tests in t/b-empty.test.ts (an empty file)"]);
+    expect(shard.tests.find((t) => t.file === "t/b-empty.test.ts"))
+      .toMatchObject({ status: "skipped", failure: { type: "no-tests" } });
+  });
+
+  test("under --empty-files fail, an empty file beside passing ones: failed, the reason gives the hint", async () => {
+    const files = { "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": PASSES };
+    const { code, stdout, shard } = await runBatch(files, ["--empty-files", "fail"]);
     expect(code).toBe(1);
     expect(shard.status).toBe("failed");
     expect(shard.reason).toBe(`no tests found in t/b-empty.test.ts ${HINT}`);
@@ -55,9 +67,10 @@ test("never", () => {});
     expect(shard.tests.find((t) => t.file === "t/b-broken.test.ts")!.status).toBe("failed");
   });
 
-  test("with --pass-with-no-tests the batch passes and still names the file", async () => {
-    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT }, ["--", "--pass-with-no-tests"]);
+  test("under --empty-files fail, --pass-with-no-tests still lets the batch pass, naming the file", async () => {
+    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT },
+      ["--empty-files", "fail", "--", "--pass-with-no-tests"]);
     expect(code).toBe(0);
-    expect(shard.reason).toBe("passed; no tests in t/b-empty.test.ts (--pass-with-no-tests)");
+    expect(shard.reason).toBe("all tests passed; no tests in t/b-empty.test.ts (--pass-with-no-tests)");
   });
 });

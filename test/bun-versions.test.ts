@@ -119,7 +119,8 @@ describe("Bun 1.3.x's JUnit: one test, one entry", () => {
       events: { connected: true, looseErrors: [{ file: "a.test.ts", type: "Error", message: "setup failed" }], tests: [{ ...ev("t", "passed", 0, 2), state: "found" }] },
       process: { ...shard([], {}).process, exitCode: 1 },
     }));
-    expect(r.tests.map((t) => [t.name, t.status, t.failure?.message])).toEqual([["beforeAll hook", "failed", "setup failed"], ["t", "failed", "beforeAll hook failed: setup failed"]]);
+    expect(r.tests.map((t) => [t.name, t.status, t.failure?.message])).toEqual(
+      [["(unnamed)", "failed", "setup failed"], ["t", "never-started", "its beforeAll hook failed: setup failed"]]);
   });
 });
 

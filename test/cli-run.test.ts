@@ -116,10 +116,11 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
     expect(thrown.tests[0]!.failure?.message).toContain("configuration missing at load time");
   });
 
-  test("a file with no tests is failed: no tests found", () => {
+  test("a file with no tests is an empty file, as plain bun test exits 0 for it: skipped, with a note", () => {
     const shard = shardOf(report, "no-tests.test.ts");
-    expect(shard.status).toBe("failed");
-    expect(shard.tests[0]!.failure?.message).toBe("no tests found");
+    expect([shard.status, shard.reason]).toEqual(["passed", "passed; no tests in no-tests.test.ts (an empty file)"]);
+    expect(shard.tests.map((t) => [t.name, t.status, t.failure])).toEqual(
+      [["(whole file)", "skipped", { type: "no-tests", message: "registers no tests: an empty file" }]]);
   });
 
   test("a file whose tests are all skipped passes", () => {
@@ -167,12 +168,17 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
     expect(shard.tests.some((t) => t.status === "passed")).toBe(false);
   });
 
-  test("--pass-with-no-tests makes a file without tests pass", async () => {
+  test("an empty file alone exits 0, as plain bun test; --empty-files fail fails it, naming the setting", async () => {
     const solo = makeSuite(fixtureFiles("no-tests"));
-    const result = await runCli(["run", "--root", solo, "--", "--pass-with-no-tests"]);
-    expect(result.code).toBe(0);
-    expect(readReport(solo).shards[0]!.status).toBe("passed");
-  });
+    expect((await runCli(["run", "--root", solo])).code).toBe(0);
+    const strict = await runCli(["run", "--root", solo, "--empty-files", "fail"]);
+    expect(strict.code).toBe(1);
+    const shard = readReport(solo).shards[0]!;
+    expect([shard.status, shard.reason]).toEqual(["failed",
+      'no tests found in no-tests.test.ts (empty-files = "fail"; --empty-files pass allows it)']);
+    expect(strict.stdout).not.toContain("--pass-with-no-tests");
+    expect((await runCli(["run", "--root", solo, "--empty-files", "fail", "--", "--pass-with-no-tests"])).code).toBe(0);
+  }, 60_000);
 });
 
 describe("kills", () => {

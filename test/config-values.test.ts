@@ -23,6 +23,8 @@ const CASES: [string, Record<string, string>, string][] = [
   ["timeout = inf  # forever", {}, "invalid bunfig.toml [shardguard] timeout inf: expected a number of seconds from 0.001 to"],
   ["timeout = -inf", {}, "invalid bunfig.toml [shardguard] timeout -inf: expected"],
   ['"jobs" = nan', {}, "invalid bunfig.toml [shardguard] jobs nan: expected a whole number from 1 to 10000"],
+  ['empty-files = "strict"', {}, 'invalid bunfig.toml [shardguard] empty-files "strict": expected pass or fail'],
+  ["", { SHARDGUARD_EMPTY_FILES: "off" }, 'invalid SHARDGUARD_EMPTY_FILES "off": expected pass or fail'],
 ];
 
 describe("a wrong value in bunfig.toml or the environment", () => {

@@ -43,6 +43,14 @@ describe("precedence", () => {
     expect(resolveSettings({ args: parseArgs(["examples"], "run"), env: {}, cwd: dir, defaultBun: process.execPath }).patterns).toEqual(["examples"]);
   });
 
+  test("--empty-files: pass by default (plain bun test's verdict), its variable and its bunfig key", () => {
+    expect(resolve([]).settings.emptyFiles).toBe("pass");
+    expect(resolve([], {}, '[shardguard]\nempty-files = "fail"\n').settings.emptyFiles).toBe("fail");
+    expect(resolve([], { SHARDGUARD_EMPTY_FILES: "pass" }, '[shardguard]\nempty-files = "fail"\n')
+      .settings.emptyFiles).toBe("pass");
+    expect(resolve(["--empty-files", "fail"], { SHARDGUARD_EMPTY_FILES: "pass" }).settings.emptyFiles).toBe("fail");
+  });
+
   test("--no-test-events, its variable and its bunfig key", () => {
     expect(resolve(["--no-test-events"]).settings.testEvents).toBe(false);
     expect(resolve([], { SHARDGUARD_NO_TEST_EVENTS: "1" }).settings.testEvents).toBe(false);
@@ -79,6 +87,12 @@ describe("bad input: one line naming the key, the value and what is accepted", (
     ["bad lock name", ["--lock", "a/b"], {}, undefined, /--lock "a\/b": expected a name/],
     ["bad redact names", ["--redact", "OK_NAME,bad-name"], {}, undefined, /--redact "OK_NAME,bad-name": expected variable names/],
     ["bad events variable", [], { SHARDGUARD_NO_TEST_EVENTS: "maybe" }, undefined, /SHARDGUARD_NO_TEST_EVENTS "maybe"/],
+    ["bad empty-files flag", ["--empty-files", "strict"], {}, undefined,
+      /^invalid --empty-files "strict": expected pass or fail$/],
+    ["bad empty-files variable", [], { SHARDGUARD_EMPTY_FILES: "true" }, undefined,
+      /^invalid SHARDGUARD_EMPTY_FILES "true": expected pass or fail$/],
+    ["bad empty-files key", [], {}, "[shardguard]\nempty-files = false\n",
+      /^invalid bunfig.toml \[shardguard\] empty-files false: expected pass or fail$/],
     // A bad value under a higher-precedence one is still reported (docs/configuration.md).
     ["bad bunfig value hidden by a flag", ["--jobs", "1"], {}, "[shardguard]\njobs = true\n", /^invalid bunfig.toml \[shardguard\] jobs true: expected a whole number from 1 to 10000$/],
     ["bad environment value hidden by a flag", ["--jobs", "2"], { SHARDGUARD_JOBS: "abc" }, undefined, /^invalid SHARDGUARD_JOBS "abc": expected a whole number from 1 to 10000$/],

@@ -61,20 +61,43 @@ const TRUTH: Record<string, Record<string, Truth>> = {
       byBun: { "1.3": { off: [["red passes", "passed"], ["link osc", "passed"]] } },
       shard: "passed",
     },
+    // A failed hook keeps Bun's name; the tests under a failed beforeAll never ran (Bun counts only the hook).
     "hook-before-throws.test.ts": {
-      on: [["beforeAll hook", "failed"], ["t1", "failed"], ["t2", "failed"]],
-      off: [["beforeAll hook", "failed"]],
+      on: [["(unnamed)", "failed"], ["t1", "never-started"], ["t2", "never-started"]],
+      off: [["(unnamed)", "failed"]],
       shard: "failed",
     },
-    "hook-after-throws.test.ts": { on: [["p", "passed"], ["afterAll hook", "failed"]], shard: "failed" },
+    "hook-after-throws.test.ts": { on: [["p", "passed"], ["(unnamed)", "failed"]], shard: "failed" },
     "hook-describe.test.ts": {
       on: [
-        ["top", "passed"], ["ba > beforeAll hook", "failed"], ["aa > z", "passed"], ["aa > afterAll hook", "failed"],
-        ["be > w", "failed"], ["ae > v", "failed"], ["last", "passed"], ["ba > x", "failed"], ["ba > inner > y", "failed"],
+        ["top", "passed"], ["ba > (unnamed)", "failed"], ["aa > z", "passed"], ["aa > (unnamed)", "failed"],
+        ["be > w", "failed"], ["ae > v", "failed"], ["last", "passed"],
+        ["ba > x", "never-started"], ["ba > inner > y", "never-started"],
       ],
-      off: [["top", "passed"], ["ba > beforeAll hook", "failed"], ["aa > z", "passed"], ["aa > afterAll hook", "failed"], ["be > w", "failed"], ["ae > v", "failed"], ["last", "passed"]],
+      off: [["top", "passed"], ["ba > (unnamed)", "failed"], ["aa > z", "passed"], ["aa > (unnamed)", "failed"],
+        ["be > w", "failed"], ["ae > v", "failed"], ["last", "passed"]],
       shard: "failed",
     },
+    "hook-nested-each.test.ts": {
+      on: [
+        ["outer > o1", "passed"], ["outer > postgres > (unnamed)", "failed"],
+        ["outer > o2", "passed"], ["last", "passed"],
+        ["outer > postgres > row 1", "never-started"], ["outer > postgres > row 2", "never-started"],
+        ["outer > postgres > grp a > in", "never-started"], ["outer > postgres > grp b > in", "never-started"],
+      ],
+      off: [["outer > o1", "passed"], ["outer > postgres > (unnamed)", "failed"],
+        ["outer > o2", "passed"], ["last", "passed"]],
+      shard: "failed",
+    },
+    // Files that register no tests: plain `bun test` exits 0 for them on every supported Bun, alone and in a run.
+    "empty.test.ts": { on: [[WHOLE, "skipped"]],
+      shard: "passed", reason: "passed; no tests in empty.test.ts (an empty file)" },
+    "describe-only.test.ts": { on: [[WHOLE, "skipped"]],
+      shard: "passed", reason: "passed; no tests in describe-only.test.ts (an empty file)" },
+    "env-guard-return.test.ts": { on: [[WHOLE, "skipped"]],
+      shard: "passed", reason: "passed; no tests in env-guard-return.test.ts (an empty file)" },
+    "env-guard-skipif.test.ts": { on: [["db > connects", "skipped"], ["db > queries", "skipped"]],
+      shard: "passed", reason: "all 2 tests skipped" },
     "skip-describe.test.ts": { on: [["off > real", "skipped"], ["on", "passed"]], shard: "passed" },
     "only.test.ts": { on: [["b", "passed"], ["a", "skipped"], ["d > c", "skipped"]], off: [["b", "passed"]], shard: "passed" },
     "kinds.test.ts": {
@@ -261,14 +284,19 @@ for (const version of VERSIONS) {
             const attempt = (i: number) => run === "retry" && junitListsAttempts(version) && all[i]!.status === "failed" && all[i + 1]?.name === all[i]!.name && all[i + 1]?.line === all[i]!.line;
             const tests = all.filter((_, i) => !attempt(i));
                 const ours = shard.tests.filter((t) => t.file === file);
-                // Bun's hook entries ("(unnamed)", no line): only failing ones are kept, renamed after the hook.
-                const bunHooks = tests.filter((t) => t.line === undefined && t.name.endsWith("(unnamed)"));
+                // Bun's hook entries ("(unnamed)", no line): only failing ones are kept, under Bun's name.
+                const hook = (t: { name: string; line?: number }) =>
+                  t.line === undefined && /(^| > )\(unnamed\)$/.test(t.name);
+                const bunHooks = tests.filter(hook);
                 const bunTests = tests.filter((t) => !bunHooks.includes(t));
-                const ourTests = ours.filter((t) => !/(^| > )(beforeAll|afterAll) hook$/.test(t.name));
+                const ourTests = ours.filter((t) => !hook(t));
                 expect(ourTests.slice(0, bunTests.length).map((t) => [t.line, t.status])).toEqual(bunTests.map((t) => [t.line, t.status]));
-                expect(ours.filter((t) => / hook$|^(before|after)All hook$/.test(t.name)).map((t) => t.status)).toEqual(
-                  bunHooks.filter((t) => t.status === "failed").map(() => "failed"),
-                );
+                expect(ours.filter(hook).map((t) => [t.name, t.status]))
+                  .toEqual(bunHooks.filter((t) => t.status === "failed").map((t) => [t.name, "failed"]));
+                // Drop-in parity: our failed entries are Bun's failed testcases, no more
+                // (a test under a failed beforeAll never ran).
+                expect(ours.filter((t) => t.status === "failed").length)
+                  .toBe(tests.filter((t) => t.status === "failed").length);
                 compared += bunTests.length;
               }
             }

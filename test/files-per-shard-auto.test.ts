@@ -142,7 +142,7 @@ describe("a file of an auto batch that stops at its top level, before registerin
       expect(statuses(report)).toEqual([
         [1, "t/a.test.ts", "a1", "passed"],
         [1, "t/a.test.ts", "a2", "passed"],
-        [1, "t/b.test.ts", "(whole file)", "failed"],
+        [1, "t/b.test.ts", "(whole file)", "skipped"],
         [1, "t/c.test.ts", "(whole file)", status],
         [2, "t/d.test.ts", "ok 4", "passed"],
       ]);

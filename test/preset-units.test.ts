@@ -60,6 +60,8 @@ describe("preset schema and extension", () => {
       knobs: { jobs: "EVALS_JOBS", maxConcurrency: "EVALS_CONCURRENCY", timeoutMs: "EVALS_SHARD_TIMEOUT_MS" },
       shardDir: { env: "GSTACK_EVAL_DIR", module: { path: "test/helpers/eval-store.ts", export: "getProjectEvalDir" }, slug: "file-stem" },
       script: "test:gate",
+      // A paid file that registers nothing is a fault there (a guard or a typo turned it off).
+      emptyFiles: "fail",
     });
     expect(p.globs).toContain("test/skill-e2e-*.test.ts");
     expect(p.tier).toMatchObject({ env: "EVALS_TIER", values: ["gate", "periodic"], default: "gate" });
@@ -105,6 +107,8 @@ describe("preset schema and extension", () => {
     expect(err(`[shardguard.presets.gstack-paid.tier]\nguards = ["no placeholder"]\n`)).toContain("must contain {tier}");
     expect(err(`[shardguard.presets.gstack-paid.env]\n"1BAD" = "x"\n`)).toContain("env.1BAD");
     expect(err(`[shardguard]\npresets = 3\n`)).toContain("expected a table of [shardguard.presets.NAME] tables");
+    expect(err(`[shardguard.presets.x]\nglobs = ["a"]\nempty-files = "no"\n`))
+      .toBe('invalid bunfig.toml [shardguard.presets.x] empty-files "no": expected pass or fail');
     expect(configError(() => getPreset(loadPresets(tree({})), "gstack-pad"))).toBe('invalid --preset "gstack-pad": no such preset; accepted: gstack-paid');
   });
 
@@ -407,6 +411,18 @@ describe("settings of a preset run", () => {
     expect(l.timeoutMs).toEqual({ value: 4000, from: "bun test --timeout" });
     expect(l.maxConcurrency).toEqual({ value: 4, from: "bun test --max-concurrency 10 shared by 3 jobs" });
     expect((await prepare([], { P_CONC: "9" }, { commandFlags: line })).maxConcurrency).toEqual({ value: 9, from: "P_CONC" });
+  });
+
+  test("a preset's empty-files is below [shardguard] and SHARDGUARD_EMPTY_FILES; gstack-paid's is fail", async () => {
+    expect((await prepare([])).settings.emptyFiles).toBe("pass");
+    const paid = tree({ "test/skill-llm-eval.test.ts": "" });
+    const paidRun = (env: Record<string, string>) =>
+      preparePresetRun({ name: "gstack-paid", via: "--preset", cwd: paid, env, args: parseArgs([], "run"), commandFlags: [],
+        flagsWhere: "bun test" });
+    const gstack = await paidRun({});
+    expect(gstack.settings.emptyFiles).toBe("fail");
+    const relaxed = await paidRun({ SHARDGUARD_EMPTY_FILES: "pass" });
+    expect(relaxed.settings.emptyFiles).toBe("pass");
   });
 
   test("file limits, and errors found before anything runs", async () => {

@@ -29,7 +29,7 @@ export type SettingKey = SettingSpec["key"];
 export interface SettingLayer {
   /** Where the values come from, e.g. "EVALS_JOBS" or "preset gstack-paid"; reported as the source. */
   from: string;
-  values: Partial<Record<SettingKey, number | "auto" | string[] | ResourceTable>>;
+  values: Partial<Record<SettingKey, number | "auto" | "pass" | "fail" | string[] | ResourceTable>>;
 }
 
 /** Inputs to {@link resolveSettings}; injectable so tests need no real process state. */
@@ -307,6 +307,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     timings: pathList("timings"),
     exclusive: (pick(spec("exclusive"))?.value as string[] | undefined) ?? [],
     resources: (pick(spec("resources"))?.value as ResourceTable | undefined) ?? {},
+    emptyFiles: (pick(spec("emptyFiles"))?.value as "pass" | "fail" | undefined) ?? "pass",
     updateTimings: (() => {
       const picked = pick(spec("updateTimings"));
       return picked ? path.resolve(picked.from === "toml" ? root : cwd, picked.value as string) : null;

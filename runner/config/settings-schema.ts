@@ -62,6 +62,11 @@ export interface RunSettings {
   exclusive: string[];
   /** Named resources: shards holding the same one never run more than its capacity at once. */
   resources: ResourceTable;
+  /**
+   * A file that registers no tests: "pass" reports it as an empty file and
+   * keeps plain `bun test`'s exit code; "fail" makes it a failure (docs/reports.md).
+   */
+  emptyFiles: "pass" | "fail";
 }
 
 /** One named resource: the globs (relative to root) of the files that hold it, and how many shards may hold it at once. */
@@ -78,7 +83,8 @@ export type ResourceTable = Record<string, ResourceSpec>;
 export type SettingValue = number | string | string[] | ResourceTable;
 
 /** How a raw setting value is parsed from a flag, environment variable or TOML value. */
-type Kind = "posint" | "filesPerShard" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths" | "globs" | "resources";
+type Kind = "posint" | "filesPerShard" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths" | "globs" | "resources"
+  | "passfail";
 
 /** One setting: its flag, environment variable, bunfig.toml key and value rule. */
 export interface SettingSpec {
@@ -111,6 +117,15 @@ export const SETTINGS: readonly SettingSpec[] = [
   { key: "updateTimings", flag: "--update-timings", env: "SHARDGUARD_UPDATE_TIMINGS", toml: "update-timings", kind: "path", help: "Bun timings file the measured per-file durations are merged into after the run (written atomically)" },
   { key: "exclusive", flag: "--exclusive", env: "SHARDGUARD_EXCLUSIVE", toml: "exclusive", kind: "globs", help: "globs (comma-separated) of files that run alone: the pool drains, the file runs with no other shard, the pool refills; such files are never batched and start after the others" },
   { key: "resources", flag: "--resources", env: "SHARDGUARD_RESOURCES", toml: "resources", kind: "resources", help: "named resource locks, NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB: shards holding the same resource never run more than CAPACITY (default 1) at once; others keep running" },
+  {
+    key: "emptyFiles",
+    flag: "--empty-files",
+    env: "SHARDGUARD_EMPTY_FILES",
+    toml: "empty-files",
+    kind: "passfail",
+    help: "a test file that registers no tests: pass (an empty file, as plain bun test exits 0 for it) or fail " +
+      "(default pass)",
+  },
   { key: "heartbeat", flag: "--heartbeat", env: "SHARDGUARD_HEARTBEAT", toml: "heartbeat", kind: "seconds", help: "seconds between progress lines for a long-running shard without a TTY (default 60)" },
 ];
 
@@ -179,6 +194,7 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
     schema: z.union([z.enum(["on", "off"]), z.boolean()]).transform((v) => (typeof v === "boolean" ? (v ? "on" : "off") : v)),
     accepted: "on or off",
   },
+  passfail: { schema: z.enum(["pass", "fail"]), accepted: "pass or fail" },
 };
 
 /**

@@ -35,6 +35,8 @@ export interface ShardContext {
   capabilities?: BunCapabilities;
   /** `[test] retry` of the root's bunfig.toml, when set: Bun retries by it too. */
   bunfigRetry?: number | null;
+  /** How a file that registers no tests is judged (the `empty-files` setting); absent: "pass". */
+  emptyFiles?: "pass" | "fail";
 }
 
 /** Live view of a running shard, for progress displays. */

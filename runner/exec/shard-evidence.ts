@@ -110,6 +110,8 @@ export interface VerdictSettings {
   timeoutMs: number;
   graceMs: number;
   passWithNoTests: boolean;
+  /** How a file that registers no tests is judged (the `empty-files` setting). */
+  emptyFiles: "pass" | "fail";
   nameFilter: boolean;
   bail: boolean;
   /** Set when this Bun's JUnit lists every attempt of a retried test (results/verdict-evidence.ts). */
@@ -163,6 +165,7 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
     ...(junit.overLimit ? { junitOverLimit: true } : {}),
     events: record.events,
     passWithNoTests: settings.passWithNoTests,
+    emptyFiles: settings.emptyFiles,
     nameFilter: settings.nameFilter,
     bail: settings.bail,
     ...(settings.junitAttempts ? { junitAttempts: settings.junitAttempts } : {}),

@@ -110,6 +110,7 @@ class ShardRun {
       timeoutMs: ctx.timeoutMs,
       graceMs: ctx.graceMs,
       passWithNoTests: passesWithNoTests(ctx.bunArgs),
+      emptyFiles: ctx.emptyFiles ?? "pass",
       nameFilter: filtersByName(ctx.bunArgs),
       bail: bails(ctx.bunArgs),
       ...(caps.junitListsAttempts ? { junitAttempts: { maxAttempts: this.attemptsPerTest() } } : {}),

@@ -25,7 +25,9 @@
  *   only `test/skill-e2e-*.test.ts` files may be skipped by diff;
  * - one preflight per run: `preflightAnthropicApi(env)` of its
  *   test/helpers/anthropic-preflight.ts, when that module exists, in the
- *   parent; children then get `EVALS_PREFLIGHT_OK=1` and skip their own.
+ *   parent; children then get `EVALS_PREFLIGHT_OK=1` and skip their own;
+ * - `empty-files = "fail"`: a paid file that registers no tests is a fault
+ *   (a guard or a typo that turned it off), never an empty pass.
  */
 
 /** Built-in presets by name, in their raw (bunfig.toml) form. */
@@ -44,6 +46,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
     jobs: 4,
     timeout: 1800,
     grace: 5,
+    "empty-files": "fail",
     "max-concurrency": 4,
     "shard-flags": ["--retry=1", "--concurrent", "--max-concurrency={max-concurrency}", "--timeout={timeout-ms}"],
     env: { EVALS: "1" },

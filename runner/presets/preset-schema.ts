@@ -178,6 +178,8 @@ export const PresetSchema = z
     exclusive: z.unknown().optional(),
     /** Named resource locks (the `resources` setting; checked by its rule in parsePreset). */
     resources: z.unknown().optional(),
+    /** A file that registers no tests: "pass" or "fail" (`empty-files`; checked by its rule in parsePreset). */
+    "empty-files": z.unknown().optional(),
   })
   .superRefine((p, ctx) => {
     if (p.tier) {
@@ -271,12 +273,15 @@ export interface Preset {
   exclusive: string[];
   /** Named resource locks; empty for none (the `resources` setting, below `[shardguard]`). */
   resources: ResourceTable;
+  /** How a file that registers no tests is judged (`empty-files`, below `[shardguard]`); null: the default. */
+  emptyFiles: "pass" | "fail" | null;
 }
 
 function convert(name: string, raw: Raw, source: string, where: string): Preset {
   const s = raw.selection;
   // The same rules, and messages, as the settings themselves (config/settings-schema.ts).
-  const setting = (key: "exclusive" | "resources") => parseSettingValue(SETTINGS.find((x) => x.key === key)!, raw[key], `${where} ${key}`);
+  const setting = (key: "exclusive" | "resources" | "emptyFiles", rawKey: keyof Raw = key as keyof Raw) =>
+    parseSettingValue(SETTINGS.find((x) => x.key === key)!, raw[rawKey], `${where} ${String(rawKey)}`);
   return {
     name,
     description: raw.description,
@@ -331,6 +336,7 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
     source,
     exclusive: raw.exclusive === undefined ? [] : (setting("exclusive") as string[]),
     resources: raw.resources === undefined ? {} : (setting("resources") as ResourceTable),
+    emptyFiles: raw["empty-files"] === undefined ? null : (setting("emptyFiles", "empty-files") as "pass" | "fail"),
   };
 }
 

@@ -215,6 +215,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
         filesPerShard: preset.filesPerShard,
         ...(preset.exclusive.length > 0 ? { exclusive: preset.exclusive } : {}),
         ...(Object.keys(preset.resources).length > 0 ? { resources: preset.resources } : {}),
+        ...(preset.emptyFiles ? { emptyFiles: preset.emptyFiles } : {}),
       },
     },
   ];

@@ -55,7 +55,8 @@ interface Outcome {
  * Root `<testsuites name="shardguard">` (a slice: `"shardguard slice I/N"`) carries the totals, the run's
  * duration (seconds) and start time. Status → testcase content:
  * passed → nothing (plus one `<flakyFailure>` per failed attempt when flaky);
- * failed → `<failure>`; skipped → `<skipped/>`; todo → `<skipped type="todo"/>`;
+ * failed → `<failure>`; skipped → `<skipped/>` (with the kind and message when
+ * it has a reason, e.g. an empty file: `type="no-tests"`); todo → `<skipped type="todo"/>`;
  * skipped-by-diff → `<skipped type="skipped-by-diff" message=reason/>`;
  * timed-out / crashed / never-started → `<error type="timeout" | "crash" |
  * "never-started">`. All text is sanitized (see sanitize.ts).
@@ -295,7 +296,8 @@ function outcomesOf(test: TestResult, shard: ShardResult): Outcome[] {
       // JUnit's `type` is the error's name where Bun gave one (AssertionError), else our kind.
       return [{ element: "failure", type: failure?.errorName ?? failure?.type ?? "failure", message, body: failure?.details }];
     case "skipped":
-      return [{ element: "skipped" }];
+      // A reason of shardguard's (an empty file, a test beside a `.only`) says why nothing ran.
+      return failure ? [{ element: "skipped", type: failure.type, message }] : [{ element: "skipped" }];
     case "todo":
       return [{ element: "skipped", type: "todo" }];
     case "skipped-by-diff":

@@ -61,8 +61,9 @@ export const TEST_STATUSES = [
  *   per-test data.
  * - `never-started`: planned or found, never run (the message says why).
  * - `load-error`: the file failed before any test was registered.
- * - `no-tests`: the file registered no test (or, with a non-zero exit, may
- *   have failed to load: the message says).
+ * - `no-tests`: the file registered no test: an empty file (`skipped`;
+ *   `failed` under `empty-files = "fail"`), or, with a non-zero exit, one that
+ *   may have failed to load (`failed`: the message says).
  * - `not-selected`: not run because another test of the file is `.only`.
  * - `skipped-by-diff`: a preset's diff selection left the file out.
  * - `coverage-threshold`: every test passed, Bun exited 1 for coverage below

@@ -35,13 +35,52 @@ export function synthetic(file: string, status: TestStatus, failure?: Failure, d
 }
 
 /**
- * An entry for a hook (or code outside any test) rather than a test: a
- * failing hook from Bun's JUnit, or the hook in flight when a shard was
- * killed. `name` is the hook and its describe path ("off > beforeAll hook").
+ * An entry for a hook (or code outside any test) rather than a test: the
+ * hook in flight when a shard was killed, or an entry standing for what is
+ * missing. `name` is the hook and its describe path ("off > beforeAll hook");
+ * a failed hook of Bun's JUnit keeps Bun's own entry and name instead.
  * Not synthetic: it stands beside the file's tests, not for the whole file.
  */
 export function hookEntry(file: string, name: string, status: TestStatus, failure: Failure, durationMs: number): TestResult {
   return { ...synthetic(file, status, failure, durationMs), name, synthetic: false };
+}
+
+/**
+ * Where a failed empty file's reason points: the `empty-files` setting, not
+ * Bun's `--pass-with-no-tests`, which changes nothing for a file of a run
+ * (every supported Bun exits 0 for a file that registers no tests).
+ */
+export const EMPTY_FILES_HINT = 'empty-files = "fail"; --empty-files pass allows it';
+
+/** What the empty-file rule reads of a shard's evidence. */
+type EmptyRule = Pick<ShardEvidence, "emptyFiles" | "passWithNoTests">;
+
+/** Whether a file that registers no tests passes: the `empty-files` setting, or `--pass-with-no-tests` under "fail". */
+export function emptyFilesPass(ev: EmptyRule): boolean {
+  return ev.emptyFiles !== "fail" || ev.passWithNoTests;
+}
+
+/**
+ * The "(whole file)" entry of a file that registered no tests in a run that
+ * reached its end: `skipped` (an empty file, as plain `bun test` counts it),
+ * or `failed` under `empty-files = "fail"`; type `no-tests` either way.
+ * `why` adds how the file was seen to be empty.
+ */
+export function emptyFile(ev: EmptyRule, file: string, why?: string): TestResult {
+  const seen = why ? `; ${why}` : "";
+  if (!emptyFilesPass(ev)) {
+    return synthetic(file, "failed", { type: "no-tests", message: `registers no tests${seen} (${EMPTY_FILES_HINT})` });
+  }
+  const allowed = ev.emptyFiles === "fail" ? " (--pass-with-no-tests)" : ": an empty file";
+  return synthetic(file, "skipped", { type: "no-tests", message: `registers no tests${allowed}${seen}` });
+}
+
+/** The reason part naming a shard's empty files: `no tests in a, b (empty files)`, with the hint when they fail. */
+export function emptyFilesNote(ev: EmptyRule, files: readonly string[]): string {
+  const list = files.join(", ");
+  if (!emptyFilesPass(ev)) return `no tests found in ${list} (${EMPTY_FILES_HINT})`;
+  const why = ev.emptyFiles === "fail" ? "--pass-with-no-tests" : files.length === 1 ? "an empty file" : "empty files";
+  return `no tests in ${list} (${why})`;
 }
 
 /** A test entry from its events, with the status the verdict chose. */

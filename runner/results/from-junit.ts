@@ -5,20 +5,22 @@
  * entries complete. Rules (docs/reports.md, "Hooks, .only and --bail"):
  *
  * - Bun writes hooks as "(unnamed)" testcases without a `line` (measured on
- *   Bun 1.4.4). A hook is never an entry of its own unless it failed; a failed
- *   one is named after the hook and its describe path ("off > beforeAll hook").
- *   It is a beforeAll when nothing of its describe block precedes it in Bun's
- *   document order, else an afterAll.
- * - A found test Bun's JUnit leaves out is listed: `failed` with the hook's
- *   error when a beforeAll of its describe path failed (as Jest reports them);
- *   `never-started` when `--bail` stopped the run; `skipped` when the file ran
- *   other tests and nothing else explains it (another test is `.only`).
+ *   Bun 1.3.13 to 1.4.5). A hook is never an entry of its own unless it failed;
+ *   a failed one keeps Bun's name ("off > (unnamed)"), so the failed count is
+ *   Bun's. It is a beforeAll when nothing of its describe block precedes it in
+ *   Bun's document order, else an afterAll.
+ * - A found test Bun's JUnit leaves out is listed: `never-started` ("its
+ *   beforeAll hook failed: …") when a beforeAll of its describe path failed,
+ *   since Bun never ran it, or when `--bail` stopped the run; `skipped` when
+ *   the file ran other tests and nothing else explains it (another test is `.only`).
+ * - A planned file Bun's JUnit does not list, in a run that exited 0, registered
+ *   no tests: an empty file (`skipped`, `failed` under `empty-files = "fail"`).
  * - With `--bail`, a planned file missing from Bun's JUnit after a failure is
  *   `never-started`, not a load error.
  */
 import type { Failure, ShardResult, ShardStatus, TestResult } from "./report-model.ts";
 import type { BunJUnitFile } from "./bun-junit.ts";
-import { count, fromEvent, hookEntry, loadFailure, synthetic, type Base } from "./entries.ts";
+import { count, emptyFile, emptyFilesNote, fromEvent, loadFailure, synthetic, type Base } from "./entries.ts";
 import { cleanEventName, cleanJUnitName } from "./text.ts";
 import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
 
@@ -145,7 +147,6 @@ export function isHook(t: TestResult): boolean {
 interface FailedScope {
   /** Prefix of the full names of the tests it covers ("" for the file). */
   prefix: string;
-  hook: string;
   failure: Failure;
 }
 
@@ -194,6 +195,8 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   /** Files of {@link exitExplained} shards that registered no test: empty, or a load error Bun sent no event for. */
   const unregistered: string[] = [];
   let enriched = false;
+  /** Found tests Bun never ran because a beforeAll of theirs failed. */
+  let underFailedHooks = 0;
 
   for (const file of ev.files) {
     const entries = byFile.get(file) ?? [];
@@ -213,10 +216,11 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         if (t.status !== "failed") return; // hooks are never entries unless they fail
         const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
         const after = afterAll.get(i)!;
-        const hook = after ? "afterAll hook" : "beforeAll hook";
-        const failure = (t.failure?.message ? t.failure : hookTexts?.shift()) ?? t.failure ?? { type: "failure", message: `${hook} failed` };
-        out.push({ ...t, name: cleanJUnitName(prefix + hook), failure });
-        if (!after) scopes.push({ prefix, hook: cleanJUnitName(prefix + hook), failure });
+        const fallback: Failure = { type: "failure", message: `${after ? "afterAll" : "beforeAll"} hook failed` };
+        const failure = (t.failure?.message ? t.failure : hookTexts?.shift()) ?? t.failure ?? fallback;
+        // Bun's own name: the failed testcases (and so the failed count) are Bun's.
+        out.push({ ...t, name: cleanJUnitName(t.name), failure });
+        if (!after) scopes.push({ prefix, failure });
         return;
       }
       const e = queues.take(t.file, t.name) ?? uniqueUnplaced(t.name);
@@ -260,11 +264,8 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         unregistered.push(file);
         out.push(synthetic(file, "failed", { type: "no-tests", message: `no tests found, or the file failed to load (see ${ev.logPath ?? "the log"})` }));
         why = "";
-      } else if (ev.passWithNoTests) {
-        out.push(synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" }));
-        why = "";
       } else {
-        out.push(synthetic(file, "failed", { type: "no-tests", message: "no tests found" }));
+        out.push(emptyFile(ev, file));
         why = "";
       }
       for (const e of left) out.push(fromEvent(e, "never-started", { type: "never-started", message: why }));
@@ -282,13 +283,10 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         const message = bailed ? "stopped while running: --bail ended the run after a failure" : "started, but Bun's JUnit report has no entry for it";
         out.push(fromEvent(e, "crashed", { type: "crash", message }));
       } else if (scope) {
-        out.push(
-          fromEvent(e, "failed", {
-            type: scope.failure.type,
-            message: `${scope.hook} failed: ${scope.failure.message}`,
-            ...(scope.failure.details !== undefined ? { details: scope.failure.details } : {}),
-          }),
-        );
+        // Bun never ran it: neither passed nor failed (its console and JUnit count only the hook).
+        underFailedHooks += 1;
+        const message = `its beforeAll hook failed: ${scope.failure.message}`;
+        out.push(fromEvent(e, "never-started", { type: "never-started", message }));
       } else if (bailed) {
         out.push(fromEvent(e, "never-started", { type: "never-started", message: "never started: --bail stopped the run after a failure" }));
       } else {
@@ -301,7 +299,9 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   // Bun 1.3.x's JUnit failures have no message; one the events could not fill (no events, or
   // an error of concurrent tests no one test could claim) says so instead of being empty.
   for (const t of tests) if (t.failure !== undefined && t.failure.message === "") t.failure.message = NO_MESSAGE;
-  return { ...base, ...shardVerdict(ev, code, tests, missing, unregistered, bailed || loadFailed), testSource: enriched ? "junit+events" : "junit", tests };
+  const gaps = { missing, unregistered, underFailedHooks, bailed: bailed || loadFailed };
+  const verdict = shardVerdict(ev, code, tests, gaps);
+  return { ...base, ...verdict, testSource: enriched ? "junit+events" : "junit", tests };
 }
 
 /**
@@ -340,8 +340,25 @@ function enrichedEntry(t: TestResult, name: string, line: number | undefined, re
 
 const NOT_FAILING = new Set(["passed", "skipped", "todo"]);
 
+/** What {@link shardVerdict} needs besides the entries: files Bun's JUnit left out, and why tests did not run. */
+interface Gaps {
+  /** Planned files Bun's JUnit does not list. */
+  missing: string[];
+  /** Of those, files of a shard that exited 1 that registered no test: empty, or a load error with no event. */
+  unregistered: string[];
+  /** Found tests never started because a beforeAll of theirs failed. */
+  underFailedHooks: number;
+  bailed: boolean;
+}
+
 /** Status and reason of a shard that ended normally; may append a synthetic entry so a failed shard shows a failing testcase. */
-function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], missing: string[], unregistered: string[], bailed: boolean): { status: ShardStatus; reason: string } {
+function shardVerdict(
+  ev: ShardEvidence,
+  code: number,
+  tests: TestResult[],
+  gaps: Gaps,
+): { status: ShardStatus; reason: string } {
+  const { missing, unregistered, bailed } = gaps;
   const anyFailed = tests.some((t) => !NOT_FAILING.has(t.status));
   const allSkipped = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
   if (code === 1 && ev.nameFilter && missing.length === 0 && allSkipped) {
@@ -351,7 +368,7 @@ function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], miss
     return { status: "passed", reason: `no test in this shard matches the -t filter (all skipped)${coverage}` };
   }
   if (code === 0 && !anyFailed) {
-    const reason = missing.length > 0 ? `passed; no tests in ${missing.join(", ")} (--pass-with-no-tests)` : passedReason(tests);
+    const reason = missing.length > 0 ? `${passedReason(tests)}; ${emptyFilesNote(ev, missing)}` : passedReason(tests);
     return { status: "passed", reason };
   }
   if (code === 0 || code === 1) {
@@ -365,7 +382,10 @@ function shardVerdict(ev: ShardEvidence, code: number, tests: TestResult[], miss
     const coverage = code === 1 && !anyFailed && loose === undefined && ev.finishedNormally === true && ev.coverageThreshold !== undefined;
     const notes = [
       ...(failedTests > 0 ? [`${count(failedTests, "test")} failed`] : []),
-      ...(empty.length > 0 ? [`no tests found in ${empty.join(", ")} (pass --pass-with-no-tests to bun test to allow it)`] : []),
+      ...(gaps.underFailedHooks > 0
+        ? [`${count(gaps.underFailedHooks, "test")} never started (a beforeAll hook failed)`]
+        : []),
+      ...(empty.length > 0 ? [emptyFilesNote(ev, empty)] : []),
       ...(unregistered.length > 0 ? [`no test registered in ${unregistered.join(", ")} (no tests, or a load error: see the log)`] : []),
     ];
     let reason =

@@ -85,7 +85,14 @@ export interface ShardEvidence {
    */
   junitOverLimit?: boolean;
   events: EventEvidence | null;
+  /** `--pass-with-no-tests` among Bun's flags: under `emptyFiles` "fail", an empty file still passes with it. */
   passWithNoTests: boolean;
+  /**
+   * How a file that registers no tests is judged (the `empty-files` setting):
+   * "pass" (absent) reports it as an empty file, as plain `bun test` exits 0
+   * for it on every supported Bun; "fail" makes it a failure.
+   */
+  emptyFiles?: "pass" | "fail";
   /**
    * True when the run filters tests by name (`-t`). Bun then exits 1 for a
    * file where no test matches ("regex matched 0 tests"), with a complete

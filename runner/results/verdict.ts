@@ -21,11 +21,12 @@
  *  - exit 1 with no test found and no JUnit → `failed` (the file did not load);
  *  - ended normally → Bun's JUnit is the authority for final statuses, events
  *    add retries, flakiness and lines; a planned file missing from it had no
- *    tests or failed to load, and is `failed` unless `--pass-with-no-tests`;
+ *    tests (an empty file, `failed` under `empty-files = "fail"`) or failed to load;
  *  - nothing shardguard killed is ever `passed`.
  */
 import type { BunJUnitFile } from "./bun-junit.ts";
-import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE, type Base } from "./entries.ts";
+import { emptyFile, emptyFilesNote, emptyFilesPass, type Base } from "./entries.ts";
+import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE } from "./entries.ts";
 import { fromJUnit, isHook } from "./from-junit.ts";
 import { foldJUnitAttempts } from "./junit-attempts.ts";
 import type { Failure, FailureKind, ShardResult, ShardStatus, TestResult, TestStatus } from "./report-model.ts";
@@ -282,11 +283,7 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     const found = byFile.get(file) ?? [];
     if (found.length === 0 && loadingInFlight && at < loadingAt && haveEvents) {
       // Loaded and registered no test before the next file began: as at a normal end.
-      tests.push(
-        ev.passWithNoTests
-          ? synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" })
-          : synthetic(file, "failed", { type: "no-tests", message: "no tests found (the next file of the batch had begun to load)" }),
-      );
+      tests.push(emptyFile(ev, file, "the next file of the batch had begun to load"));
       continue;
     }
     if (found.length === 0) {
@@ -354,13 +351,13 @@ function hookInFlight(file: string, found: EventTest[], status: TestStatus, fail
   return hookEntry(file, name, status, { type: failureType, message: `in flight when the shard ended after running ${seconds(ms)}: ${reason} (${where})` }, ms);
 }
 
+/** A shard that reached its end having registered no test: every file an empty file (docs/reports.md). */
 function noTests(ev: ShardEvidence, base: Base): ShardResult {
-  if (ev.passWithNoTests) {
-    const tests = ev.files.map((file) => synthetic(file, "skipped", { type: "no-tests", message: "no tests found (--pass-with-no-tests)" }));
-    return { ...base, status: "passed", reason: "no tests found; passed because of --pass-with-no-tests", testSource: "synthetic", tests };
-  }
-  const tests = ev.files.map((file) => synthetic(file, "failed", { type: "no-tests", message: "no tests found" }));
-  return { ...base, status: "failed", reason: "no tests found (pass --pass-with-no-tests to bun test to allow it)", testSource: "synthetic", tests };
+  const tests = ev.files.map((file) => emptyFile(ev, file));
+  const note = emptyFilesNote(ev, ev.files);
+  const passes = emptyFilesPass(ev);
+  const reason = passes ? `passed; ${note}` : note;
+  return { ...base, status: passes ? "passed" : "failed", reason, testSource: "synthetic", tests };
 }
 
 /** A shard result without a process behind it: every file one synthetic entry with the ending's status. */
