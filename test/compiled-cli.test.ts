@@ -26,6 +26,9 @@ function tree(): string {
   writeFileSync(path.join(root, "package.json"), '{ "name": "shardguard" }\n');
   writeFileSync(path.join(root, "runner", "cli-entry.ts"), "export {};\n");
   writeFileSync(path.join(root, "runner", "cli", "main.ts"), "export const a = 1;\n");
+  // Imported as text and inlined, as report.html's script and style sheet are.
+  writeFileSync(path.join(root, "runner", "cli", "page.client.js"), "1;\n");
+  writeFileSync(path.join(root, "runner", "cli", "page.css"), "a {}\n");
   writeFileSync(path.join(root, "runner", "cli", "notes.md"), "not a source\n");
   writeFileSync(path.join(root, COMPILED_CLI), "// bundle\n");
   writeFileSync(path.join(root, `${COMPILED_CLI}.jsc`), "bytecode");
@@ -37,7 +40,7 @@ describe("which CLI `shardguard` runs", () => {
   test("the compiled one while the sources are those it was built from", () => {
     const root = tree();
     expect(freshCompiledCli(root)).toBe(path.join(root, COMPILED_CLI));
-    // Only .ts files under runner/ and package.json count.
+    // Only the sources under runner/ (.ts, and the page's .js and .css) and package.json count.
     writeFileSync(path.join(root, "runner", "cli", "notes.md"), "changed\n");
     expect(freshCompiledCli(root)).toBe(path.join(root, COMPILED_CLI));
   });
@@ -45,6 +48,12 @@ describe("which CLI `shardguard` runs", () => {
   test.each([
     ["a source edited (same size)", (root: string) => writeFileSync(path.join(root, "runner", "cli", "main.ts"), "export const a = 2;\n")],
     ["a source added", (root: string) => writeFileSync(path.join(root, "runner", "cli", "extra.ts"), "export {};\n")],
+    ["the page's script edited", (root: string) => {
+      writeFileSync(path.join(root, "runner", "cli", "page.client.js"), "2;\n");
+    }],
+    ["the page's style sheet edited", (root: string) => {
+      writeFileSync(path.join(root, "runner", "cli", "page.css"), "b {}\n");
+    }],
     ["a source renamed", (root: string) => {
       rmSync(path.join(root, "runner", "cli", "main.ts"));
       writeFileSync(path.join(root, "runner", "cli", "main2.ts"), "export const a = 1;\n");

@@ -74,8 +74,11 @@ describe("npm pack", () => {
     const tops = [...new Set(paths.map((p) => p.split("/")[0]))].sort();
     expect(tops).toEqual(["LICENSE", "README.md", "dist", "docs", "package.json", "preset", "runner"]);
     expect(paths.filter((p) => p.startsWith("dist/")).sort()).toEqual(["dist/shardguard.cjs", "dist/shardguard.cjs.jsc", "dist/shardguard.cjs.sources"]);
-    for (const needed of ["runner/index.ts", "runner/cli-entry.ts", "runner/cli-bin.ts", "runner/child/shard-preload.ts", "preset/preload.ts", "preset/entry.ts", "docs/reports.md"]) {
-      expect(paths).toContain(needed);
+    const needed = ["runner/index.ts", "runner/cli-entry.ts", "runner/cli-bin.ts", "runner/child/shard-preload.ts"];
+    // report.html's script and style sheet: the sources import them as text.
+    needed.push("runner/report/html-page.client.js", "runner/report/html-page.css");
+    for (const file of [...needed, "preset/preload.ts", "preset/entry.ts", "docs/reports.md"]) {
+      expect(paths).toContain(file);
     }
     expect(paths.some((p) => /(^|\/)(test|bench|examples)\//.test(p))).toBe(false);
   });

@@ -26,15 +26,18 @@ export const COMPILED_CLI = path.join("dist", "shardguard.cjs");
  */
 const BANNER = 'globalThis.__shardguardPackageRoot ??= require("node:path").resolve(__dirname, "..");';
 
+/** The files the bundle is built from: TypeScript, and report.html's script and style sheet (imported as text). */
+const SOURCE_FILE = /\.(ts|js|css)$/;
+
 /** Beside the compiled CLI: the fingerprint of the sources it was built from ({@link sourcesFingerprint}). */
 const STAMP_SUFFIX = ".sources";
 
 /**
  * A fingerprint of the package's sources at `root`: a 64-bit hash (wyhash)
- * over the path and content of every `.ts` file under `runner/`, in sorted
- * order, and of `package.json`. Contents, not times: an installer sets every
- * file's time to when it unpacked it, in no set order. ~1-2 ms (~120 files,
- * ~0.8 MB).
+ * over the path and content of every {@link SOURCE_FILE} under `runner/`, in
+ * sorted order, and of `package.json`. Contents, not times: an installer sets
+ * every file's time to when it unpacked it, in no set order. ~1-2 ms (~120
+ * files, ~0.8 MB).
  *
  * @throws the file system error when a source cannot be read
  */
@@ -45,7 +48,7 @@ export function sourcesFingerprint(root: string): string {
     for (const entry of readdirSync(path.join(root, dir), { withFileTypes: true })) {
       const relative = `${dir}/${entry.name}`;
       if (entry.isDirectory()) dirs.push(relative);
-      else if (entry.name.endsWith(".ts")) files.push(relative);
+      else if (SOURCE_FILE.test(entry.name)) files.push(relative);
     }
   }
   files.sort();

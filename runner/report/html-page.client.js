@@ -1,0 +1,505 @@
+// @ts-check
+/**
+ * The script of report.html (report/html.ts writes the page, report/html-page.ts inlines this
+ * file): a classic browser script without a library, run from `file://` without a network. It
+ * reads the page's data (`#sg-data`), draws the test table virtually (only the rows in view
+ * exist in the DOM, so 100,000 tests scroll and filter at once), applies the status filters
+ * and the search, shows a test's detail, and the tooltip of a timeline bar on hover or focus.
+ * Type-checked by runner/report/tsconfig.page.json; tested in Chromium (test/report-html*.test.ts).
+ * It may not contain a closing script tag.
+ */
+"use strict";
+
+/**
+ * One test, as html.ts's `data` writes it: [shard, file, name, status, durationMs, retries,
+ * flaky, failureType, failureMessage, failureDetails, attempts, line]. shard, file and status
+ * are positions in `shards`, `files` and `run.statuses`; 0 stands for an absent text or line.
+ * @typedef {[number, number, string, number, number, number, 0 | 1, string | 0, string | 0, string | 0,
+ *   string | 0, number]} TestRow
+ */
+
+/**
+ * A shard's CPU and memory figures (report.json's `shards[].resources`).
+ * @typedef {object} Resources
+ * @property {number} wallMs
+ * @property {number | null} cpuUserMs
+ * @property {number | null} cpuSystemMs
+ * @property {number | null} peakRssBytes
+ * @property {string} method
+ * @property {string} precision
+ */
+
+/**
+ * One shard of the page's data: the fields this script reads.
+ * @typedef {object} Shard
+ * @property {number} index
+ * @property {string[]} files
+ * @property {string} status
+ * @property {string} reason
+ * @property {number | null} exitCode
+ * @property {string | null} signal
+ * @property {number} durationMs
+ * @property {{ goneMs: number, sigtermMs: number | null, sigkillMs: number | null } | null} timeline
+ * @property {Resources | null} resources
+ * @property {string[]} locks
+ * @property {boolean} exclusive
+ * @property {{ ms: number, for: string[] } | null} waited
+ * @property {string[]} notes
+ * @property {number} leftovers
+ * @property {string | null} logPath
+ * @property {string | null} tail
+ */
+
+/**
+ * The page's data: the JSON of `#sg-data`.
+ * @typedef {object} PageData
+ * @property {{ statuses: string[] }} run
+ * @property {Shard[]} shards
+ * @property {TestRow[]} tests
+ * @property {string[]} files
+ */
+
+(() => {
+  /** The height of a table row in px, as the style sheet's `.row`. */
+  const ROW_HEIGHT = 26;
+  /** Rows drawn beyond each edge of the view, so a short scroll shows no gap. */
+  const OVERSCAN = 10;
+  /** How many of a shard's files its tooltip lists. */
+  const TIP_FILES = 20;
+
+  /** @type {PageData} */
+  const data = JSON.parse(element("#sg-data").textContent ?? "");
+  const { tests, files, shards } = data;
+  const statuses = data.run.statuses;
+  const rowsBox = element("#rows");
+  const spacer = element("#spacer");
+  const countEl = element("#count");
+  const search = /** @type {HTMLInputElement} */ (element("#search"));
+  const detail = element("#detail");
+  const shardFilterEl = element("#shard-filter");
+  const tip = element("#tip");
+  const filterButtons = document.querySelectorAll("#filters .filter");
+  const counts = statusCounts();
+
+  /** The status filters chosen ("flaky" among them); none chosen shows every status. @type {Set<string>} */
+  const selected = new Set();
+  /** The search text in lower case; empty shows every test. */
+  let query = "";
+  /** The shard whose tests alone are shown (a position in `shards`), or -1 for every shard. */
+  let shardFilter = -1;
+  /** The tests the filters let through, as positions in `tests`, in order. @type {number[]} */
+  let visible = [];
+  /** The test whose detail is open (a position in `tests`), or -1. */
+  let openRow = -1;
+  /** Each test's file and name in lower case, built at the first search. @type {string[] | null} */
+  let haystack = null;
+  /** The row elements drawn, by their position in `visible`. @type {Map<number, HTMLElement>} */
+  const drawn = new Map();
+  let searchTimer = 0;
+
+  for (const button of filterButtons) wireFilter(button);
+  rowsBox.addEventListener("scroll", () => {
+    requestAnimationFrame(() => draw(false));
+  });
+  rowsBox.addEventListener("click", (e) => openFrom(e.target));
+  rowsBox.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      openFrom(e.target);
+    }
+  });
+  search.addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      query = search.value.trim().toLowerCase();
+      apply();
+    }, 120);
+  });
+  for (const bar of /** @type {NodeListOf<SVGElement>} */ (document.querySelectorAll("#timeline .bar"))) wireBar(bar);
+  apply();
+  document.body.setAttribute("data-ready", "1");
+
+  /**
+   * The element `selector` finds under `root`; html.ts always writes it.
+   * @param {string} selector
+   * @param {ParentNode} [root]
+   * @returns {HTMLElement}
+   */
+  function element(selector, root = document) {
+    const found = root.querySelector(selector);
+    if (!(found instanceof HTMLElement)) throw new Error(`report.html has no ${selector}`);
+    return found;
+  }
+
+  /**
+   * Item `i` of `list`; the page's data only refers to items it holds.
+   * @template T
+   * @param {readonly T[]} list
+   * @param {number} i
+   * @returns {T}
+   */
+  function at(list, i) {
+    const item = list[i];
+    if (item === undefined) throw new RangeError(`report.html's data has no item ${i}`);
+    return item;
+  }
+
+  /**
+   * A new element with a class and a text, each when given.
+   * @template {keyof HTMLElementTagNameMap} K
+   * @param {K} tag
+   * @param {string} [cls]
+   * @param {string} [text]
+   * @returns {HTMLElementTagNameMap[K]}
+   */
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  /** @param {number} ms */
+  function secs(ms) {
+    return ms >= 10000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(ms >= 1000 ? 1 : 2)} s`;
+  }
+
+  /** @param {number} ms */
+  function dur(ms) {
+    return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+  }
+
+  /** @param {number} n */
+  function bytes(n) {
+    return n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
+  }
+
+  /** @param {number} n */
+  function count(n) {
+    return n.toLocaleString("en-US");
+  }
+
+  /**
+   * A test's full name split into its describe path and its own name.
+   * @param {string} name
+   */
+  function parts(name) {
+    const path = name.split(" > ");
+    const test = path.pop() ?? "";
+    return { describe: path.join(" > "), test };
+  }
+
+  /** @param {TestRow} t */
+  function statusOf(t) {
+    return at(statuses, t[3]);
+  }
+
+  /**
+   * Tests per status over all tests, and the flaky ones apart (under "flaky").
+   * @returns {Map<string, number>}
+   */
+  function statusCounts() {
+    const byStatus = new Map([...statuses, "flaky"].map((s) => [s, 0]));
+    /** @param {string} key */
+    const add = (key) => byStatus.set(key, (byStatus.get(key) ?? 0) + 1);
+    for (const t of tests) {
+      add(statusOf(t));
+      if (t[6]) add("flaky");
+    }
+    return byStatus;
+  }
+
+  /**
+   * Shows a filter's count (hidden when none) and makes a click toggle it; "all" clears the others.
+   * @param {Element} button
+   */
+  function wireFilter(button) {
+    const status = button.getAttribute("data-status") ?? "";
+    element(".n", button).textContent = String(status === "all" ? tests.length : (counts.get(status) ?? 0));
+    if (status !== "all" && !counts.get(status)) button.classList.add("empty");
+    button.addEventListener("click", () => {
+      if (status === "all") selected.clear();
+      else if (selected.has(status)) selected.delete(status);
+      else selected.add(status);
+      for (const other of filterButtons) {
+        const s = other.getAttribute("data-status") ?? "";
+        other.setAttribute("aria-pressed", String(s === "all" ? selected.size === 0 : selected.has(s)));
+      }
+      apply();
+    });
+  }
+
+  /**
+   * Whether test `i` passes the shard filter, the status filters and the search.
+   * @param {TestRow} t
+   * @param {number} i
+   */
+  function matches(t, i) {
+    if (shardFilter >= 0 && t[0] !== shardFilter) return false;
+    if (selected.size > 0 && !selected.has(statusOf(t)) && !(t[6] === 1 && selected.has("flaky"))) return false;
+    return !query || searchText(i).includes(query);
+  }
+
+  /** @param {number} i */
+  function searchText(i) {
+    if (!haystack) haystack = tests.map((t) => `${at(files, t[1])}\u0000${t[2]}`.toLowerCase());
+    return at(haystack, i);
+  }
+
+  /** Filters the tests again and draws the table from its top. */
+  function apply() {
+    visible = [];
+    tests.forEach((t, i) => {
+      if (matches(t, i)) visible.push(i);
+    });
+    spacer.style.height = `${visible.length * ROW_HEIGHT}px`;
+    countEl.textContent = `showing ${count(visible.length)} of ${count(tests.length)} tests`;
+    rowsBox.scrollTop = 0;
+    draw(true);
+  }
+
+  /**
+   * Draws the rows in view and a few beyond, and removes those scrolled away; `reset` redraws every row.
+   * @param {boolean} reset
+   */
+  function draw(reset) {
+    if (reset) {
+      spacer.textContent = "";
+      drawn.clear();
+    }
+    const top = rowsBox.scrollTop;
+    const height = rowsBox.clientHeight || 600;
+    const from = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
+    const to = Math.min(visible.length, Math.ceil((top + height) / ROW_HEIGHT) + OVERSCAN);
+    for (const [p, row] of drawn) {
+      if (p < from || p >= to) {
+        row.remove();
+        drawn.delete(p);
+      }
+    }
+    for (let p = from; p < to; p++) {
+      if (drawn.has(p)) continue;
+      const row = rowEl(at(visible, p));
+      row.style.top = `${p * ROW_HEIGHT}px`;
+      spacer.appendChild(row);
+      drawn.set(p, row);
+    }
+  }
+
+  /**
+   * The table row of test `i`.
+   * @param {number} i
+   */
+  function rowEl(i) {
+    const t = at(tests, i);
+    const status = statusOf(t);
+    const file = at(files, t[1]);
+    const name = parts(t[2]);
+    const row = el("div", i === openRow ? "row open" : "row");
+    row.setAttribute("role", "row");
+    row.tabIndex = 0;
+    row.setAttribute("data-test", String(i));
+    row.appendChild(el("span", "file", file)).title = file;
+    row.appendChild(el("span", "describe", name.describe)).title = name.describe;
+    row.appendChild(el("span", "name", name.test)).title = name.test;
+    const cell = el("span", "status");
+    cell.appendChild(el("span", `badge st-${status}`, status));
+    if (t[6]) {
+      cell.appendChild(document.createTextNode(" "));
+      cell.appendChild(el("span", "badge flaky", "flaky"));
+    }
+    row.appendChild(cell);
+    row.appendChild(el("span", "num", dur(t[4])));
+    row.appendChild(el("span", "num", String(t[5])));
+    return row;
+  }
+
+  /**
+   * Opens the detail of the table row `target` is in, if it is in one.
+   * @param {EventTarget | null} target
+   */
+  function openFrom(target) {
+    const row = target instanceof Element ? target.closest(".row[data-test]") : null;
+    if (row) showDetail(Number(row.getAttribute("data-test")));
+  }
+
+  /**
+   * A heading over preformatted text.
+   * @param {string} title
+   * @param {string} text
+   */
+  function section(title, text) {
+    const box = el("div");
+    box.appendChild(el("h4", "", title));
+    box.appendChild(el("pre", "", text));
+    return box;
+  }
+
+  /**
+   * Shows test `i` below the table: its facts, failure, failed attempts and its shard's log tail.
+   * @param {number} i
+   */
+  function showDetail(i) {
+    const t = at(tests, i);
+    const shard = at(shards, t[0]);
+    const status = statusOf(t);
+    openRow = i;
+    for (const row of drawn.values()) row.classList.toggle("open", Number(row.getAttribute("data-test")) === i);
+    detail.textContent = "";
+    const close = el("button", "close", "close");
+    close.type = "button";
+    close.addEventListener("click", () => {
+      detail.hidden = true;
+      openRow = -1;
+      draw(true);
+    });
+    detail.appendChild(close);
+    detail.appendChild(el("h3", "", t[2]));
+    const meta = el("p");
+    meta.appendChild(el("span", `badge st-${status}`, status));
+    meta.appendChild(document.createTextNode(` ${testFacts(t)}`));
+    detail.appendChild(meta);
+    if (t[7]) detail.appendChild(section(`Failure (${t[7]})`, `${t[8]}${t[9] ? `\n\n${t[9]}` : ""}`));
+    if (t[10]) detail.appendChild(section("Failed attempts", t[10]));
+    detail.appendChild(el("p", "", `Shard ${shard.index} (${shard.status}): ${shard.reason}`));
+    detail.appendChild(logPart(shard));
+    detail.hidden = false;
+  }
+
+  /**
+   * A test's file and line, duration, retries and flakiness, for its detail.
+   * @param {TestRow} t
+   */
+  function testFacts(t) {
+    const retries = `${t[5]} retr${t[5] === 1 ? "y" : "ies"}`;
+    const facts = [at(files, t[1]) + (t[11] ? `:${t[11]}` : ""), dur(t[4]), retries];
+    if (t[6]) facts.push("flaky");
+    return facts.join(" · ");
+  }
+
+  /**
+   * The detail's last part: the shard's log tail, else where its log is.
+   * @param {Shard} shard
+   */
+  function logPart(shard) {
+    if (shard.tail) {
+      return section(`Log tail of shard ${shard.index}${shard.logPath ? ` (${shard.logPath})` : ""}`, shard.tail);
+    }
+    return el("p", "muted", shard.logPath ? `Full log: ${shard.logPath}` : "No log was written for this shard.");
+  }
+
+  /**
+   * Shows only the tests of shard `n` (a position in `shards`), or those of every shard for -1.
+   * @param {number} n
+   */
+  function setShardFilter(n) {
+    shardFilter = n;
+    shardFilterEl.textContent = "";
+    if (n >= 0) {
+      shardFilterEl.appendChild(document.createTextNode(`shard ${at(shards, n).index} only `));
+      const clear = el("button", "", "×");
+      clear.type = "button";
+      clear.setAttribute("aria-label", "show every shard");
+      clear.addEventListener("click", () => setShardFilter(-1));
+      shardFilterEl.appendChild(clear);
+    }
+    shardFilterEl.hidden = n < 0;
+    apply();
+  }
+
+  /**
+   * A timeline bar shows its shard's tooltip on hover and on keyboard focus, and filters the table by a click or Enter.
+   * @param {SVGElement} bar
+   */
+  function wireBar(bar) {
+    const shard = Number(bar.getAttribute("data-shard"));
+    bar.addEventListener("mouseenter", () => showTip(bar, shard));
+    bar.addEventListener("mouseleave", hideTip);
+    bar.addEventListener("focus", () => showTip(bar, shard));
+    bar.addEventListener("blur", hideTip);
+    bar.addEventListener("click", () => setShardFilter(shard));
+    bar.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") setShardFilter(shard);
+    });
+  }
+
+  /**
+   * Fills the tooltip with shard `n` and places it below its bar, or above when there is no room below.
+   * @param {Element} bar
+   * @param {number} n
+   */
+  function showTip(bar, n) {
+    const s = at(shards, n);
+    tip.textContent = "";
+    tip.appendChild(el("h3", "", `Shard ${s.index}: ${s.status}`));
+    tip.appendChild(fileList(s.files));
+    tip.appendChild(el("p", "", s.reason));
+    tip.appendChild(el("p", "", runFacts(s).join(" · ")));
+    if (s.resources) tip.appendChild(el("p", "resources", resourceFacts(s.resources).join(" · ")));
+    const held = lockFacts(s);
+    if (held.length) tip.appendChild(el("p", "locks", held.join(" · ")));
+    if (s.leftovers) {
+      const processes = `${s.leftovers} leftover process${s.leftovers === 1 ? "" : "es"}`;
+      tip.appendChild(el("p", "", `${processes} killed by the sweep`));
+    }
+    for (const note of s.notes) tip.appendChild(el("p", "", note));
+    const box = bar.getBoundingClientRect();
+    tip.hidden = false;
+    tip.style.left = `${Math.max(4, Math.min(box.left, window.innerWidth - tip.offsetWidth - 8))}px`;
+    const below = box.bottom + 6;
+    const above = box.top - tip.offsetHeight - 6;
+    tip.style.top = `${below + tip.offsetHeight > window.innerHeight && above > 0 ? above : below}px`;
+  }
+
+  function hideTip() {
+    tip.hidden = true;
+  }
+
+  /**
+   * A shard's files as a list, the first few of them and how many more.
+   * @param {string[]} names
+   */
+  function fileList(names) {
+    const list = el("ul");
+    for (const name of names.slice(0, TIP_FILES)) list.appendChild(el("li", "", name));
+    if (names.length > TIP_FILES) list.appendChild(el("li", "", `… ${names.length - TIP_FILES} more`));
+    return list;
+  }
+
+  /**
+   * How long a shard ran, when its group was gone and signalled, and how it ended.
+   * @param {Shard} s
+   */
+  function runFacts(s) {
+    const facts = [`ran ${secs(s.durationMs)}`];
+    const tl = s.timeline;
+    if (tl) {
+      facts.push(`group gone at ${secs(tl.goneMs)}`);
+      if (tl.sigtermMs !== null) facts.push(`SIGTERM at ${secs(tl.sigtermMs)}`);
+      if (tl.sigkillMs !== null) facts.push(`SIGKILL at ${secs(tl.sigkillMs)}`);
+    }
+    facts.push(s.signal ? `signal ${s.signal}` : `exit ${s.exitCode}`);
+    return facts;
+  }
+
+  /** @param {Resources} r */
+  function resourceFacts(r) {
+    const facts = [`wall ${secs(r.wallMs)}`];
+    if (r.cpuUserMs !== null) facts.push(`CPU user ${secs(r.cpuUserMs)}`);
+    if (r.cpuSystemMs !== null) facts.push(`system ${secs(r.cpuSystemMs)}`);
+    if (r.peakRssBytes !== null) facts.push(`peak RSS ${bytes(r.peakRssBytes)}`);
+    facts.push(`measured by ${r.method} (${r.precision})`);
+    return facts;
+  }
+
+  /**
+   * Whether a shard ran alone, the resources it held and how long it waited for them.
+   * @param {Shard} s
+   */
+  function lockFacts(s) {
+    const facts = s.exclusive ? ["ran alone (exclusive)"] : [];
+    if (s.locks.length) facts.push(`held ${s.locks.join(", ")}`);
+    if (s.waited) facts.push(`waited ${secs(s.waited.ms)} for ${s.waited.for.join(", ")}`);
+    return facts;
+  }
+})();
