@@ -14,6 +14,7 @@ import { junitChunks } from "../report/junit.ts";
 import { SUCCESSFUL_SHARD_STATUSES, type RunReport } from "../results/report-model.ts";
 import { sharedTestChecks } from "../results/shared-checks.ts";
 import { redactReport } from "../results/redact.ts";
+import { readRegularFileSync } from "../util/regular-file.ts";
 import { fullCollection } from "../util/tuning.ts";
 
 /**
@@ -71,6 +72,12 @@ export class ReportWriter {
    * (engine/run.ts).
    */
   finalWriteError: string | null = null;
+  /**
+   * After a failed final write, this run's own `report.json` when it holds
+   * the final report (the run's copy is renamed before the stable path, so
+   * a stable path that cannot be replaced leaves it complete); else null.
+   */
+  finalRunCopy: string | null = null;
   /** Redacted log tails for report.html, by log path: a decided shard's log is read once. */
   private readonly tails = new Map<string, string>();
 
@@ -129,7 +136,10 @@ export class ReportWriter {
       const error = await this.writeNow(report);
       const used = process.cpuUsage(began);
       this.lastWriteCpuMs = (used.user + used.system) / 1000;
-      if (final) this.finalWriteError = error;
+      if (final) {
+        this.finalWriteError = error;
+        if (error !== null) this.finalRunCopy = this.landedRunCopy(report);
+      }
       return report;
     });
     if (!final) this.queuedInterim = next;
@@ -157,6 +167,19 @@ export class ReportWriter {
       if (tail) out.set(shard.index, tail);
     }
     return out;
+  }
+
+  /** The run's own report.json when its head names `report`'s run and end time (only a final report has one), else null. */
+  private landedRunCopy(report: RunReport): string | null {
+    const runDir = this.targets.runDir();
+    if (runDir === null || report.finishedAt === null) return null;
+    const file = path.join(runDir, "report.json");
+    try {
+      const head = readRegularFileSync(file, 4096).toString("utf8");
+      return head.includes(`"runId": ${JSON.stringify(report.runId)}`) && head.includes(`"finishedAt": ${JSON.stringify(report.finishedAt)}`) ? file : null;
+    } catch {
+      return null;
+    }
   }
 
   /** Writes the four reports; returns the error's message when one could not be written (told to `onError` too), else null. */

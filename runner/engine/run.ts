@@ -33,7 +33,7 @@ import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
 import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
 import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
-import { removeStaleReports } from "./refused.ts";
+import { afterFailedFinalWrite, removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 import { RunResources } from "./run-resources.ts";
 
@@ -153,7 +153,10 @@ export class Run {
 
   /** Runs every planned shard and writes both reports. Never throws for what a child does. */
   async start(): Promise<RunResult> {
-    const { settings, plan, out } = this.inputs;
+    const { settings, out } = this.inputs;
+    // Before any spawn: a runner killed before its first write must not leave an earlier run's
+    // reports where CI reads this run's (docs/reports.md, "Reports written while the run is going").
+    removeStaleReports(settings);
     const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
     this.runDir = runDir;
     try {
@@ -325,26 +328,13 @@ export class Run {
     let report = await this.writeReports(true);
     await released;
     const writeError = this.writer?.finalWriteError ?? null;
-    if (writeError !== null) {
-      // What the stable paths hold is an older snapshot: an earlier run's
-      // reports (passing, perhaps) or this run's interim one. None may stand
-      // for this run, so none stays, as after a refused run; the run's own
-      // directory keeps whatever it got (docs/reports.md, "A run that
-      // cannot write its reports").
-      const removed = removeStaleReports(settings);
-      if (removed.length > 0) this.inputs.out.line(`shardguard: removed the older reports at ${removed.join(", ")}: they are not this run's`);
-      if (report.exitCode === EXIT.ok) {
-        // A CI step that reads the files must not be told the run passed.
-        report = { ...report, exitCode: EXIT.failed };
-        this.inputs.out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
-      }
-    }
+    if (writeError !== null) report = afterFailedFinalWrite(report, settings, out);
     await pruning;
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
     // Never names a file this run did not write.
     const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html } : null;
-    this.console.onRunEnd(report, paths, this.filterMatchedNothing);
+    this.console.onRunEnd(report, paths, this.filterMatchedNothing, this.writer?.finalRunCopy ?? null);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 
