@@ -15,7 +15,10 @@ afterAll(removeSuites);
 
 const STABLE = ["junit.xml", "report.json", "ctrf.json", "report.html"];
 
-/** Two files; each SIGKILLs its parent, the runner (a shard child's parent), when SG_KILL_PARENT=1, and sleeps when SG_SLOW=1. */
+/**
+ * Two files; each SIGKILLs its parent when SG_KILL_PARENT=1 (a shard child's
+ * parent is the runner: it spawns `bun test` itself), and sleeps when SG_SLOW=1.
+ */
 function suite(): string {
   const file = (name: string) =>
     [
@@ -32,7 +35,10 @@ function suite(): string {
 /** The stable files of `out` and their text. */
 function stableFiles(out: string): Map<string, string> {
   const files = new Map<string, string>();
-  for (const name of STABLE) if (existsSync(path.join(out, name))) files.set(name, readFileSync(path.join(out, name), "utf8"));
+  for (const name of STABLE) {
+    const file = path.join(out, name);
+    if (existsSync(file)) files.set(name, readFileSync(file, "utf8"));
+  }
   return files;
 }
 
@@ -41,7 +47,7 @@ function stableFiles(out: string): Map<string, string> {
  * nothing that an earlier run wrote (`before`), and any report there is
  * `runId`'s own unfinished snapshot, the same in all three formats.
  */
-async function expectNoEarlierReports(dir: string, out: string, before: Map<string, string>, runId: string): Promise<void> {
+async function expectNoEarlierReports(dir: string, out: string, before: Map<string, string>, runId: string) {
   const after = stableFiles(out);
   for (const [name, text] of after) expect({ name, same: text === before.get(name) }).toEqual({ name, same: false });
   if (after.has("report.json")) {
@@ -64,7 +70,7 @@ function newRunDir(out: string, known: readonly string[]): string | null {
   return names.find((n) => !known.includes(n)) ?? null;
 }
 
-test("a test that SIGKILLs its parent (the runner) after a green run: no earlier report stands; --last-failed and merge agree", async () => {
+test("a test SIGKILLs its parent, the runner, after a green run: no earlier report; --last-failed agrees", async () => {
   const dir = suite();
   const out = path.join(dir, ".shardguard");
   const green = await runCli(["run", "--root", dir, "--jobs", "2"]);
@@ -89,11 +95,12 @@ test("a test that SIGKILLs its parent (the runner) after a green run: no earlier
   }
 }, 60_000);
 
-test("a slice whose runner is SIGKILLed by its test after a green slice run: merge does not count the earlier run", async () => {
+test("a slice's runner SIGKILLed by its test after a green slice: merge does not count the earlier run", async () => {
   const dir = suite();
   const outs = [path.join(dir, "o1"), path.join(dir, "o2")];
-  for (const [i, o] of outs.entries()) expect((await runCli(["run", "--root", dir, "--out", o, "--shard", `${i + 1}/2`])).code).toBe(0);
-  const killed = await runCli(["run", "--root", dir, "--out", outs[0]!, "--shard", "1/2"], { env: { SG_KILL_PARENT: "1" } });
+  const slice = (i: number) => ["run", "--root", dir, "--out", outs[i]!, "--shard", `${i + 1}/2`];
+  for (const i of [0, 1]) expect((await runCli(slice(i))).code).toBe(0);
+  const killed = await runCli(slice(0), { env: { SG_KILL_PARENT: "1" } });
   expect(killed.signal).toBe("SIGKILL");
   const merged = path.join(dir, "merged");
   const merge = await runCli(["merge", ...outs, "--out", merged]);
@@ -149,7 +156,7 @@ async function killRunAt(dir: string, at: number | "first-child"): Promise<boole
 }
 
 test.skipIf(process.platform !== "linux")(
-  "kill -9 of the runner from outside at several instants after a green run: no earlier report stands once a child existed",
+  "kill -9 of the runner from outside at several instants after a green run: no earlier report once a child existed",
   async () => {
     const dir = suite();
     const out = path.join(dir, ".shardguard");

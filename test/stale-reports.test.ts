@@ -8,7 +8,16 @@ import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CLI, fixtureFiles, makeSuite, readReport, removeSuites, REPO, runCli, withoutCiVariables } from "./helpers/cli.ts";
+import {
+  CLI,
+  fixtureFiles,
+  makeSuite,
+  readReport,
+  removeSuites,
+  REPO,
+  runCli,
+  withoutCiVariables,
+} from "./helpers/cli.ts";
 
 afterAll(removeSuites);
 
@@ -151,7 +160,10 @@ describe("a run whose stable report.json became a directory mid-run", () => {
       "a.test.ts": [
         'import { mkdirSync, rmSync } from "node:fs";',
         'import { test } from "bun:test";',
-        'test("a", () => { rmSync(".shardguard/report.json", { force: true }); mkdirSync(".shardguard/report.json"); });',
+        'test("a", () => {',
+        '  rmSync(".shardguard/report.json", { force: true });',
+        '  mkdirSync(".shardguard/report.json");',
+        "});",
         "",
       ].join("\n"),
     });
@@ -159,7 +171,12 @@ describe("a run whose stable report.json became a directory mid-run", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toContain("could not write the reports: EISDIR");
     expect(r.stdout).not.toContain("no report was written for this run");
-    const m = /^shardguard: no report of this run at the report paths \(see the write error above\); its complete JSON report: (.+)$/m.exec(r.stdout);
+    const named = new RegExp(
+      String.raw`^shardguard: no report of this run at the report paths \(see the write error above\); ` +
+        String.raw`its complete JSON report: (.+)$`,
+      "m",
+    );
+    const m = named.exec(r.stdout);
     expect(m).not.toBeNull();
     const own = readReport(dir, m![1]!);
     expect(m![1]).toBe(path.join(dir, ".shardguard", "runs", own.runId, "report.json"));

@@ -29,7 +29,9 @@ import type { Host } from "./host.ts";
 const HEAD_BYTES = 64 * 1024;
 
 /** The head of a JSON report or CTRF document as our renderers write it (report/json.ts, report/ctrf.ts). */
-const OUR_JSON_HEAD = /^\{\s*"schemaVersion":\s*\d+,\s*"runId":\s*"[^"]*",[^]*?\n  "tool":\s*\{\s*"name":\s*"shardguard",/;
+const OUR_JSON_HEAD = new RegExp(
+  String.raw`^\{\s*"schemaVersion":\s*\d+,\s*"runId":\s*"[^"]*",[^]*?\n  "tool":\s*\{\s*"name":\s*"shardguard",`,
+);
 const OUR_CTRF_HEAD = /^\{\s*"reportFormat":\s*"CTRF",[^{]*"generatedBy":\s*"shardguard",/;
 
 /**
@@ -83,9 +85,15 @@ export function removeStaleReports(settings: Pick<RunSettings, "out" | "junit" |
  *
  * @returns the report with the exit code the run ends with
  */
-export function afterFailedFinalWrite<R extends { exitCode: number | null }>(report: R, settings: Parameters<typeof removeStaleReports>[0], out: { line(text: string): void }): R {
+export function afterFailedFinalWrite<R extends { exitCode: number | null }>(
+  report: R,
+  settings: Parameters<typeof removeStaleReports>[0],
+  out: { line(text: string): void },
+): R {
   const removed = removeStaleReports(settings);
-  if (removed.length > 0) out.line(`shardguard: removed the older reports at ${removed.join(", ")}: they are not this run's final reports`);
+  if (removed.length > 0) {
+    out.line(`shardguard: removed the older reports at ${removed.join(", ")}: they are not this run's final reports`);
+  }
   if (report.exitCode !== EXIT.ok) return report;
   out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
   return { ...report, exitCode: EXIT.failed };

@@ -4,6 +4,7 @@
  * writes coalesce and are spaced apart, the final write is never delayed,
  * and writes land in order so an older snapshot never lands last.
  */
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
 import { logTail } from "../report/console.ts";
@@ -169,14 +170,18 @@ export class ReportWriter {
     return out;
   }
 
-  /** The run's own report.json when its head names `report`'s run and end time (only a final report has one), else null. */
+  /**
+   * The run's own report.json when its head names `report`'s run and end
+   * time (only a final report has one); else null.
+   */
   private landedRunCopy(report: RunReport): string | null {
     const runDir = this.targets.runDir();
     if (runDir === null || report.finishedAt === null) return null;
     const file = path.join(runDir, "report.json");
     try {
       const head = readRegularFileSync(file, 4096).toString("utf8");
-      return head.includes(`"runId": ${JSON.stringify(report.runId)}`) && head.includes(`"finishedAt": ${JSON.stringify(report.finishedAt)}`) ? file : null;
+      const ours = head.includes(`"runId": ${JSON.stringify(report.runId)}`);
+      return ours && head.includes(`"finishedAt": ${JSON.stringify(report.finishedAt)}`) ? file : null;
     } catch {
       return null;
     }
@@ -192,6 +197,8 @@ export class ReportWriter {
       if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) fullCollection();
       const logTails = this.targets.html !== undefined ? await this.logTails(safe) : new Map<number, string>();
       const runDir = this.targets.runDir();
+      // Private like the rest of it (engine/run-dirs.ts), when a test deleted it.
+      if (runDir) mkdirSync(runDir, { recursive: true, mode: 0o700 });
       // Each report is streamed to its files as it is rendered, a few hundred
       // testcases at a time, and never held whole (report/atomic-stream.ts): for
       // 100,000 tests the three texts are ~75 MB together and holding them

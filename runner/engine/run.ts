@@ -31,7 +31,7 @@ import { randomHex } from "../util/random.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
-import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
+import { prepareRunDirs, pruneRuns, RunDirsKeeper } from "./run-dirs.ts";
 import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
 import { afterFailedFinalWrite, removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
@@ -217,6 +217,7 @@ export class Run {
     const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned); // exclusive shards last
     const shardTotal = () => plan.shards.length + this.redispatched.length;
     const handshakes = new HandshakeGate();
+    const dirs = new RunDirsKeeper(settings.out, { runDir: this.runDir!, logDir, junitDir }, this.preload, out);
     let firstWriteAsked = false;
     let pruning: Promise<void> = Promise.resolve();
     const ctx = {
@@ -236,6 +237,7 @@ export class Run {
       coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
       capabilities: this.capabilities,
       bunfigRetry: this.capabilities.junitListsAttempts ? bunfigRetryOf(settings.root) : null,
+      ensureDirs: dirs.ensure,
     };
     const pool = runPool(
       toRun,
@@ -281,10 +283,15 @@ export class Run {
           },
           cancelled: () => this.cancelledBy,
         }).catch((error: unknown) => {
-          // Our own failure (a full disk for the journal, a bad socket path)
-          // must cost this shard, not the run: kill what it started, say why.
+          // Our own failure (a full disk for the journal, a bad socket path, directories that cannot be
+          // made again) must cost this shard, not the run: kill what it started, say why.
           this.running.get(shard.index)?.process?.killNow("cancel");
-          return { result: supervisionFailed(shard, (error as Error).message ?? String(error)), filesNotStarted: [] };
+          const message = (error as Error).message ?? String(error);
+          const notSpawned = lastProc === null;
+          const result = notSpawned
+            ? neverStarted(shard, `shardguard could not start it: ${message}`)
+            : supervisionFailed(shard, message);
+          return { result, filesNotStarted: [] };
         });
         giveBack();
         const proc = lastProc as ShardProcess | null;
@@ -325,6 +332,7 @@ export class Run {
     // The guardian has nothing left to guard once the end-of-run sweep ran;
     // its exit (a few ms) is awaited beside the final write, not before it.
     const released = guardian.release();
+    dirs.noteLostLogs(this.results);
     let report = await this.writeReports(true);
     await released;
     const writeError = this.writer?.finalWriteError ?? null;

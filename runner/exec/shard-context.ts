@@ -35,6 +35,12 @@ export interface ShardContext {
   capabilities?: BunCapabilities;
   /** `[test] retry` of the root's bunfig.toml, when set: Bun retries by it too. */
   bunfigRetry?: number | null;
+  /**
+   * Makes again the run's directories (and what else a shard needs there)
+   * that a test may have deleted: called before each spawn and when a
+   * child reaches its end of run. Throws when they cannot be made.
+   */
+  ensureDirs?: () => void;
 }
 
 /** Live view of a running shard, for progress displays. */
