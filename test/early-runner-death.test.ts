@@ -6,7 +6,7 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { CLI, makeSuite, readReport, REPO, removeSuites, runCli, withoutCiVariables } from "./helpers/cli.ts";
 import { threeReports } from "./helpers/three-reports.ts";
@@ -178,4 +178,49 @@ test.skipIf(process.platform !== "linux")(
     expect(withChild).toBeGreaterThanOrEqual(1);
   },
   120_000,
+);
+
+test.skipIf(process.platform !== "linux")(
+  "kill -9 of the runner while a preset's preflight command runs (before any shard): the earlier reports are gone",
+  async () => {
+    const dir = suite();
+    writeFileSync(
+      path.join(dir, "bunfig.toml"),
+      [
+        "[shardguard.presets.slow]",
+        'globs = ["*.test.ts"]',
+        "[shardguard.presets.slow.preflight]",
+        'command = ["sleep", "30"]',
+        "",
+      ].join("\n"),
+    );
+    const out = path.join(dir, ".shardguard");
+    expect((await runCli(["run", "--root", dir])).code).toBe(0);
+    expect([...stableFiles(out).keys()]).toEqual(STABLE);
+    const child = spawn(process.execPath, [CLI, "run", "--root", dir, "--preset", "slow"], {
+      cwd: REPO,
+      env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
+      stdio: "ignore",
+    });
+    const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
+    const isSleep = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8") === "sleep\u000030\u0000";
+      } catch {
+        return false;
+      }
+    };
+    let sleeper: number | undefined;
+    const t0 = performance.now();
+    while (sleeper === undefined && performance.now() - t0 < 20_000) {
+      sleeper = childrenOf(child.pid!).find(isSleep);
+      await Bun.sleep(5);
+    }
+    child.kill("SIGKILL");
+    await closed;
+    if (sleeper !== undefined) process.kill(sleeper, "SIGKILL");
+    expect(sleeper).toBeDefined();
+    expect([...stableFiles(out).keys()]).toEqual([]);
+  },
+  60_000,
 );

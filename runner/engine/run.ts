@@ -156,6 +156,7 @@ export class Run {
     const { settings, out } = this.inputs;
     // Before any spawn: a runner killed before its first write must not leave an earlier run's
     // reports where CI reads this run's (docs/reports.md, "Reports written while the run is going").
+    // The commands did so before their preflight; an embedder's run, or one that waited for its lock, here.
     removeStaleReports(settings);
     const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
     this.runDir = runDir;
