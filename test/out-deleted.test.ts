@@ -16,12 +16,15 @@ import { threeReports } from "./helpers/three-reports.ts";
 import { LOG_DELETED_AFTER } from "../runner/engine/run-dirs.ts";
 import { marksDeleted, prepareMarks, readMarks, releaseMarks } from "../runner/exec/marks.ts";
 import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
+import { decideShard, type EventTest, type ShardEvidence } from "../runner/results/verdict.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
 
 afterAll(removeSuites);
 
 const NAMES = ["a", "b", "c", "d", "e", "f", "g"];
 const DELETED = "the run's directory under the output directory was deleted while the shard ran";
+const UNKNOWN_END =
+  "exited 0, but whether Bun reached the end of the run is unknown: its end mark went with the deleted run directory";
 
 /** Seven files of one 300 ms test each; c runs `act` (JavaScript, cwd the root) 100 ms into its test. */
 function suite(act: string): string {
@@ -202,3 +205,48 @@ test("the child preload runs the tests when its marks directory is gone as it st
   expect(run.stderr).toContain("1 pass");
   expect(run.status).toBe(0);
 }, 30_000);
+
+test("--isolate batches (marks appended by path): a batch it ran under never passes, no hook is made up", async () => {
+  const dir = suite(REMOVE_OUT);
+  const r = await runCli(["run", "--root", dir, "--jobs", "2", "--files-per-shard", "3", "--", "--isolate"]);
+  const { json, ctrf, junit } = await threeReports(dir);
+  const flat = (list: { name: string; status: string }[]) => list.map((t) => `${t.name}: ${t.status}`);
+  expect(flat(ctrf)).toEqual(flat(json));
+  expect(flat(junit)).toEqual(flat(json));
+  // Every test ran and passed by its events; what only the lost end mark or JUnit could say stands apart.
+  const ran = json.filter((t) => t.name.length === 1).map((t) => `${t.name}: ${t.status}`);
+  expect(ran).toEqual(NAMES.map((n) => `${n}: passed`));
+  const report = readReport(dir);
+  for (const shard of report.shards) {
+    expect(shard.tests.map((t) => t.name)).not.toContain("afterAll hook");
+    expect(shard.reason).not.toContain("process.exit");
+    if (shard.status === "passed") continue;
+    expect(shard.status).toBe("crashed");
+    expect(shard.reason.startsWith(UNKNOWN_END) || shard.reason.includes(DELETED)).toBe(true);
+    expect(shard.tests.filter((t) => t.status === "crashed").map((t) => t.name)).toEqual(["(Bun's JUnit report)"]);
+  }
+  expect(r.code).toBe(report.shards.every((s) => s.status === "passed") ? 0 : 1);
+}, 60_000);
+
+test("verdict: exit 0, no end mark, the marks file deleted: crashed, its end unknown, tests as events say", () => {
+  const tests: EventTest[] = ["t1", "t2"].map((name) => ({
+    name, file: "a.test.ts", state: "ended", status: "passed", attempts: 1, durationMs: 5, attemptFailures: [],
+  }));
+  const events = { connected: true, looseErrors: [], tests };
+  const evidence: ShardEvidence = {
+    index: 1, slug: "a", files: ["a.test.ts"], junit: null, events,
+    process: {
+      started: true, exitCode: 0, signal: null, killedBy: null, escalated: false,
+      durationMs: 9, startedAt: null,
+    },
+    passWithNoTests: false, timeoutMs: 3000, graceMs: 1000, logPath: "/logs/a.log", logIncomplete: false,
+    testsStarted: 2, finishedNormally: false, junitProblem: "Bun wrote no JUnit report: gone",
+  };
+  const result = decideShard({ ...evidence, marksDeleted: true });
+  expect(result.status).toBe("crashed");
+  expect(result.reason).toBe(`${UNKNOWN_END} (Bun wrote no JUnit report: gone)`);
+  const entries = [["t1", "passed"], ["t2", "passed"], ["(Bun's JUnit report)", "crashed"]];
+  expect(result.tests.map((t) => [t.name, t.status])).toEqual(entries);
+  // The same without the deletion: an early exit, its afterAll hook in flight.
+  expect(decideShard(evidence).tests.map((t) => t.name)).toContain("afterAll hook");
+});

@@ -181,6 +181,7 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
     testsStarted: marks.testsStarted,
     ...(marks.filesLoaded > 0 ? { filesLoaded: marks.filesLoaded } : {}),
     finishedNormally: marks.finishedNormally,
+    ...(record.marksDeleted ? { marksDeleted: true } : {}),
     ...(settings.coverageThreshold ? { coverageThreshold: settings.coverageThreshold } : {}),
     ...(seen.consoleError ? { consoleError: seen.consoleError } : {}),
     notes: shardNotes(seen),
