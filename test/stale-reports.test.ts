@@ -8,7 +8,16 @@ import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CLI, fixtureFiles, makeSuite, removeSuites, REPO, runCli, withoutCiVariables } from "./helpers/cli.ts";
+import {
+  CLI,
+  fixtureFiles,
+  makeSuite,
+  readReport,
+  removeSuites,
+  REPO,
+  runCli,
+  withoutCiVariables,
+} from "./helpers/cli.ts";
 
 afterAll(removeSuites);
 
@@ -124,7 +133,8 @@ describe("a run that cannot write its reports (a full disk) after a passing one"
       const b = read("b.out");
       expect(read("b.code").trim()).toBe("1");
       expect(b).toContain("could not write the reports: ENOSPC");
-      expect(b).toMatch(/removed the older reports at .*junit\.xml.*report\.json.*ctrf\.json.*report\.html: they are not this run's/);
+      // Run A's stable reports were removed before run B's first spawn, so none is left to remove at the end.
+      expect(b).not.toContain("removed the older reports");
       // Names no report file: the stable paths held run A's.
       expect(b).not.toMatch(/^shardguard: (JUnit|JSON|CTRF|HTML) /m);
       expect(b).toContain("no report was written for this run");
@@ -142,4 +152,53 @@ describe("a run that cannot write its reports (a full disk) after a passing one"
     },
     120_000,
   );
+});
+
+describe("a run whose stable report.json became a directory mid-run", () => {
+  test("names its own complete runs/<id>/report.json instead of saying no report was written", async () => {
+    const dir = makeSuite({
+      "a.test.ts": [
+        'import { mkdirSync, rmSync } from "node:fs";',
+        'import { test } from "bun:test";',
+        'test("a", () => {',
+        '  rmSync(".shardguard/report.json", { force: true });',
+        '  mkdirSync(".shardguard/report.json");',
+        "});",
+        "",
+      ].join("\n"),
+    });
+    const r = await runCli(["run", "--root", dir]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("could not write the reports: EISDIR");
+    expect(r.stdout).not.toContain("no report was written for this run");
+    const named = new RegExp(
+      String.raw`^shardguard: no report of this run at the report paths \(see the write error above\); ` +
+        String.raw`its complete JSON report: (.+)$`,
+      "m",
+    );
+    const m = named.exec(r.stdout);
+    expect(m).not.toBeNull();
+    const own = readReport(dir, m![1]!);
+    expect(m![1]).toBe(path.join(dir, ".shardguard", "runs", own.runId, "report.json"));
+    expect(own.completed).toBe(true);
+    expect(own.shards[0]!.status).toBe("passed");
+  }, 30_000);
+});
+
+describe("recognizing a report past 64 KiB by its head", () => {
+  test("our report.json and ctrf.json padded past 64 KiB are ours; another tool's large JSON is not", async () => {
+    const dir = makeSuite(fixtureFiles("pass"));
+    expect((await runCli(["run", "--root", dir])).code).toBe(0);
+    const { holdsOurReport } = await import("../runner/engine/refused.ts");
+    const pad = " ".repeat(70 * 1024);
+    for (const [name, kind] of [["report.json", "json"], ["ctrf.json", "ctrf"]] as const) {
+      const big = path.join(dir, `big-${name}`);
+      writeFileSync(big, readFileSync(path.join(dir, ".shardguard", name), "utf8") + pad);
+      expect(holdsOurReport(big, kind)).toBe(true);
+    }
+    const theirs = path.join(dir, "theirs.json");
+    writeFileSync(theirs, `{"tool": {"name": "other"}, "runId": "x", "data": "${"x".repeat(70 * 1024)}"}`);
+    expect(holdsOurReport(theirs, "json")).toBe(false);
+    expect(holdsOurReport(theirs, "ctrf")).toBe(false);
+  }, 30_000);
 });

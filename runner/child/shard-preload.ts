@@ -73,11 +73,23 @@ const marks: { write(text: string): unknown; flush(): unknown } | null = !marksP
   ? null
   : fs
     ? { write: (text: string) => fs.appendFileSync(marksPath, text), flush: () => undefined }
-    : Bun.file(marksPath).writer();
+    : marksSink(marksPath);
 // "l": this file of an isolated batch begins to load. Bun loads them in the order given, so
 // a file that hangs or exits at its top level, before it registers a test, is named by the
 // count (not the file before it, whose tests had all ended).
 if (fs) mark("l");
+
+/**
+ * The marks file's sink, opened now; null when it cannot be (its directory
+ * deleted by a test): no marks, so a stricter verdict, never a pass.
+ */
+function marksSink(file: string): { write(text: string): unknown; flush(): unknown } | null {
+  try {
+    return Bun.file(file).writer();
+  } catch {
+    return null;
+  }
+}
 
 /** Counts this preload's run in `seqFile` and returns how many came before it (0 when the file cannot be used); the last one removes it. */
 function nextPosition(files: typeof import("node:fs"), seqFile: string): number {

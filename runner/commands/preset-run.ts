@@ -21,6 +21,7 @@ import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFrom
 import { logTail, plural, type Out } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
 import { executeRun, redactingOutput } from "../engine/execute.ts";
+import { removeStaleReports } from "../engine/refused.ts";
 import type { Host } from "../engine/host.ts";
 import { lastFailedFiles, lastReport, refusePatterns } from "./last-failed.ts";
 import { preflight } from "./preflight-checks.ts";
@@ -135,6 +136,8 @@ export async function runPreparedPreset(command: "run" | "list", prepared: Prepa
  * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
  */
 export async function executePresetRun(p: PreparedPresetRun, host: Host, provenance?: RunInputs["provenance"]): Promise<number> {
+  // Before the run's first child (the shard directory's module, the preflights): see engine/run.ts.
+  removeStaleReports(p.settings);
   // A run that executes nothing must never look like a pass (as "no test files matched");
   // an empty slice of a plan that has files runs nothing and reports so for the merge.
   if (p.plan.shards.length === 0 && !provenance?.slice) {

@@ -23,6 +23,7 @@ import type { RunInputs } from "../engine/run.ts";
 import type { Host } from "../engine/host.ts";
 import { preflight } from "./preflight-checks.ts";
 import { plannedMakespan } from "../engine/run-resources.ts";
+import { removeStaleReports } from "../engine/refused.ts";
 
 /**
  * Runs or lists what `args` (already parsed by cli/) asks for; `--preset`
@@ -70,6 +71,8 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   }
   for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
   const planned = plan.shards.flatMap((s) => s.files.map((f) => path.resolve(settings.root, f)));
+  // Before the run's first child (the preflight's Bun probe): see engine/run.ts.
+  removeStaleReports(settings);
   const checked = await preflight(settings, planned);
   for (const file of timings.missing) host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
   // An empty slice still runs (nothing) and writes reports naming the whole

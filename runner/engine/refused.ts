@@ -12,22 +12,41 @@
  * directory), and that must never be deleted.
  */
 import { lstatSync, rmSync } from "node:fs";
-import { readRegularTextSync } from "../util/regular-file.ts";
+import { readRegularFileSync } from "../util/regular-file.ts";
 import { parseArgs, RUN_FLAGS } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import type { RunSettings } from "../config/settings-schema.ts";
 import { makeRedactor } from "../results/redact.ts";
 import { HTML_REPORT_MARK } from "../report/html-mark.ts";
+import { EXIT } from "../results/codes.ts";
 import { publishRefusal } from "./github-publish.ts";
 import type { Host } from "./host.ts";
 
-/** True when `file` is a regular file holding a report shardguard wrote (`kind` says which). */
+/**
+ * Bytes of a report read to recognize it: every run checks its stable paths
+ * before its first spawn, and a report of 100,000 tests is ~30 MB.
+ */
+const HEAD_BYTES = 64 * 1024;
+
+/** The head of a JSON report or CTRF document as our renderers write it (report/json.ts, report/ctrf.ts). */
+const OUR_JSON_HEAD = new RegExp(
+  String.raw`^\{\s*"schemaVersion":\s*\d+,\s*"runId":\s*"[^"]*",[^]*?\n  "tool":\s*\{\s*"name":\s*"shardguard",`,
+);
+const OUR_CTRF_HEAD = /^\{\s*"reportFormat":\s*"CTRF",[^{]*"generatedBy":\s*"shardguard",/;
+
+/**
+ * True when `file` is a regular file holding a report shardguard wrote
+ * (`kind` says which). A file of at most 64 KiB is parsed whole; a larger
+ * one is judged by its head as our renderers lay it out.
+ */
 export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf" | "html"): boolean {
   try {
     if (!lstatSync(file).isFile()) return false;
-    const text = readRegularTextSync(file);
+    const bytes = readRegularFileSync(file, HEAD_BYTES + 1);
+    const text = bytes.toString("utf8");
     if (kind === "html") return text.slice(0, 512).includes(HTML_REPORT_MARK);
     if (kind === "junit") return /^<\?xml[^>]*\?>\s*<testsuites name="shardguard[" ]/.test(text.slice(0, 512));
+    if (bytes.length > HEAD_BYTES) return (kind === "json" ? OUR_JSON_HEAD : OUR_CTRF_HEAD).test(text);
     const doc = JSON.parse(text) as Record<string, unknown>;
     if (kind === "json") return (doc.tool as { name?: unknown } | undefined)?.name === "shardguard" && typeof doc.runId === "string";
     return doc.reportFormat === "CTRF" && doc.generatedBy === "shardguard";
@@ -54,6 +73,30 @@ export function removeStaleReports(settings: Pick<RunSettings, "out" | "junit" |
     }
   }
   return removed;
+}
+
+/**
+ * A run whose final report write failed: what the stable paths hold is an
+ * older snapshot, this run's interim one (an earlier run's were removed
+ * before the first spawn), and it must not stand for the final report, as
+ * after a refused run; the run's own directory keeps whatever it got. A run
+ * whose shards all passed exits 1: a CI step that reads the files must not
+ * be told it passed (docs/reports.md, "A run that cannot write its reports").
+ *
+ * @returns the report with the exit code the run ends with
+ */
+export function afterFailedFinalWrite<R extends { exitCode: number | null }>(
+  report: R,
+  settings: Parameters<typeof removeStaleReports>[0],
+  out: { line(text: string): void },
+): R {
+  const removed = removeStaleReports(settings);
+  if (removed.length > 0) {
+    out.line(`shardguard: removed the older reports at ${removed.join(", ")}: they are not this run's final reports`);
+  }
+  if (report.exitCode !== EXIT.ok) return report;
+  out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
+  return { ...report, exitCode: EXIT.failed };
 }
 
 /**

@@ -4,6 +4,7 @@
  * writes coalesce and are spaced apart, the final write is never delayed,
  * and writes land in order so an older snapshot never lands last.
  */
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
 import { logTail } from "../report/console.ts";
@@ -14,6 +15,7 @@ import { junitChunks } from "../report/junit.ts";
 import { SUCCESSFUL_SHARD_STATUSES, type RunReport } from "../results/report-model.ts";
 import { sharedTestChecks } from "../results/shared-checks.ts";
 import { redactReport } from "../results/redact.ts";
+import { readRegularFileSync } from "../util/regular-file.ts";
 import { fullCollection } from "../util/tuning.ts";
 
 /**
@@ -71,6 +73,12 @@ export class ReportWriter {
    * (engine/run.ts).
    */
   finalWriteError: string | null = null;
+  /**
+   * After a failed final write, this run's own `report.json` when it holds
+   * the final report (the run's copy is renamed before the stable path, so
+   * a stable path that cannot be replaced leaves it complete); else null.
+   */
+  finalRunCopy: string | null = null;
   /** Redacted log tails for report.html, by log path: a decided shard's log is read once. */
   private readonly tails = new Map<string, string>();
 
@@ -129,7 +137,10 @@ export class ReportWriter {
       const error = await this.writeNow(report);
       const used = process.cpuUsage(began);
       this.lastWriteCpuMs = (used.user + used.system) / 1000;
-      if (final) this.finalWriteError = error;
+      if (final) {
+        this.finalWriteError = error;
+        if (error !== null) this.finalRunCopy = this.landedRunCopy(report);
+      }
       return report;
     });
     if (!final) this.queuedInterim = next;
@@ -159,6 +170,23 @@ export class ReportWriter {
     return out;
   }
 
+  /**
+   * The run's own report.json when its head names `report`'s run and end
+   * time (only a final report has one); else null.
+   */
+  private landedRunCopy(report: RunReport): string | null {
+    const runDir = this.targets.runDir();
+    if (runDir === null || report.finishedAt === null) return null;
+    const file = path.join(runDir, "report.json");
+    try {
+      const head = readRegularFileSync(file, 4096).toString("utf8");
+      const ours = head.includes(`"runId": ${JSON.stringify(report.runId)}`);
+      return ours && head.includes(`"finishedAt": ${JSON.stringify(report.finishedAt)}`) ? file : null;
+    } catch {
+      return null;
+    }
+  }
+
   /** Writes the four reports; returns the error's message when one could not be written (told to `onError` too), else null. */
   private async writeNow(report: RunReport): Promise<string | null> {
     try {
@@ -169,6 +197,8 @@ export class ReportWriter {
       if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) fullCollection();
       const logTails = this.targets.html !== undefined ? await this.logTails(safe) : new Map<number, string>();
       const runDir = this.targets.runDir();
+      // Private like the rest of it (engine/run-dirs.ts), when a test deleted it.
+      if (runDir) mkdirSync(runDir, { recursive: true, mode: 0o700 });
       // Each report is streamed to its files as it is rendered, a few hundred
       // testcases at a time, and never held whole (report/atomic-stream.ts): for
       // 100,000 tests the three texts are ~75 MB together and holding them

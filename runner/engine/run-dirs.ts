@@ -10,9 +10,11 @@
  *
  * Run ids are unique, so two runs never write the same log.
  */
-import { lstatSync, mkdirSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
+import { coverageSafePreload } from "../exec/coverage.ts";
+import type { ShardResult } from "../results/report-model.ts";
 
 /** Paths of one run inside the output directory. */
 export interface RunDirs {
@@ -43,6 +45,81 @@ export async function prepareRunDirs(out: string, runId: string): Promise<RunDir
   mkdirSync(junitDir, { recursive: true, mode: 0o700 });
   pointLatest(path.join(out, "logs"), path.relative(out, logDir));
   return { runDir, logDir, junitDir };
+}
+
+/** Said of a shard whose log went with a deleted output directory after the shard ended. */
+export const LOG_DELETED_AFTER =
+  "the shard's log was deleted after it ended (a test removed the output directory?): its output is lost";
+
+/**
+ * What the run keeps of its directories under OUT while a test may delete
+ * or replace them (`rm -rf .shardguard`): {@link ensure}, checked before
+ * each spawn (ShardContext.ensureDirs), and {@link noteLostLogs} at the end.
+ */
+export class RunDirsKeeper {
+  /** The logs directory's identity when the run made it; null when it could not be read. */
+  private readonly logDirAtStart: string | null;
+  private readonly copiedPreload: string | null;
+
+  /**
+   * @param preload the child preload the shards load: made again when it is
+   *   a copy under the run's directory (exec/coverage.ts)
+   * @param console told in a line each time something had to be made again
+   */
+  constructor(
+    private readonly out: string,
+    private readonly dirs: RunDirs,
+    preload: string | undefined,
+    private readonly console: { line(text: string): void },
+  ) {
+    this.logDirAtStart = identity(dirs.logDir);
+    this.copiedPreload = preload !== undefined && preload.startsWith(dirs.runDir + path.sep) ? preload : null;
+  }
+
+  /**
+   * Makes again what the shards need when it is gone: the log and JUnit
+   * directories (mode 0700), the OUT/logs link, the preload's copy.
+   *
+   * @throws the file system's error when they cannot be made (a file in their place)
+   */
+  readonly ensure = (): void => {
+    // mkdirSync names the first directory it made; undefined when all were there.
+    const made = [this.dirs.logDir, this.dirs.junitDir]
+      .map((dir) => mkdirSync(dir, { recursive: true, mode: 0o700 }))
+      .some((m) => m !== undefined);
+    const preloadGone = this.copiedPreload !== null && !existsSync(this.copiedPreload);
+    if (preloadGone) coverageSafePreload(this.dirs.runDir);
+    if (!made && !preloadGone) return;
+    const link = path.join(this.out, "logs");
+    if (!existsSync(link)) pointLatest(link, path.relative(this.out, this.dirs.logDir));
+    const why = "was deleted during the run (a test removed it?): made again for the shards to come";
+    this.console.line(`shardguard: WARNING ${this.dirs.runDir} ${why}`);
+  };
+
+  /**
+   * When the logs directory is no longer the one the run made: each decided
+   * shard whose log is gone (it ended before the deletion, and nothing holds
+   * the file any more) gets `logIncomplete` and a note, so its `logPath`
+   * does not name a missing file silently. One stat when nothing was deleted.
+   */
+  noteLostLogs(results: Map<number, ShardResult>): void {
+    if (this.logDirAtStart !== null && identity(this.dirs.logDir) === this.logDirAtStart) return;
+    for (const [index, r] of results) {
+      const noted = r.notes?.some((n) => n.startsWith("the shard's log was deleted")) ?? false;
+      if (r.logPath === null || noted || existsSync(r.logPath)) continue;
+      results.set(index, { ...r, logIncomplete: true, notes: [...(r.notes ?? []), LOG_DELETED_AFTER] });
+    }
+  }
+}
+
+/** `dev:ino` of a path, or null when it cannot be read. */
+function identity(file: string): string | null {
+  try {
+    const s = statSync(file);
+    return `${s.dev}:${s.ino}`;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -31,9 +31,9 @@ import { randomHex } from "../util/random.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
-import { prepareRunDirs, pruneRuns } from "./run-dirs.ts";
+import { prepareRunDirs, pruneRuns, RunDirsKeeper } from "./run-dirs.ts";
 import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
-import { removeStaleReports } from "./refused.ts";
+import { afterFailedFinalWrite, removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 import { RunResources } from "./run-resources.ts";
 
@@ -153,7 +153,11 @@ export class Run {
 
   /** Runs every planned shard and writes both reports. Never throws for what a child does. */
   async start(): Promise<RunResult> {
-    const { settings, plan, out } = this.inputs;
+    const { settings, out } = this.inputs;
+    // Before any spawn: a runner killed before its first write must not leave an earlier run's
+    // reports where CI reads this run's (docs/reports.md, "Reports written while the run is going").
+    // The commands did so before their preflight; an embedder's run, or one that waited for its lock, here.
+    removeStaleReports(settings);
     const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
     this.runDir = runDir;
     try {
@@ -214,6 +218,7 @@ export class Run {
     const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned); // exclusive shards last
     const shardTotal = () => plan.shards.length + this.redispatched.length;
     const handshakes = new HandshakeGate();
+    const dirs = new RunDirsKeeper(settings.out, { runDir: this.runDir!, logDir, junitDir }, this.preload, out);
     let firstWriteAsked = false;
     let pruning: Promise<void> = Promise.resolve();
     const ctx = {
@@ -232,6 +237,7 @@ export class Run {
       coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
       capabilities: this.capabilities,
       bunfigRetry: this.capabilities.junitListsAttempts ? bunfigRetryOf(settings.root) : null,
+      ensureDirs: dirs.ensure,
     };
     const pool = runPool(
       toRun,
@@ -277,10 +283,15 @@ export class Run {
           },
           cancelled: () => this.cancelledBy,
         }).catch((error: unknown) => {
-          // Our own failure (a full disk for the journal, a bad socket path)
-          // must cost this shard, not the run: kill what it started, say why.
+          // Our own failure (a full disk for the journal, a bad socket path, directories that cannot be
+          // made again) must cost this shard, not the run: kill what it started, say why.
           this.running.get(shard.index)?.process?.killNow("cancel");
-          return { result: supervisionFailed(shard, (error as Error).message ?? String(error)), filesNotStarted: [] };
+          const message = (error as Error).message ?? String(error);
+          const notSpawned = lastProc === null;
+          const result = notSpawned
+            ? neverStarted(shard, `shardguard could not start it: ${message}`)
+            : supervisionFailed(shard, message);
+          return { result, filesNotStarted: [] };
         });
         giveBack();
         const proc = lastProc as ShardProcess | null;
@@ -321,29 +332,17 @@ export class Run {
     // The guardian has nothing left to guard once the end-of-run sweep ran;
     // its exit (a few ms) is awaited beside the final write, not before it.
     const released = guardian.release();
+    dirs.noteLostLogs(this.results);
     let report = await this.writeReports(true);
     await released;
     const writeError = this.writer?.finalWriteError ?? null;
-    if (writeError !== null) {
-      // What the stable paths hold is an older snapshot: an earlier run's
-      // reports (passing, perhaps) or this run's interim one. None may stand
-      // for this run, so none stays, as after a refused run; the run's own
-      // directory keeps whatever it got (docs/reports.md, "A run that
-      // cannot write its reports").
-      const removed = removeStaleReports(settings);
-      if (removed.length > 0) this.inputs.out.line(`shardguard: removed the older reports at ${removed.join(", ")}: they are not this run's`);
-      if (report.exitCode === EXIT.ok) {
-        // A CI step that reads the files must not be told the run passed.
-        report = { ...report, exitCode: EXIT.failed };
-        this.inputs.out.line("shardguard: every shard passed, but the final reports could not be written: exit 1");
-      }
-    }
+    if (writeError !== null) report = afterFailedFinalWrite(report, settings, out);
     await pruning;
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
     // Never names a file this run did not write.
     const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html } : null;
-    this.console.onRunEnd(report, paths, this.filterMatchedNothing);
+    this.console.onRunEnd(report, paths, this.filterMatchedNothing, this.writer?.finalRunCopy ?? null);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 

@@ -203,7 +203,7 @@ class InspectorChannel implements EventChannel {
       // already stopped
     }
     // No leftover file: the next child on this path could not bind, nor could we.
-    rmSync(this.options.socketPath, { force: true });
+    removeSocketFile(this.options.socketPath);
     this.failHandshake("aborted", "the channel was closed before the handshake completed");
     this.closedGate.resolve();
   }
@@ -250,7 +250,7 @@ class InspectorChannel implements EventChannel {
     // (ENOENT). The test's own `bun` children inherit BUN_INSPECT_CONNECT_TO
     // (Bun.spawn's default environment is the starting one, whatever the
     // preload deletes); in Bun's connect mode a failed dial just runs on.
-    rmSync(this.options.socketPath, { force: true });
+    removeSocketFile(this.options.socketPath);
     this.counters.dialMs = this.sinceStart();
     this.send(handshakeRequests(this.options.firstTestBarrier ?? false));
     this.handshake = "done";
@@ -399,5 +399,18 @@ class InspectorChannel implements EventChannel {
   /** ms since the call, one decimal. */
   private sinceStart(): number {
     return Math.round((performance.now() - this.started) * 10) / 10;
+  }
+}
+
+/**
+ * Removes the socket file; never throws: its directory may be gone or no
+ * directory any more (a test removed or replaced the output directory),
+ * and then there is no file left to find either.
+ */
+function removeSocketFile(socketPath: string): void {
+  try {
+    rmSync(socketPath, { force: true });
+  } catch {
+    // Nothing there to bind to or dial.
   }
 }

@@ -12,6 +12,7 @@ import { closeSync, fchmodSync, writeSync } from "node:fs";
 import { openAppendRegularSync, readRegularTextSync } from "../util/regular-file.ts";
 import { testEventSchema, type TestEvent } from "./wire.ts";
 import { NEWLINE } from "../util/bytes.ts";
+import { isUnlinked, restoreUnlinked } from "../util/unlinked.ts";
 
 /**
  * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;
@@ -164,7 +165,8 @@ export class EventJournal {
   /**
    * Writes the pending lines and closes the file, synchronously (the
    * promise is already settled; it never rejects). A close error is kept
-   * like a write error.
+   * like a write error. A journal deleted while open (a test removed the
+   * output directory) is put back under its path first, where it can.
    */
   close(): Promise<void> {
     if (this.ended) return Promise.resolve();
@@ -173,6 +175,11 @@ export class EventJournal {
     const fd = this.fd;
     this.fd = null;
     if (fd !== null) {
+      try {
+        if (isUnlinked(fd)) restoreUnlinked(fd, this.path);
+      } catch {
+        // Lost with its directory: the verdict read the events from memory.
+      }
       try {
         closeSync(fd);
       } catch (error) {

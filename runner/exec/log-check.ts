@@ -2,8 +2,71 @@
  * After a shard's child exited: did its log take every byte it was given?
  * Judged from the file and its file system, never from the log's text.
  */
-import { readFileSync, statfsSync, statSync } from "node:fs";
+import { closeSync, fstatSync, readFileSync, statfsSync, statSync } from "node:fs";
 import path from "node:path";
+import { openAppendRegularSync } from "../util/regular-file.ts";
+import { isUnlinked, restoreUnlinked } from "../util/unlinked.ts";
+
+/**
+ * A shard's log as the runner opened it for the child's stdout and stderr:
+ * the runner keeps its descriptor until the child ends (it never reads
+ * through it), so a log deleted under the run (a test that removed OUT)
+ * can be put back whole.
+ */
+export interface ShardLog {
+  /** Null when the log could not be opened (the output then goes to /dev/null). */
+  fd: number | null;
+  /** The log's size when opened, bytes (a retried shard appends to its log). */
+  sizeAtOpen: number;
+  /** Why it could not be opened. */
+  error: string | null;
+}
+
+/**
+ * Opens the shard's log for appending, mode 0600; never blocks (a test may
+ * have put a FIFO at a later shard's log path).
+ */
+export function openShardLog(logPath: string): ShardLog {
+  try {
+    const fd = openAppendRegularSync(logPath, 0o600);
+    return { fd, sizeAtOpen: fstatSync(fd).size, error: null };
+  } catch (error) {
+    return { fd: null, sizeAtOpen: 0, error: (error as Error).message };
+  }
+}
+
+/** Closes the runner's descriptor of the log, once. */
+export function closeShardLog(log: ShardLog): void {
+  if (log.fd !== null) closeSync(log.fd);
+  log.fd = null;
+}
+
+const DELETED_LOG = "the shard's log was deleted while it ran (a test removed the output directory?)";
+
+/**
+ * After the child ended: the log put back if it was deleted while the
+ * shard ran (with a note saying so), the runner's descriptor closed, and
+ * {@link logProblem}'s judgement of it.
+ */
+export function settleShardLog(
+  logPath: string,
+  log: ShardLog,
+  signal: NodeJS.Signals | null,
+): { bytes: number; problem: string | null; note: string | null } {
+  if (log.error !== null) return { bytes: 0, problem: log.error, note: null };
+  let note: string | null = null;
+  let problem: string | null = null;
+  if (log.fd !== null && isUnlinked(log.fd)) {
+    try {
+      restoreUnlinked(log.fd, logPath);
+      note = `${DELETED_LOG}: put back whole from the runner's descriptor`;
+    } catch (error) {
+      problem = note = `${DELETED_LOG} and could not be put back (${(error as Error).message}): its output is lost`;
+    }
+  }
+  closeShardLog(log);
+  return problem !== null ? { bytes: 0, problem, note } : { ...logProblem(logPath, log.sizeAtOpen, signal), note };
+}
 
 /**
  * How much a shard's log grew, and whether it may miss output, judged by the

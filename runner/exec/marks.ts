@@ -23,9 +23,21 @@
  * (a sparse 20 GiB file took 88 s to read) cannot hold the runner past its
  * wall-clock timeout.
  */
-import { closeSync, constants, createReadStream, fstatSync, openSync, readSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  fstatSync,
+  openSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { openRegularSync } from "../util/regular-file.ts";
 import { NEWLINE, NUL } from "../util/bytes.ts";
+import { isUnlinked } from "../util/unlinked.ts";
 
 /** Descendant lines kept, the preload's own limit. */
 export const MAX_DESCENDANTS = 100;
@@ -84,9 +96,68 @@ const MAX_LINE = 300;
 /**
  * Reads a marks file. A missing or unreadable file reads as no marks at all
  * (no test started, no normal end, no descendants).
+ *
+ * With `held` (the runner's descriptors, {@link prepareMarks}) the files
+ * the child wrote are read through them, so a marks file deleted under the
+ * run still counts; whatever the paths name now, when that is another file
+ * (made again after a deletion: an `--isolate` batch appends by path), is
+ * read too, as it would be without them.
  */
-export async function readMarks(file: string): Promise<ShardMarks> {
+export async function readMarks(file: string, held: HeldMarks | null = null): Promise<ShardMarks> {
   const marks: ShardMarks = { testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [], filesLoaded: 0 };
+  const heldMarks = held?.marks ?? null;
+  if (heldMarks !== null) await scanMarks(heldMarks, marks);
+  if (heldMarks === null || namesAnother(file, heldMarks)) {
+    let fd: number | null = null;
+    try {
+      fd = openRegularSync(file);
+    } catch {
+      // Missing (no test started) or not a regular file (a FIFO a test put there): no marks.
+    }
+    if (fd !== null) await scanMarks(fd, marks).finally(() => closeSync(fd));
+  }
+  const countFile = startCountPath(file);
+  const heldCount = held?.count ?? null;
+  if (heldCount !== null) marks.testsStarted += startCountAt(heldCount);
+  if (heldCount === null || namesAnother(countFile, heldCount)) marks.testsStarted += readStartCount(countFile);
+  return marks;
+}
+
+/**
+ * True when `file` now names a file other than the one open at `fd` (it was
+ * deleted and made again, or replaced); false when it names none.
+ */
+function namesAnother(file: string, fd: number): boolean {
+  try {
+    const [now, held] = [statSync(file), fstatSync(fd)];
+    return now.ino !== held.ino || now.dev !== held.dev;
+  } catch {
+    return false;
+  }
+}
+
+/** Adds the marks in the regular file open at `fd` (read from its start; the caller closes it) to `marks`. */
+async function scanMarks(fd: number, marks: ShardMarks): Promise<void> {
+  const scanner = marksScanner(marks);
+  try {
+    // The usual file (a few bytes per test) in one synchronous read: the
+    // stream cost the runner ~0.1 ms of CPU per shard in thread-pool round
+    // trips (bench/README.md). Anything larger is streamed.
+    const small = readSmallFd(fd);
+    if (small) scanner.scan(small);
+    else {
+      const options = { fd, autoClose: false, highWaterMark: 64 * 1024, start: 0, end: MAX_MARKS_BYTES - 1 };
+      const stream = createReadStream("", options);
+      for await (const chunk of stream as AsyncIterable<Buffer>) scanner.scan(chunk);
+    }
+  } catch {
+    // Unreadable: what was read so far stands.
+  }
+  scanner.end();
+}
+
+/** The marks parser: bytes in, counts and records added to `marks`; `end` closes a record cut short. */
+function marksScanner(marks: ShardMarks): { scan(chunk: Buffer): void; end(): void } {
   let inLines = false;
   let inPath = false;
   let path: Buffer[] = [];
@@ -139,26 +210,11 @@ export async function readMarks(file: string): Promise<ShardMarks> {
       lineBytes += part.length;
     }
   };
-  try {
-    // The usual file (a few bytes per test) in one synchronous read: the
-    // stream cost the runner ~0.1 ms of CPU per shard in thread-pool round
-    // trips (bench/README.md). Anything larger is streamed; anything not a
-    // regular file (a FIFO a test put there) is no marks at all.
-    const small = readSmallFile(file);
-    if (small) scan(small);
-    else {
-      // Through a descriptor checked to be a regular file: createReadStream's
-      // own open(2) of a path would wait for good on a FIFO a test put there.
-      const fd = openRegularSync(file);
-      for await (const chunk of createReadStream("", { fd, highWaterMark: 64 * 1024, start: 0, end: MAX_MARKS_BYTES - 1 }) as AsyncIterable<Buffer>) scan(chunk);
-    }
-  } catch {
-    // Missing (no test started) or unreadable: what was read so far stands.
-  }
-  if (lineBytes > 0) endLine();
-  if (inPath) endPath();
-  marks.testsStarted += readStartCount(startCountPath(file));
-  return marks;
+  const end = () => {
+    if (lineBytes > 0) endLine();
+    if (inPath) endPath();
+  };
+  return { scan, end };
 }
 
 /** Suffix of the start-count file (the preload's START_COUNT_SUFFIX). */
@@ -180,6 +236,50 @@ export function prepareStartCount(marksFile: string): void {
 }
 
 /**
+ * The runner's descriptors of a shard's marks and start-count files, made
+ * by {@link prepareMarks} before the spawn. The child preload opens both as
+ * it loads (a file sink, a shared mapping), so what it writes stays readable
+ * through these when a test deletes the files, or the whole output
+ * directory, while the shard runs. Null where a file could not be made.
+ */
+export interface HeldMarks {
+  marks: number | null;
+  count: number | null;
+}
+
+/**
+ * Makes the shard's marks file (empty) and start count (four zero bytes)
+ * afresh and keeps a descriptor of each ({@link HeldMarks}); whatever was
+ * at the paths (an earlier attempt's files, something a test put there) is
+ * removed first. Never throws: without a count file the preload appends
+ * "s" marks, without a held marks file {@link readMarks} reads the path.
+ */
+export function prepareMarks(marksFile: string): HeldMarks {
+  const make = (file: string, bytes: Uint8Array | null): number | null => {
+    try {
+      rmSync(file, { force: true });
+      const fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o600);
+      if (bytes !== null) writeSync(fd, bytes, 0, bytes.length, 0);
+      return fd;
+    } catch {
+      return null;
+    }
+  };
+  return { marks: make(marksFile, null), count: make(startCountPath(marksFile), new Uint8Array(4)) };
+}
+
+/** True when the held marks file was deleted while the shard ran (a test removed the output directory). */
+export function marksDeleted(held: HeldMarks): boolean {
+  return held.marks !== null && isUnlinked(held.marks);
+}
+
+/** Closes the descriptors of {@link prepareMarks}, once. */
+export function releaseMarks(held: HeldMarks): void {
+  for (const fd of [held.marks, held.count]) if (fd !== null) closeSync(fd);
+  held.marks = held.count = null;
+}
+
+/**
  * The u32 (little-endian) in the first four bytes of a start-count file;
  * 0 when it is missing, not a regular file or shorter. Reads at most four
  * bytes whatever a test made of the file (O_NONBLOCK: a FIFO put there must
@@ -193,13 +293,23 @@ function readStartCount(file: string): number {
     return 0;
   }
   try {
+    return startCountAt(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The count in the start-count file open at `fd` (its first four bytes); 0
+ * when it is not a regular file, shorter, or unreadable.
+ */
+function startCountAt(fd: number): number {
+  try {
     if (!fstatSync(fd).isFile()) return 0;
     const bytes = Buffer.alloc(4);
     return readSync(fd, bytes, 0, 4, 0) === 4 ? bytes.readUInt32LE(0) : 0;
   } catch {
     return 0;
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -207,26 +317,21 @@ function readStartCount(file: string): number {
 const SMALL_FILE_BYTES = 64 * 1024;
 
 /**
- * The whole content of `file` when it is a regular file of at most
- * {@link SMALL_FILE_BYTES}; null when it is larger or not a regular file.
- * Throws what open and read throw (ENOENT: no marks).
+ * The whole content of the file open at `fd` (read from its start) when it
+ * is a regular file of at most {@link SMALL_FILE_BYTES}; null when it is
+ * larger or not a regular file. Throws what read throws.
  */
-function readSmallFile(file: string): Buffer | null {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile() || stat.size > SMALL_FILE_BYTES) return null;
-    // One byte more than its size: a file that grew since is streamed instead.
-    const buffer = Buffer.allocUnsafe(stat.size + 1);
-    let length = 0;
-    for (;;) {
-      const n = readSync(fd, buffer, length, buffer.length - length, null);
-      if (n === 0) break;
-      length += n;
-      if (length === buffer.length) return null;
-    }
-    return buffer.subarray(0, length);
-  } finally {
-    closeSync(fd);
+function readSmallFd(fd: number): Buffer | null {
+  const stat = fstatSync(fd);
+  if (!stat.isFile() || stat.size > SMALL_FILE_BYTES) return null;
+  // One byte more than its size: a file that grew since is streamed instead.
+  const buffer = Buffer.allocUnsafe(stat.size + 1);
+  let length = 0;
+  for (;;) {
+    const n = readSync(fd, buffer, length, buffer.length - length, length);
+    if (n === 0) break;
+    length += n;
+    if (length === buffer.length) return null;
   }
+  return buffer.subarray(0, length);
 }

@@ -7,7 +7,8 @@
  * every descendant that stayed in the group) with stdin from /dev/null.
  * Its stdout and stderr are one descriptor of its log file, opened O_APPEND:
  * the kernel writes every byte to the log as the child writes it, and the
- * runner never reads, holds or copies a shard's output.
+ * runner never reads or holds a shard's output (it keeps the descriptor,
+ * only to put back a log deleted under the run, exec/log-check.ts).
  *
  * Kill sequence, after Bazel's test encyclopedia and Jest's worker: at the
  * wall-clock deadline SIGTERM the group, after the grace period SIGKILL the
@@ -18,12 +19,10 @@
  * cookie sweep kills such a grandchild).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, fstatSync } from "node:fs";
 import path from "node:path";
 import { onExit } from "signal-exit";
-import { openAppendRegularSync } from "../util/regular-file.ts";
 import { SHARD_ENV } from "./bun-command.ts";
-import { logProblem } from "./log-check.ts";
+import { closeShardLog, openShardLog, settleShardLog } from "./log-check.ts";
 import { watchOomKills, type OomKills } from "./oom.ts";
 import { isAlive, processesWithEnv, readProcStat, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
 import { cgroupPopulated, killCgroup, removeCgroups, staleShardCgroups } from "./cgroups.ts";
@@ -104,6 +103,8 @@ export interface ProcessOutcome {
    * {@link logProblem} for what this can and cannot see.
    */
   logError: string | null;
+  /** Said of a log deleted while the shard ran and put back (exec/log-check.ts `settleShardLog`); null otherwise. */
+  logNote: string | null;
   /** Descendants still alive when the child exited (in or out of its group), killed by the sweep. */
   leftovers: Escapee[];
   /** What the process tree cost and how it was measured (exec/resource-usage.ts); null when it never spawned. */
@@ -262,20 +263,10 @@ export class ShardProcess {
 
   private async run(): Promise<ProcessOutcome> {
     const [command, ...args] = this.spec.argv;
-    // Opened here, synchronously, so the log exists once startProcess returns.
-    let logFd: number | null = null;
-    /** The log's size when opened, bytes (a retried shard appends to its log). */
-    let logSizeAtOpen = 0;
-    let logError: string | null = null;
-    try {
-      // Never blocks: a test may have put a FIFO at a later shard's log path.
-      logFd = openAppendRegularSync(this.spec.logPath, 0o600);
-      logSizeAtOpen = fstatSync(logFd).size;
-    } catch (error) {
-      // A log that cannot be opened must not cost the shard its run: the
-      // output goes to /dev/null and the log is marked incomplete.
-      logError = (error as Error).message;
-    }
+    // Opened here, synchronously, so the log exists once startProcess returns. One that cannot be
+    // opened must not cost the shard its run: the output goes to /dev/null, the log is marked incomplete.
+    const log = openShardLog(this.spec.logPath);
+    const logFd = log.fd;
     let child: ChildProcess;
     // Its cgroup (if any) is made before the spawn, so the move right after it is one write.
     const meter: ShardMeter = startMeter();
@@ -289,11 +280,8 @@ export class ShardProcess {
         stdio: ["ignore", logFd ?? "ignore", logFd ?? "ignore"],
       });
     } catch (error) {
+      closeShardLog(log);
       return this.spawnFailed((error as Error).message, meter);
-    } finally {
-      // The child holds its own copies from here on (spawn forks and execs
-      // before it returns); ours would only keep the file open.
-      if (logFd !== null) closeSync(logFd);
     }
     this.child = child;
     // At once, while the child is still loading Bun and has forked nothing.
@@ -302,7 +290,10 @@ export class ShardProcess {
       child.once("spawn", () => resolve(null));
       child.once("error", (error) => resolve(error.message));
     });
-    if (spawned !== null || !child.pid) return this.spawnFailed(spawned ?? "no pid", meter);
+    if (spawned !== null || !child.pid) {
+      closeShardLog(log);
+      return this.spawnFailed(spawned ?? "no pid", meter);
+    }
     const pgid = child.pid;
     liveGroups.add(pgid);
     const watcher = groupWatcher;
@@ -342,7 +333,7 @@ export class ShardProcess {
     watcher?.remove(pgid);
     const resources = await meter.finish(() => this.elapsedMs());
     this.goneMs = this.elapsedMs();
-    const log = logError === null ? logProblem(this.spec.logPath, logSizeAtOpen, exit.signal) : { bytes: 0, problem: logError };
+    const logged = settleShardLog(this.spec.logPath, log, exit.signal);
     this.setState("finished");
     return {
       exitCode: exit.code,
@@ -353,8 +344,9 @@ export class ShardProcess {
       startedAt: this.startedAt,
       pid: pgid,
       spawnError: null,
-      logBytes: log.bytes,
-      logError: log.problem,
+      logBytes: logged.bytes,
+      logError: logged.problem,
+      logNote: logged.note,
       leftovers,
       resources,
       oomKills: oom,
@@ -376,6 +368,7 @@ export class ShardProcess {
       spawnError: message,
       logBytes: 0,
       logError: null,
+      logNote: null,
       leftovers: [],
       resources: null,
       oomKills: null,

@@ -14,7 +14,8 @@ import { socketPathFor } from "../events/socket-dir.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
 import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./bun-command.ts";
-import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
+import { marksDeleted, MAX_DESCENDANTS, prepareMarks, readMarks, releaseMarks } from "./marks.ts";
+import type { HeldMarks, ListedDescendant } from "./marks.ts";
 import { listDescendants } from "./proc-inspect.ts";
 import { startProcess, type ProcessOutcome, type ProcessState, type ShardProcess } from "./process.ts";
 import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
@@ -110,6 +111,8 @@ export class ShardAttempt {
    * with no reading per event.
    */
   private arrivedAtMs = performance.now();
+  /** The runner's descriptors of the marks files (exec/marks.ts), closed when the attempt ends. */
+  private held: HeldMarks = { marks: null, count: null };
 
   constructor(private readonly o: AttemptOptions) {}
 
@@ -126,6 +129,7 @@ export class ShardAttempt {
       // Also when the attempt throws (a spawn that fails outright, a full disk):
       // a handshake left pending would hold every later verdict of the run.
       this.leaveGate();
+      releaseMarks(this.held);
     }
   }
 
@@ -154,20 +158,21 @@ export class ShardAttempt {
     return { kind: "ran", record: await this.collect(outcome) };
   }
 
-  /** Resets the shard's files; returns the socket path the child dials, or null without events. */
+  /**
+   * Makes again the run's directories a test may have deleted, resets the
+   * shard's files; returns the socket path the child dials, or null without events.
+   * @throws when the directories cannot be made (the shard then never starts)
+   */
   private prepare(): string | null {
     const { paths, ctx, shard } = this.o;
-    // Synchronous: two unlinks (usually of nothing) through the thread pool
+    ctx.ensureDirs?.();
+    // Synchronous: unlinks (usually of nothing) through the thread pool
     // cost more than the calls themselves (bench/README.md).
     rmSync(paths.junit, { force: true });
-    rmSync(paths.marks, { force: true });
-    // Four zero bytes the preload maps and counts test starts in (exec/marks.ts);
-    // without them it appends "s" marks, so a failure here costs only speed.
-    try {
-      prepareStartCount(paths.marks);
-    } catch {
-      // The preload falls back to appended marks.
-    }
+    // An empty marks file and four zero bytes the preload maps and counts test starts in
+    // (exec/marks.ts), held open by the runner; without the count it appends "s" marks.
+    releaseMarks(this.held);
+    this.held = prepareMarks(paths.marks);
     return this.o.withEvents && ctx.socketDir ? socketPathFor(ctx.socketDir, shard.index) : null;
   }
 
@@ -228,6 +233,12 @@ export class ShardAttempt {
    * /proc that cannot be read lists nothing.
    */
   private atEndOfRun(): void {
+    try {
+      // Bun writes its JUnit next, and creates no directory for it.
+      this.o.ctx.ensureDirs?.();
+    } catch {
+      // Its JUnit is then missing, and the verdict says why.
+    }
     const pid = this.proc?.pid;
     try {
       if (pid) this.listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
@@ -321,7 +332,7 @@ export class ShardAttempt {
     // shard's slot is already free, and its evidence and verdict would hold them.
     await this.o.ctx.handshakes?.settled(VERDICT_WAIT_MS);
     // The preload's global afterAll writes "e": Bun reached the end of the run.
-    const marks = await readMarks(this.o.paths.marks);
+    const marks = await readMarks(this.o.paths.marks, this.held);
     const model = this.events?.model ?? null;
     // Tests defined through helper modules: mapped to their files by the preload's file records.
     model?.applyFileStarts(marks.filesStarted);
@@ -334,6 +345,7 @@ export class ShardAttempt {
       errorsLeftOut: model?.errorsLeftOut() ?? 0,
       ...fromChannel,
       listedAtEnd: this.listedAtEnd,
+      marksDeleted: marksDeleted(this.held),
     };
     // The model's records are no longer needed: the collector may have them
     // before the verdict builds the result entries (bench/README.md, P8).

@@ -37,6 +37,12 @@ export interface ShardContext {
   bunfigRetry?: number | null;
   /** How a file that registers no tests is judged (the `empty-files` setting); absent: "pass". */
   emptyFiles?: "pass" | "fail";
+  /**
+   * Makes again the run's directories (and what else a shard needs there)
+   * that a test may have deleted: called before each spawn and when a
+   * child reaches its end of run. Throws when they cannot be made.
+   */
+  ensureDirs?: () => void;
 }
 
 /** Live view of a running shard, for progress displays. */

@@ -38,6 +38,11 @@ export interface AttemptRecord {
   requestProblem: string | null;
   /** The child's descendants listed at the end-of-run barrier; empty when it was not reached. */
   listedAtEnd: ListedDescendant[];
+  /**
+   * The marks file was deleted while the child ran (a test removed the
+   * output directory); it was read through the runner's descriptor.
+   */
+  marksDeleted?: boolean;
 }
 
 /** Bun's JUnit as read for a verdict. */
@@ -61,13 +66,22 @@ export async function readShardJUnit(junitPath: string, shard: PlannedShard, roo
     return { files: alignJUnitFiles(await readBunJUnitFile(junitPath, limit, record.events?.tests), shard.files, root) };
   } catch (error) {
     const message = (error as Error).message;
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { files: null, problem: "Bun wrote no JUnit report" };
+    const code = (error as NodeJS.ErrnoException).code;
+    // Its directory gone (or a file in its place) under a deleted output directory: nowhere to write it.
+    if (record.marksDeleted && (code === "ENOENT" || code === "ENOTDIR")) {
+      return { files: null, problem: `Bun wrote no JUnit report: ${DELETED_DIR}` };
+    }
+    if (code === "ENOENT") return { files: null, problem: "Bun wrote no JUnit report" };
     if (error instanceof JUnitTooLargeError) {
       return { files: null, overLimit: true, problem: `failed to read Bun's JUnit report: ${message}, past the read limit (${junitLimitText(limit)})` };
     }
     return { files: null, problem: `Bun's JUnit report is unreadable: ${message}` };
   }
 }
+
+/** Why a shard's files under OUT went missing while it ran, as reasons and notes say it. */
+const DELETED_DIR =
+  "the run's directory under the output directory was deleted while the shard ran (a test removed it?)";
 
 /**
  * The message of a load failure from the last 64 KiB of a shard's log
@@ -172,6 +186,7 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
     testsStarted: marks.testsStarted,
     ...(marks.filesLoaded > 0 ? { filesLoaded: marks.filesLoaded } : {}),
     finishedNormally: marks.finishedNormally,
+    ...(record.marksDeleted ? { marksDeleted: true } : {}),
     ...(settings.coverageThreshold ? { coverageThreshold: settings.coverageThreshold } : {}),
     ...(seen.consoleError ? { consoleError: seen.consoleError } : {}),
     notes: shardNotes(seen),
@@ -189,6 +204,10 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
 /** The shard's notes (ShardResult.notes), in the order they were learnt. */
 function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
   const notes = [...record.channelNotes];
+  const fromMemory = record.events ? ", its events from memory" : "";
+  const read = `its marks were read through the runner's open descriptors${fromMemory}`;
+  if (record.marksDeleted) notes.push(`${DELETED_DIR}: ${read}`);
+  if (record.outcome.logNote) notes.push(record.outcome.logNote);
   // Said even when the shard passes: its report has none of what only events carry.
   if (eventsProblem) notes.push(`no inspector events (${eventsProblem}): retries, flakiness and the test in flight are unknown`);
   // An --isolate batch (its "l" marks) ends with a short sleep, never the end-of-run barrier (child/shard-preload.ts, 4.).

@@ -33,7 +33,13 @@ export interface RunReporter {
   onCancel(signal: "SIGINT" | "SIGTERM", running: number): void;
   /** The final report; `filterMatchedNothing` from the run verdict (results/run-verdict.ts). */
   /** @param paths the reports written; null when the final write failed (no path is named then) */
-  onRunEnd(report: RunReport, paths: { junit: string; json: string; ctrf: string; html?: string } | null, filterMatchedNothing: boolean): void;
+  /** `runCopy`: with `paths` null, the run's own report.json when it holds the final report. */
+  onRunEnd(
+    report: RunReport,
+    paths: { junit: string; json: string; ctrf: string; html?: string } | null,
+    filterMatchedNothing: boolean,
+    runCopy?: string | null,
+  ): void;
 }
 
 /** `pid command; …`, each command redacted then cut to 60 characters. */
@@ -100,8 +106,13 @@ export class ConsoleReporter implements RunReporter {
     this.out.line(`shardguard: ${signal} received: starting no new shard, stopping ${running} running (again to kill at once)`);
   }
 
-  onRunEnd(report: RunReport, paths: { junit: string; json: string; ctrf: string; html?: string } | null, filterMatchedNothing: boolean): void {
+  onRunEnd(
+    report: RunReport,
+    paths: { junit: string; json: string; ctrf: string; html?: string } | null,
+    filterMatchedNothing: boolean,
+    runCopy: string | null = null,
+  ): void {
     if (filterMatchedNothing) this.out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
-    for (const line of summaryLines(redactReport(report, this.redact), paths)) this.out.line(line);
+    for (const line of summaryLines(redactReport(report, this.redact), paths, runCopy)) this.out.line(line);
   }
 }

@@ -133,8 +133,16 @@ const DASHES = "-+ Bun Inspector -+\\n";
 const LISTENING = "Listening on unix:[^\\n]*\\n";
 const INSPECTOR_BANNER = new RegExp(`^(?:${DASHES}${DASHES}${LISTENING}|${DASHES}${LISTENING}${DASHES}|${LISTENING}${DASHES}${DASHES})`, "gm");
 
-/** The closing summary: counts, one line per non-passing shard, report paths. */
-export function summaryLines(report: RunReport, paths: { junit: string; json: string; ctrf: string; html?: string } | null): string[] {
+/**
+ * The closing summary: counts, one line per non-passing shard, report paths.
+ * `paths` null: the reports could not be written; `runCopy` names the run's
+ * own report.json when it holds the final report all the same.
+ */
+export function summaryLines(
+  report: RunReport,
+  paths: { junit: string; json: string; ctrf: string; html?: string } | null,
+  runCopy: string | null = null,
+): string[] {
   const s = report.summary;
   const shardCounts = (["passed", "failed", "timed-out", "crashed", "never-started", "skipped-by-diff"] as const)
     .filter((k) => s.shards[k] > 0)
@@ -160,6 +168,10 @@ export function summaryLines(report: RunReport, paths: { junit: string; json: st
     if (notable.length > 30) lines.push(`    … and ${notable.length - 30} more (see the reports)`);
   }
   if (paths) lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`, `shardguard: CTRF  ${paths.ctrf}`, ...(paths.html ? [`shardguard: HTML  ${paths.html}`] : []));
+  else if (runCopy !== null) {
+    const at = "no report of this run at the report paths (see the write error above)";
+    lines.push(`shardguard: ${at}; its complete JSON report: ${runCopy}`);
+  }
   else lines.push("shardguard: no report was written for this run (see the write error above)");
   if (report.cancelledBy) lines.push(`shardguard: cancelled by ${report.cancelledBy}; exit ${report.exitCode}`);
   else lines.push(`shardguard: exit ${report.exitCode}`);

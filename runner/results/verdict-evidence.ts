@@ -128,6 +128,12 @@ export interface ShardEvidence {
    */
   finishedNormally?: boolean;
   /**
+   * True when the marks file was deleted while the shard ran (a test removed
+   * the output directory): an end mark written after that is lost, so a
+   * missing one proves nothing either way.
+   */
+  marksDeleted?: boolean;
+  /**
    * The coverage threshold Bun enforces (`coverageThreshold 0.9`), from the
    * project's bunfig.toml and flags; undefined when Bun will not fail the
    * run on coverage. Bun then exits 1 with every test passed when coverage

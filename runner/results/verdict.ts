@@ -109,6 +109,10 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     const kind = ev.junitOverLimit === true && (code === 0 || code === 1) ? "junit-over-limit" : "junit-unusable";
     return interrupted(ev, base, { kind, exitCode: code, problem: ev.junitProblem });
   }
+  // The end mark may have gone with a run directory a test deleted: no early exit, no hook in flight, is made up.
+  if (ev.marksDeleted === true && ev.finishedNormally !== true && (code === 0 || code === 1)) {
+    return interrupted(ev, base, { kind: "end-unknown", exitCode: code, problem: noJUnit });
+  }
   if (code === 0 || code === 1) return interrupted(ev, base, { kind: "early-exit", exitCode: code, noJUnit });
   return interrupted(ev, base, { kind: "exit-code", exitCode: code, noJUnit });
 }
@@ -157,6 +161,8 @@ export type Interruption =
   | { kind: "junit-unusable"; exitCode: number; problem: string }
   /** Exited 0 or 1 before the end of the run (e.g. a test called process.exit); `noJUnit` says what became of Bun's JUnit. */
   | { kind: "early-exit"; exitCode: 0 | 1; noJUnit: string }
+  /** Exited 0 or 1 without the end mark, which may have gone with the run's directory (deleted under it). */
+  | { kind: "end-unknown"; exitCode: 0 | 1; problem: string }
   /** Exited with another code. */
   | { kind: "exit-code"; exitCode: number; noJUnit: string }
   /** Never spawned (queued when the run ended, cancelled first, the OS refused). */
@@ -204,6 +210,15 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
     failure: "crash",
     reachedEnd: false,
     reason: (i) => `exited ${i.exitCode} before finishing (${i.noJUnit}): the run ended early, e.g. a test called process.exit`,
+  },
+  // Nothing is known to have been in flight: the entry stands for the missing report.
+  "end-unknown": {
+    status: "crashed",
+    failure: "crash",
+    reachedEnd: true,
+    reason: (i) =>
+      `exited ${i.exitCode}, but whether Bun reached the end of the run is unknown: ` +
+      `its end mark went with the deleted run directory (${i.problem})`,
   },
   "exit-code": { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `exited with code ${i.exitCode} (${i.noJUnit})` },
   "never-started": { status: "never-started", failure: "never-started", reachedEnd: false, reason: (i) => i.reason },
