@@ -9,11 +9,13 @@
  *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
  *
  * and the start count next to it, `<marks file>.count`
- * ({@link startCountPath}): four bytes, a little-endian u32, created as
- * zeros by the runner before the spawn ({@link prepareStartCount}) and
- * incremented by the preload per test start through a shared mapping
- * (`Bun.mmap`), which survives a SIGKILL of the child. Tests started = that
- * value + the "s" bytes (the preload's fallback when mapping failed).
+ * ({@link startCountPath}): eight bytes, two little-endian u32, created as
+ * zeros by the runner before the spawn ({@link prepareStartCount}); the
+ * first is incremented by the preload per test start through a shared
+ * mapping (`Bun.mmap`), which survives a SIGKILL of the child, the second
+ * is the runner's reply to the preload's plan barrier (exec/start-acks.ts).
+ * Tests started = the first + the "s" bytes (the preload's fallback when
+ * mapping failed).
  *
  * The file lives where the test process can write (its path is in the
  * child's environment), so it is read as a stream with bounded memory
@@ -170,13 +172,13 @@ export function startCountPath(marksFile: string): string {
 }
 
 /**
- * Creates (or empties) the start-count file of `marksFile`: four zero bytes,
+ * Creates (or empties) the start-count file of `marksFile`: eight zero bytes,
  * which the child preload maps. Synchronous, like the unlinks before the
  * spawn (exec/shard.ts). Throws what writeFileSync throws; the caller may
  * ignore it, the preload then appends "s" marks instead.
  */
 export function prepareStartCount(marksFile: string): void {
-  writeFileSync(startCountPath(marksFile), new Uint8Array(4));
+  writeFileSync(startCountPath(marksFile), new Uint8Array(8));
 }
 
 /**

@@ -15,6 +15,7 @@ import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
 import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./bun-command.ts";
 import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
+import { StartAcks } from "./start-acks.ts";
 import { listDescendants } from "./proc-inspect.ts";
 import { startProcess, type ProcessOutcome, type ProcessState, type ShardProcess } from "./process.ts";
 import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
@@ -110,6 +111,8 @@ export class ShardAttempt {
    * with no reading per event.
    */
   private arrivedAtMs = performance.now();
+  /** Answers the preload's plan barrier (start-acks.ts); null without events. */
+  private acks: StartAcks | null = null;
 
   constructor(private readonly o: AttemptOptions) {}
 
@@ -126,6 +129,7 @@ export class ShardAttempt {
       // Also when the attempt throws (a spawn that fails outright, a full disk):
       // a handshake left pending would hold every later verdict of the run.
       this.leaveGate();
+      this.acks?.close();
     }
   }
 
@@ -186,20 +190,25 @@ export class ShardAttempt {
   private listen(socketPath: string, events: AttemptEvents): string | null {
     const { model, journal } = events;
     const { shard, hooks, ctx } = this.o;
+    const acks = (this.acks = new StartAcks(this.o.paths.marks));
     try {
       events.channel = listenForTestEvents({
         socketPath,
         connectTimeoutMs: CONNECT_TIMEOUT_MS,
         onEvent: (event, message) => {
+          if (event.method === "TestReporter.found") acks.found();
+          else if (event.method === "TestReporter.start") acks.start();
           model.apply(event);
           journal.append(event, message);
         },
         sink: {
           found: (id, url, line, name, type, parentId, message) => {
+            acks.found();
             model.found(id, url, line, name, type, parentId);
             journal.appendLine(message);
           },
           start: (id, message) => {
+            acks.start();
             model.start(id);
             journal.appendLine(message);
           },
