@@ -312,12 +312,13 @@ test("exit 1, end mark, no JUnit, found tests none ran (a throw after test(), te
 });
 
 test("a killed shard whose in-flight test lost its start event: the preload's start count names it, no hook is blamed", () => {
-  const events = { connected: true, looseErrors: [], tests: [{ ...evTest("fails", "found"), line: 17 }, { ...evTest("forges", "found"), line: 16 }] };
+  // Found order as Bun sends it (declaration order); the run order (events/run-order.ts) decides, not the line.
+  const events = { connected: true, looseErrors: [], tests: [{ ...evTest("forges", "found"), line: 16, runOrder: 0 }, { ...evTest("fails", "found"), line: 17, runOrder: 1 }] };
   const result = decideShard(evidence({ events, testsStarted: 1, finishedNormally: false }));
-  expect(names(result)).toEqual([["fails", "never-started"], ["forges", "crashed"]]);
+  expect(names(result)).toEqual([["forges", "crashed"], ["fails", "never-started"]]);
   // With the counts agreeing, nothing had started: code outside tests was in flight.
   expect(names(decideShard(evidence({ events, testsStarted: 0, finishedNormally: false })))).toEqual([
-    ["fails", "never-started"], ["forges", "never-started"], ["beforeAll hook", "crashed"],
+    ["forges", "never-started"], ["fails", "never-started"], ["beforeAll hook", "crashed"],
   ]);
 });
 

@@ -8,9 +8,9 @@
  *    runner/exec/marks.ts: `f<file>\0` before the first test of each test
  *    file (`Bun.main`), "e" when Bun reaches the normal end of the run (a
  *    global afterAll, which Bun skips after `process.exit`), and the count of
- *    test starts in `<file>.count`, four bytes the runner creates and this
- *    file maps shared and increments (an "s" appended per start when it
- *    cannot be mapped), and "l" as each file of an `--isolate` batch begins
+ *    test starts in `<file>.count`, eight bytes the runner creates and this
+ *    file maps shared: it increments the first u32 (an "s" appended per start
+ *    when it cannot be mapped), the runner writes the second (2.), and "l" as each file of an `--isolate` batch begins
  *    to load (4.). Bun writes its JUnit only after a normal end and its
  *    events can be lost, so the runner trusts the JUnit only against these
  *    (a `process.exit(0)` mid-file is otherwise a file without tests), re-runs
@@ -26,6 +26,7 @@
  *    (runner/events/inspector.ts) bounded by {@link ACK_MAX_MS}; under
  *    `--bail` (`SHARDGUARD_YIELD=bail`), where Bun skips that afterAll, a
  *    barrier before each file's first test so its `found` plan has arrived;
+ *    else a synchronous one at a file's second test ({@link awaitPlan});
  *    and a synchronous sleep of {@link EXIT_FLUSH_MS} inside `process.exit`.
  *    A crash by a signal can still lose the last events: missing data is
  *    "unknown", never a pass.
@@ -110,18 +111,20 @@ function nextPosition(files: typeof import("node:fs"), seqFile: string): number 
 /** Suffix of the start-count file next to the marks file (START_COUNT_SUFFIX in runner/exec/marks.ts). */
 const START_COUNT_SUFFIX = ".count";
 /**
- * The start count, one u32 mapped from `<marks>.count`; null when it could
- * not be mapped, and then each start appends an "s" instead. Uint32Array
- * stores in the machine's byte order, little-endian on every platform Bun
- * runs on.
+ * The start count mapped from `<marks>.count`: [0] the test starts, [1] the
+ * runner's reply to the plan barrier ({@link awaitPlan}; absent in a 4-byte
+ * file); null when it could not be mapped, and then each start appends an
+ * "s" instead. Uint32Array stores in the machine's byte order, little-endian
+ * on every platform Bun runs on.
  */
 const startCount = marksPath ? mapStartCount(marksPath + START_COUNT_SUFFIX) : null;
 
-/** Maps the runner's 4-byte count file; null on any error or any other size. */
+/** Maps the runner's 8-byte (or 4-byte) count file; null on any error or any other size. */
 function mapStartCount(file: string): Uint32Array | null {
   try {
     const bytes = Bun.mmap(file);
-    return bytes.byteLength === 4 ? new Uint32Array(bytes.buffer, bytes.byteOffset, 1) : null;
+    const words = bytes.byteLength / 4;
+    return words === 1 || words === 2 ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : null;
   } catch {
     return null;
   }
@@ -303,9 +306,11 @@ beforeEach(() => {
     currentFile = Bun.main;
     filesBegun += 1;
     mark(`f${currentFile}\0${countStart()}`);
+    planFrom = planAcks ? startCount![0]! : 0;
   } else {
     const s = countStart();
     if (s !== "") mark(s);
+    if (planFrom > 0) awaitPlan();
   }
   if (!bailBarriers || !newFile) return undefined;
   const k = filesBegun - 1;
@@ -323,6 +328,48 @@ beforeEach(() => {
   }
   return new Promise<void>((resolve) => realSetImmediate(resolve));
 });
+
+/** Longest synchronous wait for the runner's reply ({@link awaitPlan}), ms. */
+const PLAN_ACK_MAX_MS = 1_000;
+/** Sleep between two looks at the runner's reply, ms. */
+const PLAN_ACK_STEP_MS = 0.05;
+/** False once a reply failed to come in time (later files do not wait), and under --bail (its own barrier waits). */
+let planAcks = flushEvents && !bailBarriers && startCount !== null && startCount.length > 1;
+/** The count at the current file's first test while the runner's reply has not been seen; 0 after. */
+let planFrom = 0;
+const nanoseconds = Bun.nanoseconds;
+const sleepSync = Bun.sleepSync;
+
+/**
+ * The plan barrier, from the second test of each file on (events on): until
+ * the runner has received the `start` event of the file's first test, and
+ * with it the file's `found` plan, each test start waits for it,
+ * synchronously and at most {@link PLAN_ACK_MAX_MS} in all. Bun loses the
+ * tail of its event queue when the process dies: a test that kills its
+ * process group right after a run of quick tests otherwise takes their names
+ * with it (the start count still counts them). The first test does not wait:
+ * a file of one test costs nothing, and once the reply is seen no test does.
+ * Synchronous, like the wait in process.exit: Bun's inspector thread sends
+ * while the main thread sleeps, and no timer or microtask of the test gets a
+ * turn that plain `bun test` would not give it (runner/exec/start-acks.ts).
+ */
+function awaitPlan(): void {
+  const want = planFrom;
+  planFrom = 0;
+  if (startCount === null) return;
+  try {
+    const deadline = nanoseconds() + PLAN_ACK_MAX_MS * 1e6;
+    while (startCount[1]! < want) {
+      if (nanoseconds() > deadline) {
+        planAcks = false;
+        return;
+      }
+      sleepSync(PLAN_ACK_STEP_MS);
+    }
+  } catch {
+    planAcks = false;
+  }
+}
 
 /**
  * Under --bail: the first test of the k-th file (0-based) waits until the

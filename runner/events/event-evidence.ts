@@ -13,7 +13,8 @@ import type { TestEventModel } from "./test-model.ts";
 export function toEventEvidence(model: TestEventModel, connected: boolean, now: () => number = () => performance.now(), unreadFrames = 0): EventEvidence {
   const tests: EventTest[] = model.eventTests(now());
   const looseErrors = model.errorsOutsideTests().map((e) => ({ file: e.file ?? null, message: e.message, type: e.name }));
-  return { connected, tests, looseErrors, ...(unreadFrames > 0 ? { unreadFrames } : {}) };
+  const concurrent = model.overlapped() ? { concurrent: true } : {};
+  return { connected, tests, looseErrors, ...(unreadFrames > 0 ? { unreadFrames } : {}), ...concurrent };
 }
 
 /**

@@ -44,6 +44,7 @@ import { FileAttribution, UNATTRIBUTED } from "./attribution.ts";
 import { PendingErrors } from "./error-claims.ts";
 import { RootRelativePaths } from "./root-paths.ts";
 import { testDurationNs } from "./elapsed.ts";
+import { runOrder } from "./run-order.ts";
 
 export { KEPT_ERRORS_AT_EACH_END, repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase } from "./test-state.ts";
 
@@ -72,6 +73,10 @@ export class TestEventModel {
   private readonly pending = new PendingErrors();
   private readonly outside: OutsideError[] = [];
   private seq = 0;
+  /** Found blocks so far, tests and describes (their arrival positions, run-order.ts). */
+  private foundCount = 0;
+  /** A test started while another was running: the tests run concurrently. */
+  private overlap = false;
   /** {@link fileSet}'s answer; null once a `found` or a file mapping may have changed it. */
   private filesNow: Set<string> | null = null;
   private failedEndCount = 0;
@@ -125,14 +130,15 @@ export class TestEventModel {
     const file = this.relativeFile(url);
     const parent = parentId === undefined ? undefined : (this.describes.get(parentId) ?? this.tests_.get(parentId));
     if (type === "describe") {
-      const describe: DescribeRecord = { name, parentId, prefix: undefined, ...UNATTRIBUTED };
+      const foundSeq = this.foundCount++;
+      const describe: DescribeRecord = { name, parentId, foundSeq, prefix: undefined, ...UNATTRIBUTED };
       this.describes.set(id, describe);
       this.attribution.found(describe, file, parent);
       return;
     }
     const record: TestRecord = {
       id,
-      foundSeq: this.tests_.size,
+      foundSeq: this.foundCount++,
       name,
       url,
       file,
@@ -173,6 +179,8 @@ export class TestEventModel {
     }
     record.attempts += 1;
     record.phase = "running";
+    // Events arrive in the order Bun sent them, so this is no end that was lost, but tests run together.
+    if (this.runningNow.size > (this.runningNow.has(record) ? 1 : 0)) this.overlap = true;
     this.runningNow.add(record);
     record.startedAtMs = this.now();
     record.startSeq = ++this.seq;
@@ -237,11 +245,13 @@ export class TestEventModel {
    */
   eventTests(now: number): EventTest[] {
     const out: EventTest[] = [];
+    const order = runOrder(this.describes, this.tests_);
     for (const record of this.tests_.values()) {
       const ended = record.phase === "ended";
       const status = ended && record.bunStatus ? endedStatus(record.bunStatus) : undefined;
       const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
       const test: EventTest = { name: this.fullName(record), file: this.fileFor(record), state: record.phase, attempts: record.attempts, durationMs: durationMs ?? 0, attemptFailures: record.failedAttempts ?? [] };
+      test.runOrder = order.get(record.id)!;
       const line = this.lineFor(record);
       if (line !== undefined) test.line = line;
       if (!record.own) test.viaHelper = true;
@@ -254,6 +264,11 @@ export class TestEventModel {
       out.push(test);
     }
     return out;
+  }
+
+  /** True once a test started while another was running (`test.concurrent`, `--concurrent`). */
+  overlapped(): boolean {
+    return this.overlap;
   }
 
   /** `outer > inner > name`: the test's describe prefix ({@link prefixOf}) and its own name. */

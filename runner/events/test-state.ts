@@ -117,7 +117,7 @@ export interface ModelOptions {
  */
 export interface TestRecord extends AttributionEntry {
   id: number;
-  /** Position in found order (0 for the first test found): ties among running tests break by it. */
+  /** Position among the found blocks, tests and describes (0 for the first): ties among running tests break by it. */
   foundSeq: number;
   name: string;
   url: string;
@@ -143,6 +143,8 @@ export interface TestRecord extends AttributionEntry {
 export interface DescribeRecord extends AttributionEntry {
   name: string;
   parentId: number | undefined;
+  /** Position among the found blocks, tests and describes (run-order.ts). */
+  foundSeq: number;
   /** `outer > … > name > `, set the first time a test's full name needs it (test-model.ts prefixOf). */
   prefix: string | undefined;
 }

@@ -9,11 +9,13 @@
  *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
  *
  * and the start count next to it, `<marks file>.count`
- * ({@link startCountPath}): four bytes, a little-endian u32, created as
- * zeros by the runner before the spawn ({@link prepareStartCount}) and
- * incremented by the preload per test start through a shared mapping
- * (`Bun.mmap`), which survives a SIGKILL of the child. Tests started = that
- * value + the "s" bytes (the preload's fallback when mapping failed).
+ * ({@link startCountPath}): eight bytes, two little-endian u32, created as
+ * zeros by the runner before the spawn ({@link prepareStartCount}); the
+ * first is incremented by the preload per test start through a shared
+ * mapping (`Bun.mmap`), which survives a SIGKILL of the child, the second
+ * is the runner's reply to the preload's plan barrier (exec/start-acks.ts).
+ * Tests started = the first + the "s" bytes (the preload's fallback when
+ * mapping failed).
  *
  * The file lives where the test process can write (its path is in the
  * child's environment), so it is read as a stream with bounded memory
@@ -225,14 +227,17 @@ export function startCountPath(marksFile: string): string {
   return marksFile + START_COUNT_SUFFIX;
 }
 
+/** Size of a start-count file in bytes: the start count, then the runner's plan-barrier reply (exec/start-acks.ts). */
+export const COUNT_FILE_BYTES = 8;
+
 /**
- * Creates (or empties) the start-count file of `marksFile`: four zero bytes,
+ * Creates (or empties) the start-count file of `marksFile`: {@link COUNT_FILE_BYTES} zero bytes,
  * which the child preload maps. Synchronous, like the unlinks before the
  * spawn (exec/shard.ts). Throws what writeFileSync throws; the caller may
  * ignore it, the preload then appends "s" marks instead.
  */
 export function prepareStartCount(marksFile: string): void {
-  writeFileSync(startCountPath(marksFile), new Uint8Array(4));
+  writeFileSync(startCountPath(marksFile), new Uint8Array(COUNT_FILE_BYTES));
 }
 
 /**
@@ -265,7 +270,7 @@ export function prepareMarks(marksFile: string): HeldMarks {
       return null;
     }
   };
-  return { marks: make(marksFile, null), count: make(startCountPath(marksFile), new Uint8Array(4)) };
+  return { marks: make(marksFile, null), count: make(startCountPath(marksFile), new Uint8Array(COUNT_FILE_BYTES)) };
 }
 
 /** True when the held marks file was deleted while the shard ran (a test removed the output directory). */

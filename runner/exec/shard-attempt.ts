@@ -16,6 +16,7 @@ import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
 import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./bun-command.ts";
 import { marksDeleted, MAX_DESCENDANTS, prepareMarks, readMarks, releaseMarks } from "./marks.ts";
 import type { HeldMarks, ListedDescendant } from "./marks.ts";
+import { StartAcks } from "./start-acks.ts";
 import { listDescendants } from "./proc-inspect.ts";
 import { startProcess, type ProcessOutcome, type ProcessState, type ShardProcess } from "./process.ts";
 import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
@@ -113,6 +114,8 @@ export class ShardAttempt {
   private arrivedAtMs = performance.now();
   /** The runner's descriptors of the marks files (exec/marks.ts), closed when the attempt ends. */
   private held: HeldMarks = { marks: null, count: null };
+  /** Answers the preload's plan barrier (start-acks.ts); null without events. */
+  private acks: StartAcks | null = null;
 
   constructor(private readonly o: AttemptOptions) {}
 
@@ -130,6 +133,7 @@ export class ShardAttempt {
       // a handshake left pending would hold every later verdict of the run.
       this.leaveGate();
       releaseMarks(this.held);
+      this.acks?.close();
     }
   }
 
@@ -191,20 +195,25 @@ export class ShardAttempt {
   private listen(socketPath: string, events: AttemptEvents): string | null {
     const { model, journal } = events;
     const { shard, hooks, ctx } = this.o;
+    const acks = (this.acks = new StartAcks(this.o.paths.marks));
     try {
       events.channel = listenForTestEvents({
         socketPath,
         connectTimeoutMs: CONNECT_TIMEOUT_MS,
         onEvent: (event, message) => {
+          if (event.method === "TestReporter.found") acks.found();
+          else if (event.method === "TestReporter.start") acks.start();
           model.apply(event);
           journal.append(event, message);
         },
         sink: {
           found: (id, url, line, name, type, parentId, message) => {
+            acks.found();
             model.found(id, url, line, name, type, parentId);
             journal.appendLine(message);
           },
           start: (id, message) => {
+            acks.start();
             model.start(id);
             journal.appendLine(message);
           },

@@ -93,30 +93,36 @@ export async function consoleErrorOf(logPath: string, record: AttemptRecord, jun
 }
 
 /**
- * Planned files (relative to root) in which the child preload marked no
- * test start, by absolute or real path (Bun reports a file by its real path
- * when the root is reached through a symlink), but for the files of an
- * `--isolate` batch that had begun to load when the child ended: the last
- * of them (it was in flight), and with events the ones before it. Empty
- * when the child never spawned.
+ * Planned files (relative to root) in which the child preload marked a test
+ * start, by absolute or real path (Bun reports a file by its real path when
+ * the root is reached through a symlink), in plan order.
  */
-export async function filesNotStarted(root: string, files: readonly string[], record: AttemptRecord): Promise<string[]> {
-  if (record.outcome.spawnError !== null) return [];
+export async function filesMarkedStarted(root: string, files: readonly string[], record: AttemptRecord) {
   const seen = new Set(record.marks.filesStarted);
   const out: string[] = [];
+  if (seen.size === 0) return out;
+  for (const file of files) {
+    const abs = path.resolve(root, file);
+    if (seen.has(abs) || seen.has(await realpath(abs).catch(() => abs))) out.push(file);
+  }
+  return out;
+}
+
+/**
+ * Planned files without a start mark (`marked`: {@link filesMarkedStarted}),
+ * but for the files of an `--isolate` batch that had begun to load when the
+ * child ended: the last of them (it was in flight), and with events the ones
+ * before it. Empty when the child never spawned.
+ */
+export function filesNotStarted(files: readonly string[], record: AttemptRecord, marked: readonly string[]): string[] {
+  if (record.outcome.spawnError !== null) return [];
+  const seen = new Set(marked);
   // In an --isolate batch ("l" marks) the file loading when the child ended, the last begun,
   // keeps the shard's verdict: running it again would spend another timeout on the same hang.
   // With events, the files before it had ended and their entries are known (results/verdict.ts).
   const begun = Math.min(record.marks.filesLoaded, files.length);
   const known = record.events?.connected === true && record.events.tests.length > 0 ? begun : 0;
-  for (const [at, file] of files.entries()) {
-    if (at < known || (begun > 0 && at === begun - 1)) continue;
-    const abs = path.resolve(root, file);
-    if (seen.has(abs)) continue;
-    const real = await realpath(abs).catch(() => abs);
-    if (!seen.has(real)) out.push(file);
-  }
-  return out;
+  return files.filter((file, at) => !(at < known || (begun > 0 && at === begun - 1)) && !seen.has(file));
 }
 
 /** The run's settings a verdict reads. Times in ms. */
@@ -139,6 +145,8 @@ export interface ShardSeen {
   record: AttemptRecord;
   junit: JUnitReading;
   consoleError?: string;
+  /** Planned files with a start mark ({@link filesMarkedStarted}). */
+  filesStarted: readonly string[];
   /** Why the shard has no (or incomplete) per-test events; null when it has them, or events were off. */
   eventsProblem: string | null;
   /** The signal that cancelled the run; null when it was not cancelled. */
@@ -184,6 +192,7 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
     bail: settings.bail,
     ...(settings.junitAttempts ? { junitAttempts: settings.junitAttempts } : {}),
     testsStarted: marks.testsStarted,
+    filesStarted: [...seen.filesStarted],
     ...(marks.filesLoaded > 0 ? { filesLoaded: marks.filesLoaded } : {}),
     finishedNormally: marks.finishedNormally,
     ...(record.marksDeleted ? { marksDeleted: true } : {}),

@@ -11,7 +11,15 @@ import { neverStarted } from "../results/verdict.ts";
 import { bails, filtersByName, passesWithNoTests, retryCount } from "./bun-command.ts";
 import { ShardAttempt } from "./shard-attempt.ts";
 import { shardPaths, type ShardContext, type ShardHooks, type ShardPaths } from "./shard-context.ts";
-import { consoleErrorOf, decideShardResult, filesNotStarted, readShardJUnit, type AttemptRecord, type VerdictSettings } from "./shard-evidence.ts";
+import {
+  consoleErrorOf,
+  decideShardResult,
+  filesMarkedStarted,
+  filesNotStarted,
+  readShardJUnit,
+  type AttemptRecord,
+  type VerdictSettings,
+} from "./shard-evidence.ts";
 
 export { CONNECT_TIMEOUT_MS } from "./shard-attempt.ts";
 export type { RunningShard, ShardContext, ShardHooks } from "./shard-context.ts";
@@ -90,17 +98,19 @@ class ShardRun {
     const { ctx, shard } = this.o;
     const junit = await readShardJUnit(this.paths.junit, shard, ctx.root, record);
     const consoleError = await consoleErrorOf(this.paths.log, record, junit);
+    const filesStarted = await filesMarkedStarted(ctx.root, shard.files, record);
     const result = decideShardResult({
       shard,
       record,
       junit,
+      filesStarted,
       ...(consoleError ? { consoleError } : {}),
       eventsProblem: record.requestProblem ?? this.channelProblem,
       cancelSignal: this.o.cancelled(),
       logPath: this.paths.log,
       settings: this.verdictSettings(),
     });
-    return { result, filesNotStarted: await filesNotStarted(ctx.root, shard.files, record) };
+    return { result, filesNotStarted: filesNotStarted(shard.files, record, filesStarted) };
   }
 
   private verdictSettings(): VerdictSettings {

@@ -25,6 +25,12 @@ export interface EventTest {
   status?: TestStatus;
   /** Number of `start` events. */
   attempts: number;
+  /**
+   * Position in the order Bun runs the shard's tests (events/run-order.ts:
+   * depth first, as declared; `found` events arrive breadth first); absent
+   * when unknown, and found order is taken.
+   */
+  runOrder?: number;
   durationMs: number;
   /** For a running test: ms since its last start, on the runner's clock. */
   runningForMs?: number;
@@ -48,6 +54,8 @@ export interface EventEvidence {
    * shard's entries may lack a test. Absent or 0 when none.
    */
   unreadFrames?: number;
+  /** True when a test started while another was running (`test.concurrent`, `--concurrent`). */
+  concurrent?: boolean;
 }
 
 /** How the shard's process ended, or that it never started. */
@@ -116,6 +124,12 @@ export interface ShardEvidence {
    * like events); undefined when unknown.
    */
   testsStarted?: number;
+  /**
+   * Planned files in which the child preload marked a test start (its `f`
+   * marks, exec/marks.ts), in any order; undefined when unknown. A file here
+   * ran tests even when none of its events arrived.
+   */
+  filesStarted?: string[];
   /**
    * Files of an `--isolate` batch that began to load, in plan order (the
    * preload's synchronous "l" marks, exec/marks.ts); undefined or 0 outside

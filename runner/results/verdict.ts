@@ -30,6 +30,7 @@ import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE } fro
 import { fromJUnit, isHook } from "./from-junit.ts";
 import { foldJUnitAttempts } from "./junit-attempts.ts";
 import type { Failure, FailureKind, ShardResult, ShardStatus, TestResult, TestStatus } from "./report-model.ts";
+import { endWithoutStart, readStarts, startedEntry, unnamedEntry } from "./start-count.ts";
 import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./verdict-evidence.ts";
 
 export { WHOLE_FILE };
@@ -279,16 +280,18 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     else tests.push(t);
   }
   const lastLoaded = [...ev.files].reverse().find((file) => byFile.has(file));
-  let inFlightAssigned = eventTests.some((t) => t.state === "running");
-  // The preload's marks count every test start and cannot be lost; events can. More marks
-  // than `start` events with no test running: the test in flight lost its `start`. It is
-  // the first not-started test, in source order, of the last file with found tests.
-  const startEvents = eventTests.reduce((sum, t) => sum + t.attempts, 0);
-  const lostStart =
-    !inFlightAssigned && haveEvents && (ev.testsStarted ?? 0) > startEvents
-      ? (byFile.get(lastLoaded!) ?? []).filter((t) => t.state === "found").sort((a, b) => (a.line ?? 0) - (b.line ?? 0))[0]
-      : undefined;
-  if (lostStart) inFlightAssigned = true;
+  // The start count against the events (start-count.ts): the tests whose events were lost, the one in flight.
+  const connected = ev.events?.connected === true;
+  const reading = readStarts({
+    tests: eventTests,
+    files: ev.files,
+    testsStarted: connected ? ev.testsStarted : undefined,
+    filesStarted: connected && ev.filesStarted ? new Set(ev.filesStarted) : undefined,
+    concurrent: ev.events?.concurrent === true,
+    reachedEnd,
+  });
+  const ending = { status, failure: failureType, reachedEnd, reason };
+  let inFlightAssigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
   // In an --isolate batch the preload marks each file as it begins to load: when the last one
   // begun found no test, its top-level code was in flight, not a hook of the file before it.
   const loading = ev.filesLoaded ? ev.files[Math.min(ev.filesLoaded, ev.files.length) - 1]! : undefined;
@@ -296,6 +299,11 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
   const loadingInFlight = loadingAt >= 0 && (lastLoaded === undefined || ev.files.indexOf(lastLoaded) < loadingAt);
   for (const [at, file] of ev.files.entries()) {
     const found = byFile.get(file) ?? [];
+    if (found.length === 0 && reading.unnamed.has(file)) {
+      // Tests started here (its file mark, the count), and every event of the file was lost.
+      tests.push(unnamedEntry(file, reading, ending, true, idleMs));
+      continue;
+    }
     if (found.length === 0 && loadingInFlight && at < loadingAt && haveEvents) {
       // Loaded and registered no test before the next file began: as at a normal end.
       tests.push(emptyFile(ev, file, "the next file of the batch had begun to load"));
@@ -314,29 +322,17 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     }
     usedEvents = true;
     for (const t of found) {
-      if (t.state === "ended" && t.status) {
-        tests.push(fromEvent(t, t.status));
-      } else if (t.state === "running") {
-        const ran = t.runningForMs !== undefined ? ` after running ${seconds(t.runningForMs)}` : "";
-        tests.push(
-          fromEvent(t, status, {
-            type: failureType,
-            // Bun reached the end of the run: nothing was in flight, the test's end event was lost.
-            message: reachedEnd ? `its end event never arrived: ${reason}` : `in flight when the shard ended${ran}: ${reason}`,
-            ...(t.failure ? { details: t.failure.message } : {}),
-          }),
-        );
-      } else if (t === lostStart) {
-        tests.push(
-          fromEvent(t, status, {
-            type: failureType,
-            message: `in flight when the shard ended (its start event was lost; the child preload counted the start): ${reason}`,
-          }),
-        );
-      } else {
-        tests.push(fromEvent(t, "never-started", { type: "never-started", message: `never started: ${reason}` }));
+      const forged = endWithoutStart(t);
+      const started = t.state === "ended" && !forged ? undefined : startedEntry(t, reading, ending);
+      if (t.state === "ended" && t.status && !forged) tests.push(fromEvent(t, t.status));
+      else if (started) tests.push(started);
+      else {
+        const message = `never started: ${forged ? NO_START : ""}${reason}`;
+        tests.push(fromEvent(t, "never-started", { type: "never-started", message }));
       }
     }
+    // Starts beyond the file's received `found` events (the rest of its plan was lost).
+    if (reading.unnamed.has(file)) tests.push(unnamedEntry(file, reading, ending, false, idleMs));
     if (!inFlightAssigned && !loadingInFlight && file === lastLoaded) {
       inFlightAssigned = true;
       // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
@@ -353,6 +349,9 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
   }
   return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
 }
+
+/** Why a test with a passing `end` and no `start` is never-started (start-count.ts endWithoutStart). */
+const NO_START = "its passing end event came without a start event, which Bun never sends (not taken as Bun's); ";
 
 /** The entry for code outside tests that was running in `file` when the shard ended (no test was). */
 function hookInFlight(file: string, found: EventTest[], status: TestStatus, failureType: FailureKind, reason: string, ms: number): TestResult {
