@@ -9,11 +9,13 @@
  *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
  *
  * and the start count next to it, `<marks file>.count`
- * ({@link startCountPath}): four bytes, a little-endian u32, created as
- * zeros by the runner before the spawn ({@link prepareStartCount}) and
- * incremented by the preload per test start through a shared mapping
- * (`Bun.mmap`), which survives a SIGKILL of the child. Tests started = that
- * value + the "s" bytes (the preload's fallback when mapping failed).
+ * ({@link startCountPath}): {@link COUNT_FILE_BYTES} bytes, two
+ * little-endian u32, created as zeros by the runner before the spawn
+ * ({@link prepareStartCount}) and mapped shared by the preload (`Bun.mmap`):
+ * it increments the first per test start, which survives a SIGKILL of the
+ * child, and waits at the end of the run until the runner stores
+ * {@link END_ACK} in the second ({@link acknowledgeEndOfRun}). Tests
+ * started = the first + the "s" bytes (the preload's fallback when mapping failed).
  *
  * The file lives where the test process can write (its path is in the
  * child's environment), so it is read as a stream with bounded memory
@@ -23,7 +25,7 @@
  * (a sparse 20 GiB file took 88 s to read) cannot hold the runner past its
  * wall-clock timeout.
  */
-import { closeSync, constants, createReadStream, fstatSync, openSync, readSync, writeFileSync } from "node:fs";
+import { closeSync, constants, createReadStream, fstatSync, openSync, readSync, writeFileSync, writeSync } from "node:fs";
 import { openRegularSync } from "../util/regular-file.ts";
 import { NEWLINE, NUL } from "../util/bytes.ts";
 
@@ -169,14 +171,45 @@ export function startCountPath(marksFile: string): string {
   return marksFile + START_COUNT_SUFFIX;
 }
 
+/** Size of a start-count file: the count, then the end-of-run acknowledgement (the preload's COUNT_FILE_BYTES). */
+export const COUNT_FILE_BYTES = 8;
+
+/** The acknowledgement's value (the preload's END_ACK). */
+export const END_ACK = 1;
+
 /**
- * Creates (or empties) the start-count file of `marksFile`: four zero bytes,
- * which the child preload maps. Synchronous, like the unlinks before the
+ * Creates (or empties) the start-count file of `marksFile`: {@link COUNT_FILE_BYTES}
+ * zero bytes, which the child preload maps. Synchronous, like the unlinks before the
  * spawn (exec/shard.ts). Throws what writeFileSync throws; the caller may
  * ignore it, the preload then appends "s" marks instead.
  */
 export function prepareStartCount(marksFile: string): void {
-  writeFileSync(startCountPath(marksFile), new Uint8Array(4));
+  writeFileSync(startCountPath(marksFile), new Uint8Array(COUNT_FILE_BYTES));
+}
+
+/**
+ * Stores {@link END_ACK} in the second word of `marksFile`'s start-count
+ * file: the preload, which polls its mapping of it, lets its child exit.
+ * A file a test removed or replaced by something else is left alone (the
+ * preload then stops waiting at its bound). Never throws.
+ */
+export function acknowledgeEndOfRun(marksFile: string): void {
+  let fd: number;
+  try {
+    // O_NONBLOCK: a FIFO put there must not block.
+    fd = openSync(startCountPath(marksFile), constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch {
+    return;
+  }
+  try {
+    const word = Buffer.alloc(4);
+    word.writeUInt32LE(END_ACK, 0);
+    if (fstatSync(fd).isFile()) writeSync(fd, word, 0, 4, 4);
+  } catch {
+    // The preload stops waiting at its bound.
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

@@ -14,7 +14,7 @@ import { socketPathFor } from "../events/socket-dir.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
 import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./bun-command.ts";
-import { MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
+import { acknowledgeEndOfRun, MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { listDescendants } from "./proc-inspect.ts";
 import { startProcess, type ProcessOutcome, type ProcessState, type ShardProcess } from "./process.ts";
 import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
@@ -161,7 +161,7 @@ export class ShardAttempt {
     // cost more than the calls themselves (bench/README.md).
     rmSync(paths.junit, { force: true });
     rmSync(paths.marks, { force: true });
-    // Four zero bytes the preload maps and counts test starts in (exec/marks.ts);
+    // Zero bytes the preload maps, counts test starts in and waits on at the end (exec/marks.ts);
     // without them it appends "s" marks, so a failure here costs only speed.
     try {
       prepareStartCount(paths.marks);
@@ -223,9 +223,11 @@ export class ShardAttempt {
   }
 
   /**
-   * The end-of-run barrier's reply arrived; the reply releasing the child
-   * follows. Never throws (the channel calls it from its socket handler): a
-   * /proc that cannot be read lists nothing.
+   * The end-of-run barrier's reply arrived: lists the waiting child's
+   * descendants, then releases it through its count file (the preload's
+   * wait blocks its thread, so no inspector request could reach it). Never
+   * throws (the channel calls it from its socket handler): a /proc that
+   * cannot be read lists nothing.
    */
   private atEndOfRun(): void {
     const pid = this.proc?.pid;
@@ -233,6 +235,8 @@ export class ShardAttempt {
       if (pid) this.listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
     } catch {
       this.listedAtEnd = [];
+    } finally {
+      acknowledgeEndOfRun(this.o.paths.marks);
     }
   }
 
