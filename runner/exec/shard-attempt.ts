@@ -13,6 +13,7 @@ import { TestEventModel } from "../events/test-model.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
+import { cleanEventName } from "../results/text.ts";
 import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./bun-command.ts";
 import { acknowledgeEndOfRun, MAX_DESCENDANTS, prepareStartCount, readMarks, type ListedDescendant } from "./marks.ts";
 import { listDescendants } from "./proc-inspect.ts";
@@ -372,7 +373,8 @@ export class ShardAttempt {
       logPath: this.o.paths.log,
       inFlight: () => {
         const test = this.events?.model.running();
-        return test ? { name: test.fullName, startedAtMs: test.startedAtMs } : null;
+        // Named as the reports will name it (results/text.ts).
+        return test ? { name: cleanEventName(test.fullName), startedAtMs: test.startedAtMs } : null;
       },
     };
   }
