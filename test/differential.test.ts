@@ -13,7 +13,7 @@
  * gives instead because it knows more or less (docs/bun-behaviour.md).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
@@ -34,6 +34,8 @@ interface Truth {
   reason?: string;
   /** What a Bun gives instead, by version prefix ("1.3" is every 1.3.x). */
   byBun?: Record<string, { on?: [string, TestStatus][]; off?: [string, TestStatus][] }>;
+  /** Exit code of plain `bun test FILE`, checked on every Bun: shardguard must pass exactly where it exits 0. */
+  plainExit?: 0 | 1;
 }
 
 /** `truth`'s expected entries for Bun `version` in event mode `mode`. */
@@ -53,12 +55,18 @@ const TRUTH: Record<string, Record<string, Truth>> = {
   plain: {
     "all-skipped.test.ts": { on: [["s1", "skipped"], ["s2", "skipped"]], shard: "passed", reason: "all 2 tests skipped" },
     "todo-only.test.ts": { on: [["later", "todo"]], shard: "passed", reason: "all 1 test todo" },
-    // Bun's JUnit keeps "]8;;https://example.com" of an OSC 8 link (it drops only ESC and BEL): without events the name cannot be repaired.
-    // Bun 1.3.x keeps ESC and BEL in its JUnit (as character references): the name is repaired there.
+    // Names keep their escape sequences, ESC and BEL shown as control pictures, so no two names collide.
+    // Bun 1.4's JUnit drops ESC and BEL and keeps the rest: without events that is all there is.
+    // Bun 1.3.x keeps them and writes each once more, as character references, before the name
+    // (`name="&#27;&#27;\x1b[31mred…"`, measured): without events that is the name.
     "ansi.test.ts": {
-      on: [["red passes", "passed"], ["link osc", "passed"]],
-      off: [["red passes", "passed"], ["]8;;https://example.comlink]8;; osc", "passed"]],
-      byBun: { "1.3": { off: [["red passes", "passed"], ["link osc", "passed"]] } },
+      on: [["\u241b[31mred\u241b[0m passes", "passed"], ["\u241b]8;;https://example.com\u2407link\u241b]8;;\u2407 osc", "passed"]],
+      off: [["[31mred[0m passes", "passed"], ["]8;;https://example.comlink]8;; osc", "passed"]],
+      byBun: {
+        "1.3": {
+          off: [["\u241b\u241b\u241b[31mred\u241b[0m passes", "passed"], ["\u241b\u2407\u241b\u2407\u241b]8;;https://example.com\u2407link\u241b]8;;\u2407 osc", "passed"]],
+        },
+      },
       shard: "passed",
     },
     // A failed hook keeps Bun's name; the tests under a failed beforeAll never ran (Bun counts only the hook).
@@ -129,6 +137,10 @@ const TRUTH: Record<string, Record<string, Truth>> = {
     "forge-in-test.test.ts": { on: [["forges", "crashed"], ["fails", "never-started"]], off: [[WHOLE, "crashed"]], shard: "crashed" },
     // Module code after the registrations forged the report: no test started, so the code in flight is named as a beforeAll would be.
     "forge-at-load.test.ts": { on: [["one", "never-started"], ["two", "never-started"], ["beforeAll hook", "crashed"]], off: [[WHOLE, "crashed"]], shard: "crashed" },
+    // A test's work still pending at the end: the preload's end of the run must not give it a turn plain bun test does not.
+    "late-timeout-reject.test.ts": { on: [["late", "passed"]], shard: "passed", reason: "all tests passed", plainExit: 0 },
+    "late-immediate-throw.test.ts": { on: [["late", "passed"], [WHOLE, "failed"]], shard: "failed", plainExit: 1 },
+    "late-microtask-reject.test.ts": { on: [["late", "failed"]], shard: "failed", plainExit: 1 },
   },
   bail: {
     "a-bail-fails.test.ts": { on: [["ok", "passed"], ["bad", "failed"], ["unreached", "never-started"]], off: [["ok", "passed"], ["bad", "failed"]], shard: "failed" },
@@ -305,6 +317,19 @@ for (const version of VERSIONS) {
         });
       }
     }
+
+    test("plain bun test FILE exits as the table says, and shardguard passes exactly those that exit 0", async () => {
+      const bun = await bunBinary(version);
+      for (const [run, files] of Object.entries(TRUTH)) {
+        const dir = outcomes.get(`${version}/${run}/on`)!.dir;
+        for (const [file, truth] of Object.entries(files)) {
+          if (truth.plainExit === undefined) continue;
+          const plain = spawnSync(bun, ["test", `./${file}`], { cwd: dir, env: { ...process.env, CI: "false" }, encoding: "utf8", timeout: 30_000 });
+          expect([file, plain.status]).toEqual([file, truth.plainExit]);
+          expect([file, truth.shard === "passed"]).toEqual([file, truth.plainExit === 0]);
+        }
+      }
+    }, 60_000);
 
     test("a killed file that was loading gets the time its shard ran", () => {
       for (const mode of MODES) {

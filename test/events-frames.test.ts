@@ -14,7 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
 import { encodeFrame, FrameReader, type FrameLimits } from "../runner/events/frames.ts";
-import { ACK_EXPRESSION, END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
+import { END_OF_RUN_EXPRESSION } from "../runner/events/inspector.ts";
+import { acknowledgeEndOfRun, prepareStartCount } from "../runner/exec/marks.ts";
 import { socketDirFor, socketPathFor } from "../runner/events/socket-dir.ts";
 import { JsonStreamCapper } from "../runner/util/json-stream-cap.ts";
 import { capJsonStrings } from "../runner/util/text-cap.ts";
@@ -32,6 +33,9 @@ beforeAll(async () => {
     `import { expect, test } from "bun:test";\ntest(${JSON.stringify(NAME)}, () => { throw new Error("ü".repeat(50 * 1024) + "END"); });\ntest("plain", () => expect(1).toBe(1));\n`,
   );
   const socketPath = socketPathFor(socketDirFor(join(root, "run")), 1);
+  // The preload waits at the end for the acknowledgement in its count file.
+  const marks = join(root, "shard.marks");
+  prepareStartCount(marks);
   const chunks: Buffer[] = [];
   const replies: { id?: number; result?: { result?: { objectId?: string } } }[] = [];
   const onMessage = (text: string) => {
@@ -60,7 +64,7 @@ beforeAll(async () => {
         barrier.push(chunk);
         for (const reply of replies.splice(0)) {
           if (reply.id === 4) socket.write(encodeFrame(JSON.stringify({ id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: reply.result?.result?.objectId } })));
-          if (reply.id === 5) socket.write(encodeFrame(JSON.stringify({ id: 6, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } })));
+          if (reply.id === 5) acknowledgeEndOfRun(marks);
         }
       },
       close() {
@@ -71,7 +75,7 @@ beforeAll(async () => {
   const child = spawn(process.execPath, [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, join(root, "names.test.ts")], {
     cwd: root,
     stdio: "ignore",
-    env: { ...process.env, SHARDGUARD_YIELD: "1" },
+    env: { ...process.env, SHARDGUARD_YIELD: "1", SHARDGUARD_MARKS: marks },
   });
   await new Promise((resolve) => child.once("exit", resolve));
   await closed;

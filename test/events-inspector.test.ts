@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { connect as netConnect } from "node:net";
 import { encodeFrame } from "../runner/events/frames.ts";
 import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
+import { acknowledgeEndOfRun, prepareStartCount } from "../runner/exec/marks.ts";
 import { channelNotes, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
 import { listenForAllEvents } from "./helpers/event-channel.ts";
 import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
@@ -131,6 +132,9 @@ function spawnShard(
   const socketPath = socketPathFor(sockDir, shardCounter);
   const events: TestEvent[] = [];
   const model = new TestEventModel({ root });
+  // With the preload, the runner's part of the end-of-run barrier: its acknowledgement in the count file.
+  const marks = join(root, `shard-${shardCounter}.marks`);
+  if (options.preload) prepareStartCount(marks);
   const channel = listenForAllEvents({
     socketPath,
     connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
@@ -139,13 +143,14 @@ function spawnShard(
       model.apply(event);
       options.onEvent?.(event);
     },
+    ...(options.preload ? { onEndOfRun: () => acknowledgeEndOfRun(marks) } : {}),
   });
   const logPath = join(root, `shard-${shardCounter}.log`);
   const log = openSync(logPath, "w");
   const preload = options.preload ? ["--preload", SHARD_PRELOAD] : [];
   const child = spawn(BUN, [`--inspect-wait=unix:${options.dialPath ?? socketPath}`, "test", ...preload, ...bunArgs, ...files.map((f) => join(root, f))], {
     cwd: root,
-    env: { ...process.env, SHARDGUARD_YIELD: options.preload ? "1" : "0" },
+    env: { ...process.env, SHARDGUARD_YIELD: options.preload ? "1" : "0", ...(options.preload ? { SHARDGUARD_MARKS: marks } : {}) },
     detached: true,
     stdio: ["ignore", log, log],
   });
@@ -439,11 +444,13 @@ describe("the end-of-run barrier with the shard preload", () => {
       },
     });
     try {
+      const marks = join(root, "no-ack.marks");
+      prepareStartCount(marks);
       const started = performance.now();
       const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, join(root, "short-flaky.test.ts"), "--retry", "1"], {
         cwd: root,
         stdio: "ignore",
-        env: { ...process.env, SHARDGUARD_YIELD: "1" },
+        env: { ...process.env, SHARDGUARD_YIELD: "1", SHARDGUARD_MARKS: marks },
       });
       children.add(child);
       const code = await new Promise((resolve) => child.once("exit", resolve));

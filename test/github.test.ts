@@ -123,7 +123,8 @@ describe("a run under GitHub Actions: failed, timed-out, never-started, flaky, o
     expect(failed).toBeDefined();
     expect(failed!.props.file).toBe(`repo/${ODD_DIR}/fail.test.ts`);
     expect(failed!.props.line).toBe("2");
-    const injected = cmds.find((c) => c.props.title === `failed: ${INJECT_NAME}`);
+    // Its line feed is shown, not escaped into a line break of the annotation's title.
+    const injected = cmds.find((c) => c.props.title === "failed: inject\u240a::error::forged");
     expect(injected?.props.line).toBe("5");
   });
 
@@ -217,8 +218,8 @@ describe("escaping and cutting (GitHub's workflow command rules)", () => {
     expect(emoji.split("\n")[0]!.length % 2).toBe(0);
   });
 
-  test("a Markdown cell flattens newlines and escapes punctuation", () => {
-    expect(markdownCell("a|b\n<i>c</i> & [d](e)")).toBe("a\\|b \\<i\\>c\\<\\/i\\> \\& \\[d\\]\\(e\\)");
+  test("a Markdown cell shows line breaks, flattens whitespace and escapes punctuation", () => {
+    expect(markdownCell("a|b\n<i>c</i> &\t\t[d](e)")).toBe("a\\|b\u240a\\<i\\>c\\<\\/i\\> \\& \\[d\\]\\(e\\)");
   });
 });
 

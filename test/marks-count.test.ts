@@ -1,5 +1,5 @@
 /**
- * The child preload counts test starts in a mapped 4-byte file next to the
+ * The child preload counts test starts in a mapped 8-byte file next to the
  * marks file (runner/child/shard-preload.ts, runner/exec/marks.ts), and
  * falls back to appended "s" marks when it cannot map it. Real `bun test`
  * children running the real preload, real SIGKILLs.
@@ -83,16 +83,16 @@ test("SIGKILL of the child mid-run: the starts before the kill survive in the ma
   expect(read.filesStarted).toEqual([path.join(dir, "k.test.ts")]);
 }, 30_000);
 
-test("the mapping fails (no count file, a 0-byte one, a 12-byte one): each start appends an \"s\", counted the same", async () => {
+test("the mapping fails (no count file, a 0-byte one, an 8-byte one): each start appends an \"s\", counted the same", async () => {
   const dir = makeSuite({ "a.test.ts": passing(25), "b.test.ts": passing(5) });
-  for (const countFile of [null, 0, 12]) {
+  for (const countFile of [null, 0, 8]) {
     const marks = path.join(dir, `m${countFile}.marks`);
     if (countFile !== null) writeFileSync(startCountPath(marks), new Uint8Array(countFile));
     const { exited } = runChild(dir, ["a.test.ts", "b.test.ts"], marks);
     expect(await exited).toEqual({ code: 0, signal: null });
     expect(sBytes(marks)).toBe(30);
     const read = await readMarks(marks);
-    // A 12-byte file was not mapped (wrong size), so it still reads its first four zero bytes.
+    // An 8-byte file was not mapped (wrong size), so it still reads its first four zero bytes.
     expect([read.testsStarted, read.finishedNormally, read.filesStarted.length]).toEqual([30, true, 2]);
   }
 }, 60_000);

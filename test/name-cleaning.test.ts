@@ -1,18 +1,25 @@
 /**
- * A test's name is cleaned the same way on every path: from Bun's JUnit
- * (events off), from events joined to Bun's JUnit (events on), and from
- * events alone (a killed shard). Bun's JUnit drops C0 control characters
- * except tab, line feed and carriage return; the other paths must too.
- * Real CLI, real `bun test` children, fixture files in temp directories.
+ * A test's name keeps every character the test wrote, on every path that
+ * knows it: from events joined to Bun's JUnit (events on), and from events
+ * alone (a killed shard). The control characters Bun 1.4's JUnit drops (NUL,
+ * BEL, VT, ESC, …) are shown as their control pictures instead of vanishing,
+ * so two names that differ only in them, or in a colour code, stay two
+ * names. Without events Bun 1.4's JUnit has already dropped them: what it
+ * kept is shown as it is. Real CLI, real `bun test` children, fixture files
+ * in temp directories.
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { cleanEventName, cleanJUnitName, stripAnsi } from "../runner/results/text.ts";
+import { XMLParser } from "fast-xml-parser";
+import { cleanEventName, cleanJUnitName } from "../runner/results/text.ts";
 import { makeSuite, runCli } from "./helpers/cli.ts";
 
-const NAME_SOURCE = String.raw`"a\x00b\x07c\td\x1b[31mred\x1b[0m\x0be\x1ff"`;
-const CLEAN = "abc\tdredef";
+const NAME_SOURCE = String.raw`"a\x00b\x07c\td\x1b[31mred\x1b[0m\x0be\x1ff\x7f"`;
+/** With events: each control Bun's JUnit drops as its picture; tab and DEL as they are. */
+const SHOWN = "a\u2400b\u2407c\td\u241b[31mred\u241b[0m\u240be\u241ff\x7f";
+/** Bun 1.4.4's JUnit (events off): the controls dropped, the rest of the colour codes kept. */
+const FROM_BUN_JUNIT = "abc\td[31mred[0mef\x7f";
 
 const suite = (spin: boolean) => ({
   "names.test.ts": `import { test } from "bun:test";
@@ -21,59 +28,91 @@ ${spin ? 'test("spin", () => { while (true) {} });' : ""}
 `,
 });
 
-/** Names of the real (non-synthetic) tests in report.json and ctrf.json. */
-function names(dir: string): { json: string[]; ctrf: string[] } {
+/** Names of the real (non-synthetic) tests in report.json, ctrf.json and junit.xml. */
+function names(dir: string): { json: string[]; ctrf: string[]; junit: string[] } {
   const out = path.join(dir, ".shardguard");
   const report = JSON.parse(readFileSync(path.join(out, "report.json"), "utf8"));
   const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
+  const xml = new XMLParser({ ignoreAttributes: false, htmlEntities: true, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(readFileSync(path.join(out, "junit.xml"), "utf8"));
   return {
     json: report.shards.flatMap((s: { tests: { name: string }[] }) => s.tests.map((t) => t.name)),
     ctrf: ctrf.results.tests.map((t: { name: string }) => t.name),
+    junit: xml.testsuites.testsuite.flatMap((s: { testcase: Record<string, string>[] }) => s.testcase.map((c) => c["@_name"])),
   };
 }
 
 describe("names with control characters", () => {
-  for (const [label, args, spin] of [
-    ["events on, normal end", [], false],
-    ["events off, normal end", ["--no-test-events"], false],
-    ["events on, killed shard", ["--timeout", "2", "--grace", "0.5"], true],
+  for (const [label, args, spin, want] of [
+    ["events on, normal end", [], false, SHOWN],
+    ["events on, killed shard", ["--timeout", "2", "--grace", "0.5"], true, SHOWN],
+    ["events off, normal end (Bun 1.4's JUnit dropped them)", ["--no-test-events"], false, FROM_BUN_JUNIT],
   ] as const) {
-    test(`${label}: report.json and ctrf.json name the test the same, without \\x00, \\x07, \\x0b, \\x1f or colour codes`, async () => {
+    test(`${label}: report.json, ctrf.json and junit.xml name the test the same, nothing dropped silently`, async () => {
       const dir = makeSuite(suite(spin));
       const run = await runCli(["run", "--root", dir, ...args]);
       expect(run.code).toBe(spin ? 1 : 0);
-      const { json, ctrf } = names(dir);
-      expect(json[0]).toBe(CLEAN);
-      expect(ctrf[0]).toBe(CLEAN);
-    });
+      const { json, ctrf, junit } = names(dir);
+      expect([json[0], ctrf[0], junit[0]]).toEqual([want, want, want]);
+    }, 30_000);
   }
 });
 
-describe("cleanEventName and cleanJUnitName skip names that need no cleaning", () => {
-  // The replaces written out as they were before the skip: the skip must
-  // never change a name, whichever characters it holds.
-  const slowEvent = (name: string) => stripAnsi(name).replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, "");
-  const slowJUnit = (name: string) =>
-    stripAnsi(name)
-      .replace(/\[(?:\d{1,3}(?:;\d{1,3})*)?m/g, "")
-      .replace(/[\x00-\x08\x0b\x0c\x0e-\x1f]/g, "");
-  const alphabet = ["a", "1", ";", "m", "[", "]", "\x1b", "\x9b", "\x07", "\x00", "\t", "\n", "\x7f", "\x9c", "P", "\\", "é", "😀"];
+describe("names that differ only by escape sequences or control characters", () => {
+  const files = {
+    "twins.test.ts": `import { expect, test } from "bun:test";
+test("red", () => {});
+test("\\x1b[31mred\\x1b[0m", () => { expect(1).toBe(2); });
+test("a\\x00b", () => {});
+test("ab", () => { expect(1).toBe(2); });
+`,
+  };
+  for (const args of [[], ["--no-test-events"]] as const) {
+    const events = args.length === 0;
+    test(`stay distinct in every report (events ${events ? "on" : "off"}), each with its own status`, async () => {
+      const dir = makeSuite(files);
+      const run = await runCli(["run", "--root", dir, ...args]);
+      expect(run.code).toBe(1);
+      const report = JSON.parse(readFileSync(path.join(dir, ".shardguard", "report.json"), "utf8"));
+      const tests = report.shards[0].tests.map((t: { name: string; status: string }) => [t.name, t.status]);
+      // Without events Bun 1.4's JUnit has dropped ESC and NUL: only what it kept tells the names apart.
+      const colour = events ? "\u241b[31mred\u241b[0m" : "[31mred[0m";
+      const nul = events ? "a\u2400b" : "ab";
+      expect(tests).toEqual([
+        ["red", "passed"],
+        [colour, "failed"],
+        [nul, "passed"],
+        ["ab", "failed"],
+      ]);
+      const { ctrf, junit } = names(dir);
+      expect(ctrf).toEqual(tests.map(([name]: [string]) => name));
+      // JUnit makes names unique within a suite; with events nothing needed that.
+      expect(junit).toEqual(events ? tests.map(([name]: [string]) => name) : ["red", colour, "ab", "ab (2)"]);
+    }, 30_000);
+  }
+});
 
-  test("the same result as the replaces on every name of a varied set", () => {
-    let seed = 7;
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-    let changed = 0;
-    for (let i = 0; i < 20_000; i++) {
-      const length = Math.floor(next() * 12);
-      let name = "";
-      for (let j = 0; j < length; j++) name += alphabet[Math.floor(next() * alphabet.length)];
-      expect(cleanEventName(name)).toBe(slowEvent(name));
-      expect(cleanJUnitName(name)).toBe(slowJUnit(name));
-      if (cleanJUnitName(name) !== name) changed++;
+describe("cleanEventName and cleanJUnitName", () => {
+  test("show each control character Bun's JUnit drops as its control picture and keep everything else", () => {
+    const table: [string, string][] = [
+      ["plain name > t1", "plain name > t1"],
+      ["nul\x00", "nul\u2400"],
+      ["\x01\x08", "\u2401\u2408"],
+      ["vt\x0b ff\x0c", "vt\u240b ff\u240c"],
+      ["\x1b[31mred\x1b[0m", "\u241b[31mred\u241b[0m"],
+      ["\x1f", "\u241f"],
+      // Bun's JUnit keeps these: so do the reports (each renderer shows or escapes them itself).
+      ["tab\tlf\ncr\rdel\x7f", "tab\tlf\ncr\rdel\x7f"],
+      ["nel\u0085 ls\u2028 csi\x9b", "nel\u0085 ls\u2028 csi\x9b"],
+      ["[31mred[0m", "[31mred[0m"],
+    ];
+    for (const [name, shown] of table) {
+      expect([name, cleanEventName(name)]).toEqual([name, shown]);
+      expect([name, cleanJUnitName(name)]).toEqual([name, shown]);
     }
-    // The set exercises the replaces, not only the skip.
-    expect(changed).toBeGreaterThan(1_000);
-    expect(cleanJUnitName("t [31mred[0m")).toBe("t red");
-    expect(cleanEventName("plain name > t1")).toBe("plain name > t1");
+    // Every code point below U+0020 but tab, LF and CR becomes U+2400 + its code.
+    for (let code = 0; code < 0x20; code++) {
+      const c = String.fromCharCode(code);
+      expect(cleanEventName(c)).toBe(c === "\t" || c === "\n" || c === "\r" ? c : String.fromCharCode(0x2400 + code));
+    }
   });
 });

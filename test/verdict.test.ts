@@ -293,12 +293,13 @@ describe("hooks, .only and the found plan (docs/reports.md)", () => {
     expect(decideShard(evidence({ junit: bunFile(bunCase("t", "todo", 1)) })).reason).toBe("all 1 test todo");
     expect(decideShard(evidence({ junit: bunFile(bunCase("p", "passed", 1), bunCase("s", "skipped", 2)) })).reason).toBe("all tests passed");
   });
-  test("names lose escape sequences on every path: from events, and Bun's [31m remnants without them", () => {
+  test("names keep escape sequences, ESC shown: from events (ended or killed); without them, what Bun's JUnit kept", () => {
     const raw = "\x1b[31mred\x1b[0m passes";
     const fromJUnitOnly = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)) }));
     const withEvents = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)), events: connected(evTest(raw, "ended", "passed")), testsStarted: 1 }));
     const killed = decideShard(evidence({ process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }), events: connected(evTest(raw, "running")) }));
-    expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual(["red passes", "red passes", "red passes"]);
+    const shown = "\u241b[31mred\u241b[0m passes";
+    expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual(["[31mred[0m passes", shown, shown]);
   });
 });
 

@@ -8,9 +8,10 @@
  *    runner/exec/marks.ts: `f<file>\0` before the first test of each test
  *    file (`Bun.main`), "e" when Bun reaches the normal end of the run (a
  *    global afterAll, which Bun skips after `process.exit`), and the count of
- *    test starts in `<file>.count`, eight bytes the runner creates and this
+ *    test starts in `<file>.count`, twelve bytes the runner creates and this
  *    file maps shared: it increments the first u32 (an "s" appended per start
- *    when it cannot be mapped), the runner writes the second (2.), and "l" as each file of an `--isolate` batch begins
+ *    when it cannot be mapped), the runner answers the plan barrier in the
+ *    second and the end-of-run barrier in the third (2.), and "l" as each file of an `--isolate` batch begins
  *    to load (4.). Bun writes its JUnit only after a normal end and its
  *    events can be lost, so the runner trusts the JUnit only against these
  *    (a `process.exit(0)` mid-file is otherwise a file without tests), re-runs
@@ -22,19 +23,22 @@
  *    loads until the runner releases them. Bun sends events from a thread of
  *    its own, and loses those still queued when the process ends, so the
  *    preload waits at the ends, never per test (a timer per test costs about
- *    1 ms each): in the global afterAll, a barrier with the runner
- *    (runner/events/inspector.ts) bounded by {@link ACK_MAX_MS}; under
+ *    1 ms each): after the global afterAll, a barrier with the runner
+ *    (runner/events/inspector.ts), answered in the mapped count file (1.)
+ *    and bounded by {@link ACK_MAX_MS}; under
  *    `--bail` (`SHARDGUARD_YIELD=bail`), where Bun skips that afterAll, a
  *    barrier before each file's first test so its `found` plan has arrived;
  *    else a synchronous one at a file's second test ({@link awaitPlan});
  *    and a synchronous sleep of {@link EXIT_FLUSH_MS} inside `process.exit`.
  *    A crash by a signal can still lose the last events: missing data is
- *    "unknown", never a pass.
+ *    "unknown", never a pass. The end of the run never hands the event loop
+ *    a turn (./no-yield.ts): plain `bun test` gives a test's pending timers
+ *    none there, so a late rejection that passes there passes here.
  *
  * 3. Leftovers. Bun's `--no-orphans` kills the descendants still in the
  *    group as the child exits, before any sweep could see them, so they are
  *    listed at the end of the run while the child waits: by the runner when
- *    the barrier reaches it (runner/exec/shard.ts), else (events off, or no
+ *    the barrier reaches it (runner/exec/shard-attempt.ts), else (events off, or no
  *    answer) here, appended to the marks file as `\nP <pid> <pgid> <command>`
  *    lines (Linux; /proc through ./proc-reader.ts, the runner's own parser).
  *
@@ -58,7 +62,8 @@
  * bun:test and its own folder, which the run copies whole (exec/coverage.ts).
  */
 import { afterAll, beforeEach, jest } from "bun:test";
-import { parseChildren, procFilesOf, walkDescendants } from "./proc-reader.ts";
+import { procFilesOf, walkDescendants } from "./proc-reader.ts";
+import { mayHaveChildren, pause } from "./no-yield.ts";
 
 // Bun's FileSink, not node:fs, whose import costs every child about 2.5 ms
 // of CPU (docs/bun-behaviour.md, "Speed"); flush() on a file sink writes synchronously.
@@ -110,21 +115,24 @@ function nextPosition(files: typeof import("node:fs"), seqFile: string): number 
 }
 /** Suffix of the start-count file next to the marks file (START_COUNT_SUFFIX in runner/exec/marks.ts). */
 const START_COUNT_SUFFIX = ".count";
+/** Size of that file: the start count, the runner's plan-barrier reply, its end-of-run acknowledgement (COUNT_FILE_BYTES in marks.ts). */
+const COUNT_FILE_BYTES = 12;
+/** What the runner stores in the third word once it has every event and listed the descendants (END_ACK in marks.ts). */
+const END_ACK = 1;
 /**
- * The start count mapped from `<marks>.count`: [0] the test starts, [1] the
- * runner's reply to the plan barrier ({@link awaitPlan}; absent in a 4-byte
- * file); null when it could not be mapped, and then each start appends an
- * "s" instead. Uint32Array stores in the machine's byte order, little-endian
- * on every platform Bun runs on.
+ * `<marks>.count` mapped shared, three u32: [0] the start count, [1] the
+ * runner's reply to the plan barrier ({@link awaitPlan}), [2] its
+ * end-of-run acknowledgement; null when it could not be mapped, and then
+ * each start appends an "s" instead. Uint32Array stores in the machine's
+ * byte order, little-endian on every platform Bun runs on.
  */
 const startCount = marksPath ? mapStartCount(marksPath + START_COUNT_SUFFIX) : null;
 
-/** Maps the runner's 8-byte (or 4-byte) count file; null on any error or any other size. */
+/** Maps the runner's count file; null on any error or any other size. */
 function mapStartCount(file: string): Uint32Array | null {
   try {
     const bytes = Bun.mmap(file);
-    const words = bytes.byteLength / 4;
-    return words === 1 || words === 2 ? new Uint32Array(bytes.buffer, bytes.byteOffset, words) : null;
+    return bytes.byteLength === COUNT_FILE_BYTES ? new Uint32Array(bytes.buffer, bytes.byteOffset, COUNT_FILE_BYTES / 4) : null;
   } catch {
     return null;
   }
@@ -158,17 +166,19 @@ const FIRST_WAIT_MS = 5;
  * complete (a test broke what it needs) waits this long.
  */
 const ACK_MAX_MS = 5_000;
+/** Sleep between two looks at the acknowledgement, ms. */
+const ACK_POLL_MS = 0.2;
+
+/** What the end-of-run wait may take beyond that (the descendant listing), ms: Bun counts it in the hook's time. */
+const HOOK_SLACK_MS = 5_000;
 
 /** Longest wait under --bail for the runner to hold a file's plan, ms: inside a test's beforeEach, whose timeout (Bun's) this must stay under. */
 const PLAN_MAX_MS = 1_000;
 
-/** What the end-of-run hook may take beyond that wait (the descendant listing), ms. */
-const HOOK_SLACK_MS = 5_000;
-
 /**
  * The promise slots shared with the runner's inspector client through
- * `Runtime.evaluate` (END_OF_RUN_EXPRESSION and ACK_EXPRESSION in
- * runner/events/inspector.ts; nothing of the runner is imported). Either side may
+ * `Runtime.evaluate` (END_OF_RUN_EXPRESSION and the --bail barrier's in
+ * runner/events/barrier.ts; nothing of the runner is imported). Either side may
  * create a slot first.
  */
 type Slot = { promise: Promise<unknown>; resolve: (value?: unknown) => void };
@@ -177,6 +187,8 @@ type Slot = { promise: Promise<unknown>; resolve: (value?: unknown) => void };
 const symbolFor = Symbol.for;
 const withResolvers = Promise.withResolvers.bind(Promise);
 const race = Promise.race.bind(Promise);
+const now = performance.now.bind(performance);
+const sleepSync = Bun.sleepSync;
 const global = globalThis as unknown as Record<symbol, Slot | undefined>;
 const slot = (name: string): Slot => (global[symbolFor(name)] ??= withResolvers<unknown>() as Slot);
 
@@ -188,9 +200,6 @@ const slot = (name: string): Slot => (global[symbolFor(name)] ??= withResolvers<
 const realSetTimeout = globalThis.setTimeout;
 const realClearTimeout = globalThis.clearTimeout;
 const realSetImmediate = globalThis.setImmediate;
-// Bun's glob and file APIs for {@link mayHaveChildren}, taken at load for the same reason.
-const Glob = Bun.Glob;
-const bunFile = Bun.file;
 
 /** True while Bun's fake timers are installed (`jest.useFakeTimers()`): no timer fires then. */
 function fakeTimers(): boolean {
@@ -338,7 +347,6 @@ let planAcks = flushEvents && !bailBarriers && startCount !== null && startCount
 /** The count at the current file's first test while the runner's reply has not been seen; 0 after. */
 let planFrom = 0;
 const nanoseconds = Bun.nanoseconds;
-const sleepSync = Bun.sleepSync;
 
 /**
  * The plan barrier, from the second test of each file on (events on): until
@@ -390,71 +398,65 @@ async function firstTestBarrier(k: number): Promise<void> {
 }
 // A global afterAll runs once, after every file, even when no test was
 // registered, and never after a call to process.exit: its "e" proves that Bun
-// reached the normal end of the run (measured on Bun 1.4.4).
-afterAll(async () => {
+// reached the normal end of the run (measured on Bun 1.4.4). It returns at once:
+// plain `bun test` exits without giving pending timers a turn, and an awaited
+// hook would give them one (a late rejection then failed the run). The waits
+// run in microtasks, which Bun drains right after the hook (docs/bun-behaviour.md).
+afterAll(() => {
   if (!lastOfBatch) return;
   mark("e");
-  // With events on, wait until the runner has every event (see 2. above).
-  // The runner lists this process's descendants before it answers, so an
-  // answer means the list exists (3. above) and this process skips its own.
-  let acknowledged = false;
-  if (flushEvents && position > 0) {
-    try {
-      Bun.sleepSync(EXIT_FLUSH_MS);
-    } catch {
-      // Never fail the run from here.
-    }
-  } else if (flushEvents) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      slot("shardguard.endOfRun").resolve("end");
-      const timedOut = {};
-      const first = await race([slot("shardguard.eventsReceived").promise, new Promise((resolve) => (timer = realSetTimeout(() => resolve(timedOut), ACK_MAX_MS)))]);
-      acknowledged = first !== timedOut;
-      realClearTimeout(timer);
-    } catch {
-      // A test broke what the slot needs: never fail the run from here.
-    }
-  }
-  if (acknowledged) return;
-  try {
-    const lines = await descendantLines();
-    if (marks && lines.length > 0) {
-      marks.write(lines.join(""));
-      marks.flush();
-    }
-  } catch {
-    // Ignored on purpose: a leak list is a report detail, never a verdict.
-  }
+  void endOfRun();
   // Its own timeout: Bun's per-hook one (5 s, or a project's --timeout) must not fail the run while it waits.
 }, ACK_MAX_MS + HOOK_SLACK_MS);
+
+/**
+ * The end of the run, in microtasks only: wait for the runner's
+ * acknowledgement (2. above), else list the descendants here (3.).
+ */
+async function endOfRun(): Promise<void> {
+  try {
+    if (!(await runnerAcknowledged())) await listDescendants();
+  } catch {
+    // Ignored on purpose: a leak list is a report detail, never a verdict; never fail the run from here.
+  }
+}
+
+/**
+ * True once the runner stored {@link END_ACK} in the mapped count file: it
+ * had every event and listed this process's descendants. Resolving the slot
+ * queues the reaction to the runner's awaitPromise; each poll lets
+ * microtasks run (Bun then sends its reply from its own thread) and sleeps
+ * {@link ACK_POLL_MS}, never handing the event loop a turn.
+ */
+async function runnerAcknowledged(): Promise<boolean> {
+  if (!flushEvents) return false;
+  // The barrier's promise lived in the first file's global.
+  if (position === 0) slot("shardguard.endOfRun").resolve("end");
+  if (position > 0 || startCount === null) {
+    // Nothing carries an answer: give Bun's thread the time to send.
+    sleepSync(EXIT_FLUSH_MS);
+    return false;
+  }
+  const deadline = now() + ACK_MAX_MS;
+  for (;;) {
+    await null;
+    if (startCount[2] === END_ACK) return true;
+    if (now() >= deadline) return false;
+    pause(ACK_POLL_MS);
+  }
+}
 
 /** Most descendants listed; a fork bomb must not make the list the problem. */
 const MAX_LISTED = 100;
 
-/** `\nP <pid> <pgid> <command>` for every live descendant of this process, breadth first (Linux). */
-async function descendantLines(): Promise<string[]> {
-  if (process.platform !== "linux" || !marks) return [];
-  if (!(await mayHaveChildren())) return [];
+/** Appends `\nP <pid> <pgid> <command>` for every live descendant of this process to the marks, breadth first (Linux). */
+async function listDescendants(): Promise<void> {
+  if (process.platform !== "linux" || !marks) return;
+  if (!fs && !(await mayHaveChildren(process.pid))) return;
   // Loaded only here, once there is a child to walk: its import costs the child about 2 ms.
-  const files = procFilesOf(await import("node:fs"));
-  return walkDescendants(files, process.pid, MAX_LISTED).map((d) => `\nP ${d.pid} ${d.pgid} ${d.command}`);
-}
-
-/**
- * Whether any thread of this process has a child, read through Bun's glob and
- * file APIs (about 0.5 ms, where node:fs costs 2 ms to load): false only when
- * every thread's `children` list was read and empty; any error says true, so
- * the full walk runs. Each list is read through the thread's own directory
- * (proc-reader.ts `childrenOf` says why).
- */
-async function mayHaveChildren(): Promise<boolean> {
-  try {
-    const tids = [...new Glob("*").scanSync({ cwd: `/proc/${process.pid}/task`, onlyFiles: false })];
-    if (tids.length === 0) return true;
-    const lists = await Promise.all(tids.map((tid) => bunFile(`/proc/${tid}/task/${tid}/children`).text()));
-    return lists.some((text) => parseChildren(text).length > 0);
-  } catch {
-    return true;
-  }
+  const files = procFilesOf(fs ?? (require("node:fs") as typeof import("node:fs")));
+  const lines = walkDescendants(files, process.pid, MAX_LISTED).map((d) => `\nP ${d.pid} ${d.pgid} ${d.command}`);
+  if (lines.length === 0) return;
+  marks.write(lines.join(""));
+  marks.flush();
 }

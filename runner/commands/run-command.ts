@@ -11,7 +11,7 @@ import { planRun, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { parseSliceSpec, slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { needsTag, resourcePlan, unmatchedGlobNotes } from "../plan/resources.ts";
 import { readTimings, readTimingsFile } from "../plan/timings.ts";
-import { secs } from "../util/format.ts";
+import { oneLine, secs } from "../util/format.ts";
 import { plural } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
 import { refuseRunFlagsAfterDash } from "./bun-plan-flags.ts";
@@ -69,7 +69,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     if (plan.shards.length > 0) for (const line of planLines(plan, settings, timings.durations)) host.stdout(line);
     return EXIT.ok;
   }
-  for (const e of plan.excluded) host.stderr(`shardguard: warning: ${e.file}: ${e.reason}`);
+  for (const e of plan.excluded) host.stderr(`shardguard: warning: ${oneLine(e.file)}: ${oneLine(e.reason)}`);
   const planned = plan.shards.flatMap((s) => s.files.map((f) => path.resolve(settings.root, f)));
   // Before the run's first child (the preflight's Bun probe): see engine/run.ts.
   removeStaleReports(settings);
@@ -114,13 +114,13 @@ export function planLines(plan: Plan, settings: RunSettings, durations: Readonly
   ];
   for (const shard of plan.shards) {
     lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}`);
-    for (const file of shard.files) lines.push(`    ${file}  (${plan.included.get(file) ?? "planned"})`);
+    for (const file of shard.files) lines.push(`    ${oneLine(file)}  (${plan.included.get(file) ?? "planned"})`);
   }
   const makespan = resources.active ? plannedMakespan(plan.shards, settings, durations) : null;
   if (makespan) lines.push(`  planned makespan with ${settings.jobs} jobs (recorded durations): ${secs(makespan.withLocks)}, ${secs(makespan.without)} without exclusive and resources`);
   if (plan.excluded.length > 0) {
     lines.push(`Excluded (${plan.excluded.length}):`);
-    for (const e of plan.excluded) lines.push(`  - ${e.file}  [${e.reason}]`);
+    for (const e of plan.excluded) lines.push(`  - ${oneLine(e.file)}  [${oneLine(e.reason)}]`);
   }
   return lines;
 }

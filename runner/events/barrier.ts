@@ -20,12 +20,17 @@ export const REQUEST = {
   /** `Runtime.evaluate` of {@link END_OF_RUN_EXPRESSION}: its reply carries the promise's `objectId`. */
   endOfRun: 4,
   /**
-   * `Runtime.awaitPromise` of that promise: its reply comes after every
-   * event queued before it, so it proves the run's events all arrived.
+   * `Runtime.awaitPromise` of that promise, sent with the handshake under the
+   * id Bun gives it ({@link END_OF_RUN_OBJECT_ID}), so Bun holds it before the
+   * release: the preload's end-of-run wait blocks its thread, and a request
+   * arriving after the last test would never be read. Its reply comes after
+   * every event queued before it, so it proves the run's events all arrived;
+   * the runner then releases the preload through its count file
+   * (exec/marks.ts `acknowledgeEndOfRun`).
    */
   awaitEndOfRun: 5,
-  /** `Runtime.evaluate` of {@link ACK_EXPRESSION}: lets the preload's afterAll return. Its reply answers nothing. */
-  ackEndOfRun: 6,
+  /** The same, sent on the reply to `endOfRun` when Bun numbered the promise otherwise (never seen on 1.3.13 to 1.4.5). */
+  awaitEndOfRunById: 6,
   /** `Runtime.evaluate` of {@link RELEASE_EXPRESSION}: lets the preload load the test files. Its reply answers nothing. */
   release: 7,
 } as const;
@@ -37,6 +42,12 @@ export const REQUEST = {
 export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
 
 /**
+ * The `objectId` of {@link REQUEST}.endOfRun's promise: the first remote
+ * object of the main context, as Bun 1.3.13 to 1.4.5 number it (measured).
+ */
+export const END_OF_RUN_OBJECT_ID = '{"injectedScriptId":1,"id":1}';
+
+/**
  * The expression {@link REQUEST}.release evaluates, right after the two enables: releases
  * the child preload's hold before the first test file loads. A child told to
  * dial through `BUN_INSPECT_CONNECT_TO` (how shardguard starts it) does not
@@ -44,9 +55,6 @@ export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRu
  * for this instead, so no event of a test file can precede the enables.
  */
 export const RELEASE_EXPRESSION = '(globalThis[Symbol.for("shardguard.released")] ??= Promise.withResolvers()).resolve()';
-
-/** The expression {@link REQUEST}.ackEndOfRun evaluates: releases the preload's wait at the end of the run. */
-export const ACK_EXPRESSION = '(globalThis[Symbol.for("shardguard.eventsReceived")] ??= Promise.withResolvers()).resolve()';
 
 /**
  * Under `--bail` (the preload's global afterAll never runs when Bun bails),
@@ -83,15 +91,15 @@ export interface BarrierRequest {
 
 /**
  * The requests to send once the reply to request `id` arrived (`objectId`:
- * the remote object it carries): the end-of-run promise is awaited
- * (`endOfRun` → `awaitEndOfRun`), and that reply (every event sent before it
- * has arrived) releases the preload (`ackEndOfRun`);
+ * the remote object it carries): the end-of-run promise is awaited again
+ * under its real id when Bun numbered it otherwise (`endOfRun` → `awaitEndOfRunById`);
  * under `--bail` (`perFile`) the k-th file's three requests likewise, the
  * next file's first going out with the release. Empty for any other reply.
  */
 export function barrierRequestsAfter(id: number, objectId: string | undefined, perFile: boolean): BarrierRequest[] {
-  if (id === REQUEST.endOfRun && objectId !== undefined) return [{ id: REQUEST.awaitEndOfRun, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
-  if (id === REQUEST.awaitEndOfRun) return [{ id: REQUEST.ackEndOfRun, method: "Runtime.evaluate", params: { expression: ACK_EXPRESSION } }];
+  if (id === REQUEST.endOfRun && objectId !== undefined && objectId !== END_OF_RUN_OBJECT_ID) {
+    return [{ id: REQUEST.awaitEndOfRunById, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
+  }
   if (!perFile || id < FILE_BARRIER_FIRST_ID) return [];
   const k = Math.floor((id - FILE_BARRIER_FIRST_ID) / 3);
   const step = (id - FILE_BARRIER_FIRST_ID) % 3;
@@ -103,7 +111,7 @@ export function barrierRequestsAfter(id: number, objectId: string | undefined, p
 
 /**
  * What the runner writes, in one go, as the child dials in: both domains'
- * enables, `Inspector.initialized`, the end-of-run barrier's first request
+ * enables, `Inspector.initialized`, the end-of-run barrier's two requests
  * and the release of the preload's hold, in that order (Bun handles them in
  * order, so both domains are on before a test file loads); under `--bail`
  * (`perFile`) also the first file's barrier.
@@ -114,6 +122,7 @@ export function handshakeRequests(perFile: boolean): BarrierRequest[] {
     { id: REQUEST.enableLifecycle, method: "LifecycleReporter.enable" },
     { id: REQUEST.initialized, method: "Inspector.initialized" },
     { id: REQUEST.endOfRun, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
+    { id: REQUEST.awaitEndOfRun, method: "Runtime.awaitPromise", params: { promiseObjectId: END_OF_RUN_OBJECT_ID } },
     { id: REQUEST.release, method: "Runtime.evaluate", params: { expression: RELEASE_EXPRESSION } },
   ];
   if (perFile) requests.push(fileBarrierRequest(0));

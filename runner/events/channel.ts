@@ -52,12 +52,13 @@ export interface ListenOptions {
    */
   firstTestBarrier?: boolean;
   /**
-   * Called once, synchronously, when the end-of-run barrier's reply arrives
-   * and before `ackEndOfRun` releases the child: the child preload is then
-   * waiting in its global afterAll, every test over, so the caller sees the
-   * child's process tree as the run ended (exec/shard.ts lists its
-   * descendants here instead of the preload, bench/README.md). An exception
-   * thrown here is counted (`handlerErrors`); the child is released anyway.
+   * Called once, synchronously, when the end-of-run barrier's reply arrives:
+   * the child preload is then waiting after its global afterAll, every test
+   * over, so the caller sees the child's process tree as the run ended
+   * (exec/shard-attempt.ts lists its descendants here instead of the preload,
+   * bench/README.md), and then releases it through its count file
+   * (exec/marks.ts `acknowledgeEndOfRun`). An exception thrown here is
+   * counted (`handlerErrors`); unreleased, the preload stops waiting at its bound.
    */
   onEndOfRun?: () => void;
   /** Aborting rejects a pending handshake and closes an open channel. */

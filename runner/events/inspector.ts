@@ -30,10 +30,11 @@
  *      whose schema is the authority (to `onEvent`);
  *   4. end-of-run barrier: `endOfRun` evaluates the promise the child
  *      preload resolves in its global afterAll (runner/child/shard-preload.ts,
- *      {@link END_OF_RUN_EXPRESSION}), `awaitEndOfRun` awaits it. Bun sends
+ *      {@link END_OF_RUN_EXPRESSION}), `awaitEndOfRun` (in the same write, by
+ *      the id Bun gives it; barrier.ts says why) awaits it. Bun sends
  *      that reply after every event queued before it, so when it arrives
- *      we have them all (`flushed`), and `ackEndOfRun` resolves the
- *      preload's wait ({@link ACK_EXPRESSION}) so the child may exit. Without it a
+ *      we have them all (`flushed`), and `onEndOfRun` releases the
+ *      preload's wait (through its count file) so the child may exit. Without it a
  *      short shard lost every event now and then (Bun's sending thread had
  *      not run before the process ended; bench/event-loss.ts);
  *   5. the connection closes when the child exits. Events of a run that did
@@ -56,10 +57,10 @@ import { encodeFrame, FrameReader } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
 import { CompactReader } from "./compact.ts";
 import { InspectorConnectError, type ChannelStats, type EventChannel, type ListenOptions } from "./channel.ts";
-import { barrierRequestsAfter, handshakeRequests, REQUEST, type BarrierRequest } from "./barrier.ts";
+import { barrierRequestsAfter, END_OF_RUN_OBJECT_ID, handshakeRequests, REQUEST, type BarrierRequest } from "./barrier.ts";
 import { parseInspectorMessage } from "./wire.ts";
 
-export { ACK_EXPRESSION, END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression, RELEASE_EXPRESSION, REQUEST } from "./barrier.ts";
+export { END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression, RELEASE_EXPRESSION, REQUEST } from "./barrier.ts";
 export { channelNotes, InspectorConnectError, type ChannelStats, type EventChannel, type ListenOptions } from "./channel.ts";
 export type { CompactSink } from "./compact.ts";
 
@@ -148,6 +149,8 @@ class InspectorChannel implements EventChannel {
   private resumeTimer: ReturnType<typeof setTimeout> | undefined;
   /** Bytes the kernel did not take yet (tiny: a few requests), written on drain. */
   private unsent: Buffer | null = null;
+  /** Bun gave the end-of-run promise another id than the handshake's awaitPromise named. */
+  private renumbered = false;
 
   constructor(private readonly options: ListenOptions) {
     const { socketPath } = options;
@@ -336,12 +339,15 @@ class InspectorChannel implements EventChannel {
 
   /** A reply to request `id`: an error is recorded; a barrier's reply sends its next requests. */
   private onResponse(id: number, error: string | undefined, objectId: string | undefined): void {
+    if (id === REQUEST.endOfRun && objectId !== undefined) this.renumbered = objectId !== END_OF_RUN_OBJECT_ID;
+    // The handshake's awaitPromise named another object: awaitEndOfRunById answers instead.
+    if (id === REQUEST.awaitEndOfRun && this.renumbered) return;
     if (error !== undefined) {
       this.counters.requestError ??= `request ${id} was refused: ${error}`;
       return;
     }
     if (this.trusted === null || this.isClosed) return;
-    if (id === REQUEST.awaitEndOfRun) {
+    if (id === REQUEST.awaitEndOfRun || id === REQUEST.awaitEndOfRunById) {
       this.counters.flushed = true;
       if (this.options.onEndOfRun) this.guard(this.options.onEndOfRun);
     }

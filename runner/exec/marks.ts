@@ -9,11 +9,13 @@
  *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
  *
  * and the start count next to it, `<marks file>.count`
- * ({@link startCountPath}): eight bytes, two little-endian u32, created as
- * zeros by the runner before the spawn ({@link prepareStartCount}); the
- * first is incremented by the preload per test start through a shared
- * mapping (`Bun.mmap`), which survives a SIGKILL of the child, the second
- * is the runner's reply to the preload's plan barrier (exec/start-acks.ts).
+ * ({@link startCountPath}): {@link COUNT_FILE_BYTES} bytes, three
+ * little-endian u32, created as zeros by the runner before the spawn
+ * ({@link prepareMarks}) and mapped shared by the preload (`Bun.mmap`): it
+ * increments the first per test start, which survives a SIGKILL of the
+ * child; the second is the runner's reply to the preload's plan barrier
+ * (exec/start-acks.ts); the preload waits at the end of the run until the
+ * runner stores {@link END_ACK} in the third ({@link acknowledgeEndOfRun}).
  * Tests started = the first + the "s" bytes (the preload's fallback when
  * mapping failed).
  *
@@ -227,8 +229,14 @@ export function startCountPath(marksFile: string): string {
   return marksFile + START_COUNT_SUFFIX;
 }
 
-/** Size of a start-count file in bytes: the start count, then the runner's plan-barrier reply (exec/start-acks.ts). */
-export const COUNT_FILE_BYTES = 8;
+/** Size of a start-count file in bytes: the start count, the plan-barrier reply (exec/start-acks.ts), the end-of-run acknowledgement (the preload's COUNT_FILE_BYTES). */
+export const COUNT_FILE_BYTES = 12;
+
+/** Byte offset of the end-of-run acknowledgement in the start-count file. */
+export const END_ACK_OFFSET = 8;
+
+/** The acknowledgement's value (the preload's END_ACK). */
+export const END_ACK = 1;
 
 /**
  * Creates (or empties) the start-count file of `marksFile`: {@link COUNT_FILE_BYTES} zero bytes,
@@ -282,6 +290,41 @@ export function marksDeleted(held: HeldMarks): boolean {
 export function releaseMarks(held: HeldMarks): void {
   for (const fd of [held.marks, held.count]) if (fd !== null) closeSync(fd);
   held.marks = held.count = null;
+}
+
+/**
+ * Stores {@link END_ACK} in the third word of `marksFile`'s start-count
+ * file: the preload, which polls its mapping of it, lets its child exit.
+ * Written through `held` (the runner's descriptor, {@link prepareMarks})
+ * when there is one, so a deleted or replaced path cannot take the write;
+ * else by path, where a file a test removed or replaced by something else
+ * is left alone (the preload then stops waiting at its bound). Never throws.
+ */
+export function acknowledgeEndOfRun(marksFile: string, held: HeldMarks | null = null): void {
+  const word = Buffer.alloc(4);
+  word.writeUInt32LE(END_ACK, 0);
+  if (held?.count != null) {
+    try {
+      writeSync(held.count, word, 0, 4, END_ACK_OFFSET);
+      return;
+    } catch {
+      // Fall back to the path.
+    }
+  }
+  let fd: number;
+  try {
+    // O_NONBLOCK: a FIFO put there must not block.
+    fd = openSync(startCountPath(marksFile), constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch {
+    return;
+  }
+  try {
+    if (fstatSync(fd).isFile()) writeSync(fd, word, 0, 4, END_ACK_OFFSET);
+  } catch {
+    // The preload stops waiting at its bound.
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

@@ -13,8 +13,9 @@ import { TestEventModel } from "../events/test-model.ts";
 import { socketPathFor } from "../events/socket-dir.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
+import { cleanEventName } from "../results/text.ts";
 import { bails, inspectorEnv, SHARD_ENV, shardArgv } from "./bun-command.ts";
-import { marksDeleted, MAX_DESCENDANTS, prepareMarks, readMarks, releaseMarks } from "./marks.ts";
+import { acknowledgeEndOfRun, marksDeleted, MAX_DESCENDANTS, prepareMarks, readMarks, releaseMarks } from "./marks.ts";
 import type { HeldMarks, ListedDescendant } from "./marks.ts";
 import { StartAcks } from "./start-acks.ts";
 import { listDescendants } from "./proc-inspect.ts";
@@ -173,7 +174,7 @@ export class ShardAttempt {
     // Synchronous: unlinks (usually of nothing) through the thread pool
     // cost more than the calls themselves (bench/README.md).
     rmSync(paths.junit, { force: true });
-    // An empty marks file and four zero bytes the preload maps and counts test starts in
+    // An empty marks file and zero bytes the preload maps, counts test starts in and waits on
     // (exec/marks.ts), held open by the runner; without the count it appends "s" marks.
     releaseMarks(this.held);
     this.held = prepareMarks(paths.marks);
@@ -237,9 +238,11 @@ export class ShardAttempt {
   }
 
   /**
-   * The end-of-run barrier's reply arrived; the reply releasing the child
-   * follows. Never throws (the channel calls it from its socket handler): a
-   * /proc that cannot be read lists nothing.
+   * The end-of-run barrier's reply arrived: lists the waiting child's
+   * descendants, then releases it through its count file (the preload's
+   * wait blocks its thread, so no inspector request could reach it). Never
+   * throws (the channel calls it from its socket handler): a /proc that
+   * cannot be read lists nothing.
    */
   private atEndOfRun(): void {
     try {
@@ -253,6 +256,8 @@ export class ShardAttempt {
       if (pid) this.listedAtEnd = listDescendants(pid, MAX_DESCENDANTS);
     } catch {
       this.listedAtEnd = [];
+    } finally {
+      acknowledgeEndOfRun(this.o.paths.marks, this.held);
     }
   }
 
@@ -389,7 +394,8 @@ export class ShardAttempt {
       logPath: this.o.paths.log,
       inFlight: () => {
         const test = this.events?.model.running();
-        return test ? { name: test.fullName, startedAtMs: test.startedAtMs } : null;
+        // Named as the reports will name it (results/text.ts).
+        return test ? { name: cleanEventName(test.fullName), startedAtMs: test.startedAtMs } : null;
       },
     };
   }

@@ -6,8 +6,8 @@ import type { PlannedShard } from "../plan/plan.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import path from "node:path";
 import { readFileTail } from "../util/file-tail.ts";
-import { stripAnsi } from "./sanitize.ts";
 import { oneLine, plural, seconds, secs } from "../util/format.ts";
+import { consoleLines } from "../util/terminal.ts";
 
 /** Where console lines go; injectable for tests. */
 export interface Out {
@@ -59,14 +59,15 @@ function cutTo(text: string, width: number): { text: string; cut: boolean } {
  */
 function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTextIn?: string | null): string {
   const where = withFile ? `${test.file} > ` : "";
-  const [first = "", ...rest] = stripAnsi(test.failure?.message ?? "").trimEnd().split(/\r\n|[\r\n]/);
+  // Split at line feeds only: a carriage return is shown (oneLine), never obeyed.
+  const [first = "", ...rest] = (test.failure?.message ?? "").trimEnd().split(/\r?\n/);
   const shown = cutTo(oneLine(first), MESSAGE_WIDTH);
   const linesLeftOut = rest.some((l) => l.trim() !== "");
   const cut = shown.cut || linesLeftOut;
   const message = `${shown.text}${linesLeftOut && !shown.cut ? " …" : ""}${cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : ""}`;
   const flaky = test.flaky ? " (flaky)" : "";
-  // A name with a line break would start a console line of its own, which CI
-  // log readers (GitHub's workflow commands) may take for an instruction.
+  // A name with a line break or a carriage return would start a console line of its
+  // own, which CI log readers (GitHub's workflow commands) may take for an instruction.
   const name = cutTo(oneLine(test.name), NAME_WIDTH).text;
   return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${first ? `: ${message}` : ""}`;
 }
@@ -107,13 +108,16 @@ export function endLine(result: ShardResult, total: number): string {
 }
 
 /**
- * Reads at most `maxBytes` from the end of a log file, ANSI stripped, cut to
- * whole lines, without Bun's inspector banner. Returns "" when the file cannot be read: a lost tail must never
+ * Reads at most `maxBytes` from the end of a log file, cut to whole lines,
+ * without Bun's inspector banner, safe to print (util/terminal.ts
+ * `consoleLines`: escape sequences removed, a carriage return or any other
+ * control character shown, so no line of it can overwrite or pass for one of
+ * ours). Returns "" when the file cannot be read: a lost tail must never
  * turn a verdict into an exception.
  */
 export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): Promise<string> {
   const tail = await readFileTail(logPath, maxBytes);
-  let text = stripAnsi(tail.text);
+  let text = consoleLines(tail.text);
   if (tail.cut) text = text.slice(text.indexOf("\n") + 1);
   // Bun prints this banner when its inspector is started by a flag (shardguard's
   // children dial through BUN_INSPECT_CONNECT_TO and print none; a user's

@@ -10,12 +10,16 @@
  * `%0D`, `%0A`; in a property value (`file=…,title=…`) `:` and `,` also
  * become `%3A` and `%2C`. So no test name, path or message can end the
  * command early, add a property or start a second command on a new line.
+ * Before that, every text is made printable (util/terminal.ts): escape
+ * sequences removed, a lone carriage return and every other control
+ * character shown, never obeyed (the runner reads a CR as a line end, the
+ * log viewer a NEL or U+2028 as a line break).
  */
 import path from "node:path";
 import type { RunReport, ShardResult, TestResult, TestStatus } from "../results/report-model.ts";
 import { redactReport } from "../results/redact.ts";
-import { stripAnsi } from "./sanitize.ts";
 import { seconds as secs } from "../util/format.ts";
+import { consoleLine, consoleLines } from "../util/terminal.ts";
 
 /** What {@link githubAnnotations} and {@link githubStepSummary} need beyond the report. */
 export interface GithubOptions {
@@ -58,13 +62,17 @@ export function escapeProperty(text: string): string {
   return escapeData(text).replace(/:/g, "%3A").replace(/,/g, "%2C");
 }
 
-/** One workflow command line, e.g. `::error file=a.ts,line=3,title=x::message`. */
+/**
+ * One workflow command line, e.g. `::error file=a.ts,line=3,title=x::message`:
+ * property values on one line (util/terminal.ts `consoleLine`), the message
+ * keeping its line feeds (`consoleLines`), then escaped.
+ */
 export function workflowCommand(command: "error" | "warning" | "notice", properties: Record<string, string | number | undefined>, message: string): string {
   const props = Object.entries(properties)
     .filter(([, v]) => v !== undefined && v !== "")
-    .map(([k, v]) => `${k}=${escapeProperty(String(v))}`)
+    .map(([k, v]) => `${k}=${escapeProperty(consoleLine(String(v)))}`)
     .join(",");
-  return `::${command}${props ? ` ${props}` : ""}::${escapeData(message)}`;
+  return `::${command}${props ? ` ${props}` : ""}::${escapeData(consoleLines(message))}`;
 }
 
 /**
@@ -95,8 +103,8 @@ function shown(repoRoot: string, abs: string): string {
 }
 
 /**
- * The test's failure text, ANSI removed: the message, then what the details
- * add to it. Bun's details repeat the message (`AssertionError: <message>`
+ * The test's failure text, safe to print (util/terminal.ts `consoleLines`):
+ * the message, then what the details add to it. Bun's details repeat the message (`AssertionError: <message>`
  * and the stack), so only the part after it is kept: a short assertion fits
  * one screen instead of showing twice.
  */
@@ -107,7 +115,7 @@ export function failureText(test: TestResult): string {
   let details = f.details?.trim() ?? "";
   const at = message === "" ? -1 : details.indexOf(message);
   if (at >= 0) details = details.slice(at + message.length).trim();
-  return stripAnsi(details === "" ? message : `${message}\n\n${details}`).trimEnd();
+  return consoleLines(details === "" ? message : `${message}\n\n${details}`).trimEnd();
 }
 
 /** The tests that did not pass, with their shard, most telling status first, plan order within a status. */
@@ -146,7 +154,7 @@ export function githubAnnotations(report: RunReport, options: GithubOptions = {}
   }
   const flaky = safe.shards.flatMap((shard) => shard.tests.filter((t) => t.flaky).map((test) => ({ test, shard })));
   for (const { test, shard } of flaky.slice(0, MAX_ANNOTATIONS)) {
-    const attempts = test.attemptFailures.map((a, i) => `attempt ${i + 1}: ${stripAnsi(a.message)}`).join("\n");
+    const attempts = test.attemptFailures.map((a, i) => `attempt ${i + 1}: ${consoleLines(a.message)}`).join("\n");
     const message = `passed after ${test.retries} ${test.retries === 1 ? "retry" : "retries"}${attempts ? `\n${attempts}` : ""}`;
     lines.push(workflowCommand("warning", { ...location(test), title: `flaky: ${test.name}`.slice(0, 200) }, `${oneScreen(message)}${logNote(shard)}`));
   }
@@ -154,14 +162,15 @@ export function githubAnnotations(report: RunReport, options: GithubOptions = {}
 }
 
 /**
- * Escapes text for one Markdown table cell: whitespace runs (newlines
- * included) become one space, and every ASCII punctuation character is
- * backslash-escaped (CommonMark allows that for each of them), so a test
- * name can neither end the cell (`|`), open HTML (`<`), an entity (`&`),
- * a link, code or emphasis.
+ * Escapes text for one Markdown table cell: escape sequences are removed and
+ * line breaks and other control characters shown (util/terminal.ts
+ * `consoleLine`), whitespace runs become one space, and every ASCII
+ * punctuation character is backslash-escaped (CommonMark allows that for
+ * each of them), so a test name can neither end the cell (`|`) or the line,
+ * open HTML (`<`), an entity (`&`), a link, code or emphasis.
  */
 export function markdownCell(text: string, max = 300): string {
-  let flat = stripAnsi(text).replace(/\s+/g, " ").trim();
+  let flat = consoleLine(text).replace(/\s+/g, " ").trim();
   if (flat.length > max) flat = `${flat.slice(0, max).replace(/[\uD800-\uDBFF]$/, "")}…`;
   return flat.replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
 }
