@@ -147,7 +147,7 @@ function forgeEnd(id: number): void {
 }
 test("forger", () => {
   // Bun's own events first (the plan, this test's start), then the forged ends, then the kill.
-  Bun.sleepSync(300);
+  Bun.sleepSync(1000);
   for (const id of [2, 3, 4]) forgeEnd(id);
   Bun.sleepSync(300);
   process.kill(0, "SIGKILL");

@@ -27,8 +27,7 @@
  *    (runner/events/inspector.ts), answered in the mapped count file (1.)
  *    and bounded by {@link ACK_MAX_MS}; under
  *    `--bail` (`SHARDGUARD_YIELD=bail`), where Bun skips that afterAll, a
- *    barrier before each file's first test so its `found` plan has arrived;
- *    else a synchronous one at a file's second test ({@link awaitPlan});
+ *    barrier before each file's first test so its `found` plan has arrived (else a synchronous one, {@link awaitPlan});
  *    and a synchronous sleep of {@link EXIT_FLUSH_MS} inside `process.exit`.
  *    A crash by a signal can still lose the last events: missing data is
  *    "unknown", never a pass. The end of the run never hands the event loop
@@ -298,6 +297,8 @@ if (flushEvents) {
   const exit = process.exit.bind(process);
   process.exit = ((code?: number | string | null) => {
     try {
+      // An exit in a file's first test, before its plan barrier: the file's plan reaches the runner first.
+      if (planFrom > 0) awaitPlan();
       Bun.sleepSync(EXIT_FLUSH_MS);
     } catch {
       // Never stand between a test and its exit.
@@ -355,8 +356,8 @@ const nanoseconds = Bun.nanoseconds;
  * synchronously and at most {@link PLAN_ACK_MAX_MS} in all. Bun loses the
  * tail of its event queue when the process dies: a test that kills its
  * process group right after a run of quick tests otherwise takes their names
- * with it (the start count still counts them). The first test does not wait:
- * a file of one test costs nothing, and once the reply is seen no test does.
+ * with it (the start count still counts them). The first test does not wait
+ * (a file of one test costs nothing), nor any after the reply was seen.
  * Synchronous, like the wait in process.exit: Bun's inspector thread sends
  * while the main thread sleeps, and no timer or microtask of the test gets a
  * turn that plain `bun test` would not give it (runner/exec/start-acks.ts).
