@@ -23,7 +23,10 @@ const limitMs = opt("--limit-ms", 1000);
 const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-bg-"));
-writeFileSync(path.join(dir, "sleep.test.ts"), `import { test } from "bun:test";\ntest("sleeps", async () => { await Bun.sleep(3000); });\n`);
+writeFileSync(
+  path.join(dir, "sleep.test.ts"),
+  `import { test } from "bun:test";\ntest("sleeps", async () => { await Bun.sleep(3000); });\n`,
+);
 
 const time = (args: string[]) => {
   const t0 = performance.now();
@@ -46,13 +49,16 @@ for (let i = 0; i < runs; i++) {
   if (!readFileSync(log, "utf8").includes("### shardguard EXIT=")) stillRunning++;
 }
 const deadline = Date.now() + 60_000;
-while (Date.now() < deadline && logs.some((l) => !readFileSync(l, "utf8").includes("### shardguard EXIT="))) await Bun.sleep(200);
+while (Date.now() < deadline && logs.some((l) => !readFileSync(l, "utf8").includes("### shardguard EXIT=")))
+  await Bun.sleep(200);
 const passed = logs.filter((l) => readFileSync(l, "utf8").trimEnd().endsWith("### shardguard EXIT=0 ###")).length;
 
 const b = median(base);
 const m = median(bg);
-console.log(`runs ${runs}: --version median ${b.toFixed(0)} ms; bg --local median ${m.toFixed(0)} ms (x${(m / b).toFixed(2)}), max ${Math.max(...bg).toFixed(0)} ms`);
+console.log(
+  `runs ${runs}: --version median ${b.toFixed(0)} ms; bg --local median ${m.toFixed(0)} ms (x${(m / b).toFixed(2)}), max ${Math.max(...bg).toFixed(0)} ms`,
+);
 console.log(`still running when bg returned: ${stillRunning}/${runs}; ended EXIT=0: ${passed}/${runs}`);
 if (!argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });
 else console.log(`kept ${dir}`);
-process.exitCode = (m < limitMs && passed === runs && stillRunning === runs ? 0 : 1);
+process.exitCode = m < limitMs && passed === runs && stillRunning === runs ? 0 : 1;

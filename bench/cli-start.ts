@@ -17,7 +17,8 @@ import { buildCompiledCli, freshCompiledCli } from "../runner/cli/compiled.ts";
 
 const REPO = path.resolve(import.meta.dir, "..");
 const rounds = Number(process.argv[2] ?? 21);
-if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`usage: bun bench/cli-start.ts [ROUNDS], got ${process.argv[2]}`);
+if (!Number.isInteger(rounds) || rounds < 1)
+  throw new Error(`usage: bun bench/cli-start.ts [ROUNDS], got ${process.argv[2]}`);
 
 if (freshCompiledCli(REPO) === null) await buildCompiledCli(REPO);
 const root = mkdtempSync(path.join(os.tmpdir(), "sg-bench-start-"));

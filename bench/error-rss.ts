@@ -66,13 +66,25 @@ interface Measurement {
 async function measure(count: number): Promise<Measurement> {
   return inTempDir("sg-bench-errors-", OPTIONS.keep, async (dir) => {
     writeFileSync(path.join(dir, "errors.test.ts"), fixture(count));
-    const args = ["run", "--root", dir, "--jobs", "1", "--timeout", String(count === BASELINE_COUNT ? BASELINE_TIMEOUT_S : TIMEOUT_S), "--grace", "1"];
+    const args = [
+      "run",
+      "--root",
+      dir,
+      "--jobs",
+      "1",
+      "--timeout",
+      String(count === BASELINE_COUNT ? BASELINE_TIMEOUT_S : TIMEOUT_S),
+      "--grace",
+      "1",
+    ];
     const { code, wallMs, runnerPeak, childPeak } = await runSampled(CLI, args, dir, SAMPLE_MS);
     let shard = `runner exited ${code}, no report`;
     let tests: string[] = [];
     let notes: string[] = [];
     try {
-      const report = JSON.parse(readFileSync(path.join(dir, ".shardguard", "report.json"), "utf8")) as { shards: { status: string; notes?: string[]; tests: { status: string }[] }[] };
+      const report = JSON.parse(readFileSync(path.join(dir, ".shardguard", "report.json"), "utf8")) as {
+        shards: { status: string; notes?: string[]; tests: { status: string }[] }[];
+      };
       shard = report.shards[0]?.status ?? shard;
       tests = report.shards[0]?.tests.map((t) => t.status) ?? [];
       notes = report.shards[0]?.notes ?? [];
@@ -107,7 +119,8 @@ await comparePeaks({
   check: (label, m) => {
     const found: string[] = [];
     if (m.shard !== "timed-out") found.push(`${label} shard is ${m.shard}, not timed-out`);
-    if (m.tests[0] !== "failed" && m.tests[0] !== "passed") found.push(`${label} the rejecting test is ${m.tests[0]}: an ended test taken for one in flight`);
+    if (m.tests[0] !== "failed" && m.tests[0] !== "passed")
+      found.push(`${label} the rejecting test is ${m.tests[0]}: an ended test taken for one in flight`);
     if (m.tests[1] !== "timed-out") found.push(`${label} the spinning test is ${m.tests[1]}, not timed-out`);
     return found;
   },

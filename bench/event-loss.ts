@@ -44,11 +44,15 @@ let wrongStatus = 0;
 for (let run = 0; run < RUNS; run++) {
   const out = path.join(dir, `.sg-${run}`);
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [CLI, "run", "--root", dir, "--out", out, "--jobs", String(JOBS), "t", "--", "--retry", "1"], {
-    cwd: dir,
-    encoding: "utf8",
-    env: { ...process.env, NO_COLOR: "1" },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [CLI, "run", "--root", dir, "--out", out, "--jobs", String(JOBS), "t", "--", "--retry", "1"],
+    {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, NO_COLOR: "1" },
+    },
+  );
   const ms = performance.now() - t0;
   const report = JSON.parse(readFileSync(path.join(out, "report.json"), "utf8")) as ReportShape;
   const runDir = path.join(out, "runs", readdirSync(path.join(out, "runs"))[0]!);
@@ -77,7 +81,10 @@ for (let run = 0; run < RUNS; run++) {
   if (r.status !== 0) process.stderr.write(r.stderr.slice(-2000));
 }
 console.log(
-  `total: ${totalNoEvents} of ${SHARDS * RUNS} shards without events, ${totalNotFlaky} without the retry, ${wrongStatus} with a wrong status (jobs ${JOBS}, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")})`,
+  `total: ${totalNoEvents} of ${SHARDS * RUNS} shards without events, ${totalNotFlaky} without the retry, ${wrongStatus} with a wrong status (jobs ${JOBS}, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")})`,
 );
 if (KEEP) console.log(`kept ${dir}`);
 else rmSync(dir, { recursive: true, force: true });

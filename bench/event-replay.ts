@@ -58,11 +58,15 @@ if (process.argv[2] === "--send") {
   const url = path.join(dir, "t", "many.test.ts");
   const messages: string[] = [];
   for (let id = 1; id <= tests; id++) {
-    messages.push(JSON.stringify({ method: "TestReporter.found", params: { id, url, line: 2, name: `t${id - 1}`, type: "test" } }));
+    messages.push(
+      JSON.stringify({ method: "TestReporter.found", params: { id, url, line: 2, name: `t${id - 1}`, type: "test" } }),
+    );
   }
   for (let id = 1; id <= tests; id++) {
     messages.push(JSON.stringify({ method: "TestReporter.start", params: { id } }));
-    messages.push(JSON.stringify({ method: "TestReporter.end", params: { id, status: "pass", elapsed: 1000 + (id % 5000) } }));
+    messages.push(
+      JSON.stringify({ method: "TestReporter.end", params: { id, status: "pass", elapsed: 1000 + (id % 5000) } }),
+    );
   }
   const framesPath = path.join(dir, "frames");
   writeFileSync(framesPath, Buffer.concat(messages.map((m) => encodeFrame(m))));
@@ -80,7 +84,15 @@ if (process.argv[2] === "--send") {
         journal.append(event, message);
       },
       sink: {
-        found: (id: number, url: string, line: number, name: string, type: string, parentId: number | undefined, message: Uint8Array) => {
+        found: (
+          id: number,
+          url: string,
+          line: number,
+          name: string,
+          type: string,
+          parentId: number | undefined,
+          message: Uint8Array,
+        ) => {
           model.found(id, url, line, name, type, parentId);
           journal.appendLine(message);
         },
@@ -97,7 +109,9 @@ if (process.argv[2] === "--send") {
         arrivedAtMs = performance.now();
       },
     });
-    const sender = Bun.spawn([process.execPath, import.meta.path, "--send", socketPath, framesPath, chunkFrames], { stdio: ["ignore", "ignore", "inherit"] });
+    const sender = Bun.spawn([process.execPath, import.meta.path, "--send", socketPath, framesPath, chunkFrames], {
+      stdio: ["ignore", "ignore", "inherit"],
+    });
     await channel.ready;
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
@@ -108,7 +122,9 @@ if (process.argv[2] === "--send") {
     const ms = performance.now() - t0;
     await sender.exited;
     const { events } = channel.stats();
-    process.stdout.write(`round ${round + 1}: ${ms.toFixed(0)} ms wall, ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms CPU, ${events} events, RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB\n`);
+    process.stdout.write(
+      `round ${round + 1}: ${ms.toFixed(0)} ms wall, ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms CPU, ${events} events, RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB\n`,
+    );
   }
   rmSync(dir, { recursive: true, force: true });
 }

@@ -55,7 +55,9 @@ function timed(argv: string[], cwd: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: "ignore", env: { ...process.env, NO_COLOR: "1" } });
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${argv.join(" ")} exited ${code}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${argv.join(" ")} exited ${code}`)),
+    );
   });
 }
 
@@ -91,7 +93,9 @@ const med = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, media
 const ratio = (a: string) => med[a]! / med.plain!;
 console.log(`files ${FILES}, jobs ${JOBS}, rounds ${ROUNDS}, test-ms ${TEST_MS}, bun ${Bun.version}`);
 for (const name of ["plain", "off", "events"]) {
-  console.log(`${name.padEnd(7)} median ${(med[name]! / 1000).toFixed(2)} s  (×${ratio(name).toFixed(3)} of plain)  samples ${samples[name]!.map((x) => (x / 1000).toFixed(2)).join(" ")}`);
+  console.log(
+    `${name.padEnd(7)} median ${(med[name]! / 1000).toFixed(2)} s  (×${ratio(name).toFixed(3)} of plain)  samples ${samples[name]!.map((x) => (x / 1000).toFixed(2)).join(" ")}`,
+  );
 }
 const verdict = ratio("events") <= TARGET;
 console.log(`events/plain ${ratio("events").toFixed(3)}: ${verdict ? "within" : "OVER"} the ${TARGET} target`);

@@ -71,7 +71,18 @@ async function measure(bytes: number): Promise<Measurement> {
 
 async function measureIn(dir: string, bytes: number): Promise<Measurement> {
   writeFileSync(path.join(dir, "huge.test.ts"), fixture(bytes));
-  const args = ["run", "--root", dir, "--jobs", "1", "--timeout", "600", "--grace", "1", ...(EVENTS ? [] : ["--no-test-events"])];
+  const args = [
+    "run",
+    "--root",
+    dir,
+    "--jobs",
+    "1",
+    "--timeout",
+    "600",
+    "--grace",
+    "1",
+    ...(EVENTS ? [] : ["--no-test-events"]),
+  ];
   const { code, wallMs, runnerPeak, childPeak } = await runSampled(CLI, args, dir, SAMPLE_MS);
   const out = path.join(dir, ".shardguard");
   const size = (name: string) => {
@@ -93,7 +104,16 @@ async function measureIn(dir: string, bytes: number): Promise<Measurement> {
   } catch {
     // Reported through status.
   }
-  return { bytes, wallMs, status, runnerPeak, childPeak, reports: { junit: size("junit.xml"), json: size("report.json"), ctrf: size("ctrf.json") }, tailKept, dir };
+  return {
+    bytes,
+    wallMs,
+    status,
+    runnerPeak,
+    childPeak,
+    reports: { junit: size("junit.xml"), json: size("report.json"), ctrf: size("ctrf.json") },
+    tailKept,
+    dir,
+  };
 }
 
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
@@ -122,7 +142,8 @@ await comparePeaks({
   check: (label, m) => {
     const found: string[] = [];
     if (m.status !== "failed") found.push(`${label} shard is ${m.status}, not failed`);
-    for (const [name, bytes] of Object.entries(m.reports)) if (bytes > REPORT_LIMIT) found.push(`${label} ${name} is ${mib(bytes)} MiB`);
+    for (const [name, bytes] of Object.entries(m.reports))
+      if (bytes > REPORT_LIMIT) found.push(`${label} ${name} is ${mib(bytes)} MiB`);
     if (!m.tailKept) found.push(`${label} report.json lost the message's tail or does not name the log`);
     return found;
   },

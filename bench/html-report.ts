@@ -20,14 +20,19 @@ import { launchBrowser, openReport, shownCount } from "../test/helpers/browser.t
 
 const REPO = path.resolve(import.meta.dir, "..");
 const rounds = Number(process.argv[2] ?? 5);
-if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`usage: bun bench/html-report.ts [ROUNDS], got ${process.argv[2]}`);
+if (!Number.isInteger(rounds) || rounds < 1)
+  throw new Error(`usage: bun bench/html-report.ts [ROUNDS], got ${process.argv[2]}`);
 
 const root = mkdtempSync(path.join(os.tmpdir(), "sg-bench-html-"));
 writeFileSync(
   path.join(root, "big.test.ts"),
   `import { describe, expect, test } from "bun:test";\nfor (let d = 0; d < 100; d++) describe("block " + d, () => { for (let i = 0; i < 1000; i++) { const n = d * 1000 + i; test("case " + n, () => { if (n % 10000 === 9999) expect(n).toBe(-1); }); } });\n`,
 );
-const run = spawnSync(process.execPath, [path.join(REPO, "runner", "cli-entry.ts"), "run", "--root", root, "--jobs", "1", "--timeout", "300"], { stdio: ["ignore", "ignore", "inherit"] });
+const run = spawnSync(
+  process.execPath,
+  [path.join(REPO, "runner", "cli-entry.ts"), "run", "--root", root, "--jobs", "1", "--timeout", "300"],
+  { stdio: ["ignore", "ignore", "inherit"] },
+);
 if (run.status !== 1) throw new Error(`the run exited ${run.status}, expected 1 (10 failing tests)`);
 const htmlPath = path.join(root, ".shardguard", "report.html");
 const report = JSON.parse(readFileSync(path.join(root, ".shardguard", "report.json"), "utf8")) as RunReport;
@@ -44,7 +49,14 @@ for (let i = 0; i < rounds; i++) {
   renderMs.push(performance.now() - t0);
 }
 
-const times = { launch: [] as number[], open: [] as number[], filter: [] as number[], search: [] as number[], detail: [] as number[], total: [] as number[] };
+const times = {
+  launch: [] as number[],
+  open: [] as number[],
+  filter: [] as number[],
+  search: [] as number[],
+  detail: [] as number[],
+  total: [] as number[],
+};
 for (let i = 0; i < rounds; i++) {
   const t0 = performance.now();
   const browser = await launchBrowser();
@@ -61,7 +73,8 @@ for (let i = 0; i < rounds; i++) {
   await page.click("#rows .row");
   await page.waitForSelector("#detail:not([hidden])");
   const t5 = performance.now();
-  if (errors.length > 0 || (await shownCount(page)).total !== 100_000) throw new Error(`page errors: ${errors.join("; ")}`);
+  if (errors.length > 0 || (await shownCount(page)).total !== 100_000)
+    throw new Error(`page errors: ${errors.join("; ")}`);
   await browser.close();
   times.launch.push(t1 - t0);
   times.open.push(t2 - t1);
@@ -71,8 +84,11 @@ for (let i = 0; i < rounds; i++) {
   times.detail.push(t5 - t4);
   times.total.push(t5 - t0);
 }
-const ms = (xs: number[]) => `${median(xs).toFixed(0)} ms [${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}]`;
-console.log(`report.html of 100,000 tests: ${(statSync(htmlPath).size / 1e6).toFixed(1)} MB; rendered from the report in ${ms(renderMs)}`);
+const ms = (xs: number[]) =>
+  `${median(xs).toFixed(0)} ms [${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}]`;
+console.log(
+  `report.html of 100,000 tests: ${(statSync(htmlPath).size / 1e6).toFixed(1)} MB; rendered from the report in ${ms(renderMs)}`,
+);
 console.log(`headless chromium, medians of ${rounds} (min-max), load ${os.loadavg()[0]!.toFixed(1)}:`);
 for (const [what, xs] of Object.entries(times)) console.log(`  ${what.padEnd(7)} ${ms(xs)}`);
 rmSync(root, { recursive: true, force: true });

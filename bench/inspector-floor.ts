@@ -133,20 +133,32 @@ async function reverseWith(file: string, pipelined: boolean, barrier = false): P
     unix: sock,
     socket: {
       open(socket) {
-        const enables = [frame({ id: 1, method: "TestReporter.enable" }), frame({ id: 2, method: "LifecycleReporter.enable" })];
+        const enables = [
+          frame({ id: 1, method: "TestReporter.enable" }),
+          frame({ id: 2, method: "LifecycleReporter.enable" }),
+        ];
         if (!pipelined) {
           socket.write(Buffer.concat(enables));
           return;
         }
         // All three at once: Bun handles them in order, the enables before the release.
-        const end = barrier ? [frame({ id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } })] : [];
+        const end = barrier
+          ? [frame({ id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } })]
+          : [];
         socket.write(Buffer.concat([...enables, frame({ id: 3, method: "Inspector.initialized" }), ...end]));
         released = performance.now() - t0;
       },
       data(socket, chunk) {
         if (barrier) {
           const objectId = /"objectId":"((?:[^"\\]|\\.)*)"/.exec(chunk.toString("utf8"))?.[1];
-          if (objectId) socket.write(frame({ id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: JSON.parse(`"${objectId}"`) } }));
+          if (objectId)
+            socket.write(
+              frame({
+                id: 5,
+                method: "Runtime.awaitPromise",
+                params: { promiseObjectId: JSON.parse(`"${objectId}"`) },
+              }),
+            );
         }
         // Sequential handshake: the two replies are the first 2 × 24 bytes ({"result":{},"id":N} framed).
         if (pipelined || released > 0) return;
@@ -181,18 +193,27 @@ const variants: Record<string, (file: string) => Promise<number>> = {
   reversePipelined: (file) => reverseWith(file, true),
   reverseBarrierRequests: (file) => reverseWith(file, true, true),
 };
-const samples: Record<string, { ms: number; releaseMs: number }[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+const samples: Record<string, { ms: number; releaseMs: number }[]> = Object.fromEntries(
+  Object.keys(variants).map((k) => [k, []]),
+);
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, run] of Object.entries(variants)) samples[name]!.push(await pool(run));
   process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`);
 }
 const rawMs = median(samples.raw!.map((s) => s.ms));
-console.log(`bun ${Bun.version}, ${os.cpus().length} cores, ${FILES} one-test files, jobs ${JOBS}, ${ROUNDS} rounds, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `bun ${Bun.version}, ${os.cpus().length} cores, ${FILES} one-test files, jobs ${JOBS}, ${ROUNDS} rounds, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 console.log("| variant | median wall | × raw | per file | spawn → released (mean) |");
 console.log("|---|---|---|---|---|");
 for (const [name, list] of Object.entries(samples)) {
   const ms = median(list.map((s) => s.ms));
   const rel = name === "raw" ? "—" : `${median(list.map((s) => s.releaseMs)).toFixed(1)} ms`;
-  console.log(`| ${name} | ${(ms / 1000).toFixed(2)} s | ${(ms / rawMs).toFixed(2)}× | ${((ms * JOBS) / FILES).toFixed(1)} ms | ${rel} |`);
+  console.log(
+    `| ${name} | ${(ms / 1000).toFixed(2)} s | ${(ms / rawMs).toFixed(2)}× | ${((ms * JOBS) / FILES).toFixed(1)} ms | ${rel} |`,
+  );
 }
 rmSync(dir, { recursive: true, force: true });

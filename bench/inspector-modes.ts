@@ -67,15 +67,23 @@ const frame = (o: object) => {
   head.writeUInt32BE(body.length);
   return Buffer.concat([head, body]);
 };
-const HANDSHAKE = Buffer.concat([frame({ id: 1, method: "TestReporter.enable" }), frame({ id: 2, method: "LifecycleReporter.enable" }), frame({ id: 3, method: "Inspector.initialized" })]);
+const HANDSHAKE = Buffer.concat([
+  frame({ id: 1, method: "TestReporter.enable" }),
+  frame({ id: 2, method: "LifecycleReporter.enable" }),
+  frame({ id: 3, method: "Inspector.initialized" }),
+]);
 
 type Mode = "plain" | "flag" | "connect";
 let serial = 0;
 /** One `bun test FILE` the given way: its output and wall time (ms, spawn to exit). */
 async function run(mode: Mode, file: string): Promise<{ out: string; ms: number }> {
   const sock = path.join(dir, `${(serial += 1)}.sock`);
-  const server = mode === "plain" ? null : Bun.listen({ unix: sock, socket: { open: (s) => void s.write(HANDSHAKE), data() {} } });
-  const env: Record<string, string | undefined> = { ...process.env, BUN_INSPECT_CONNECT_TO: mode === "connect" ? `unix://${sock}` : undefined };
+  const server =
+    mode === "plain" ? null : Bun.listen({ unix: sock, socket: { open: (s) => void s.write(HANDSHAKE), data() {} } });
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    BUN_INSPECT_CONNECT_TO: mode === "connect" ? `unix://${sock}` : undefined,
+  };
   const argv = mode === "flag" ? [BUN, `--inspect-wait=unix:${sock}`, "test", file] : [BUN, "test", file];
   const t0 = performance.now();
   const child = Bun.spawn(argv, { cwd: dir, env, stdout: "pipe", stderr: "pipe" });
@@ -106,7 +114,8 @@ let connectDiffers = false;
 for (const mode of ["flag", "connect"] as const) {
   const keys = Object.keys(observed.plain).filter((k) => observed.plain[k] !== observed[mode][k]);
   console.log(`\n${mode}: ${keys.length} observation(s) differ from plain`);
-  for (const k of keys) console.log(`  ${k}\n    plain:   ${observed.plain[k]}\n    ${mode.padEnd(8)} ${observed[mode][k]}`);
+  for (const k of keys)
+    console.log(`  ${k}\n    plain:   ${observed.plain[k]}\n    ${mode.padEnd(8)} ${observed[mode][k]}`);
   if (mode === "connect") connectDiffers = keys.some((k) => k !== "inspectorEnv");
 }
 console.log(`\nwall time of a one-test file, median of ${RUNS} (ms):`);
@@ -115,7 +124,9 @@ for (const mode of ["plain", "flag", "connect"] as const) {
   // Alternating would mix the modes' caches; each mode runs its spawns back to back.
   for (let i = 0; i < RUNS; i++) times.push((await run(mode, TRIVIAL)).ms);
   times.sort((a, b) => a - b);
-  console.log(`  ${mode.padEnd(8)} ${times[Math.floor(RUNS / 2)]!.toFixed(1)} (min ${times[0]!.toFixed(1)}, max ${times[RUNS - 1]!.toFixed(1)})`);
+  console.log(
+    `  ${mode.padEnd(8)} ${times[Math.floor(RUNS / 2)]!.toFixed(1)} (min ${times[0]!.toFixed(1)}, max ${times[RUNS - 1]!.toFixed(1)})`,
+  );
 }
 rmSync(dir, { recursive: true, force: true });
 process.exit(connectDiffers ? 1 : 0);

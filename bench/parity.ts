@@ -34,7 +34,11 @@ function plain(dir: string, tag: string, files: string[] = []): { statuses: Stat
   const xml = path.join(dir, `.parity-${tag}.xml`);
   // Bun writes no JUnit for a run that fails to load: an earlier run's file must not stand in for it.
   rmSync(xml, { force: true });
-  const r = run([BUN, "test", "--reporter=junit", `--reporter-outfile=${xml}`, ...files.map((f) => `./${f}`)], dir, false);
+  const r = run(
+    [BUN, "test", "--reporter=junit", `--reporter-outfile=${xml}`, ...files.map((f) => `./${f}`)],
+    dir,
+    false,
+  );
   return { statuses: existsSync(xml) ? bunStatuses(xml) : new Map(), code: r.code };
 }
 
@@ -47,10 +51,13 @@ const fileOf = (key: string) => key.slice(0, key.indexOf(" > "));
  */
 function shardguardView(reportFile: string): Statuses {
   const statuses = shardguardStatuses(reportFile);
-  const report = JSON.parse(readFileSync(reportFile, "utf8")) as { shards: { tests: { file: string; name: string; status: string; synthetic: boolean }[] }[] };
+  const report = JSON.parse(readFileSync(reportFile, "utf8")) as {
+    shards: { tests: { file: string; name: string; status: string; synthetic: boolean }[] }[];
+  };
   for (const shard of report.shards) {
     for (const t of shard.tests) {
-      if (t.synthetic && !["passed", "skipped", "todo", "skipped-by-diff"].includes(t.status)) statuses.set(`${t.file} > ${t.name}`, [t.status]);
+      if (t.synthetic && !["passed", "skipped", "todo", "skipped-by-diff"].includes(t.status))
+        statuses.set(`${t.file} > ${t.name}`, [t.status]);
     }
   }
   return statuses;
@@ -58,14 +65,20 @@ function shardguardView(reportFile: string): Statuses {
 
 const dir = GIVEN === "" ? setUp(SOURCE, COMMIT) : path.resolve(GIVEN);
 try {
-  console.log(`suite: ${GIVEN || `${SOURCE} @ ${COMMIT.slice(0, 12)}`}; Bun ${Bun.version}; load ${os.loadavg()[0]!.toFixed(1)}`);
+  console.log(
+    `suite: ${GIVEN || `${SOURCE} @ ${COMMIT.slice(0, 12)}`}; Bun ${Bun.version}; load ${os.loadavg()[0]!.toFixed(1)}`,
+  );
   const whole = [plain(dir, "whole-1"), plain(dir, "whole-2")];
   const out = path.join(dir, ".parity-sg");
   const sg = run([BUN, CLI, "run", "--jobs", JOBS, "--timeout", TIMEOUT_S, "--out", out], dir, false);
   const sgStatuses = shardguardView(path.join(out, "report.json"));
-  console.log(`exit codes: plain bun test ${whole[0]!.code} and ${whole[1]!.code}, shardguard ${sg.code}; ${whole[0]!.statuses.size} tests in Bun's JUnit, ${sgStatuses.size} in shardguard's report`);
+  console.log(
+    `exit codes: plain bun test ${whole[0]!.code} and ${whole[1]!.code}, shardguard ${sg.code}; ${whole[0]!.statuses.size} tests in Bun's JUnit, ${sgStatuses.size} in shardguard's report`,
+  );
   // Tests that differ between two plain runs are the suite's own flakiness.
-  const flaky = new Set(differences(whole[0]!.statuses, whole[1]!.statuses).map((d) => d.slice(0, d.lastIndexOf(": "))));
+  const flaky = new Set(
+    differences(whole[0]!.statuses, whole[1]!.statuses).map((d) => d.slice(0, d.lastIndexOf(": "))),
+  );
   // Bun's JUnit leaves out tests that never ran (under a failed beforeAll, after --bail): absent there is never-started.
   const neverRan = (d: string) => d.endsWith(": absent vs never-started");
   const raw = differences(whole[0]!.statuses, sgStatuses, (k) => !flaky.has(k)).filter((d) => !neverRan(d));
@@ -77,13 +90,21 @@ try {
     const aloneAgrees = alone.every((a) => differences(whole[0]!.statuses, a.statuses, inFile).length === 0);
     // A whole-file failure (the file did not load) has no testcase in Bun's JUnit: Bun's exit code says it failed.
     const bunFailsFile = alone.every((a) => a.code !== 0 && a.statuses.size === 0);
-    const here = raw.filter((d) => fileOf(d) === file && !(bunFailsFile && d.includes(" > (whole file): absent vs failed")));
-    const verdict = here.length === 0 ? "Bun fails the file too (exit code): none" : aloneAgrees ? "alone it agrees with plain bun test twice: counted" : "alone it differs from plain bun test: not counted";
+    const here = raw.filter(
+      (d) => fileOf(d) === file && !(bunFailsFile && d.includes(" > (whole file): absent vs failed")),
+    );
+    const verdict =
+      here.length === 0
+        ? "Bun fails the file too (exit code): none"
+        : aloneAgrees
+          ? "alone it agrees with plain bun test twice: counted"
+          : "alone it differs from plain bun test: not counted";
     console.log(`${file}: ${here.length} difference(s); ${verdict}`);
     for (const d of here.slice(0, 5)) console.log(`  ${d}`);
     if (aloneAgrees) counted.push(...here);
   }
-  const codes = whole[0]!.code === sg.code ? "equal exit codes" : `exit codes differ (${whole[0]!.code} against ${sg.code})`;
+  const codes =
+    whole[0]!.code === sg.code ? "equal exit codes" : `exit codes differ (${whole[0]!.code} against ${sg.code})`;
   console.log(`parity: ${counted.length} counted difference(s), ${flaky.size} flaky in plain bun test; ${codes}`);
 } finally {
   if (!KEEP) rmSync(dir, { recursive: true, force: true });

@@ -14,10 +14,12 @@ export const MiB = 1024 * 1024;
 /** "20M" → 20971520, "1G", "512K"; plain integers are bytes. @throws Error naming what is accepted */
 export function parseBytes(text: string): number {
   const m = /^(\d+)([KMG]?)$/i.exec(text.trim());
-  if (!m) throw new Error(`--bytes needs a whole number with an optional K, M or G suffix, got ${JSON.stringify(text)}`);
+  if (!m)
+    throw new Error(`--bytes needs a whole number with an optional K, M or G suffix, got ${JSON.stringify(text)}`);
   const scale = { "": 1, K: 1024, M: MiB, G: 1024 * MiB }[m[2]!.toUpperCase() as "" | "K" | "M" | "G"];
   const value = Number(m[1]) * scale;
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--bytes must be at least 1, got ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new Error(`--bytes must be at least 1, got ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -87,9 +89,18 @@ export function childrenOf(pid: number): number[] {
  *
  * @throws Error when the pid was never seen running the CLI (nothing measured)
  */
-export async function runSampled(cli: string, args: readonly string[], cwd: string, sampleMs: number): Promise<PeakSample> {
+export async function runSampled(
+  cli: string,
+  args: readonly string[],
+  cwd: string,
+  sampleMs: number,
+): Promise<PeakSample> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [cli, ...args], { cwd, env: { ...process.env, NO_COLOR: "1" }, stdio: "ignore" });
+  const child = spawn(process.execPath, [cli, ...args], {
+    cwd,
+    env: { ...process.env, NO_COLOR: "1" },
+    stdio: "ignore",
+  });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const pid = child.pid!;
   let runnerPeak = 0;
@@ -170,9 +181,12 @@ export async function comparePeaks<M extends PeakMeasurement>(o: {
   console.log(o.row("baseline", baseline));
   const target = await o.measure(o.bytes);
   console.log(o.row("target", target));
-  console.log(`runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${(target.runnerPeak / baseline.runnerPeak).toFixed(2)})`);
+  console.log(
+    `runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${(target.runnerPeak / baseline.runnerPeak).toFixed(2)})`,
+  );
   const problems: string[] = [];
-  if (target.runnerPeak >= o.limitMib * MiB) problems.push(`runner peak RSS ${mib(target.runnerPeak)} MiB ≥ ${o.limitMib} MiB`);
+  if (target.runnerPeak >= o.limitMib * MiB)
+    problems.push(`runner peak RSS ${mib(target.runnerPeak)} MiB ≥ ${o.limitMib} MiB`);
   problems.push(...o.check("baseline", baseline), ...o.check("target", target));
   if (o.keep) console.log(`kept: ${baseline.dir} ${target.dir}`);
   else for (const m of [baseline, target]) rmSync(m.dir, { recursive: true, force: true });

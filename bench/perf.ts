@@ -80,7 +80,16 @@ interface Sample {
 /** A discarding sink for a floor's channel that counts the test ends it was given. */
 function countingSink(): { sink: { found(): void; start(): void; end(): void }; ends: () => number } {
   let ends = 0;
-  return { sink: { found() {}, start() {}, end() { ends += 1; } }, ends: () => ends };
+  return {
+    sink: {
+      found() {},
+      start() {},
+      end() {
+        ends += 1;
+      },
+    },
+    ends: () => ends,
+  };
 }
 
 /**
@@ -88,7 +97,8 @@ function countingSink(): { sink: { found(): void; start(): void; end(): void }; 
  * process only, not its children) to the file named by SG_BENCH_CPU_OUT at
  * exit. Written into a temp dir by {@link timedCpu}; bench only.
  */
-const CPU_SHIM = 'process.on("exit", () => { const u = process.cpuUsage(); require("fs").writeFileSync(process.env.SG_BENCH_CPU_OUT, String((u.user + u.system) / 1000)); });\n';
+const CPU_SHIM =
+  'process.on("exit", () => { const u = process.cpuUsage(); require("fs").writeFileSync(process.env.SG_BENCH_CPU_OUT, String((u.user + u.system) / 1000)); });\n';
 
 /**
  * Runs a shardguard command line (`[BUN, CLI, ...args]`) to completion with
@@ -143,10 +153,19 @@ async function timedRusage(argv: string[], cwd: string): Promise<Sample> {
 }
 
 /** Runs a command to completion (exit code in `ok`, or any code when `anyCode`); wall time and peak RSS. */
-function timed(argv: string[], cwd: string, okCodes: number[] = [0], extraEnv: Record<string, string> = {}): Promise<Sample> {
+function timed(
+  argv: string[],
+  cwd: string,
+  okCodes: number[] = [0],
+  extraEnv: Record<string, string> = {},
+): Promise<Sample> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, NO_COLOR: "1", ...extraEnv } });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd,
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, NO_COLOR: "1", ...extraEnv },
+    });
     let peak = 0;
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-2000)));
@@ -197,7 +216,12 @@ async function inspectorFloor(files: string[], jobs: number, cwd: string): Promi
     while (next < files.length) {
       const file = files[next++]!;
       const socketPath = path.join(sockDir, `${n++}.sock`);
-      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: counted.sink });
+      const channel = listenForTestEvents({
+        socketPath,
+        connectTimeoutMs: 10_000,
+        onEvent: () => {},
+        sink: counted.sink,
+      });
       const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", file], { cwd, stdio: "ignore" });
       const exited = new Promise((r) => child.once("exit", r));
       await channel.ready;
@@ -234,15 +258,30 @@ async function childFloor(files: string[], jobs: number, cwd: string, events: bo
       const marks = path.join(out, `${n}.marks`);
       writeFileSync(marks, "");
       prepareStartCount(marks);
-      const argv = shardArgv({ bun: BUN, root: cwd, files: [files[n]!], junitPath: path.join(out, `${n}.xml`), bunArgs: [] });
+      const argv = shardArgv({
+        bun: BUN,
+        root: cwd,
+        files: [files[n]!],
+        junitPath: path.join(out, `${n}.xml`),
+        bunArgs: [],
+      });
       const env: Record<string, string> = { [SHARD_ENV.marks]: marks, [SHARD_ENV.inShard]: "1" };
       if (!events) {
         await timed(argv, cwd, [0], env);
         continue;
       }
       const socketPath = path.join(out, `${n}.sock`);
-      const channel = listenForTestEvents({ socketPath, connectTimeoutMs: 10_000, onEvent: () => {}, sink: counted.sink });
-      const exited = timed(argv, cwd, [0], { ...env, ...(inspectorEnv(socketPath) as Record<string, string>), [SHARD_ENV.yieldEvents]: "1" });
+      const channel = listenForTestEvents({
+        socketPath,
+        connectTimeoutMs: 10_000,
+        onEvent: () => {},
+        sink: counted.sink,
+      });
+      const exited = timed(argv, cwd, [0], {
+        ...env,
+        ...(inspectorEnv(socketPath) as Record<string, string>),
+        [SHARD_ENV.yieldEvents]: "1",
+      });
       await channel.ready;
       await exited;
       await channel.closed;
@@ -265,7 +304,9 @@ const median = (xs: number[]) => {
 async function compare(
   label: string,
   variants: Record<string, () => Promise<Sample>>,
-): Promise<Record<string, { ms: number; peakMiB: number; cpuMs: number; runnerCpuMs: number; ends: number; all: number[] }>> {
+): Promise<
+  Record<string, { ms: number; peakMiB: number; cpuMs: number; runnerCpuMs: number; ends: number; all: number[] }>
+> {
   const samples: Record<string, Sample[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, run] of Object.entries(variants)) samples[name]!.push(await run());
@@ -291,7 +332,16 @@ const suiteDir = (name: string) => {
   mkdirSync(path.join(dir, "t"));
   return dir;
 };
-const sg = (dir: string, ...args: string[]) => [BUN, CLI, "run", "--root", dir, "--out", path.join(dir, ".sg"), ...args];
+const sg = (dir: string, ...args: string[]) => [
+  BUN,
+  CLI,
+  "run",
+  "--root",
+  dir,
+  "--out",
+  path.join(dir, ".sg"),
+  ...args,
+];
 /** The same command line run by the --compare-cli checkout. */
 const other = (argv: string[]) => [BUN, COMPARE_CLI!, ...argv.slice(2)];
 /** Wall and CPU figures of a timedCpu variant, for the per-case CPU lines. */
@@ -338,34 +388,63 @@ if (CASES.includes("p1")) {
     childFloorEvents: () => childFloor(files, 2, dir, true),
     ...withAndWithoutEvents(dir, "2"),
   });
-  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`p1 ${name}`, m[name]));
+  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"])
+    if (m[name]) process.stderr.write(cpuLine(`p1 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.raw!.ms;
-  rows.push(`| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 2.5× ${verdict(r <= 2.5)} |`);
+  rows.push(
+    `| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 2.5× ${verdict(r <= 2.5)} |`,
+  );
   const ends = (n: number) => `${n} of 200 test ends arrived (fewest in a round)`;
-  rows.push(`| P1 bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.floor!.ends)} | (context) |`);
-  rows.push(`| P1 floor: the shard child alone, events on (the runner's command line and environment: preload, marks, JUnit; the runner's event channel: handshake, release, end-of-run barrier), no supervision, jobs 2 | same raw baseline | ${s(m.childFloorEvents!.ms)} (${(m.childFloorEvents!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.childFloorEvents!.ends)} | (context) |`);
-  rows.push(`| P1 floor: the shard child alone, events off, no supervision, jobs 2 | same raw baseline | ${s(m.childFloor!.ms)} (${(m.childFloor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
-  rows.push(`| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | ≤ 1.5× ${verdict(m.noEvents!.ms / m.raw!.ms <= 1.5)} |`);
-  if (m.other) rows.push(`| P1 events on, --compare-cli ${COMPARE_CLI} | same raw baseline | ${s(m.other.ms)} (${(m.other.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
-  if (m.otherNoEvents) rows.push(`| P1 --no-test-events, --compare-cli | same raw baseline | ${s(m.otherNoEvents.ms)} (${(m.otherNoEvents.ms / m.raw!.ms).toFixed(2)}×) | (context) |`);
+  rows.push(
+    `| P1 bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.floor!.ends)} | (context) |`,
+  );
+  rows.push(
+    `| P1 floor: the shard child alone, events on (the runner's command line and environment: preload, marks, JUnit; the runner's event channel: handshake, release, end-of-run barrier), no supervision, jobs 2 | same raw baseline | ${s(m.childFloorEvents!.ms)} (${(m.childFloorEvents!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.childFloorEvents!.ends)} | (context) |`,
+  );
+  rows.push(
+    `| P1 floor: the shard child alone, events off, no supervision, jobs 2 | same raw baseline | ${s(m.childFloor!.ms)} (${(m.childFloor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
+  );
+  rows.push(
+    `| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | ≤ 1.5× ${verdict(m.noEvents!.ms / m.raw!.ms <= 1.5)} |`,
+  );
+  if (m.other)
+    rows.push(
+      `| P1 events on, --compare-cli ${COMPARE_CLI} | same raw baseline | ${s(m.other.ms)} (${(m.other.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
+    );
+  if (m.otherNoEvents)
+    rows.push(
+      `| P1 --no-test-events, --compare-cli | same raw baseline | ${s(m.otherNoEvents.ms)} (${(m.otherNoEvents.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
+    );
   rmSync(dir, { recursive: true, force: true });
 }
 
 if (CASES.includes("p3")) {
   const dir = suiteDir("p3");
   for (let i = 0; i < 300; i++) {
-    const tests = Array.from({ length: 10 }, (_, j) => `test("t${j}", () => expect(${i} + ${j}).toBe(${i + j}));`).join("\n");
-    writeFileSync(path.join(dir, "t", `f${String(i).padStart(3, "0")}.test.ts`), `import { expect, test } from "bun:test";\n${tests}\n`);
+    const tests = Array.from({ length: 10 }, (_, j) => `test("t${j}", () => expect(${i} + ${j}).toBe(${i + j}));`).join(
+      "\n",
+    );
+    writeFileSync(
+      path.join(dir, "t", `f${String(i).padStart(3, "0")}.test.ts`),
+      `import { expect, test } from "bun:test";\n${tests}\n`,
+    );
   }
   const m = await compare("p3", {
     parallel: () => timed([BUN, "test", "--parallel=2", "./t"], dir),
     shardguard: () => timedCpu(sg(dir, "--jobs", "2", "--files-per-shard", "50", "t"), dir),
-    ...(COMPARE_CLI ? { other: () => timedCpu(other(sg(dir, "--jobs", "2", "--files-per-shard", "50", "t")), dir) } : {}),
+    ...(COMPARE_CLI
+      ? { other: () => timedCpu(other(sg(dir, "--jobs", "2", "--files-per-shard", "50", "t")), dir) }
+      : {}),
   });
   for (const name of ["shardguard", "other"]) if (m[name]) process.stderr.write(cpuLine(`p3 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.parallel!.ms;
-  rows.push(`| P3 300 files × 10 tests, --files-per-shard 50, jobs 2 | \`bun test --parallel=2\`: ${s(m.parallel!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.3× ${verdict(r <= 1.3)} |`);
-  if (m.other) rows.push(`| P3 --compare-cli ${COMPARE_CLI} | same | ${s(m.other.ms)} (${(m.other.ms / m.parallel!.ms).toFixed(2)}×) | (context) |`);
+  rows.push(
+    `| P3 300 files × 10 tests, --files-per-shard 50, jobs 2 | \`bun test --parallel=2\`: ${s(m.parallel!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.3× ${verdict(r <= 1.3)} |`,
+  );
+  if (m.other)
+    rows.push(
+      `| P3 --compare-cli ${COMPARE_CLI} | same | ${s(m.other.ms)} (${(m.other.ms / m.parallel!.ms).toFixed(2)}×) | (context) |`,
+    );
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -444,41 +523,72 @@ for (const [key, shape] of Object.entries(P8_SHAPES)) {
   const file = path.join(dir, "t", "many.test.ts");
   writeFileSync(file, `import { describe, expect, test } from "bun:test";\n${shape.body()}`);
   const m = await compare(key, {
-    junit: () => timedRusage([BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file], dir),
+    junit: () =>
+      timedRusage(
+        [BUN, "test", "--reporter=junit", `--reporter-outfile=${path.join(dir, "bun-junit.xml")}`, file],
+        dir,
+      ),
     floor: () => inspectorFloor([file], 1, dir),
     childFloorEvents: () => childFloor([file], 1, dir, true),
     ...withAndWithoutEvents(dir, "1"),
   });
   const junit = readFileSync(path.join(dir, "bun-junit.xml"), "utf8");
   const tests = (junit.match(/<testcase /g) ?? []).length;
-  if (tests !== shape.tests()) throw new Error(`${key}: Bun's JUnit has ${tests} test cases, expected ${shape.tests()}`);
-  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"]) if (m[name]) process.stderr.write(cpuLine(`${key} ${name}`, m[name]));
+  if (tests !== shape.tests())
+    throw new Error(`${key}: Bun's JUnit has ${tests} test cases, expected ${shape.tests()}`);
+  for (const name of ["shardguard", "noEvents", "other", "otherNoEvents"])
+    if (m[name]) process.stderr.write(cpuLine(`${key} ${name}`, m[name]));
   // Every sample, for a shared machine where one slow round moves a median.
-  for (const [name, v] of Object.entries(m)) process.stderr.write(`${key} ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
+  for (const [name, v] of Object.entries(m))
+    process.stderr.write(`${key} ${name}: ${v.all.map((ms) => s(ms)).join(", ")}\n`);
   const base = m.junit!.ms;
   const ratio = (ms: number) => `${s(ms)} (${(ms / base).toFixed(2)}×)`;
   // CPU of the whole run (runner, child, guardian) against the baseline's, and the runner's own.
-  const cpu = (v: { cpuMs: number; runnerCpuMs: number }) => `CPU ${(v.cpuMs / m.junit!.cpuMs).toFixed(2)}× the baseline's, runner CPU ${s(v.runnerCpuMs)}`;
+  const cpu = (v: { cpuMs: number; runnerCpuMs: number }) =>
+    `CPU ${(v.cpuMs / m.junit!.cpuMs).toFixed(2)}× the baseline's, runner CPU ${s(v.runnerCpuMs)}`;
   const r = m.shardguard!.ms / base;
   const rss = m.shardguard!.peakMiB;
   const P = key.toUpperCase();
-  rows.push(`| ${P} one file, ${tests.toLocaleString("en")} tests, ${shape.label}, events on | \`bun test --reporter=junit\`: ${s(base)}, CPU ${s(m.junit!.cpuMs)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB, ${cpu(m.shardguard!)} | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`);
+  rows.push(
+    `| ${P} one file, ${tests.toLocaleString("en")} tests, ${shape.label}, events on | \`bun test --reporter=junit\`: ${s(base)}, CPU ${s(m.junit!.cpuMs)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB, ${cpu(m.shardguard!)} | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`,
+  );
   // The shard child's own floor must have every event, or it is no floor (the bare child's is not).
-  if (m.childFloorEvents!.ends !== tests) throw new Error(`${key}: the shard child alone delivered ${m.childFloorEvents!.ends} of ${tests} test ends`);
-  const ends = (n: number) => `${n.toLocaleString("en")} of ${tests.toLocaleString("en")} test ends arrived (fewest in a round)`;
-  rows.push(`| ${P} floor: the shard child alone, events on (the runner's command line, environment and event channel: preload hold, handshake, release, end-of-run barrier; JUnit), events parsed and discarded, no supervision | same | ${ratio(m.childFloorEvents!.ms)}, ${ends(m.childFloorEvents!.ends)} | (context) |`);
-  rows.push(`| ${P} bare \`bun --inspect-wait=unix:\` child + handshake, events parsed and discarded: no floor, the child exits before Bun has sent most events | same | ${ratio(m.floor!.ms)}, ${ends(m.floor!.ends)} | (context) |`);
-  rows.push(`| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`);
-  if (m.other) rows.push(`| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`);
-  if (m.otherNoEvents) rows.push(`| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`);
+  if (m.childFloorEvents!.ends !== tests)
+    throw new Error(`${key}: the shard child alone delivered ${m.childFloorEvents!.ends} of ${tests} test ends`);
+  const ends = (n: number) =>
+    `${n.toLocaleString("en")} of ${tests.toLocaleString("en")} test ends arrived (fewest in a round)`;
+  rows.push(
+    `| ${P} floor: the shard child alone, events on (the runner's command line, environment and event channel: preload hold, handshake, release, end-of-run barrier; JUnit), events parsed and discarded, no supervision | same | ${ratio(m.childFloorEvents!.ms)}, ${ends(m.childFloorEvents!.ends)} | (context) |`,
+  );
+  rows.push(
+    `| ${P} bare \`bun --inspect-wait=unix:\` child + handshake, events parsed and discarded: no floor, the child exits before Bun has sent most events | same | ${ratio(m.floor!.ms)}, ${ends(m.floor!.ends)} | (context) |`,
+  );
+  rows.push(
+    `| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`,
+  );
+  if (m.other)
+    rows.push(
+      `| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`,
+    );
+  if (m.otherNoEvents)
+    rows.push(
+      `| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`,
+    );
   rmSync(dir, { recursive: true, force: true });
 }
 
 if (CASES.includes("p5")) {
   const dir = suiteDir("p5");
   // The long file sorts last, so plan order would start it last.
-  writeFileSync(path.join(dir, "t", "z-long.test.ts"), `import { test } from "bun:test";\ntest("long", async () => { await Bun.sleep(3000); });\n`);
-  for (let i = 0; i < 6; i++) writeFileSync(path.join(dir, "t", `s${i}.test.ts`), `import { test } from "bun:test";\ntest("short", async () => { await Bun.sleep(500); });\n`);
+  writeFileSync(
+    path.join(dir, "t", "z-long.test.ts"),
+    `import { test } from "bun:test";\ntest("long", async () => { await Bun.sleep(3000); });\n`,
+  );
+  for (let i = 0; i < 6; i++)
+    writeFileSync(
+      path.join(dir, "t", `s${i}.test.ts`),
+      `import { test } from "bun:test";\ntest("short", async () => { await Bun.sleep(500); });\n`,
+    );
   mkdirSync(path.join(dir, "empty"));
   writeFileSync(path.join(dir, "empty", "e.test.ts"), `import { test } from "bun:test";\ntest("e", () => {});\n`);
   const timings = path.join(dir, "timings.json");
@@ -499,7 +609,12 @@ if (CASES.includes("p5")) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-console.log(`bun ${Bun.version}, ${os.cpus().length} cores, rounds ${ROUNDS}, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `bun ${Bun.version}, ${os.cpus().length} cores, rounds ${ROUNDS}, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 console.log("| case | baseline (median) | shardguard (median, ratio) | target |");
 console.log("|---|---|---|---|");
 for (const row of rows) console.log(row);

@@ -26,7 +26,10 @@ const CLI = path.join(import.meta.dir, "..", "runner", "cli-entry.ts");
 const dir = mkdtempSync(path.join(os.tmpdir(), "sg-bench-locks-"));
 mkdirSync(path.join(dir, "test"));
 const write = (name: string, ms: number) =>
-  writeFileSync(path.join(dir, "test", `${name}.test.ts`), `import { test } from "bun:test";\ntest(${JSON.stringify(name)}, async () => { await Bun.sleep(${ms}); });\n`);
+  writeFileSync(
+    path.join(dir, "test", `${name}.test.ts`),
+    `import { test } from "bun:test";\ntest(${JSON.stringify(name)}, async () => { await Bun.sleep(${ms}); });\n`,
+  );
 write("long", longMs);
 for (let i = 0; i < shortCount; i++) write(`short-${i}`, shortMs);
 write("regen", exclusiveMs);
@@ -34,7 +37,10 @@ const timings = path.join(dir, "timings.json");
 const exclusive = ["--exclusive", "test/regen.test.ts"];
 
 const cli = (args: string[]) => {
-  const r = spawnSync(process.execPath, [CLI, ...args, "--root", dir, "--jobs", String(jobs)], { cwd: dir, encoding: "utf8" });
+  const r = spawnSync(process.execPath, [CLI, ...args, "--root", dir, "--jobs", String(jobs)], {
+    cwd: dir,
+    encoding: "utf8",
+  });
   if (r.status !== 0) throw new Error(`shardguard ${args.join(" ")} exited ${r.status}: ${r.stdout}${r.stderr}`);
   return r.stdout;
 };
@@ -60,9 +66,17 @@ cli(["run", "--timings", timings, ...exclusive]);
 const withExclusive = span();
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-console.log(`suite: 1 × ${longMs} ms, ${shortCount} × ${shortMs} ms, 1 × ${exclusiveMs} ms exclusive; --jobs ${jobs}; load ${os.loadavg()[0]!.toFixed(2)}`);
-console.log(`planned makespan: ${s(plannedWith)} with --exclusive, ${s(plannedWithout)} without: cost ${s(plannedWith - plannedWithout)}`);
-console.log(`measured span:    ${s(withExclusive)} with --exclusive, ${s(without)} without: cost ${s(withExclusive - without)}`);
-console.log(`measured / planned: with ${(withExclusive / plannedWith).toFixed(3)}, without ${(without / plannedWithout).toFixed(3)}`);
+console.log(
+  `suite: 1 × ${longMs} ms, ${shortCount} × ${shortMs} ms, 1 × ${exclusiveMs} ms exclusive; --jobs ${jobs}; load ${os.loadavg()[0]!.toFixed(2)}`,
+);
+console.log(
+  `planned makespan: ${s(plannedWith)} with --exclusive, ${s(plannedWithout)} without: cost ${s(plannedWith - plannedWithout)}`,
+);
+console.log(
+  `measured span:    ${s(withExclusive)} with --exclusive, ${s(without)} without: cost ${s(withExclusive - without)}`,
+);
+console.log(
+  `measured / planned: with ${(withExclusive / plannedWith).toFixed(3)}, without ${(without / plannedWithout).toFixed(3)}`,
+);
 if (!argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });
 else console.log(`kept ${dir}`);

@@ -18,7 +18,11 @@ export const BUN = process.execPath;
  * Runs a command to its end; throws with its output when it fails and `check` is set.
  * `cpuMs`: user + system time of the process and the descendants it reaped (wait4's rusage).
  */
-export function run(cmd: string[], cwd: string, check = true): { code: number; ms: number; cpuMs: number; out: string } {
+export function run(
+  cmd: string[],
+  cwd: string,
+  check = true,
+): { code: number; ms: number; cpuMs: number; out: string } {
   const t0 = performance.now();
   const r = Bun.spawnSync(cmd, { cwd, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
   const ms = performance.now() - t0;
@@ -33,12 +37,24 @@ export function setUp(SOURCE: string, COMMIT: string): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), "sg-whole-suite-"));
   run(["git", "clone", "-q", "--no-checkout", SOURCE, dir], os.tmpdir());
   const listed = run(["git", "ls-tree", "-r", COMMIT], dir).out.trim().split("\n");
-  const probe = spawnSync("git", ["cat-file", "--batch-check"], { cwd: dir, input: listed.map((l) => l.split(/\s+/)[2]).join("\n"), encoding: "utf8" });
-  const missing = new Set(probe.stdout.split("\n").filter((l) => l.endsWith(" missing")).map((l) => l.split(" ")[0]));
+  const probe = spawnSync("git", ["cat-file", "--batch-check"], {
+    cwd: dir,
+    input: listed.map((l) => l.split(/\s+/)[2]).join("\n"),
+    encoding: "utf8",
+  });
+  const missing = new Set(
+    probe.stdout
+      .split("\n")
+      .filter((l) => l.endsWith(" missing"))
+      .map((l) => l.split(" ")[0]),
+  );
   const files = listed.filter((l) => !missing.has(l.split(/\s+/)[2])).map((l) => l.slice(l.indexOf("\t") + 1));
   run(["git", "reset", "-q", COMMIT], dir);
   for (let i = 0; i < files.length; i += 500) run(["git", "checkout", COMMIT, "--", ...files.slice(i, i + 500)], dir);
-  if (missing.size > 0) console.log(`set-up: ${missing.size} blob(s) absent from the source, left out (their tests fail the same way in every run)`);
+  if (missing.size > 0)
+    console.log(
+      `set-up: ${missing.size} blob(s) absent from the source, left out (their tests fail the same way in every run)`,
+    );
   run([BUN, "install", "--frozen-lockfile", "--ignore-scripts"], dir);
   return dir;
 }
@@ -47,14 +63,21 @@ export type Statuses = Map<string, string[]>;
 
 /** file > describe > … > test → statuses, from Bun's own JUnit (nested suites per describe). */
 export function bunStatuses(xmlFile: string): Statuses {
-  const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "", htmlEntities: true, trimValues: false, isArray: (name) => name === "testsuite" || name === "testcase" });
+  const parser = new XMLParser({
+    ignoreAttributes: false,
+    attributeNamePrefix: "",
+    htmlEntities: true,
+    trimValues: false,
+    isArray: (name) => name === "testsuite" || name === "testcase",
+  });
   const doc = parser.parse(readFileSync(xmlFile, "utf8"));
   const out: Statuses = new Map();
   type Suite = { name: string; file?: string; testsuite?: Suite[]; testcase?: Case[] };
   type Case = { name: string; failure?: unknown; error?: unknown; skipped?: unknown };
   const walk = (suite: Suite, file: string, names: string[]) => {
     for (const c of suite.testcase ?? []) {
-      const status = c.failure !== undefined || c.error !== undefined ? "failed" : c.skipped !== undefined ? "skipped" : "passed";
+      const status =
+        c.failure !== undefined || c.error !== undefined ? "failed" : c.skipped !== undefined ? "skipped" : "passed";
       add(out, `${file} > ${[...names, c.name].join(" > ")}`, status);
     }
     for (const s of suite.testsuite ?? []) walk(s, file, [...names, s.name]);
@@ -65,12 +88,15 @@ export function bunStatuses(xmlFile: string): Statuses {
 
 /** The same keys from shardguard's report.json; todo counts as skipped, as Bun's JUnit writes it. */
 export function shardguardStatuses(reportFile: string): Statuses {
-  const report = JSON.parse(readFileSync(reportFile, "utf8")) as { shards: { tests: { file: string; name: string; status: string; synthetic: boolean }[] }[] };
+  const report = JSON.parse(readFileSync(reportFile, "utf8")) as {
+    shards: { tests: { file: string; name: string; status: string; synthetic: boolean }[] }[];
+  };
   const out: Statuses = new Map();
-  for (const shard of report.shards) for (const t of shard.tests) {
-    if (t.synthetic) continue;
-    add(out, `${t.file} > ${t.name}`, t.status === "todo" ? "skipped" : t.status === "flaky" ? "passed" : t.status);
-  }
+  for (const shard of report.shards)
+    for (const t of shard.tests) {
+      if (t.synthetic) continue;
+      add(out, `${t.file} > ${t.name}`, t.status === "todo" ? "skipped" : t.status === "flaky" ? "passed" : t.status);
+    }
   return out;
 }
 
@@ -84,6 +110,8 @@ export function add(map: Statuses, key: string, status: string): void {
 /** Keys whose statuses differ between a and b (a key missing on one side counts), optionally only keys `keep` accepts. */
 export function differences(a: Statuses, b: Statuses, keep: (key: string) => boolean = () => true): string[] {
   const keys = new Set([...a.keys(), ...b.keys()]);
-  return [...keys].filter(keep).filter((k) => (a.get(k) ?? []).join() !== (b.get(k) ?? []).join()).map((k) => `${k}: ${(a.get(k) ?? ["absent"]).join(",")} vs ${(b.get(k) ?? ["absent"]).join(",")}`);
+  return [...keys]
+    .filter(keep)
+    .filter((k) => (a.get(k) ?? []).join() !== (b.get(k) ?? []).join())
+    .map((k) => `${k}: ${(a.get(k) ?? ["absent"]).join(",")} vs ${(b.get(k) ?? ["absent"]).join(",")}`);
 }
-

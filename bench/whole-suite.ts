@@ -34,16 +34,39 @@ const KEEP = argv.includes("--keep");
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
 
 const dir = setUp(SOURCE, COMMIT);
-const files = run(["git", "ls-files", "*.test.ts", "*.test.tsx", "*.spec.ts", "*.test.js"], dir).out.trim().split("\n").filter(Boolean);
-console.log(`suite: ${SOURCE} @ ${COMMIT.slice(0, 12)}, ${files.length} test files; Bun ${Bun.version}; jobs ${JOBS}; load ${os.loadavg()[0]!.toFixed(1)}`);
+const files = run(["git", "ls-files", "*.test.ts", "*.test.tsx", "*.spec.ts", "*.test.js"], dir)
+  .out.trim()
+  .split("\n")
+  .filter(Boolean);
+console.log(
+  `suite: ${SOURCE} @ ${COMMIT.slice(0, 12)}, ${files.length} test files; Bun ${Bun.version}; jobs ${JOBS}; load ${os.loadavg()[0]!.toFixed(1)}`,
+);
 try {
   const base: number[] = [];
   const sg: number[] = [];
   const timed: number[] = [];
   const cpu = { base: [] as number[], sg: [] as number[] };
   const timingsFile = path.join(dir, ".bench-timings.json");
-  run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--out", path.join(dir, ".bench-sg-warm"), "--update-timings", timingsFile], dir, false);
-  const recorded = Object.keys((JSON.parse(readFileSync(timingsFile, "utf8")) as { files: Record<string, number> }).files).length;
+  run(
+    [
+      BUN,
+      CLI,
+      "run",
+      "--files-per-shard",
+      "auto",
+      "--jobs",
+      String(JOBS),
+      "--out",
+      path.join(dir, ".bench-sg-warm"),
+      "--update-timings",
+      timingsFile,
+    ],
+    dir,
+    false,
+  );
+  const recorded = Object.keys(
+    (JSON.parse(readFileSync(timingsFile, "utf8")) as { files: Record<string, number> }).files,
+  ).length;
   let baseStatuses: Statuses | null = null;
   let sgStatuses: Statuses | null = null;
   let timedStatuses: Statuses | null = null;
@@ -53,9 +76,30 @@ try {
     const b = run([BUN, "test", `--parallel=${JOBS}`, "--reporter=junit", `--reporter-outfile=${xml}`], dir, false);
     const out = path.join(dir, `.bench-sg-${r}`);
     const s = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--out", out], dir, false);
-    const t = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--timings", timingsFile, "--out", `${out}-timed`], dir, false);
+    const t = run(
+      [
+        BUN,
+        CLI,
+        "run",
+        "--files-per-shard",
+        "auto",
+        "--jobs",
+        String(JOBS),
+        "--timings",
+        timingsFile,
+        "--out",
+        `${out}-timed`,
+      ],
+      dir,
+      false,
+    );
     timed.push(t.ms);
-    if (!existsSync(xml) || !existsSync(path.join(out, "report.json")) || !existsSync(path.join(`${out}-timed`, "report.json"))) throw new Error(`round ${r + 1}: a run wrote no report:\n${b.out.slice(-2000)}\n${s.out.slice(-2000)}`);
+    if (
+      !existsSync(xml) ||
+      !existsSync(path.join(out, "report.json")) ||
+      !existsSync(path.join(`${out}-timed`, "report.json"))
+    )
+      throw new Error(`round ${r + 1}: a run wrote no report:\n${b.out.slice(-2000)}\n${s.out.slice(-2000)}`);
     const bs = bunStatuses(xml);
     const ss = shardguardStatuses(path.join(out, "report.json"));
     // A test whose status differs between two runs of the same tool is the suite's own flakiness, not a difference of the tools.
@@ -70,22 +114,51 @@ try {
     const ts = shardguardStatuses(path.join(`${out}-timed`, "report.json"));
     timedStatuses ??= ts;
     const diff = differences(bs, ss);
-    console.log(`round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x), with --timings ${(t.ms / 1000).toFixed(2)} s (${(t.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ${os.loadavg()[0]!.toFixed(1)}`);
+    console.log(
+      `round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x), with --timings ${(t.ms / 1000).toFixed(2)} s (${(t.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ${os.loadavg()[0]!.toFixed(1)}`,
+    );
   }
   const stable = (k: string) => !flaky.has(k);
   const diffs = differences(baseStatuses!, sgStatuses!, stable);
-  console.log(`median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x); with --timings (${recorded} files recorded) ${(median(timed) / 1000).toFixed(2)} s: ${(median(timed) / median(base)).toFixed(2)}x; CPU ${(median(cpu.base) / 1000).toFixed(2)} s vs ${(median(cpu.sg) / 1000).toFixed(2)} s (${(median(cpu.sg) / median(cpu.base)).toFixed(2)}x); wall range ${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`);
+  console.log(
+    `median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x); with --timings (${recorded} files recorded) ${(median(timed) / 1000).toFixed(2)} s: ${(median(timed) / median(base)).toFixed(2)}x; CPU ${(median(cpu.base) / 1000).toFixed(2)} s vs ${(median(cpu.sg) / 1000).toFixed(2)} s (${(median(cpu.sg) / median(cpu.base)).toFixed(2)}x); wall range ${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`,
+  );
   const timedDiffs = differences(baseStatuses!, timedStatuses!, stable);
-  console.log(`statuses: ${diffs.length} difference(s) between the tools in round 1 (${timedDiffs.length} with --timings) outside ${flaky.size} test(s) that changed between rounds of one tool${[...diffs, ...timedDiffs].length ? `: ${[...diffs, ...timedDiffs].join("; ")}` : ""}`);
+  console.log(
+    `statuses: ${diffs.length} difference(s) between the tools in round 1 (${timedDiffs.length} with --timings) outside ${flaky.size} test(s) that changed between rounds of one tool${[...diffs, ...timedDiffs].length ? `: ${[...diffs, ...timedDiffs].join("; ")}` : ""}`,
+  );
 
   // One wedged file: its test is killed at the timeout, every other test keeps its status.
   const wedge = "test/zz-shardguard-wedge.test.ts";
-  writeFileSync(path.join(dir, wedge), 'import { test } from "bun:test";\ntest("spins", () => {\n  while (true) {}\n});\n');
+  writeFileSync(
+    path.join(dir, wedge),
+    'import { test } from "bun:test";\ntest("spins", () => {\n  while (true) {}\n});\n',
+  );
   const out = path.join(dir, ".bench-sg-wedge");
-  const w = run([BUN, CLI, "run", "--files-per-shard", "auto", "--jobs", String(JOBS), "--timeout", String(TIMEOUT_S), "--grace", "1", "--out", out], dir, false);
+  const w = run(
+    [
+      BUN,
+      CLI,
+      "run",
+      "--files-per-shard",
+      "auto",
+      "--jobs",
+      String(JOBS),
+      "--timeout",
+      String(TIMEOUT_S),
+      "--grace",
+      "1",
+      "--out",
+      out,
+    ],
+    dir,
+    false,
+  );
   const ws = shardguardStatuses(path.join(out, "report.json"));
   const others = differences(sgStatuses!, ws, (k) => !k.startsWith(`${wedge} >`) && stable(k));
-  console.log(`wedge: ${(w.ms / 1000).toFixed(2)} s with --timeout ${TIMEOUT_S}; the spinning test: ${(ws.get(`${wedge} > spins`) ?? ["absent"]).join(",")}; ${others.length} other test(s) changed status${others.length ? `: ${others.slice(0, 10).join("; ")}` : ""}`);
+  console.log(
+    `wedge: ${(w.ms / 1000).toFixed(2)} s with --timeout ${TIMEOUT_S}; the spinning test: ${(ws.get(`${wedge} > spins`) ?? ["absent"]).join(",")}; ${others.length} other test(s) changed status${others.length ? `: ${others.slice(0, 10).join("; ")}` : ""}`,
+  );
 } finally {
   if (KEEP) console.log(`kept ${dir}`);
   else rmSync(dir, { recursive: true, force: true });

@@ -50,7 +50,14 @@ export {
   type TestStatus,
 } from "./results/report-model.ts";
 export { skippedByDiff } from "./results/verdict.ts";
-export { parseSliceSpec, sliceShards, sliceManifest, slicePlan, type SliceManifest, type SliceSpec } from "./plan/slice.ts";
+export {
+  parseSliceSpec,
+  sliceShards,
+  sliceManifest,
+  slicePlan,
+  type SliceManifest,
+  type SliceSpec,
+} from "./plan/slice.ts";
 export { mergeSlices, MergeError, type SliceReport } from "./results/merge.ts";
 export { filesToRerun } from "./results/rerun.ts";
 export { renderJUnit, type JUnitOptions } from "./report/junit.ts";

@@ -5,6 +5,56 @@
 // links and this line is what the user reads (test/api-doc.test.ts keeps them equal).
 import { readFileSync } from "node:fs";
 
-throw new Error(`${readFileSync(new URL("not-bun.txt", import.meta.url), "utf8").trim()} (this is ${process.release.name} ${process.version})`);
+throw new Error(
+  `${readFileSync(new URL("not-bun.txt", import.meta.url), "utf8").trim()} (this is ${process.release.name} ${process.version})`,
+);
 
-export const { CTRF_STATUS, ConfigError, DEFAULTS, DEFAULT_PATTERN, EXIT, FAILURE_KINDS, MIN_BUN_VERSION, MergeError, REPORT_SCHEMA_VERSION, Run, RunReportSchema, SETTINGS, SHARD_ENV, SHARD_STATUSES, SUCCESSFUL_SHARD_STATUSES, ShardResultSchema, TEST_STATUSES, TOOL_VERSION, TestResultSchema, buildCtrf, executeRun, filesToRerun, githubAnnotations, githubStepSummary, groupIntoShards, main, makeRedactor, mergeSlices, parseArgs, parseSliceSpec, planLines, planRun, preflight, processHost, readBunfigTable, redactReport, renderCtrf, renderJUnit, renderJson, resolveSettings, runCommand, shardSlug, skippedByDiff, sliceManifest, slicePlan, sliceShards, summarize } = {};
+export const {
+  CTRF_STATUS,
+  ConfigError,
+  DEFAULTS,
+  DEFAULT_PATTERN,
+  EXIT,
+  FAILURE_KINDS,
+  MIN_BUN_VERSION,
+  MergeError,
+  REPORT_SCHEMA_VERSION,
+  Run,
+  RunReportSchema,
+  SETTINGS,
+  SHARD_ENV,
+  SHARD_STATUSES,
+  SUCCESSFUL_SHARD_STATUSES,
+  ShardResultSchema,
+  TEST_STATUSES,
+  TOOL_VERSION,
+  TestResultSchema,
+  buildCtrf,
+  executeRun,
+  filesToRerun,
+  githubAnnotations,
+  githubStepSummary,
+  groupIntoShards,
+  main,
+  makeRedactor,
+  mergeSlices,
+  parseArgs,
+  parseSliceSpec,
+  planLines,
+  planRun,
+  preflight,
+  processHost,
+  readBunfigTable,
+  redactReport,
+  renderCtrf,
+  renderJUnit,
+  renderJson,
+  resolveSettings,
+  runCommand,
+  shardSlug,
+  skippedByDiff,
+  sliceManifest,
+  slicePlan,
+  sliceShards,
+  summarize,
+} = {};

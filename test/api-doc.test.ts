@@ -20,10 +20,18 @@ describe("docs/api.md", () => {
   test("the example runs under bun, importing shardguard through the package's exports, and prints the documented output", () => {
     const { program, output } = apiExample();
     // A project whose node_modules/shardguard is this checkout: the import resolves as it does when installed.
-    const dir = makeSuite({ "example.ts": program, "package.json": '{ "name": "api-example", "type": "module" }\n' }, "sg-api-");
+    const dir = makeSuite(
+      { "example.ts": program, "package.json": '{ "name": "api-example", "type": "module" }\n' },
+      "sg-api-",
+    );
     mkdirSync(path.join(dir, "node_modules"));
     symlinkSync(REPO, path.join(dir, "node_modules", "shardguard"));
-    const r = spawnSync(process.execPath, ["example.ts"], { cwd: dir, encoding: "utf8", env: { ...withoutCiVariables(process.env), NO_COLOR: "1" }, timeout: 60_000 });
+    const r = spawnSync(process.execPath, ["example.ts"], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
+      timeout: 60_000,
+    });
     expect(r.stderr).toBe("");
     expect(r.stdout).toBe(output);
     expect(r.status).toBe(0);
@@ -35,7 +43,9 @@ describe("docs/api.md", () => {
   });
 
   test("names no function the package does not export", () => {
-    const named = [...DOC.matchAll(/^\| `(\w+)\(/gm), ...DOC.matchAll(/^\| `\w+\([^`]*`, `(\w+)\(/gm)].map((m) => m[1]!);
+    const named = [...DOC.matchAll(/^\| `(\w+)\(/gm), ...DOC.matchAll(/^\| `\w+\([^`]*`, `(\w+)\(/gm)].map(
+      (m) => m[1]!,
+    );
     expect(named.length).toBeGreaterThan(20);
     expect(named.filter((name) => !(name in api))).toEqual([]);
   });
@@ -50,7 +60,13 @@ describe("outside Bun", () => {
 
   const node = Bun.which("node");
   test.skipIf(node === null)("import and require under Node end in one error saying shardguard runs under Bun", () => {
-    const dir = makeSuite({ "a.mjs": `import { main } from "shardguard";\nconsole.log(typeof main);\n`, "b.cjs": `require("shardguard");\n` }, "sg-node-");
+    const dir = makeSuite(
+      {
+        "a.mjs": `import { main } from "shardguard";\nconsole.log(typeof main);\n`,
+        "b.cjs": `require("shardguard");\n`,
+      },
+      "sg-node-",
+    );
     mkdirSync(path.join(dir, "node_modules"));
     symlinkSync(REPO, path.join(dir, "node_modules", "shardguard"));
     for (const file of ["a.mjs", "b.cjs"]) {
@@ -65,6 +81,8 @@ describe("outside Bun", () => {
   test("the stub's line matches engines.bun", () => {
     const pkg = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8"));
     expect(pkg.engines.bun).toBe(`>=${api.MIN_BUN_VERSION}`);
-    expect(readFileSync(path.join(REPO, "runner", "not-bun.txt"), "utf8")).toContain(`Bun (${api.MIN_BUN_VERSION} or newer)`);
+    expect(readFileSync(path.join(REPO, "runner", "not-bun.txt"), "utf8")).toContain(
+      `Bun (${api.MIN_BUN_VERSION} or newer)`,
+    );
   });
 });

@@ -22,7 +22,9 @@ describe("run and list", () => {
     expect(run(["--root", "-x"]).values.get("root")).toBe("-x");
     expect(run(["--root="]).values.get("root")).toBe("");
     expect(run(["--preset", "-"]).extras.get("--preset")).toBe("-");
-    expect(() => run(["--root", "--jobs", "2"])).toThrow("flag --root needs a value (shardguard run --help lists the flags)");
+    expect(() => run(["--root", "--jobs", "2"])).toThrow(
+      "flag --root needs a value (shardguard run --help lists the flags)",
+    );
     expect(() => run(["--preset", "--last-failed"])).toThrow("flag --preset needs a value");
   });
 
@@ -30,10 +32,16 @@ describe("run and list", () => {
     const args = run(["-", "-h", "--no-test-events", "--last-failed", "--preset", "q"]);
     expect(args).toMatchObject({ patterns: ["-"], help: true });
     expect([...args.booleans]).toEqual(["--no-test-events"]);
-    expect([...args.extras]).toEqual([["--last-failed", true], ["--preset", "q"]]);
+    expect([...args.extras]).toEqual([
+      ["--last-failed", true],
+      ["--preset", "q"],
+    ]);
     // A valued extra given twice is refused like shardguard's other flags, never the last one silently.
-    for (const flag of ["--preset", "--tier", "--shard"]) expect(() => run([flag, "a", `${flag}=b`])).toThrow(`flag ${flag} was given twice`);
-    expect(() => run(["--test-events"])).toThrow('unknown flag --test-events for shardguard run; flags for bun test go after "--" (shardguard run --help lists the flags)');
+    for (const flag of ["--preset", "--tier", "--shard"])
+      expect(() => run([flag, "a", `${flag}=b`])).toThrow(`flag ${flag} was given twice`);
+    expect(() => run(["--test-events"])).toThrow(
+      'unknown flag --test-events for shardguard run; flags for bun test go after "--" (shardguard run --help lists the flags)',
+    );
   });
 
   test("short groups, '=' on a flag without a value, and negative numbers are unknown flags as written", () => {
@@ -48,7 +56,19 @@ describe("run and list", () => {
 
 describe("bg", () => {
   test("bg takes its own flags out and hands the rest to run in order, -- included", () => {
-    const options = parseBgArgs(["--jobs", "2", "--label=nightly", "--local", "x.test.ts", "--cap", "60", "--", "--bail", "--label", "y"])!;
+    const options = parseBgArgs([
+      "--jobs",
+      "2",
+      "--label=nightly",
+      "--local",
+      "x.test.ts",
+      "--cap",
+      "60",
+      "--",
+      "--bail",
+      "--label",
+      "y",
+    ])!;
     expect(options).toMatchObject({ label: "nightly", capSeconds: 60, mode: "local" });
     expect(options.runArgv).toEqual(["--jobs", "2", "x.test.ts", "--", "--bail", "--label", "y"]);
     expect(options.runArgs.bunArgs).toEqual(["--bail", "--label", "y"]);
@@ -65,12 +85,17 @@ describe("bg", () => {
 describe("merge", () => {
   const host = { cwd: "/r" };
   test("DIRs, --out=DIR and --update-timings FILE; a value may look like a flag", () => {
-    expect(parseMergeArgs(["a", "--out=m", "b", "--update-timings", "--t.json"], host)).toEqual({ sources: ["/r/a", "/r/b"], out: "/r/m", updateTimings: "/r/--t.json" });
+    expect(parseMergeArgs(["a", "--out=m", "b", "--update-timings", "--t.json"], host)).toEqual({
+      sources: ["/r/a", "/r/b"],
+      out: "/r/m",
+      updateTimings: "/r/--t.json",
+    });
     expect(parseMergeArgs(["a", "-h"], host)).toBeNull();
   });
 
   test("'-', '--' and -h=1 are unknown flags; an empty value, a repeat and a missing DIR are refused", () => {
-    const unknown = (flag: string) => `unknown flag ${flag} for shardguard merge; accepted: --out DIR, --update-timings FILE`;
+    const unknown = (flag: string) =>
+      `unknown flag ${flag} for shardguard merge; accepted: --out DIR, --update-timings FILE`;
     expect(() => parseMergeArgs(["a", "-"], host)).toThrow(unknown("-"));
     expect(() => parseMergeArgs(["a", "--", "b"], host)).toThrow(unknown("--"));
     expect(() => parseMergeArgs(["-h=1"], host)).toThrow(unknown("-h"));

@@ -12,7 +12,8 @@ import { validateJUnitXml } from "./helpers/xsd.ts";
 
 afterAll(removeSuites);
 
-const PASSING = (tag: string) => `import { test } from "bun:test";\ntest("${tag} a", () => {});\ntest("${tag} b", () => {});\n`;
+const PASSING = (tag: string) =>
+  `import { test } from "bun:test";\ntest("${tag} a", () => {});\ntest("${tag} b", () => {});\n`;
 const BROKEN = 'import { test } from "bun:test";\nimport "./does-not-exist";\ntest("never", () => {});\n';
 
 async function statuses(files: Record<string, string>): Promise<Record<string, string[]>> {

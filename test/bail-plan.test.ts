@@ -33,14 +33,20 @@ test("a batched shard under --bail: the file that bails keeps its unreached test
   const passing = `import { test } from "bun:test";\ntest("fine", () => {});\n`;
   for (let i = 0; i < 12; i++) {
     files[`t/b${String(i).padStart(2, "0")}.test.ts`] =
-      i === 7 ? `import { expect, test } from "bun:test";\ntest("ok", () => {});\ntest("bad", () => { expect(1).toBe(2); });\ntest("unreached", () => {});\n` : passing;
+      i === 7
+        ? `import { expect, test } from "bun:test";\ntest("ok", () => {});\ntest("bad", () => { expect(1).toBe(2); });\ntest("unreached", () => {});\n`
+        : passing;
   }
   const dir = makeSuite(files);
   for (let round = 0; round < 3; round++) {
     const r = await runCli(["run", "--root", dir, "--files-per-shard", "12", "t", "--", "--bail"], { limitMs: 60_000 });
     expect(r.code).toBe(1);
     const tests = readReport(dir).shards[0]!.tests;
-    expect(tests.filter((t) => t.file === "t/b07.test.ts").map((t) => `${t.name}=${t.status}`)).toEqual(["ok=passed", "bad=failed", "unreached=never-started"]);
+    expect(tests.filter((t) => t.file === "t/b07.test.ts").map((t) => `${t.name}=${t.status}`)).toEqual([
+      "ok=passed",
+      "bad=failed",
+      "unreached=never-started",
+    ]);
     for (const t of tests.filter((t) => t.file > "t/b07.test.ts")) expect(t.status).toBe("never-started");
   }
 }, 120_000);

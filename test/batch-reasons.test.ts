@@ -25,13 +25,20 @@ describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mo
   };
 
   test("an empty file beside passing ones: the batch passes and the reason names the file", async () => {
-    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES,
-      "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": PASSES });
+    const { code, shard } = await runBatch({
+      "t/a.test.ts": PASSES,
+      "t/b-empty.test.ts": COMMENTED_OUT,
+      "t/c.test.ts": PASSES,
+    });
     expect(code).toBe(0);
     expect([shard.status, shard.reason]).toEqual([
-      "passed", "all tests passed; no tests in t/b-empty.test.ts (an empty file)"]);
-    expect(shard.tests.find((t) => t.file === "t/b-empty.test.ts"))
-      .toMatchObject({ status: "skipped", failure: { type: "no-tests" } });
+      "passed",
+      "all tests passed; no tests in t/b-empty.test.ts (an empty file)",
+    ]);
+    expect(shard.tests.find((t) => t.file === "t/b-empty.test.ts")).toMatchObject({
+      status: "skipped",
+      failure: { type: "no-tests" },
+    });
   });
 
   test("under --empty-files fail, an empty file beside passing ones: failed, the reason gives the hint", async () => {
@@ -40,7 +47,10 @@ describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mo
     expect(code).toBe(1);
     expect(shard.status).toBe("failed");
     expect(shard.reason).toBe(`no tests found in t/b-empty.test.ts ${HINT}`);
-    expect(shard.tests.find((t) => t.file === "t/b-empty.test.ts")).toMatchObject({ status: "failed", failure: { type: "no-tests" } });
+    expect(shard.tests.find((t) => t.file === "t/b-empty.test.ts")).toMatchObject({
+      status: "failed",
+      failure: { type: "no-tests" },
+    });
     expect(stdout).toContain(`FAILED 0`);
     expect(stdout).toContain(HINT);
   });
@@ -48,9 +58,15 @@ describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mo
   // Bun exits 1 for the failing test, and sends no event for an unresolvable
   // import either: the empty file cannot be told from one that failed to load.
   test("an empty file beside a failing one: the failures are counted without it, then the file, not called a load error", async () => {
-    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT, "t/c.test.ts": FAILS });
+    const { code, shard } = await runBatch({
+      "t/a.test.ts": PASSES,
+      "t/b-empty.test.ts": COMMENTED_OUT,
+      "t/c.test.ts": FAILS,
+    });
     expect(code).toBe(1);
-    expect(shard.reason).toBe("1 test failed; no test registered in t/b-empty.test.ts (no tests, or a load error: see the log)");
+    expect(shard.reason).toBe(
+      "1 test failed; no test registered in t/b-empty.test.ts (no tests, or a load error: see the log)",
+    );
     const empty = shard.tests.find((t) => t.file === "t/b-empty.test.ts")!;
     expect([empty.status, empty.failure?.type]).toEqual(["failed", "no-tests"]);
     expect(empty.failure?.message).toContain("no tests found, or the file failed to load");
@@ -68,8 +84,12 @@ test("never", () => {});
   });
 
   test("under --empty-files fail, --pass-with-no-tests still lets the batch pass, naming the file", async () => {
-    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT },
-      ["--empty-files", "fail", "--", "--pass-with-no-tests"]);
+    const { code, shard } = await runBatch({ "t/a.test.ts": PASSES, "t/b-empty.test.ts": COMMENTED_OUT }, [
+      "--empty-files",
+      "fail",
+      "--",
+      "--pass-with-no-tests",
+    ]);
     expect(code).toBe(0);
     expect(shard.reason).toBe("all tests passed; no tests in t/b-empty.test.ts (--pass-with-no-tests)");
   });

@@ -12,7 +12,8 @@ import type { RunReport } from "../runner/results/report-model.ts";
 
 afterAll(removeSuites);
 
-const passing = (i: number) => `import { test, expect } from "bun:test";\ntest("ok ${i}", () => expect(${i}).toBe(${i}));\n`;
+const passing = (i: number) =>
+  `import { test, expect } from "bun:test";\ntest("ok ${i}", () => expect(${i}).toBe(${i}));\n`;
 const failing = `import { test, expect } from "bun:test";\ntest("fails", () => expect(1).toBe(2));\n`;
 const wedged = `import { test } from "bun:test";\ntest("before", () => {});\ntest("spins", () => { while (true) {} });\ntest("after", () => {});\n`;
 
@@ -32,7 +33,10 @@ const byFile = (report: RunReport) => {
   for (const shard of report.shards) {
     for (const file of shard.files) {
       const list = out.get(file) ?? [];
-      list.push({ shard: shard.index, tests: shard.tests.filter((t) => t.file === file).map((t) => [t.name, t.status]) });
+      list.push({
+        shard: shard.index,
+        tests: shard.tests.filter((t) => t.file === file).map((t) => [t.name, t.status]),
+      });
       out.set(file, list);
     }
   }
@@ -45,7 +49,20 @@ describe("a wedged file among 20 in one shard (--files-per-shard 20, --timeout 3
   let report: RunReport;
   beforeAll(async () => {
     dir = makeSuite(suite(() => "t/f05.test.ts"));
-    run = await runCli(["run", "--root", dir, "--jobs", "2", "--files-per-shard", "20", "--timeout", "3", "--grace", "1", "t"]);
+    run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--jobs",
+      "2",
+      "--files-per-shard",
+      "20",
+      "--timeout",
+      "3",
+      "--grace",
+      "1",
+      "t",
+    ]);
     report = readReport(dir);
   }, 60_000);
 
@@ -76,7 +93,9 @@ describe("a wedged file among 20 in one shard (--files-per-shard 20, --timeout 3
     expect(first.reason).toContain("15 files in which no test started run again in shards 2-16");
     const rest = report.shards.filter((s) => s.index > 1);
     expect(rest.map((s) => s.files.length)).toEqual(new Array(15).fill(1));
-    expect(rest.every((s) => s.status === "passed" || (s.status === "failed" && s.files[0] === "t/f12.test.ts"))).toBe(true);
+    expect(rest.every((s) => s.status === "passed" || (s.status === "failed" && s.files[0] === "t/f12.test.ts"))).toBe(
+      true,
+    );
     expect(report.completed).toBe(true);
     expect(survivors(report.runId)).toEqual([]);
   });
@@ -90,7 +109,21 @@ describe("a wedged file among 20 in one shard (--files-per-shard 20, --timeout 3
 describe("without events the re-dispatch still works (it rests on the preload's marks)", () => {
   test("the files after the wedged one get their true results", async () => {
     const dir = makeSuite(suite(() => "t/f05.test.ts"));
-    const run = await runCli(["run", "--root", dir, "--jobs", "2", "--files-per-shard", "20", "--timeout", "3", "--grace", "1", "--no-test-events", "t"]);
+    const run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--jobs",
+      "2",
+      "--files-per-shard",
+      "20",
+      "--timeout",
+      "3",
+      "--grace",
+      "1",
+      "--no-test-events",
+      "t",
+    ]);
     expect(run.code).toBe(1);
     const report = readReport(dir);
     const files = byFile(report);
@@ -99,7 +132,10 @@ describe("without events the re-dispatch still works (it rests on the preload's 
       const name = `t/f${String(i).padStart(2, "0")}.test.ts`;
       const entries = files.get(name)!;
       expect(entries.length).toBe(1);
-      expect([name, entries[0]!.tests]).toEqual([name, [[i === 12 ? "fails" : `ok ${i}`, i === 12 ? "failed" : "passed"]]]);
+      expect([name, entries[0]!.tests]).toEqual([
+        name,
+        [[i === 12 ? "fails" : `ok ${i}`, i === 12 ? "failed" : "passed"]],
+      ]);
     }
     expect(report.shards[0]!.status).toBe("timed-out");
   }, 60_000);
@@ -122,7 +158,13 @@ describe("readMarks: file records", () => {
     const dir = makeSuite({});
     const file = path.join(dir, "m.marks");
     writeFileSync(file, "f/a.test.ts\0sf/b.te");
-    expect(await readMarks(file)).toEqual({ testsStarted: 1, finishedNormally: false, descendants: [], filesStarted: ["/a.test.ts", "/b.te"], filesLoaded: 0 });
+    expect(await readMarks(file)).toEqual({
+      testsStarted: 1,
+      finishedNormally: false,
+      descendants: [],
+      filesStarted: ["/a.test.ts", "/b.te"],
+      filesLoaded: 0,
+    });
   });
 });
 
@@ -131,7 +173,20 @@ describe("a file that wedges while loading, first in its shard of 5", () => {
     const files: Record<string, string> = { "t/a.test.ts": `while (true) {}\n` };
     for (const n of ["b", "c", "d", "e"]) files[`t/${n}.test.ts`] = passing(1);
     const dir = makeSuite(files);
-    const run = await runCli(["run", "--root", dir, "--jobs", "2", "--files-per-shard", "5", "--timeout", "3", "--grace", "1", "t"]);
+    const run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--jobs",
+      "2",
+      "--files-per-shard",
+      "5",
+      "--timeout",
+      "3",
+      "--grace",
+      "1",
+      "t",
+    ]);
     expect(run.code).toBe(1);
     const report = readReport(dir);
     expect(report.shards.map((s) => [s.files, s.status])).toEqual([
@@ -148,14 +203,30 @@ describe("a file whose beforeAll hangs, second in its shard of 3", () => {
   test("it keeps its timed-out verdict (its tests were found, none started) and is not run again; the file after it is", async () => {
     const hangs = `import { beforeAll, test } from "bun:test";\nbeforeAll(() => { while (true) {} });\ntest("never reached", () => {});\n`;
     const dir = makeSuite({ "t/g1.test.ts": passing(1), "t/g2.test.ts": hangs, "t/g3.test.ts": passing(3) });
-    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--files-per-shard", "3", "--timeout", "3", "--grace", "1", "t"]);
+    const run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--jobs",
+      "1",
+      "--files-per-shard",
+      "3",
+      "--timeout",
+      "3",
+      "--grace",
+      "1",
+      "t",
+    ]);
     expect(run.code).toBe(1);
     const files = byFile(readReport(dir));
     expect(files.get("t/g1.test.ts")!.map((f) => f.tests)).toEqual([[["ok 1", "passed"]]]);
     expect(files.get("t/g2.test.ts")).toHaveLength(1);
     // Its verdict is the killed shard's own: before, it ran again alone and hung a second whole timeout.
     expect(files.get("t/g2.test.ts")![0]!.shard).toBe(files.get("t/g1.test.ts")![0]!.shard);
-    expect(files.get("t/g2.test.ts")![0]!.tests).toEqual([["never reached", "never-started"], ["beforeAll hook", "timed-out"]]);
+    expect(files.get("t/g2.test.ts")![0]!.tests).toEqual([
+      ["never reached", "never-started"],
+      ["beforeAll hook", "timed-out"],
+    ]);
     expect(files.get("t/g3.test.ts")!.map((f) => f.tests)).toEqual([[["ok 3", "passed"]]]);
   }, 60_000);
 });

@@ -50,7 +50,8 @@ describe("bg --local", () => {
     expect(now.stdout).toContain(`${id}: running`);
     // The counts so far and the test in flight, from the report copy and the shard's event journal.
     let seen = "";
-    for (let i = 0; i < 30 && !/in flight: takes a while/.test(seen); i++) seen = (await runCli(["status", id], { cwd: dir })).stdout;
+    for (let i = 0; i < 30 && !/in flight: takes a while/.test(seen); i++)
+      seen = (await runCli(["status", id], { cwd: dir })).stdout;
     expect(seen).toMatch(/\[\d\/3\] running slow-pass\.test\.ts \(\d+s\): in flight: takes a while/);
     expect(seen).toMatch(/shards: \d of 3 ended/);
     const first = readFileSync(log, "utf8").split("\n")[0]!;
@@ -77,12 +78,17 @@ describe("bg --local", () => {
     const dir = makeSuite({
       "test/skill-e2e-probe.test.ts": `import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\ntest("probe", () => { writeFileSync(process.cwd() + "/ids.txt", \`\${process.env.SHARDGUARD_RUN_ID} \${process.env.EVALS_RUN_ID}\`); });\n`,
     });
-    const started = await runCli(["bg", "--local", "--preset", "gstack-paid", "--follow"], { cwd: dir, env: { EVALS_ALL: "1" } });
+    const started = await runCli(["bg", "--local", "--preset", "gstack-paid", "--follow"], {
+      cwd: dir,
+      env: { EVALS_ALL: "1" },
+    });
     expect(started.code).toBe(0);
     const id = /started (\S+)/.exec(started.stdout)![1]!;
     expect(id).toEndWith("-gstack-paid-gate");
     expect(readFileSync(path.join(dir, "ids.txt"), "utf8")).toBe(`${id} ${id}`);
-    expect(readFileSync(logOf(started.stdout), "utf8").split("\n")[1]).toBe(`shardguard bg: SHARDGUARD_RUN_ID=${id} EVALS_RUN_ID=${id}`);
+    expect(readFileSync(logOf(started.stdout), "utf8").split("\n")[1]).toBe(
+      `shardguard bg: SHARDGUARD_RUN_ID=${id} EVALS_RUN_ID=${id}`,
+    );
   }, 60_000);
 
   test("the cap cancels the run the normal way: shards killed, the rest never started, reports written, EXIT=2", async () => {
@@ -123,7 +129,9 @@ describe("bg --local", () => {
     expect(followed.code).toBe(0);
     expect(readFileSync(logOf(started.stdout), "utf8")).toContain("shardguard: 4 tests: 1 passed, 1 skipped, 2 todo");
     const st = await runCli(["status", path.basename(logOf(started.stdout), ".log")], { cwd: dir });
-    expect(st.stdout).toMatch(/^  tests: 1 passed, 0 failed, 0 timed out, 0 crashed, 0 never started, 1 skipped, 2 todo$/m);
+    expect(st.stdout).toMatch(
+      /^  tests: 1 passed, 0 failed, 0 timed out, 0 crashed, 0 never started, 1 skipped, 2 todo$/m,
+    );
   }, 60_000);
 
   test("SIGTERM to the run ends EXIT=130; SIGKILL leaves no sentinel and status says incomplete", async () => {
@@ -143,7 +151,9 @@ describe("bg --local", () => {
     // Killed while its shard runs: the report copy then still shows that shard open.
     const recB = await waitFor(() => {
       const r = readRecord(logB);
-      return r.runId !== null && existsSync(path.join(r.out, "runs", r.runId, "logs", "shard-1-slow-pass.log")) ? r : null;
+      return r.runId !== null && existsSync(path.join(r.out, "runs", r.runId, "logs", "shard-1-slow-pass.log"))
+        ? r
+        : null;
     }, 10_000);
     expect(await waitFor(() => (readReportCopy(recB!)?.shards[0]?.startedAt === null ? true : null), 5_000)).toBe(true);
     process.kill(recB!.pid!, "SIGKILL");
@@ -163,7 +173,10 @@ describe("bg --local", () => {
     const dir = makeSuite(fixtureFiles("slow-pass"));
     const lane = `sg-test-${process.pid}-lane`;
     const first = await runCli(["bg", "--local", "--lock", lane], { cwd: dir });
-    const rec = await waitFor(() => (readRecord(logOf(first.stdout)).pid !== null ? readRecord(logOf(first.stdout)) : null), 10_000);
+    const rec = await waitFor(
+      () => (readRecord(logOf(first.stdout)).pid !== null ? readRecord(logOf(first.stdout)) : null),
+      10_000,
+    );
     await waitFor(() => readFileSync(rec!.log, "utf8").includes("holding lane"), 10_000);
     const refused = await runCli(["bg", "--local", "--lock", lane, "--no-wait"], { cwd: dir });
     expect(refused.code).toBe(2);
@@ -179,7 +192,10 @@ describe("bg --local", () => {
   }, 60_000);
 
   test("the cap comes from the timings file: ceil(1.5 x serial seconds / jobs) + 20 min", async () => {
-    const dir = makeSuite({ ...fixtureFiles("pass", "fail"), "t.json": JSON.stringify({ version: 1, files: { "pass.test.ts": 60_000 } }) });
+    const dir = makeSuite({
+      ...fixtureFiles("pass", "fail"),
+      "t.json": JSON.stringify({ version: 1, files: { "pass.test.ts": 60_000 } }),
+    });
     // pass 60 s recorded, fail unrecorded (600 s), 2 jobs: ceil(1.5 * 660 / 2) + 1200.
     const started = await runCli(["bg", "--local", "--jobs", "2", "--timings", "t.json", "--follow"], { cwd: dir });
     expect(started.stdout).toContain(`cap=${Math.ceil((1.5 * 660) / 2) + 1200}s jobs=2`);
@@ -198,14 +214,21 @@ describe("bg --local", () => {
 
   test("plan flags a run refuses are refused by bg before anything starts; a slice's cap counts its own files", async () => {
     const dir = makeSuite(fixtureFiles("pass", "fail", "exit0"));
-    for (const args of [["--shard", "3/2"], ["--last-failed", "--shard", "1/2"], ["--tier", "gate"]]) {
+    for (const args of [
+      ["--shard", "3/2"],
+      ["--last-failed", "--shard", "1/2"],
+      ["--tier", "gate"],
+    ]) {
       const r = await runCli(["bg", "--local", ...args], { cwd: dir });
       expect(r.code).toBe(2);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
       expect(existsSync(path.join(dir, ".shardguard", "bg"))).toBe(false);
     }
     // Three one-file shards in two slices: slice 2/2 gets one file, planned at the 10 min default.
-    const sliced = await runCli(["bg", "--local", "--shard", "2/2", "--jobs", "1", "--follow"], { cwd: dir, limitMs: 60_000 });
+    const sliced = await runCli(["bg", "--local", "--shard", "2/2", "--jobs", "1", "--follow"], {
+      cwd: dir,
+      limitMs: 60_000,
+    });
     expect(sliced.stdout).toContain(`cap=${Math.ceil(1.5 * 600) + 1200}s jobs=1 files=1`);
   }, 60_000);
 
@@ -221,7 +244,19 @@ describe("bg --local", () => {
     for (const r of runs) {
       const log = path.join(bg, `${r.id}.log`);
       writeFileSync(log, `shardguard bg: backend=local\n### shardguard EXIT=${r.code} ###\n`);
-      const record: BgRecord = { id: r.id, backend: "local", log, root: dir, out: path.join(dir, ".shardguard"), lock: "l", pid: null, procStart: null, startedAt: r.startedAt, runId: null, ci: null };
+      const record: BgRecord = {
+        id: r.id,
+        backend: "local",
+        log,
+        root: dir,
+        out: path.join(dir, ".shardguard"),
+        lock: "l",
+        pid: null,
+        procStart: null,
+        startedAt: r.startedAt,
+        runId: null,
+        ci: null,
+      };
       writeFileSync(path.join(bg, `${r.id}.json`), JSON.stringify(record));
     }
     // A stray .json that is not a record (it sorts last by name) is left out, not a crash.

@@ -178,7 +178,12 @@ describe("readBunJUnit on hand-written input", () => {
     expect(t?.name).toBe("c\x1b[1mbold");
     expect(t?.durationMs).toBe(500);
     expect(t?.line).toBe(7);
-    expect(t?.failure).toEqual({ type: "failure", errorName: "Error", message: "a\x1b[31mb\x00\x01c", details: "body\x1b[0m\n\x07end &amp;" });
+    expect(t?.failure).toEqual({
+      type: "failure",
+      errorName: "Error",
+      message: "a\x1b[31mb\x00\x01c",
+      details: "body\x1b[0m\n\x07end &amp;",
+    });
   });
 
   test("Bun's failure type is the error's name, never a failure kind: an error named like one of ours stays a failure", () => {
@@ -222,7 +227,9 @@ describe("readBunJUnit on hand-written input", () => {
   });
 
   test("backslashes in paths become forward slashes", () => {
-    const [file] = readBunJUnit(`<testsuites><testsuite name="t\\w.test.ts" file="t\\w.test.ts"><testcase name="a"/></testsuite></testsuites>`);
+    const [file] = readBunJUnit(
+      `<testsuites><testsuite name="t\\w.test.ts" file="t\\w.test.ts"><testcase name="a"/></testsuite></testsuites>`,
+    );
     expect(file?.file).toBe("t/w.test.ts");
     expect(file?.tests[0]?.file).toBe("t/w.test.ts");
   });
@@ -233,9 +240,15 @@ describe("readBunJUnit on hand-written input", () => {
     ["not XML", "Segmentation fault"],
     ["wrong root", "<testsuite name='a'/>"],
     ["two roots", "<testsuites/><testsuites/>"],
-    ["a repeated attribute", `<testsuites><testsuite name="a" file="a"><testcase name="x" name="y"/></testsuite></testsuites>`],
+    [
+      "a repeated attribute",
+      `<testsuites><testsuite name="a" file="a"><testcase name="x" name="y"/></testsuite></testsuites>`,
+    ],
     ["a repeated attribute named __proto__", `<testsuites __proto__="a" __proto__="b"/>`],
-    ["a < inside a value", `<testsuites><testsuite name="a" file="a"><testcase name="x<y" line="1"/></testsuite></testsuites>`],
+    [
+      "a < inside a value",
+      `<testsuites><testsuite name="a" file="a"><testcase name="x<y" line="1"/></testsuite></testsuites>`,
+    ],
     ["a < inside a value, no < after the tag", `<testsuites name="a<b">`],
     ["an unquoted value", `<testsuites><testsuite name=a/></testsuites>`],
     ["an unterminated value", `<testsuites name="a/>`],
@@ -248,13 +261,21 @@ describe("readBunJUnit on hand-written input", () => {
     ["a start tag cut at the end", `<testsuites><testsuite name="a"`],
     ["a < between attributes", `<testsuites><testsuite name="a" <b/></testsuites>`],
     ["a second root after a well-formed one", `<testsuites></testsuites>\n<testsuites name="b"/>`],
-    ["a bad element name after good ones", `<testsuites><testsuite name="a"/><testsuite- name="b"/><testsuite.x/></testsuites>`.replace("testsuite-", "-testsuite")],
+    [
+      "a bad element name after good ones",
+      `<testsuites><testsuite name="a"/><testsuite- name="b"/><testsuite.x/></testsuites>`.replace(
+        "testsuite-",
+        "-testsuite",
+      ),
+    ],
   ])("%s → BunJUnitParseError", (_label, xml) => {
     expect(() => readBunJUnit(xml)).toThrow(BunJUnitParseError);
   });
 
   test("whitespace of any kind between attributes and before the end; self-closing with space before />", () => {
-    const [file] = readBunJUnit(`<testsuites>\n<testsuite\tname="a.test.ts"\r\nfile="a.test.ts"\u00a0><testcase name="x" line="1" /><testcase\nname="y"\n/></testsuite></testsuites>`);
+    const [file] = readBunJUnit(
+      `<testsuites>\n<testsuite\tname="a.test.ts"\r\nfile="a.test.ts"\u00a0><testcase name="x" line="1" /><testcase\nname="y"\n/></testsuite></testsuites>`,
+    );
     expect(file?.tests.map((t) => t.name)).toEqual(["x", "y"]);
   });
 
@@ -274,7 +295,16 @@ describe("Bun's testcase tag read by its own pattern", () => {
   // Bun 1.4.4 writes a test's start tag in one exact form, which the XML
   // reader matches whole (results/xml-scan.ts, bunTestcaseTag); the same
   // tags with two spaces between attributes go the general way.
-  const values = ["t0", "", "a &gt; b", "say &quot;hi&quot; > 1", "x&#10;y &amp; z", "\u00e9\u{1F600}", "it's", "(unnamed)"];
+  const values = [
+    "t0",
+    "",
+    "a &gt; b",
+    "say &quot;hi&quot; > 1",
+    "x&#10;y &amp; z",
+    "\u00e9\u{1F600}",
+    "it's",
+    "(unnamed)",
+  ];
   const tags = values.flatMap((name, i) => [
     `<testcase name="${name}" classname="" time="0.00${i}" file="t/a.test.ts" line="${i + 1}" assertions="1" />`,
     `<testcase name="${name}" classname="c" time="${i}" file="t/a.test.ts" line="x${i}" assertions="0"/>`,
@@ -297,14 +327,24 @@ describe("Bun's testcase tag read by its own pattern", () => {
     expect(tests.map((t) => t.name).slice(0, 6)).toEqual(["t0", "t0", "t0", "t0", "t0", "t0"]);
     expect(tests[2 * 6 + 0]).toMatchObject({ name: "a > b", line: 3, durationMs: 2 });
     expect(tests[3 * 6 + 0]!.name).toBe('say "hi" > 1');
-    expect(tests[4 * 6 + 2]).toMatchObject({ name: "x\ny & z", status: "failed", failure: { type: "failure", errorName: "Error", message: "m4", details: "d&4" } });
+    expect(tests[4 * 6 + 2]).toMatchObject({
+      name: "x\ny & z",
+      status: "failed",
+      failure: { type: "failure", errorName: "Error", message: "m4", details: "d&4" },
+    });
     expect(tests[1 * 6 + 3]).toMatchObject({ name: "", status: "todo" });
     expect(tests[1]!.line).toBeUndefined();
   });
 
   test.each([
-    ["a < inside a value", `<testcase name="a<b" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1" />`],
-    ["a repeated attribute after the pattern's six", `<testcase name="a" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1" name="b" />`],
+    [
+      "a < inside a value",
+      `<testcase name="a<b" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1" />`,
+    ],
+    [
+      "a repeated attribute after the pattern's six",
+      `<testcase name="a" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1" name="b" />`,
+    ],
     ["an unclosed testcase", `<testcase name="a" classname="" time="0.1" file="t/a.test.ts" line="1" assertions="1">`],
   ])("%s → BunJUnitParseError, as the general reading says", (_label, tag) => {
     const xml = `<testsuites><testsuite name="t/a.test.ts" file="t/a.test.ts">${tag}</testsuite></testsuites>`;

@@ -24,7 +24,11 @@ afterAll(() => {
 });
 
 /** The `0::` line of a cgroup file's text, without its prefix. */
-const unifiedPath = (text: string) => text.split("\n").find((l) => l.startsWith("0::"))?.slice(3) ?? "";
+const unifiedPath = (text: string) =>
+  text
+    .split("\n")
+    .find((l) => l.startsWith("0::"))
+    ?.slice(3) ?? "";
 
 /** Runs `bun test` on a probe that records its own cgroup before anything else, with the shard preload and `env`; returns what it recorded. */
 function probeCgroup(env: Record<string, string>): string {
@@ -36,7 +40,12 @@ writeFileSync(${JSON.stringify(out)}, readFileSync("/proc/self/cgroup", "utf8"))
 test("probe", () => {});
 `,
   });
-  const run = spawnSync(process.execPath, ["test", "--preload", SHARD_PRELOAD, "./probe.test.ts"], { cwd: dir, env: { ...process.env, ...env }, encoding: "utf8", timeout: 60_000 });
+  const run = spawnSync(process.execPath, ["test", "--preload", SHARD_PRELOAD, "./probe.test.ts"], {
+    cwd: dir,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   expect(run.status).toBe(0);
   return readFileSync(out, "utf8");
 }
@@ -72,7 +81,14 @@ describe.skipIf(testCgroup === null)("cgroup move", () => {
     expect(figures.precision).toContain("ended before the runner moved it");
 
     const marker = path.join(makeSuite({}, "sg-move-marker-"), "go");
-    const live = spawn(process.execPath, ["-e", `const f = ${JSON.stringify(marker)}; const fs = require("fs"); while (!fs.existsSync(f)) Bun.sleepSync(5);`], { stdio: "ignore" });
+    const live = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const f = ${JSON.stringify(marker)}; const fs = require("fs"); while (!fs.existsSync(f)) Bun.sleepSync(5);`,
+      ],
+      { stdio: "ignore" },
+    );
     const next = startMeter();
     next.attach(live.pid!);
     // The move lands on the thread pool; then the group holds the child.

@@ -6,7 +6,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { XMLParser } from "fast-xml-parser";
-import { fixtureFiles, makeSuite, readReport, runCli, shardOf, survivors, waitFor, type CliRun, removeSuites } from "./helpers/cli.ts";
+import {
+  fixtureFiles,
+  makeSuite,
+  readReport,
+  runCli,
+  shardOf,
+  survivors,
+  waitFor,
+  type CliRun,
+  removeSuites,
+} from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
 
@@ -49,7 +59,9 @@ describe("the issue's three-file run: spin, fail, pass with --jobs 2 --timeout 3
     const verdict = await validateJUnitXml(xml);
     expect(verdict.errors).toEqual([]);
     expect(verdict.valid).toBe(true);
-    const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(xml);
+    const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(
+      xml,
+    );
     const suites = doc.testsuites.testsuite as { "@_name": string }[];
     expect(suites.map((s) => s["@_name"]).sort()).toEqual(["fail.test.ts", "pass.test.ts", "spin.test.ts"]);
     expect(xml).toContain('type="timeout"');
@@ -82,7 +94,18 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
   let report: RunReport;
   beforeAll(async () => {
     dir = makeSuite(
-      fixtureFiles("exit0", "load-error", "throw-at-load", "no-tests", "all-skipped", "fake-summary", "fake-fail-line", "grandchild", "holds-stdout", "flaky"),
+      fixtureFiles(
+        "exit0",
+        "load-error",
+        "throw-at-load",
+        "no-tests",
+        "all-skipped",
+        "fake-summary",
+        "fake-fail-line",
+        "grandchild",
+        "holds-stdout",
+        "flaky",
+      ),
     );
     run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "20", "--grace", "1", "--", "--retry", "1"]);
     report = readReport(dir);
@@ -119,8 +142,9 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
   test("a file with no tests is an empty file, as plain bun test exits 0 for it: skipped, with a note", () => {
     const shard = shardOf(report, "no-tests.test.ts");
     expect([shard.status, shard.reason]).toEqual(["passed", "passed; no tests in no-tests.test.ts (an empty file)"]);
-    expect(shard.tests.map((t) => [t.name, t.status, t.failure])).toEqual(
-      [["(whole file)", "skipped", { type: "no-tests", message: "registers no tests: an empty file" }]]);
+    expect(shard.tests.map((t) => [t.name, t.status, t.failure])).toEqual([
+      ["(whole file)", "skipped", { type: "no-tests", message: "registers no tests: an empty file" }],
+    ]);
   });
 
   test("a file whose tests are all skipped passes", () => {
@@ -137,7 +161,9 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
   test("a grandchild left in the group is killed with it, reported as a leftover, and the shard still passes", () => {
     const shard = shardOf(report, "grandchild.test.ts");
     expect(shard.status).toBe("passed");
-    expect(shard.leftovers.map(({ command, leftGroup }) => ({ command, leftGroup }))).toEqual([{ command: "sleep 600", leftGroup: false }]);
+    expect(shard.leftovers.map(({ command, leftGroup }) => ({ command, leftGroup }))).toEqual([
+      { command: "sleep 600", leftGroup: false },
+    ]);
   });
 
   test("a grandchild holding stdout open does not hold the shard", () => {
@@ -174,8 +200,10 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
     const strict = await runCli(["run", "--root", solo, "--empty-files", "fail"]);
     expect(strict.code).toBe(1);
     const shard = readReport(solo).shards[0]!;
-    expect([shard.status, shard.reason]).toEqual(["failed",
-      'no tests found in no-tests.test.ts (empty-files = "fail"; --empty-files pass allows it)']);
+    expect([shard.status, shard.reason]).toEqual([
+      "failed",
+      'no tests found in no-tests.test.ts (empty-files = "fail"; --empty-files pass allows it)',
+    ]);
     expect(strict.stdout).not.toContain("--pass-with-no-tests");
     expect((await runCli(["run", "--root", solo, "--empty-files", "fail", "--", "--pass-with-no-tests"])).code).toBe(0);
   }, 60_000);
@@ -202,7 +230,11 @@ describe("kills", () => {
   test("SIGINT mid-run: exit 130, unstarted shards never-started, nothing survives", async () => {
     const f = fixtureFiles("slow-pass", "pass", "fail");
     // Sorted plan order: a-slow first, so the two others are still queued.
-    const dir = makeSuite({ "a-slow.test.ts": f["slow-pass.test.ts"]!, "b-pass.test.ts": f["pass.test.ts"]!, "c-fail.test.ts": f["fail.test.ts"]! });
+    const dir = makeSuite({
+      "a-slow.test.ts": f["slow-pass.test.ts"]!,
+      "b-pass.test.ts": f["pass.test.ts"]!,
+      "c-fail.test.ts": f["fail.test.ts"]!,
+    });
     const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30", "--grace", "1"], {
       onLine: { match: /START a-slow/, then: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 300) },
     });
@@ -293,7 +325,8 @@ describe("-t across a suite", () => {
 describe("a test that changes the working directory", () => {
   test("keeps its file's results (Bun's JUnit then names files relative to the new cwd)", async () => {
     const dir = makeSuite({
-      "cwd.test.ts": 'import { expect, test } from "bun:test";\ntest("moves to /", () => { process.chdir("/"); });\ntest("then fails", () => { expect(1).toBe(2); });\n',
+      "cwd.test.ts":
+        'import { expect, test } from "bun:test";\ntest("moves to /", () => { process.chdir("/"); });\ntest("then fails", () => { expect(1).toBe(2); });\n',
     });
     const run = await runCli(["run", "--root", dir]);
     expect(run.code).toBe(1);

@@ -46,19 +46,34 @@ describe("which CLI `shardguard` runs", () => {
   });
 
   test.each([
-    ["a source edited (same size)", (root: string) => writeFileSync(path.join(root, "runner", "cli", "main.ts"), "export const a = 2;\n")],
+    [
+      "a source edited (same size)",
+      (root: string) => writeFileSync(path.join(root, "runner", "cli", "main.ts"), "export const a = 2;\n"),
+    ],
     ["a source added", (root: string) => writeFileSync(path.join(root, "runner", "cli", "extra.ts"), "export {};\n")],
-    ["the page's script edited", (root: string) => {
-      writeFileSync(path.join(root, "runner", "cli", "page.client.js"), "2;\n");
-    }],
-    ["the page's style sheet edited", (root: string) => {
-      writeFileSync(path.join(root, "runner", "cli", "page.css"), "b {}\n");
-    }],
-    ["a source renamed", (root: string) => {
-      rmSync(path.join(root, "runner", "cli", "main.ts"));
-      writeFileSync(path.join(root, "runner", "cli", "main2.ts"), "export const a = 1;\n");
-    }],
-    ["package.json changed", (root: string) => writeFileSync(path.join(root, "package.json"), '{ "name": "shardguard", "version": "2" }\n')],
+    [
+      "the page's script edited",
+      (root: string) => {
+        writeFileSync(path.join(root, "runner", "cli", "page.client.js"), "2;\n");
+      },
+    ],
+    [
+      "the page's style sheet edited",
+      (root: string) => {
+        writeFileSync(path.join(root, "runner", "cli", "page.css"), "b {}\n");
+      },
+    ],
+    [
+      "a source renamed",
+      (root: string) => {
+        rmSync(path.join(root, "runner", "cli", "main.ts"));
+        writeFileSync(path.join(root, "runner", "cli", "main2.ts"), "export const a = 1;\n");
+      },
+    ],
+    [
+      "package.json changed",
+      (root: string) => writeFileSync(path.join(root, "package.json"), '{ "name": "shardguard", "version": "2" }\n'),
+    ],
     ["the bytecode missing", (root: string) => rmSync(path.join(root, `${COMPILED_CLI}.jsc`))],
     ["the stamp missing", (root: string) => rmSync(path.join(root, `${COMPILED_CLI}.sources`))],
     ["the compiled CLI missing", (root: string) => rmSync(path.join(root, COMPILED_CLI))],

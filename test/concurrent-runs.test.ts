@@ -8,14 +8,18 @@ import path from "node:path";
 import { RunReportSchema } from "../runner/results/report-model.ts";
 import { makeSuite, runCli, removeSuites } from "./helpers/cli.ts";
 
-const slow = (ms: number) => `import { test } from "bun:test";\ntest("works for ${ms} ms", async () => { await Bun.sleep(${ms}); });\n`;
+const slow = (ms: number) =>
+  `import { test } from "bun:test";\ntest("works for ${ms} ms", async () => { await Bun.sleep(${ms}); });\n`;
 const ownReport = (dir: string, runId: string) =>
   RunReportSchema.parse(JSON.parse(readFileSync(path.join(dir, ".shardguard", "runs", runId, "report.json"), "utf8")));
 const runIdOf = (stdout: string) => /run (\S+):/.exec(stdout)![1]!;
 
 test("concurrent runs keep their own logs and report copies", async () => {
   const dir = makeSuite({ "a.test.ts": slow(800), "b.test.ts": slow(800) });
-  const [one, two] = await Promise.all([runCli(["run", "--root", dir, "a.test.ts"]), runCli(["run", "--root", dir, "b.test.ts"])]);
+  const [one, two] = await Promise.all([
+    runCli(["run", "--root", dir, "a.test.ts"]),
+    runCli(["run", "--root", dir, "b.test.ts"]),
+  ]);
   expect([one.code, two.code]).toEqual([0, 0]);
   const [idOne, idTwo] = [runIdOf(one.stdout), runIdOf(two.stdout)];
   expect(idOne).not.toBe(idTwo);
@@ -23,7 +27,8 @@ test("concurrent runs keep their own logs and report copies", async () => {
   expect(repOne.shards.map((s) => s.files)).toEqual([["a.test.ts"]]);
   expect(repTwo.shards.map((s) => s.files)).toEqual([["b.test.ts"]]);
   expect(repOne.shards[0]!.logPath).not.toBe(repTwo.shards[0]!.logPath);
-  for (const rep of [repOne, repTwo]) expect(readFileSync(rep.shards[0]!.logPath!, "utf8")).toContain("works for 800 ms");
+  for (const rep of [repOne, repTwo])
+    expect(readFileSync(rep.shards[0]!.logPath!, "utf8")).toContain("works for 800 ms");
   // The stable path holds one complete report, from whichever finished last.
   const stable = RunReportSchema.parse(JSON.parse(readFileSync(path.join(dir, ".shardguard", "report.json"), "utf8")));
   expect([idOne, idTwo]).toContain(stable.runId);

@@ -54,19 +54,32 @@ const HOSTILE: [string, string, string | null][] = [
 const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 /** The console lines of `text` that text from a test could have started: one begins with the forged text or a workflow command. */
-const forgedLines = (text: string) => text.split("\n").filter((l) => l.trimStart().startsWith(FORGED) || l.trimStart().startsWith("::error::forged"));
+const forgedLines = (text: string) =>
+  text.split("\n").filter((l) => l.trimStart().startsWith(FORGED) || l.trimStart().startsWith("::error::forged"));
 
 /** A failed shard whose test, file, failure and log all hold `h`. */
 function hostileShard(h: string, logPath: string | null): ShardResult {
   const file = `dir/${h}.test.ts`;
   const t = makeTest({ name: h, file, status: "failed", failure: { type: "failure", message: h } });
-  return makeShard({ index: 1, status: "failed", exitCode: 1, reason: "1 test failed", files: [file], tests: [t], logPath, leftovers: [{ pid: 4242, command: `sleep ${h}`, leftGroup: false }] });
+  return makeShard({
+    index: 1,
+    status: "failed",
+    exitCode: 1,
+    reason: "1 test failed",
+    files: [file],
+    tests: [t],
+    logPath,
+    leftovers: [{ pid: 4242, command: `sleep ${h}`, leftGroup: false }],
+  });
 }
 
 /** Each output path: what it prints for hostile text `h` (`dir`: a temp directory for a log file). */
 const PATHS: [string, (h: string, dir: string) => Promise<string> | string][] = [
   ["start line (file name)", (h) => startLine({ index: 1, slug: "s", files: [`${h}.test.ts`] }, 1, 1_000, "x.log")],
-  ["end line (file, reason, test name, failure message)", (h) => endLine({ ...hostileShard(h, "x.log"), reason: h }, 1)],
+  [
+    "end line (file, reason, test name, failure message)",
+    (h) => endLine({ ...hostileShard(h, "x.log"), reason: h }, 1),
+  ],
   [
     "shard end block (log tail, leftovers)",
     async (h, dir) => {
@@ -81,7 +94,11 @@ const PATHS: [string, (h: string, dir: string) => Promise<string> | string][] = 
     "shard warning",
     (h) => {
       const lines: string[] = [];
-      new ConsoleReporter({ line: (t) => lines.push(t) }).onShardWarning({ index: 1, slug: "s", files: ["a.test.ts"] }, 1, h);
+      new ConsoleReporter({ line: (t) => lines.push(t) }).onShardWarning(
+        { index: 1, slug: "s", files: ["a.test.ts"] },
+        1,
+        h,
+      );
       return lines.join("\n");
     },
   ],
@@ -90,8 +107,19 @@ const PATHS: [string, (h: string, dir: string) => Promise<string> | string][] = 
     "CI heartbeat",
     async (h) => {
       const written: string[] = [];
-      const shard = { index: 1, files: [`${h}.test.ts`], elapsedMs: () => 5_000, inFlight: () => ({ name: h, forMs: 1_000 }) };
-      const progress = startProgress({ write: (t) => written.push(t), isTTY: false, heartbeatMs: 40, noColor: true, source: { total: 1, done: () => 0, running: () => [shard] } });
+      const shard = {
+        index: 1,
+        files: [`${h}.test.ts`],
+        elapsedMs: () => 5_000,
+        inFlight: () => ({ name: h, forMs: 1_000 }),
+      };
+      const progress = startProgress({
+        write: (t) => written.push(t),
+        isTTY: false,
+        heartbeatMs: 40,
+        noColor: true,
+        source: { total: 1, done: () => 0, running: () => [shard] },
+      });
       await Bun.sleep(80);
       progress.stop();
       expect(written.length).toBeGreaterThan(0);
@@ -102,8 +130,20 @@ const PATHS: [string, (h: string, dir: string) => Promise<string> | string][] = 
     "TTY progress area",
     (h) => {
       const written: string[] = [];
-      const shard = { index: 1, files: [`${h}.test.ts`], elapsedMs: () => 5_000, inFlight: () => ({ name: h, forMs: 1_000 }) };
-      const progress = startProgress({ write: (t) => written.push(t), isTTY: true, columns: 300, heartbeatMs: 60_000, noColor: true, source: { total: 2, done: () => 0, running: () => [shard] } });
+      const shard = {
+        index: 1,
+        files: [`${h}.test.ts`],
+        elapsedMs: () => 5_000,
+        inFlight: () => ({ name: h, forMs: 1_000 }),
+      };
+      const progress = startProgress({
+        write: (t) => written.push(t),
+        isTTY: true,
+        columns: 300,
+        heartbeatMs: 60_000,
+        noColor: true,
+        source: { total: 2, done: () => 0, running: () => [shard] },
+      });
       progress.out.line("[2/2] START b.test.ts");
       progress.stop();
       // The area's own cursor movement is the only escape sequence allowed: take it out first.
@@ -178,7 +218,11 @@ describe("a real child that prints and names hostile text", () => {
     }
     // Every line GitHub's runner would read as a workflow command is shardguard's own.
     const commands = runnerLines(run.stdout).filter((l) => l.trimStart().startsWith("::"));
-    expect(commands.filter((l) => !/^::(stop-commands::[0-9a-f]{32}|[0-9a-f]{32}::|error file=hostile\.test\.ts,line=2,title=)/.test(l))).toEqual([]);
+    expect(
+      commands.filter(
+        (l) => !/^::(stop-commands::[0-9a-f]{32}|[0-9a-f]{32}::|error file=hostile\.test\.ts,line=2,title=)/.test(l),
+      ),
+    ).toEqual([]);
     // The log tail, the test's name in the end line, the heartbeat and the annotation show what was there.
     expect(run.stdout).toContain(`    | abc\u240d${FORGED}`);
     expect(run.stdout).toContain(`    | nel\\u0085${FORGED}`);

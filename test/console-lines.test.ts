@@ -16,7 +16,14 @@ const FILE = "test/config.test.ts";
 
 /** A shard with one failed test whose failure message is `message`. */
 function shardFailing(message: string) {
-  return failedShard(1, [makeTest({ name: "rejects bad statuses", file: FILE, status: "failed", failure: { type: "failure", errorName: "Error", message } })]);
+  return failedShard(1, [
+    makeTest({
+      name: "rejects bad statuses",
+      file: FILE,
+      status: "failed",
+      failure: { type: "failure", errorName: "Error", message },
+    }),
+  ]);
 }
 
 /** The console lines that name the failed test: the shard's end line and the closing list. */
@@ -31,7 +38,7 @@ describe("a failure message on the console", () => {
     const long = `invalid value for "statuses": ${"passed,failed,".repeat(20)}Y`;
     const [end, closing] = failureLines(long);
     for (const line of [end!, closing!]) {
-      expect(line).toContain(": invalid value for \"statuses\": passed,failed,");
+      expect(line).toContain(': invalid value for "statuses": passed,failed,');
       expect(line).toContain("…");
       expect(line).not.toContain(",Y");
     }
@@ -43,7 +50,9 @@ describe("a failure message on the console", () => {
   test("with lines after the first: the first line, then an ellipsis and the log", () => {
     const [end, closing] = failureLines("expect(received).toBe(expected)\n\nExpected: 2\nReceived: 1\n");
     expect(end).toEndWith("rejects bad statuses: expect(received).toBe(expected) …");
-    expect(closing).toEndWith("rejects bad statuses: expect(received).toBe(expected) … (full text: .shardguard/logs/1.log)");
+    expect(closing).toEndWith(
+      "rejects bad statuses: expect(received).toBe(expected) … (full text: .shardguard/logs/1.log)",
+    );
   });
 
   test("shown whole: no ellipsis, no log path", () => {

@@ -17,22 +17,28 @@ afterAll(removeSuites);
 
 const BUNFIG = "[test]\ncoverage = true\ncoverageThreshold = 0.9\n";
 const COVERED = {
-  "src/math.ts": "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport function twice(a: number): number {\n  return add(a, a);\n}\n",
+  "src/math.ts":
+    "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport function twice(a: number): number {\n  return add(a, a);\n}\n",
   "test/math.test.ts":
     'import { describe, expect, test } from "bun:test";\nimport { add, twice } from "../src/math.ts";\n' +
     'describe("math", () => {\n  test.each([[1, 2, 3], [2, 2, 4]])("add(%d, %d)", (a, b, sum) => { expect(add(a, b)).toBe(sum); });\n' +
     '  test("twice", () => { expect(twice(4)).toBe(8); });\n});\n',
 };
 const HALF = {
-  "src/half.ts": "export function used(): number {\n  return 1;\n}\n\nexport function unused(): number {\n  return 2;\n}\n",
-  "test/half.test.ts": 'import { expect, test } from "bun:test";\nimport { used } from "../src/half.ts";\ntest("uses half", () => { expect(used()).toBe(1); });\n',
+  "src/half.ts":
+    "export function used(): number {\n  return 1;\n}\n\nexport function unused(): number {\n  return 2;\n}\n",
+  "test/half.test.ts":
+    'import { expect, test } from "bun:test";\nimport { used } from "../src/half.ts";\ntest("uses half", () => { expect(used()).toBe(1); });\n',
 };
 
 function reports(dir: string) {
   const out = path.join(dir, ".shardguard");
   const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
   const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "" }).parse(xml);
-  const cases = [doc.testsuites.testsuite].flat().flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Record<string, any>[];
+  const cases = [doc.testsuites.testsuite].flat().flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Record<
+    string,
+    any
+  >[];
   const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
   return { xml, cases, ctrf, report: readReport(dir) };
 }
@@ -78,7 +84,9 @@ describe("a project with [test] coverage = true and coverageThreshold = 0.9", ()
     expect(shardOf(report, "test/math.test.ts").status).toBe("passed");
     const half = shardOf(report, "test/half.test.ts");
     expect(half.status).toBe("failed");
-    expect(half.reason).toBe("coverage below the project's coverageThreshold 0.9 (bun test exited 1 with every test passed and no error between tests)");
+    expect(half.reason).toBe(
+      "coverage below the project's coverageThreshold 0.9 (bun test exited 1 with every test passed and no error between tests)",
+    );
     expect(half.tests.find((t) => t.name === "uses half")!.status).toBe("passed");
     const whole = half.tests.find((t) => t.status === "failed")!;
     expect(whole.failure?.type).toBe("coverage-threshold");

@@ -12,7 +12,12 @@ import { validateJUnitXml } from "./helpers/xsd.ts";
 
 test("kill -9 of the runner mid-run: no shard process alive within 2 s, reports valid and honest", async () => {
   const slow = 'import { test } from "bun:test";\ntest("slow", async () => { await Bun.sleep(20_000); });\n';
-  const dir = makeSuite({ "a.test.ts": 'import { test } from "bun:test";\ntest("quick", () => {});\n', "b.test.ts": slow, "c.test.ts": slow, "d.test.ts": slow });
+  const dir = makeSuite({
+    "a.test.ts": 'import { test } from "bun:test";\ntest("quick", () => {});\n',
+    "b.test.ts": slow,
+    "c.test.ts": slow,
+    "d.test.ts": slow,
+  });
   let killedAt = 0;
   const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "60"], {
     onLine: {
@@ -37,7 +42,10 @@ test("kill -9 of the runner mid-run: no shard process alive within 2 s, reports 
   expect(run.signal).toBe("SIGKILL");
   const report = readReport(dir);
   // Within 2 s of the kill, nothing carrying this run's cookie is alive.
-  const clean = await waitFor(() => survivors(report.runId).length === 0, Math.max(0, 2_000 - (performance.now() - killedAt)));
+  const clean = await waitFor(
+    () => survivors(report.runId).length === 0,
+    Math.max(0, 2_000 - (performance.now() - killedAt)),
+  );
   expect(clean).toBe(true);
 
   expect(report.completed).toBe(false);
@@ -139,7 +147,9 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
   expect(alive(escapee)).toBe(false);
   expect(clean).toBe(true);
   // The guardian does its job and goes.
-  expect(await waitFor(() => guardiansOf(runId).length === 0, Math.max(0, 3_000 - (performance.now() - killedAt)))).toBe(true);
+  expect(
+    await waitFor(() => guardiansOf(runId).length === 0, Math.max(0, 3_000 - (performance.now() - killedAt))),
+  ).toBe(true);
 }, 60_000);
 
 /**
@@ -147,7 +157,10 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
  * cookie: an agent CLI run hermetically), SIGKILLs the runner once the grandchild's pid is
  * written, and returns that pid with whether it was gone within 3 s of the kill.
  */
-async function killRunnerWithHermeticGrandchild(command: string, guardianToo = false): Promise<{ pid: number; goneIn3s: boolean; cgroups: boolean }> {
+async function killRunnerWithHermeticGrandchild(
+  command: string,
+  guardianToo = false,
+): Promise<{ pid: number; goneIn3s: boolean; cgroups: boolean }> {
   const dir = makeSuite({
     "hermetic.test.ts": grandchildTest(command, "env: {}, ", "grandchild.pid"),
   });

@@ -24,19 +24,26 @@ function suite(): string {
       '  test.each([[1, 2], [2, 4]])("doubles %i", (a, b) => expect(a * 2).toBe(b));\n' +
       '  test("sees its environment", () => {\n' +
       '    const seen = ["BUN_INSPECT", "BUN_INSPECT_NOTIFY"].map((n) => `${n}=${process.env[n] ?? "(unset)"}`).join("\\n");\n' +
-      '    writeFileSync(`${import.meta.dir}/seen.txt`, seen);\n' +
+      "    writeFileSync(`${import.meta.dir}/seen.txt`, seen);\n" +
       "  });\n});\n",
     "plain.test.ts": 'import { expect, test } from "bun:test";\ntest("plain", () => expect(1 + 1).toBe(2));\n',
   });
 }
 
 /** An editor's debugger settings: a socket in the suite, so nothing else on the machine is touched; nobody attaches, so nothing waits. */
-const debuggerEnv = (dir: string) => ({ BUN_INSPECT: `ws+unix://${path.join(dir, "debugger.sock")}`, BUN_INSPECT_NOTIFY: `unix://${path.join(dir, "notify.sock")}` });
+const debuggerEnv = (dir: string) => ({
+  BUN_INSPECT: `ws+unix://${path.join(dir, "debugger.sock")}`,
+  BUN_INSPECT_NOTIFY: `unix://${path.join(dir, "notify.sock")}`,
+});
 
 describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOTIFY)", () => {
   test("plain bun test passes there: the baseline the run must match", () => {
     const dir = suite();
-    const plain = spawnSync(process.execPath, ["test"], { cwd: dir, env: { ...process.env, ...debuggerEnv(dir) }, encoding: "utf8" });
+    const plain = spawnSync(process.execPath, ["test"], {
+      cwd: dir,
+      env: { ...process.env, ...debuggerEnv(dir) },
+      encoding: "utf8",
+    });
     expect(plain.stderr).toContain("4 pass");
     expect(plain.status).toBe(0);
   });
@@ -44,13 +51,23 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
   for (const events of [true, false]) {
     test(`events ${events ? "on" : "off"}: every test passes, the children run without the variables, and one note says so`, async () => {
       const dir = suite();
-      const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "30", ...(events ? [] : ["--no-test-events"])], { env: debuggerEnv(dir) });
+      const run = await runCli(
+        ["run", "--root", dir, "--jobs", "2", "--timeout", "30", ...(events ? [] : ["--no-test-events"])],
+        { env: debuggerEnv(dir) },
+      );
       expect(run.code).toBe(0);
       const report = readReport(dir);
       expect(report.shards.map((s) => s.status)).toEqual(["passed", "passed"]);
-      expect(report.shards.flatMap((s) => s.tests.map((t) => t.status))).toEqual(["passed", "passed", "passed", "passed"]);
+      expect(report.shards.flatMap((s) => s.tests.map((t) => t.status))).toEqual([
+        "passed",
+        "passed",
+        "passed",
+        "passed",
+      ]);
       expect(readFileSync(path.join(dir, "seen.txt"), "utf8")).toBe("BUN_INSPECT=(unset)\nBUN_INSPECT_NOTIFY=(unset)");
-      const notes = run.stdout.split("\n").filter((line) => line.startsWith("shardguard: note: BUN_INSPECT and BUN_INSPECT_NOTIFY are set"));
+      const notes = run.stdout
+        .split("\n")
+        .filter((line) => line.startsWith("shardguard: note: BUN_INSPECT and BUN_INSPECT_NOTIFY are set"));
       expect(notes).toHaveLength(1);
     }, 60_000);
   }
@@ -61,7 +78,7 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
       'import { expect, test } from "bun:test";\nimport { readdirSync, readFileSync, writeFileSync } from "node:fs";\n' +
       'test("finds the guardian", () => {\n' +
       '  const runId = process.env.SHARDGUARD_RUN!.split(":")[0]!;\n' +
-      "  const alive = readdirSync(\"/proc\").filter((p) => /^\\d+$/.test(p)).some((p) => {\n" +
+      '  const alive = readdirSync("/proc").filter((p) => /^\\d+$/.test(p)).some((p) => {\n' +
       '    try { const cmd = readFileSync(`/proc/${p}/cmdline`, "utf8"); return cmd.includes("guardian-main.ts") && cmd.includes(runId); } catch { return false; }\n' +
       "  });\n" +
       '  writeFileSync(`${import.meta.dir}/guardian.txt`, alive ? "alive" : "none");\n' +
@@ -85,7 +102,8 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
   test("a preset's touchfiles module loads: its loader is a Bun process of its own", () => {
     const repo = path.join(import.meta.dir, "..");
     const dir = makeSuite({
-      "touchfiles.ts": 'export const E2E_TOUCHFILES = { checkout: ["src/cart/**"] };\nexport const GLOBAL_TOUCHFILES: string[] = [];\nexport const E2E_TIERS = { checkout: "gate" };\n',
+      "touchfiles.ts":
+        'export const E2E_TOUCHFILES = { checkout: ["src/cart/**"] };\nexport const GLOBAL_TOUCHFILES: string[] = [];\nexport const E2E_TIERS = { checkout: "gate" };\n',
       "load.ts":
         `import { loadTouchfiles } from ${JSON.stringify(path.join(repo, "runner/presets/diff.ts"))};\n` +
         `import { getPreset, loadPresets } from ${JSON.stringify(path.join(repo, "runner/presets/resolve.ts"))};\n` +
@@ -94,7 +112,11 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
         "console.log(JSON.stringify(data?.map));\n",
     });
     // This process listens at the debugger's address, as a runner started in a debug terminal does.
-    const loaded = spawnSync(process.execPath, [path.join(dir, "load.ts")], { cwd: dir, env: { ...process.env, ...debuggerEnv(dir) }, encoding: "utf8" });
+    const loaded = spawnSync(process.execPath, [path.join(dir, "load.ts")], {
+      cwd: dir,
+      env: { ...process.env, ...debuggerEnv(dir) },
+      encoding: "utf8",
+    });
     expect(loaded.stderr).not.toContain("Failed to start inspector");
     expect(loaded.stdout.trim()).toBe('{"checkout":["src/cart/**"]}');
     expect(loaded.status).toBe(0);
@@ -102,7 +124,9 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
 
   test("a run without them prints no note", async () => {
     const dir = makeSuite({ "plain.test.ts": 'import { test } from "bun:test";\ntest("plain", () => {});\n' });
-    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30"], { env: { BUN_INSPECT: undefined, BUN_INSPECT_NOTIFY: undefined } });
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30"], {
+      env: { BUN_INSPECT: undefined, BUN_INSPECT_NOTIFY: undefined },
+    });
     expect(run.code).toBe(0);
     expect(run.stdout).not.toContain("shardguard: note: BUN_INSPECT");
   });

@@ -28,8 +28,13 @@ const toKill: { pids: number[]; groups: number[] } = { pids: [], groups: [] };
 
 beforeAll(() => {
   bin = mkdtempSync(path.join(os.tmpdir(), "sg-escapees-"));
-  for (const [name, flags] of [["leader-exits", ["-pthread"]], ["fork-relay", []]] as const) {
-    const cc = spawnSync("cc", ["-O1", ...flags, "-o", path.join(bin, name), path.join(SOURCES, `${name}.c`)], { encoding: "utf8" });
+  for (const [name, flags] of [
+    ["leader-exits", ["-pthread"]],
+    ["fork-relay", []],
+  ] as const) {
+    const cc = spawnSync("cc", ["-O1", ...flags, "-o", path.join(bin, name), path.join(SOURCES, `${name}.c`)], {
+      encoding: "utf8",
+    });
     if (cc.status !== 0) throw new Error(`cc ${name}.c failed: ${cc.stderr}`);
   }
 });
@@ -111,7 +116,10 @@ describe("processes that escaped the group and used to survive the sweeps", () =
   // The relay survived 3 of 6 runs before: three runs here, each must kill it.
   for (const round of [1, 2, 3]) {
     test(`run ${round}: a zombie leader with a live thread and a fork relay are gone 3 s after the run and listed in leftovers`, async () => {
-      const dir = makeSuite({ "leader.test.ts": starter("leader-exits", "leader.pid"), "relay.test.ts": starter("fork-relay", "relay.pgid") });
+      const dir = makeSuite({
+        "leader.test.ts": starter("leader-exits", "leader.pid"),
+        "relay.test.ts": starter("fork-relay", "relay.pgid"),
+      });
       const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "30"]);
       const leader = Number(readFileSync(path.join(dir, "leader.pid"), "utf8"));
       const relay = Number(readFileSync(path.join(dir, "relay.pgid"), "utf8"));
@@ -124,7 +132,11 @@ describe("processes that escaped the group and used to survive the sweeps", () =
       const leaderShard = shardOf(report, "leader.test.ts");
       const relayShard = shardOf(report, "relay.test.ts");
       expect([leaderShard.status, relayShard.status]).toEqual(["passed", "passed"]);
-      expect(leaderShard.leftovers).toContainEqual({ pid: leader, command: expect.stringContaining("leader-exits"), leftGroup: true });
+      expect(leaderShard.leftovers).toContainEqual({
+        pid: leader,
+        command: expect.stringContaining("leader-exits"),
+        leftGroup: true,
+      });
       // The relay changes pid all the time: the listed ones are members of its group.
       expect(relayShard.leftovers.length).toBeGreaterThan(0);
       expect(relayShard.leftovers.every((e) => e.leftGroup)).toBe(true);
@@ -143,7 +155,10 @@ describe("sweepCookie", () => {
     const dir = makeSuite({});
     const cookie = `SG_ESCAPEE_TEST=${process.pid}-${Date.now()}`;
     const env = { ...process.env, SG_ESCAPEE_TEST: cookie.split("=")[1] };
-    for (const [program, file] of [["leader-exits", "leader.pid"], ["fork-relay", "relay.pgid"]] as const) {
+    for (const [program, file] of [
+      ["leader-exits", "leader.pid"],
+      ["fork-relay", "relay.pgid"],
+    ] as const) {
       expect(spawnSync(path.join(bin, program), [path.join(dir, file)], { env, stdio: "ignore" }).status).toBe(0);
     }
     const leader = Number(await waitFor(() => readOr(path.join(dir, "leader.pid")), 2_000));

@@ -32,7 +32,10 @@ const BUN = process.execPath;
 function readCompact(bytes: Buffer, reader?: CompactReader, calls: TestEvent[] = []): TestEvent | null {
   const sink: CompactSink = {
     found: (id, url, line, name, type, parentId) =>
-      calls.push({ method: "TestReporter.found", params: { id, url, line, name, type, ...(parentId === undefined ? {} : { parentId }) } }),
+      calls.push({
+        method: "TestReporter.found",
+        params: { id, url, line, name, type, ...(parentId === undefined ? {} : { parentId }) },
+      }),
     start: (id) => calls.push({ method: "TestReporter.start", params: { id } }),
     end: (id, status, elapsed) => calls.push({ method: "TestReporter.end", params: { id, status, elapsed } }),
   };
@@ -125,7 +128,11 @@ describe("CompactReader against the full parser, byte by byte", () => {
   }
 
   test("invalid UTF-8 in a name decodes as the parser decodes it (replacement characters)", () => {
-    const bytes = Buffer.concat([Buffer.from(foundText(`"id":3,"url":"${URL}","line":2,"name":"a`)), Buffer.from([0xe2, 0x28, 0xff]), Buffer.from('","type":"test"}}')]);
+    const bytes = Buffer.concat([
+      Buffer.from(foundText(`"id":3,"url":"${URL}","line":2,"name":"a`)),
+      Buffer.from([0xe2, 0x28, 0xff]),
+      Buffer.from('","type":"test"}}'),
+    ]);
     const event = readCompact(bytes);
     expect(event).not.toBeNull();
     expect(event).toEqual(parsed(bytes)!);
@@ -135,12 +142,15 @@ describe("CompactReader against the full parser, byte by byte", () => {
   test("equal urls in a row are one string; a new url is decoded, and so is the old one again", () => {
     const calls: TestEvent[] = [];
     const reader = new CompactReader({
-      found: (id, url, line, name, type) => calls.push({ method: "TestReporter.found", params: { id, url, line, name, type } }),
+      found: (id, url, line, name, type) =>
+        calls.push({ method: "TestReporter.found", params: { id, url, line, name, type } }),
       start: () => {},
       end: () => {},
     });
     const other = "/r/t/b.test.ts";
-    const texts = [URL, URL, other, URL].map((url, i) => foundText(`"id":${i + 1},"url":"${url}","line":2,"name":"t${i}","type":"test"`));
+    const texts = [URL, URL, other, URL].map((url, i) =>
+      foundText(`"id":${i + 1},"url":"${url}","line":2,"name":"t${i}","type":"test"`),
+    );
     for (const text of texts) expect(reader.read(Buffer.from(text))).toBe(true);
     const urls = calls.map((c) => (c as Extract<TestEvent, { method: "TestReporter.found" }>).params.url);
     expect(urls).toEqual([URL, URL, other, URL]);
@@ -248,11 +258,23 @@ async function runFixture() {
   });
   const proxyPath = `${socketPath}.proxy`;
   const proxy = await recordingProxy(proxyPath, socketPath);
-  const child = spawn(BUN, [`--inspect-wait=unix:${proxyPath}`, "test", "--preload", SHARD_PRELOAD, "--retry", "1", join(root, "mixed.test.ts")], {
-    cwd: root,
-    env: { ...process.env, SHARDGUARD_YIELD: "1" },
-    stdio: "ignore",
-  });
+  const child = spawn(
+    BUN,
+    [
+      `--inspect-wait=unix:${proxyPath}`,
+      "test",
+      "--preload",
+      SHARD_PRELOAD,
+      "--retry",
+      "1",
+      join(root, "mixed.test.ts"),
+    ],
+    {
+      cwd: root,
+      env: { ...process.env, SHARDGUARD_YIELD: "1" },
+      stdio: "ignore",
+    },
+  );
   const exited = new Promise((resolve) => child.once("exit", resolve));
   await channel.ready;
   await exited;
@@ -271,7 +293,11 @@ async function runFixture() {
     parsedEvents.push(result.event);
     parserJournal.append(result.event);
   };
-  const frames = new FrameReader((body) => parse(capJsonStrings(body)), parse, () => {});
+  const frames = new FrameReader(
+    (body) => parse(capJsonStrings(body)),
+    parse,
+    () => {},
+  );
   for (const chunk of proxy.recorded) frames.push(chunk);
   await parserJournal.close();
   return { model, journalPath, stats, sinkCalls, parsedEvents, parserJournalPath };
@@ -279,7 +305,18 @@ async function runFixture() {
 
 /** A test's state without what differs from run to run (Bun's elapsed times, the clock). */
 const stable = (model: TestEventModel) =>
-  testStates(model).map((t) => ({ id: t.id, fullName: t.fullName, file: t.file, line: t.line, phase: t.phase, status: t.status, attempts: t.attempts, failure: t.failure?.type, errors: t.errors.length, flaky: t.flaky }));
+  testStates(model).map((t) => ({
+    id: t.id,
+    fullName: t.fullName,
+    file: t.file,
+    line: t.line,
+    phase: t.phase,
+    status: t.status,
+    attempts: t.attempts,
+    failure: t.failure?.type,
+    errors: t.errors.length,
+    flaky: t.flaky,
+  }));
 const journalLines = (path: string) =>
   readFileSync(path, "utf8")
     .trimEnd()
@@ -349,7 +386,8 @@ describe("read batching (a busy stream's reads pause for a moment)", () => {
     const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 5_000, onEvent: (event) => model.apply(event) });
     const frames: Buffer[] = [];
     const tests = 1_500;
-    for (let id = 1; id <= tests; id++) frames.push(encodeFrame(foundText(`"id":${id},"url":"${URL}","line":2,"name":"t${id}","type":"test"`)));
+    for (let id = 1; id <= tests; id++)
+      frames.push(encodeFrame(foundText(`"id":${id},"url":"${URL}","line":2,"name":"t${id}","type":"test"`)));
     for (let id = 1; id <= tests; id++) {
       frames.push(encodeFrame(`{"method":"TestReporter.start","params":{"id":${id}}}`));
       frames.push(encodeFrame(`{"method":"TestReporter.end","params":{"id":${id},"status":"pass","elapsed":1}}`));

@@ -48,7 +48,12 @@ describe("a test that starts its own bun test (it inherits BUN_INSPECT_CONNECT_T
       ["fails after it", "failed"],
     ]);
     const log = readFileSync(shard.logPath!, "utf8");
-    const inner = JSON.parse(log.split("\n").find((l) => l.startsWith("INNER "))!.slice("INNER ".length)) as { src: string; execArgv: string[] };
+    const inner = JSON.parse(
+      log
+        .split("\n")
+        .find((l) => l.startsWith("INNER "))!
+        .slice("INNER ".length),
+    ) as { src: string; execArgv: string[] };
     expect(inner.src).toContain("return handle(context)");
     expect(inner.execArgv).toEqual([]);
     // The shard's journal holds the outer file's events, none of the grandchild's.

@@ -48,18 +48,21 @@ function chain(depth: number, perLevel: number) {
 }
 
 describe("describe depth", () => {
-  test.each([2, 50, 500])("depth %i: each event looks up at most one describe, each full name one per test and two per describe", (depth) => {
-    const { model, gets, tests, events } = chain(depth, 3);
-    expect(gets.n).toBeLessThanOrEqual(events);
-    gets.n = 0;
-    const names = model.eventTests(0).map((t) => t.name);
-    // Walking the chain per describe (or per test) would cost ~depth²/2 (or depth × tests).
-    expect(gets.n).toBeLessThanOrEqual(tests + 2 * depth);
-    const path = Array.from({ length: depth }, (_, i) => `level ${i + 1}`).join(" > ");
-    expect(names.at(-1)).toBe(`${path} > t2`);
-    expect(names[0]).toBe("level 1 > t0");
-    expect(names).toHaveLength(tests);
-  });
+  test.each([2, 50, 500])(
+    "depth %i: each event looks up at most one describe, each full name one per test and two per describe",
+    (depth) => {
+      const { model, gets, tests, events } = chain(depth, 3);
+      expect(gets.n).toBeLessThanOrEqual(events);
+      gets.n = 0;
+      const names = model.eventTests(0).map((t) => t.name);
+      // Walking the chain per describe (or per test) would cost ~depth²/2 (or depth × tests).
+      expect(gets.n).toBeLessThanOrEqual(tests + 2 * depth);
+      const path = Array.from({ length: depth }, (_, i) => `level ${i + 1}`).join(" > ");
+      expect(names.at(-1)).toBe(`${path} > t2`);
+      expect(names[0]).toBe("level 1 > t0");
+      expect(names).toHaveLength(tests);
+    },
+  );
 
   test("a second reading of the full names looks nothing up again but the test's own describe", () => {
     const { model, gets, tests } = chain(300, 2);
@@ -113,7 +116,10 @@ describe("tests seen so far", () => {
     };
     return { model, walks: counter };
   }
-  const outside = (message: string): TestEvent => ({ method: "LifecycleReporter.error", params: { message, name: "Error", urls: [URL], lineColumns: [1, 1] } });
+  const outside = (message: string): TestEvent => ({
+    method: "LifecycleReporter.error",
+    params: { message, name: "Error", urls: [URL], lineColumns: [1, 1] },
+  });
 
   test("errors outside tests walk the tests at most once between founds", () => {
     const { model, walks } = ended(5000);
@@ -122,7 +128,10 @@ describe("tests seen so far", () => {
     expect(model.errorsOutsideTests().map((e) => e.file)).toEqual(Array(8 + 1).fill("t/a.test.ts"));
     // A found may change the files: asked again once.
     model.found(6000, `${ROOT}/t/b.test.ts`, 1, "b", "test", undefined);
-    model.apply({ method: "LifecycleReporter.error", params: { message: "in b", name: "Error", urls: [`${ROOT}/t/b.test.ts`], lineColumns: [1, 1] } });
+    model.apply({
+      method: "LifecycleReporter.error",
+      params: { message: "in b", name: "Error", urls: [`${ROOT}/t/b.test.ts`], lineColumns: [1, 1] },
+    });
     expect(walks.n).toBeLessThanOrEqual(2);
     expect(model.errorsOutsideTests().at(-1)!.file).toBe("t/b.test.ts");
     expect(model.files()).toEqual(["t/a.test.ts", "t/b.test.ts"]);
@@ -135,8 +144,15 @@ describe("tests seen so far", () => {
     model.start(7001);
     model.start(7002);
     // No usable line: the test started last owns it, the running ones could.
-    for (let i = 0; i < 50; i++) model.apply({ method: "LifecycleReporter.error", params: { message: `e${i}`, name: "Error", urls: [], lineColumns: [] } });
-    model.apply({ method: "LifecycleReporter.error", params: { message: "at c1", name: "Error", urls: [URL], lineColumns: [7001, 3] } });
+    for (let i = 0; i < 50; i++)
+      model.apply({
+        method: "LifecycleReporter.error",
+        params: { message: `e${i}`, name: "Error", urls: [], lineColumns: [] },
+      });
+    model.apply({
+      method: "LifecycleReporter.error",
+      params: { message: "at c1", name: "Error", urls: [URL], lineColumns: [7001, 3] },
+    });
     expect(walks.n).toBe(0);
     model.end(7001, "fail", 1);
     model.end(7002, "fail", 1);
@@ -150,7 +166,10 @@ describe("Bun's JUnit, nested", () => {
   /** A JUnit document of `cases` testcases under `depth` nested describe suites. */
   function nested(depth: number, cases: number): string {
     const open = Array.from({ length: depth }, (_, i) => `<testsuite name="d${i}">`).join("");
-    const testcases = Array.from({ length: cases }, (_, i) => `<testcase name="t${i}" time="0.001" line="${i + 1}" />`).join("\n");
+    const testcases = Array.from(
+      { length: cases },
+      (_, i) => `<testcase name="t${i}" time="0.001" line="${i + 1}" />`,
+    ).join("\n");
     return `<testsuites><testsuite name="t/a.test.ts" file="t/a.test.ts">${open}\n${testcases}\n${"</testsuite>".repeat(depth)}</testsuite></testsuites>`;
   }
   /** `fn()`, with the array elements Array#join was given meanwhile counted. */

@@ -35,10 +35,15 @@ function wrapper(dir: string, mode: "fail" | "wait"): string {
     mode === "fail"
       ? `echo "Failed to start inspector" >&2; exit 1`
       : `BUN_INSPECT_CONNECT_TO="unix://${path.join(dir, "nobody-listens.sock")}"; export BUN_INSPECT_CONNECT_TO`;
-  writeFileSync(file, `#!/bin/sh
-` + `if [ -n "$BUN_INSPECT_CONNECT_TO" ]; then ${onInspect}; fi
-` + `exec "${process.execPath}" "$@"
-`);
+  writeFileSync(
+    file,
+    `#!/bin/sh
+` +
+      `if [ -n "$BUN_INSPECT_CONNECT_TO" ]; then ${onInspect}; fi
+` +
+      `exec "${process.execPath}" "$@"
+`,
+  );
   chmodSync(file, 0o755);
   return file;
 }
@@ -58,7 +63,9 @@ describe("a shard child that never dials the runner's inspector socket", () => {
     const out = path.join(dir, ".shardguard");
     const r = await runCli(["run", "--root", dir, "--out", out, "--jobs", "2", "--bun", wrapper(dir, "fail"), "t"]);
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/WARNING no per-test events \(the child exited before the inspector handshake completed\); running it again without them/);
+    expect(r.stdout).toMatch(
+      /WARNING no per-test events \(the child exited before the inspector handshake completed\); running it again without them/,
+    );
     const report = readReport(dir);
     const mixed = shardOf(report, "t/mixed.test.ts");
     expect(mixed.status).toBe("failed");
@@ -68,7 +75,9 @@ describe("a shard child that never dials the runner's inspector socket", () => {
     ]);
     expect(mixed.testSource).toBe("junit");
     expect(mixed.reason).toContain("per-test data missing (the child exited before the inspector handshake completed)");
-    expect(mixed.notes).toEqual(["no inspector events (the child exited before the inspector handshake completed): retries, flakiness and the test in flight are unknown"]);
+    expect(mixed.notes).toEqual([
+      "no inspector events (the child exited before the inspector handshake completed): retries, flakiness and the test in flight are unknown",
+    ]);
     const fine = shardOf(report, "t/fine.test.ts");
     expect([fine.status, fine.tests.map((t) => t.status)]).toEqual(["passed", ["passed"]]);
     // The failed attempt's output stays in the log, before the second run's.
@@ -78,38 +87,44 @@ describe("a shard child that never dials the runner's inspector socket", () => {
     expect(journalSizes(out)).toEqual([0, 0]);
   });
 
-  test(
-    "its inspector waits and never dials: stopped after the connect budget, run again without events",
-    async () => {
-      const dir = makeSuite({ "t/fine.test.ts": SUITE["t/fine.test.ts"] });
-      const out = path.join(dir, ".shardguard");
-      // The first report does not wait for that handshake: 1 s after the start it is on disk.
-      let early = null as string | null;
-      const r = await runCli(["run", "--root", dir, "--out", out, "--bun", wrapper(dir, "wait"), "t"], {
-        limitMs: 30_000,
-        onLine: {
-          match: /START t\/fine\.test\.ts/,
-          then: () =>
-            setTimeout(() => {
-              try {
-                early = readFileSync(path.join(out, "report.json"), "utf8");
-              } catch {
-                early = "";
-              }
-            }, 1_000),
-        },
-      });
-      expect(early).toContain('"reason": "still running when this report was written"');
-      expect(r.code).toBe(0);
-      expect(r.stdout).toMatch(/WARNING no per-test events \(inspector handshake on \S+ failed after \d+ ms \(timeout 5000 ms\): the child never connected/);
-      const fine = shardOf(readReport(dir), "t/fine.test.ts");
-      expect([fine.status, fine.testSource, fine.tests.map((t) => [t.name, t.status])]).toEqual(["passed", "junit", [["fine", "passed"]]]);
-      // A shard whose events were lost says so, passed or not.
-      expect(fine.notes).toEqual([expect.stringMatching(/^no inspector events \(inspector handshake on \S+ failed after \d+ ms \(timeout 5000 ms\): the child never connected.*\): retries, flakiness and the test in flight are unknown$/)]);
-      expect(r.ms).toBeGreaterThanOrEqual(5_000);
-    },
-    30_000,
-  );
+  test("its inspector waits and never dials: stopped after the connect budget, run again without events", async () => {
+    const dir = makeSuite({ "t/fine.test.ts": SUITE["t/fine.test.ts"] });
+    const out = path.join(dir, ".shardguard");
+    // The first report does not wait for that handshake: 1 s after the start it is on disk.
+    let early = null as string | null;
+    const r = await runCli(["run", "--root", dir, "--out", out, "--bun", wrapper(dir, "wait"), "t"], {
+      limitMs: 30_000,
+      onLine: {
+        match: /START t\/fine\.test\.ts/,
+        then: () =>
+          setTimeout(() => {
+            try {
+              early = readFileSync(path.join(out, "report.json"), "utf8");
+            } catch {
+              early = "";
+            }
+          }, 1_000),
+      },
+    });
+    expect(early).toContain('"reason": "still running when this report was written"');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /WARNING no per-test events \(inspector handshake on \S+ failed after \d+ ms \(timeout 5000 ms\): the child never connected/,
+    );
+    const fine = shardOf(readReport(dir), "t/fine.test.ts");
+    expect([fine.status, fine.testSource, fine.tests.map((t) => [t.name, t.status])]).toEqual([
+      "passed",
+      "junit",
+      [["fine", "passed"]],
+    ]);
+    // A shard whose events were lost says so, passed or not.
+    expect(fine.notes).toEqual([
+      expect.stringMatching(
+        /^no inspector events \(inspector handshake on \S+ failed after \d+ ms \(timeout 5000 ms\): the child never connected.*\): retries, flakiness and the test in flight are unknown$/,
+      ),
+    ]);
+    expect(r.ms).toBeGreaterThanOrEqual(5_000);
+  }, 30_000);
 });
 
 describe("a test that removes the run's socket directory (its path is in the test's own starting environment)", () => {

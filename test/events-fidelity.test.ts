@@ -17,7 +17,7 @@ import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 afterAll(removeSuites);
 
 /** What Bun 1.4.4 sends for a test of `ns` nanoseconds: the low 32 bits, signed. */
-const wrapped = (ns: number) => ((ns % ELAPSED_WRAP_NS) + ELAPSED_WRAP_NS) % ELAPSED_WRAP_NS | 0;
+const wrapped = (ns: number) => (((ns % ELAPSED_WRAP_NS) + ELAPSED_WRAP_NS) % ELAPSED_WRAP_NS) | 0;
 
 describe("testDurationNs", () => {
   test("the measured values: 2.3 s sent as -1993799111, 5.0008 s as 705809268", () => {
@@ -74,8 +74,14 @@ describe("the model with wrapped end events", () => {
       if (parsed.kind !== "event") throw new Error(`not an event: ${text} (${parsed.kind})`);
       model.apply(parsed.event);
     };
-    for (const [id, name] of [[1, "slow 1"], [2, "slow 2"], [3, "spin"]] as const) {
-      apply(`{"method":"TestReporter.found","params":{"id":${id},"url":"/p/a.test.ts","line":${id},"name":"${name}","type":"test"}}`);
+    for (const [id, name] of [
+      [1, "slow 1"],
+      [2, "slow 2"],
+      [3, "spin"],
+    ] as const) {
+      apply(
+        `{"method":"TestReporter.found","params":{"id":${id},"url":"/p/a.test.ts","line":${id},"name":"${name}","type":"test"}}`,
+      );
     }
     apply('{"method":"TestReporter.start","params":{"id":1}}');
     clock.t += 2501.08;
@@ -116,13 +122,23 @@ describe("error lists are bounded (test-state.ts pushError)", () => {
     const model = new TestEventModel({ root: "/p" });
     model.found(1, "/p/a.test.ts", 1, "rejects", "test", undefined);
     model.start(1);
-    for (let i = 0; i < 16_000; i++) model.apply({ method: "LifecycleReporter.error", params: { message: `rejection ${i}`, name: "Error", urls: ["/p/a.test.ts"], lineColumns: [2, 3] } });
+    for (let i = 0; i < 16_000; i++)
+      model.apply({
+        method: "LifecycleReporter.error",
+        params: { message: `rejection ${i}`, name: "Error", urls: ["/p/a.test.ts"], lineColumns: [2, 3] },
+      });
     model.end(1, "fail", 1e6);
     const [t] = testStates(model);
     expect(t!.errors.map((e) => e.message)).toEqual([
-      "rejection 0", "rejection 1", "rejection 2", "rejection 3",
+      "rejection 0",
+      "rejection 1",
+      "rejection 2",
+      "rejection 3",
       "[shardguard: 15992 more errors left out here; full text in the shard log]",
-      "rejection 15996", "rejection 15997", "rejection 15998", "rejection 15999",
+      "rejection 15996",
+      "rejection 15997",
+      "rejection 15998",
+      "rejection 15999",
     ]);
     expect([t!.failure!.type, t!.failure!.errorName]).toEqual(["failure", "Error"]);
     expect(model.errorsLeftOut()).toBe(15_992);
@@ -131,15 +147,27 @@ describe("error lists are bounded (test-state.ts pushError)", () => {
 });
 
 describe("lostEventsNote (events/event-evidence.ts): a shard whose events were lost says so", () => {
-  const t = (attempts: number) => ({ name: "t", file: "a.test.ts", state: "ended" as const, status: "passed" as const, attempts, durationMs: 1, attemptFailures: [] });
+  const t = (attempts: number) => ({
+    name: "t",
+    file: "a.test.ts",
+    state: "ended" as const,
+    status: "passed" as const,
+    attempts,
+    durationMs: 1,
+    attemptFailures: [],
+  });
   test("fewer start events than the preload's start marks", () => {
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1), t(0)] }, 3, false, true)).toBe(
       "inspector events were lost: the child preload counted 3 test starts, the events carried 1 (the end-of-run barrier was not answered); what the missing events would add (retries, flakiness, lines, tests in flight) is unknown",
     );
-    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [] }, 1, true, true)).toContain("counted 1 test starts, the events carried 0;");
+    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [] }, 1, true, true)).toContain(
+      "counted 1 test starts, the events carried 0;",
+    );
   });
   test("a normal end without the barrier's reply; nothing when all arrived, or without a channel", () => {
-    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, true)).toBe("the end-of-run barrier was not answered though Bun reached the end of the run: the last inspector events may be lost");
+    expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, true)).toBe(
+      "the end-of-run barrier was not answered though Bun reached the end of the run: the last inspector events may be lost",
+    );
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(2)] }, 2, true, true)).toBeNull();
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, false)).toBeNull();
     expect(lostEventsNote({ connected: false, looseErrors: [], tests: [] }, 5, false, true)).toBeNull();
@@ -155,7 +183,17 @@ describe("tests over 2^31 ns in a shard killed at its timeout (durations from th
           'describe("checkout", () => {\n  test("pays in 2.3 s", async () => { await Bun.sleep(2300); });\n' +
           '  test("hangs", async () => { await new Promise(() => {}); }, 60_000);\n});\n',
       });
-      const run = await runCli(["run", "--root", dir, "--bun", await bunBinary(version), "--timeout", "5", "--grace", "1"]);
+      const run = await runCli([
+        "run",
+        "--root",
+        dir,
+        "--bun",
+        await bunBinary(version),
+        "--timeout",
+        "5",
+        "--grace",
+        "1",
+      ]);
       expect(run.code).toBe(1);
       const tests = readReport(dir).shards[0]!.tests;
       const paid = tests.find((t) => t.name === "checkout > pays in 2.3 s")!;

@@ -42,7 +42,11 @@ beforeAll(async () => {
     const message = JSON.parse(text) as (typeof replies)[number];
     if (message.id !== undefined) replies.push(message);
   };
-  const barrier = new FrameReader((body) => onMessage(body.toString("utf8")), onMessage, () => {});
+  const barrier = new FrameReader(
+    (body) => onMessage(body.toString("utf8")),
+    onMessage,
+    () => {},
+  );
   let done!: () => void;
   const closed = new Promise<void>((resolve) => (done = resolve));
   const server = Bun.listen<undefined>({
@@ -55,7 +59,11 @@ beforeAll(async () => {
           { id: 3, method: "Inspector.initialized" },
           { id: 4, method: "Runtime.evaluate", params: { expression: END_OF_RUN_EXPRESSION } },
           // Non-ASCII in OUR frame: Bun must read its length as bytes too.
-          { id: 7, method: "Runtime.evaluate", params: { expression: JSON.stringify(NAME) + ".length", returnByValue: true } },
+          {
+            id: 7,
+            method: "Runtime.evaluate",
+            params: { expression: JSON.stringify(NAME) + ".length", returnByValue: true },
+          },
         ];
         socket.write(Buffer.concat(requests.map((r) => encodeFrame(JSON.stringify(r)))));
       },
@@ -63,7 +71,16 @@ beforeAll(async () => {
         chunks.push(Buffer.from(chunk));
         barrier.push(chunk);
         for (const reply of replies.splice(0)) {
-          if (reply.id === 4) socket.write(encodeFrame(JSON.stringify({ id: 5, method: "Runtime.awaitPromise", params: { promiseObjectId: reply.result?.result?.objectId } })));
+          if (reply.id === 4)
+            socket.write(
+              encodeFrame(
+                JSON.stringify({
+                  id: 5,
+                  method: "Runtime.awaitPromise",
+                  params: { promiseObjectId: reply.result?.result?.objectId },
+                }),
+              ),
+            );
           if (reply.id === 5) acknowledgeEndOfRun(marks);
         }
       },
@@ -72,11 +89,15 @@ beforeAll(async () => {
       },
     },
   });
-  const child = spawn(process.execPath, [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, join(root, "names.test.ts")], {
-    cwd: root,
-    stdio: "ignore",
-    env: { ...process.env, SHARDGUARD_YIELD: "1", SHARDGUARD_MARKS: marks },
-  });
+  const child = spawn(
+    process.execPath,
+    [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, join(root, "names.test.ts")],
+    {
+      cwd: root,
+      stdio: "ignore",
+      env: { ...process.env, SHARDGUARD_YIELD: "1", SHARDGUARD_MARKS: marks },
+    },
+  );
   await new Promise((resolve) => child.once("exit", resolve));
   await closed;
   server.stop(true);
@@ -113,7 +134,9 @@ describe("FrameReader on a real child's bytes", () => {
   test("the recording holds the replies, the non-ASCII name and the long error (the kernel split it into several reads)", () => {
     const { frames, left } = parse(recorded, recorded.length);
     expect(left).toBe(0);
-    const messages = frames.map((f) => JSON.parse(f) as { id?: number; method?: string; params?: { name?: string; message?: string } });
+    const messages = frames.map(
+      (f) => JSON.parse(f) as { id?: number; method?: string; params?: { name?: string; message?: string } },
+    );
     // The reply to 6 (the acknowledgement) may be lost as the child exits right after it.
     expect(messages.filter((m) => m.id !== undefined && m.id !== 6).map((m) => m.id)).toEqual([1, 2, 3, 4, 7, 5]);
     expect(messages.filter((m) => m.method === "TestReporter.end")).toHaveLength(2);
@@ -127,7 +150,9 @@ describe("FrameReader on a real child's bytes", () => {
 
   test("Bun reads our length prefix as UTF-8 bytes: a request with a non-ASCII expression is answered, not refused", () => {
     const { frames } = parse(recorded, recorded.length);
-    const reply = frames.map((f) => JSON.parse(f) as { id?: number; error?: unknown; result?: { result?: { value?: unknown } } }).find((m) => m.id === 7);
+    const reply = frames
+      .map((f) => JSON.parse(f) as { id?: number; error?: unknown; result?: { result?: { value?: unknown } } })
+      .find((m) => m.id === 7);
     expect(reply?.error).toBeUndefined();
     expect(reply?.result?.result?.value).toBe(NAME.length);
   });
@@ -199,8 +224,24 @@ describe("FrameReader edge cases and encodeFrame", () => {
   });
 
   test("a negative or fractional whole-frame bound is refused", () => {
-    expect(() => new FrameReader(() => {}, () => {}, () => {}, { wholeBytes: -1 })).toThrow(RangeError);
-    expect(() => new FrameReader(() => {}, () => {}, () => {}, { wholeBytes: 1.5 })).toThrow("non-negative integer");
+    expect(
+      () =>
+        new FrameReader(
+          () => {},
+          () => {},
+          () => {},
+          { wholeBytes: -1 },
+        ),
+    ).toThrow(RangeError);
+    expect(
+      () =>
+        new FrameReader(
+          () => {},
+          () => {},
+          () => {},
+          { wholeBytes: 1.5 },
+        ),
+    ).toThrow("non-negative integer");
   });
 });
 
@@ -229,7 +270,12 @@ describe("JsonStreamCapper: capJsonStrings for a document that arrives in pieces
   });
 
   test("a 5 MiB string keeps its tail behind the marker, every byte cut or kept", () => {
-    const doc = Buffer.from(JSON.stringify({ method: "LifecycleReporter.error", params: { message: `${"é".repeat(2_600_000)}END`, name: "Error" } }));
+    const doc = Buffer.from(
+      JSON.stringify({
+        method: "LifecycleReporter.error",
+        params: { message: `${"é".repeat(2_600_000)}END`, name: "Error" },
+      }),
+    );
     const capper = new JsonStreamCapper();
     for (let at = 0; at < doc.length; at += 65_536) capper.push(doc.subarray(at, at + 65_536));
     const out = JSON.parse(capper.end()) as { params: { message: string; name: string } };

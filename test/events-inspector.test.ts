@@ -12,7 +12,21 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as netConnect } from "node:net";
@@ -21,7 +35,12 @@ import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
 import { acknowledgeEndOfRun, prepareStartCount } from "../runner/exec/marks.ts";
 import { channelNotes, InspectorConnectError, type EventChannel } from "../runner/events/inspector.ts";
 import { listenForAllEvents } from "./helpers/event-channel.ts";
-import { MAX_SOCKET_PATH_BYTES, socketDirFor, socketPathFor, SocketPathTooLongError } from "../runner/events/socket-dir.ts";
+import {
+  MAX_SOCKET_PATH_BYTES,
+  socketDirFor,
+  socketPathFor,
+  SocketPathTooLongError,
+} from "../runner/events/socket-dir.ts";
 import type { TestEvent } from "../runner/events/wire.ts";
 import { openJournal, readJournal } from "../runner/events/journal.ts";
 import { TestEventModel } from "../runner/events/test-model.ts";
@@ -126,7 +145,12 @@ let shardCounter = 0;
 function spawnShard(
   files: string[],
   bunArgs: string[] = [],
-  options: { onEvent?: (event: TestEvent) => void; connectTimeoutMs?: number; dialPath?: string; preload?: boolean } = {},
+  options: {
+    onEvent?: (event: TestEvent) => void;
+    connectTimeoutMs?: number;
+    dialPath?: string;
+    preload?: boolean;
+  } = {},
 ): Shard {
   shardCounter += 1;
   const socketPath = socketPathFor(sockDir, shardCounter);
@@ -148,12 +172,26 @@ function spawnShard(
   const logPath = join(root, `shard-${shardCounter}.log`);
   const log = openSync(logPath, "w");
   const preload = options.preload ? ["--preload", SHARD_PRELOAD] : [];
-  const child = spawn(BUN, [`--inspect-wait=unix:${options.dialPath ?? socketPath}`, "test", ...preload, ...bunArgs, ...files.map((f) => join(root, f))], {
-    cwd: root,
-    env: { ...process.env, SHARDGUARD_YIELD: options.preload ? "1" : "0", ...(options.preload ? { SHARDGUARD_MARKS: marks } : {}) },
-    detached: true,
-    stdio: ["ignore", log, log],
-  });
+  const child = spawn(
+    BUN,
+    [
+      `--inspect-wait=unix:${options.dialPath ?? socketPath}`,
+      "test",
+      ...preload,
+      ...bunArgs,
+      ...files.map((f) => join(root, f)),
+    ],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        SHARDGUARD_YIELD: options.preload ? "1" : "0",
+        ...(options.preload ? { SHARDGUARD_MARKS: marks } : {}),
+      },
+      detached: true,
+      stdio: ["ignore", log, log],
+    },
+  );
   closeSync(log);
   children.add(child);
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
@@ -306,7 +344,9 @@ describe("listenForTestEvents with real bun children", () => {
     expect(shard.model.errorsOutsideTests()).toEqual([]);
 
     // The journal holds the same events and rebuilds the same verdicts.
-    const replayed = testStates(TestEventModel.fromEvents(await readJournal(join(root, "main.events.jsonl")), { root }));
+    const replayed = testStates(
+      TestEventModel.fromEvents(await readJournal(join(root, "main.events.jsonl")), { root }),
+    );
     expect(replayed.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky])).toEqual(
       tests.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky]),
     );
@@ -352,17 +392,20 @@ describe("listenForTestEvents with real bun children", () => {
     10_000,
   );
 
-  test.skipIf(process.platform !== "linux")("the TCP listener check is not vacuous: it sees Bun.serve on 127.0.0.1", async () => {
-    const child = spawn(BUN, [join(root, "serve-tcp.ts")], { detached: true, stdio: "ignore" });
-    children.add(child);
-    const pid = child.pid;
-    if (pid === undefined) throw new Error("spawn failed");
-    try {
-      expect(await waitFor(() => tcpListenersOf(pid).length > 0, 5_000)).toBe(true);
-    } finally {
-      killGroup(child);
-    }
-  });
+  test.skipIf(process.platform !== "linux")(
+    "the TCP listener check is not vacuous: it sees Bun.serve on 127.0.0.1",
+    async () => {
+      const child = spawn(BUN, [join(root, "serve-tcp.ts")], { detached: true, stdio: "ignore" });
+      children.add(child);
+      const pid = child.pid;
+      if (pid === undefined) throw new Error("spawn failed");
+      try {
+        expect(await waitFor(() => tcpListenersOf(pid).length > 0, 5_000)).toBe(true);
+      } finally {
+        killGroup(child);
+      }
+    },
+  );
 
   test("Bun's own --timeout: end status timeout → failed with failure type timeout, no error event", async () => {
     const shard = spawnShard(["bun-timeout.test.ts"], ["--timeout", "150"]);
@@ -408,7 +451,9 @@ describe("listenForTestEvents with real bun children", () => {
 describe("the end-of-run barrier with the shard preload", () => {
   test("short runs, four at a time: every run reaches the barrier and every event arrives, the retry included", async () => {
     for (let batch = 0; batch < 3; batch++) {
-      const shards = Array.from({ length: 4 }, () => spawnShard(["short-flaky.test.ts"], ["--retry", "1"], { preload: true }));
+      const shards = Array.from({ length: 4 }, () =>
+        spawnShard(["short-flaky.test.ts"], ["--retry", "1"], { preload: true }),
+      );
       for (const shard of shards) {
         await shard.channel.ready;
         await shard.channel.closed;
@@ -447,11 +492,23 @@ describe("the end-of-run barrier with the shard preload", () => {
       const marks = join(root, "no-ack.marks");
       prepareStartCount(marks);
       const started = performance.now();
-      const child = spawn(BUN, [`--inspect-wait=unix:${socketPath}`, "test", "--preload", SHARD_PRELOAD, join(root, "short-flaky.test.ts"), "--retry", "1"], {
-        cwd: root,
-        stdio: "ignore",
-        env: { ...process.env, SHARDGUARD_YIELD: "1", SHARDGUARD_MARKS: marks },
-      });
+      const child = spawn(
+        BUN,
+        [
+          `--inspect-wait=unix:${socketPath}`,
+          "test",
+          "--preload",
+          SHARD_PRELOAD,
+          join(root, "short-flaky.test.ts"),
+          "--retry",
+          "1",
+        ],
+        {
+          cwd: root,
+          stdio: "ignore",
+          env: { ...process.env, SHARDGUARD_YIELD: "1", SHARDGUARD_MARKS: marks },
+        },
+      );
       children.add(child);
       const code = await new Promise((resolve) => child.once("exit", resolve));
       children.delete(child);
@@ -509,10 +566,14 @@ describe("listenForTestEvents failure paths", () => {
 
   test("a leftover socket file (its owner died): listening fails with reason listen; socketPathFor removes it", async () => {
     const path = socketPathFor(sockDir, "stale");
-    const owner = spawn(BUN, ["-e", `Bun.listen({ unix: ${JSON.stringify(path)}, socket: { data() {} } }); setInterval(() => {}, 1000);`], {
-      detached: true,
-      stdio: "ignore",
-    });
+    const owner = spawn(
+      BUN,
+      ["-e", `Bun.listen({ unix: ${JSON.stringify(path)}, socket: { data() {} } }); setInterval(() => {}, 1000);`],
+      {
+        detached: true,
+        stdio: "ignore",
+      },
+    );
     children.add(owner);
     expect(await waitFor(() => existsSync(path), 5_000)).toBe(true);
     killGroup(owner);
@@ -593,11 +654,16 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
       let released = false;
       while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
         const length = buffered.readUInt32BE(0);
-        const { id, method } = JSON.parse(buffered.subarray(4, 4 + length).toString("utf8")) as { id: number; method: string };
+        const { id, method } = JSON.parse(buffered.subarray(4, 4 + length).toString("utf8")) as {
+          id: number;
+          method: string;
+        };
         buffered = buffered.subarray(4 + length);
         requests.push(method);
         if (socket.writableEnded) continue;
-        socket.write(encodeFrame(JSON.stringify(options.refuse ? { id, error: { message: `no ${method}` } } : { result: {}, id })));
+        socket.write(
+          encodeFrame(JSON.stringify(options.refuse ? { id, error: { message: `no ${method}` } } : { result: {}, id })),
+        );
         if (method === "Inspector.initialized") released = true;
       }
       // After the replies to everything in this read (the runner pipelines its requests).
@@ -624,19 +690,28 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
         frame("this is not json"),
         frame('{"method":"TestReporter.start","params":{}}'),
         frame('{"method":"Console.messageAdded","params":{"message":{}}}'),
-        frame('{"method":"TestReporter.found","params":{"id":1,"url":"/x/a.test.ts","line":1,"name":"a","type":"test"}}'),
+        frame(
+          '{"method":"TestReporter.found","params":{"id":1,"url":"/x/a.test.ts","line":1,"name":"a","type":"test"}}',
+        ),
         frame('{"method":"TestReporter.start","params":{"id":1}}'),
       ],
     });
     await channel.ready;
     await channel.closed;
     await fake.closed;
-    expect(fake.requests.slice(0, 4)).toEqual(["TestReporter.enable", "LifecycleReporter.enable", "Inspector.initialized", "Runtime.evaluate"]);
+    expect(fake.requests.slice(0, 4)).toEqual([
+      "TestReporter.enable",
+      "LifecycleReporter.enable",
+      "Inspector.initialized",
+      "Runtime.evaluate",
+    ]);
     expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "TestReporter.start"]);
     const stats = channel.stats();
     expect([stats.events, stats.malformed, stats.invalid, stats.ignored, stats.handlerErrors]).toEqual([2, 1, 1, 1, 1]);
     // Never dropped without a word: the shard's notes name them (and the runner logs them once).
-    expect(stats.firstInvalid).toBe("TestReporter.start: params.id: Invalid input: expected number, received undefined");
+    expect(stats.firstInvalid).toBe(
+      "TestReporter.start: params.id: Invalid input: expected number, received undefined",
+    );
     expect(channelNotes(stats)).toEqual([
       `1 inspector event did not match the event schema and was not applied (first: ${stats.firstInvalid})`,
       "1 inspector message was not JSON",
@@ -650,11 +725,25 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("frames split across reads: a non-ASCII name and a 200 KiB message arrive whole, the message cut to its 64 KiB tail", async () => {
     const socketPath = socketPathFor(sockDir, "fake-split");
     const received: TestEvent[] = [];
-    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const channel = listenForAllEvents({
+      socketPath,
+      connectTimeoutMs: 2_000,
+      onEvent: (event) => received.push(event),
+    });
     const name = "héllo wörld ✓ 日本語 😀";
-    const found = frame(JSON.stringify({ method: "TestReporter.found", params: { id: 7, url: "/x/ü.test.ts", line: 3, name, type: "test" } }));
+    const found = frame(
+      JSON.stringify({
+        method: "TestReporter.found",
+        params: { id: 7, url: "/x/ü.test.ts", line: 3, name, type: "test" },
+      }),
+    );
     const message = `${"é".repeat(100 * 1024)}THE-TAIL`;
-    const error = frame(JSON.stringify({ method: "LifecycleReporter.error", params: { message, name: "Error", urls: [], lineColumns: [] } }));
+    const error = frame(
+      JSON.stringify({
+        method: "LifecycleReporter.error",
+        params: { message, name: "Error", urls: [], lineColumns: [] },
+      }),
+    );
     // Cut inside the header (2 bytes), inside a multi-byte character of the
     // name, and through the long message several times.
     const nameAt = found.indexOf(Buffer.from("ö")) + 1;
@@ -684,18 +773,30 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("a 3 MiB message (over the 1 MiB whole-frame limit) is streamed through the capper: name kept, tail kept, events after it in step", async () => {
     const socketPath = socketPathFor(sockDir, "fake-stream");
     const received: TestEvent[] = [];
-    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
-    const message = `${"ü\\\"x".repeat(600 * 1024)}THE-TAIL`;
-    const error = frame(JSON.stringify({ method: "LifecycleReporter.error", params: { message, name: "TypeÉrror", urls: ["/x/a.test.ts"], lineColumns: [3, 7] } }));
+    const channel = listenForAllEvents({
+      socketPath,
+      connectTimeoutMs: 2_000,
+      onEvent: (event) => received.push(event),
+    });
+    const message = `${'ü\\"x'.repeat(600 * 1024)}THE-TAIL`;
+    const error = frame(
+      JSON.stringify({
+        method: "LifecycleReporter.error",
+        params: { message, name: "TypeÉrror", urls: ["/x/a.test.ts"], lineColumns: [3, 7] },
+      }),
+    );
     expect(error.length).toBeGreaterThan(3 * 1024 * 1024);
     const pieces: Buffer[] = [];
     for (let at = 0; at < error.length; at += 700_001) pieces.push(error.subarray(at, at + 700_001));
-    const fake = fakeChild(socketPath, { afterInit: [...pieces, frame('{"method":"TestReporter.start","params":{"id":3}}')] });
+    const fake = fakeChild(socketPath, {
+      afterInit: [...pieces, frame('{"method":"TestReporter.start","params":{"id":3}}')],
+    });
     await channel.ready;
     await channel.closed;
     await fake.closed;
     expect(received.map((e) => e.method)).toEqual(["LifecycleReporter.error", "TestReporter.start"]);
-    const params = (received[0] as { params: { message: string; name: string; urls: string[]; lineColumns: number[] } }).params;
+    const params = (received[0] as { params: { message: string; name: string; urls: string[]; lineColumns: number[] } })
+      .params;
     expect([params.name, params.urls, params.lineColumns]).toEqual(["TypeÉrror", ["/x/a.test.ts"], [3, 7]]);
     expect(params.message).toMatch(/^\[shardguard: first \d+ bytes cut; full text in the shard log\]\n/);
     expect(params.message.endsWith('ü\\"xTHE-TAIL')).toBe(true);
@@ -707,11 +808,22 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("a found frame of 40 MiB (its name) is read with the name cut to its tail, never held whole", async () => {
     const socketPath = socketPathFor(sockDir, "fake-40m");
     const received: TestEvent[] = [];
-    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const channel = listenForAllEvents({
+      socketPath,
+      connectTimeoutMs: 2_000,
+      onEvent: (event) => received.push(event),
+    });
     const name = `${"H".repeat(40 * 1024 * 1024)}END`;
-    const found = frame(JSON.stringify({ method: "TestReporter.found", params: { id: 2, url: "/x/a.test.ts", line: 3, name, type: "test" } }));
+    const found = frame(
+      JSON.stringify({
+        method: "TestReporter.found",
+        params: { id: 2, url: "/x/a.test.ts", line: 3, name, type: "test" },
+      }),
+    );
     expect(found.length).toBeGreaterThan(40 * 1024 * 1024);
-    const fake = fakeChild(socketPath, { afterInit: [found, frame('{"method":"TestReporter.start","params":{"id":2}}')] });
+    const fake = fakeChild(socketPath, {
+      afterInit: [found, frame('{"method":"TestReporter.start","params":{"id":2}}')],
+    });
     await channel.ready;
     await channel.closed;
     await fake.closed;
@@ -727,10 +839,16 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
   test("a frame that cut strings cannot bring under 8 MiB (33 MiB of no JSON) is dropped, counted, and the stream stays in step", async () => {
     const socketPath = socketPathFor(sockDir, "fake-big");
     const received: TestEvent[] = [];
-    const channel = listenForAllEvents({ socketPath, connectTimeoutMs: 2_000, onEvent: (event) => received.push(event) });
+    const channel = listenForAllEvents({
+      socketPath,
+      connectTimeoutMs: 2_000,
+      onEvent: (event) => received.push(event),
+    });
     const huge = Buffer.alloc(4 + 33 * 1024 * 1024, 0x78);
     huge.writeUInt32BE(33 * 1024 * 1024, 0);
-    const fake = fakeChild(socketPath, { afterInit: [huge, frame('{"method":"TestReporter.start","params":{"id":2}}')] });
+    const fake = fakeChild(socketPath, {
+      afterInit: [huge, frame('{"method":"TestReporter.start","params":{"id":2}}')],
+    });
     await channel.ready;
     await channel.closed;
     await fake.closed;
@@ -763,7 +881,10 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
       onEvent: (event) => received.push(event),
       onRefused: (detail) => noted.push(detail),
     });
-    const first = fakeChild(socketPath, { stayOpen: true, afterInit: [frame('{"method":"TestReporter.start","params":{"id":1}}')] });
+    const first = fakeChild(socketPath, {
+      stayOpen: true,
+      afterInit: [frame('{"method":"TestReporter.start","params":{"id":1}}')],
+    });
     await channel.ready;
     expect(await waitFor(() => received.length === 1, 2_000)).toBe(true);
     // A descendant of the child that inherited BUN_INSPECT_CONNECT_TO, or an intruder, dials while the first is open.

@@ -20,7 +20,11 @@ import { TestResultSchema } from "../runner/results/report-model.ts";
 const ROOT = "/project";
 const FILE = `${ROOT}/test/a.test.ts`;
 
-const found = (id: number, name: string, extra: { parentId?: number; line?: number; url?: string; type?: "test" | "describe" } = {}): TestEvent => ({
+const found = (
+  id: number,
+  name: string,
+  extra: { parentId?: number; line?: number; url?: string; type?: "test" | "describe" } = {},
+): TestEvent => ({
   method: "TestReporter.found",
   params: {
     id,
@@ -58,7 +62,12 @@ function byName(model: TestEventModel, fullName: string): TestState {
 describe("TestEventModel", () => {
   test("nested describes give the describe path, file relative to the root, line", () => {
     const model = TestEventModel.fromEvents(
-      [describeBlock(1, "outer"), describeBlock(2, "inner", 1), found(3, "leaf", { parentId: 2, line: 7 }), found(4, "top")],
+      [
+        describeBlock(1, "outer"),
+        describeBlock(2, "inner", 1),
+        found(3, "leaf", { parentId: 2, line: 7 }),
+        found(4, "top"),
+      ],
       { root: ROOT },
     );
     const leaf = byName(model, "outer > inner > leaf");
@@ -149,7 +158,10 @@ describe("TestEventModel", () => {
     const state = byName(model, "slow");
     expect(state.attempts).toBe(2);
     expect(state.attemptFailures).toHaveLength(1);
-    expect(state.attemptFailures[0]).toEqual({ type: "failure", message: "attempt 1 failed; Bun reported no error for it (a per-test timeout sends none)" });
+    expect(state.attemptFailures[0]).toEqual({
+      type: "failure",
+      message: "attempt 1 failed; Bun reported no error for it (a per-test timeout sends none)",
+    });
     expect(state.failure?.type).toBe("timeout");
   });
 
@@ -185,9 +197,25 @@ describe("TestEventModel", () => {
     clock.t = 3500;
     const evidence = toEventEvidence(model, true, clock.now);
     const result = decideShard({
-      index: 1, slug: "a", files: ["test/a.test.ts"],
-      process: { started: true, exitCode: null, signal: "SIGTERM", killedBy: "timeout", escalated: false, durationMs: 3500, startedAt: null },
-      junit: null, events: evidence, passWithNoTests: false, timeoutMs: 3000, graceMs: 1000, logPath: null, logIncomplete: false,
+      index: 1,
+      slug: "a",
+      files: ["test/a.test.ts"],
+      process: {
+        started: true,
+        exitCode: null,
+        signal: "SIGTERM",
+        killedBy: "timeout",
+        escalated: false,
+        durationMs: 3500,
+        startedAt: null,
+      },
+      junit: null,
+      events: evidence,
+      passWithNoTests: false,
+      timeoutMs: 3000,
+      graceMs: 1000,
+      logPath: null,
+      logIncomplete: false,
     });
     for (const test of result.tests) TestResultSchema.parse(test);
     expect(result.tests.map((r) => [r.name, r.status, r.durationMs])).toEqual([
@@ -212,7 +240,15 @@ describe("TestEventModel", () => {
 
   test("with several concurrent tests running, an error goes to the test whose body holds its line", () => {
     const model = new TestEventModel({ root: ROOT });
-    for (const event of [found(1, "c1", { line: 3 }), found(2, "c2", { line: 4 }), found(3, "c3", { line: 9 }), start(1), start(2), start(3)]) model.apply(event);
+    for (const event of [
+      found(1, "c1", { line: 3 }),
+      found(2, "c2", { line: 4 }),
+      found(3, "c3", { line: 9 }),
+      start(1),
+      start(2),
+      start(3),
+    ])
+      model.apply(event);
     // c3 started last, but the throw is at line 4: inside c2.
     model.apply(error("c2 broke", [FILE], [4, 30]));
     model.apply(error("c1 broke", [FILE], [3, 12]));
@@ -252,7 +288,16 @@ describe("TestEventModel", () => {
 
   test("inconsistent events are ignored, not thrown; a second end wins", () => {
     const model = TestEventModel.fromEvents(
-      [describeBlock(1, "d"), found(1, "dup"), start(1), start(99), end(98, "pass"), found(2, "t"), end(2, "pass"), end(2, "fail")],
+      [
+        describeBlock(1, "d"),
+        found(1, "dup"),
+        start(1),
+        start(99),
+        end(98, "pass"),
+        found(2, "t"),
+        end(2, "pass"),
+        end(2, "fail"),
+      ],
       { root: ROOT },
     );
     // The duplicate found (id 1 is the describe), the describe's start and the unknown ids add no test.
@@ -262,15 +307,22 @@ describe("TestEventModel", () => {
   });
 
   test("a parentId cycle does not hang", () => {
-    const model = TestEventModel.fromEvents([describeBlock(1, "a", 2), describeBlock(2, "b", 1), found(3, "t", { parentId: 1 })], {
-      root: ROOT,
-    });
+    const model = TestEventModel.fromEvents(
+      [describeBlock(1, "a", 2), describeBlock(2, "b", 1), found(3, "t", { parentId: 1 })],
+      {
+        root: ROOT,
+      },
+    );
     expect(testStates(model)[0]?.fullName).toBe("b > a > t");
   });
 
   test("files() lists files in first-found order", () => {
     const model = TestEventModel.fromEvents(
-      [found(1, "x", { url: `${ROOT}/b.test.ts` }), found(2, "y", { url: `${ROOT}/a.test.ts` }), found(3, "z", { url: `${ROOT}/b.test.ts` })],
+      [
+        found(1, "x", { url: `${ROOT}/b.test.ts` }),
+        found(2, "y", { url: `${ROOT}/a.test.ts` }),
+        found(3, "z", { url: `${ROOT}/b.test.ts` }),
+      ],
       { root: ROOT },
     );
     expect(model.files()).toEqual(["b.test.ts", "a.test.ts"]);
@@ -285,12 +337,18 @@ describe("parseInspectorMessage", () => {
       event: { method: "TestReporter.start", params: { id: 5 } },
     });
     expect(parseInspectorMessage('{"result":{},"id":1}')).toEqual({ kind: "response", id: 1 });
-    expect(parseInspectorMessage('{"error":{"message":"no"},"id":2}')).toEqual({ kind: "response", id: 2, error: '{"message":"no"}' });
+    expect(parseInspectorMessage('{"error":{"message":"no"},"id":2}')).toEqual({
+      kind: "response",
+      id: 2,
+      error: '{"message":"no"}',
+    });
     expect(parseInspectorMessage('{"method":"Console.messageAdded","params":{}}')).toEqual({
       kind: "ignored",
       method: "Console.messageAdded",
     });
-    expect(parseInspectorMessage('{"method":"TestReporter.end","params":{"id":1,"status":"weird","elapsed":1}}').kind).toBe("invalid");
+    expect(
+      parseInspectorMessage('{"method":"TestReporter.end","params":{"id":1,"status":"weird","elapsed":1}}').kind,
+    ).toBe("invalid");
     expect(parseInspectorMessage("not json").kind).toBe("malformed");
     expect(parseInspectorMessage("[1,2]").kind).toBe("malformed");
     expect(parseInspectorMessage("null").kind).toBe("malformed");
@@ -356,7 +414,14 @@ describe("journal", () => {
 
   test("round trip: append, close, read back, rebuild the same model; mode 0600", async () => {
     const path = join(dir, "round.events.jsonl");
-    const events = [describeBlock(1, "d"), found(2, "t", { parentId: 1 }), start(2), error("e"), start(2), end(2, "pass", 3e6)];
+    const events = [
+      describeBlock(1, "d"),
+      found(2, "t", { parentId: 1 }),
+      start(2),
+      error("e"),
+      start(2),
+      end(2, "pass", 3e6),
+    ];
     const journal = EventJournal.open(path);
     for (const event of events) journal.append(event);
     await journal.close();
@@ -375,7 +440,10 @@ describe("journal", () => {
     const journal = EventJournal.open(path);
     const spaced = '{"method":"TestReporter.start", "params":{"id":1}}';
     journal.append(start(1), spaced);
-    journal.append(end(1, "pass", 5), Buffer.from('{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":5}}'));
+    journal.append(
+      end(1, "pass", 5),
+      Buffer.from('{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":5}}'),
+    );
     journal.append(start(2), '{"method":"TestReporter.start",\n"params":{"id":2}}');
     const long = found(3, "x".repeat(200_000));
     journal.append(long, JSON.stringify(long));
@@ -386,7 +454,13 @@ describe("journal", () => {
     expect(lines[2]).toBe(JSON.stringify(start(2)));
     expect(lines.length).toBe(3004 + 1);
     const back = await readJournal(path);
-    expect(back).toEqual([start(1), end(1, "pass", 5), start(2), long, ...Array.from({ length: 3000 }, (_, i) => start(i + 4))]);
+    expect(back).toEqual([
+      start(1),
+      end(1, "pass", 5),
+      start(2),
+      long,
+      ...Array.from({ length: 3000 }, (_, i) => start(i + 4)),
+    ]);
   });
 
   test("appends to an existing file and forces mode 0600", async () => {

@@ -55,8 +55,13 @@ describe("bounds of the evidence", () => {
       expect(shown.map((t) => t.status)).toEqual(["passed", "failed", "timed-out", "never-started"]);
       expect(shown[0]!.name).toBe("before passes");
       // fast-xml-parser leaves JUnit's "&#10;" as it is. Checked as a boolean: a failure must not print 64 KiB.
-      const cut = /^\[shardguard: first \d+ bytes cut; full text in the shard log\](\n|&#10;)H{60000,}$/.test(shown[1]!.name);
-      expect([shown[1]!.name.slice(0, 70), cut]).toEqual(["[shardguard: first 41877504 bytes cut; full text in the shard log]" + shown[1]!.name.slice(66, 70), true]);
+      const cut = /^\[shardguard: first \d+ bytes cut; full text in the shard log\](\n|&#10;)H{60000,}$/.test(
+        shown[1]!.name,
+      );
+      expect([shown[1]!.name.slice(0, 70), cut]).toEqual([
+        "[shardguard: first 41877504 bytes cut; full text in the shard log]" + shown[1]!.name.slice(66, 70),
+        true,
+      ]);
       expect(shown[1]!.message).toContain("Expected: 2");
     }
     const shard = readReport(dirs.hugeName).shards[0]!;
@@ -77,7 +82,9 @@ describe("bounds of the evidence", () => {
     }
     const shard = readReport(dirs.longNames).shards[0]!;
     expect(shard.status).toBe("failed");
-    expect(shard.reason).toStartWith("exited 0 after reaching the end of the run, but failed to read Bun's JUnit report: ");
+    expect(shard.reason).toStartWith(
+      "exited 0 after reaching the end of the run, but failed to read Bun's JUnit report: ",
+    );
     expect(shard.tests[300]!.failure!.type).toBe("junit-unreadable");
   });
 
@@ -85,14 +92,21 @@ describe("bounds of the evidence", () => {
     expect(runs.manyErrors!.code).toBe(1);
     const reports = await threeReports(dirs.manyErrors);
     for (const shown of Object.values(reports)) {
-      expect(shown.map((t) => [t.name, t.status])).toEqual([["rejects 500 promises", "failed"], ["then the thread spins", "timed-out"]]);
+      expect(shown.map((t) => [t.name, t.status])).toEqual([
+        ["rejects 500 promises", "failed"],
+        ["then the thread spins", "timed-out"],
+      ]);
     }
     const shard = readReport(dirs.manyErrors).shards[0]!;
     const failure = shard.tests[0]!.failure!;
     // The report keeps the text's last 64 KiB: the last error whole.
     expect(failure.message).toContain("rejection 499 ");
     expect(failure.message).not.toContain("rejection 400 ");
-    expect(shard.notes).toEqual([expect.stringMatching(/^\d+ error events left out of the failure texts \(the first and last 4 of each test attempt are kept, with a count\); the full text is in the shard log$/)]);
+    expect(shard.notes).toEqual([
+      expect.stringMatching(
+        /^\d+ error events left out of the failure texts \(the first and last 4 of each test attempt are kept, with a count\); the full text is in the shard log$/,
+      ),
+    ]);
     expect(Number(shard.notes![0]!.split(" ")[0])).toBeGreaterThanOrEqual(400);
   });
 });

@@ -22,27 +22,34 @@ const BOUND_MS = (TIMEOUT_S + GRACE_S) * 1000 + 9_000;
 /** Source of a test that replaces the file at `pathExpr` (a JS expression) with a FIFO. */
 const mkfifo = (pathExpr: string) =>
   `  const target = ${pathExpr};\n` +
-  '  try { unlinkSync(target); } catch {}\n' +
+  "  try { unlinkSync(target); } catch {}\n" +
   '  expect(Bun.spawnSync(["mkfifo", target]).exitCode).toBe(0);\n';
 
-const HEAD = 'import { expect, test } from "bun:test";\nimport { readlinkSync, unlinkSync } from "node:fs";\nimport path from "node:path";\n';
+const HEAD =
+  'import { expect, test } from "bun:test";\nimport { readlinkSync, unlinkSync } from "node:fs";\nimport path from "node:path";\n';
 
 const CASES: { name: string; files: Record<string, string>; args?: string[]; failed: string[]; passed: string[] }[] = [
   {
     name: "its own shard log, then it fails",
-    files: { "own-log.test.ts": `${HEAD}test("replaces its log with a FIFO", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  expect(1).toBe(2);\n});\n` },
+    files: {
+      "own-log.test.ts": `${HEAD}test("replaces its log with a FIFO", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  expect(1).toBe(2);\n});\n`,
+    },
     failed: ["replaces its log with a FIFO"],
     passed: [],
   },
   {
     name: "its own shard log, then process.exit(1)",
-    files: { "own-log-exit.test.ts": `${HEAD}test("replaces its log with a FIFO and exits", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  process.exit(1);\n});\n` },
+    files: {
+      "own-log-exit.test.ts": `${HEAD}test("replaces its log with a FIFO and exits", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  process.exit(1);\n});\n`,
+    },
     failed: [],
     passed: [],
   },
   {
     name: "the marks file SHARDGUARD_MARKS names, then it fails",
-    files: { "marks.test.ts": `${HEAD}test("replaces the marks file with a FIFO", () => {\n${mkfifo("process.env.SHARDGUARD_MARKS!")}  expect(1).toBe(2);\n});\n` },
+    files: {
+      "marks.test.ts": `${HEAD}test("replaces the marks file with a FIFO", () => {\n${mkfifo("process.env.SHARDGUARD_MARKS!")}  expect(1).toBe(2);\n});\n`,
+    },
     failed: ["replaces the marks file with a FIFO"],
     passed: [],
   },
@@ -50,7 +57,8 @@ const CASES: { name: string; files: Record<string, string>; args?: string[]; fai
     name: "a later shard's log (opened for the next shard's output)",
     files: {
       "a-first.test.ts": `${HEAD}test("plants a FIFO at the next shard's log", () => {\n${mkfifo('path.join(path.dirname(readlinkSync("/proc/self/fd/1")), "shard-2-b-second.log")')}});\n`,
-      "b-second.test.ts": 'import { expect, test } from "bun:test";\ntest("second passes", () => { expect(1).toBe(1); });\n',
+      "b-second.test.ts":
+        'import { expect, test } from "bun:test";\ntest("second passes", () => { expect(1).toBe(1); });\n',
     },
     args: ["--jobs", "1"],
     failed: [],
@@ -70,43 +78,54 @@ const CASES: { name: string; files: Record<string, string>; args?: string[]; fai
 
 describe("a FIFO a test puts where the runner reads", () => {
   for (const c of CASES) {
-    test(`${c.name}: the run ends in time and writes every report`, async () => {
-      const dir = makeSuite(c.files);
-      const args = (c.args ?? []).map((a) => (a === "timings.json" ? path.join(dir, a) : a));
-      const run = await runCli(["run", "--root", dir, "--timeout", String(TIMEOUT_S), "--grace", String(GRACE_S), ...args], { limitMs: BOUND_MS + 20_000 });
-      expect(run.signal).toBeNull();
-      expect(run.ms).toBeLessThan(BOUND_MS);
-      const expectedExit = c.failed.length > 0 || c.name.includes("process.exit") ? 1 : 0;
-      expect(run.code).toBe(expectedExit);
+    test(
+      `${c.name}: the run ends in time and writes every report`,
+      async () => {
+        const dir = makeSuite(c.files);
+        const args = (c.args ?? []).map((a) => (a === "timings.json" ? path.join(dir, a) : a));
+        const run = await runCli(
+          ["run", "--root", dir, "--timeout", String(TIMEOUT_S), "--grace", String(GRACE_S), ...args],
+          { limitMs: BOUND_MS + 20_000 },
+        );
+        expect(run.signal).toBeNull();
+        expect(run.ms).toBeLessThan(BOUND_MS);
+        const expectedExit = c.failed.length > 0 || c.name.includes("process.exit") ? 1 : 0;
+        expect(run.code).toBe(expectedExit);
 
-      const out = path.join(dir, ".shardguard");
-      const report = readReport(dir);
-      expect(report.completed).toBe(true);
-      const entries = report.shards.flatMap((s) => s.tests);
-      expect(entries.filter((t) => t.status === "failed").map((t) => t.name)).toEqual(c.failed);
-      expect(entries.filter((t) => t.status === "passed").map((t) => t.name)).toEqual(c.passed);
-      if (c.name.includes("process.exit")) {
-        // process.exit mid-file: never passed (docs/reports.md).
-        const shard = shardOf(report, "own-log-exit.test.ts");
-        expect(shard.status).not.toBe("passed");
-        expect(entries.every((t) => t.status !== "passed")).toBe(true);
-      }
+        const out = path.join(dir, ".shardguard");
+        const report = readReport(dir);
+        expect(report.completed).toBe(true);
+        const entries = report.shards.flatMap((s) => s.tests);
+        expect(entries.filter((t) => t.status === "failed").map((t) => t.name)).toEqual(c.failed);
+        expect(entries.filter((t) => t.status === "passed").map((t) => t.name)).toEqual(c.passed);
+        if (c.name.includes("process.exit")) {
+          // process.exit mid-file: never passed (docs/reports.md).
+          const shard = shardOf(report, "own-log-exit.test.ts");
+          expect(shard.status).not.toBe("passed");
+          expect(entries.every((t) => t.status !== "passed")).toBe(true);
+        }
 
-      const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
-      expect((await validateJUnitXml(xml)).errors).toEqual([]);
-      const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "" }).parse(xml);
-      const cases = [doc.testsuites.testsuite].flat().flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Record<string, unknown>[];
-      for (const name of c.failed) expect(cases.find((t) => t.name === name)?.failure).toBeDefined();
-      for (const name of c.passed) {
-        const tc = cases.find((t) => t.name === name)!;
-        expect(tc.failure ?? tc.error ?? tc.skipped).toBeUndefined();
-      }
-      const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
-      const ctrfTests = ctrf.results.tests as { name: string; status: string }[];
-      for (const name of c.failed) expect(ctrfTests.find((t) => t.name.endsWith(name))?.status).toBe("failed");
-      for (const name of c.passed) expect(ctrfTests.find((t) => t.name.endsWith(name))?.status).toBe("passed");
-      expect(ctrf.results.summary.failed).toBe(report.summary.tests.failed + report.summary.tests.crashed + report.summary.tests["timed-out"]);
-    }, BOUND_MS + 30_000);
+        const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
+        expect((await validateJUnitXml(xml)).errors).toEqual([]);
+        const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "" }).parse(xml);
+        const cases = [doc.testsuites.testsuite]
+          .flat()
+          .flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Record<string, unknown>[];
+        for (const name of c.failed) expect(cases.find((t) => t.name === name)?.failure).toBeDefined();
+        for (const name of c.passed) {
+          const tc = cases.find((t) => t.name === name)!;
+          expect(tc.failure ?? tc.error ?? tc.skipped).toBeUndefined();
+        }
+        const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
+        const ctrfTests = ctrf.results.tests as { name: string; status: string }[];
+        for (const name of c.failed) expect(ctrfTests.find((t) => t.name.endsWith(name))?.status).toBe("failed");
+        for (const name of c.passed) expect(ctrfTests.find((t) => t.name.endsWith(name))?.status).toBe("passed");
+        expect(ctrf.results.summary.failed).toBe(
+          report.summary.tests.failed + report.summary.tests.crashed + report.summary.tests["timed-out"],
+        );
+      },
+      BOUND_MS + 30_000,
+    );
   }
 
   test("its own shard log, then it spins: SIGTERM ends the run at once, with every report", async () => {

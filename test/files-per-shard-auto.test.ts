@@ -8,7 +8,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fixtureFilesIn, HOSTILE_FIXTURES, makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
+import {
+  fixtureFilesIn,
+  HOSTILE_FIXTURES,
+  makeSuite,
+  readReport,
+  removeSuites,
+  runCli,
+  type CliRun,
+} from "./helpers/cli.ts";
 import { bunBinary } from "./helpers/bun-versions.ts";
 import { AUTO_BATCH, autoBatches } from "../runner/plan/auto-batch.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
@@ -16,7 +24,8 @@ import type { RunReport } from "../runner/results/report-model.ts";
 afterAll(removeSuites);
 
 const names = (n: number) => Array.from({ length: n }, (_, i) => `t/f${String(i + 1).padStart(3, "0")}.test.ts`);
-const passing = (i: number) => `import { test, expect } from "bun:test";\ntest("ok ${i}", () => expect(${i}).toBe(${i}));\n`;
+const passing = (i: number) =>
+  `import { test, expect } from "bun:test";\ntest("ok ${i}", () => expect(${i}).toBe(${i}));\n`;
 const failing = `import { test, expect } from "bun:test";\ntest("fails", () => expect(1).toBe(2));\n`;
 const wedged = `import { test } from "bun:test";\ntest("before", () => {});\ntest("spins", () => { while (true) {} });\ntest("after", () => {});\n`;
 
@@ -55,7 +64,9 @@ describe("the batch rule (plan/auto-batch.ts)", () => {
     // 37 × 20 + 930 = 1670 ms over 4 → 417 ms, raised to the 500 ms floor; 900 ms ≥ 500: alone.
     expect(plan.targetMs).toBe(AUTO_BATCH.minBatchMs);
     expect(plan.alone).toEqual([files[2]!]);
-    expect(autoBatches(files, { durations: new Map(files.map((f) => [f, 60_000])), jobs: 1 }).targetMs).toBe(AUTO_BATCH.maxBatchMs);
+    expect(autoBatches(files, { durations: new Map(files.map((f) => [f, 60_000])), jobs: 1 }).targetMs).toBe(
+      AUTO_BATCH.maxBatchMs,
+    );
   });
 });
 
@@ -67,11 +78,31 @@ describe("shardguard list --files-per-shard auto --timings", () => {
     const timings: Record<string, number> = Object.fromEntries(names(10).map((f) => [f, 100]));
     timings["t/f004.test.ts"] = 3000;
     writeFileSync(path.join(dir, "timings.json"), JSON.stringify({ version: 1, files: timings }));
-    const run = await runCli(["list", "--root", dir, "--jobs", "2", "--files-per-shard", "auto", "--timings", path.join(dir, "timings.json"), "t"]);
+    const run = await runCli([
+      "list",
+      "--root",
+      dir,
+      "--jobs",
+      "2",
+      "--files-per-shard",
+      "auto",
+      "--timings",
+      path.join(dir, "timings.json"),
+      "t",
+    ]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("files per shard auto");
     // Total 3.9 s over 8 → 500 ms floor: the 3 s file alone, the nine 100 ms files in two batches.
-    const shards = run.stdout.split("\n  shard ").slice(1).map((block) => block.split("\n").slice(1).map((l) => l.trim().split(" ")[0]).filter((l) => l && l.startsWith("t/")));
+    const shards = run.stdout
+      .split("\n  shard ")
+      .slice(1)
+      .map((block) =>
+        block
+          .split("\n")
+          .slice(1)
+          .map((l) => l.trim().split(" ")[0])
+          .filter((l) => l && l.startsWith("t/")),
+      );
     expect(shards).toHaveLength(3);
     expect(shards).toContainEqual(["t/f004.test.ts"]);
     expect(shards.flat().sort()).toEqual(names(10));
@@ -86,7 +117,20 @@ describe("a wedged file in an auto batch (--timeout 4)", () => {
     names(12).forEach((f, i) => (files[f] = i === 9 ? failing : passing(i)));
     files["t/f005.test.ts"] = wedged;
     const dir = makeSuite(files);
-    run = await runCli(["run", "--root", dir, "--jobs", "1", "--files-per-shard", "auto", "--timeout", "4", "--grace", "1", "t"]);
+    run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--jobs",
+      "1",
+      "--files-per-shard",
+      "auto",
+      "--timeout",
+      "4",
+      "--grace",
+      "1",
+      "t",
+    ]);
     report = readReport(dir);
   }, 90_000);
 
@@ -100,10 +144,14 @@ describe("a wedged file in an auto batch (--timeout 4)", () => {
   test("every other file keeps its true status and the wedged one is timed-out, each reported once", () => {
     expect(run.code).toBe(1);
     const seen = new Map<string, [string, string][]>();
-    for (const shard of report.shards) for (const file of shard.files) {
-      expect(seen.has(file)).toBe(false);
-      seen.set(file, shard.tests.filter((t) => t.file === file).map((t) => [t.name, t.status]));
-    }
+    for (const shard of report.shards)
+      for (const file of shard.files) {
+        expect(seen.has(file)).toBe(false);
+        seen.set(
+          file,
+          shard.tests.filter((t) => t.file === file).map((t) => [t.name, t.status]),
+        );
+      }
     expect(seen.size).toBe(12);
     expect(seen.get("t/f005.test.ts")).toEqual([
       ["before", "passed"],
@@ -126,7 +174,8 @@ describe("a file of an auto batch that stops at its top level, before registerin
     "t/c.test.ts": `import { test } from "bun:test";\n${stops}\ntest("never registered", () => {});\n`,
     "t/d.test.ts": passing(4),
   });
-  const statuses = (report: RunReport) => report.shards.flatMap((s) => s.tests.map((t) => [s.index, t.file, t.name, t.status]));
+  const statuses = (report: RunReport) =>
+    report.shards.flatMap((s) => s.tests.map((t) => [s.index, t.file, t.name, t.status]));
 
   for (const [label, stops, status] of [
     ["spins (while (true) {})", "while (true) {}", "timed-out"],
@@ -135,7 +184,20 @@ describe("a file of an auto batch that stops at its top level, before registerin
   ] as const) {
     test(`${label}: it alone gets the ${status} verdict, once; the file before it keeps its passes; the file after it runs again`, async () => {
       const dir = makeSuite(batch(stops));
-      const run = await runCli(["run", "--root", dir, "--jobs", "1", "--files-per-shard", "auto", "--timeout", "3", "--grace", "1", "t"]);
+      const run = await runCli([
+        "run",
+        "--root",
+        dir,
+        "--jobs",
+        "1",
+        "--files-per-shard",
+        "auto",
+        "--timeout",
+        "3",
+        "--grace",
+        "1",
+        "t",
+      ]);
       expect(run.code).toBe(1);
       const report = readReport(dir);
       expect(report.shards).toHaveLength(2);
@@ -146,7 +208,9 @@ describe("a file of an auto batch that stops at its top level, before registerin
         [1, "t/c.test.ts", "(whole file)", status],
         [2, "t/d.test.ts", "ok 4", "passed"],
       ]);
-      expect(report.shards[0]!.tests.find((t) => t.file === "t/b.test.ts")!.failure).toMatchObject({ type: "no-tests" });
+      expect(report.shards[0]!.tests.find((t) => t.file === "t/b.test.ts")!.failure).toMatchObject({
+        type: "no-tests",
+      });
       expect(report.shards[0]!.reason).toContain("1 file in which no test started run again in shard 2");
     }, 30_000);
   }
@@ -169,7 +233,8 @@ const leaking = {
 };
 
 describe("what a file that changes the process leaves to the next file of its batch", () => {
-  const statuses = (report: RunReport) => Object.fromEntries(report.shards.flatMap((s) => s.tests).map((t) => [`${t.file} > ${t.name}`, t.status]));
+  const statuses = (report: RunReport) =>
+    Object.fromEntries(report.shards.flatMap((s) => s.tests).map((t) => [`${t.file} > ${t.name}`, t.status]));
 
   test("auto (--isolate), pinned Bun: env, cwd and globals are as the batch started", async () => {
     const dir = makeSuite(leaking);
@@ -200,12 +265,17 @@ describe("what a file that changes the process leaves to the next file of its ba
   test("Bun 1.3.14: auto with test events is refused with one line (exit 2); with --no-test-events it runs", async () => {
     const dir = makeSuite(leaking);
     const bun = await bunBinary("1.3.14");
-    const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], { env: { SG_ROOT: dir } });
+    const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], {
+      env: { SG_ROOT: dir },
+    });
     expect(refused.code).toBe(2);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
     expect(refused.stderr).toContain("Bun 1.3.14 loses the end of an --isolate run under the test events");
     expect(refused.stdout).not.toContain("START");
-    const run = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--no-test-events", "--bun", bun, "t"], { env: { SG_ROOT: dir } });
+    const run = await runCli(
+      ["run", "--root", dir, "--files-per-shard", "auto", "--no-test-events", "--bun", bun, "t"],
+      { env: { SG_ROOT: dir } },
+    );
     expect(statuses(readReport(dir))).toEqual({
       "t/a.test.ts > changes the process": "passed",
       "t/b.test.ts > env unchanged": "passed",
@@ -236,21 +306,48 @@ describe("the hostile fixtures (test/fixtures/hostile) batched by auto", () => {
     const perTest = (out: string) => {
       const report = readReport(dir, path.join(out, "report.json"));
       const map = new Map<string, string[]>();
-      for (const t of report.shards.flatMap((s) => s.tests)) map.set(t.file, [...(map.get(t.file) ?? []), `${t.name.slice(0, 60)}: ${t.status}`].sort());
+      for (const t of report.shards.flatMap((s) => s.tests))
+        map.set(t.file, [...(map.get(t.file) ?? []), `${t.name.slice(0, 60)}: ${t.status}`].sort());
       return Object.fromEntries([...map].sort());
     };
     try {
-      await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "7", "--grace", "1", "--out", path.join(dir, "one")], { env, limitMs: 90_000 });
-      const auto = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "7", "--grace", "1", "--files-per-shard", "auto", "--out", path.join(dir, "auto")], { env, limitMs: 90_000 });
+      await runCli(
+        ["run", "--root", dir, "--jobs", "2", "--timeout", "7", "--grace", "1", "--out", path.join(dir, "one")],
+        { env, limitMs: 90_000 },
+      );
+      const auto = await runCli(
+        [
+          "run",
+          "--root",
+          dir,
+          "--jobs",
+          "2",
+          "--timeout",
+          "7",
+          "--grace",
+          "1",
+          "--files-per-shard",
+          "auto",
+          "--out",
+          path.join(dir, "auto"),
+        ],
+        { env, limitMs: 90_000 },
+      );
       expect(readReport(dir, path.join(dir, "auto", "report.json")).shards.some((s) => s.files.length > 1)).toBe(true);
       expect(perTest(path.join(dir, "auto"))).toEqual(perTest(path.join(dir, "one")));
       expect(auto.code).toBe(1);
     } finally {
       // The fixtures' escapees, should a run have left any.
-      for (const f of readdirSync(pids)) for (const line of readFileSync(path.join(pids, f), "utf8").split("\n")) {
-        const pid = Number(line.trim().split(" ").pop());
-        if (pid > 1) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
-      }
+      for (const f of readdirSync(pids))
+        for (const line of readFileSync(path.join(pids, f), "utf8").split("\n")) {
+          const pid = Number(line.trim().split(" ").pop());
+          if (pid > 1)
+            try {
+              process.kill(pid, "SIGKILL");
+            } catch {
+              /* gone */
+            }
+        }
     }
   }, 120_000);
 });
@@ -269,28 +366,37 @@ describe("bad values: one line, exit 2, nothing started", () => {
   };
 
   test("a word other than auto, zero, a fraction: named with what is accepted", async () => {
-    expect(await refused(["--files-per-shard", "Auto"])).toBe('shardguard: invalid --files-per-shard "Auto": expected a whole number from 1 to 10000, or auto');
+    expect(await refused(["--files-per-shard", "Auto"])).toBe(
+      'shardguard: invalid --files-per-shard "Auto": expected a whole number from 1 to 10000, or auto',
+    );
     expect(await refused([], { SHARDGUARD_FILES_PER_SHARD: "0" })).toContain("invalid SHARDGUARD_FILES_PER_SHARD");
-    expect(await refused([], {}, "[shardguard]\nfiles-per-shard = 2.5\n")).toContain("expected a whole number from 1 to 10000, or auto");
+    expect(await refused([], {}, "[shardguard]\nfiles-per-shard = 2.5\n")).toContain(
+      "expected a whole number from 1 to 10000, or auto",
+    );
   }, 60_000);
 
   test("auto with the bun test flag --no-isolate", async () => {
-    expect(await refused(["--files-per-shard", "auto", "--", "--no-isolate"])).toContain("--files-per-shard auto with the bun test flag --no-isolate");
+    expect(await refused(["--files-per-shard", "auto", "--", "--no-isolate"])).toContain(
+      "--files-per-shard auto with the bun test flag --no-isolate",
+    );
   }, 30_000);
 
-  test("SHARDGUARD_FILES_PER_SHARD=auto and a preset's files-per-shard = \"auto\" are accepted like the flag", async () => {
+  test('SHARDGUARD_FILES_PER_SHARD=auto and a preset\'s files-per-shard = "auto" are accepted like the flag', async () => {
     const dir = makeSuite({ "t/a.test.ts": passing(1), "t/b.test.ts": passing(2) });
     const viaEnv = await runCli(["list", "--root", dir, "t"], { env: { SHARDGUARD_FILES_PER_SHARD: "auto" } });
     expect(viaEnv.code).toBe(0);
     expect(viaEnv.stdout).toContain("files per shard auto");
-    writeFileSync(path.join(dir, "bunfig.toml"), '[shardguard.presets.small]\nglobs = ["t/*.test.ts"]\nfiles-per-shard = "auto"\n');
+    writeFileSync(
+      path.join(dir, "bunfig.toml"),
+      '[shardguard.presets.small]\nglobs = ["t/*.test.ts"]\nfiles-per-shard = "auto"\n',
+    );
     const viaPreset = await runCli(["list", "--root", dir, "--preset", "small"], { cwd: dir });
     expect(viaPreset.code).toBe(0);
     expect(viaPreset.stdout).toContain("shard flags: --isolate");
     expect(viaPreset.stdout).toContain("1 shard;");
   }, 30_000);
 
-  test("bunfig's files-per-shard = \"auto\" is accepted like the flag", async () => {
+  test('bunfig\'s files-per-shard = "auto" is accepted like the flag', async () => {
     const dir = suite();
     writeFileSync(path.join(dir, "bunfig.toml"), '[shardguard]\nfiles-per-shard = "auto"\n');
     const run = await runCli(["list", "--root", dir, "t"]);

@@ -9,7 +9,16 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { repositoryRoot } from "../runner/engine/github-publish.ts";
-import { githubAnnotations, githubStepSummary, escapeData, escapeProperty, markdownCell, MAX_ANNOTATIONS, oneScreen, SCREEN_CHARS } from "../runner/report/github-render.ts";
+import {
+  githubAnnotations,
+  githubStepSummary,
+  escapeData,
+  escapeProperty,
+  markdownCell,
+  MAX_ANNOTATIONS,
+  oneScreen,
+  SCREEN_CHARS,
+} from "../runner/report/github-render.ts";
 import { makeRedactor } from "../runner/results/redact.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
@@ -24,7 +33,8 @@ interface Command {
   data: string;
 }
 
-const unescape = (s: string) => s.replace(/%3A/g, ":").replace(/%2C/g, ",").replace(/%0D/g, "\r").replace(/%0A/g, "\n").replace(/%25/g, "%");
+const unescape = (s: string) =>
+  s.replace(/%3A/g, ":").replace(/%2C/g, ",").replace(/%0D/g, "\r").replace(/%0A/g, "\n").replace(/%25/g, "%");
 
 /**
  * The workflow commands GitHub's runner would process in `stdout`: lines
@@ -81,14 +91,22 @@ describe("a run under GitHub Actions: failed, timed-out, never-started, flaky, o
       ``,
     ].join("\n");
     // The suite lives at WORKSPACE/repo, so file= is "repo/test/…".
-    workspace = makeSuite({
-      ...Object.fromEntries(Object.entries(fixtureFiles("spin", "flaky")).map(([k, v]) => [`repo/test/${k}`, v])),
-      [`repo/${ODD_DIR}/fail.test.ts`]: failing,
-    }, "sg-gh-ws-");
+    workspace = makeSuite(
+      {
+        ...Object.fromEntries(Object.entries(fixtureFiles("spin", "flaky")).map(([k, v]) => [`repo/test/${k}`, v])),
+        [`repo/${ODD_DIR}/fail.test.ts`]: failing,
+      },
+      "sg-gh-ws-",
+    );
     dir = path.join(workspace, "repo");
     summaryFile = path.join(workspace, "step-summary.md");
     run = await runCli(["run", "--root", dir, "--jobs", "3", "--timeout", "3", "--grace", "1", "--", "--retry", "1"], {
-      env: { GITHUB_ACTIONS: "true", GITHUB_WORKSPACE: workspace, GITHUB_STEP_SUMMARY: summaryFile, MY_API_KEY: SECRET },
+      env: {
+        GITHUB_ACTIONS: "true",
+        GITHUB_WORKSPACE: workspace,
+        GITHUB_STEP_SUMMARY: summaryFile,
+        MY_API_KEY: SECRET,
+      },
     });
     report = readReport(dir);
     cmds = commands(run.stdout);
@@ -104,7 +122,9 @@ describe("a run under GitHub Actions: failed, timed-out, never-started, flaky, o
   });
 
   test("one ::error per test that did not pass, one ::warning per flaky test, nothing else", () => {
-    const notPassed = report.shards.flatMap((s) => s.tests).filter((t) => ["failed", "timed-out", "crashed", "never-started"].includes(t.status));
+    const notPassed = report.shards
+      .flatMap((s) => s.tests)
+      .filter((t) => ["failed", "timed-out", "crashed", "never-started"].includes(t.status));
     const flaky = report.shards.flatMap((s) => s.tests).filter((t) => t.flaky);
     expect(cmds.filter((c) => c.name === "error")).toHaveLength(notPassed.length);
     expect(cmds.filter((c) => c.name === "warning")).toHaveLength(flaky.length);
@@ -231,7 +251,15 @@ describe("githubAnnotations on a report model", () => {
     exitCode: null,
     signal: "SIGSEGV",
     reason: "ended by SIGSEGV",
-    tests: [makeTest({ name: "dies tok-123456789", file: "a.test.ts", status: "crashed", line: 3, failure: { type: "crash", message: "in flight: ended by SIGSEGV" } })],
+    tests: [
+      makeTest({
+        name: "dies tok-123456789",
+        file: "a.test.ts",
+        status: "crashed",
+        line: 3,
+        failure: { type: "crash", message: "in flight: ended by SIGSEGV" },
+      }),
+    ],
   });
 
   test("crashed tests are errors; names redacted; file left out when outside the repository", () => {
@@ -245,7 +273,14 @@ describe("githubAnnotations on a report model", () => {
   });
 
   test("past MAX_ANNOTATIONS one more error counts the rest; the summary caps its rows", () => {
-    const tests = Array.from({ length: MAX_ANNOTATIONS + 7 }, (_, i) => makeTest({ name: `t${i}`, file: "b.test.ts", status: "never-started", failure: { type: "never-started", message: "never started" } }));
+    const tests = Array.from({ length: MAX_ANNOTATIONS + 7 }, (_, i) =>
+      makeTest({
+        name: `t${i}`,
+        file: "b.test.ts",
+        status: "never-started",
+        failure: { type: "never-started", message: "never started" },
+      }),
+    );
     const report = makeReport([makeShard({ index: 1, status: "timed-out", tests })], { root: "/repo" });
     const lines = githubAnnotations(report, { repoRoot: "/repo" });
     expect(lines).toHaveLength(MAX_ANNOTATIONS + 1);
@@ -255,16 +290,47 @@ describe("githubAnnotations on a report model", () => {
   });
 
   test("a short assertion is said once: Bun's details repeat the message, only their stack is added", () => {
-    const message = 'expect(received).toEqual(expected)\n\n  {\n-   "a": 2,\n+   "a": 1,\n  }\n\n- Expected  - 1\n+ Received  + 1\n';
-    const failure = { type: "failure" as const, errorName: "AssertionError", message, details: `AssertionError: ${message}\n      at f.test.ts:2:36\n` };
-    const report = makeReport([makeShard({ index: 1, status: "failed", tests: [makeTest({ name: "eq", file: "f.test.ts", status: "failed", line: 2, failure })] })], { root: "/repo" });
+    const message =
+      'expect(received).toEqual(expected)\n\n  {\n-   "a": 2,\n+   "a": 1,\n  }\n\n- Expected  - 1\n+ Received  + 1\n';
+    const failure = {
+      type: "failure" as const,
+      errorName: "AssertionError",
+      message,
+      details: `AssertionError: ${message}\n      at f.test.ts:2:36\n`,
+    };
+    const report = makeReport(
+      [
+        makeShard({
+          index: 1,
+          status: "failed",
+          tests: [makeTest({ name: "eq", file: "f.test.ts", status: "failed", line: 2, failure })],
+        }),
+      ],
+      { root: "/repo" },
+    );
     const [cmd] = commands(githubAnnotations(report).join("\n"));
     expect(cmd!.data.split("expect(received).toEqual(expected)")).toHaveLength(2);
     expect(cmd!.data).toStartWith("expect(received).toEqual(expected)\n\n  {");
     expect(cmd!.data).toContain("+ Received  + 1\n\nat f.test.ts:2:36");
     expect(cmd!.data).not.toContain("cut to one screen");
     // Details that do not repeat the message still follow it.
-    const other = makeReport([makeShard({ index: 1, status: "failed", tests: [makeTest({ name: "x", file: "f.test.ts", status: "failed", failure: { type: "failure", errorName: "Error", message: "boom", details: "at g (f.test.ts:9:1)" } })] })], { root: "/repo" });
+    const other = makeReport(
+      [
+        makeShard({
+          index: 1,
+          status: "failed",
+          tests: [
+            makeTest({
+              name: "x",
+              file: "f.test.ts",
+              status: "failed",
+              failure: { type: "failure", errorName: "Error", message: "boom", details: "at g (f.test.ts:9:1)" },
+            }),
+          ],
+        }),
+      ],
+      { root: "/repo" },
+    );
     expect(commands(githubAnnotations(other).join("\n"))[0]!.data).toStartWith("boom\n\nat g (f.test.ts:9:1)");
   });
 
@@ -276,7 +342,10 @@ describe("githubAnnotations on a report model", () => {
   });
 
   test("a passing run has no annotations and a short summary", () => {
-    const report = makeReport([makeShard({ index: 1, tests: [makeTest({ name: "ok", file: "c.test.ts" })] })], { exitCode: 0, root: "/repo" });
+    const report = makeReport([makeShard({ index: 1, tests: [makeTest({ name: "ok", file: "c.test.ts" })] })], {
+      exitCode: 0,
+      root: "/repo",
+    });
     expect(githubAnnotations(report, { repoRoot: "/repo" })).toEqual([]);
     const md = githubStepSummary(report, { repoRoot: "/repo" });
     expect(md).toContain("## shardguard: passed (exit 0)");
@@ -285,7 +354,7 @@ describe("githubAnnotations on a report model", () => {
 });
 
 describe("the annotations setting from bunfig.toml and the environment", () => {
-  test("[shardguard] annotations = false or \"off\", SHARDGUARD_ANNOTATIONS=off; default on", async () => {
+  test('[shardguard] annotations = false or "off", SHARDGUARD_ANNOTATIONS=off; default on', async () => {
     const { resolveSettings } = await import("../runner/config/load.ts");
     const { parseArgs } = await import("../runner/config/args.ts");
     const resolve = (bunfig: string | null, env: Record<string, string> = {}, argv: string[] = []) => {
@@ -299,12 +368,16 @@ describe("the annotations setting from bunfig.toml and the environment", () => {
     // Flag > environment > bunfig.toml.
     expect(resolve("[shardguard]\nannotations = false\n", { SHARDGUARD_ANNOTATIONS: "on" })).toBe(true);
     expect(resolve(null, { SHARDGUARD_ANNOTATIONS: "on" }, ["--annotations", "off"])).toBe(false);
-    expect(() => resolve('[shardguard]\nannotations = "yes"\n')).toThrow(`bunfig.toml [shardguard] annotations "yes": expected on or off`);
+    expect(() => resolve('[shardguard]\nannotations = "yes"\n')).toThrow(
+      `bunfig.toml [shardguard] annotations "yes": expected on or off`,
+    );
   });
 });
 
 describe("examples/github/paid-tests.yml", () => {
-  const workflow = Bun.YAML.parse(readFileSync(path.join(import.meta.dir, "..", "examples", "github", "paid-tests.yml"), "utf8")) as {
+  const workflow = Bun.YAML.parse(
+    readFileSync(path.join(import.meta.dir, "..", "examples", "github", "paid-tests.yml"), "utf8"),
+  ) as {
     jobs: Record<string, { steps: { uses?: string; run?: string; if?: string; with?: Record<string, unknown> }[] }>;
   };
   const steps = Object.values(workflow.jobs)[0]!.steps;
@@ -318,7 +391,8 @@ describe("examples/github/paid-tests.yml", () => {
     const upload = steps.find((s) => s.uses?.startsWith("actions/upload-artifact@"))!;
     expect(upload.if).toBe("always()");
     const paths = String(upload.with!.path);
-    for (const p of [".shardguard/junit.xml", ".shardguard/ctrf.json", ".shardguard/runs/*/logs/"]) expect(paths).toContain(p);
+    for (const p of [".shardguard/junit.xml", ".shardguard/ctrf.json", ".shardguard/runs/*/logs/"])
+      expect(paths).toContain(p);
     const publish = steps.find((s) => s.uses?.startsWith("dorny/test-reporter@"))!;
     expect(publish.if).toBe("always()");
     expect(publish.with!.path).toBe(".shardguard/junit.xml");

@@ -27,7 +27,8 @@ myDescribe("B", () => { myTest("ok", async () => { await Bun.sleep(5); });
   mySerialTest("after", () => {}); });
 `;
 
-const rows = (tests: { name: string; status: string; retries: number; flaky: boolean }[]) => tests.map((t) => [t.name, t.status, t.retries, t.flaky]);
+const rows = (tests: { name: string; status: string; retries: number; flaky: boolean }[]) =>
+  tests.map((t) => [t.name, t.status, t.retries, t.flaky]);
 
 describe("a single-file shard of helper-defined tests", () => {
   test("killed: ended tests keep their status and retries, the one in flight is timed-out, the rest never-started; no helper line", async () => {
@@ -83,24 +84,47 @@ myTest("t2", async () => {});
   };
 
   for (const spin of [false, true]) {
-    test(spin ? "killed in its last file: every test is in its own file" : "normal end: every test is in its own file", async () => {
-      const dir = makeSuite({ ...files, "test/c-wrapped.test.ts": wrapped(spin) });
-      const run = await runCli(["run", "--root", dir, "--files-per-shard", "3", "--timeout", spin ? "4" : "30", "--grace", "0.5", "--", "--retry=1"]);
-      expect(run.code).toBe(spin ? 1 : 0);
-      const report = readReport(dir);
-      expect(report.shards.length).toBe(1);
-      const byFile = (file: string) =>
-        report.shards[0]!.tests.filter((t) => t.file === file).map((t) => [t.name, t.status, t.line]).sort((a, b) => String(a[0]).localeCompare(String(b[0])));
-      expect(byFile("test/a-mixed.test.ts")).toEqual([["C > c1", "passed", undefined], ["direct", "passed", 2]]);
-      expect(byFile("test/b-only-helper.test.ts")).toEqual([["t1", "passed", undefined], ["t2", "passed", undefined]]);
-      expect(byFile("test/c-wrapped.test.ts")).toEqual([
-        ["A > flaky", "passed", undefined],
-        ["B > after", spin ? "never-started" : "passed", undefined],
-        ["B > ok", "passed", undefined],
-        ["B > spin", spin ? "timed-out" : "passed", undefined],
-      ]);
-      expect(report.shards[0]!.tests.some((t) => t.name === "(whole file)")).toBe(false);
-    });
+    test(
+      spin ? "killed in its last file: every test is in its own file" : "normal end: every test is in its own file",
+      async () => {
+        const dir = makeSuite({ ...files, "test/c-wrapped.test.ts": wrapped(spin) });
+        const run = await runCli([
+          "run",
+          "--root",
+          dir,
+          "--files-per-shard",
+          "3",
+          "--timeout",
+          spin ? "4" : "30",
+          "--grace",
+          "0.5",
+          "--",
+          "--retry=1",
+        ]);
+        expect(run.code).toBe(spin ? 1 : 0);
+        const report = readReport(dir);
+        expect(report.shards.length).toBe(1);
+        const byFile = (file: string) =>
+          report.shards[0]!.tests.filter((t) => t.file === file)
+            .map((t) => [t.name, t.status, t.line])
+            .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+        expect(byFile("test/a-mixed.test.ts")).toEqual([
+          ["C > c1", "passed", undefined],
+          ["direct", "passed", 2],
+        ]);
+        expect(byFile("test/b-only-helper.test.ts")).toEqual([
+          ["t1", "passed", undefined],
+          ["t2", "passed", undefined],
+        ]);
+        expect(byFile("test/c-wrapped.test.ts")).toEqual([
+          ["A > flaky", "passed", undefined],
+          ["B > after", spin ? "never-started" : "passed", undefined],
+          ["B > ok", "passed", undefined],
+          ["B > spin", spin ? "timed-out" : "passed", undefined],
+        ]);
+        expect(report.shards[0]!.tests.some((t) => t.name === "(whole file)")).toBe(false);
+      },
+    );
   }
 });
 
@@ -112,7 +136,17 @@ describe("helper-defined tests whose file cannot be proven from events", () => {
       "test/a.test.ts": `import { myTest } from "./helpers/h";\nmyTest("t1", async () => {});\n`,
       "test/b.test.ts": wrapped(false),
     });
-    const run = await runCli(["run", "--root", dir, "--files-per-shard", "2", "--timeout", "30", "--", "--rerun-each=2"]);
+    const run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--files-per-shard",
+      "2",
+      "--timeout",
+      "30",
+      "--",
+      "--rerun-each=2",
+    ]);
     expect(run.code).toBe(1); // A > flaky fails without --retry
     const tests = readReport(dir).shards[0]!.tests;
     expect(tests.filter((t) => t.file === "test/a.test.ts").map((t) => [t.name, t.status])).toEqual([

@@ -77,10 +77,13 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
   beforeAll(async () => {
     dir = makeSuite(fixtureFilesIn(HOSTILE_FIXTURES), "sg-hostile-");
     pidDir = mkdtempSync(path.join(os.tmpdir(), "sg-hostile-pids-"));
-    run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", String(TIMEOUT_S), "--grace", String(GRACE_S)], {
-      env: { SG_TEST_API_KEY: secret, SG_HOSTILE_PIDS: pidDir },
-      limitMs: 90_000,
-    });
+    run = await runCli(
+      ["run", "--root", dir, "--jobs", "2", "--timeout", String(TIMEOUT_S), "--grace", String(GRACE_S)],
+      {
+        env: { SG_TEST_API_KEY: secret, SG_HOSTILE_PIDS: pidDir },
+        limitMs: 90_000,
+      },
+    );
     report = readReport(dir);
     junit = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
     json = readFileSync(path.join(dir, ".shardguard", "report.json"), "utf8");
@@ -88,7 +91,10 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
 
   afterAll(() => {
     // Whatever the runner missed must not outlive the test run.
-    const leftovers = new Set([...(report ? survivors(report.runId) : []), ...processesWithEnvEntry(`SG_HOSTILE_PIDS=${pidDir}`)]);
+    const leftovers = new Set([
+      ...(report ? survivors(report.runId) : []),
+      ...processesWithEnvEntry(`SG_HOSTILE_PIDS=${pidDir}`),
+    ]);
     for (const pid of leftovers) {
       try {
         process.kill(pid, "SIGKILL");
@@ -170,7 +176,9 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
     expect(verdict.valid).toBe(true);
     expect(junit).not.toMatch(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/);
     expect(junit).not.toContain("]]>");
-    const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(junit);
+    const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(
+      junit,
+    );
     const suites = doc.testsuites.testsuite as { "@_name": string; testcase: { "@_name": string }[] }[];
     expect(suites.map((s) => s["@_name"]).sort()).toEqual(Object.keys(EXPECTED).sort());
     const text = suites.find((s) => s["@_name"] === "hostile-text.test.ts")!;
@@ -197,7 +205,9 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
     for (const pid of escaped) expect({ pid, alive: alive(pid) }).toEqual({ pid, alive: false });
     const reported = [...report.shards.flatMap((s) => s.leftovers), ...report.sweeps.endOfRun];
     const doubleFork = pids("escapees").get("double-fork")!;
-    expect(reported.filter((e) => e.pid === doubleFork)).toEqual([{ pid: doubleFork, command: "sleep 300", leftGroup: true }]);
+    expect(reported.filter((e) => e.pid === doubleFork)).toEqual([
+      { pid: doubleFork, command: "sleep 300", leftGroup: true },
+    ]);
   });
 
   // Needs redaction wired into the report writers and the console (docs/configuration.md, redaction).

@@ -17,19 +17,33 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A JUnit as Bun writes it: describes of long names, a failure with a long message, a hook, a comment, a multi-byte name. */
 function document(tests: number, nameLength: number): string {
-  const out = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="1">\n  <testsuite name="a.test.ts" file="a.test.ts" tests="1">\n'];
+  const out = [
+    '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="1">\n  <testsuite name="a.test.ts" file="a.test.ts" tests="1">\n',
+  ];
   const pad = (head: string) => (head + " ").padEnd(nameLength, "ab\u00e9\u4e2d ");
   for (let d = 0; d * 100 < tests; d++) {
     out.push(`    <testsuite name="${pad(`suite ${d}`)}" file="a.test.ts" line="3">\n`);
     for (let i = d * 100; i < Math.min(tests, (d + 1) * 100); i++) {
       const name = pad(`test ${i} &amp; &#10;`);
       if (i % 37 === 5) {
-        out.push(`      <testcase name="${name}" classname="x" time="0.001" file="a.test.ts" line="${i}" assertions="1">\n`);
-        out.push(`        <failure type="Error" message="boom ${"m".repeat(i % 3 === 0 ? 70_000 : 10)}">Error: boom &lt;${"x".repeat(300)}</failure>\n      </testcase>\n`);
-      } else if (i % 41 === 7) out.push(`      <!-- a comment > with "quotes' -->\n      <testcase name="${name}" classname="x" time="0.002" file="a.test.ts" line="${i}" assertions="0">\n        <skipped message="TODO" />\n      </testcase>\n`);
-      else out.push(`      <testcase name="${name}" classname="x" time="0.000012" file="a.test.ts" line="${i}" assertions="1" />\n`);
+        out.push(
+          `      <testcase name="${name}" classname="x" time="0.001" file="a.test.ts" line="${i}" assertions="1">\n`,
+        );
+        out.push(
+          `        <failure type="Error" message="boom ${"m".repeat(i % 3 === 0 ? 70_000 : 10)}">Error: boom &lt;${"x".repeat(300)}</failure>\n      </testcase>\n`,
+        );
+      } else if (i % 41 === 7)
+        out.push(
+          `      <!-- a comment > with "quotes' -->\n      <testcase name="${name}" classname="x" time="0.002" file="a.test.ts" line="${i}" assertions="0">\n        <skipped message="TODO" />\n      </testcase>\n`,
+        );
+      else
+        out.push(
+          `      <testcase name="${name}" classname="x" time="0.000012" file="a.test.ts" line="${i}" assertions="1" />\n`,
+        );
     }
-    out.push(`      <testcase name="(unnamed)" classname="x" time="0" file="a.test.ts" assertions="0" />\n    </testsuite>\n`);
+    out.push(
+      `      <testcase name="(unnamed)" classname="x" time="0" file="a.test.ts" assertions="0" />\n    </testsuite>\n`,
+    );
   }
   out.push("  </testsuite>\n</testsuites>\n");
   return out.join("");
@@ -133,7 +147,13 @@ test("names of the events reused for the testcases they equal give the same entr
   const lists: { file: string; name: string }[][] = [
     names.map((name) => ({ file, name })),
     // Another order, tests missing, a control character Bun's JUnit drops, another file's test of the same name.
-    [...names.slice(0, 50), ...names.slice(120, 200), ...names.slice(50, 120), `${names[201]}\u0007`, ...names.slice(202)].map((name) => ({ file, name })),
+    [
+      ...names.slice(0, 50),
+      ...names.slice(120, 200),
+      ...names.slice(50, 120),
+      `${names[201]}\u0007`,
+      ...names.slice(202),
+    ].map((name) => ({ file, name })),
     [{ file: "b.test.ts", name: names[0]! }, ...names.slice(1, 30).map((name) => ({ file, name }))],
     names.map((name) => ({ file, name: name.slice(0, -1) + "!" })),
   ];

@@ -16,7 +16,8 @@ afterAll(removeSuites);
 describe("a shard stopped by SIGSTOP at its deadline", () => {
   test("is timed-out with the stop named, not 'SIGTERM was ignored', and SIGCONT lets it act on SIGTERM", async () => {
     const dir = makeSuite({
-      "stop.test.ts": 'import { test } from "bun:test";\ntest("stops itself", () => { process.kill(process.pid, "SIGSTOP"); });\n',
+      "stop.test.ts":
+        'import { test } from "bun:test";\ntest("stops itself", () => { process.kill(process.pid, "SIGSTOP"); });\n',
     });
     const run = await runCli(["run", "--root", dir, "--timeout", "2", "--grace", "20"], { limitMs: 60_000 });
     expect(run.code).toBe(1);
@@ -28,7 +29,8 @@ describe("a shard stopped by SIGSTOP at its deadline", () => {
     expect(shard.signal).toBe("SIGTERM");
     expect(shard.durationMs).toBeLessThan(15_000);
     const shown = await threeReports(dir);
-    for (const tests of [shown.json, shown.ctrf, shown.junit]) expect(tests.map((t) => t.status)).toEqual(["timed-out"]);
+    for (const tests of [shown.json, shown.ctrf, shown.junit])
+      expect(tests.map((t) => t.status)).toEqual(["timed-out"]);
   }, 60_000);
 });
 
@@ -66,37 +68,45 @@ describe("a shard the kernel's OOM killer ended", () => {
   const why = "why" in cgroup ? cgroup.why : null;
   if (why !== null) console.warn(`kill-states: OOM test skipped: ${why}`);
 
-  test.skipIf(why !== null)("is crashed with the OOM killer named in its reason and notes", async () => {
-    const dir = makeSuite({
-      "hog.test.ts": [
-        'import { test } from "bun:test";',
-        'test("allocates without end", () => {',
-        "  const kept: Buffer[] = [];",
-        "  for (;;) kept.push(Buffer.alloc(32 * 1024 * 1024, 1));",
-        "});",
-        "",
-      ].join("\n"),
-    });
-    const group = (cgroup as { dir: string }).dir;
-    try {
-      // The runner itself starts inside the limited cgroup, so its shard (and only that) outgrows it.
-      const script = `echo $$ > '${group}/cgroup.procs' && exec '${process.execPath}' '${CLI}' run --root '${dir}' --timeout 60`;
-      const child = spawn("sh", ["-c", script], { env: { ...withoutCiVariables(process.env), NO_COLOR: "1" }, stdio: "ignore" });
-      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-      expect(code).toBe(1);
-      const shard = readReport(dir).shards[0]!;
-      expect(shard.status).toBe("crashed");
-      expect(shard.signal).toBe("SIGKILL");
-      expect(shard.reason).toContain("a signal shardguard did not send: the kernel's OOM killer ended 1 process");
-      expect(shard.notes?.some((n) => n.includes("OOM killer") && n.includes("oom_kill"))).toBe(true);
-      const shown = await threeReports(dir);
-      for (const tests of [shown.json, shown.ctrf, shown.junit]) expect(tests.map((t) => t.status)).toEqual(["crashed"]);
-    } finally {
+  test.skipIf(why !== null)(
+    "is crashed with the OOM killer named in its reason and notes",
+    async () => {
+      const dir = makeSuite({
+        "hog.test.ts": [
+          'import { test } from "bun:test";',
+          'test("allocates without end", () => {',
+          "  const kept: Buffer[] = [];",
+          "  for (;;) kept.push(Buffer.alloc(32 * 1024 * 1024, 1));",
+          "});",
+          "",
+        ].join("\n"),
+      });
+      const group = (cgroup as { dir: string }).dir;
       try {
-        rmdirSync(group);
-      } catch {
-        // Still populated for a moment after the run.
+        // The runner itself starts inside the limited cgroup, so its shard (and only that) outgrows it.
+        const script = `echo $$ > '${group}/cgroup.procs' && exec '${process.execPath}' '${CLI}' run --root '${dir}' --timeout 60`;
+        const child = spawn("sh", ["-c", script], {
+          env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
+          stdio: "ignore",
+        });
+        const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+        expect(code).toBe(1);
+        const shard = readReport(dir).shards[0]!;
+        expect(shard.status).toBe("crashed");
+        expect(shard.signal).toBe("SIGKILL");
+        expect(shard.reason).toContain("a signal shardguard did not send: the kernel's OOM killer ended 1 process");
+        expect(shard.notes?.some((n) => n.includes("OOM killer") && n.includes("oom_kill"))).toBe(true);
+        const shown = await threeReports(dir);
+        for (const tests of [shown.json, shown.ctrf, shown.junit])
+          expect(tests.map((t) => t.status)).toEqual(["crashed"]);
+      } finally {
+        try {
+          rmdirSync(group);
+        } catch {
+          // Still populated for a moment after the run.
+        }
       }
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

@@ -28,14 +28,28 @@ describe("a late uncaught error", () => {
         ["u2", "failed", "late boom"],
       ]);
       const ctrf = JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8"));
-      expect(ctrf.results.tests.map((t: { name: string; status: string; message?: string }) => [t.name, t.status, t.message])).toEqual([
+      expect(
+        ctrf.results.tests.map((t: { name: string; status: string; message?: string }) => [
+          t.name,
+          t.status,
+          t.message,
+        ]),
+      ).toEqual([
         ["u1", "passed", undefined],
         ["u2", "failed", "late boom"],
       ]);
       const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
-      const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(xml);
-      const cases = doc.testsuites.testsuite.flatMap((s: { testcase: unknown[] }) => s.testcase) as Record<string, unknown>[];
-      expect(cases.map((c) => [c["@_name"], c["failure"] ? (c["failure"] as Record<string, string>)["@_message"] : null])).toEqual([
+      const doc = new XMLParser({
+        ignoreAttributes: false,
+        isArray: (n) => n === "testsuite" || n === "testcase",
+      }).parse(xml);
+      const cases = doc.testsuites.testsuite.flatMap((s: { testcase: unknown[] }) => s.testcase) as Record<
+        string,
+        unknown
+      >[];
+      expect(
+        cases.map((c) => [c["@_name"], c["failure"] ? (c["failure"] as Record<string, string>)["@_message"] : null]),
+      ).toEqual([
         ["u1", null],
         ["u2", "late boom"],
       ]);

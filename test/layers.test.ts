@@ -27,7 +27,9 @@ describe("layers", () => {
       put("src/high/t.ts", 'export type T = number;\nexport type { U } from "./u.ts";\n');
       put("src/high/u.ts", 'import type { T } from "./t.ts";\nexport type U = T;\n');
       const report = checkLayers(dir, ["src"]);
-      expect(report.violations).toEqual(["src/low/b.ts imports src/high/t.ts: src/low/DEPS.txt does not allow src/high"]);
+      expect(report.violations).toEqual([
+        "src/low/b.ts imports src/high/t.ts: src/low/DEPS.txt does not allow src/high",
+      ]);
       expect(report.cycles).toEqual([["src/high/t.ts", "src/high/u.ts"]]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -42,7 +44,16 @@ describe("layers", () => {
   });
 
   test("the code-line count leaves out comments and blank lines, not strings that look like them", () => {
-    const text = ["/** a", " * doc */", "const a = 1; // trailing", "", "// alone", 'const b = "// not a comment";', "const c = `x", "/* inside */ y`;"].join("\n");
+    const text = [
+      "/** a",
+      " * doc */",
+      "const a = 1; // trailing",
+      "",
+      "// alone",
+      'const b = "// not a comment";',
+      "const c = `x",
+      "/* inside */ y`;",
+    ].join("\n");
     expect(codeLines("t.ts", text)).toBe(4);
   });
 

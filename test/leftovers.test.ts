@@ -26,8 +26,9 @@ describe("a process leaked inside the group", () => {
       "leak.test.ts":
         'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
         'test("leak", () => {\n  const p = Bun.spawn(["sleep", "15"], { stdout: "inherit" });\n' +
-        '  writeFileSync(`${import.meta.dir}/leak.pid`, String(p.pid));\n});\n',
-      "clean.test.ts": 'import { test } from "bun:test";\ntest("clean", async () => { await Bun.spawn(["true"]).exited; });\n',
+        "  writeFileSync(`${import.meta.dir}/leak.pid`, String(p.pid));\n});\n",
+      "clean.test.ts":
+        'import { test } from "bun:test";\ntest("clean", async () => { await Bun.spawn(["true"]).exited; });\n',
     });
     const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "30"]);
     expect(run.code).toBe(0);
@@ -38,7 +39,9 @@ describe("a process leaked inside the group", () => {
     expect(shard.leftovers).toEqual([{ pid: leaked, command: "sleep 15", leftGroup: false }]);
     // A process a test waited for is no leftover.
     expect(report.shards.find((s) => s.files[0] === "clean.test.ts")!.leftovers).toEqual([]);
-    expect(run.stdout).toMatch(new RegExp(`\\] killed 1 leftover process still running after the shard's tests ended: ${leaked} sleep 15`));
+    expect(run.stdout).toMatch(
+      new RegExp(`\\] killed 1 leftover process still running after the shard's tests ended: ${leaked} sleep 15`),
+    );
     expect(await waitFor(() => !alive(leaked), 2_000)).toBe(true);
   }, 60_000);
 });
@@ -52,7 +55,7 @@ describe("who lists a process leaked inside the group", () => {
       "leak.test.ts":
         'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
         'test("leak", () => {\n  const p = Bun.spawn(["sleep", "15"], { stdout: "inherit" });\n' +
-        '  writeFileSync(`${import.meta.dir}/leak.pid`, String(p.pid));\n});\n',
+        "  writeFileSync(`${import.meta.dir}/leak.pid`, String(p.pid));\n});\n",
     });
   const marksText = (dir: string) => {
     const runs = path.join(dir, ".shardguard", "runs");
@@ -62,7 +65,16 @@ describe("who lists a process leaked inside the group", () => {
   for (const events of [true, false]) {
     test(`events ${events ? "on: the runner, at the end-of-run barrier" : "off: the child preload, in its marks file"}`, async () => {
       const dir = leakSuite();
-      const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30", ...(events ? [] : ["--no-test-events"])]);
+      const run = await runCli([
+        "run",
+        "--root",
+        dir,
+        "--jobs",
+        "1",
+        "--timeout",
+        "30",
+        ...(events ? [] : ["--no-test-events"]),
+      ]);
       expect(run.code).toBe(0);
       const leaked = Number(readFileSync(path.join(dir, "leak.pid"), "utf8"));
       expect(readReport(dir).shards[0]!.leftovers).toEqual([{ pid: leaked, command: "sleep 15", leftGroup: false }]);
@@ -87,7 +99,13 @@ describe("readMarks", () => {
       filesStarted: [],
       filesLoaded: 0,
     });
-    expect(await readMarks(path.join(dir, "missing.marks"))).toEqual({ testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [], filesLoaded: 0 });
+    expect(await readMarks(path.join(dir, "missing.marks"))).toEqual({
+      testsStarted: 0,
+      finishedNormally: false,
+      descendants: [],
+      filesStarted: [],
+      filesLoaded: 0,
+    });
   });
 
   test("a file a test filled with junk is read with bounded results", async () => {

@@ -3,7 +3,17 @@
  * take the lock and hold it while this process (or another child) waits.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Subprocess } from "bun";
@@ -70,7 +80,12 @@ interface Child {
   line(re: RegExp, ms?: number): Promise<string>;
 }
 
-function startChild(dir: string, name: string, mode: "hold" | "exit" | "stress", env: Record<string, string> = {}): Child {
+function startChild(
+  dir: string,
+  name: string,
+  mode: "hold" | "exit" | "stress",
+  env: Record<string, string> = {},
+): Child {
   const proc = Bun.spawn([process.execPath, "-e", CHILD], {
     env: { ...process.env, LOCK_DIR: dir, LOCK_NAME: name, MODE: mode, ...env },
     stdin: "pipe",
@@ -105,7 +120,10 @@ function startChild(dir: string, name: string, mode: "hold" | "exit" | "stress",
       const seen = lines.find((l) => re.test(l));
       if (seen !== undefined) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no line matching ${re} within ${ms} ms; got ${JSON.stringify(lines)}`)), ms);
+        const timer = setTimeout(
+          () => reject(new Error(`no line matching ${re} within ${ms} ms; got ${JSON.stringify(lines)}`)),
+          ms,
+        );
         waiters.push({ re, resolve: (l) => (clearTimeout(timer), resolve(l)) });
       });
     },
@@ -124,7 +142,9 @@ describe("between processes", () => {
     await a.line(/^held /);
     const b = startChild(dir, "lane", "hold", { POLL: "50" });
     const waiting = await b.line(/^waiting for lock/);
-    expect(waiting).toMatch(new RegExp(`^waiting for lock lane held by pid ${a.proc.pid} since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z$`));
+    expect(waiting).toMatch(
+      new RegExp(`^waiting for lock lane held by pid ${a.proc.pid} since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z$`),
+    );
     // Several polls later: still one line, still not held.
     await Bun.sleep(400);
     expect(b.lines).toEqual([waiting]);
@@ -178,7 +198,9 @@ describe("between processes", () => {
     writeFileSync(log, "");
     const victim = startChild(dir, "busy", "hold", { POLL: "10" });
     await victim.line(/^held /);
-    const workers = Array.from({ length: 6 }, () => startChild(dir, "busy", "stress", { POLL: "10", ROUNDS: "4", LOG: log }));
+    const workers = Array.from({ length: 6 }, () =>
+      startChild(dir, "busy", "stress", { POLL: "10", ROUNDS: "4", LOG: log }),
+    );
     await Bun.sleep(300);
     victim.proc.kill("SIGKILL");
     const codes = await Promise.all(workers.map((w) => w.proc.exited));
@@ -196,12 +218,15 @@ describe("between processes", () => {
 });
 
 describe("in one process", () => {
-  test.each(["", ".", "..", "a/b", "a b", "lane\n", "ünïcode", "x".repeat(101), "../escape"])("invalid name %p is refused with one line", async (name) => {
-    expect(() => validateLockName(name)).toThrow(/^invalid lock name .*: use 1-100 letters, digits/);
-    const error = await acquireRunLock(name, { dir: tempDir(), onWait: () => {} }).catch((e: Error) => e);
-    expect(error).toBeInstanceOf(Error);
-    expect((error as Error).message).not.toContain("\n");
-  });
+  test.each(["", ".", "..", "a/b", "a b", "lane\n", "ünïcode", "x".repeat(101), "../escape"])(
+    "invalid name %p is refused with one line",
+    async (name) => {
+      expect(() => validateLockName(name)).toThrow(/^invalid lock name .*: use 1-100 letters, digits/);
+      const error = await acquireRunLock(name, { dir: tempDir(), onWait: () => {} }).catch((e: Error) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).not.toContain("\n");
+    },
+  );
 
   test.each(["lane", "ci.paid-tier_2", "A", "x".repeat(100), "..."])("valid name %p", (name) => {
     expect(() => validateLockName(name)).not.toThrow();
@@ -223,7 +248,9 @@ describe("in one process", () => {
     const real = tempDir();
     const link = path.join(tempDir(), "link");
     symlinkSync(real, link);
-    await expect(acquireRunLock("lane", { dir: link, onWait: () => {} })).rejects.toThrow(/is not a private directory of this user/);
+    await expect(acquireRunLock("lane", { dir: link, onWait: () => {} })).rejects.toThrow(
+      /is not a private directory of this user/,
+    );
   });
 
   test.skipIf(process.getuid?.() !== 0)("refuses a lock directory owned by another user", async () => {
@@ -236,7 +263,9 @@ describe("in one process", () => {
   test("taking a lock this process holds throws; after release it can be taken again", async () => {
     const dir = tempDir();
     const lock = await acquireRunLock("lane", { dir, onWait: () => {} });
-    await expect(acquireRunLock("lane", { dir, onWait: () => {} })).rejects.toThrow("lock lane is already held by this process");
+    await expect(acquireRunLock("lane", { dir, onWait: () => {} })).rejects.toThrow(
+      "lock lane is already held by this process",
+    );
     await lock.release();
     await lock.release(); // idempotent
     const again = await acquireRunLock("lane", { dir, onWait: () => {} });
@@ -250,7 +279,12 @@ describe("in one process", () => {
     await a.line(/^held /);
     const controller = new AbortController();
     const waits: LockHolder[] = [];
-    const pending = acquireRunLock("lane", { dir, pollMs: 20, signal: controller.signal, onWait: (h) => waits.push(h) });
+    const pending = acquireRunLock("lane", {
+      dir,
+      pollMs: 20,
+      signal: controller.signal,
+      onWait: (h) => waits.push(h),
+    });
     await Bun.sleep(150);
     controller.abort();
     const error = await pending.catch((e: Error) => e);
@@ -273,25 +307,38 @@ describe("in one process", () => {
     await lock.release();
   });
 
-  test.skipIf(process.platform !== "linux")("a live pid with another start time is a recycled pid: the lock is free", async () => {
-    const dir = tempDir();
-    mkdirSync(path.join(dir, "lane"), { recursive: true, mode: 0o700 });
-    const start = readFileSync("/proc/1/stat", "utf8").split(") ")[1]!.split(" ")[19]!;
-    const write = (gen: number, procStart: string) =>
-      writeFileSync(path.join(dir, "lane", `${gen}.holder`), JSON.stringify({ pid: 1, since: "2020-01-01T00:00:00.000Z", procStart, token: "t" }));
-    write(0, `${start}1`);
-    const lock = await acquireRunLock("lane", { dir, onWait: () => {} });
-    await lock.release();
+  test.skipIf(process.platform !== "linux")(
+    "a live pid with another start time is a recycled pid: the lock is free",
+    async () => {
+      const dir = tempDir();
+      mkdirSync(path.join(dir, "lane"), { recursive: true, mode: 0o700 });
+      const start = readFileSync("/proc/1/stat", "utf8").split(") ")[1]!.split(" ")[19]!;
+      const write = (gen: number, procStart: string) =>
+        writeFileSync(
+          path.join(dir, "lane", `${gen}.holder`),
+          JSON.stringify({ pid: 1, since: "2020-01-01T00:00:00.000Z", procStart, token: "t" }),
+        );
+      write(0, `${start}1`);
+      const lock = await acquireRunLock("lane", { dir, onWait: () => {} });
+      await lock.release();
 
-    // The same pid with its real start time is alive: the waiter names it.
-    write(5, start);
-    const controller = new AbortController();
-    const waits: LockHolder[] = [];
-    const pending = acquireRunLock("lane", { dir, pollMs: 20, signal: controller.signal, onWait: (h) => waits.push(h) });
-    await Bun.sleep(100);
-    controller.abort();
-    await expect(pending).rejects.toBeInstanceOf(LockAbortedError);
-    expect(waits).toEqual([{ pid: 1, since: new Date("2020-01-01T00:00:00.000Z") }]);
-    expect(lockWaitMessage("lane", waits[0]!)).toBe("waiting for lock lane held by pid 1 since 2020-01-01T00:00:00.000Z");
-  });
+      // The same pid with its real start time is alive: the waiter names it.
+      write(5, start);
+      const controller = new AbortController();
+      const waits: LockHolder[] = [];
+      const pending = acquireRunLock("lane", {
+        dir,
+        pollMs: 20,
+        signal: controller.signal,
+        onWait: (h) => waits.push(h),
+      });
+      await Bun.sleep(100);
+      controller.abort();
+      await expect(pending).rejects.toBeInstanceOf(LockAbortedError);
+      expect(waits).toEqual([{ pid: 1, since: new Date("2020-01-01T00:00:00.000Z") }]);
+      expect(lockWaitMessage("lane", waits[0]!)).toBe(
+        "waiting for lock lane held by pid 1 since 2020-01-01T00:00:00.000Z",
+      );
+    },
+  );
 });

@@ -53,7 +53,8 @@ function journalText(dir: string): string {
   try {
     for (const run of readdirSync(runs)) {
       const logs = path.join(runs, run, "logs");
-      for (const f of readdirSync(logs)) if (f.endsWith(".events.jsonl")) return readFileSync(path.join(logs, f), "utf8");
+      for (const f of readdirSync(logs))
+        if (f.endsWith(".events.jsonl")) return readFileSync(path.join(logs, f), "utf8");
     }
   } catch {
     // not there yet
@@ -67,7 +68,11 @@ function checked(shown: ShownTest[], expected: Record<string, number>): string[]
     const ms = expected[t.name];
     if (ms === undefined) continue;
     // Sane: at least the sleep, and not a wrapped or whole-shard time.
-    expect({ name: t.name, ms: t.durationMs, ok: t.durationMs >= ms - 1 && t.durationMs < ms + 1500 }).toEqual({ name: t.name, ms: t.durationMs, ok: true });
+    expect({ name: t.name, ms: t.durationMs, ok: t.durationMs >= ms - 1 && t.durationMs < ms + 1500 }).toEqual({
+      name: t.name,
+      ms: t.durationMs,
+      ok: true,
+    });
   }
   return shown.map((t) => [t.name, t.status]);
 }
@@ -89,7 +94,11 @@ describe("tests of 2.5 s and 5 s, then a spin: the ended tests stay passed with 
           match: /START/,
           then: (pid) => {
             // SIGINT once the spin has started (its start event is in the journal).
-            void waitFor(() => journalText(dirs.cancel).includes('"TestReporter.start","params":{"id":3}'), 30_000, 100).then(() => {
+            void waitFor(
+              () => journalText(dirs.cancel).includes('"TestReporter.start","params":{"id":3}'),
+              30_000,
+              100,
+            ).then(() => {
               sent = true;
               process.kill(pid, "SIGINT");
             });
@@ -112,22 +121,38 @@ describe("tests of 2.5 s and 5 s, then a spin: the ended tests stay passed with 
   test("killed by --timeout: passed, passed, timed-out, never-started in all three reports", async () => {
     expect(runs.timeout!.code).toBe(1);
     const reports = await threeReports(dirs.timeout);
-    const expected = [["slow 2.5 s", "passed"], ["slow 5 s", "passed"], ["then the thread spins", "timed-out"], ["after never runs", "never-started"]];
-    for (const shown of Object.values(reports)) expect(checked(shown, { "slow 2.5 s": 2500, "slow 5 s": 5000 })).toEqual(expected);
+    const expected = [
+      ["slow 2.5 s", "passed"],
+      ["slow 5 s", "passed"],
+      ["then the thread spins", "timed-out"],
+      ["after never runs", "never-started"],
+    ];
+    for (const shown of Object.values(reports))
+      expect(checked(shown, { "slow 2.5 s": 2500, "slow 5 s": 5000 })).toEqual(expected);
     expect(readReport(dirs.timeout).shards[0]!.notes).toBeUndefined();
   });
 
   test("cancelled by SIGINT: the ended tests passed, the spin crashed, exit 130", async () => {
     expect(runs.cancel!.code).toBe(130);
     const reports = await threeReports(dirs.cancel);
-    const expected = [["slow 2.5 s", "passed"], ["slow 5 s", "passed"], ["then the thread spins", "crashed"], ["after never runs", "never-started"]];
-    for (const shown of Object.values(reports)) expect(checked(shown, { "slow 2.5 s": 2500, "slow 5 s": 5000 })).toEqual(expected);
+    const expected = [
+      ["slow 2.5 s", "passed"],
+      ["slow 5 s", "passed"],
+      ["then the thread spins", "crashed"],
+      ["after never runs", "never-started"],
+    ];
+    for (const shown of Object.values(reports))
+      expect(checked(shown, { "slow 2.5 s": 2500, "slow 5 s": 5000 })).toEqual(expected);
     expect(runs.cancel!.stdout).not.toContain("crashed     slow");
   });
 
   test("with --retry 1: the retried test is passed and flaky, its final attempt's 5 s its duration", async () => {
     const reports = await threeReports(dirs.retry);
-    const expected = [["flaky slow", "passed"], ["then the thread spins", "timed-out"], ["after never runs", "never-started"]];
+    const expected = [
+      ["flaky slow", "passed"],
+      ["then the thread spins", "timed-out"],
+      ["after never runs", "never-started"],
+    ];
     for (const shown of Object.values(reports)) expect(checked(shown, { "flaky slow": 5000 })).toEqual(expected);
     const flaky = readReport(dirs.retry).shards[0]!.tests[0]!;
     expect([flaky.retries, flaky.flaky, flaky.attemptFailures[0]?.message]).toEqual([1, true, "first attempt fails"]);
@@ -135,7 +160,13 @@ describe("tests of 2.5 s and 5 s, then a spin: the ended tests stay passed with 
 
   test("under --concurrent: both sleeps passed while running side by side, the spin timed-out", async () => {
     const reports = await threeReports(dirs.concurrent);
-    const expected = [["slow 2.5 s", "passed"], ["slow 5 s", "passed"], ["then the thread spins", "timed-out"], ["quick", "passed"]];
-    for (const shown of Object.values(reports)) expect(checked(shown, { "slow 2.5 s": 2500, "slow 5 s": 5000 })).toEqual(expected);
+    const expected = [
+      ["slow 2.5 s", "passed"],
+      ["slow 5 s", "passed"],
+      ["then the thread spins", "timed-out"],
+      ["quick", "passed"],
+    ];
+    for (const shown of Object.values(reports))
+      expect(checked(shown, { "slow 2.5 s": 2500, "slow 5 s": 5000 })).toEqual(expected);
   });
 });

@@ -66,7 +66,11 @@ async function runOnce(files: Record<string, string>, args: string[]) {
   const reports = await threeReports(dir);
   // The other file of a batch has names of its own: each report's entries of this file are found by name.
   const own = new Set(shard.tests.filter((t) => t.file === "group-kill.test.ts").map((t) => t.name));
-  for (const [format, shown] of Object.entries(reports)) checkGroupKill(shown.filter((t) => own.has(t.name)), format);
+  for (const [format, shown] of Object.entries(reports))
+    checkGroupKill(
+      shown.filter((t) => own.has(t.name)),
+      format,
+    );
   return {
     passed: reports.json.filter((t) => QUICK.includes(t.name) && t.status === "passed").length,
     others: reports.json.filter((t) => !own.has(t.name)),

@@ -17,14 +17,23 @@ test("readMarks stops at MAX_MARKS_BYTES: marks past it are not read", async () 
   writeFileSync(file, "ss");
   truncateSync(file, MAX_MARKS_BYTES + 10); // sparse: zeros, which are no marks
   writeFileSync(file, "e\nP 12 10 sleep 15", { flag: "a" });
-  expect(await readMarks(file)).toEqual({ testsStarted: 2, finishedNormally: false, descendants: [], filesStarted: [], filesLoaded: 0 });
+  expect(await readMarks(file)).toEqual({
+    testsStarted: 2,
+    finishedNormally: false,
+    descendants: [],
+    filesStarted: [],
+    filesLoaded: 0,
+  });
 });
 
 test("a marks file just under and just over the one-read size (64 KiB) reads the same: files, starts, end, descendants", async () => {
   const dir = makeSuite({});
   for (const starts of [64 * 1024 - 200, 64 * 1024 + 200]) {
     const file = path.join(dir, `m${starts}.marks`);
-    writeFileSync(file, `f/r/a.test.ts\0s${"s".repeat(starts - 2)}f/r/b.test.ts\0se\nP 12 10 sleep 15\nP 13 13 sh -c x`);
+    writeFileSync(
+      file,
+      `f/r/a.test.ts\0s${"s".repeat(starts - 2)}f/r/b.test.ts\0se\nP 12 10 sleep 15\nP 13 13 sh -c x`,
+    );
     expect(await readMarks(file)).toEqual({
       testsStarted: starts,
       finishedNormally: true,

@@ -15,29 +15,38 @@ import { makeSuite, removeSuites, waitFor, withoutCiVariables } from "./helpers/
 afterAll(removeSuites);
 
 /** A test file of `n` passing tests. */
-const passing = (n: number) => `import { test } from "bun:test";\nfor (let i = 0; i < ${n}; i++) test("t" + i, () => {});\n`;
+const passing = (n: number) =>
+  `import { test } from "bun:test";\nfor (let i = 0; i < ${n}; i++) test("t" + i, () => {});\n`;
 
 /** Runs `bun test --preload <the preload>` on `files` of `dir` with SHARDGUARD_MARKS=`marks`; resolves with the child once it has been spawned. */
 function runChild(dir: string, files: string[], marks: string) {
-  const env = withoutCiVariables(Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SHARDGUARD_"))));
+  const env = withoutCiVariables(
+    Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SHARDGUARD_"))),
+  );
   const child = spawn(process.execPath, ["test", "--preload", SHARD_PRELOAD, ...files.map((f) => path.join(dir, f))], {
     cwd: dir,
     env: { ...env, SHARDGUARD_MARKS: marks, SHARDGUARD_YIELD: "0" },
     stdio: "ignore",
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
   return { child, exited };
 }
 
 /** Number of "s" bytes in a marks file outside its `f<path>\0` records. */
 function sBytes(file: string): number {
-  return readFileSync(file, "latin1").replace(/f[^\0]*\0/g, "").split("").filter((c) => c === "s").length;
+  return readFileSync(file, "latin1")
+    .replace(/f[^\0]*\0/g, "")
+    .split("")
+    .filter((c) => c === "s").length;
 }
 
-test("a normal run: the mapped count holds every test start, retries included, and no \"s\" is appended", async () => {
+test('a normal run: the mapped count holds every test start, retries included, and no "s" is appended', async () => {
   const dir = makeSuite({
     "a.test.ts": passing(30),
-    "b.test.ts": 'import { test } from "bun:test";\nlet n = 0;\nfor (let i = 0; i < 19; i++) test("t" + i, () => {});\ntest("retried", () => { if (++n < 3) throw new Error("again"); }, { retry: 2 });\n',
+    "b.test.ts":
+      'import { test } from "bun:test";\nlet n = 0;\nfor (let i = 0; i < 19; i++) test("t" + i, () => {});\ntest("retried", () => { if (++n < 3) throw new Error("again"); }, { retry: 2 });\n',
   });
   const marks = path.join(dir, "m.marks");
   prepareStartCount(marks);
@@ -83,7 +92,7 @@ test("SIGKILL of the child mid-run: the starts before the kill survive in the ma
   expect(read.filesStarted).toEqual([path.join(dir, "k.test.ts")]);
 }, 30_000);
 
-test("the mapping fails (no count file, a 0-byte one, an 8-byte one): each start appends an \"s\", counted the same", async () => {
+test('the mapping fails (no count file, a 0-byte one, an 8-byte one): each start appends an "s", counted the same', async () => {
   const dir = makeSuite({ "a.test.ts": passing(25), "b.test.ts": passing(5) });
   for (const countFile of [null, 0, 8]) {
     const marks = path.join(dir, `m${countFile}.marks`);
@@ -97,7 +106,7 @@ test("the mapping fails (no count file, a 0-byte one, an 8-byte one): each start
   }
 }, 60_000);
 
-test("readMarks adds the count and the \"s\" marks, and reads a count file a test replaced within its bounds", async () => {
+test('readMarks adds the count and the "s" marks, and reads a count file a test replaced within its bounds', async () => {
   const dir = makeSuite({});
   const marks = path.join(dir, "m.marks");
   writeFileSync(marks, "f/r/a.test.ts\0sse");
@@ -106,7 +115,10 @@ test("readMarks adds the count and the \"s\" marks, and reads a count file a tes
   writeFileSync(startCountPath(marks), count);
   expect((await readMarks(marks)).testsStarted).toBe(9);
   // Largest value a u32 holds, then garbage after it: only the first four bytes count.
-  writeFileSync(startCountPath(marks), Buffer.concat([Buffer.from([0xff, 0xff, 0xff, 0xff]), Buffer.alloc(1024, 0x41)]));
+  writeFileSync(
+    startCountPath(marks),
+    Buffer.concat([Buffer.from([0xff, 0xff, 0xff, 0xff]), Buffer.alloc(1024, 0x41)]),
+  );
   expect((await readMarks(marks)).testsStarted).toBe(2 ** 32 - 1 + 2);
   // Too short, or not a regular file: no count.
   writeFileSync(startCountPath(marks), Buffer.from([5, 0]));

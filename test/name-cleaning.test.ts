@@ -33,11 +33,17 @@ function names(dir: string): { json: string[]; ctrf: string[]; junit: string[] }
   const out = path.join(dir, ".shardguard");
   const report = JSON.parse(readFileSync(path.join(out, "report.json"), "utf8"));
   const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
-  const xml = new XMLParser({ ignoreAttributes: false, htmlEntities: true, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(readFileSync(path.join(out, "junit.xml"), "utf8"));
+  const xml = new XMLParser({
+    ignoreAttributes: false,
+    htmlEntities: true,
+    isArray: (n) => n === "testsuite" || n === "testcase",
+  }).parse(readFileSync(path.join(out, "junit.xml"), "utf8"));
   return {
     json: report.shards.flatMap((s: { tests: { name: string }[] }) => s.tests.map((t) => t.name)),
     ctrf: ctrf.results.tests.map((t: { name: string }) => t.name),
-    junit: xml.testsuites.testsuite.flatMap((s: { testcase: Record<string, string>[] }) => s.testcase.map((c) => c["@_name"])),
+    junit: xml.testsuites.testsuite.flatMap((s: { testcase: Record<string, string>[] }) =>
+      s.testcase.map((c) => c["@_name"]),
+    ),
   };
 }
 

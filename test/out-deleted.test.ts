@@ -230,22 +230,47 @@ test("--isolate batches (marks appended by path): a batch it ran under never pas
 
 test("verdict: exit 0, no end mark, the marks file deleted: crashed, its end unknown, tests as events say", () => {
   const tests: EventTest[] = ["t1", "t2"].map((name) => ({
-    name, file: "a.test.ts", state: "ended", status: "passed", attempts: 1, durationMs: 5, attemptFailures: [],
+    name,
+    file: "a.test.ts",
+    state: "ended",
+    status: "passed",
+    attempts: 1,
+    durationMs: 5,
+    attemptFailures: [],
   }));
   const events = { connected: true, looseErrors: [], tests };
   const evidence: ShardEvidence = {
-    index: 1, slug: "a", files: ["a.test.ts"], junit: null, events,
+    index: 1,
+    slug: "a",
+    files: ["a.test.ts"],
+    junit: null,
+    events,
     process: {
-      started: true, exitCode: 0, signal: null, killedBy: null, escalated: false,
-      durationMs: 9, startedAt: null,
+      started: true,
+      exitCode: 0,
+      signal: null,
+      killedBy: null,
+      escalated: false,
+      durationMs: 9,
+      startedAt: null,
     },
-    passWithNoTests: false, timeoutMs: 3000, graceMs: 1000, logPath: "/logs/a.log", logIncomplete: false,
-    testsStarted: 2, finishedNormally: false, junitProblem: "Bun wrote no JUnit report: gone",
+    passWithNoTests: false,
+    timeoutMs: 3000,
+    graceMs: 1000,
+    logPath: "/logs/a.log",
+    logIncomplete: false,
+    testsStarted: 2,
+    finishedNormally: false,
+    junitProblem: "Bun wrote no JUnit report: gone",
   };
   const result = decideShard({ ...evidence, marksDeleted: true });
   expect(result.status).toBe("crashed");
   expect(result.reason).toBe(`${UNKNOWN_END} (Bun wrote no JUnit report: gone)`);
-  const entries = [["t1", "passed"], ["t2", "passed"], ["(Bun's JUnit report)", "crashed"]];
+  const entries = [
+    ["t1", "passed"],
+    ["t2", "passed"],
+    ["(Bun's JUnit report)", "crashed"],
+  ];
   expect(result.tests.map((t) => [t.name, t.status])).toEqual(entries);
   // The same without the deletion: an early exit, its afterAll hook in flight.
   expect(decideShard(evidence).tests.map((t) => t.name)).toContain("afterAll hook");

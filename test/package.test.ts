@@ -34,7 +34,8 @@ function run(argv: string[], cwd: string, timeout = 120_000): Ran {
   return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
 }
 
-const report = (): RunReport => RunReportSchema.parse(JSON.parse(readFileSync(path.join(project, ".shardguard", "report.json"), "utf8")));
+const report = (): RunReport =>
+  RunReportSchema.parse(JSON.parse(readFileSync(path.join(project, ".shardguard", "report.json"), "utf8")));
 
 beforeAll(() => {
   base = mkdtempSync(path.join(os.tmpdir(), "sg-pack-"));
@@ -45,7 +46,11 @@ beforeAll(() => {
   symlinkSync(process.execPath, path.join(bin, "bun"));
   env = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(SHARDGUARD_.*|GITHUB_(ACTIONS|STEP_SUMMARY|WORKSPACE)|EVALS.*|BUN_TEST_WORKER_ID)$/.test(k)) env[k] = v;
+    if (
+      v !== undefined &&
+      !/^(SHARDGUARD_.*|GITHUB_(ACTIONS|STEP_SUMMARY|WORKSPACE)|EVALS.*|BUN_TEST_WORKER_ID)$/.test(k)
+    )
+      env[k] = v;
   }
   env.PATH = `${bin}${path.delimiter}${env.PATH ?? ""}`;
   env.NO_COLOR = "1";
@@ -58,9 +63,18 @@ beforeAll(() => {
 
   project = path.join(base, "project");
   mkdirSync(path.join(project, "test"), { recursive: true });
-  writeFileSync(path.join(project, "package.json"), `${JSON.stringify({ name: "consumer", private: true, scripts: { test: "bun test" } }, null, 2)}\n`);
-  writeFileSync(path.join(project, "test", "math.test.ts"), `import { expect, test } from "bun:test";\ntest("adds", () => expect(1 + 1).toBe(2));\n`);
-  writeFileSync(path.join(project, "test", "skill-e2e-demo.test.ts"), `import { expect, test } from "bun:test";\ntest("agent answers", () => expect(1).toBe(1));\n`);
+  writeFileSync(
+    path.join(project, "package.json"),
+    `${JSON.stringify({ name: "consumer", private: true, scripts: { test: "bun test" } }, null, 2)}\n`,
+  );
+  writeFileSync(
+    path.join(project, "test", "math.test.ts"),
+    `import { expect, test } from "bun:test";\ntest("adds", () => expect(1 + 1).toBe(2));\n`,
+  );
+  writeFileSync(
+    path.join(project, "test", "skill-e2e-demo.test.ts"),
+    `import { expect, test } from "bun:test";\ntest("agent answers", () => expect(1).toBe(1));\n`,
+  );
   install = run([process.execPath, "add", "-d", tarball], project);
 }, 180_000);
 
@@ -73,7 +87,11 @@ describe("npm pack", () => {
     const paths = packed.files.map((f) => f.path);
     const tops = [...new Set(paths.map((p) => p.split("/")[0]))].sort();
     expect(tops).toEqual(["LICENSE", "README.md", "dist", "docs", "package.json", "preset", "runner"]);
-    expect(paths.filter((p) => p.startsWith("dist/")).sort()).toEqual(["dist/shardguard.cjs", "dist/shardguard.cjs.jsc", "dist/shardguard.cjs.sources"]);
+    expect(paths.filter((p) => p.startsWith("dist/")).sort()).toEqual([
+      "dist/shardguard.cjs",
+      "dist/shardguard.cjs.jsc",
+      "dist/shardguard.cjs.sources",
+    ]);
     const needed = ["runner/index.ts", "runner/cli-entry.ts", "runner/cli-bin.ts", "runner/child/shard-preload.ts"];
     // report.html's script and style sheet: the sources import them as text.
     needed.push("runner/report/html-page.client.js", "runner/report/html-page.css");
@@ -89,7 +107,12 @@ describe("npm pack", () => {
     expect(pkg.license).toBe("MIT");
     expect(readFileSync(path.join(REPO, "LICENSE"), "utf8")).toStartWith("MIT License");
     // Bun (and TypeScript) get the sources; any other runtime a one-line error saying shardguard needs Bun.
-    expect(pkg.exports["."]).toEqual({ types: "./runner/index.ts", bun: "./runner/index.ts", require: "./runner/not-bun.cjs", default: "./runner/not-bun.mjs" });
+    expect(pkg.exports["."]).toEqual({
+      types: "./runner/index.ts",
+      bun: "./runner/index.ts",
+      require: "./runner/not-bun.cjs",
+      default: "./runner/not-bun.mjs",
+    });
     expect(pkg.exports["./preset/preload.ts"]).toBe("./preset/preload.ts");
     expect(pkg.bin.shardguard).toBe("runner/cli-bin.ts");
     // npm runs `prepare` on install in a checkout and before `npm pack`: the compiled CLI is built,
@@ -102,7 +125,9 @@ describe("npm pack", () => {
 describe("installed from the tarball into a fresh project", () => {
   test("bun add -d <tarball> installs the package and its bin", () => {
     expect(install.code).toBe(0);
-    expect(JSON.parse(readFileSync(path.join(project, "package.json"), "utf8")).devDependencies.shardguard).toBe(tarball);
+    expect(JSON.parse(readFileSync(path.join(project, "package.json"), "utf8")).devDependencies.shardguard).toBe(
+      tarball,
+    );
     expect(existsSync(path.join(project, "node_modules", "shardguard", "runner", "index.ts"))).toBe(true);
     expect(existsSync(path.join(project, "node_modules", "shardguard", "test"))).toBe(false);
     expect(existsSync(path.join(project, "node_modules", ".bin", "shardguard"))).toBe(true);
@@ -120,12 +145,19 @@ describe("installed from the tarball into a fresh project", () => {
   });
 
   test("shardguard init --preset gstack-paid, then bun test --preset gstack-paid", () => {
-    const init = run([path.join(project, "node_modules", ".bin", "shardguard"), "init", "--preset", "gstack-paid"], project);
+    const init = run(
+      [path.join(project, "node_modules", ".bin", "shardguard"), "init", "--preset", "gstack-paid"],
+      project,
+    );
     expect(init.code).toBe(0);
     // The installed form, resolved through the package's exports.
-    expect(readFileSync(path.join(project, "bunfig.toml"), "utf8")).toBe(`[test]\npreload = ["shardguard/preset/preload.ts"]\n`);
+    expect(readFileSync(path.join(project, "bunfig.toml"), "utf8")).toBe(
+      `[test]\npreload = ["shardguard/preset/preload.ts"]\n`,
+    );
     expect(readFileSync(path.join(project, ".gitignore"), "utf8")).toBe(".shardguard/\n");
-    expect(readFileSync(path.join(project, "test", "shardguard.gstack-paid.test.ts"), "utf8")).toContain(`from "shardguard/preset/entry.ts"`);
+    expect(readFileSync(path.join(project, "test", "shardguard.gstack-paid.test.ts"), "utf8")).toContain(
+      `from "shardguard/preset/entry.ts"`,
+    );
 
     const paid = run(["bun", "test", "--preset", "gstack-paid"], project);
     expect(paid.code).toBe(0);
@@ -144,10 +176,16 @@ describe("installed from the tarball into a fresh project", () => {
     const out = path.join(project, ".shardguard");
     expect(existsSync(path.join(out, "report.json"))).toBe(true);
     // The file's path contains the preset name, so Bun's filter lets the preload run.
-    writeFileSync(path.join(project, "test", "broken-check.test.ts"), `import { test } from "bun:test";\ntest("never runs", () => {});\n`);
+    writeFileSync(
+      path.join(project, "test", "broken-check.test.ts"),
+      `import { test } from "bun:test";\ntest("never runs", () => {});\n`,
+    );
     const bunfig = path.join(project, "bunfig.toml");
     const before = readFileSync(bunfig, "utf8");
-    writeFileSync(bunfig, `${before}\n[shardguard.presets.broken]\nglobs = ["test/broken-check.test.ts"]\n[shardguard.presets.broken.preflight]\ncommand = ["sh", "-c", "exit 4"]\n`);
+    writeFileSync(
+      bunfig,
+      `${before}\n[shardguard.presets.broken]\nglobs = ["test/broken-check.test.ts"]\n[shardguard.presets.broken.preflight]\ncommand = ["sh", "-c", "exit 4"]\n`,
+    );
     try {
       const r = run(["bun", "test", "--preset", "broken"], project);
       expect(r.code).toBe(2);
@@ -158,7 +196,9 @@ describe("installed from the tarball into a fresh project", () => {
       rmSync(path.join(project, "test", "broken-check.test.ts"));
     }
     // The next run writes them again.
-    expect(run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project).code).toBe(0);
+    expect(
+      run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project).code,
+    ).toBe(0);
   });
 
   test('import { … } from "shardguard": run, render and validate', () => {

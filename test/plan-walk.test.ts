@@ -22,12 +22,42 @@ function edgeTree(): string {
   const root = mkdtempSync(path.join(tmpdir(), "sg-walk-"));
   roots.push(root);
   const files = [
-    "a.test.ts", "b_test.js", "c.spec.tsx", "d_spec.mjs", "e.test.cjs", "f.test.jsx", "_test.ts", "x.spec.test.ts",
-    "g.test.TS", "h.test.md", "helper.ts", ".hidden.test.ts", ".test.ts", "x.test.d.ts", "a.test.ts.bak",
-    "sp ace.test.ts", "ünï.test.ts", "weird[1].test.ts", "br{a,b}.spec.js", "(group).test.ts", "!bang.test.ts", "+(x).test.ts",
-    "sub/deep/deeper/k.test.ts", "sub/plain.ts", ".dotdir/l.test.ts", "sub/.dotdir/m.test.ts",
-    "node_modules/pkg/n.test.ts", "sub/node_modules/o.test.ts", ".git/p.test.ts", ".shardguard/q.test.ts", "sub/.shardguard/r.test.ts",
-    "out/s.test.ts", "sub/out2/u.test.ts", "outside/v.test.ts", "dir.test.ts/t.test.ts", "star*dir/w.test.ts",
+    "a.test.ts",
+    "b_test.js",
+    "c.spec.tsx",
+    "d_spec.mjs",
+    "e.test.cjs",
+    "f.test.jsx",
+    "_test.ts",
+    "x.spec.test.ts",
+    "g.test.TS",
+    "h.test.md",
+    "helper.ts",
+    ".hidden.test.ts",
+    ".test.ts",
+    "x.test.d.ts",
+    "a.test.ts.bak",
+    "sp ace.test.ts",
+    "ünï.test.ts",
+    "weird[1].test.ts",
+    "br{a,b}.spec.js",
+    "(group).test.ts",
+    "!bang.test.ts",
+    "+(x).test.ts",
+    "sub/deep/deeper/k.test.ts",
+    "sub/plain.ts",
+    ".dotdir/l.test.ts",
+    "sub/.dotdir/m.test.ts",
+    "node_modules/pkg/n.test.ts",
+    "sub/node_modules/o.test.ts",
+    ".git/p.test.ts",
+    ".shardguard/q.test.ts",
+    "sub/.shardguard/r.test.ts",
+    "out/s.test.ts",
+    "sub/out2/u.test.ts",
+    "outside/v.test.ts",
+    "dir.test.ts/t.test.ts",
+    "star*dir/w.test.ts",
   ];
   for (const rel of files) {
     mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
@@ -43,7 +73,16 @@ function edgeTree(): string {
 /** What fast-glob finds with planRun's options, by real path. */
 function viaFastGlob(root: string, dir: string, ignore: string[]): string[] {
   const glob = dir === "" ? DEFAULT_PATTERN : `${dir}/${DEFAULT_PATTERN}`;
-  return toRealPaths(root, fg.sync(glob, { cwd: root, ignore: [...ALWAYS_IGNORED, ...ignore], onlyFiles: true, dot: false, followSymbolicLinks: true })).sort();
+  return toRealPaths(
+    root,
+    fg.sync(glob, {
+      cwd: root,
+      ignore: [...ALWAYS_IGNORED, ...ignore],
+      onlyFiles: true,
+      dot: false,
+      followSymbolicLinks: true,
+    }),
+  ).sort();
 }
 
 describe("walkTestFiles", () => {
@@ -60,7 +99,9 @@ describe("walkTestFiles", () => {
     expect(all).not.toContain("link.test.ts");
     expect(all.some((f) => f.startsWith("linkdir/"))).toBe(false);
     expect(all.some((f) => f.includes("node_modules") || f.startsWith(".") || f.includes("/."))).toBe(false);
-    expect(walkTestFiles(root, "", ["out", "sub/out2"]).sort()).toEqual(viaFastGlob(root, "", ["out/**", "sub/out2/**"]));
+    expect(walkTestFiles(root, "", ["out", "sub/out2"]).sort()).toEqual(
+      viaFastGlob(root, "", ["out/**", "sub/out2/**"]),
+    );
   });
 
   test("finds what fast-glob finds under a subdirectory", () => {
@@ -78,7 +119,9 @@ describe("walkTestFiles", () => {
     expect([...walked.included].sort()).toEqual([...globbed.included].sort());
     expect(walked.included.get("sub/deep/deeper/k.test.ts")).toBe(`matches sub (sub/${DEFAULT_PATTERN})`);
     // A glob still goes to fast-glob (it loads on demand).
-    expect(planRun({ root, patterns: ["star*/*.test.ts"], filesPerShard: 1 }).shards.map((s) => s.files[0])).toEqual(["star*dir/w.test.ts"]);
+    expect(planRun({ root, patterns: ["star*/*.test.ts"], filesPerShard: 1 }).shards.map((s) => s.files[0])).toEqual([
+      "star*dir/w.test.ts",
+    ]);
   });
 });
 
@@ -122,22 +165,43 @@ describe("symbolic links: the plan runs what plain `bun test` runs", () => {
   test("Bun 1.4.4 runs each linked file once under its real path; the plan has the same files inside the root and names the rest", () => {
     const { root, outside } = linkTree();
     const junit = path.join(root, "..", "junit.xml");
-    const bun = spawnSync(process.execPath, ["test", "--reporter=junit", `--reporter-outfile=${junit}`], { cwd: root, encoding: "utf8", env: { ...process.env, CI: "" } });
+    const bun = spawnSync(process.execPath, ["test", "--reporter=junit", `--reporter-outfile=${junit}`], {
+      cwd: root,
+      encoding: "utf8",
+      env: { ...process.env, CI: "" },
+    });
     expect(bun.status).toBe(0);
-    const ran = [...new Set([...readFileSync(junit, "utf8").matchAll(/<testsuite name="([^"]+)"[^>]*file=/g)].map((m) => m[1]!))].sort();
+    const ran = [
+      ...new Set([...readFileSync(junit, "utf8").matchAll(/<testsuite name="([^"]+)"[^>]*file=/g)].map((m) => m[1]!)),
+    ].sort();
     // What Bun did (measured, docs/bun-behaviour.md): followed every link, real paths (absolute outside the root), once each.
-    expect(ran).toEqual([path.join(outside, "dir", "d.test.ts"), path.join(outside, "out.test.ts"), "lib/helper.ts", "node_modules/pkg/nm.test.ts", "real/a.test.ts", "shared/s.test.ts", "t/loop/l.test.ts"]);
+    expect(ran).toEqual([
+      path.join(outside, "dir", "d.test.ts"),
+      path.join(outside, "out.test.ts"),
+      "lib/helper.ts",
+      "node_modules/pkg/nm.test.ts",
+      "real/a.test.ts",
+      "shared/s.test.ts",
+      "t/loop/l.test.ts",
+    ]);
     for (const patterns of [[], ["t/**/*.test.ts", "real", "shared", "lib/helper.ts", "t/loop"]]) {
       const plan = planRun({ root, patterns, filesPerShard: 1 });
       expect([...plan.included.keys()].sort()).toEqual(ran.filter((f) => !path.isAbsolute(f)));
-      const left = plan.excluded.filter((e) => e.reason.includes("outside --root")).map((e) => e.file).sort();
+      const left = plan.excluded
+        .filter((e) => e.reason.includes("outside --root"))
+        .map((e) => e.file)
+        .sort();
       expect(left).toEqual([path.join(outside, "dir", "d.test.ts"), path.join(outside, "out.test.ts")]);
     }
   });
 
   test("a PATTERN that is a link to a file outside the root is refused by name, not as a missing file", () => {
     const { root } = linkTree();
-    expect(() => planRun({ root, patterns: ["t/out.test.ts"], filesPerShard: 1 })).toThrow(/"t\/out\.test\.ts" leads through a symbolic link to .*elsewhere\/out\.test\.ts, outside --root/);
-    expect(planRun({ root, patterns: ["t/a-link.test.ts"], filesPerShard: 1 }).shards[0]!.files).toEqual(["real/a.test.ts"]);
+    expect(() => planRun({ root, patterns: ["t/out.test.ts"], filesPerShard: 1 })).toThrow(
+      /"t\/out\.test\.ts" leads through a symbolic link to .*elsewhere\/out\.test\.ts, outside --root/,
+    );
+    expect(planRun({ root, patterns: ["t/a-link.test.ts"], filesPerShard: 1 }).shards[0]!.files).toEqual([
+      "real/a.test.ts",
+    ]);
   });
 });

@@ -36,12 +36,20 @@ describe("planRun", () => {
     expect(plan.excluded.map((e) => e.file)).toEqual(["missing/*.test.ts"]);
     expect(() => planRun({ root: tree(), patterns: ["nothing/**"], filesPerShard: 1 })).toThrow(ConfigError);
     // A path written out that does not exist is a typo, even when other patterns match.
-    expect(() => planRun({ root: tree(), patterns: ["b.test.ts", "sub/c.spce.tsx"], filesPerShard: 1 })).toThrow(/no test file at "sub\/c.spce.tsx"/);
-    expect(() => planRun({ root: makeSuite({ "x.md": "" }), patterns: [], filesPerShard: 1 })).toThrow(/no test files matched/);
+    expect(() => planRun({ root: tree(), patterns: ["b.test.ts", "sub/c.spce.tsx"], filesPerShard: 1 })).toThrow(
+      /no test file at "sub\/c.spce.tsx"/,
+    );
+    expect(() => planRun({ root: makeSuite({ "x.md": "" }), patterns: [], filesPerShard: 1 })).toThrow(
+      /no test files matched/,
+    );
     // Outside the root, Bun would name the file differently from the plan.
     const root = tree();
-    expect(() => planRun({ root, patterns: ["../elsewhere/*.test.ts"], filesPerShard: 1 })).toThrow(/reaches outside --root/);
-    expect(() => planRun({ root, patterns: ["/tmp/other.test.ts"], filesPerShard: 1 })).toThrow(/reaches outside --root/);
+    expect(() => planRun({ root, patterns: ["../elsewhere/*.test.ts"], filesPerShard: 1 })).toThrow(
+      /reaches outside --root/,
+    );
+    expect(() => planRun({ root, patterns: ["/tmp/other.test.ts"], filesPerShard: 1 })).toThrow(
+      /reaches outside --root/,
+    );
   });
 
   test("an existing file or directory whose name holds glob characters is meant as written (route files such as [id].test.ts)", () => {
@@ -53,7 +61,8 @@ describe("planRun", () => {
       "r/(group)/x.test.ts": "",
       "r/y.test.ts": "",
     });
-    const files = (pattern: string) => planRun({ root, patterns: [pattern], filesPerShard: 10 }).shards.flatMap((s) => s.files);
+    const files = (pattern: string) =>
+      planRun({ root, patterns: [pattern], filesPerShard: 10 }).shards.flatMap((s) => s.files);
     expect(files("t/[id].test.ts")).toEqual(["t/[id].test.ts"]);
     expect(files("./t/a{b,c}.test.ts")).toEqual(["t/a{b,c}.test.ts"]);
     expect(files(`${root}/t/[id].test.ts`)).toEqual(["t/[id].test.ts"]);
@@ -79,12 +88,17 @@ describe("shards and slugs", () => {
     expect(long1).not.toBe(long2);
     expect(shardSlug(["dir with spaces/ü.test.ts"])).toMatch(/^[a-z0-9-]+$/);
     // Within one plan, slugs never collide (they name per-shard directories).
-    const shards = groupIntoShards(["test/skill-e2e-Foo_bar.test.ts", "test/skill-e2e-foo-bar.test.ts", "test/other.test.ts"], 1);
+    const shards = groupIntoShards(
+      ["test/skill-e2e-Foo_bar.test.ts", "test/skill-e2e-foo-bar.test.ts", "test/other.test.ts"],
+      1,
+    );
     const slugs = shards.map((s) => s.slug);
     expect(new Set(slugs).size).toBe(3);
     expect(slugs[2]).toBe("test-other");
     expect(slugs[0]).toMatch(/^test-skill-e2e-foo-bar-[0-9a-f]{8}$/);
-    expect(groupIntoShards(["test/skill-e2e-Foo_bar.test.ts", "test/skill-e2e-foo-bar.test.ts"], 1).map((s) => s.slug)).toEqual(slugs.slice(0, 2));
+    expect(
+      groupIntoShards(["test/skill-e2e-Foo_bar.test.ts", "test/skill-e2e-foo-bar.test.ts"], 1).map((s) => s.slug),
+    ).toEqual(slugs.slice(0, 2));
   });
 });
 

@@ -103,12 +103,26 @@ describe("shardguard run --jobs", () => {
       "  await Bun.sleep(150);\n" +
       `  appendFileSync(process.env.SPANS!, \`end ${name} \${Date.now()}\\n\`);\n` +
       "});\n";
-    const dir = makeSuite({ "a.test.ts": file("a"), "b.test.ts": file("b"), "c.test.ts": file("c"), "d.test.ts": file("d") });
+    const dir = makeSuite({
+      "a.test.ts": file("a"),
+      "b.test.ts": file("b"),
+      "c.test.ts": file("c"),
+      "d.test.ts": file("d"),
+    });
     const spans = path.join(dir, "spans.txt");
     const run = await runCli(["run", "--root", dir, "--jobs", "1"], { env: { SPANS: spans } });
     expect(run.code).toBe(0);
     expect(readReport(dir).shards.map((s) => s.status)).toEqual(["passed", "passed", "passed", "passed"]);
     const lines = readFileSync(spans, "utf8").trim().split("\n");
-    expect(lines.map((l) => l.split(" ").slice(0, 2).join(" "))).toEqual(["start a", "end a", "start b", "end b", "start c", "end c", "start d", "end d"]);
+    expect(lines.map((l) => l.split(" ").slice(0, 2).join(" "))).toEqual([
+      "start a",
+      "end a",
+      "start b",
+      "end b",
+      "start c",
+      "end c",
+      "start d",
+      "end d",
+    ]);
   });
 });

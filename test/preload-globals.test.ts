@@ -33,7 +33,9 @@ test("second", () => {});
 test("under --bail, files with fake or swapped timers pass at once, as with plain bun test", async () => {
   const dir = makeSuite(FILES);
   // Bun's per-test hook timeout is 5 s; the wall-clock timeout is above it so a hang shows as a failed hook.
-  const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "20", "--", "--bail"], { limitMs: 30_000 });
+  const run = await runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "20", "--", "--bail"], {
+    limitMs: 30_000,
+  });
   expect(run.stderr + run.stdout).not.toContain("timed out");
   expect(run.code).toBe(0);
   const report = readReport(dir);

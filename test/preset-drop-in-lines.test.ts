@@ -17,7 +17,8 @@ import { BUN, buildGstackRepo, CLI, type GstackRepo } from "./helpers/gstack-rep
 
 let repo: GstackRepo;
 const out = () => path.join(repo.dir, ".shardguard");
-const report = (): RunReport => RunReportSchema.parse(JSON.parse(readFileSync(path.join(out(), "report.json"), "utf8")));
+const report = (): RunReport =>
+  RunReportSchema.parse(JSON.parse(readFileSync(path.join(out(), "report.json"), "utf8")));
 const shardguardLines = (text: string) => text.split("\n").filter((l) => l.startsWith("shardguard: "));
 const PLAIN = { SHARDGUARD_INTERCEPT: "0" };
 
@@ -67,7 +68,10 @@ describe("command lines that name no tier keep their tierless meaning", () => {
   test("`bun run test:evals` plans every paid file, the periodic-only ones included, and agrees with plain bun test", () => {
     repo.clean();
     const plain = repo.run([BUN, "run", "test:evals"], PLAIN);
-    const plainRan = repo.ranTests().map((t) => t.name).sort();
+    const plainRan = repo
+      .ranTests()
+      .map((t) => t.name)
+      .sort();
     repo.clean();
     const r = repo.run([BUN, "run", "test:evals"]);
     expect(r.code).toBe(plain.code);
@@ -79,7 +83,12 @@ describe("command lines that name no tier keep their tierless meaning", () => {
       "test/skill-e2e-gamma.test.ts",
       "test/skill-llm-eval.test.ts",
     ]);
-    expect(repo.ranTests().map((t) => t.name).sort()).toEqual(plainRan);
+    expect(
+      repo
+        .ranTests()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(plainRan);
     expect(plainRan).toContain("gamma-nightly");
   });
 
@@ -119,7 +128,8 @@ describe("another sharded runner's bun test children are never taken over", () =
     expect(existsSync(out())).toBe(false);
     const ran = repo.ranTests();
     expect(ran.map((t) => t.name).sort()).toEqual(plainRan.map((t) => t.name).sort());
-    for (const t of ran) expect(t).toMatchObject({ SHARDGUARD_SHARD: null, EVALS_PREFLIGHT_OK: "1", EVALS_TIER: "gate" });
+    for (const t of ran)
+      expect(t).toMatchObject({ SHARDGUARD_SHARD: null, EVALS_PREFLIGHT_OK: "1", EVALS_TIER: "gate" });
     expect(new Set(ran.map((t) => t.pid)).size).toBe(ran.length);
     expect(repo.agentPings()).toBe(1); // the fixture runner's own, once
   });
@@ -130,7 +140,9 @@ describe("one agent preflight per run", () => {
     repo.clean();
     const r = repo.run([BUN, "test", "--preset", "gstack-paid"], { FIXTURE_AGENT_EXIT: "1" });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('shardguard: preflight "test/helpers/anthropic-preflight.ts preflightAnthropicApi(env)" exited 1; no shard started');
+    expect(r.stderr).toContain(
+      'shardguard: preflight "test/helpers/anthropic-preflight.ts preflightAnthropicApi(env)" exited 1; no shard started',
+    );
     expect(r.stdout).toContain("agent preflight failed: exit 1");
     expect(repo.agentPings()).toBe(1);
     expect(repo.ranTests()).toEqual([]);
@@ -159,7 +171,9 @@ describe("one agent preflight per run", () => {
     try {
       const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
       expect(r.code).toBe(0);
-      expect(r.stdout).toContain("shardguard: preflight: none (no test/helpers/anthropic-preflight.ts in this repository): each shard does its own check, if any");
+      expect(r.stdout).toContain(
+        "shardguard: preflight: none (no test/helpers/anthropic-preflight.ts in this repository): each shard does its own check, if any",
+      );
     } finally {
       writeFileSync(module, saved);
     }
@@ -200,7 +214,10 @@ describe("an edit to the touchfiles data module never selects less than the map 
 
   test("a glob added to one entry selects that test and runs its shard; the others are skipped by diff", () => {
     const text = readFileSync(data(), "utf8");
-    writeFileSync(data(), text.replace(`"beta-flow": ["src/beta.ts"]`, `"beta-flow": ["src/beta.ts", "src/beta-extra.ts"]`));
+    writeFileSync(
+      data(),
+      text.replace(`"beta-flow": ["src/beta.ts"]`, `"beta-flow": ["src/beta.ts", "src/beta-extra.ts"]`),
+    );
     repo.commitAll("beta depends on one more file");
     repo.clean();
     const r = repo.run([BUN, "test", "--preset", "gstack-paid"]);
@@ -208,7 +225,12 @@ describe("an edit to the touchfiles data module never selects less than the map 
     expect(r.stdout).toContain(
       "selection: 1 of 3 tests selected (diff vs main: 1 changed file (test/helpers/touchfiles-data.ts); map diff of test/helpers/touchfiles-data.ts: 1 entry changed (beta-flow)); running 2 of 3 shards",
     );
-    expect(repo.ranTests().map((t) => t.name).sort()).toEqual(["beta-flow", "llm-judge"]);
+    expect(
+      repo
+        .ranTests()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["beta-flow", "llm-judge"]);
     expect(report().shards.find((s) => s.files[0] === "test/skill-e2e-alpha.test.ts")?.status).toBe("skipped-by-diff");
   });
 
@@ -217,15 +239,22 @@ describe("an edit to the touchfiles data module never selects less than the map 
     writeFileSync(data(), text.replace(`"alpha-basic": "gate"`, `"alpha-basic": "periodic"`));
     const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("map diff of test/helpers/touchfiles-data.ts: 2 entries changed (alpha-basic, beta-flow)); running 3 of 3 shards");
+    expect(r.stdout).toContain(
+      "map diff of test/helpers/touchfiles-data.ts: 2 entries changed (alpha-basic, beta-flow)); running 3 of 3 shards",
+    );
     repo.git("checkout", "-q", "--", "test/helpers/touchfiles-data.ts");
   });
 
   test("a change to the global touchfiles in the data runs everything", () => {
     const text = readFileSync(data(), "utf8");
-    writeFileSync(data(), text.replace(`["test/helpers/e2e.ts", "package.json"]`, `["test/helpers/e2e.ts", "package.json", "bun.lock"]`));
+    writeFileSync(
+      data(),
+      text.replace(`["test/helpers/e2e.ts", "package.json"]`, `["test/helpers/e2e.ts", "package.json", "bun.lock"]`),
+    );
     const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
-    expect(r.stdout).toContain("selection: 3 of 3 tests selected (run all (the touchfiles source test/helpers/touchfiles-data.ts changed: its global touchfiles differ from main))");
+    expect(r.stdout).toContain(
+      "selection: 3 of 3 tests selected (run all (the touchfiles source test/helpers/touchfiles-data.ts changed: its global touchfiles differ from main))",
+    );
     repo.git("checkout", "-q", "--", "test/helpers/touchfiles-data.ts");
   });
 });
@@ -245,7 +274,11 @@ describe("the selection line names the changed files that mattered", () => {
   test("the file that selected something comes first in the cut list; `list` names them all", () => {
     const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("selection: 1 of 3 tests selected (diff vs main: 4 changed files (src/alpha.ts, a-notes.md, b-notes.md, …)); running 2 of 3 shards");
-    expect(r.stdout).toContain("shardguard: changed files (4, those that selected something first): src/alpha.ts, a-notes.md, b-notes.md, bunfig-notes.md");
+    expect(r.stdout).toContain(
+      "selection: 1 of 3 tests selected (diff vs main: 4 changed files (src/alpha.ts, a-notes.md, b-notes.md, …)); running 2 of 3 shards",
+    );
+    expect(r.stdout).toContain(
+      "shardguard: changed files (4, those that selected something first): src/alpha.ts, a-notes.md, b-notes.md, bunfig-notes.md",
+    );
   });
 });

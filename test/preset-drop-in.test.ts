@@ -17,7 +17,8 @@ import { BUN, buildGstackRepo, CLI, REPO, type GstackRepo } from "./helpers/gsta
 
 let repo: GstackRepo;
 const out = () => path.join(repo.dir, ".shardguard");
-const report = (): RunReport => RunReportSchema.parse(JSON.parse(readFileSync(path.join(out(), "report.json"), "utf8")));
+const report = (): RunReport =>
+  RunReportSchema.parse(JSON.parse(readFileSync(path.join(out(), "report.json"), "utf8")));
 const junit = () => readFileSync(path.join(out(), "junit.xml"), "utf8");
 const shardguardLines = (text: string) => text.split("\n").filter((l) => l.startsWith("shardguard: "));
 
@@ -35,12 +36,26 @@ afterAll(() => repo?.remove());
  * statuses never depend on them here, since Bun's JUnit decides a normal end.
  */
 function stableReport(r: RunReport): unknown {
-  const drop = new Set(["runId", "startedAt", "finishedAt", "durationMs", "logPath", "testSource", "line", "timeline", "resources"]);
+  const drop = new Set([
+    "runId",
+    "startedAt",
+    "finishedAt",
+    "durationMs",
+    "logPath",
+    "testSource",
+    "line",
+    "timeline",
+    "resources",
+  ]);
   const strip = (v: unknown): unknown =>
     Array.isArray(v)
       ? v.map(strip)
       : v && typeof v === "object"
-        ? Object.fromEntries(Object.entries(v).filter(([k]) => !drop.has(k)).map(([k, x]) => [k, strip(x)]))
+        ? Object.fromEntries(
+            Object.entries(v)
+              .filter(([k]) => !drop.has(k))
+              .map(([k, x]) => [k, strip(x)]),
+          )
         : v;
   return strip(r);
 }
@@ -79,20 +94,40 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     // What each run printed about its plan, apart from how the preset was chosen and the run id.
     const planOf = (text: string) =>
       shardguardLines(text)
-        .filter((l) => !l.startsWith("shardguard: preset ") && !l.startsWith("shardguard: run ") && !l.startsWith("shardguard: shard flags: "))
-        .map((l) => l.replace(/\(bun test --max-concurrency 15 shared by 4 jobs\)/, "(preset gstack-paid)").replace(/passed in [\d.]+s$/, "passed in …s"));
+        .filter(
+          (l) =>
+            !l.startsWith("shardguard: preset ") &&
+            !l.startsWith("shardguard: run ") &&
+            !l.startsWith("shardguard: shard flags: "),
+        )
+        .map((l) =>
+          l
+            .replace(/\(bun test --max-concurrency 15 shared by 4 jobs\)/, "(preset gstack-paid)")
+            .replace(/passed in [\d.]+s$/, "passed in …s"),
+        );
     expect(planOf(viaLegacy.stdout)).toEqual(planOf(viaPreset.stdout));
     expect(viaPreset.stdout).toContain("tier gate (from default)");
     expect(viaLegacy.stdout).toContain("tier gate (from EVALS_TIER)");
     expect(viaLegacy.stdout).toContain("max-concurrency 4 per shard (bun test --max-concurrency 15 shared by 4 jobs)");
     // The shard flags differ by what the old line did not have: the preset's per-test --timeout.
-    expect(viaPreset.stdout).toContain("shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4 --timeout=1800000\n");
+    expect(viaPreset.stdout).toContain(
+      "shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4 --timeout=1800000\n",
+    );
     expect(viaLegacy.stdout).toContain("shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4\n");
 
     // The reports agree on everything but how the preset was reached.
-    expect(presetReport.preset).toEqual({ name: "gstack-paid", via: "--preset", tier: "gate", selection: "run all (no changes vs main)" });
+    expect(presetReport.preset).toEqual({
+      name: "gstack-paid",
+      via: "--preset",
+      tier: "gate",
+      selection: "run all (no changes vs main)",
+    });
     expect(legacyReport.preset?.via).not.toBe("--preset");
-    const sameFlags = (r: RunReport) => ({ ...r, preset: null, settings: { ...r.settings, bunArgs: r.settings.bunArgs.filter((a) => !a.startsWith("--timeout=")) } });
+    const sameFlags = (r: RunReport) => ({
+      ...r,
+      preset: null,
+      settings: { ...r.settings, bunArgs: r.settings.bunArgs.filter((a) => !a.startsWith("--timeout=")) },
+    });
     expect(stableReport(sameFlags(legacyReport))).toEqual(stableReport(sameFlags(presetReport)));
     expect(stableJUnit(junit())).toBe(stableJUnit(presetJUnit));
 
@@ -102,7 +137,12 @@ describe("gstack-paid drop-in on a clean main branch", () => {
       [["test/skill-e2e-beta.test.ts"], "passed"],
       [["test/skill-llm-eval.test.ts"], "passed"],
     ]);
-    expect(presetReport.settings.bunArgs).toEqual(["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=1800000"]);
+    expect(presetReport.settings.bunArgs).toEqual([
+      "--retry=1",
+      "--concurrent",
+      "--max-concurrency=4",
+      "--timeout=1800000",
+    ]);
     for (const [ran, flags] of [
       [presetRan, ["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=1800000"]],
       [legacyRan, ["--retry=1", "--concurrent", "--max-concurrency=4"]],
@@ -114,11 +154,19 @@ describe("gstack-paid drop-in on a clean main branch", () => {
         const slug = t.file;
         // One agent preflight in the parent (gstack's test/helpers/anthropic-preflight.ts); shards skip theirs.
         expect(t).toMatchObject({ EVALS: "1", EVALS_TIER: "gate", SHARDGUARD_SHARD: "1", EVALS_PREFLIGHT_OK: "1" });
-        expect(t.GSTACK_EVAL_DIR).toBe(path.join(repo.dir, ".evals-home", "projects", "fixture", "evals", "shards", slug));
-        expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({ version: 1, selected: null, reason: "run all (no changes vs main)" });
+        expect(t.GSTACK_EVAL_DIR).toBe(
+          path.join(repo.dir, ".evals-home", "projects", "fixture", "evals", "shards", slug),
+        );
+        expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({
+          version: 1,
+          selected: null,
+          reason: "run all (no changes vs main)",
+        });
         if (process.platform === "linux") {
           expect(t.argv).toContain(path.join(repo.dir, "test", `${t.file}.test.ts`));
-          expect(t.argv.filter((a) => flags.some((f) => a.split("=")[0] === f.split("=")[0]) || a.startsWith("--timeout"))).toEqual([...flags]);
+          expect(
+            t.argv.filter((a) => flags.some((f) => a.split("=")[0] === f.split("=")[0]) || a.startsWith("--timeout")),
+          ).toEqual([...flags]);
         }
       }
     }
@@ -141,9 +189,14 @@ describe("gstack-paid drop-in on a clean main branch", () => {
   test("GSTACK_EVAL_DIR set by the caller is the base of every shard's directory; the project's function is not called", () => {
     repo.clean();
     const base = path.join(repo.dir, "given-evals");
-    const r = repo.run([BUN, "test", "--preset", "gstack-paid"], { GSTACK_EVAL_DIR: base, FIXTURE_EVAL_STORE_FAIL: "1" });
+    const r = repo.run([BUN, "test", "--preset", "gstack-paid"], {
+      GSTACK_EVAL_DIR: base,
+      FIXTURE_EVAL_STORE_FAIL: "1",
+    });
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`shardguard: shard directories: GSTACK_EVAL_DIR=${path.join(base, "shards")}/<file name>`);
+    expect(r.stdout).toContain(
+      `shardguard: shard directories: GSTACK_EVAL_DIR=${path.join(base, "shards")}/<file name>`,
+    );
     const ran = repo.ranTests();
     expect(ran.length).toBe(3);
     for (const t of ran) expect(t.GSTACK_EVAL_DIR).toBe(path.join(base, "shards", t.file));
@@ -152,7 +205,19 @@ describe("gstack-paid drop-in on a clean main branch", () => {
   test("the command line's own bun test flags become the flags of every shard", () => {
     repo.clean();
     const r = repo.run(
-      [BUN, "test", "-t", "a", "--bail", "--timeout", "60000", "--max-concurrency", "3", "test/skill-e2e-alpha.test.ts", "test/skill-e2e-beta.test.ts"],
+      [
+        BUN,
+        "test",
+        "-t",
+        "a",
+        "--bail",
+        "--timeout",
+        "60000",
+        "--max-concurrency",
+        "3",
+        "test/skill-e2e-alpha.test.ts",
+        "test/skill-e2e-beta.test.ts",
+      ],
       { EVALS: "1", EVALS_TIER: "gate" },
     );
     expect(r.code).toBe(0);
@@ -162,7 +227,12 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     // The line's own flags, in its order: none of the preset's (--retry, --concurrent) added.
     expect(rep.settings.bunArgs).toEqual(["--test-name-pattern=a", "--bail", "--timeout=60000", "--max-concurrency=1"]);
     expect(r.stdout).toContain("timeout 60s (bun test --timeout)");
-    expect(repo.ranTests().map((t) => t.name).sort()).toEqual(["alpha-basic", "beta-flow"]);
+    expect(
+      repo
+        .ranTests()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["alpha-basic", "beta-flow"]);
   });
 
   test("EVALS_CONCURRENCY sets --max-concurrency inside each shard and EVALS_JOBS the shard processes, never each other", () => {
@@ -190,7 +260,10 @@ describe("gstack-paid fails closed before spending anything", () => {
   }
 
   test("a project eval-dir function that throws exits 2 naming it, before the agent preflight or any shard", () => {
-    refused({ FIXTURE_EVAL_STORE_FAIL: "1" }, "preset shard-dir: test/helpers/eval-store.ts getProjectEvalDir() (the base of GSTACK_EVAL_DIR) failed: ");
+    refused(
+      { FIXTURE_EVAL_STORE_FAIL: "1" },
+      "preset shard-dir: test/helpers/eval-store.ts getProjectEvalDir() (the base of GSTACK_EVAL_DIR) failed: ",
+    );
     expect(repo.agentPings()).toBe(0);
   });
 
@@ -204,7 +277,10 @@ describe("gstack-paid fails closed before spending anything", () => {
 
   test("bad numbers exit 2: EVALS_JOBS=0, EVALS_SHARD_TIMEOUT_MS=abc, EVALS_CONCURRENCY=-1", () => {
     refused({ EVALS_JOBS: "0" }, 'invalid EVALS_JOBS "0"');
-    refused({ EVALS_SHARD_TIMEOUT_MS: "abc" }, 'invalid EVALS_SHARD_TIMEOUT_MS "abc": expected a whole number of milliseconds');
+    refused(
+      { EVALS_SHARD_TIMEOUT_MS: "abc" },
+      'invalid EVALS_SHARD_TIMEOUT_MS "abc": expected a whole number of milliseconds',
+    );
     refused({ EVALS_CONCURRENCY: "-1" }, 'invalid EVALS_CONCURRENCY "-1"');
   });
 
@@ -275,7 +351,9 @@ describe("gstack-paid diff-based selection", () => {
     repo.clean();
     const r = repo.run([BUN, "test", "--preset", "gstack-paid"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("selection: 1 of 3 tests selected (diff vs main: 1 changed file (src/alpha.ts)); running 2 of 3 shards");
+    expect(r.stdout).toContain(
+      "selection: 1 of 3 tests selected (diff vs main: 1 changed file (src/alpha.ts)); running 2 of 3 shards",
+    );
     const rep = report();
     expect(rep.exitCode).toBe(0);
     expect(rep.summary.shards).toMatchObject({ total: 3, passed: 2, "skipped-by-diff": 1, "never-started": 0 });
@@ -284,25 +362,40 @@ describe("gstack-paid diff-based selection", () => {
     expect(beta.reason).toContain("none of its 1 mapped test (beta-flow) selected");
     expect(junit()).toContain(`<skipped type="skipped-by-diff" message="${beta.reason}"/>`);
     // llm-eval is outside the skill-e2e naming: always kept (fail open).
-    expect(repo.ranTests().map((t) => t.name).sort()).toEqual(["alpha-basic", "llm-judge"]);
+    expect(
+      repo
+        .ranTests()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["alpha-basic", "llm-judge"]);
     for (const t of repo.ranTests()) {
-      expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({ version: 1, selected: ["alpha-basic"], reason: "diff vs main: 1 changed file (src/alpha.ts)" });
+      expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({
+        version: 1,
+        selected: ["alpha-basic"],
+        reason: "diff vs main: 1 changed file (src/alpha.ts)",
+      });
     }
   });
 
   test("`list` shows which shard would be skipped and why", () => {
     const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("shard 2/3 [test-skill-e2e-beta]  [would skip: not selected by the diff (diff vs main: 1 changed file (src/alpha.ts)): none of its 1 mapped test (beta-flow) selected]");
+    expect(r.stdout).toContain(
+      "shard 2/3 [test-skill-e2e-beta]  [would skip: not selected by the diff (diff vs main: 1 changed file (src/alpha.ts)): none of its 1 mapped test (beta-flow) selected]",
+    );
     expect(r.stdout).toContain("test/skill-e2e-alpha.test.ts  (declares tier gate; selected: alpha-basic)");
-    expect(r.stdout).toContain("test/skill-llm-eval.test.ts  (no whole-file tier guard: its tests decide at run time; outside the skippable naming pattern: always runs)");
+    expect(r.stdout).toContain(
+      "test/skill-llm-eval.test.ts  (no whole-file tier guard: its tests decide at run time; outside the skippable naming pattern: always runs)",
+    );
   });
 
   test("uncommitted changes select tests too; EVALS_ALL runs everything", () => {
     writeFileSync(path.join(repo.dir, "src", "beta.ts"), `export const beta = "beta v2";\n`);
     try {
       const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
-      expect(r.stdout).toContain("selection: 2 of 3 tests selected (diff vs main: 2 changed files (src/alpha.ts, src/beta.ts))");
+      expect(r.stdout).toContain(
+        "selection: 2 of 3 tests selected (diff vs main: 2 changed files (src/alpha.ts, src/beta.ts))",
+      );
       expect(r.stdout).not.toContain("would skip");
     } finally {
       repo.git("checkout", "-q", "--", "src/beta.ts");
@@ -334,7 +427,9 @@ describe("gstack-paid diff-based selection", () => {
     try {
       const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
       expect(r.code).toBe(0);
-      expect(r.stdout).toContain("selection: all tests selected (run all (no touchfiles module test/helpers/touchfiles.ts: diff-based selection is off)); running 3 of 3 shards");
+      expect(r.stdout).toContain(
+        "selection: all tests selected (run all (no touchfiles module test/helpers/touchfiles.ts: diff-based selection is off)); running 3 of 3 shards",
+      );
     } finally {
       writeFileSync(module, saved);
     }
@@ -352,9 +447,15 @@ describe("an intercepted run is cancellable", () => {
         `[test]\npreload = [${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\ntimeout = 60\ngrace = 1\n`,
       );
       for (const n of ["a", "b"]) {
-        writeFileSync(path.join(dir, "e2e", `${n}.test.ts`), `import { test } from "bun:test";\ntest("sleeps", async () => { await Bun.sleep(30_000); }, 60_000);\n`);
+        writeFileSync(
+          path.join(dir, "e2e", `${n}.test.ts`),
+          `import { test } from "bun:test";\ntest("sleeps", async () => { await Bun.sleep(30_000); }, 60_000);\n`,
+        );
       }
-      writeFileSync(path.join(dir, "test", "shardguard.slow.test.ts"), `import { test } from "bun:test";\ntest("entry", () => {});\n`);
+      writeFileSync(
+        path.join(dir, "test", "shardguard.slow.test.ts"),
+        `import { test } from "bun:test";\ntest("entry", () => {});\n`,
+      );
       const env: Record<string, string> = {};
       for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("SHARDGUARD_")) env[k] = v;
       const child = spawn(BUN, ["test", "--preset", "slow"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });

@@ -5,7 +5,17 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 const parseToml = (text: string) => Bun.TOML.parse(text) as Record<string, unknown>;
@@ -36,7 +46,11 @@ function project(files: Record<string, string>, installed = true): string {
 }
 
 function init(dir: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, "init", ...args], { cwd: dir, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+  const r = spawnSync(process.execPath, [CLI, "init", ...args], {
+    cwd: dir,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1" },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -67,15 +81,22 @@ describe("shardguard init", () => {
   });
 
   test("--preset gstack-paid writes the preload, the entry file and the script; a second run changes nothing", () => {
-    const dir = project({ "package.json": `{\n    "name": "x",\n    "scripts": {\n        "test": "bun test"\n    }\n}\n`, "test/skill-e2e-a.test.ts": "" });
+    const dir = project({
+      "package.json": `{\n    "name": "x",\n    "scripts": {\n        "test": "bun test"\n    }\n}\n`,
+      "test/skill-e2e-a.test.ts": "",
+    });
     const first = init(dir, "--preset", "gstack-paid");
     expect(first.code).toBe(0);
     expect(first.stdout).toContain(`shardguard init: bunfig.toml: created: [test] preload = ["${SPEC}"]`);
     expect(first.stdout).toContain("shardguard init: test/shardguard.gstack-paid.test.ts: created");
-    expect(first.stdout).toContain(`shardguard init: package.json: updated: added script "test:gate": "bun test --preset gstack-paid"`);
+    expect(first.stdout).toContain(
+      `shardguard init: package.json: updated: added script "test:gate": "bun test --preset gstack-paid"`,
+    );
     expect(readFileSync(path.join(dir, "bunfig.toml"), "utf8")).toBe(`[test]\npreload = ["${SPEC}"]\n`);
     const pkg = readFileSync(path.join(dir, "package.json"), "utf8");
-    expect(pkg).toBe(`{\n    "name": "x",\n    "scripts": {\n        "test": "bun test",\n        "test:gate": "bun test --preset gstack-paid"\n    }\n}\n`);
+    expect(pkg).toBe(
+      `{\n    "name": "x",\n    "scripts": {\n        "test": "bun test",\n        "test:gate": "bun test --preset gstack-paid"\n    }\n}\n`,
+    );
     const entry = readFileSync(path.join(dir, "test", "shardguard.gstack-paid.test.ts"), "utf8");
     expect(entry).toContain(`from "shardguard/preset/entry.ts"`);
 
@@ -87,7 +108,11 @@ describe("shardguard init", () => {
     expect(snapshot(dir)).toEqual(before);
 
     // The entry file is a real test under plain `bun test`.
-    const plain = spawnSync(process.execPath, ["test", "test/shardguard.gstack-paid.test.ts"], { cwd: dir, encoding: "utf8", env: { ...process.env, SHARDGUARD_SHARD: "" } });
+    const plain = spawnSync(process.execPath, ["test", "test/shardguard.gstack-paid.test.ts"], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, SHARDGUARD_SHARD: "" },
+    });
     expect(plain.status).toBe(0);
     expect(plain.stderr).toContain("1 pass");
   });
@@ -102,7 +127,9 @@ describe("shardguard init", () => {
     const noNewline = project({ ".gitignore": "node_modules/\n# built\ndist" });
     init(noNewline);
     init(noNewline);
-    expect(readFileSync(path.join(noNewline, ".gitignore"), "utf8")).toBe("node_modules/\n# built\ndist\n.shardguard/\n");
+    expect(readFileSync(path.join(noNewline, ".gitignore"), "utf8")).toBe(
+      "node_modules/\n# built\ndist\n.shardguard/\n",
+    );
 
     for (const form of ["/.shardguard", ".shardguard", "  /.shardguard/  "]) {
       const had = project({ ".gitignore": `dist\n${form}\n` });
@@ -132,7 +159,9 @@ describe("shardguard init", () => {
     const dir = project({ "package.json": `{"scripts":{"test:gate":"EVALS=1 bun test test/skill-e2e-*.test.ts"}}` });
     const r = init(dir, "--preset", "gstack-paid");
     expect(r.stdout).toContain(`package.json: kept: script "test:gate" exists and was kept`);
-    expect(readFileSync(path.join(dir, "package.json"), "utf8")).toBe(`{"scripts":{"test:gate":"EVALS=1 bun test test/skill-e2e-*.test.ts"}}`);
+    expect(readFileSync(path.join(dir, "package.json"), "utf8")).toBe(
+      `{"scripts":{"test:gate":"EVALS=1 bun test test/skill-e2e-*.test.ts"}}`,
+    );
     const bare = project({});
     expect(init(bare).code).toBe(0);
     expect(readdirSync(bare).sort()).toEqual([".gitignore", "bunfig.toml", "node_modules"]);
@@ -146,7 +175,8 @@ describe("shardguard init", () => {
     expect(existsSync(path.join(dir, "bunfig.toml"))).toBe(false);
     const ok = init(dir);
     expect(ok.stdout).toContain("has no shardguard");
-    const preload = (parseToml(readFileSync(path.join(dir, "bunfig.toml"), "utf8")) as { test: { preload: string[] } }).test.preload[0]!;
+    const preload = (parseToml(readFileSync(path.join(dir, "bunfig.toml"), "utf8")) as { test: { preload: string[] } })
+      .test.preload[0]!;
     expect(path.resolve(dir, preload)).toBe(path.join(REPO, "preset", "preload.ts"));
   });
 });
@@ -156,10 +186,18 @@ describe("editing bunfig.toml", () => {
     const cases: [string, string][] = [
       [`[test]\npreload = "./setup.ts"\n`, `[test]\npreload = ["./setup.ts", "${SPEC}"]\n`],
       [`[test]\npreload = []\n`, `[test]\npreload = ["${SPEC}"]\n`],
-      [`# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts"] # trailing\n\n[run]\nbun = true\n`,
-        `# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts", "${SPEC}"] # trailing\n\n[run]\nbun = true\n`],
-      [`[test]\npreload = [\n  "./a.ts", # first\n  './b.ts',\n]\n`, `[test]\npreload = [\n  "./a.ts", # first\n  './b.ts', "${SPEC}"\n]\n`],
-      [`[test]\nroot = "x"\n[other]\npreload = 1\n`, `[test]\npreload = ["${SPEC}"]\nroot = "x"\n[other]\npreload = 1\n`],
+      [
+        `# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts"] # trailing\n\n[run]\nbun = true\n`,
+        `# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts", "${SPEC}"] # trailing\n\n[run]\nbun = true\n`,
+      ],
+      [
+        `[test]\npreload = [\n  "./a.ts", # first\n  './b.ts',\n]\n`,
+        `[test]\npreload = [\n  "./a.ts", # first\n  './b.ts', "${SPEC}"\n]\n`,
+      ],
+      [
+        `[test]\nroot = "x"\n[other]\npreload = 1\n`,
+        `[test]\npreload = ["${SPEC}"]\nroot = "x"\n[other]\npreload = 1\n`,
+      ],
       [`[install]\nexact = true`, `[install]\nexact = true\n\n[test]\npreload = ["${SPEC}"]\n`],
       [``, `[test]\npreload = ["${SPEC}"]\n`],
     ];
@@ -168,7 +206,11 @@ describe("editing bunfig.toml", () => {
 
   test("is idempotent and recognises our preload however it is written", () => {
     expect(addPreload(`[test]\npreload = ["${SPEC}"]\n`, SPEC)).toBeNull();
-    expect(addPreload(`[test]\npreload = ["../node_modules/shardguard/preset/preload.ts"]\n`, SPEC, (e) => e.endsWith("shardguard/preset/preload.ts"))).toBeNull();
+    expect(
+      addPreload(`[test]\npreload = ["../node_modules/shardguard/preset/preload.ts"]\n`, SPEC, (e) =>
+        e.endsWith("shardguard/preset/preload.ts"),
+      ),
+    ).toBeNull();
   });
 
   test("refuses what it cannot edit safely", () => {
@@ -178,7 +220,10 @@ describe("editing bunfig.toml", () => {
   });
 
   test("package.json keeps its indentation and final newline", () => {
-    expect(addScript(`{\n\t"a": 1\n}`, "t", "c")).toEqual({ text: `{\n\t"a": 1,\n\t"scripts": {\n\t\t"t": "c"\n\t}\n}`, existing: null });
+    expect(addScript(`{\n\t"a": 1\n}`, "t", "c")).toEqual({
+      text: `{\n\t"a": 1,\n\t"scripts": {\n\t\t"t": "c"\n\t}\n}`,
+      existing: null,
+    });
     expect(addScript(`{"scripts":{"t":"c"}}`, "t", "c")).toEqual({ text: null, existing: "c" });
   });
 });

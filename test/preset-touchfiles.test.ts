@@ -37,7 +37,9 @@ describe("touchfiles data and the map diff", () => {
       tables: { E2E_TOUCHFILES: { a: ["x/**"] }, E2E_TIERS: { b: "gate" } },
       sources: ["tf.json"],
     });
-    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "bad.json" }))).toContain("export E2E_TOUCHFILES: expected an object of test name");
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "bad.json" }))).toContain(
+      "export E2E_TOUCHFILES: expected an object of test name",
+    );
     // No module at all: selection is off and everything runs (fail open).
     expect(await loadTouchfiles(dir, { ...spec, touchfiles: "nope.ts" })).toBeNull();
   });
@@ -53,10 +55,16 @@ describe("touchfiles data and the map diff", () => {
     expect(ok?.map).toEqual({ a: ["x/**"] });
     expect((globalThis as { __sgTouched?: number }).__sgTouched).toBeUndefined();
     const t0 = performance.now();
-    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "hang.ts" }, 1_000))).toContain('invalid selection touchfiles "hang.ts": could not load it (it did not finish loading within 1s)');
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "hang.ts" }, 1_000))).toContain(
+      'invalid selection touchfiles "hang.ts": could not load it (it did not finish loading within 1s)',
+    );
     expect(performance.now() - t0).toBeLessThan(10_000);
-    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "throws.ts" }))).toContain("no data here");
-    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "exits.ts" }))).toContain("could not load it (exit 3)");
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "throws.ts" }))).toContain(
+      "no data here",
+    );
+    expect(await configErrorAsync(() => loadTouchfiles(dir, { ...spec, touchfiles: "exits.ts" }))).toContain(
+      "could not load it (exit 3)",
+    );
   }, 30_000);
 
   test("with git: global touchfiles select everything; a touchfiles source whose old version cannot be loaded too; shardguard's output never counts", async () => {
@@ -65,14 +73,22 @@ describe("touchfiles data and the map diff", () => {
       const r = spawnSync("git", args, {
         cwd: dir,
         encoding: "utf8",
-        env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@x", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@x", GIT_CONFIG_GLOBAL: "/dev/null" },
+        env: {
+          ...process.env,
+          GIT_AUTHOR_NAME: "t",
+          GIT_AUTHOR_EMAIL: "t@x",
+          GIT_COMMITTER_NAME: "t",
+          GIT_COMMITTER_EMAIL: "t@x",
+          GIT_CONFIG_GLOBAL: "/dev/null",
+        },
       });
       if (r.status !== 0) throw new Error(r.stderr);
     };
     git("init", "-q", "-b", "main");
     git("add", "-A");
     git("commit", "-q", "-m", "x");
-    const sel = (env: Record<string, string> = {}) => computeSelection({ root: dir, env, spec, touchfiles, ignore: [".shardguard"] });
+    const sel = (env: Record<string, string> = {}) =>
+      computeSelection({ root: dir, env, spec, touchfiles, ignore: [".shardguard"] });
     expect((await sel()).reason).toBe("run all (no changes vs main)");
     writeFileSync(path.join(dir, "src/alpha/x.ts"), "2");
     mkdirSync(path.join(dir, ".shardguard"));
@@ -95,9 +111,16 @@ describe("touchfiles data and the map diff", () => {
     git("checkout", "--", "package.json");
     // The module at main exports nothing: no map diff is possible, so everything runs.
     writeFileSync(path.join(dir, "test/helpers/touchfiles.ts"), "// edited");
-    expect(await sel()).toMatchObject({ selected: null, reason: expect.stringContaining("run all (the touchfiles source test/helpers/touchfiles.ts changed; no map diff: ") });
+    expect(await sel()).toMatchObject({
+      selected: null,
+      reason: expect.stringContaining(
+        "run all (the touchfiles source test/helpers/touchfiles.ts changed; no map diff: ",
+      ),
+    });
     expect((await sel({ EVALS_ALL: "1" })).reason).toBe("run all (EVALS_ALL is set)");
-    expect(await configErrorAsync(() => sel({ EVALS_BASE: "missing-ref" }))).toContain("git diff --name-only --relative missing-ref...HEAD failed");
+    expect(await configErrorAsync(() => sel({ EVALS_BASE: "missing-ref" }))).toContain(
+      "git diff --name-only --relative missing-ref...HEAD failed",
+    );
   });
 
   test("map diff: an edit to a data module the touchfiles module imports selects the tests whose entries changed", async () => {
@@ -113,33 +136,65 @@ describe("touchfiles data and the map diff", () => {
         "test/helpers/touchfiles-data.ts": data(`"src/alpha.ts"`, "gate"),
         "src/other.ts": "1",
       });
-      for (const args of [["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]]) {
-        const env = { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@x", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@x", GIT_CONFIG_GLOBAL: "/dev/null" };
+      for (const args of [
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "x"],
+      ]) {
+        const env = {
+          ...process.env,
+          GIT_AUTHOR_NAME: "t",
+          GIT_AUTHOR_EMAIL: "t@x",
+          GIT_COMMITTER_NAME: "t",
+          GIT_COMMITTER_EMAIL: "t@x",
+          GIT_CONFIG_GLOBAL: "/dev/null",
+        };
         const r = spawnSync("git", args, { cwd: dir, encoding: "utf8", env });
         if (r.status !== 0) throw new Error(r.stderr);
       }
       return dir;
     };
     const dir = repo();
-    expect(moduleClosure(dir, "test/helpers/touchfiles.ts")).toEqual(["test/helpers/touchfiles.ts", "test/helpers/select.ts", "test/helpers/touchfiles-data.ts"]);
+    expect(moduleClosure(dir, "test/helpers/touchfiles.ts")).toEqual([
+      "test/helpers/touchfiles.ts",
+      "test/helpers/select.ts",
+      "test/helpers/touchfiles-data.ts",
+    ]);
     // A new glob in one entry, a tier flip in another, plus an unrelated file.
-    writeFileSync(path.join(dir, "test/helpers/touchfiles-data.ts"), data(`"src/alpha.ts", "src/alpha2.ts"`, "periodic"));
+    writeFileSync(
+      path.join(dir, "test/helpers/touchfiles-data.ts"),
+      data(`"src/alpha.ts", "src/alpha2.ts"`, "periodic"),
+    );
     writeFileSync(path.join(dir, "src/other.ts"), "2");
     const now = (await loadTouchfiles(dir, spec))!;
-    expect(now.sources).toEqual(["test/helpers/touchfiles.ts", "test/helpers/select.ts", "test/helpers/touchfiles-data.ts"]);
+    expect(now.sources).toEqual([
+      "test/helpers/touchfiles.ts",
+      "test/helpers/select.ts",
+      "test/helpers/touchfiles-data.ts",
+    ]);
     const sel = await computeSelection({ root: dir, env: {}, spec, touchfiles: now });
     expect(sel.selected).toEqual(new Set(["alpha-basic", "beta-flow"]));
-    expect(sel.reason).toBe("diff vs main: 2 changed files (test/helpers/touchfiles-data.ts, src/other.ts); map diff of test/helpers/touchfiles-data.ts: 2 entries changed (alpha-basic, beta-flow)");
+    expect(sel.reason).toBe(
+      "diff vs main: 2 changed files (test/helpers/touchfiles-data.ts, src/other.ts); map diff of test/helpers/touchfiles-data.ts: 2 entries changed (alpha-basic, beta-flow)",
+    );
     // A logic-only edit changes no entry: nothing is selected by it.
     const other = repo();
     writeFileSync(path.join(other, "test/helpers/select.ts"), "export const pick = 2;\n");
-    const logic = await computeSelection({ root: other, env: {}, spec, touchfiles: (await loadTouchfiles(other, spec))! });
+    const logic = await computeSelection({
+      root: other,
+      env: {},
+      spec,
+      touchfiles: (await loadTouchfiles(other, spec))!,
+    });
     expect(logic.selected).toEqual(new Set());
     expect(logic.reason).toContain("map diff of test/helpers/select.ts: 0 entries changed");
-    expect(diffTouchfiles({ ...now, tables: { T: { a: 1, b: 2 }, U: { c: 1 } } }, { ...now, tables: { T: { a: 1, c: 1 } } })).toEqual({
+    expect(
+      diffTouchfiles({ ...now, tables: { T: { a: 1, b: 2 }, U: { c: 1 } } }, { ...now, tables: { T: { a: 1, c: 1 } } }),
+    ).toEqual({
       changed: ["c"],
       removed: ["b"],
       globalChanged: false,
     });
     expect(diffTouchfiles(now, { ...now, global: ["x"] }).globalChanged).toBe(true);
-  });});
+  });
+});

@@ -23,9 +23,24 @@ const alive = (pid: number) => {
 test("a child that exits by itself: running → sweeping → finished, output spooled to the log", async () => {
   const states: ProcessState[] = [];
   const log = path.join(tmp(), "a.log");
-  const proc = startProcess({ argv: ["sh", "-c", "echo out; echo err >&2; exit 3"], cwd: os.tmpdir(), env: process.env, logPath: log, timeoutMs: 10_000, graceMs: 1_000, onState: (s) => states.push(s) });
+  const proc = startProcess({
+    argv: ["sh", "-c", "echo out; echo err >&2; exit 3"],
+    cwd: os.tmpdir(),
+    env: process.env,
+    logPath: log,
+    timeoutMs: 10_000,
+    graceMs: 1_000,
+    onState: (s) => states.push(s),
+  });
   const outcome = await proc.done;
-  expect(outcome).toMatchObject({ exitCode: 3, signal: null, killedBy: null, escalated: false, spawnError: null, logError: null });
+  expect(outcome).toMatchObject({
+    exitCode: 3,
+    signal: null,
+    killedBy: null,
+    escalated: false,
+    spawnError: null,
+    logError: null,
+  });
   expect(states).toEqual(["running", "sweeping", "finished"]);
   expect(readFileSync(log, "utf8").split("\n").sort()).toEqual(["", "err", "out"]);
 });
@@ -35,7 +50,15 @@ test("at the deadline the whole group gets SIGTERM; one that ignores it gets SIG
   const dir = tmp();
   // The shell ignores TERM and so does its grandchild; both must die.
   const script = `trap '' TERM; sh -c "trap '' TERM; echo $$ > ${dir}/gc.pid; while :; do sleep 0.05; done" & while :; do sleep 0.05; done`;
-  const proc = startProcess({ argv: ["sh", "-c", script], cwd: dir, env: process.env, logPath: path.join(dir, "b.log"), timeoutMs: 500, graceMs: 400, onState: (s) => states.push(s) });
+  const proc = startProcess({
+    argv: ["sh", "-c", script],
+    cwd: dir,
+    env: process.env,
+    logPath: path.join(dir, "b.log"),
+    timeoutMs: 500,
+    graceMs: 400,
+    onState: (s) => states.push(s),
+  });
   const t0 = performance.now();
   const outcome = await proc.done;
   const took = performance.now() - t0;
@@ -48,14 +71,28 @@ test("at the deadline the whole group gets SIGTERM; one that ignores it gets SIG
 });
 
 test("a child that honours SIGTERM ends within the grace period, not escalated", async () => {
-  const proc = startProcess({ argv: ["sleep", "30"], cwd: os.tmpdir(), env: process.env, logPath: path.join(tmp(), "c.log"), timeoutMs: 300, graceMs: 5_000 });
+  const proc = startProcess({
+    argv: ["sleep", "30"],
+    cwd: os.tmpdir(),
+    env: process.env,
+    logPath: path.join(tmp(), "c.log"),
+    timeoutMs: 300,
+    graceMs: 5_000,
+  });
   const outcome = await proc.done;
   expect(outcome).toMatchObject({ killedBy: "timeout", escalated: false, signal: "SIGTERM" });
   expect(outcome.durationMs).toBeLessThan(2_000);
 });
 
 test("a cancel that arrives before the spawn completes is applied once the child runs", async () => {
-  const proc = startProcess({ argv: ["sleep", "30"], cwd: os.tmpdir(), env: process.env, logPath: path.join(tmp(), "p.log"), timeoutMs: 60_000, graceMs: 5_000 });
+  const proc = startProcess({
+    argv: ["sleep", "30"],
+    cwd: os.tmpdir(),
+    env: process.env,
+    logPath: path.join(tmp(), "p.log"),
+    timeoutMs: 60_000,
+    graceMs: 5_000,
+  });
   expect(proc.state).toBe("pending");
   proc.terminate("cancel");
   const outcome = await proc.done;
@@ -65,7 +102,15 @@ test("a cancel that arrives before the spawn completes is applied once the child
 
 test("a command that cannot be spawned is spawn-failed, with the OS error", async () => {
   const states: ProcessState[] = [];
-  const proc = startProcess({ argv: ["/nonexistent/sg-binary"], cwd: os.tmpdir(), env: process.env, logPath: path.join(tmp(), "d.log"), timeoutMs: 1_000, graceMs: 100, onState: (s) => states.push(s) });
+  const proc = startProcess({
+    argv: ["/nonexistent/sg-binary"],
+    cwd: os.tmpdir(),
+    env: process.env,
+    logPath: path.join(tmp(), "d.log"),
+    timeoutMs: 1_000,
+    graceMs: 100,
+    onState: (s) => states.push(s),
+  });
   const outcome = await proc.done;
   expect(outcome.spawnError).toMatch(/ENOENT/);
   expect(outcome.pid).toBeNull();

@@ -5,7 +5,8 @@ import { makeSuite, runCli, removeSuites } from "./helpers/cli.ts";
 
 test("without a TTY, a long-running shard gets heartbeat lines naming the test in flight", async () => {
   const dir = makeSuite({
-    "agent.test.ts": 'import { test } from "bun:test";\ntest("quick", () => {});\ntest("waits on the agent", async () => { await Bun.sleep(2600); });\n',
+    "agent.test.ts":
+      'import { test } from "bun:test";\ntest("quick", () => {});\ntest("waits on the agent", async () => { await Bun.sleep(2600); });\n',
   });
   const run = await runCli(["run", "--root", dir, "--heartbeat", "1", "--timeout", "20"]);
   expect(run.code).toBe(0);
@@ -19,12 +20,21 @@ test("without a TTY, a long-running shard gets heartbeat lines naming the test i
 const source = (): ProgressSource => ({
   total: 3,
   done: () => 1,
-  running: () => [{ index: 2, files: ["b.test.ts"], elapsedMs: () => 4200, inFlight: () => ({ name: "outer > slow", forMs: 1500 }) }],
+  running: () => [
+    { index: 2, files: ["b.test.ts"], elapsedMs: () => 4200, inFlight: () => ({ name: "outer > slow", forMs: 1500 }) },
+  ],
 });
 
 test("on a TTY, the status area shows counts and the test in flight, and log lines print above it", async () => {
   const written: string[] = [];
-  const progress = startProgress({ write: (t) => written.push(t), isTTY: true, columns: 100, heartbeatMs: 60_000, noColor: true, source: source() });
+  const progress = startProgress({
+    write: (t) => written.push(t),
+    isTTY: true,
+    columns: 100,
+    heartbeatMs: 60_000,
+    noColor: true,
+    source: source(),
+  });
   await Bun.sleep(300);
   progress.out.line("[3/3] START c.test.ts");
   progress.stop();
@@ -40,7 +50,13 @@ test("on a TTY, the status area shows counts and the test in flight, and log lin
 
 test("with colour allowed, the TTY area uses SGR sequences", async () => {
   const written: string[] = [];
-  const progress = startProgress({ write: (t) => written.push(t), isTTY: true, heartbeatMs: 60_000, noColor: false, source: source() });
+  const progress = startProgress({
+    write: (t) => written.push(t),
+    isTTY: true,
+    heartbeatMs: 60_000,
+    noColor: false,
+    source: source(),
+  });
   await Bun.sleep(300);
   progress.stop();
   expect(written.join("")).toMatch(/\x1b\[1mshards: 1 done/);

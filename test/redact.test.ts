@@ -74,7 +74,9 @@ describe("makeRedactor", () => {
   test("non-secret names are not redacted, extra names are", () => {
     const env = { DATABASE_URL: "postgres://u:pw@db/x", PLAIN: "postgres://u:pw@db/x-not" };
     expect(makeRedactor(env)("postgres://u:pw@db/x")).toBe("postgres://u:pw@db/x");
-    expect(makeRedactor(env, { extraNames: ["database_*"] })("url postgres://u:pw@db/x!")).toBe("url [redacted:DATABASE_URL]!");
+    expect(makeRedactor(env, { extraNames: ["database_*"] })("url postgres://u:pw@db/x!")).toBe(
+      "url [redacted:DATABASE_URL]!",
+    );
   });
 
   test("a value containing a shorter one is redacted whole, not around the shorter one", () => {
@@ -141,35 +143,41 @@ describe("makeRedactor", () => {
 });
 
 describe("redactReport", () => {
-  const report = makeReport([
-    makeShard({
-      index: 1,
-      status: "failed",
-      reason: `1 test failed: ${KEY}`,
-      logPath: `/tmp/${KEY}/shard-1.log`,
-      leftovers: [{ pid: 42, command: `curl -H Authorization:${KEY}`, leftGroup: true }],
-      tests: [
-        makeTest({
-          name: `prints ${KEY}`,
-          file: `test/${KEY}.test.ts`,
-          status: "failed",
-          failure: { type: "failure", errorName: `Err${KEY}`, message: `expected ${KEY}`, details: `at x (${KEY})` },
-        }),
-        makeTest({
-          name: "flaky",
-          file: `test/${KEY}.test.ts`,
-          flaky: true,
-          retries: 1,
-          attemptFailures: [{ type: "failure", errorName: `T${KEY}`, message: `first try saw ${KEY}` }],
-        }),
-        makeTest({ name: "passes", file: `test/${KEY}.test.ts` }),
-      ],
-    }),
-  ], {
-    root: `/srv/project-${KEY}`,
-    runId: KEY,
-    sweeps: { staleRuns: [{ pid: 7, command: `sleep ${KEY}`, leftGroup: true }], endOfRun: [{ pid: 8, command: `sh -c ${KEY}`, leftGroup: true }] },
-  });
+  const report = makeReport(
+    [
+      makeShard({
+        index: 1,
+        status: "failed",
+        reason: `1 test failed: ${KEY}`,
+        logPath: `/tmp/${KEY}/shard-1.log`,
+        leftovers: [{ pid: 42, command: `curl -H Authorization:${KEY}`, leftGroup: true }],
+        tests: [
+          makeTest({
+            name: `prints ${KEY}`,
+            file: `test/${KEY}.test.ts`,
+            status: "failed",
+            failure: { type: "failure", errorName: `Err${KEY}`, message: `expected ${KEY}`, details: `at x (${KEY})` },
+          }),
+          makeTest({
+            name: "flaky",
+            file: `test/${KEY}.test.ts`,
+            flaky: true,
+            retries: 1,
+            attemptFailures: [{ type: "failure", errorName: `T${KEY}`, message: `first try saw ${KEY}` }],
+          }),
+          makeTest({ name: "passes", file: `test/${KEY}.test.ts` }),
+        ],
+      }),
+    ],
+    {
+      root: `/srv/project-${KEY}`,
+      runId: KEY,
+      sweeps: {
+        staleRuns: [{ pid: 7, command: `sleep ${KEY}`, leftGroup: true }],
+        endOfRun: [{ pid: 8, command: `sh -c ${KEY}`, leftGroup: true }],
+      },
+    },
+  );
   const redacted = redactReport(report, makeRedactor({ SG_API_KEY: KEY }));
 
   test("redacts names, failures, attempt failures, reasons and killed commands", () => {
@@ -186,7 +194,9 @@ describe("redactReport", () => {
       message: "expected [redacted:SG_API_KEY]",
       details: "at x ([redacted:SG_API_KEY])",
     });
-    expect(flaky!.attemptFailures).toEqual([{ type: "failure", errorName: "T[redacted:SG_API_KEY]", message: "first try saw [redacted:SG_API_KEY]" }]);
+    expect(flaky!.attemptFailures).toEqual([
+      { type: "failure", errorName: "T[redacted:SG_API_KEY]", message: "first try saw [redacted:SG_API_KEY]" },
+    ]);
     expect(passes!.failure).toBeUndefined();
     expect("failure" in passes!).toBe(false);
   });
@@ -208,7 +218,11 @@ describe("redactReport", () => {
 
   test("rendered reports hold the secret only in paths and ids", () => {
     const pathsOnly = (text: string) =>
-      text.replaceAll(`/tmp/${KEY}/`, "").replaceAll(`test/${KEY}.test.ts`, "").replaceAll(`/srv/project-${KEY}`, "").replaceAll(`"runId": "${KEY}"`, "");
+      text
+        .replaceAll(`/tmp/${KEY}/`, "")
+        .replaceAll(`test/${KEY}.test.ts`, "")
+        .replaceAll(`/srv/project-${KEY}`, "")
+        .replaceAll(`"runId": "${KEY}"`, "");
     expect(pathsOnly(renderJson(redacted))).not.toContain(KEY);
     expect(pathsOnly(renderJUnit(redacted))).not.toContain(KEY);
     expect(pathsOnly(renderJson(report))).toContain(KEY);

@@ -38,7 +38,12 @@ function sampleReport(fields: Partial<RunReport> = {}): RunReport {
           line: 7,
           status: "failed",
           durationMs: 4.6,
-          failure: { type: "failure", errorName: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b[2mat a.test.ts:8\x1b[22m" },
+          failure: {
+            type: "failure",
+            errorName: "AssertionError",
+            message: "\x1b[31mexpected\x1b[39m 1",
+            details: "\x1b[2mat a.test.ts:8\x1b[22m",
+          },
         }),
         makeTest({
           name: "flaky",
@@ -68,7 +73,10 @@ function sampleReport(fields: Partial<RunReport> = {}): RunReport {
             file: "t/b.test.ts",
             status: "timed-out",
             durationMs: 2999.7,
-            failure: { type: "timeout", message: "in flight when the shard ended: killed after 3 s wall-clock timeout" },
+            failure: {
+              type: "timeout",
+              message: "in flight when the shard ended: killed after 3 s wall-clock timeout",
+            },
           }),
           makeTest({
             name: "after",
@@ -128,8 +136,16 @@ function sampleReport(fields: Partial<RunReport> = {}): RunReport {
  * Paths of every key that the schema does not define for its object,
  * outside `extra` (whose content is free by definition).
  */
-function undefinedKeys(value: unknown, node: Record<string, unknown>, at: string, root: Record<string, unknown>): string[] {
-  const resolved = typeof node.$ref === "string" ? (root.definitions as Record<string, Record<string, unknown>>)[node.$ref.split("/").pop()!]! : node;
+function undefinedKeys(
+  value: unknown,
+  node: Record<string, unknown>,
+  at: string,
+  root: Record<string, unknown>,
+): string[] {
+  const resolved =
+    typeof node.$ref === "string"
+      ? (root.definitions as Record<string, Record<string, unknown>>)[node.$ref.split("/").pop()!]!
+      : node;
   if (Array.isArray(value)) {
     const items = resolved.items as Record<string, unknown> | undefined;
     return items ? value.flatMap((v, i) => undefinedKeys(v, items, `${at}[${i}]`, root)) : [];
@@ -200,7 +216,9 @@ describe("renderCtrf", () => {
   });
 
   test("an interim report stops at startedAt + durationMs", () => {
-    const interim = JSON.parse(renderCtrf(sampleReport({ completed: false, finishedAt: null, exitCode: null, durationMs: 1234.4 }))) as CtrfReport;
+    const interim = JSON.parse(
+      renderCtrf(sampleReport({ completed: false, finishedAt: null, exitCode: null, durationMs: 1234.4 })),
+    ) as CtrfReport;
     expect(validate(interim).valid).toBe(true);
     expect(interim.results.summary.stop).toBe(interim.results.summary.start + 1234);
     expect(interim.results.extra).toMatchObject({ completed: false, exitCode: null });
@@ -236,7 +254,11 @@ describe("renderCtrf", () => {
 
   test("synthetic entries and shard indexes are under extra", () => {
     const crashed = doc.results.tests.find((t) => t.rawStatus === "crashed")!;
-    expect(crashed).toMatchObject({ status: "failed", name: "(whole file)", extra: { shard: 3, synthetic: true, failureType: "crash" } });
+    expect(crashed).toMatchObject({
+      status: "failed",
+      name: "(whole file)",
+      extra: { shard: 3, synthetic: true, failureType: "crash" },
+    });
     expect(crashed.line).toBeUndefined();
     const byDiff = doc.results.tests.find((t) => t.rawStatus === "skipped-by-diff")!;
     expect(byDiff).toMatchObject({ status: "skipped", extra: { shard: 4, synthetic: true } });

@@ -83,7 +83,9 @@ describe(`report.html of a real run of ${TESTS.toLocaleString("en-US")} tests`, 
     // Scrolled to the end, the last rows are drawn.
     await searchFor(page, "");
     await page.$eval("#rows", (e) => (e.scrollTop = e.scrollHeight));
-    await page.waitForFunction(() => [...document.querySelectorAll("#rows .row .name")].some((e) => e.textContent === "case 99999"));
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll("#rows .row .name")].some((e) => e.textContent === "case 99999"),
+    );
     await clickFilter(page, "failed");
     await page.click("#rows .row");
     await page.waitForSelector("#detail:not([hidden])");
@@ -101,10 +103,22 @@ describe("report.html of a merged two-slice run", () => {
 
   beforeAll(async () => {
     const files: Record<string, string> = {};
-    for (let i = 1; i <= 6; i++) files[`t${i}.test.ts`] = `import { test, expect } from "bun:test";\ntest("t${i} a", () => { expect(${i}).toBe(${i === 4 ? 0 : i}); });\ntest("t${i} b", async () => { await Bun.sleep(${20 * i}); });\n`;
+    for (let i = 1; i <= 6; i++)
+      files[`t${i}.test.ts`] =
+        `import { test, expect } from "bun:test";\ntest("t${i} a", () => { expect(${i}).toBe(${i === 4 ? 0 : i}); });\ntest("t${i} b", async () => { await Bun.sleep(${20 * i}); });\n`;
     dir = makeSuite(files, "sg-html-merge-");
     for (const slice of ["1/2", "2/2"]) {
-      const run = await runCli(["run", "--root", dir, "--jobs", "2", "--out", path.join(dir, `s${slice[0]}`), "--shard", slice]);
+      const run = await runCli([
+        "run",
+        "--root",
+        dir,
+        "--jobs",
+        "2",
+        "--out",
+        path.join(dir, `s${slice[0]}`),
+        "--shard",
+        slice,
+      ]);
       expect(run.code).not.toBeNull();
       expect(readFileSync(path.join(dir, `s${slice[0]}`, "report.html"), "utf8")).toContain(`slice ${slice[0]} of 2`);
     }
@@ -120,7 +134,12 @@ describe("report.html of a merged two-slice run", () => {
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);
     expect(await page.$eval("#merged", (e) => e.textContent)).toMatch(/^merged from 2 slices/);
-    expect(await page.$$eval("#timeline .lane-label", (es) => es.map((e) => e.textContent))).toEqual(["slice 1 · slot 1", "slice 1 · slot 2", "slice 2 · slot 1", "slice 2 · slot 2"]);
+    expect(await page.$$eval("#timeline .lane-label", (es) => es.map((e) => e.textContent))).toEqual([
+      "slice 1 · slot 1",
+      "slice 1 · slot 2",
+      "slice 2 · slot 1",
+      "slice 2 · slot 2",
+    ]);
     expect(await page.$$eval("#timeline .bar", (es) => es.length)).toBe(6);
     expect(await shownCount(page)).toEqual({ shown: 12, total: 12 });
     await clickFilter(page, "failed");
@@ -166,14 +185,41 @@ describe("report.html of 500 shards on 8 slots", () => {
         leftovers: [],
         testSource: "junit",
         timeline: { slot, sigtermMs: timedOut ? 2990 : null, sigkillMs: null, goneMs: durationMs + 2 },
-        tests: [{ name: `t${i}`, file, status: timedOut ? "timed-out" : "passed", durationMs: durationMs - 10, retries: 0, flaky: false, attemptFailures: [], synthetic: false }],
+        tests: [
+          {
+            name: `t${i}`,
+            file,
+            status: timedOut ? "timed-out" : "passed",
+            durationMs: durationMs - 10,
+            retries: 0,
+            flaky: false,
+            attemptFailures: [],
+            synthetic: false,
+          },
+        ],
       };
     });
     const report: RunReport = {
-      schemaVersion: REPORT_SCHEMA_VERSION, runId: "r500", completed: true, cancelledBy: null, startedAt: new Date(t0).toISOString(), finishedAt: new Date(t0 + 200_000).toISOString(), durationMs: 200_000, exitCode: 1,
-      root: "/r", tool: { name: "shardguard", version: "0.1.0" }, bun: { version: "1.4.4", path: "/bun" },
-      settings: { jobs: JOBS, timeoutMs: 3000, graceMs: 1000, filesPerShard: 1, bunArgs: [] }, summary: summarize(shards),
-      preset: null, sweeps: { staleRuns: [], endOfRun: [] }, plan: null, slice: null, merged: null, rerunOf: null, shards,
+      schemaVersion: REPORT_SCHEMA_VERSION,
+      runId: "r500",
+      completed: true,
+      cancelledBy: null,
+      startedAt: new Date(t0).toISOString(),
+      finishedAt: new Date(t0 + 200_000).toISOString(),
+      durationMs: 200_000,
+      exitCode: 1,
+      root: "/r",
+      tool: { name: "shardguard", version: "0.1.0" },
+      bun: { version: "1.4.4", path: "/bun" },
+      settings: { jobs: JOBS, timeoutMs: 3000, graceMs: 1000, filesPerShard: 1, bunArgs: [] },
+      summary: summarize(shards),
+      preset: null,
+      sweeps: { staleRuns: [], endOfRun: [] },
+      plan: null,
+      slice: null,
+      merged: null,
+      rerunOf: null,
+      shards,
     };
     const file = path.join(dir, "report.html");
     writeFileSync(file, renderHtml(report));
@@ -181,7 +227,9 @@ describe("report.html of 500 shards on 8 slots", () => {
     expect(await page.$$eval("#timeline .lane", (es) => es.length)).toBe(JOBS);
     expect(await page.$$eval("#timeline .bar", (es) => es.length)).toBe(SHARDS);
     for (let slot = 1; slot <= JOBS; slot++) {
-      const onSlot = await page.$$eval(`#timeline .lane[data-lane="${slot - 1}"] .bar`, (es) => es.map((e) => Number(e.getAttribute("data-shard"))));
+      const onSlot = await page.$$eval(`#timeline .lane[data-lane="${slot - 1}"] .bar`, (es) =>
+        es.map((e) => Number(e.getAttribute("data-shard"))),
+      );
       expect(onSlot).toEqual(shards.map((_, i) => i).filter((i) => i % JOBS === slot - 1));
     }
     expect(await page.$$eval("#timeline .bar.st-timed-out .term", (es) => es.length)).toBe(SHARDS / 50);

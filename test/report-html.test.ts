@@ -24,26 +24,34 @@ import { layoutTimeline } from "../runner/report/html-timeline.ts";
 import type { RunReport, ShardResult } from "../runner/results/report-model.ts";
 import { makeReport } from "./helpers/report-fixtures.ts";
 import { clickFilter, launchBrowser, openReport, renderedStatuses, searchFor, shownCount } from "./helpers/browser.ts";
-import { fixtureFilesIn, HOSTILE_FIXTURES, makeSuite, processesWithEnvEntry, readReport, runCli, survivors } from "./helpers/cli.ts";
+import {
+  fixtureFilesIn,
+  HOSTILE_FIXTURES,
+  makeSuite,
+  processesWithEnvEntry,
+  readReport,
+  runCli,
+  survivors,
+} from "./helpers/cli.ts";
 
 const shard = (over: Partial<ShardResult>): ShardResult =>
   ({
-  index: 1,
-  slug: "a",
-  files: ["a.test.ts"],
-  status: "failed",
-  exitCode: 1,
-  signal: null,
-  killedBy: null,
-  durationMs: 1000,
-  startedAt: "2026-01-01T00:00:00.000Z",
-  logPath: "/logs/shard-1-a.log",
-  logIncomplete: false,
-  leftovers: [],
-  testSource: "junit",
-  tests: [],
-  ...over,
-}) as ShardResult;
+    index: 1,
+    slug: "a",
+    files: ["a.test.ts"],
+    status: "failed",
+    exitCode: 1,
+    signal: null,
+    killedBy: null,
+    durationMs: 1000,
+    startedAt: "2026-01-01T00:00:00.000Z",
+    logPath: "/logs/shard-1-a.log",
+    logIncomplete: false,
+    leftovers: [],
+    testSource: "junit",
+    tests: [],
+    ...over,
+  }) as ShardResult;
 
 const reportOf = (shards: ShardResult[]): RunReport =>
   makeReport(shards, {
@@ -54,11 +62,29 @@ const reportOf = (shards: ShardResult[]): RunReport =>
     root: "/root",
     bun: { version: "1.4.4", path: "/bun" },
     settings: { jobs: 2, timeoutMs: 10_000, graceMs: 1000, filesPerShard: 1, bunArgs: [] },
-    summary: { shards: { passed: 0, failed: 1, "timed-out": 0, crashed: 0, "never-started": 0, "skipped-by-diff": 0, total: 1 }, tests: { passed: 0, failed: 1, skipped: 0, todo: 0, "timed-out": 0, crashed: 0, "never-started": 0, "skipped-by-diff": 0, total: 1, flaky: 0 } },
+    summary: {
+      shards: { passed: 0, failed: 1, "timed-out": 0, crashed: 0, "never-started": 0, "skipped-by-diff": 0, total: 1 },
+      tests: {
+        passed: 0,
+        failed: 1,
+        skipped: 0,
+        todo: 0,
+        "timed-out": 0,
+        crashed: 0,
+        "never-started": 0,
+        "skipped-by-diff": 0,
+        total: 1,
+        flaky: 0,
+      },
+    },
   });
 
 /** The page's embedded data, parsed back. */
-function embedded(html: string): { tests: unknown[][]; files: string[]; shards: { resources: unknown; tail: string | null }[] } {
+function embedded(html: string): {
+  tests: unknown[][];
+  files: string[];
+  shards: { resources: unknown; tail: string | null }[];
+} {
   const m = /<script type="application\/json" id="sg-data">([\s\S]*?)<\/script>/.exec(html);
   if (!m) throw new Error("no data element");
   return JSON.parse(m[1]!);
@@ -66,8 +92,14 @@ function embedded(html: string): { tests: unknown[][]; files: string[]; shards: 
 
 describe("the html setting", () => {
   const resolve = (argv: string[], env: Record<string, string> = {}, bunfig?: string) => {
-    const dir = makeSuite(bunfig === undefined ? { "a.test.ts": "" } : { "a.test.ts": "", "bunfig.toml": bunfig }, "sg-html-config-");
-    return { dir, settings: resolveSettings({ args: parseArgs(argv, "run"), env, cwd: dir, defaultBun: process.execPath }) };
+    const dir = makeSuite(
+      bunfig === undefined ? { "a.test.ts": "" } : { "a.test.ts": "", "bunfig.toml": bunfig },
+      "sg-html-config-",
+    );
+    return {
+      dir,
+      settings: resolveSettings({ args: parseArgs(argv, "run"), env, cwd: dir, defaultBun: process.execPath }),
+    };
   };
   const refusal = (argv: string[], env: Record<string, string> = {}, bunfig?: string) => {
     try {
@@ -95,12 +127,20 @@ describe("the html setting", () => {
 
   test("bad values: one line naming the source and what is accepted", () => {
     expect(refusal(["--html", ""])).toBe('invalid --html "": expected a non-empty path');
-    expect(refusal([], {}, "[shardguard]\nhtml = 3\n")).toBe("invalid bunfig.toml [shardguard] html 3: expected a non-empty path");
-    expect(refusal(["--html", "r.json", "--json", "r.json"])).toMatch(/^invalid --html ".*r\.json": it is also the --json path; each report needs its own file$/);
+    expect(refusal([], {}, "[shardguard]\nhtml = 3\n")).toBe(
+      "invalid bunfig.toml [shardguard] html 3: expected a non-empty path",
+    );
+    expect(refusal(["--html", "r.json", "--json", "r.json"])).toMatch(
+      /^invalid --html ".*r\.json": it is also the --json path; each report needs its own file$/,
+    );
     const { dir, settings } = resolve(["--html", "sub"]);
     mkdirSync(path.join(dir, "sub"));
-    expect(() => checkReportPaths(settings, [])).toThrow(/^invalid --html ".*sub": it is a directory; expected a regular file path/);
-    expect(() => checkReportPaths({ ...settings, html: path.join(dir, "a.test.ts") }, [path.join(dir, "a.test.ts")])).toThrow(/--html .*: it is one of the planned test files/);
+    expect(() => checkReportPaths(settings, [])).toThrow(
+      /^invalid --html ".*sub": it is a directory; expected a regular file path/,
+    );
+    expect(() =>
+      checkReportPaths({ ...settings, html: path.join(dir, "a.test.ts") }, [path.join(dir, "a.test.ts")]),
+    ).toThrow(/--html .*: it is one of the planned test files/);
   });
 
   test("a refused run removes an earlier report.html, and only one shardguard wrote", () => {
@@ -122,7 +162,19 @@ test("status of a finished background run names its report.html; while it runs, 
   writeFileSync(path.join(runDir, "report.json"), JSON.stringify(report));
   writeFileSync(path.join(runDir, "report.html"), renderHtml(report));
   const log = path.join(dir, "bg.log");
-  const record = { id: "b1", backend: "local" as const, log, root: dir, out: path.join(dir, "out"), lock: "default", pid: null, procStart: null, startedAt: new Date().toISOString(), runId: "r1", ci: null };
+  const record = {
+    id: "b1",
+    backend: "local" as const,
+    log,
+    root: dir,
+    out: path.join(dir, "out"),
+    lock: "default",
+    pid: null,
+    procStart: null,
+    startedAt: new Date().toISOString(),
+    runId: "r1",
+    ci: null,
+  };
   writeFileSync(log, `header\n${sentinelLine(1)}\n`);
   const lines = await describeRun(record);
   expect(lines).toContain(`  report ${path.join(runDir, "report.html")}`);
@@ -135,7 +187,24 @@ describe("report.html's text", () => {
   const hostileName = "ends </script><script>alert(1)</script> and <!-- here \u2028 line \u2029 para";
   const report = reportOf([
     shard({
-      tests: [{ name: `outer > ${hostileName}`, file: "a.test.ts", status: "failed", durationMs: 12.34, retries: 1, flaky: false, attemptFailures: [{ type: "failure", errorName: "Error", message: "first </script>" }], synthetic: false, failure: { type: "failure", errorName: "AssertionError", message: "\u001b[31mred\u001b[0m </SCRIPT >", details: "x".repeat(70_000) } }],
+      tests: [
+        {
+          name: `outer > ${hostileName}`,
+          file: "a.test.ts",
+          status: "failed",
+          durationMs: 12.34,
+          retries: 1,
+          flaky: false,
+          attemptFailures: [{ type: "failure", errorName: "Error", message: "first </script>" }],
+          synthetic: false,
+          failure: {
+            type: "failure",
+            errorName: "AssertionError",
+            message: "\u001b[31mred\u001b[0m </SCRIPT >",
+            details: "x".repeat(70_000),
+          },
+        },
+      ],
     }),
   ]);
   const html = renderHtml(report, { logTails: new Map([[1, "tail </script> line"]]) });
@@ -163,7 +232,14 @@ describe("report.html's text", () => {
   });
 
   test("a shard's resources are shown when present and of the agreed shape, else left out", () => {
-    const resources = { wallMs: 1000, cpuUserMs: 800, cpuSystemMs: 50, peakRssBytes: 64 << 20, method: "cgroup", precision: "exact (cgroup v2)" };
+    const resources = {
+      wallMs: 1000,
+      cpuUserMs: 800,
+      cpuSystemMs: 50,
+      peakRssBytes: 64 << 20,
+      method: "cgroup",
+      precision: "exact (cgroup v2)",
+    };
     expect(shardResources({ ...shard({}), resources } as ShardResult)).toEqual(resources as never);
     expect(shardResources(shard({}))).toBeNull();
     const data = embedded(renderHtml(reportOf([{ ...shard({}), resources } as ShardResult])));
@@ -171,9 +247,19 @@ describe("report.html's text", () => {
   });
 
   test("a shard's resource locks, exclusive flag and wait reach the page's data; a run without them shows none", () => {
-    const held = { ...shard({}), locks: ["db"], exclusive: true, waitedMs: 1500.4, waitedFor: ["resource db"] } as ShardResult;
+    const held = {
+      ...shard({}),
+      locks: ["db"],
+      exclusive: true,
+      waitedMs: 1500.4,
+      waitedFor: ["resource db"],
+    } as ShardResult;
     const data = embedded(renderHtml(reportOf([held, shard({})])));
-    expect(data.shards[0]).toMatchObject({ locks: ["db"], exclusive: true, waited: { ms: 1500.4, for: ["resource db"] } });
+    expect(data.shards[0]).toMatchObject({
+      locks: ["db"],
+      exclusive: true,
+      waited: { ms: 1500.4, for: ["resource db"] },
+    });
     expect(data.shards[1]).toMatchObject({ locks: [], exclusive: false, waited: null });
   });
 
@@ -181,8 +267,19 @@ describe("report.html's text", () => {
     const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
     const layout = layoutTimeline(
       reportOf([
-        shard({ index: 1, startedAt: at(0), durationMs: 1000, timeline: { slot: 2, sigtermMs: null, sigkillMs: null, goneMs: 1010 } }),
-        shard({ index: 2, startedAt: at(0), durationMs: 3000, status: "timed-out", timeline: { slot: 1, sigtermMs: 2000, sigkillMs: 2900, goneMs: 3020 } }),
+        shard({
+          index: 1,
+          startedAt: at(0),
+          durationMs: 1000,
+          timeline: { slot: 2, sigtermMs: null, sigkillMs: null, goneMs: 1010 },
+        }),
+        shard({
+          index: 2,
+          startedAt: at(0),
+          durationMs: 3000,
+          status: "timed-out",
+          timeline: { slot: 1, sigtermMs: 2000, sigkillMs: 2900, goneMs: 3020 },
+        }),
         shard({ index: 3, startedAt: at(1.5), durationMs: 500 }),
         shard({ index: 4, startedAt: null, durationMs: 0, status: "never-started" }),
       ]),
@@ -199,11 +296,25 @@ describe("report.html's text", () => {
 
   test("the timeline draws the slots a plan could fill: an unused one among them, none past the number of shards", () => {
     const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
-    const one = shard({ index: 1, startedAt: at(0), durationMs: 1000, timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 } });
-    const two = shard({ index: 2, startedAt: at(2), durationMs: 1000, timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 } });
-    const withJobs = (jobs: number, shards: ShardResult[]) => layoutTimeline({ ...reportOf(shards), settings: { ...reportOf(shards).settings, jobs } });
+    const one = shard({
+      index: 1,
+      startedAt: at(0),
+      durationMs: 1000,
+      timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
+    });
+    const two = shard({
+      index: 2,
+      startedAt: at(2),
+      durationMs: 1000,
+      timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
+    });
+    const withJobs = (jobs: number, shards: ShardResult[]) =>
+      layoutTimeline({ ...reportOf(shards), settings: { ...reportOf(shards).settings, jobs } });
     // Two shards, one after the other, with --jobs 4: slot 2 could have run one of them, slots 3 and 4 nothing.
-    expect(withJobs(4, [one, two]).lanes.map((l) => [l.slot, l.bars.length, l.idleMs])).toEqual([[1, 2, 1000], [2, 0, 3000]]);
+    expect(withJobs(4, [one, two]).lanes.map((l) => [l.slot, l.bars.length, l.idleMs])).toEqual([
+      [1, 2, 1000],
+      [2, 0, 3000],
+    ]);
     expect(withJobs(1, [one, two]).lanes.map((l) => l.slot)).toEqual([1]);
   });
 });
@@ -233,7 +344,10 @@ describe("report.html of the hostile suite, in headless Chromium", () => {
 
   afterAll(async () => {
     await browser?.close();
-    for (const pid of new Set([...(report ? survivors(report.runId) : []), ...processesWithEnvEntry(`SG_HOSTILE_PIDS=${path.join(dir, "pids")}`)])) {
+    for (const pid of new Set([
+      ...(report ? survivors(report.runId) : []),
+      ...processesWithEnvEntry(`SG_HOSTILE_PIDS=${path.join(dir, "pids")}`),
+    ])) {
       try {
         process.kill(pid, "SIGKILL");
       } catch {}
@@ -251,18 +365,34 @@ describe("report.html of the hostile suite, in headless Chromium", () => {
     const { page, errors, requests } = await openReport(browser, htmlPath);
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);
-    const counts = await page.$$eval("#counts .count", (es) => Object.fromEntries(es.map((e) => [e.getAttribute("data-count"), Number(e.querySelector("b")!.textContent!.replace(/,/g, ""))])));
+    const counts = await page.$$eval("#counts .count", (es) =>
+      Object.fromEntries(
+        es.map((e) => [e.getAttribute("data-count"), Number(e.querySelector("b")!.textContent!.replace(/,/g, ""))]),
+      ),
+    );
     const t = report.summary.tests;
-    expect(counts).toMatchObject({ planned: t.total, passed: t.passed, failed: t.failed, "timed-out": t["timed-out"], crashed: t.crashed, "never-started": t["never-started"], flaky: t.flaky });
+    expect(counts).toMatchObject({
+      planned: t.total,
+      passed: t.passed,
+      failed: t.failed,
+      "timed-out": t["timed-out"],
+      crashed: t.crashed,
+      "never-started": t["never-started"],
+      flaky: t.flaky,
+    });
     expect(await page.$eval("#exit-code", (e) => e.textContent)).toBe("exit 1");
-    expect(await page.$eval("#versions", (e) => e.textContent)).toBe(`shardguard ${report.tool.version} · Bun ${report.bun.version}`);
+    expect(await page.$eval("#versions", (e) => e.textContent)).toBe(
+      `shardguard ${report.tool.version} · Bun ${report.bun.version}`,
+    );
     expect(await page.$$eval("#timeline .lane", (es) => es.length)).toBe(2);
     expect(await page.$$eval("#timeline .bar", (es) => es.length)).toBe(report.shards.length);
     // Three timed-out shards got SIGTERM; the one that ignores it, SIGKILL after the grace period.
     expect(await page.$$eval("#timeline .bar.st-timed-out .term", (es) => es.length)).toBe(3);
     const spin = report.shards.findIndex((s) => s.files[0] === "sigterm-spin.test.ts");
     expect(await page.$$eval(`#timeline .bar[data-shard="${spin}"] .kill`, (es) => es.length)).toBe(1);
-    expect(await page.$eval("#timeline-caption", (e) => e.textContent)).toMatch(/idle slot time .*; longest chain: slot [12], /);
+    expect(await page.$eval("#timeline-caption", (e) => e.textContent)).toMatch(
+      /idle slot time .*; longest chain: slot [12], /,
+    );
     expect(await shownCount(page)).toEqual({ shown: t.total, total: t.total });
     await page.close();
   });
@@ -271,7 +401,10 @@ describe("report.html of the hostile suite, in headless Chromium", () => {
     const { page, errors } = await openReport(browser, htmlPath);
     const spin = report.shards.findIndex((s) => s.files[0] === "sigterm-spin.test.ts");
     await page.hover(`#timeline .bar[data-shard="${spin}"]`);
-    const tip = await page.$eval("#tip", (e) => ({ hidden: (e as unknown as { hidden: boolean }).hidden, text: e.textContent ?? "" }));
+    const tip = await page.$eval("#tip", (e) => ({
+      hidden: (e as unknown as { hidden: boolean }).hidden,
+      text: e.textContent ?? "",
+    }));
     expect(tip.hidden).toBe(false);
     expect(tip.text).toContain("sigterm-spin.test.ts");
     expect(tip.text).toContain(report.shards[spin]!.reason);

@@ -33,7 +33,12 @@ function sampleReport(): RunReport {
         name: "fails",
         file: "t/a.test.ts",
         status: "failed",
-        failure: { type: "failure", errorName: "AssertionError", message: "\x1b[31mexpected\x1b[39m 1", details: "\x1b]8;;https://x\x07link\x1b]8;;\x07 at a:1" },
+        failure: {
+          type: "failure",
+          errorName: "AssertionError",
+          message: "\x1b[31mexpected\x1b[39m 1",
+          details: "\x1b]8;;https://x\x07link\x1b]8;;\x07 at a:1",
+        },
       }),
       makeTest({
         name: "flaky",
@@ -43,7 +48,16 @@ function sampleReport(): RunReport {
         attemptFailures: [{ type: "failure", errorName: "Error", message: "\x1b[2Kfirst try" }],
       }),
     ]),
-    makeShard({ index: 2, status: "never-started", exitCode: null, startedAt: null, logPath: null, durationMs: 0, reason: "cancelled", files: ["t/b.test.ts"] }),
+    makeShard({
+      index: 2,
+      status: "never-started",
+      exitCode: null,
+      startedAt: null,
+      logPath: null,
+      durationMs: 0,
+      reason: "cancelled",
+      files: ["t/b.test.ts"],
+    }),
   ]);
 }
 
@@ -65,7 +79,12 @@ describe("renderJson", () => {
 
   test("escape sequences are stripped from failure texts only", () => {
     const [, fails, flaky] = parsed.shards[0]?.tests ?? [];
-    expect(fails?.failure).toEqual({ type: "failure", errorName: "AssertionError", message: "expected 1", details: "link at a:1" });
+    expect(fails?.failure).toEqual({
+      type: "failure",
+      errorName: "AssertionError",
+      message: "expected 1",
+      details: "link at a:1",
+    });
     expect(flaky?.attemptFailures).toEqual([{ type: "failure", errorName: "Error", message: "first try" }]);
     expect(text).not.toContain("\\u001b[31mexpected");
     // The input object is not modified.
@@ -85,7 +104,9 @@ describe("renderJson", () => {
 
     const broken = { ...report, durationMs: -1 };
     expect(() => renderJson(broken)).toThrow(ZodError);
-    expect(() => renderJson({ ...report, shards: [{ ...report.shards[0], files: [] }] } as RunReport)).toThrow(ZodError);
+    expect(() => renderJson({ ...report, shards: [{ ...report.shards[0], files: [] }] } as RunReport)).toThrow(
+      ZodError,
+    );
   });
 });
 
@@ -101,7 +122,9 @@ describe("docs/report.schema.json", () => {
       properties: { shards: { items: { properties: { tests: { items: { required: string[] } } } } } };
     };
     const required = schema.properties.shards.items.properties.tests.items.required;
-    expect(required).toEqual(expect.arrayContaining(["name", "status", "retries", "flaky", "attemptFailures", "synthetic"]));
+    expect(required).toEqual(
+      expect.arrayContaining(["name", "status", "retries", "flaky", "attemptFailures", "synthetic"]),
+    );
   });
 });
 
@@ -122,7 +145,10 @@ describe("writeFileAtomic", () => {
     const target = join(dir, "junit.xml");
     // 1 MB payloads rewritten in rounds while four readers poll: with a plain
     // fs.writeFile in place of writeFileAtomic this sees torn reads every run.
-    const payloads = Array.from({ length: 8 }, (_, i) => `<${i}>${String.fromCharCode(97 + i).repeat(1_000_000)}</${i}>\n`);
+    const payloads = Array.from(
+      { length: 8 },
+      (_, i) => `<${i}>${String.fromCharCode(97 + i).repeat(1_000_000)}</${i}>\n`,
+    );
     const complete = new Set(payloads);
     const polling = pollForTornReads(target, complete, 4);
     await Promise.all(

@@ -46,7 +46,12 @@ function fullReport(): RunReport {
           status: "failed",
           line: 9,
           durationMs: 1e-7,
-          failure: { type: "failure", errorName: "AssertionError", message: "\x1b[1mexpected\x1b[22m 1 to be 2\x07", details: BIG_DETAILS },
+          failure: {
+            type: "failure",
+            errorName: "AssertionError",
+            message: "\x1b[1mexpected\x1b[22m 1 to be 2\x07",
+            details: BIG_DETAILS,
+          },
         }),
         makeTest({ name: "skipped one", file: a, status: "skipped", durationMs: 0 }),
         makeTest({ name: "todo one", file: a, status: "todo", durationMs: 0 }),
@@ -124,7 +129,13 @@ function fullReport(): RunReport {
     }),
     // The same file again, in another shard: still one suite.
     makeShard({ index: 7, tests: [makeTest({ name: "from shard 7", file: a })] }),
-    makeShard({ index: 8, status: "failed", exitCode: 1, reason: "test/g.test.ts has no tests", files: ["test/g.test.ts"] }),
+    makeShard({
+      index: 8,
+      status: "failed",
+      exitCode: 1,
+      reason: "test/g.test.ts has no tests",
+      files: ["test/g.test.ts"],
+    }),
   ]);
 }
 
@@ -188,7 +199,12 @@ describe("renderJUnit on a report with every status and hostile text", () => {
     for (const s of suites) {
       const cases = list(s, "testcase");
       const count = (tag: string) => cases.reduce((n, c) => n + list(c, tag).length, 0);
-      const counts = { tests: cases.length, failures: count("failure"), errors: count("error"), skipped: count("skipped") };
+      const counts = {
+        tests: cases.length,
+        failures: count("failure"),
+        errors: count("error"),
+        skipped: count("skipped"),
+      };
       expect({
         tests: Number(attr(s, "tests")),
         failures: Number(attr(s, "failures")),
@@ -236,7 +252,9 @@ describe("renderJUnit on a report with every status and hostile text", () => {
 
     const msg = (file: string, name: string, tag: string) => attr(list(testcase(file, name), tag)[0] as El, "message");
     expect(msg("test/c.test.ts", "spins", "error")).toBe("killed after 1800 s wall-clock timeout");
-    expect(msg("test/e.test.ts", WHOLE_FILE_TESTCASE, "error")).toBe("run cancelled by SIGINT before this shard started");
+    expect(msg("test/e.test.ts", WHOLE_FILE_TESTCASE, "error")).toBe(
+      "run cancelled by SIGINT before this shard started",
+    );
     expect(msg("test/f.test.ts", WHOLE_FILE_TESTCASE, "skipped")).toBe("no changed file reaches this shard");
     expect(msg("test/a.test.ts", "outer > fails", "failure")).toBe("expected 1 to be 2\uFFFD");
     const flaky = list(testcase("test/a.test.ts", "flaky one"), "flakyFailure").map((f) => attr(f, "message"));
@@ -245,7 +263,12 @@ describe("renderJUnit on a report with every status and hostile text", () => {
 
   test("names are sanitized, kept otherwise, and unique per suite", () => {
     const names = (file: string) => list(suite(file), "testcase").map((c) => attr(c, "name"));
-    expect(names("test/a.test.ts").filter((n) => n?.startsWith("dup"))).toEqual(["dup", "dup (3)", "dup (2)", "dup (4)"]);
+    expect(names("test/a.test.ts").filter((n) => n?.startsWith("dup"))).toEqual([
+      "dup",
+      "dup (3)",
+      "dup (2)",
+      "dup (4)",
+    ]);
     const expected = [
       "red name",
       // ESC (0x1b) is removed with the escape sequences; the other controls are replaced.
@@ -312,19 +335,27 @@ describe("renderJUnit on a report with every status and hostile text", () => {
 
 describe("renderJUnit structure", () => {
   test("golden: a small report renders exactly", () => {
-    const report = makeReport([
-      failedShard(1, [
-        makeTest({ name: "a > works", file: "t/x.test.ts", line: 2, durationMs: 1.5 }),
-        makeTest({
-          name: "a > breaks",
-          file: "t/x.test.ts",
-          line: 3,
-          durationMs: 2.25,
-          status: "failed",
-          failure: { type: "failure", errorName: "AssertionError", message: "expected 1\nto be 2", details: "at t/x.test.ts:3" },
-        }),
-      ]),
-    ], { durationMs: 1234.5678 });
+    const report = makeReport(
+      [
+        failedShard(1, [
+          makeTest({ name: "a > works", file: "t/x.test.ts", line: 2, durationMs: 1.5 }),
+          makeTest({
+            name: "a > breaks",
+            file: "t/x.test.ts",
+            line: 3,
+            durationMs: 2.25,
+            status: "failed",
+            failure: {
+              type: "failure",
+              errorName: "AssertionError",
+              message: "expected 1\nto be 2",
+              details: "at t/x.test.ts:3",
+            },
+          }),
+        ]),
+      ],
+      { durationMs: 1234.5678 },
+    );
     expect(renderJUnit(report)).toBe(
       [
         `<?xml version="1.0" encoding="UTF-8"?>`,

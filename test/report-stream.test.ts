@@ -25,7 +25,13 @@ import { renderCtrf } from "../runner/report/ctrf.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { jsonItems, nestedJson } from "../runner/report/json-stream.ts";
 import { renderJUnit } from "../runner/report/junit.ts";
-import { PLAIN_TEST_KEYS, TestResultSchema, validTest, type RunReport, type TestResult } from "../runner/results/report-model.ts";
+import {
+  PLAIN_TEST_KEYS,
+  TestResultSchema,
+  validTest,
+  type RunReport,
+  type TestResult,
+} from "../runner/results/report-model.ts";
 import { sharedTestChecks } from "../runner/results/shared-checks.ts";
 import { makeRedactor, redactReport } from "../runner/results/redact.ts";
 import { variedReport, VARIED_SECRET } from "./helpers/varied-report.ts";
@@ -64,7 +70,12 @@ const sha256 = (data: string | Buffer) => createHash("sha256").update(data).dige
 /** A ReportWriter into `dir` (stable paths) and `dir/run` (the run's copies), redacting the fixture's secret. */
 function writerIn(dir: string, errors: string[] = []): ReportWriter {
   return new ReportWriter(
-    { junit: join(dir, "junit.xml"), json: join(dir, "report.json"), ctrf: join(dir, "ctrf.json"), runDir: () => join(dir, "run") },
+    {
+      junit: join(dir, "junit.xml"),
+      json: join(dir, "report.json"),
+      ctrf: join(dir, "ctrf.json"),
+      runDir: () => join(dir, "run"),
+    },
     makeRedactor({ [VARIED_SECRET.name]: VARIED_SECRET.value }),
     (message) => errors.push(message),
   );
@@ -91,7 +102,8 @@ describe("streamed reports are the non-streamed reports, byte for byte", () => {
   test("a varied report of 20,000 tests: the same digests through the writer and the string renderers", async () => {
     const dir = tempDir();
     await writerIn(dir).write(true, () => variedReport(20_000));
-    for (const name of FORMATS) expect(`${name} ${sha256(readFileSync(join(dir, name)))}`).toBe(`${name} ${DIGESTS_20K.writer[name]}`);
+    for (const name of FORMATS)
+      expect(`${name} ${sha256(readFileSync(join(dir, name)))}`).toBe(`${name} ${DIGESTS_20K.writer[name]}`);
     const report = variedReport(20_000);
     expect(sha256(renderJUnit(report))).toBe(DIGESTS_20K.pure["junit.xml"]);
     expect(sha256(renderJson(report))).toBe(DIGESTS_20K.pure["report.json"]);
@@ -117,7 +129,14 @@ describe("streamed reports are the non-streamed reports, byte for byte", () => {
 describe("per-entry shortcuts are what they stand for", () => {
   test("jsonItems is nestedJson of each item, joined as JSON.stringify joins array items at that depth", () => {
     const report = variedReport(300);
-    const items: unknown[] = [...report.shards.flatMap((shard) => shard.tests), { a: [1, { b: "x\ny" }], c: {}, d: [], e: null, u: undefined }, "s", 0, [], [[]]];
+    const items: unknown[] = [
+      ...report.shards.flatMap((shard) => shard.tests),
+      { a: [1, { b: "x\ny" }], c: {}, d: [], e: null, u: undefined },
+      "s",
+      0,
+      [],
+      [[]],
+    ];
     for (const depth of [1, 2, 3, 4, 7]) {
       const separator = `,\n${"  ".repeat(depth)}`;
       for (const n of [1, 2, 17, items.length]) {
@@ -130,20 +149,40 @@ describe("per-entry shortcuts are what they stand for", () => {
   test("validTest's hand-made copy of plain entries is zod's copy, and anything zod rejects still fails", () => {
     // The shortcut reads and writes the schema's fields: a field added to the schema must be added there.
     expect<string[]>([...PLAIN_TEST_KEYS]).toEqual(Object.keys(TestResultSchema.shape));
-    const plain: TestResult = { name: "n", file: "f", status: "passed", durationMs: 1.5, retries: 0, flaky: false, attemptFailures: [], synthetic: false };
+    const plain: TestResult = {
+      name: "n",
+      file: "f",
+      status: "passed",
+      durationMs: 1.5,
+      retries: 0,
+      flaky: false,
+      attemptFailures: [],
+      synthetic: false,
+    };
     const variants: unknown[] = [
       ...variedReport(400).shards.flatMap((shard) => shard.tests),
       plain,
       { name: "n", file: "f", status: "todo", durationMs: 0 },
       { ...plain, line: 0, extra: "dropped", retries: 2 ** 53 - 1, flaky: true, synthetic: true },
       { ...plain, line: -0, durationMs: -0 },
-      { ...plain, line: undefined, failure: undefined, retries: undefined, flaky: undefined, attemptFailures: undefined, synthetic: undefined },
+      {
+        ...plain,
+        line: undefined,
+        failure: undefined,
+        retries: undefined,
+        flaky: undefined,
+        attemptFailures: undefined,
+        synthetic: undefined,
+      },
       ...[Infinity, NaN, -1, "1", null].map((durationMs) => ({ ...plain, durationMs })),
       ...[1.5, -1, 2 ** 53, "3", null].map((line) => ({ ...plain, line })),
       ...[1.5, -1, 2 ** 53, "3", null].map((retries) => ({ ...plain, retries })),
       ...["exploded", undefined, 3].map((status) => ({ ...plain, status })),
       ...[0, "no", null].map((flaky) => ({ ...plain, flaky, synthetic: flaky })),
-      ...[[{ type: "failure", errorName: "E", message: "m" }], [{ type: 1 }], {}, null].map((attemptFailures) => ({ ...plain, attemptFailures })),
+      ...[[{ type: "failure", errorName: "E", message: "m" }], [{ type: 1 }], {}, null].map((attemptFailures) => ({
+        ...plain,
+        attemptFailures,
+      })),
       { ...plain, failure: { type: "failure", errorName: "E", message: "m", unknown: 1 } },
       { ...plain, status: "never-started", synthetic: true, failure: { type: "never-started", message: "queued" } },
       { ...plain, failure: { type: "failure", errorName: "E", message: "m", details: "d" } },
@@ -250,7 +289,9 @@ describe("a failure half way leaves the previous reports intact", () => {
     expect((caught as ZodError).issues.map((i) => i.path)).toEqual([["shards", 1, "tests", 7, "durationMs"]]);
     expect(() => renderCtrf(report)).toThrow(ZodError);
     expect(() => renderJson({ ...report, runId: 5 } as unknown as RunReport)).toThrow(ZodError);
-    expect(() => renderJson({ ...report, shards: [{ ...report.shards[0]!, tests: undefined }] } as unknown as RunReport)).toThrow(ZodError);
+    expect(() =>
+      renderJson({ ...report, shards: [{ ...report.shards[0]!, tests: undefined }] } as unknown as RunReport),
+    ).toThrow(ZodError);
   });
 
   test("writeChunksAtomic: chunks that throw after several flushes leave every target as it was and no temp file", async () => {
@@ -298,7 +339,14 @@ describe("writeChunksAtomic", () => {
     const dir = tempDir();
     const targets = [join(dir, "x", "run", "r.json"), join(dir, "y", "r.json")];
     // Small, larger than the first buffer, larger than any buffer, then filling buffers in turn.
-    const pieces = ["h\u00e9llo \u{1F600}\n", "b".repeat(40_000), "a".repeat(FLUSH_BYTES - 3), "\u{1F600}".repeat(1000), ...Array.from({ length: 30 }, (_, i) => `${i}`.repeat(50_000)), "end\n"];
+    const pieces = [
+      "h\u00e9llo \u{1F600}\n",
+      "b".repeat(40_000),
+      "a".repeat(FLUSH_BYTES - 3),
+      "\u{1F600}".repeat(1000),
+      ...Array.from({ length: 30 }, (_, i) => `${i}`.repeat(50_000)),
+      "end\n",
+    ];
     await writeChunksAtomic(targets, pieces, 0o600);
     for (const target of targets) {
       expect(readFileSync(target, "utf8")).toBe(pieces.join(""));
@@ -312,7 +360,9 @@ describe("writeChunksAtomic", () => {
   test("readers polling during streamed rewrites only ever see a complete version", async () => {
     const dir = tempDir();
     const target = join(dir, "junit.xml");
-    const versions = Array.from({ length: 6 }, (_, v) => Array.from({ length: 8 }, (_, i) => `<${v}.${i}>${String.fromCharCode(97 + v).repeat(FLUSH_BYTES / 2)}\n`));
+    const versions = Array.from({ length: 6 }, (_, v) =>
+      Array.from({ length: 8 }, (_, i) => `<${v}.${i}>${String.fromCharCode(97 + v).repeat(FLUSH_BYTES / 2)}\n`),
+    );
     const complete = new Set(versions.map((pieces) => pieces.join("")));
     const polling = pollForTornReads(target, complete, 3);
     for (let round = 0; round < 3; round++) for (const pieces of versions) await writeChunksAtomic([target], pieces);

@@ -5,14 +5,21 @@
  * recorded, the simulated makespan, exclusive files never batched.
  */
 import { describe, expect, test } from "bun:test";
-import { describeWait, ResourceGate, simulateMakespan, DRAIN, EXCLUSIVE_RUNNING } from "../runner/exec/resource-gate.ts";
+import {
+  describeWait,
+  ResourceGate,
+  simulateMakespan,
+  DRAIN,
+  EXCLUSIVE_RUNNING,
+} from "../runner/exec/resource-gate.ts";
 import { runPool } from "../runner/exec/pool.ts";
 import { groupIntoShards } from "../runner/plan/plan.ts";
 import { exclusiveLast, resourcePlan, type ShardNeeds } from "../runner/plan/resources.ts";
 
 type Item = { name: string; locks?: string[]; exclusive?: boolean };
 const needs = (i: Item): ShardNeeds => ({ locks: i.locks ?? [], exclusive: i.exclusive ?? false });
-const gateOf = (capacity: Record<string, number> = {}, now = () => 0) => new ResourceGate<Item>(needs, new Map(Object.entries(capacity)), now);
+const gateOf = (capacity: Record<string, number> = {}, now = () => 0) =>
+  new ResourceGate<Item>(needs, new Map(Object.entries(capacity)), now);
 
 describe("ResourceGate.pick", () => {
   test("a shard whose resource is held is passed over; the next one without it starts", () => {
@@ -120,7 +127,12 @@ describe("ResourceGate.pick", () => {
     gate.start(b);
     gate.end(a);
     gate.end(a);
-    expect(gate.pick([{ name: "c", locks: ["q"] }, { name: "d", locks: ["q"] }])).toBe(0);
+    expect(
+      gate.pick([
+        { name: "c", locks: ["q"] },
+        { name: "d", locks: ["q"] },
+      ]),
+    ).toBe(0);
     gate.start({ name: "c", locks: ["q"] } as Item);
     expect(gate.running).toBe(2);
   });
@@ -132,7 +144,10 @@ describe("simulateMakespan", () => {
     const parallel: Item[] = [{ name: "long" }, { name: "s1" }, { name: "s2" }, { name: "s3" }];
     expect(simulateMakespan(parallel, 4, ms, needs, new Map())).toBe(10_000);
     expect(simulateMakespan([...parallel, { name: "ex", exclusive: true }], 4, ms, needs, new Map())).toBe(13_000);
-    const locked: Item[] = [{ name: "l1", locks: ["port"] }, { name: "l2", locks: ["port"] }];
+    const locked: Item[] = [
+      { name: "l1", locks: ["port"] },
+      { name: "l2", locks: ["port"] },
+    ];
     expect(simulateMakespan(locked, 4, ms, needs, new Map())).toBe(4_000);
     expect(simulateMakespan(locked, 4, ms, needs, new Map([["port", 2]]))).toBe(2_000);
   });
@@ -177,7 +192,10 @@ describe("runPool with a gate", () => {
     const order: string[] = [];
     const gate = new ResourceGate<Item>(needs, new Map());
     await runPool(
-      [{ name: "a", locks: ["db"] }, { name: "b", locks: ["db"] }] as Item[],
+      [
+        { name: "a", locks: ["db"] },
+        { name: "b", locks: ["db"] },
+      ] as Item[],
       2,
       async (item, _enqueue, release) => {
         order.push(`start ${item.name}`);
@@ -195,16 +213,28 @@ describe("runPool with a gate", () => {
 
 describe("plan side", () => {
   test("a shard holds the union of its files' resources; exclusive when any file is", () => {
-    const plan = resourcePlan({ exclusive: ["test/gen-*.test.ts"], resources: { docs: { files: ["test/gen-*.test.ts", "test/read.test.ts"], capacity: 1 }, port: { files: ["test/net/**"], capacity: 2 } } });
+    const plan = resourcePlan({
+      exclusive: ["test/gen-*.test.ts"],
+      resources: {
+        docs: { files: ["test/gen-*.test.ts", "test/read.test.ts"], capacity: 1 },
+        port: { files: ["test/net/**"], capacity: 2 },
+      },
+    });
     expect(plan.active).toBe(true);
-    expect(plan.needsOf(["test/read.test.ts", "test/net/a.test.ts"])).toEqual({ locks: ["docs", "port"], exclusive: false });
+    expect(plan.needsOf(["test/read.test.ts", "test/net/a.test.ts"])).toEqual({
+      locks: ["docs", "port"],
+      exclusive: false,
+    });
     expect(plan.needsOf(["test/gen-x.test.ts"])).toEqual({ locks: ["docs"], exclusive: true });
     expect(plan.capacity.get("port")).toBe(2);
     expect(resourcePlan({ exclusive: [], resources: {} }).active).toBe(false);
   });
 
   test("a plain path naming a directory holds every file under it, as a pattern does; a file path only that file", () => {
-    const plan = resourcePlan({ exclusive: ["test/gen/"], resources: { db: { files: ["test/db", "test/one.test.ts"], capacity: 1 } } });
+    const plan = resourcePlan({
+      exclusive: ["test/gen/"],
+      resources: { db: { files: ["test/db", "test/one.test.ts"], capacity: 1 } },
+    });
     expect(plan.needsOf(["test/db/a.test.ts"])).toEqual({ locks: ["db"], exclusive: false });
     expect(plan.needsOf(["test/db-other/a.test.ts", "test/one.test.ts.bak"])).toEqual({ locks: [], exclusive: false });
     expect(plan.needsOf(["test/gen/deep/x.test.ts"])).toEqual({ locks: [], exclusive: true });
@@ -214,11 +244,18 @@ describe("plan side", () => {
     const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
     const alone = (f: string) => f.startsWith("c") || f.startsWith("gen");
     const shards = groupIntoShards(files, 2, { alone });
-    expect(shards.map((s) => s.files)).toEqual([["a.test.ts", "b.test.ts"], ["c.test.ts"], ["d.test.ts", "z.test.ts"], ["gen.test.ts"]]);
+    expect(shards.map((s) => s.files)).toEqual([
+      ["a.test.ts", "b.test.ts"],
+      ["c.test.ts"],
+      ["d.test.ts", "z.test.ts"],
+      ["gen.test.ts"],
+    ]);
     expect(shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
     expect(groupIntoShards(files, 4).map((s) => s.files.length)).toEqual([4, 2]);
     // --files-per-shard auto too: the exclusive files alone, the rest batched among themselves.
-    const auto = groupIntoShards(files, "auto", { alone, batching: { durations: new Map(), jobs: 2 } }).map((s) => s.files);
+    const auto = groupIntoShards(files, "auto", { alone, batching: { durations: new Map(), jobs: 2 } }).map(
+      (s) => s.files,
+    );
     expect(auto.filter((g) => g.some(alone))).toEqual([["c.test.ts"], ["gen.test.ts"]]);
     expect(auto.flat().sort()).toEqual([...files].sort());
   });

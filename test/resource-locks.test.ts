@@ -56,15 +56,30 @@ describe("a run with a shared resource and an exclusive file, --jobs 3", () => {
       "test/f.test.ts": file("f", 500),
     });
     const alive = mkdtempSync(path.join(os.tmpdir(), "sg-alive-"));
-    run = await runCli(["run", "--root", dir, "--jobs", "3", "--resources", "shared=test/a.test.ts,test/b.test.ts", "--exclusive", "test/e.test.ts"], {
-      env: { SG_ALIVE: alive },
-    });
+    run = await runCli(
+      [
+        "run",
+        "--root",
+        dir,
+        "--jobs",
+        "3",
+        "--resources",
+        "shared=test/a.test.ts,test/b.test.ts",
+        "--exclusive",
+        "test/e.test.ts",
+      ],
+      {
+        env: { SG_ALIVE: alive },
+      },
+    );
     report = readReport(dir);
   });
 
   test("every file passes (the exclusive one saw no other file alive)", () => {
     expect(run.stderr).toBe("");
-    expect(report.shards.map((s) => [s.files[0], s.status])).toEqual(["a", "b", "c", "d", "e", "f"].map((n) => [`test/${n}.test.ts`, "passed"]));
+    expect(report.shards.map((s) => [s.files[0], s.status])).toEqual(
+      ["a", "b", "c", "d", "e", "f"].map((n) => [`test/${n}.test.ts`, "passed"]),
+    );
     expect(run.code).toBe(0);
   });
 
@@ -94,7 +109,9 @@ describe("a run with a shared resource and an exclusive file, --jobs 3", () => {
     }
     expect(e.exclusive).toBe(true);
     expect(e.waitedFor).toEqual(["the running shards to finish (exclusive)"]);
-    expect(run.stdout).toMatch(/START test\/e\.test\.ts .*\(waited \d+\.\d s for the running shards to finish \(exclusive\)\)/);
+    expect(run.stdout).toMatch(
+      /START test\/e\.test\.ts .*\(waited \d+\.\d s for the running shards to finish \(exclusive\)\)/,
+    );
   });
 
   test("report.json carries each shard's locks and exclusive flag", () => {
@@ -124,15 +141,23 @@ describe("SIGINT while a shard waits for its resource", () => {
       "test/c.test.ts": file("c", 100),
     });
     const alive = mkdtempSync(path.join(os.tmpdir(), "sg-alive-"));
-    const run = await runCli(["run", "--root", dir, "--jobs", "2", "--resources", "port-3000=test/a.test.ts,test/b.test.ts", "--grace", "1"], {
-      env: { SG_ALIVE: alive },
-      onLine: { match: /PASSED [^\n]*test\/c\.test\.ts/, then: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 200) },
-    });
+    const run = await runCli(
+      ["run", "--root", dir, "--jobs", "2", "--resources", "port-3000=test/a.test.ts,test/b.test.ts", "--grace", "1"],
+      {
+        env: { SG_ALIVE: alive },
+        onLine: {
+          match: /PASSED [^\n]*test\/c\.test\.ts/,
+          then: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 200),
+        },
+      },
+    );
     expect(run.code).toBe(130);
     const report = readReport(dir);
     const b = shardOf(report, "test/b.test.ts");
     expect(b.status).toBe("never-started");
-    expect(b.reason).toMatch(/^run cancelled \(SIGINT\) before this shard started; it was waiting \d+\.\d s for resource port-3000$/);
+    expect(b.reason).toMatch(
+      /^run cancelled \(SIGINT\) before this shard started; it was waiting \d+\.\d s for resource port-3000$/,
+    );
     expect(b.tests[0]!.failure?.message).toContain("waiting");
     expect(b.waitedFor).toEqual(["resource port-3000"]);
     expect(shardOf(report, "test/c.test.ts").status).toBe("passed");
@@ -151,7 +176,17 @@ describe("list, notes and bad input", () => {
 
   test("list shows each shard's locks and exclusive flag; --files-per-shard never batches an exclusive file", async () => {
     const dir = suite();
-    const run = await runCli(["list", "--root", dir, "--files-per-shard", "2", "--exclusive", "test/gen-*.test.ts", "--resources", "docs@2=test/gen-*.test.ts,test/a.test.ts;port=test/c.test.ts"]);
+    const run = await runCli([
+      "list",
+      "--root",
+      dir,
+      "--files-per-shard",
+      "2",
+      "--exclusive",
+      "test/gen-*.test.ts",
+      "--resources",
+      "docs@2=test/gen-*.test.ts,test/a.test.ts;port=test/c.test.ts",
+    ]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("shard 1/3 [test-a-and-1-more]  (locks docs)");
     expect(run.stdout).toContain("shard 2/3 [test-c]  (locks port)");
@@ -161,16 +196,51 @@ describe("list, notes and bad input", () => {
   test("with recorded durations, list says the makespan the exclusive file costs", async () => {
     const dir = makeSuite({
       ...Object.fromEntries(["a", "b", "c", "d", "x"].map((n) => [`test/${n}.test.ts`, file(n, 1)])),
-      "timings.json": JSON.stringify({ version: 1, files: { "test/a.test.ts": 4000, "test/b.test.ts": 2000, "test/c.test.ts": 2000, "test/d.test.ts": 2000, "test/x.test.ts": 1000 } }),
+      "timings.json": JSON.stringify({
+        version: 1,
+        files: {
+          "test/a.test.ts": 4000,
+          "test/b.test.ts": 2000,
+          "test/c.test.ts": 2000,
+          "test/d.test.ts": 2000,
+          "test/x.test.ts": 1000,
+        },
+      }),
     });
-    const run = await runCli(["list", "--root", dir, "--jobs", "4", "--exclusive", "test/x.test.ts", "--timings", path.join(dir, "timings.json")]);
+    const run = await runCli([
+      "list",
+      "--root",
+      dir,
+      "--jobs",
+      "4",
+      "--exclusive",
+      "test/x.test.ts",
+      "--timings",
+      path.join(dir, "timings.json"),
+    ]);
     expect(run.stderr).toBe("");
-    expect(run.stdout).toContain("planned makespan with 4 jobs (recorded durations): 5.0s, 4.0s without exclusive and resources");
+    expect(run.stdout).toContain(
+      "planned makespan with 4 jobs (recorded durations): 5.0s, 4.0s without exclusive and resources",
+    );
   });
 
   test("--shard I/N: the slice holding the exclusive file lists it exclusive, alone in its shard", async () => {
     const dir = suite();
-    const lists = await Promise.all([1, 2].map((i) => runCli(["list", "--root", dir, "--shard", `${i}/2`, "--files-per-shard", "3", "--exclusive", "test/gen-*.test.ts"])));
+    const lists = await Promise.all(
+      [1, 2].map((i) =>
+        runCli([
+          "list",
+          "--root",
+          dir,
+          "--shard",
+          `${i}/2`,
+          "--files-per-shard",
+          "3",
+          "--exclusive",
+          "test/gen-*.test.ts",
+        ]),
+      ),
+    );
     const all = lists.map((r) => r.stdout).join("\n");
     expect(lists.map((r) => r.code)).toEqual([0, 0]);
     expect(all.match(/\(exclusive\)/g)).toHaveLength(1);
@@ -179,19 +249,70 @@ describe("list, notes and bad input", () => {
 
   test("a glob that matches no file at all gets one note; one naming a file left out of the plan gets none", async () => {
     const dir = suite();
-    const run = await runCli(["list", "--root", dir, "test/a.test.ts", "--resources", "docs=test/nope-*.test.ts,test/b.test.ts"]);
+    const run = await runCli([
+      "list",
+      "--root",
+      dir,
+      "test/a.test.ts",
+      "--resources",
+      "docs=test/nope-*.test.ts,test/b.test.ts",
+    ]);
     expect(run.code).toBe(0);
-    expect(run.stderr.trim().split("\n")).toEqual([`shardguard: note: resource docs glob "test/nope-*.test.ts" matches no file under ${dir}`]);
+    expect(run.stderr.trim().split("\n")).toEqual([
+      `shardguard: note: resource docs glob "test/nope-*.test.ts" matches no file under ${dir}`,
+    ]);
   });
 
   const refused: [string, string[], Record<string, string>, string, RegExp][] = [
-    ["a glob with a syntax error", ["--exclusive", "test/[a.test.ts"], {}, "", /^shardguard: invalid --exclusive glob "test\/\[a\.test\.ts": Missing closing: "\]"; expected globs/],
-    ["capacity 0", ["--resources", "db@0=test/a.test.ts"], {}, "", /^shardguard: invalid --resources db capacity 0: expected a whole number from 1 to 10000\n$/],
-    ["a capacity that is not a whole number (TOML)", [], {}, `[shardguard.resources]\ndb = { files = ["test/a.test.ts"], capacity = 1.5 }\n`, /^shardguard: invalid bunfig\.toml \[shardguard\] resources\.db capacity 1\.5: expected a whole number/],
-    ["an unknown key shape (TOML)", [], {}, `[shardguard.resources]\ndb = { globs = ["test/a.test.ts"] }\n`, /^shardguard: invalid bunfig\.toml \[shardguard\] resources\.db \{"globs":\["test\/a\.test\.ts"\]\}: expected an array of globs, or \{ files = /],
-    ["a resource that is a string (TOML)", [], {}, `[shardguard]\nresources = { db = "test/a.test.ts" }\n`, /^shardguard: invalid bunfig\.toml \[shardguard\] resources\.db "test\/a\.test\.ts": expected an array of globs/],
-    ["an entry without NAME= (environment)", [], { SHARDGUARD_RESOURCES: "test/a.test.ts" }, "", /^shardguard: invalid SHARDGUARD_RESOURCES "test\/a\.test\.ts": expected NAME\[@CAPACITY\]=GLOB/],
-    ["a bad exclusive glob in a preset", ["--preset", "mine"], {}, `[shardguard.presets.mine]\nglobs = ["test/*.test.ts"]\nexclusive = ["test/{a.test.ts"]\n`, /^shardguard: invalid bunfig\.toml \[shardguard\.presets\.mine\] exclusive glob "test\/\{a\.test\.ts": Missing closing: "\}"/],
+    [
+      "a glob with a syntax error",
+      ["--exclusive", "test/[a.test.ts"],
+      {},
+      "",
+      /^shardguard: invalid --exclusive glob "test\/\[a\.test\.ts": Missing closing: "\]"; expected globs/,
+    ],
+    [
+      "capacity 0",
+      ["--resources", "db@0=test/a.test.ts"],
+      {},
+      "",
+      /^shardguard: invalid --resources db capacity 0: expected a whole number from 1 to 10000\n$/,
+    ],
+    [
+      "a capacity that is not a whole number (TOML)",
+      [],
+      {},
+      `[shardguard.resources]\ndb = { files = ["test/a.test.ts"], capacity = 1.5 }\n`,
+      /^shardguard: invalid bunfig\.toml \[shardguard\] resources\.db capacity 1\.5: expected a whole number/,
+    ],
+    [
+      "an unknown key shape (TOML)",
+      [],
+      {},
+      `[shardguard.resources]\ndb = { globs = ["test/a.test.ts"] }\n`,
+      /^shardguard: invalid bunfig\.toml \[shardguard\] resources\.db \{"globs":\["test\/a\.test\.ts"\]\}: expected an array of globs, or \{ files = /,
+    ],
+    [
+      "a resource that is a string (TOML)",
+      [],
+      {},
+      `[shardguard]\nresources = { db = "test/a.test.ts" }\n`,
+      /^shardguard: invalid bunfig\.toml \[shardguard\] resources\.db "test\/a\.test\.ts": expected an array of globs/,
+    ],
+    [
+      "an entry without NAME= (environment)",
+      [],
+      { SHARDGUARD_RESOURCES: "test/a.test.ts" },
+      "",
+      /^shardguard: invalid SHARDGUARD_RESOURCES "test\/a\.test\.ts": expected NAME\[@CAPACITY\]=GLOB/,
+    ],
+    [
+      "a bad exclusive glob in a preset",
+      ["--preset", "mine"],
+      {},
+      `[shardguard.presets.mine]\nglobs = ["test/*.test.ts"]\nexclusive = ["test/{a.test.ts"]\n`,
+      /^shardguard: invalid bunfig\.toml \[shardguard\.presets\.mine\] exclusive glob "test\/\{a\.test\.ts": Missing closing: "\}"/,
+    ],
   ];
   for (const [what, args, env, toml, message] of refused) {
     test(`${what}: one line naming the key and what is accepted, exit 2, nothing started`, async () => {
@@ -217,8 +338,18 @@ describe("sources: flag > SHARDGUARD_* > [shardguard] > preset", () => {
   test("each source wins over those below it, whole (lists are not merged)", async () => {
     const root = dir();
     expect(exclusiveIn((await runCli(["list", "--root", root])).stdout)).toEqual(["test-b"]);
-    expect(exclusiveIn((await runCli(["list", "--root", root], { env: { SHARDGUARD_EXCLUSIVE: "test/c.test.ts" } })).stdout)).toEqual(["test-c"]);
-    expect(exclusiveIn((await runCli(["list", "--root", root, "--exclusive", "test/d.test.ts"], { env: { SHARDGUARD_EXCLUSIVE: "test/c.test.ts" } })).stdout)).toEqual(["test-d"]);
+    expect(
+      exclusiveIn((await runCli(["list", "--root", root], { env: { SHARDGUARD_EXCLUSIVE: "test/c.test.ts" } })).stdout),
+    ).toEqual(["test-c"]);
+    expect(
+      exclusiveIn(
+        (
+          await runCli(["list", "--root", root, "--exclusive", "test/d.test.ts"], {
+            env: { SHARDGUARD_EXCLUSIVE: "test/c.test.ts" },
+          })
+        ).stdout,
+      ),
+    ).toEqual(["test-d"]);
   });
 
   test("a preset carries both settings, below [shardguard]", async () => {

@@ -18,7 +18,8 @@ function seedRuns(out: string, old: string[], young: string[]): void {
   for (const name of old) utimesSync(path.join(out, "runs", name), dayAgo, dayAgo);
 }
 
-const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(2, "0")}`);
+const names = (prefix: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(2, "0")}`);
 
 test("pruneRuns keeps the newest runs, the current one and young ones; never rejects", async () => {
   const out = path.join(makeSuite({}), "out");

@@ -80,7 +80,14 @@ describe("a shard attempt", () => {
     const { ctx, shard, gate } = setUp();
     let attempt: ShardAttempt | null = null;
     const { seen, live, hooks } = recorder(() => attempt!);
-    attempt = new ShardAttempt({ ctx, shard, paths: shardPaths(ctx, shard), withEvents: true, hooks, cancelled: () => null });
+    attempt = new ShardAttempt({
+      ctx,
+      shard,
+      paths: shardPaths(ctx, shard),
+      withEvents: true,
+      hooks,
+      cancelled: () => null,
+    });
     expect(attempt.state).toBe("preparing");
     const ending = attempt.run();
     // Counted from its start, before the child exists.
@@ -99,7 +106,12 @@ describe("a shard attempt", () => {
       ["one", "passed"],
       ["two", "failed"],
     ]);
-    expect([record.marks.testsStarted, record.marks.finishedNormally, record.flushed, record.requestProblem]).toEqual([2, true, true, null]);
+    expect([record.marks.testsStarted, record.marks.finishedNormally, record.flushed, record.requestProblem]).toEqual([
+      2,
+      true,
+      true,
+      null,
+    ]);
     expect(record.failedEnds).toBe(1);
   });
 
@@ -107,7 +119,14 @@ describe("a shard attempt", () => {
     const { ctx, shard, gate } = setUp();
     let attempt: ShardAttempt | null = null;
     const { seen, hooks } = recorder(() => attempt!);
-    attempt = new ShardAttempt({ ctx, shard, paths: shardPaths(ctx, shard), withEvents: false, hooks, cancelled: () => null });
+    attempt = new ShardAttempt({
+      ctx,
+      shard,
+      paths: shardPaths(ctx, shard),
+      withEvents: false,
+      hooks,
+      cancelled: () => null,
+    });
     const ending = attempt.run();
     expect(await settledYet(gate.settled(60_000))).toBe(true);
     const end = await ending;
@@ -120,7 +139,14 @@ describe("a shard attempt", () => {
     const { ctx, shard, gate } = setUp();
     let attempt: ShardAttempt | null = null;
     const { seen, hooks } = recorder(() => attempt!);
-    attempt = new ShardAttempt({ ctx, shard, paths: shardPaths(ctx, shard), withEvents: true, hooks, cancelled: () => "SIGINT" });
+    attempt = new ShardAttempt({
+      ctx,
+      shard,
+      paths: shardPaths(ctx, shard),
+      withEvents: true,
+      hooks,
+      cancelled: () => "SIGINT",
+    });
     expect(await attempt.run()).toEqual({ kind: "stopped", problem: null });
     expect([attempt.state, seen]).toEqual(["stopped", []]);
     expect(await settledYet(gate.settled(60_000))).toBe(true);
@@ -130,7 +156,14 @@ describe("a shard attempt", () => {
     const { ctx, shard, gate } = setUp();
     let attempt: ShardAttempt | null = null;
     const { seen, hooks } = recorder(() => attempt!);
-    attempt = new ShardAttempt({ ctx, shard, paths: shardPaths(ctx, shard), withEvents: true, hooks, cancelled: () => null });
+    attempt = new ShardAttempt({
+      ctx,
+      shard,
+      paths: shardPaths(ctx, shard),
+      withEvents: true,
+      hooks,
+      cancelled: () => null,
+    });
     const ending = attempt.run();
     // The socket path is picked at once; something put there before the listen (after the journal opens) makes it fail.
     const socketPath = socketPathFor(ctx.socketDir!, shard.index);

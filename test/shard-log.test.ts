@@ -94,7 +94,14 @@ test("output written before a group kill is all in the log", async () => {
   const logPath = path.join(dir, "shard.log");
   const wrote = path.join(dir, "wrote");
   // SIGTERM then SIGKILL of the group while the test spins.
-  const proc = startProcess({ argv: [BUN, "test", path.join(dir, "spins.test.ts")], cwd: dir, env: { ...process.env, SG_WROTE: wrote }, logPath, timeoutMs: 3_000, graceMs: 200 });
+  const proc = startProcess({
+    argv: [BUN, "test", path.join(dir, "spins.test.ts")],
+    cwd: dir,
+    env: { ...process.env, SG_WROTE: wrote },
+    logPath,
+    timeoutMs: 3_000,
+    graceMs: 200,
+  });
   const outcome = await proc.done;
   expect(existsSync(wrote)).toBe(true);
   expect(outcome.killedBy).toBe("timeout");
@@ -119,7 +126,14 @@ test("a grandchild that left the group holding the log does not delay the shard'
   const logPath = path.join(dir, "shard.log");
   const pidFile = path.join(dir, "gc.pid");
   // No cookie: nothing sweeps this escapee, so it holds the log for 30 s.
-  const proc = startProcess({ argv: [BUN, "test", path.join(dir, "escapes.test.ts")], cwd: dir, env: { ...process.env, SG_PID: pidFile }, logPath, timeoutMs: 20_000, graceMs: 500 });
+  const proc = startProcess({
+    argv: [BUN, "test", path.join(dir, "escapes.test.ts")],
+    cwd: dir,
+    env: { ...process.env, SG_PID: pidFile },
+    logPath,
+    timeoutMs: 20_000,
+    graceMs: 500,
+  });
   const t0 = performance.now();
   const outcome = await proc.done;
   const took = performance.now() - t0;
@@ -162,19 +176,27 @@ test("the same grandchild with the shard's cookie is found and killed by the swe
  * makes of the command: limits, a mount), on a bun test child printing 2 MiB with
  * console.log; returns the outcome and the log's size.
  */
-function outcomeUnder(wrap: (command: string) => string, logDir: string): { exitCode: number | null; signal: string | null; logError: string | null; logBytes: number; size: number } {
+function outcomeUnder(
+  wrap: (command: string) => string,
+  logDir: string,
+): { exitCode: number | null; signal: string | null; logError: string | null; logBytes: number; size: number } {
   const dir = makeSuite(
     {
-      "fills.test.ts": 'import { test } from "bun:test";\nconst line = "y".repeat(1023);\ntest("fills", () => { for (let i = 0; i < 2048; i++) console.log(line); });\n',
+      "fills.test.ts":
+        'import { test } from "bun:test";\nconst line = "y".repeat(1023);\ntest("fills", () => { for (let i = 0; i < 2048; i++) console.log(line); });\n',
       "supervise.ts":
         `import { statSync } from "node:fs";\nimport { startProcess } from ${JSON.stringify(path.join(REPO, "runner", "exec", "process.ts"))};\n` +
         "const [logPath, file] = process.argv.slice(2);\n" +
-        "const o = await startProcess({ argv: [process.execPath, \"test\", file!], cwd: import.meta.dir, env: process.env, logPath: logPath!, timeoutMs: 20_000, graceMs: 500 }).done;\n" +
+        'const o = await startProcess({ argv: [process.execPath, "test", file!], cwd: import.meta.dir, env: process.env, logPath: logPath!, timeoutMs: 20_000, graceMs: 500 }).done;\n' +
         "console.log(JSON.stringify({ exitCode: o.exitCode, signal: o.signal, logError: o.logError, logBytes: o.logBytes, size: statSync(logPath!).size }));\n",
     },
     "sg-log-",
   );
-  const run = spawnSync("sh", ["-c", wrap(`exec "${BUN}" "${dir}/supervise.ts" "${logDir}/shard.log" "${dir}/fills.test.ts"`)], { encoding: "utf8", timeout: 30_000 });
+  const run = spawnSync(
+    "sh",
+    ["-c", wrap(`exec "${BUN}" "${dir}/supervise.ts" "${logDir}/shard.log" "${dir}/fills.test.ts"`)],
+    { encoding: "utf8", timeout: 30_000 },
+  );
   expect(run.stderr).toBe("");
   return JSON.parse(run.stdout.trim().split("\n").pop()!);
 }
@@ -189,18 +211,32 @@ test("a log that reaches the file size limit (RLIMIT_FSIZE) is marked incomplete
 });
 
 /** True where this user may mount a tmpfs in a namespace of its own. */
-const canMountTmpfs = spawnSync("unshare", ["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"], { timeout: 5_000 }).status === 0;
+const canMountTmpfs =
+  spawnSync("unshare", ["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"], { timeout: 5_000 }).status === 0;
 
-test.skipIf(!canMountTmpfs)("a log on a full disk (a 256 KiB tmpfs) is marked incomplete (ENOSPC); the outcome is still the child's", () => {
-  const logDir = makeSuite({}, "sg-log-");
-  const o = outcomeUnder((command) => `exec unshare -rm sh -c 'mount -t tmpfs -o size=256k tmpfs "${logDir}" && ${command}'`, logDir);
-  expect(o.exitCode).toBe(0);
-  expect(o.size).toBe(256 * 1024);
-  expect(o.logError).toMatch(/ENOSPC: no space left/);
-});
+test.skipIf(!canMountTmpfs)(
+  "a log on a full disk (a 256 KiB tmpfs) is marked incomplete (ENOSPC); the outcome is still the child's",
+  () => {
+    const logDir = makeSuite({}, "sg-log-");
+    const o = outcomeUnder(
+      (command) => `exec unshare -rm sh -c 'mount -t tmpfs -o size=256k tmpfs "${logDir}" && ${command}'`,
+      logDir,
+    );
+    expect(o.exitCode).toBe(0);
+    expect(o.size).toBe(256 * 1024);
+    expect(o.logError).toMatch(/ENOSPC: no space left/);
+  },
+);
 
 test("a log that cannot be opened: the child still runs (output to /dev/null) and the log is marked incomplete", async () => {
-  const outcome = await startProcess({ argv: ["sh", "-c", "echo out; exit 4"], cwd: "/", env: process.env, logPath: path.join(makeSuite({}, "sg-log-"), "no-such-dir", "x.log"), timeoutMs: 5_000, graceMs: 100 }).done;
+  const outcome = await startProcess({
+    argv: ["sh", "-c", "echo out; exit 4"],
+    cwd: "/",
+    env: process.env,
+    logPath: path.join(makeSuite({}, "sg-log-"), "no-such-dir", "x.log"),
+    timeoutMs: 5_000,
+    graceMs: 100,
+  }).done;
   expect(outcome.exitCode).toBe(4);
   expect(outcome.logError).toMatch(/ENOENT/);
 });

@@ -27,7 +27,9 @@ const suiteFiles = (): Record<string, string> => {
   return files;
 };
 const parseXml = (xml: string) =>
-  new XMLParser({ ignoreAttributes: false, isArray: (n) => ["testsuite", "testcase", "property"].includes(n) }).parse(xml);
+  new XMLParser({ ignoreAttributes: false, isArray: (n) => ["testsuite", "testcase", "property"].includes(n) }).parse(
+    xml,
+  );
 
 describe("three slices of a suite, one lost, merged", () => {
   let dir: string;
@@ -38,7 +40,17 @@ describe("three slices of a suite, one lost, merged", () => {
   beforeAll(async () => {
     dir = makeSuite(suiteFiles());
     for (const i of [1, 2, 3]) {
-      const run = await runCli(["run", "--root", dir, "--out", path.join(dir, `out${i}`), "--shard", `${i}/3`, "--jobs", "2"]);
+      const run = await runCli([
+        "run",
+        "--root",
+        dir,
+        "--out",
+        path.join(dir, `out${i}`),
+        "--shard",
+        `${i}/3`,
+        "--jobs",
+        "2",
+      ]);
       slices.push({ run, report: readReport(dir, path.join(dir, `out${i}`, "report.json")) });
     }
     // Slice 2's artifact is lost: the merge gets only slices 1 and 3.
@@ -58,7 +70,12 @@ describe("three slices of a suite, one lost, merged", () => {
     slices.forEach((s, i) => {
       expect(s.report.slice).toEqual({ index: i + 1, count: 3 });
       // Each slice ran exactly what the manifest gives it.
-      expect(s.report.shards.flatMap((x) => x.files).sort()).toEqual(plan.shards.filter((x) => x.slice === i + 1).flatMap((x) => x.files).sort());
+      expect(s.report.shards.flatMap((x) => x.files).sort()).toEqual(
+        plan.shards
+          .filter((x) => x.slice === i + 1)
+          .flatMap((x) => x.files)
+          .sort(),
+      );
     });
   });
 
@@ -68,7 +85,9 @@ describe("three slices of a suite, one lost, merged", () => {
     const doc = parseXml(xml);
     expect(doc.testsuites["@_name"]).toBe("shardguard slice 2/3");
     for (const suite of doc.testsuites.testsuite) {
-      const props = Object.fromEntries(suite.properties.property.map((p: Record<string, string>) => [p["@_name"], p["@_value"]]));
+      const props = Object.fromEntries(
+        suite.properties.property.map((p: Record<string, string>) => [p["@_name"], p["@_value"]]),
+      );
       expect(props).toEqual({ "shardguard.slice": "2/3", "shardguard.plan-hash": slices[1]!.report.plan!.hash });
     }
     const ctrf = JSON.parse(readFileSync(path.join(dir, "out2", "ctrf.json"), "utf8"));
@@ -87,7 +106,9 @@ describe("three slices of a suite, one lost, merged", () => {
       if (fromLost) {
         expect(shard.status).toBe("never-started");
         expect(shard.reason).toBe("slice 2/3 reported nothing");
-        expect(shard.tests.every((t) => t.status === "never-started" && t.failure?.message === "slice 2/3 reported nothing")).toBe(true);
+        expect(
+          shard.tests.every((t) => t.status === "never-started" && t.failure?.message === "slice 2/3 reported nothing"),
+        ).toBe(true);
       } else {
         expect(shard.status).not.toBe("never-started");
       }
@@ -127,7 +148,9 @@ describe("merge refuses what it cannot merge honestly (exit 2)", () => {
     const run = await runCli(["merge", "s1", "s2", "--out", "m"], { cwd: dir });
     expect(run.code).toBe(2);
     for (const f of ["junit.xml", "report.json", "ctrf.json"]) expect(existsSync(path.join(dir, "m", f))).toBe(false);
-    expect(run.stderr).toMatch(/different plans: slice 1\/2 \(.*s1\) has plan hash [0-9a-f]{16}, slice 2\/2 \(.*s2\) has plan hash [0-9a-f]{16}/);
+    expect(run.stderr).toMatch(
+      /different plans: slice 1\/2 \(.*s1\) has plan hash [0-9a-f]{16}, slice 2\/2 \(.*s2\) has plan hash [0-9a-f]{16}/,
+    );
     expect(run.stderr.trim().split("\n")).toHaveLength(1);
   });
 
@@ -163,8 +186,15 @@ describe("--shard on the command line", () => {
     const names = ["a", "b", "c", "d", "e"].map((n) => `${n}.test.ts`);
     const dir = makeSuite(Object.fromEntries(names.map((n) => [n, pass])));
     for (let n = 1; n <= names.length + 2; n++) {
-      const lists = await Promise.all(Array.from({ length: n }, (_, i) => runCli(["list", "--root", dir, "--shard", `${i + 1}/${n}`])));
-      const sliceFiles = lists.map((l) => l.stdout.split("\n").filter((line) => /^ {4}\S+\.test\.ts {2}/.test(line)).map((line) => line.trim().split(/\s+/)[0]!));
+      const lists = await Promise.all(
+        Array.from({ length: n }, (_, i) => runCli(["list", "--root", dir, "--shard", `${i + 1}/${n}`])),
+      );
+      const sliceFiles = lists.map((l) =>
+        l.stdout
+          .split("\n")
+          .filter((line) => /^ {4}\S+\.test\.ts {2}/.test(line))
+          .map((line) => line.trim().split(/\s+/)[0]!),
+      );
       expect(lists.every((l) => l.code === 0)).toBe(true);
       expect(sliceFiles.flat().sort()).toEqual(names); // covering and disjoint
       expect(sliceFiles.filter((f) => f.length === 0)).toHaveLength(Math.max(0, n - names.length));
@@ -175,15 +205,42 @@ describe("--shard on the command line", () => {
   test("--timings balances the slices by recorded duration; merge --update-timings writes what the slices measured", async () => {
     const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": pass, "c.test.ts": pass, "d.test.ts": pass });
     // a is as long as the three others together: alone in one slice. By file count it would share.
-    writeFileSync(path.join(dir, "t.json"), JSON.stringify({ version: 1, files: { "a.test.ts": 3000, "b.test.ts": 1000, "c.test.ts": 1000, "d.test.ts": 1000 } }));
+    writeFileSync(
+      path.join(dir, "t.json"),
+      JSON.stringify({
+        version: 1,
+        files: { "a.test.ts": 3000, "b.test.ts": 1000, "c.test.ts": 1000, "d.test.ts": 1000 },
+      }),
+    );
     const listed = async (i: number, timings: boolean) => {
-      const run = await runCli(["list", "--root", dir, "--shard", `${i}/2`, ...(timings ? ["--timings", path.join(dir, "t.json")] : [])]);
-      return run.stdout.split("\n").filter((l) => /^ {4}\S+\.test\.ts/.test(l)).map((l) => l.trim().split(/\s+/)[0]);
+      const run = await runCli([
+        "list",
+        "--root",
+        dir,
+        "--shard",
+        `${i}/2`,
+        ...(timings ? ["--timings", path.join(dir, "t.json")] : []),
+      ]);
+      return run.stdout
+        .split("\n")
+        .filter((l) => /^ {4}\S+\.test\.ts/.test(l))
+        .map((l) => l.trim().split(/\s+/)[0]);
     };
     expect(await listed(1, true)).toEqual(["a.test.ts"]);
     expect(await listed(2, true)).toEqual(["b.test.ts", "c.test.ts", "d.test.ts"]);
     expect(await listed(1, false)).toEqual(["a.test.ts", "c.test.ts"]);
-    for (const i of [1, 2]) await runCli(["run", "--root", dir, "--shard", `${i}/2`, "--timings", path.join(dir, "t.json"), "--out", path.join(dir, `o${i}`)]);
+    for (const i of [1, 2])
+      await runCli([
+        "run",
+        "--root",
+        dir,
+        "--shard",
+        `${i}/2`,
+        "--timings",
+        path.join(dir, "t.json"),
+        "--out",
+        path.join(dir, `o${i}`),
+      ]);
     // Only slice 1 is merged: a ran, b-d did not, so only a's duration changes.
     const merged = await runCli(["merge", "o1", "--update-timings", "t.json", "--out", "m"], { cwd: dir });
     expect(merged.code).toBe(1);
@@ -218,7 +275,9 @@ describe("--shard on the command line", () => {
     for (const after of [["./extra/zz.test.ts"], ["--bail", "1"]]) {
       const r = await runCli(["run", "--root", dir, "--", ...after]);
       expect(r.code).toBe(2);
-      expect(r.stderr).toContain(`bun test flags after "--" cannot include files or filters (${JSON.stringify(after.at(-1))})`);
+      expect(r.stderr).toContain(
+        `bun test flags after "--" cannot include files or filters (${JSON.stringify(after.at(-1))})`,
+      );
     }
     expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
     // --shard twice: one line, as for shardguard's other flags, never the last one silently.
@@ -229,7 +288,9 @@ describe("--shard on the command line", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');
     expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed"])).code).toBe(2);
-    expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed", "--preset", "gstack-paid"])).code).toBe(2);
+    expect(
+      (await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed", "--preset", "gstack-paid"])).code,
+    ).toBe(2);
   });
 
   test("a preset's plan is sliced the same way, and its slices merge", async () => {
@@ -239,13 +300,22 @@ describe("--shard on the command line", () => {
       "e2e/b.test.ts": pass,
       "e2e/c.test.ts": fail,
     });
-    const runs = await Promise.all([1, 2].map((i) => runCli(["run", "--preset", "slow", "--shard", `${i}/2`, "--out", `o${i}`], { cwd: dir })));
-    expect(runs.map((r) => r.stdout.match(/slice \d\/2: \d shards? of the plan's 3/)?.[0])).toEqual(["slice 1/2: 2 shards of the plan's 3", "slice 2/2: 1 shard of the plan's 3"]);
+    const runs = await Promise.all(
+      [1, 2].map((i) => runCli(["run", "--preset", "slow", "--shard", `${i}/2`, "--out", `o${i}`], { cwd: dir })),
+    );
+    expect(runs.map((r) => r.stdout.match(/slice \d\/2: \d shards? of the plan's 3/)?.[0])).toEqual([
+      "slice 1/2: 2 shards of the plan's 3",
+      "slice 2/2: 1 shard of the plan's 3",
+    ]);
     const merged = await runCli(["merge", "o1", "o2", "--out", "m"], { cwd: dir });
     expect(merged.code).toBe(1);
     const report = readReport(dir, path.join(dir, "m", "report.json"));
     expect(report.preset?.name).toBe("slow");
-    expect(report.shards.map((s) => [s.files[0], s.status])).toEqual([["e2e/a.test.ts", "passed"], ["e2e/b.test.ts", "passed"], ["e2e/c.test.ts", "failed"]]);
+    expect(report.shards.map((s) => [s.files[0], s.status])).toEqual([
+      ["e2e/a.test.ts", "passed"],
+      ["e2e/b.test.ts", "passed"],
+      ["e2e/c.test.ts", "failed"],
+    ]);
   });
 });
 
@@ -263,14 +333,21 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
   const bunTest = (dir: string, args: string[], env: Record<string, string> = {}) => {
     const clean: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("SHARDGUARD_")) clean[k] = v;
-    return spawnSync(process.execPath, ["test", ...args], { cwd: dir, encoding: "utf8", env: { ...clean, NO_COLOR: "1", ...env }, timeout: 60_000 });
+    return spawnSync(process.execPath, ["test", ...args], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...clean, NO_COLOR: "1", ...env },
+      timeout: 60_000,
+    });
   };
 
   test("--shard=I/N cannot be taken over: Bun slices its files before the preload, so slice 1 is refused (exit 2) naming shardguard's --shard and slice 2 never reaches shardguard", () => {
     const dir = presetSuite();
     const first = bunTest(dir, ["--preset", "slow", "--shard=1/2"]);
     expect(first.status).toBe(2);
-    expect(first.stderr).toContain("--shard=1/2 cannot be used with a preset: Bun applies it to its own file list before the preset's preload runs");
+    expect(first.stderr).toContain(
+      "--shard=1/2 cannot be used with a preset: Bun applies it to its own file list before the preset's preload runs",
+    );
     expect(first.stderr).toContain("use shardguard run --preset NAME --shard I/N");
     // Bun's slice 2 holds no file (the entry file is its only one): the preload never runs.
     const second = bunTest(dir, ["--preset", "slow", "--shard=2/2"]);
@@ -281,7 +358,10 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
 
   test("--timings=FILE orders the run and --update-timings writes the measured durations into it", () => {
     const dir = presetSuite();
-    writeFileSync(path.join(dir, "t.json"), JSON.stringify({ version: 1, files: { "e2e/b.test.ts": 5000, "other.test.ts": 7 } }));
+    writeFileSync(
+      path.join(dir, "t.json"),
+      JSON.stringify({ version: 1, files: { "e2e/b.test.ts": 5000, "other.test.ts": 7 } }),
+    );
     const r = bunTest(dir, ["--preset", "slow", "--timings=t.json", "--update-timings"]);
     expect(r.status).toBe(1);
     const after = JSON.parse(readFileSync(path.join(dir, "t.json"), "utf8"));
@@ -295,21 +375,32 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     const dir = presetSuite();
     // Bun refuses this one itself, before the preload (exit 1, its own line); nothing of ours runs.
     // The preset's own --retry and the line's --rerun-each: bun test refuses the pair, so exit 2 before anything runs.
-    writeFileSync(path.join(dir, "bunfig.toml"), readFileSync(path.join(dir, "bunfig.toml"), "utf8") + 'shard-flags = ["--retry=1"]\n');
+    writeFileSync(
+      path.join(dir, "bunfig.toml"),
+      readFileSync(path.join(dir, "bunfig.toml"), "utf8") + 'shard-flags = ["--retry=1"]\n',
+    );
     const pair = bunTest(dir, ["--preset", "slow", "--rerun-each", "2"]);
     expect(pair.status).toBe(2);
     expect(pair.stderr).toContain("preset slow: shard flags --retry=1 and --rerun-each=2 cannot be used together");
     const noFile = bunTest(dir, ["--preset", "slow", "--update-timings"]);
     expect(noFile.status).not.toBe(0);
     expect(noFile.stderr).toContain("--update-timings requires --timings");
-    expect(() => takeOverBunPlanFlags(splitBunTestArgs(["--update-timings"]).flags)).toThrow("--update-timings writes to the first --timings file; give --timings=FILE too");
-    expect(takeOverBunPlanFlags(splitBunTestArgs(["--timings=a.json", "--timings", "b.json", "--update-timings", "--retry", "1"]).flags)).toMatchObject({
+    expect(() => takeOverBunPlanFlags(splitBunTestArgs(["--update-timings"]).flags)).toThrow(
+      "--update-timings writes to the first --timings file; give --timings=FILE too",
+    );
+    expect(
+      takeOverBunPlanFlags(
+        splitBunTestArgs(["--timings=a.json", "--timings", "b.json", "--update-timings", "--retry", "1"]).flags,
+      ),
+    ).toMatchObject({
       runArgs: ["--timings", "a.json,b.json", "--update-timings", "a.json"],
       shardFlags: [{ name: "--retry", value: "1" }],
     });
     const after = await runCli(["run", "--preset", "slow", "--", "--timings=t.json"], { cwd: dir });
     expect(after.code).toBe(2);
-    expect(after.stderr).toContain(`--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings FILE before "--"`);
+    expect(after.stderr).toContain(
+      `--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings FILE before "--"`,
+    );
     expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
   }, 60_000);
 
@@ -328,9 +419,14 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
       expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
     }
     // Bun's own flags of the same family still pass: --bun is Bun's runtime flag.
-    expect(takeOverBunPlanFlags(splitBunTestArgs(["--bun", "--retry=1"]).flags).shardFlags.map((f) => f.name)).toEqual(["--bun", "--retry"]);
+    expect(takeOverBunPlanFlags(splitBunTestArgs(["--bun", "--retry=1"]).flags).shardFlags.map((f) => f.name)).toEqual([
+      "--bun",
+      "--retry",
+    ]);
     for (const flag of ["--out=o", "--files-per-shard=2", "--no-test-events", "--grace=1"]) {
-      expect(() => takeOverBunPlanFlags(splitBunTestArgs([flag]).flags)).toThrow("is a flag of shardguard run, not of bun test");
+      expect(() => takeOverBunPlanFlags(splitBunTestArgs([flag]).flags)).toThrow(
+        "is a flag of shardguard run, not of bun test",
+      );
     }
   }, 60_000);
 });
@@ -350,29 +446,61 @@ describe("--last-failed", () => {
     const queued = makeReport(
       [
         ...earlier.shards.filter((s) => s.files[0] !== "queued.test.ts"),
-        makeShard({ index: 6, files: ["queued.test.ts"], status: "never-started", startedAt: null, logPath: null, reason: "queued: not started when this report was written", tests: [makeTest({ name: "adds", file: "queued.test.ts", status: "never-started" })] }),
+        makeShard({
+          index: 6,
+          files: ["queued.test.ts"],
+          status: "never-started",
+          startedAt: null,
+          logPath: null,
+          reason: "queued: not started when this report was written",
+          tests: [makeTest({ name: "adds", file: "queued.test.ts", status: "never-started" })],
+        }),
       ],
       { runId: "20991231T000000Z-abcdef", completed: false, exitCode: null, finishedAt: null, root: dir },
     );
     mkdirSync(path.join(dir, ".shardguard", "runs", queued.runId), { recursive: true });
     writeFileSync(path.join(dir, ".shardguard", "runs", queued.runId, "report.json"), JSON.stringify(queued));
 
-    const rerun = await runCli(["run", "--root", dir, "--last-failed", "--timeout", "2", "--grace", "0.5", "--jobs", "2"]);
+    const rerun = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--last-failed",
+      "--timeout",
+      "2",
+      "--grace",
+      "0.5",
+      "--jobs",
+      "2",
+    ]);
     expect(rerun.code).toBe(1);
     expect(rerun.stdout).toContain(`rerunning 4 files of run ${queued.runId}`);
     const report = readReport(dir);
-    expect(report.shards.flatMap((s) => s.files).sort()).toEqual(["exit0.test.ts", "fail.test.ts", "queued.test.ts", "spin.test.ts"]);
+    expect(report.shards.flatMap((s) => s.files).sort()).toEqual([
+      "exit0.test.ts",
+      "fail.test.ts",
+      "queued.test.ts",
+      "spin.test.ts",
+    ]);
     expect(report.rerunOf!.runId).toBe(queued.runId);
-    expect([...report.rerunOf!.files].sort()).toEqual(["exit0.test.ts", "fail.test.ts", "queued.test.ts", "spin.test.ts"]);
+    expect([...report.rerunOf!.files].sort()).toEqual([
+      "exit0.test.ts",
+      "fail.test.ts",
+      "queued.test.ts",
+      "spin.test.ts",
+    ]);
     const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
     expect((await validateJUnitXml(xml)).errors).toEqual([]);
     expect(xml).toContain(`<property name="shardguard.rerun-of" value="${queued.runId}"/>`);
-    expect(JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8")).results.extra.rerunOf).toBe(queued.runId);
+    expect(JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8")).results.extra.rerunOf).toBe(
+      queued.runId,
+    );
   }, 60_000);
 
   test("with --preset: reruns the preset's failed files whole, with its settings; a file no longer in the preset is named and not rerun", async () => {
     const dir = makeSuite({
-      "bunfig.toml": '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.env]\nSLOW_MARK = "on"\n',
+      "bunfig.toml":
+        '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.env]\nSLOW_MARK = "on"\n',
       "e2e/a.test.ts": pass,
       "e2e/b.test.ts": `import { test, expect } from "bun:test";\ntest("needs the preset's env", () => { expect(process.env.SLOW_MARK).toBe("on"); });\ntest("fails", () => { expect(1).toBe(2); });\n`,
       "e2e/c.test.ts": fail,
@@ -391,9 +519,15 @@ describe("--last-failed", () => {
     expect(report.preset?.name).toBe("slow");
     expect(report.rerunOf?.runId).toBe(firstId);
     expect(report.shards.map((s) => s.files[0])).toEqual(["e2e/b.test.ts", "e2e/c.test.ts"]);
-    expect(report.shards[0]!.tests.map((t) => [t.name, t.status])).toEqual([["needs the preset's env", "passed"], ["fails", "failed"]]);
+    expect(report.shards[0]!.tests.map((t) => [t.name, t.status])).toEqual([
+      ["needs the preset's env", "passed"],
+      ["fails", "failed"],
+    ]);
     // c leaves the preset: it is named, b still reruns.
-    writeFileSync(path.join(dir, "bunfig.toml"), '[shardguard.presets.slow]\nglobs = ["e2e/a.test.ts", "e2e/b.test.ts"]\n');
+    writeFileSync(
+      path.join(dir, "bunfig.toml"),
+      '[shardguard.presets.slow]\nglobs = ["e2e/a.test.ts", "e2e/b.test.ts"]\n',
+    );
     const narrowed = await runCli(["run", "--preset", "slow", "--last-failed"], { cwd: dir });
     expect(narrowed.stderr).toContain("--last-failed: e2e/c.test.ts is not one of preset slow's files; not rerun");
     expect(readReport(dir).shards.map((s) => s.files[0])).toEqual(["e2e/b.test.ts"]);
@@ -402,18 +536,25 @@ describe("--last-failed", () => {
     const newest = readReport(dir).runId;
     const runsBefore = readdirSync(path.join(dir, ".shardguard", "runs")).sort();
     for (const command of ["run", "list", "bg"]) {
-      const none = await runCli([command, "--preset", "slow", "--last-failed", ...(command === "bg" ? ["--local"] : [])], { cwd: dir });
+      const none = await runCli(
+        [command, "--preset", "slow", "--last-failed", ...(command === "bg" ? ["--local"] : [])],
+        { cwd: dir },
+      );
       expect(none.code).toBe(2);
-      expect(none.stderr).toContain(`--last-failed: nothing left to run: none of the 1 files that did not pass in run ${newest} can run now (e2e/b.test.ts is not one of preset slow's files)`);
+      expect(none.stderr).toContain(
+        `--last-failed: nothing left to run: none of the 1 files that did not pass in run ${newest} can run now (e2e/b.test.ts is not one of preset slow's files)`,
+      );
     }
     // Nothing started: no run directory was added (ids of one second do not sort by time, so compare the sets).
     expect(readdirSync(path.join(dir, ".shardguard", "runs")).sort()).toEqual(runsBefore);
   }, 60_000);
 
   test("with --preset and no tier named: reruns in the tier of the run it reruns, not the preset's default", async () => {
-    const tiered = (tier: string, body: string) => `// TIER=${tier}\nimport { test, expect } from "bun:test";\ntest("t", () => { ${body} });\n`;
+    const tiered = (tier: string, body: string) =>
+      `// TIER=${tier}\nimport { test, expect } from "bun:test";\ntest("t", () => { ${body} });\n`;
     const dir = makeSuite({
-      "bunfig.toml": '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.tier]\nenv = "SLOW_TIER"\nvalues = ["gate", "periodic"]\ndefault = "gate"\nguards = ["TIER={tier}"]\n',
+      "bunfig.toml":
+        '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.tier]\nenv = "SLOW_TIER"\nvalues = ["gate", "periodic"]\ndefault = "gate"\nguards = ["TIER={tier}"]\n',
       "e2e/g.test.ts": tiered("gate", "expect(process.env.SLOW_TIER).toBe(process.env.SLOW_TIER);"),
       "e2e/p.test.ts": tiered("periodic", "expect(process.env.SLOW_TIER).toBe('gate');"),
     });
@@ -442,7 +583,11 @@ describe("--last-failed", () => {
     rmSync(path.join(runs, real.runId), { recursive: true });
     // The later run (b failed) gets the id that sorts first; the earlier one passed everything.
     const passedAll = makeReport(
-      real.shards.map((s) => ({ ...s, status: "passed" as const, tests: s.tests.map((t) => ({ ...t, status: "passed" as const, message: null })) })),
+      real.shards.map((s) => ({
+        ...s,
+        status: "passed" as const,
+        tests: s.tests.map((t) => ({ ...t, status: "passed" as const, message: null })),
+      })),
       { runId: "20991231T000000Z-ffffff", startedAt: "2099-12-31T00:00:00.100Z", exitCode: 0, root: dir },
     );
     const later = { ...real, runId: "20991231T000000Z-000000", startedAt: "2099-12-31T00:00:00.900Z" };
@@ -480,9 +625,24 @@ describe("--last-failed", () => {
 });
 
 describe("examples/github/sharded-tests.yml", () => {
-  type Step = { uses?: string; run?: string; if?: string; id?: string; with?: Record<string, unknown>; env?: Record<string, string> };
-  type Job = { needs?: string; if?: string; env?: Record<string, unknown>; strategy?: { "fail-fast"?: boolean; matrix: { slice: number[] } }; steps: Step[] };
-  const workflow = Bun.YAML.parse(readFileSync(path.join(import.meta.dir, "..", "examples", "github", "sharded-tests.yml"), "utf8")) as { jobs: Record<string, Job> };
+  type Step = {
+    uses?: string;
+    run?: string;
+    if?: string;
+    id?: string;
+    with?: Record<string, unknown>;
+    env?: Record<string, string>;
+  };
+  type Job = {
+    needs?: string;
+    if?: string;
+    env?: Record<string, unknown>;
+    strategy?: { "fail-fast"?: boolean; matrix: { slice: number[] } };
+    steps: Step[];
+  };
+  const workflow = Bun.YAML.parse(
+    readFileSync(path.join(import.meta.dir, "..", "examples", "github", "sharded-tests.yml"), "utf8"),
+  ) as { jobs: Record<string, Job> };
   const { slice, merge } = workflow.jobs as { slice: Job; merge: Job };
 
   test("N slice jobs run their slice and upload their OUT whatever the outcome", () => {
@@ -500,13 +660,27 @@ describe("examples/github/sharded-tests.yml", () => {
   test("one merge job downloads them all, merges, publishes the merged JUnit, and fails when a slice is missing", async () => {
     expect(merge.needs).toBe("slice");
     expect(merge.if).toContain("always()");
-    expect(merge.steps.find((s) => s.uses?.startsWith("actions/download-artifact@"))!.with).toMatchObject({ pattern: "shardguard-slice-*", path: "slices" });
+    expect(merge.steps.find((s) => s.uses?.startsWith("actions/download-artifact@"))!.with).toMatchObject({
+      pattern: "shardguard-slice-*",
+      path: "slices",
+    });
     expect(merge.steps.some((s) => s.run?.includes("shardguard merge slices/*"))).toBe(true);
-    expect(merge.steps.find((s) => s.uses?.startsWith("dorny/test-reporter@"))!.with).toMatchObject({ path: "merged/junit.xml", "fail-on-empty": true });
+    expect(merge.steps.find((s) => s.uses?.startsWith("dorny/test-reporter@"))!.with).toMatchObject({
+      path: "merged/junit.xml",
+      "fail-on-empty": true,
+    });
     // The check step's own shell, on a download where slice 2 is missing.
     const check = merge.steps.find((s) => s.id === "slices")!.run!;
-    const dir = makeSuite({ "slices/shardguard-slice-1/report.json": "{}", "slices/shardguard-slice-3/report.json": "{}", "slices/shardguard-slice-4/report.json": "{}", "out.txt": "" });
-    const proc = Bun.spawnSync(["bash", "-e", "-c", check], { cwd: dir, env: { ...process.env, SLICES: "4", GITHUB_OUTPUT: path.join(dir, "out.txt") } });
+    const dir = makeSuite({
+      "slices/shardguard-slice-1/report.json": "{}",
+      "slices/shardguard-slice-3/report.json": "{}",
+      "slices/shardguard-slice-4/report.json": "{}",
+      "out.txt": "",
+    });
+    const proc = Bun.spawnSync(["bash", "-e", "-c", check], {
+      cwd: dir,
+      env: { ...process.env, SLICES: "4", GITHUB_OUTPUT: path.join(dir, "out.txt") },
+    });
     expect(proc.exitCode).toBe(0);
     expect(proc.stdout.toString()).toContain("::error title=slice 2/4 missing::");
     expect(readFileSync(path.join(dir, "out.txt"), "utf8")).toBe("missing=1\n");

@@ -29,16 +29,42 @@ describe("sliceShards", () => {
 
   test("with durations: longest first into the lightest slice", () => {
     const shards = groupIntoShards(["a", "b", "c", "d", "e"], 1);
-    const ms = new Map([["a", 100], ["b", 10], ["c", 60], ["d", 50], ["e", 40]]);
+    const ms = new Map([
+      ["a", 100],
+      ["b", 10],
+      ["c", 60],
+      ["d", 50],
+      ["e", 40],
+    ]);
     const slices = sliceShards(shards, 2, ms);
     // a(100) → 1; c(60) → 2; d(50) → 2 (60 < 100); e(40) → 1 (100 < 110); b(10) → 2 (110 < 140).
-    expect(slices.map((s) => s.flatMap((x) => x.files))).toEqual([["a", "e"], ["b", "c", "d"]]);
+    expect(slices.map((s) => s.flatMap((x) => x.files))).toEqual([
+      ["a", "e"],
+      ["b", "c", "d"],
+    ]);
   });
 
   test("an unknown file weighs the mean of the recorded ones; zero durations still leave no slice empty", () => {
     const shards = groupIntoShards(["a", "b", "c"], 1);
-    expect(sliceShards(shards, 2, new Map([["a", 10], ["b", 30]])).map((s) => s.flatMap((x) => x.files))).toEqual([["b"], ["a", "c"]]);
-    const zero = sliceShards(shards, 3, new Map([["a", 0], ["b", 0], ["c", 0]]));
+    expect(
+      sliceShards(
+        shards,
+        2,
+        new Map([
+          ["a", 10],
+          ["b", 30],
+        ]),
+      ).map((s) => s.flatMap((x) => x.files)),
+    ).toEqual([["b"], ["a", "c"]]);
+    const zero = sliceShards(
+      shards,
+      3,
+      new Map([
+        ["a", 0],
+        ["b", 0],
+        ["c", 0],
+      ]),
+    );
     expect(zero.map((s) => s.length)).toEqual([1, 1, 1]);
   });
 
@@ -52,7 +78,14 @@ describe("sliceShards", () => {
     expect(sliceManifest(shards, sliceShards(shards, 3)).hash).not.toBe(a.hash);
     const regrouped = groupIntoShards(files(5), 2);
     expect(sliceManifest(regrouped, sliceShards(regrouped, 2)).hash).not.toBe(a.hash);
-    const timed = sliceShards(shards, 2, new Map([[files(5)[0]!, 1000], [files(5)[1]!, 1]]));
+    const timed = sliceShards(
+      shards,
+      2,
+      new Map([
+        [files(5)[0]!, 1000],
+        [files(5)[1]!, 1],
+      ]),
+    );
     expect(sliceManifest(shards, timed).hash).not.toBe(a.hash);
   });
 });

@@ -63,12 +63,17 @@ describe("a refused run after an earlier one", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("exited 3; no shard started");
     expect(stableLeft()).toEqual([]);
-    expect(r.stdout).toMatch(/^::error title=shardguard refused the run \(exit 2\)::preflight .*exited 3; no shard started/m);
+    expect(r.stdout).toMatch(
+      /^::error title=shardguard refused the run \(exit 2\)::preflight .*exited 3; no shard started/m,
+    );
     expect(readFileSync(summary, "utf8")).toContain("## shardguard: refused the run (exit 2)");
   });
 
   test("a usage error before any setting is valid leaves the files alone", async () => {
-    for (const argv of [["run", "--root", dir, "--jobs", "0"], ["run", "--root", dir, "--no-such-flag"]]) {
+    for (const argv of [
+      ["run", "--root", dir, "--jobs", "0"],
+      ["run", "--root", dir, "--no-such-flag"],
+    ]) {
       const r = await runCli(argv);
       expect(r.code).toBe(2);
       expect(stableLeft()).toEqual(STABLE);
@@ -98,14 +103,21 @@ describe("a refused run after an earlier one", () => {
 });
 
 /** True where this user may mount a tmpfs in a mount namespace of its own (as test/shard-log.test.ts). */
-const canMountTmpfs = spawnSync("unshare", ["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"], { timeout: 5_000 }).status === 0;
-if (!canMountTmpfs) console.warn("stale-reports.test.ts: skipping the full-disk case: `unshare -rm` + `mount -t tmpfs` is not permitted here");
+const canMountTmpfs =
+  spawnSync("unshare", ["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"], { timeout: 5_000 }).status === 0;
+if (!canMountTmpfs)
+  console.warn(
+    "stale-reports.test.ts: skipping the full-disk case: `unshare -rm` + `mount -t tmpfs` is not permitted here",
+  );
 
 describe("a run that cannot write its reports (a full disk) after a passing one", () => {
   test.skipIf(!canMountTmpfs)(
     "leaves no earlier report at the stable paths, names none, and --last-failed then refuses (exit 2) naming that run",
     () => {
-      const dir = makeSuite({ "a.test.ts": 'import { expect, test } from "bun:test";\ntest("a", () => { expect(process.env.SG_B === "1").toBe(false); });\n' });
+      const dir = makeSuite({
+        "a.test.ts":
+          'import { expect, test } from "bun:test";\ntest("a", () => { expect(process.env.SG_B === "1").toBe(false); });\n',
+      });
       const host = makeSuite({}, "sg-enospc-host-");
       const out = path.join(dir, "out");
       const cli = `"${process.execPath}" "${CLI}"`;
@@ -124,7 +136,12 @@ describe("a run that cannot write its reports (a full disk) after a passing one"
         `rm -f "${out}/filler"`,
         `${cli} run --root "${dir}" --out "${out}" --last-failed > "${host}/d.out" 2>&1; echo $? > "${host}/d.code"`,
       ].join("\n");
-      const run = spawnSync("unshare", ["-rm", "sh", "-c", script], { cwd: REPO, env: { ...withoutCiVariables(process.env), NO_COLOR: "1" }, encoding: "utf8", timeout: 90_000 });
+      const run = spawnSync("unshare", ["-rm", "sh", "-c", script], {
+        cwd: REPO,
+        env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
+        encoding: "utf8",
+        timeout: 90_000,
+      });
       expect(run.status).toBe(0);
       const read = (name: string) => readFileSync(path.join(host, name), "utf8");
       expect(read("a.code").trim()).toBe("0");
@@ -140,7 +157,9 @@ describe("a run that cannot write its reports (a full disk) after a passing one"
       expect(b).toContain("no report was written for this run");
       const left = read("b.ls").split("\n");
       for (const f of STABLE) expect(left).not.toContain(f);
-      const runB = read("b.runs").split("\n").find((id) => id !== "" && id !== runA)!;
+      const runB = read("b.runs")
+        .split("\n")
+        .find((id) => id !== "" && id !== runA)!;
       expect(runB).toBeDefined();
 
       // --last-failed never reruns less because the newest run left no report.
@@ -191,7 +210,10 @@ describe("recognizing a report past 64 KiB by its head", () => {
     expect((await runCli(["run", "--root", dir])).code).toBe(0);
     const { holdsOurReport } = await import("../runner/engine/refused.ts");
     const pad = " ".repeat(70 * 1024);
-    for (const [name, kind] of [["report.json", "json"], ["ctrf.json", "ctrf"]] as const) {
+    for (const [name, kind] of [
+      ["report.json", "json"],
+      ["ctrf.json", "ctrf"],
+    ] as const) {
       const big = path.join(dir, `big-${name}`);
       writeFileSync(big, readFileSync(path.join(dir, ".shardguard", name), "utf8") + pad);
       expect(holdsOurReport(big, kind)).toBe(true);

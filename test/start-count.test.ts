@@ -63,7 +63,11 @@ describe("40 quick tests, then one that kills its process group: the count names
     const result = decideShard(shard(groupKill(33, true), { testsStarted: 41 }));
     expect(result.status).toBe("crashed");
     expect(result.tests).toHaveLength(41);
-    expect(rows(result).slice(0, 33).every(([, s]) => s === "passed")).toBe(true);
+    expect(
+      rows(result)
+        .slice(0, 33)
+        .every(([, s]) => s === "passed"),
+    ).toBe(true);
     const crashed = Array.from({ length: 7 }, (_, i) => [`quick pass ${33 + i}`, "crashed"]);
     expect(rows(result).slice(33)).toEqual([...crashed, ["kills its group", "crashed"]]);
     expect(messageOf(result, 33)).toBe(
@@ -148,7 +152,12 @@ describe("readStarts: the rules one by one", () => {
     expect([names(reading.inFlight), names(reading.endLost)]).toEqual([["a", "b", "c"], []]);
     const events = { connected: true, looseErrors: [], tests, concurrent: true };
     const result = decideShard(shard(tests, { testsStarted: 3, events }));
-    expect(rows(result)).toEqual([["a", "crashed"], ["b", "crashed"], ["c", "crashed"], ["d", "never-started"]]);
+    expect(rows(result)).toEqual([
+      ["a", "crashed"],
+      ["b", "crashed"],
+      ["c", "crashed"],
+      ["d", "never-started"],
+    ]);
     expect(messageOf(result, 0)).toContain("or its end event was lost (tests ran concurrently)");
   });
 
@@ -238,22 +247,45 @@ describe("run order from the found tree (events/run-order.ts)", () => {
     // As Bun sent them for: t1; describe A { a1; describe B { b1, b2 (test.each), bskip }; atodo; a2 }; t2;
     // describe C { c1 }; t3. The top level first, then A's blocks, then B's and C's.
     const events = [
-      found(1, "t1", "test"), found(2, "A", "describe"), found(3, "t2", "test"), found(4, "C", "describe"),
-      found(5, "t3", "test"), found(6, "a1", "test", 2), found(7, "B", "describe", 2), found(8, "atodo", "test", 2),
-      found(9, "a2", "test", 2), found(10, "b1", "test", 7), found(11, "b2", "test", 7), found(12, "bskip", "test", 7),
+      found(1, "t1", "test"),
+      found(2, "A", "describe"),
+      found(3, "t2", "test"),
+      found(4, "C", "describe"),
+      found(5, "t3", "test"),
+      found(6, "a1", "test", 2),
+      found(7, "B", "describe", 2),
+      found(8, "atodo", "test", 2),
+      found(9, "a2", "test", 2),
+      found(10, "b1", "test", 7),
+      found(11, "b2", "test", 7),
+      found(12, "bskip", "test", 7),
       found(13, "c1", "test", 4),
     ];
     const model = TestEventModel.fromEvents(events, { root: "/r" });
-    const inRunOrder = model.eventTests(0).sort((a, b) => a.runOrder! - b.runOrder!).map((x) => x.name);
+    const inRunOrder = model
+      .eventTests(0)
+      .sort((a, b) => a.runOrder! - b.runOrder!)
+      .map((x) => x.name);
     const a = ["A > a1", "A > B > b1", "A > B > b2", "A > B > bskip", "A > atodo", "A > a2"];
     expect(inRunOrder).toEqual(["t1", ...a, "t2", "C > c1", "t3"]);
   });
 
   test("a parent never found is the top level; a parent loop follows the rest; deep nesting does not overflow", () => {
     const block = (parentId: number | undefined, foundSeq: number) => ({ parentId, foundSeq });
-    const describes = new Map([[10, block(11, 0)], [11, block(10, 1)]]);
-    const tests = new Map([[1, block(99, 2)], [2, block(10, 3)], [3, block(undefined, 4)]]);
-    expect([...runOrder(describes, tests)]).toEqual([[1, 0], [3, 1], [2, 2]]);
+    const describes = new Map([
+      [10, block(11, 0)],
+      [11, block(10, 1)],
+    ]);
+    const tests = new Map([
+      [1, block(99, 2)],
+      [2, block(10, 3)],
+      [3, block(undefined, 4)],
+    ]);
+    expect([...runOrder(describes, tests)]).toEqual([
+      [1, 0],
+      [3, 1],
+      [2, 2],
+    ]);
     const deep = new Map<number, { parentId: number | undefined; foundSeq: number }>();
     for (let i = 0; i < 100_000; i++) deep.set(i, block(i === 0 ? undefined : i - 1, i));
     expect(runOrder(deep, new Map([[-1, block(99_999, 100_000)]])).get(-1)).toBe(0);

@@ -43,7 +43,9 @@ describe("capJsonStrings: long JSON strings cut without parsing", () => {
     const out = JSON.parse(capJsonStrings(Buffer.from(JSON.stringify(doc)), 100));
     expect(out.method).toBe("LifecycleReporter.error");
     expect(out.params.urls).toEqual(["/a.ts"]);
-    expect(out.params.message.startsWith("[shardguard: first 4904 bytes cut; full text in the shard log]\n")).toBe(true);
+    expect(out.params.message.startsWith("[shardguard: first 4904 bytes cut; full text in the shard log]\n")).toBe(
+      true,
+    );
     expect(out.params.message.endsWith("xTAIL")).toBe(true);
   });
 
@@ -51,7 +53,7 @@ describe("capJsonStrings: long JSON strings cut without parsing", () => {
     const pieces = ["\\", '"', "\n", "é", "😀", "\u0001", "a"];
     for (let seed = 0; seed < 200; seed++) {
       let text = "";
-      for (let i = 0; i < 300; i++) text += pieces[(seed * 7 + i * (seed % 5 + 1)) % pieces.length];
+      for (let i = 0; i < 300; i++) text += pieces[(seed * 7 + i * ((seed % 5) + 1)) % pieces.length];
       const json = JSON.stringify({ message: text, other: "kept" });
       for (const cap of [10, 37, 64, 101]) {
         const parsed = JSON.parse(capJsonStrings(Buffer.from(json), cap));
@@ -121,7 +123,9 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
   test("a tag longer than the cap, or a document too large after cuts, is refused", () => {
     expect(() => shrink(`<testsuites ${"a".repeat(2000)}="1"/>`, 500)).toThrow(JUnitTooLargeError);
     const many = new JUnitShrinker(500, 10_000);
-    expect(() => many.push(Buffer.from(`<testsuites>${"<testcase name='t'/>".repeat(1000)}</testsuites>`))).toThrow(JUnitTooLargeError);
+    expect(() => many.push(Buffer.from(`<testsuites>${"<testcase name='t'/>".repeat(1000)}</testsuites>`))).toThrow(
+      JUnitTooLargeError,
+    );
   });
 
   test("readJUnitCapped refuses a FIFO or a directory at once instead of waiting for a writer", async () => {
@@ -168,7 +172,8 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     // CDATA, processing instructions, tags with many attributes.
     const cap = 200;
     const random = seededRandom(2463534242);
-    const run = (length: number, alphabet: string[]) => Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
+    const run = (length: number, alphabet: string[]) =>
+      Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
     const plain = ["a", "b", " ", "&amp;", "\u00e9", "\u{1F600}", "\n", ">"];
     const lengthOf = () => (random(3) === 0 ? random(150) : random(20));
     // Well-formed pieces (and one in ten with a "<" in a value, which is not).
@@ -189,7 +194,9 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
         case 6:
           return `<testcase ${Array.from({ length: random(30) }, (_, i) => `a${i}="1"`).join(" ")} line="2"/>`;
         case 7:
-          return depth < 3 ? `<testsuite name="s${depth}">${Array.from({ length: random(4) }, () => piece(depth + 1)).join("")}</testsuite>` : "";
+          return depth < 3
+            ? `<testsuite name="s${depth}">${Array.from({ length: random(4) }, () => piece(depth + 1)).join("")}</testsuite>`
+            : "";
         default:
           return `<testcase name="${run(lengthOf(), plain)}" time="0.1" line="3"/>`;
       }
@@ -251,7 +258,8 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
       () => `<!--${safe(run(random(40)), "--")}-->`,
       () => `<![CDATA[${safe(run(random(40)), "]]>")}]]>`,
       () => `<?pi ${safe(run(random(40)), "?>")}?>`,
-      () => `<testcase name="${safe(safe(run(random(20)), '"'), "<")}" line='2'>${safe(run(random(20)), "<")}</testcase>`,
+      () =>
+        `<testcase name="${safe(safe(run(random(20)), '"'), "<")}" line='2'>${safe(run(random(20)), "<")}</testcase>`,
       () => "<z/>",
     ];
     for (let d = 0; d < 2000; d++) {
@@ -274,17 +282,28 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(junitByteLimit(0)).toBe(MAX_JUNIT_BYTES);
     expect(junitByteLimit(100_000)).toBe(MAX_JUNIT_BYTES + 100_000 * JUNIT_BYTES_PER_STARTED_TEST);
     expect(junitByteLimit(10_000_000)).toBe(MAX_JUNIT_BYTES_CEILING);
-    expect(junitByteLimit(3_000, 1_000)).toBe(MAX_JUNIT_BYTES + 3_000 * JUNIT_BYTES_PER_STARTED_TEST + 1_000 * JUNIT_BYTES_PER_FAILED_TEST);
+    expect(junitByteLimit(3_000, 1_000)).toBe(
+      MAX_JUNIT_BYTES + 3_000 * JUNIT_BYTES_PER_STARTED_TEST + 1_000 * JUNIT_BYTES_PER_FAILED_TEST,
+    );
     expect(junitByteLimit(3_000, 1_000_000)).toBe(MAX_JUNIT_BYTES_CEILING);
     const dir = makeSuite({});
     const file = path.join(dir, "bun.xml");
     const suites: string[] = [];
     for (let d = 0; d < 100; d++) {
       const name = `suite ${d} of the agent evaluation matrix`;
-      const cases = Array.from({ length: 1000 }, (_, i) => `<testcase name="case ${i} returns the expected answer for the prompt" classname="${name}" time="0.000001" file="big.test.ts" line="${i + 3}" assertions="0" />`);
-      suites.push(`<testsuite name="${name}" file="big.test.ts" line="2" tests="1000" assertions="0" failures="0" skipped="0" time="0.01" hostname="h">\n${cases.join("\n")}\n</testsuite>`);
+      const cases = Array.from(
+        { length: 1000 },
+        (_, i) =>
+          `<testcase name="case ${i} returns the expected answer for the prompt" classname="${name}" time="0.000001" file="big.test.ts" line="${i + 3}" assertions="0" />`,
+      );
+      suites.push(
+        `<testsuite name="${name}" file="big.test.ts" line="2" tests="1000" assertions="0" failures="0" skipped="0" time="0.01" hostname="h">\n${cases.join("\n")}\n</testsuite>`,
+      );
     }
-    writeFileSync(file, `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="100000" assertions="0" failures="0" skipped="0" time="1"><testsuite name="big.test.ts" file="big.test.ts" tests="100000" assertions="0" failures="0" skipped="0" time="1" hostname="h">\n${suites.join("\n")}\n</testsuite></testsuites>\n`);
+    writeFileSync(
+      file,
+      `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="100000" assertions="0" failures="0" skipped="0" time="1"><testsuite name="big.test.ts" file="big.test.ts" tests="100000" assertions="0" failures="0" skipped="0" time="1" hostname="h">\n${suites.join("\n")}\n</testsuite></testsuites>\n`,
+    );
     expect(Bun.file(file).size).toBeGreaterThan(MAX_JUNIT_BYTES);
     await expect(readJUnitCapped(file)).rejects.toThrow(JUnitTooLargeError);
     const entries = readBunJUnit(await readJUnitCapped(file, junitByteLimit(100_000)));
@@ -310,7 +329,9 @@ test("1,000 of 3,000 tests failing with 12 KB messages (a 24 MB JUnit): the shar
 describe("capText: a text cut at ingestion is cut again as one in reports", () => {
   test("the report's marker counts every byte cut and names the log", () => {
     const once = `${cutMarker(1_000_000, INGEST_NOTE)}${"z".repeat(200)}`;
-    expect(capText(once, 10_000, "full log: x.log")).toBe(`${cutMarker(1_000_000, "full log: x.log")}${"z".repeat(200)}`);
+    expect(capText(once, 10_000, "full log: x.log")).toBe(
+      `${cutMarker(1_000_000, "full log: x.log")}${"z".repeat(200)}`,
+    );
     const twice = capText(once, 120, "full log: x.log");
     expect(twice).toMatch(/^\[shardguard: first 10001\d\d bytes cut; full log: x\.log\]\nz+$/);
     expect(Buffer.byteLength(twice)).toBeLessThanOrEqual(120);

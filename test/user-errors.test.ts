@@ -37,8 +37,15 @@ function expectNoTrace(text: string): void {
 function unprivileged(): { prefix: string[] } | { skip: string } {
   if (process.getuid?.() !== 0) return { prefix: [] };
   const prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "env", "HOME=/tmp"];
-  const probe = spawnSync(prefix[0]!, [...prefix.slice(1), process.execPath, "-e", `require("node:fs").accessSync(${JSON.stringify(CLI)})`], { encoding: "utf8" });
-  if (probe.error || probe.status !== 0) return { skip: `running as root and cannot run Bun as nobody through setpriv (${probe.error?.message ?? probe.stderr.trim()})` };
+  const probe = spawnSync(
+    prefix[0]!,
+    [...prefix.slice(1), process.execPath, "-e", `require("node:fs").accessSync(${JSON.stringify(CLI)})`],
+    { encoding: "utf8" },
+  );
+  if (probe.error || probe.status !== 0)
+    return {
+      skip: `running as root and cannot run Bun as nobody through setpriv (${probe.error?.message ?? probe.stderr.trim()})`,
+    };
   return { prefix };
 }
 
@@ -48,31 +55,39 @@ describe("a directory the walk cannot read", () => {
     test.skip(`one line, exit 2 (skipped: ${how.skip})`, () => {});
     return;
   }
-  test.each(["list", "run", "run test/**/*.test.ts"])("shardguard %s: one line naming it, exit 2, nothing started, from the compiled CLI", async (command) => {
-    const args = command.split(" ");
-    const entry = await compiled();
-    const dir = makeSuite({ "test/pass.test.ts": PASS, "test/locked/hidden.test.ts": PASS, "package.json": "{}\n" });
-    chmodSync(dir, 0o777);
-    chmodSync(path.join(dir, "test", "locked"), 0o000);
-    try {
-      const r = spawnSync(how.prefix[0] ?? process.execPath, [...how.prefix.slice(1), ...(how.prefix.length > 0 ? [process.execPath] : []), BIN, ...args], {
-        cwd: dir,
-        encoding: "utf8",
-        env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
-        timeout: 60_000,
-      });
-      expect(freshCompiledCli(REPO)).toBe(entry);
-      expect(r.status).toBe(2);
-      const lines = r.stderr.trimEnd().split("\n");
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^shardguard: cannot read "test\/locked" under --root .* EACCES \(scandir\)/);
-      expectNoTrace(r.stderr + r.stdout);
-      expect(r.stdout).toBe("");
-      expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
-    } finally {
-      chmodSync(path.join(dir, "test", "locked"), 0o755);
-    }
-  }, 120_000);
+  test.each(["list", "run", "run test/**/*.test.ts"])(
+    "shardguard %s: one line naming it, exit 2, nothing started, from the compiled CLI",
+    async (command) => {
+      const args = command.split(" ");
+      const entry = await compiled();
+      const dir = makeSuite({ "test/pass.test.ts": PASS, "test/locked/hidden.test.ts": PASS, "package.json": "{}\n" });
+      chmodSync(dir, 0o777);
+      chmodSync(path.join(dir, "test", "locked"), 0o000);
+      try {
+        const r = spawnSync(
+          how.prefix[0] ?? process.execPath,
+          [...how.prefix.slice(1), ...(how.prefix.length > 0 ? [process.execPath] : []), BIN, ...args],
+          {
+            cwd: dir,
+            encoding: "utf8",
+            env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
+            timeout: 60_000,
+          },
+        );
+        expect(freshCompiledCli(REPO)).toBe(entry);
+        expect(r.status).toBe(2);
+        const lines = r.stderr.trimEnd().split("\n");
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(/^shardguard: cannot read "test\/locked" under --root .* EACCES \(scandir\)/);
+        expectNoTrace(r.stderr + r.stdout);
+        expect(r.stdout).toBe("");
+        expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+      } finally {
+        chmodSync(path.join(dir, "test", "locked"), 0o755);
+      }
+    },
+    120_000,
+  );
 });
 
 describe("an internal error", () => {
@@ -80,7 +95,10 @@ describe("an internal error", () => {
     const entry = await compiled();
     const dir = makeSuite({ "a.test.ts": PASS });
     // A stand-in for a bug: the directory crawler's readdir throws something that is no fs error.
-    writeFileSync(path.join(dir, "bug.ts"), `require("node:fs").readdirSync = () => { throw new TypeError("readdir double broke"); };\n`);
+    writeFileSync(
+      path.join(dir, "bug.ts"),
+      `require("node:fs").readdirSync = () => { throw new TypeError("readdir double broke"); };\n`,
+    );
     const r = spawnSync(process.execPath, ["--preload", path.join(dir, "bug.ts"), entry, "list"], {
       cwd: dir,
       encoding: "utf8",
@@ -90,7 +108,9 @@ describe("an internal error", () => {
     expect(r.status).toBe(1);
     const lines = r.stderr.trimEnd().split("\n");
     expect(lines).toHaveLength(1);
-    const m = /^shardguard: internal error: readdir double broke \(a bug in shardguard; stack trace: (\S+)\)$/.exec(lines[0]!);
+    const m = /^shardguard: internal error: readdir double broke \(a bug in shardguard; stack trace: (\S+)\)$/.exec(
+      lines[0]!,
+    );
     expect(m).not.toBeNull();
     expectNoTrace(r.stderr + r.stdout);
     const trace = readFileSync(m![1]!, "utf8");
@@ -102,25 +122,37 @@ describe("an internal error", () => {
 });
 
 describe("--out among the tested files", () => {
-  const project = () => makeSuite({ "test/pass.test.ts": PASS, "test/deep/b.test.ts": PASS, "src/c.test.ts": PASS, "package.json": "{}\n" });
+  const project = () =>
+    makeSuite({
+      "test/pass.test.ts": PASS,
+      "test/deep/b.test.ts": PASS,
+      "src/c.test.ts": PASS,
+      "package.json": "{}\n",
+    });
 
-  test.each(["run", "list"])("%s --out test: refused, naming --out and the files it holds; nothing written there", async (command) => {
-    const dir = project();
-    const r = await runCli([command, "--out", "test"], { cwd: dir });
-    expect(r.code).toBe(2);
-    expect(r.stderr.trim()).toBe(
-      `shardguard: --out ${path.join(dir, "test")} holds 2 planned test files: test/deep/b.test.ts, test/pass.test.ts; reports and logs go to --out, so it must hold no test file (choose another, e.g. the default .shardguard)`,
-    );
-    expect(r.stdout).toBe("");
-    expect(existsSync(path.join(dir, "test", "report.json"))).toBe(false);
-    expect(existsSync(path.join(dir, "test", "runs"))).toBe(false);
-  }, 60_000);
+  test.each(["run", "list"])(
+    "%s --out test: refused, naming --out and the files it holds; nothing written there",
+    async (command) => {
+      const dir = project();
+      const r = await runCli([command, "--out", "test"], { cwd: dir });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim()).toBe(
+        `shardguard: --out ${path.join(dir, "test")} holds 2 planned test files: test/deep/b.test.ts, test/pass.test.ts; reports and logs go to --out, so it must hold no test file (choose another, e.g. the default .shardguard)`,
+      );
+      expect(r.stdout).toBe("");
+      expect(existsSync(path.join(dir, "test", "report.json"))).toBe(false);
+      expect(existsSync(path.join(dir, "test", "runs"))).toBe(false);
+    },
+    60_000,
+  );
 
   test("run FILE --out FILE: refused as the planned file, not as a missing one", async () => {
     const dir = project();
     const r = await runCli(["run", "test/pass.test.ts", "--out", "test/pass.test.ts"], { cwd: dir });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`--out ${path.join(dir, "test", "pass.test.ts")} is the planned test file test/pass.test.ts`);
+    expect(r.stderr).toContain(
+      `--out ${path.join(dir, "test", "pass.test.ts")} is the planned test file test/pass.test.ts`,
+    );
     expect(r.stderr).not.toContain("no test file at");
   }, 60_000);
 
@@ -152,7 +184,9 @@ test("waits", async () => { await Bun.sleep(Math.max(0, Number(process.env.END_A
     for (let i = 0; i < 4; i++) files[`p${i}.test.ts`] = passing;
     const dir = makeSuite(files);
     for (let round = 0; round < 3; round++) {
-      const r = await runCli(["run", "--root", dir, "--jobs", "8", "--annotations", "off"], { env: { END_AT: String(Date.now() + 3000) } });
+      const r = await runCli(["run", "--root", dir, "--jobs", "8", "--annotations", "off"], {
+        env: { END_AT: String(Date.now() + 3000) },
+      });
       expect(r.code).toBe(1);
       // Blocks: a `[i/n] ...` line and every indented line after it.
       const blocks: string[][] = [];

@@ -31,8 +31,11 @@ interface Job {
 }
 
 const DIR = path.join(REPO, "examples", "github");
-const FILES = readdirSync(DIR).filter((f) => f.endsWith(".yml")).sort();
-const parse = (file: string) => Bun.YAML.parse(readFileSync(path.join(DIR, file), "utf8")) as { jobs: Record<string, Job> };
+const FILES = readdirSync(DIR)
+  .filter((f) => f.endsWith(".yml"))
+  .sort();
+const parse = (file: string) =>
+  Bun.YAML.parse(readFileSync(path.join(DIR, file), "utf8")) as { jobs: Record<string, Job> };
 
 /** Minutes docs/ci.md budgets before the shardguard step (checkout, set-up, install) and after it (uploads, publishing). */
 const BEFORE_MINUTES = 10;
@@ -93,25 +96,51 @@ describe.each(FILES)("examples/github/%s", (file) => {
 
 describe("the deadline, on a real run", () => {
   const timeoutBin = Bun.which("timeout");
-  test.skipIf(timeoutBin === null)("timeout --signal=TERM: shardguard stops its shards, writes the reports and exits 143 before the kill-after", () => {
-    const dir = makeSuite(fixtureFiles("spin", "slow-pass", "pass"));
-    const t0 = performance.now();
-    // A 3 s deadline, 20 s kill-after: the kill-after must never be needed.
-    const r = spawnSync(timeoutBin!, ["--signal=TERM", "--kill-after=20", "--preserve-status", "3", process.execPath, CLI, "run", "--root", dir, "--jobs", "1", "--grace", "1"], {
-      encoding: "utf8",
-      env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
-      timeout: 60_000,
-    });
-    const seconds = (performance.now() - t0) / 1000;
-    expect(r.status).toBe(143);
-    expect(seconds).toBeLessThan(15);
-    const report = readReport(dir);
-    // The final write of a cancelled run: finished, exit code recorded, completed false (docs/reports.md).
-    expect(report.finishedAt).not.toBeNull();
-    expect(report.cancelledBy).toBe("SIGTERM");
-    expect(report.exitCode).toBe(143);
-    // Every planned file is in the report; those the deadline kept from starting are never-started.
-    expect(report.shards.map((s) => s.files[0]).sort()).toEqual(["pass.test.ts", "slow-pass.test.ts", "spin.test.ts"]);
-    expect(report.shards.some((s) => s.status === "never-started")).toBe(true);
-  }, 60_000);
+  test.skipIf(timeoutBin === null)(
+    "timeout --signal=TERM: shardguard stops its shards, writes the reports and exits 143 before the kill-after",
+    () => {
+      const dir = makeSuite(fixtureFiles("spin", "slow-pass", "pass"));
+      const t0 = performance.now();
+      // A 3 s deadline, 20 s kill-after: the kill-after must never be needed.
+      const r = spawnSync(
+        timeoutBin!,
+        [
+          "--signal=TERM",
+          "--kill-after=20",
+          "--preserve-status",
+          "3",
+          process.execPath,
+          CLI,
+          "run",
+          "--root",
+          dir,
+          "--jobs",
+          "1",
+          "--grace",
+          "1",
+        ],
+        {
+          encoding: "utf8",
+          env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
+          timeout: 60_000,
+        },
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      expect(r.status).toBe(143);
+      expect(seconds).toBeLessThan(15);
+      const report = readReport(dir);
+      // The final write of a cancelled run: finished, exit code recorded, completed false (docs/reports.md).
+      expect(report.finishedAt).not.toBeNull();
+      expect(report.cancelledBy).toBe("SIGTERM");
+      expect(report.exitCode).toBe(143);
+      // Every planned file is in the report; those the deadline kept from starting are never-started.
+      expect(report.shards.map((s) => s.files[0]).sort()).toEqual([
+        "pass.test.ts",
+        "slow-pass.test.ts",
+        "spin.test.ts",
+      ]);
+      expect(report.shards.some((s) => s.status === "never-started")).toBe(true);
+    },
+    60_000,
+  );
 });

@@ -17,7 +17,10 @@ export interface ProcFiles {
 }
 
 /** {@link ProcFiles} over node:fs's two synchronous calls (passed in: this file imports nothing). */
-export function procFilesOf(fs: { readdirSync(dir: string): string[]; readFileSync(file: string, encoding: "utf8"): string }): ProcFiles {
+export function procFilesOf(fs: {
+  readdirSync(dir: string): string[];
+  readFileSync(file: string, encoding: "utf8"): string;
+}): ProcFiles {
   return {
     list(dir) {
       try {
@@ -66,8 +69,19 @@ export function parseProcStat(text: string): ProcStat | null {
   const start = fields[19];
   const ppid = Number(fields[1]);
   const pgid = Number(fields[2]);
-  const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i])) as [number, number, number, number];
-  if (state === undefined || state === "" || start === undefined || ![ppid, pgid, utime, stime, cutime, cstime].every(Number.isInteger)) return null;
+  const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i])) as [
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (
+    state === undefined ||
+    state === "" ||
+    start === undefined ||
+    ![ppid, pgid, utime, stime, cutime, cstime].every(Number.isInteger)
+  )
+    return null;
   return { state, ppid, pgid, start, utime, stime, cutime, cstime };
 }
 
@@ -106,7 +120,12 @@ export function parseChildren(text: string): number[] {
 
 /** A `/proc/<pid>/cmdline` text as one line: arguments joined by spaces, line breaks blanked, cut to 200 characters. */
 export function commandLine(cmdline: string): string {
-  return cmdline.split("\0").join(" ").replace(/[\r\n]/g, " ").trim().slice(0, 200);
+  return cmdline
+    .split("\0")
+    .join(" ")
+    .replace(/[\r\n]/g, " ")
+    .trim()
+    .slice(0, 200);
 }
 
 /**

@@ -131,7 +131,9 @@ const startCount = marksPath ? mapStartCount(marksPath + START_COUNT_SUFFIX) : n
 function mapStartCount(file: string): Uint32Array | null {
   try {
     const bytes = Bun.mmap(file);
-    return bytes.byteLength === COUNT_FILE_BYTES ? new Uint32Array(bytes.buffer, bytes.byteOffset, COUNT_FILE_BYTES / 4) : null;
+    return bytes.byteLength === COUNT_FILE_BYTES
+      ? new Uint32Array(bytes.buffer, bytes.byteOffset, COUNT_FILE_BYTES / 4)
+      : null;
   } catch {
     return null;
   }
@@ -269,10 +271,15 @@ if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
   if (flushEvents && position === 0) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = {};
-    const first = await race([slot("shardguard.released").promise, new Promise((resolve) => (timer = realSetTimeout(() => resolve(expired), HOLD_MAX_MS)))]);
+    const first = await race([
+      slot("shardguard.released").promise,
+      new Promise((resolve) => (timer = realSetTimeout(() => resolve(expired), HOLD_MAX_MS))),
+    ]);
     realClearTimeout(timer);
     if (first === expired) {
-      process.stderr.write(`shardguard: the runner never released this shard's tests within ${HOLD_MAX_MS / 1000} s (its inspector connection went elsewhere); no test ran\n`);
+      process.stderr.write(
+        `shardguard: the runner never released this shard's tests within ${HOLD_MAX_MS / 1000} s (its inspector connection went elsewhere); no test ran\n`,
+      );
       process.exit(HOLD_EXPIRED_EXIT);
     }
   }
@@ -391,7 +398,10 @@ async function firstTestBarrier(k: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     slot(`shardguard.firstTest.${k}`).resolve("first");
-    await race([slot(`shardguard.planReceived.${k}`).promise, new Promise<void>((resolve) => (timer = realSetTimeout(resolve, PLAN_MAX_MS)))]);
+    await race([
+      slot(`shardguard.planReceived.${k}`).promise,
+      new Promise<void>((resolve) => (timer = realSetTimeout(resolve, PLAN_MAX_MS))),
+    ]);
     realClearTimeout(timer);
   } catch {
     // A test broke what the slot needs: go on; the plan may then be lost, never a pass.

@@ -28,14 +28,17 @@ export function parseBgArgs(argv: readonly string[]): BgOptions | null {
   for (const token of readArgv(argv, BG_VALUED, BG_BOOLEAN)) {
     if (token.kind === "end") runArgv.push("--", ...token.rest);
     else if (token.kind === "positional") runArgv.push(token.value);
-    else if (!token.known || (token.inline && !isValued(token.flag))) runArgv.push(token.arg); // --local=1 too: run refuses it
+    else if (!token.known || (token.inline && !isValued(token.flag)))
+      runArgv.push(token.arg); // --local=1 too: run refuses it
     else if (isValued(token.flag)) {
       if (values.has(token.flag)) throw new ConfigError(`flag ${token.flag} was given twice`);
-      if (token.value === undefined || token.value === "") throw new ConfigError(`flag ${token.flag} needs a value (shardguard bg --help)`);
+      if (token.value === undefined || token.value === "")
+        throw new ConfigError(`flag ${token.flag} needs a value (shardguard bg --help)`);
       values.set(token.flag, token.value);
     } else flags.add(token.flag);
   }
-  if (flags.has("--local") && flags.has("--dispatch")) throw new ConfigError("--local and --dispatch exclude each other");
+  if (flags.has("--local") && flags.has("--dispatch"))
+    throw new ConfigError("--local and --dispatch exclude each other");
   const runArgs = parseArgs(runArgv, "bg", PRESET_FLAGS);
   if (runArgs.help) return null;
   const capRaw = values.get("--cap");
@@ -44,7 +47,8 @@ export function parseBgArgs(argv: readonly string[]): BgOptions | null {
     throw new ConfigError(`invalid --cap ${JSON.stringify(capRaw)}: expected whole seconds from 1 to ${7 * 24 * 3600}`);
   }
   const repo = values.get("--repo") ?? null;
-  if (repo !== null && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repo)) throw new ConfigError(`invalid --repo ${JSON.stringify(repo)}: expected OWNER/NAME`);
+  if (repo !== null && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repo))
+    throw new ConfigError(`invalid --repo ${JSON.stringify(repo)}: expected OWNER/NAME`);
   return {
     runArgv,
     runArgs,
@@ -71,9 +75,16 @@ export function parseStatusArgs(argv: readonly string[], host: Host): StatusOpti
   if (args.help) return null;
   const stray = [...args.values.keys()].find((k) => k !== "root" && k !== "out");
   if (stray !== undefined || args.patterns.length > 1 || args.bunArgs.length > 0 || args.booleans.size > 0) {
-    throw new ConfigError("shardguard status takes [RUN_ID | LOG | CI_RUN_ID] [--follow] [--repo OWNER/NAME] [--root DIR] [--out DIR]");
+    throw new ConfigError(
+      "shardguard status takes [RUN_ID | LOG | CI_RUN_ID] [--follow] [--repo OWNER/NAME] [--root DIR] [--out DIR]",
+    );
   }
-  const settings = resolveSettings({ args: { ...args, patterns: [] }, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+  const settings = resolveSettings({
+    args: { ...args, patterns: [] },
+    env: host.env,
+    cwd: host.cwd,
+    defaultBun: process.execPath,
+  });
   const repo = args.extras.get("--repo");
   return {
     target: args.patterns[0] ?? null,

@@ -98,7 +98,8 @@ export async function buildCompiledCli(root: string): Promise<string> {
     naming: path.basename(COMPILED_CLI),
     banner: BANNER,
   });
-  if (!result.success) throw new Error(`could not build the compiled CLI: ${result.logs.map((log) => String(log)).join("; ")}`);
+  if (!result.success)
+    throw new Error(`could not build the compiled CLI: ${result.logs.map((log) => String(log)).join("; ")}`);
   const compiled = path.join(root, COMPILED_CLI);
   writeFileSync(`${compiled}${STAMP_SUFFIX}`, `${fingerprint}\n`);
   return compiled;

@@ -91,10 +91,15 @@ Usage:
 Run "shardguard run --help" for the flags.`;
 
 export function flagHelp(command: "run" | "list"): string {
-  const rows = SETTINGS.map((s) => `  ${(s.flag + " " + (({ path: "PATH", posint: "N", filesPerShard: "N|auto", names: "NAMES", name: "NAME", onoff: "on|off", passfail: "pass|fail", paths: "PATHS", globs: "GLOBS", resources: "SPEC" } as Record<string, string>)[s.kind] ?? "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`);
+  const rows = SETTINGS.map(
+    (s) =>
+      `  ${(s.flag + " " + (({ path: "PATH", posint: "N", filesPerShard: "N|auto", names: "NAMES", name: "NAME", onoff: "on|off", passfail: "pass|fail", paths: "PATHS", globs: "GLOBS", resources: "SPEC" } as Record<string, string>)[s.kind] ?? "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`,
+  );
   const extra =
     command === "run"
-      ? [`  ${"--no-test-events".padEnd(24)} run without the inspector event channel (no per-test data in killed shards)`]
+      ? [
+          `  ${"--no-test-events".padEnd(24)} run without the inspector event channel (no per-test data in killed shards)`,
+        ]
       : [];
   const what =
     command === "run"
@@ -114,4 +119,3 @@ export function flagHelp(command: "run" | "list"): string {
     "Exit codes: 0 all passed, 1 something failed/timed out/crashed/never started, 2 usage error, 130/143 cancelled.",
   ].join("\n");
 }
-

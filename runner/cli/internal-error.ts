@@ -21,7 +21,11 @@ import { TOOL_VERSION } from "../util/version.ts";
  * @param argv the command line (without the executable and script), recorded with the trace
  * @returns `{ line, code }`: the line for stderr (no newline), code 1
  */
-export function internalError(error: unknown, argv: readonly string[], tmp = os.tmpdir()): { line: string; code: number } {
+export function internalError(
+  error: unknown,
+  argv: readonly string[],
+  tmp = os.tmpdir(),
+): { line: string; code: number } {
   const message = error instanceof Error ? error.message : String(error);
   const trace = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
   let where: string;
@@ -34,5 +38,8 @@ export function internalError(error: unknown, argv: readonly string[], tmp = os.
     where = "(could not be written)";
   }
   const first = message.split("\n")[0]?.slice(0, 300) ?? "";
-  return { line: `shardguard: internal error: ${first} (a bug in shardguard; stack trace: ${where})`, code: EXIT.failed };
+  return {
+    line: `shardguard: internal error: ${first} (a bug in shardguard; stack trace: ${where})`,
+    code: EXIT.failed,
+  };
 }

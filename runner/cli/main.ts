@@ -58,30 +58,45 @@ export async function main(argv: readonly string[], host: Host = processHost()):
       case "init":
         return await initFromArgs(rest, host);
       case "bg": {
-        const [{ parseBgArgs }, { bgCommand }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../commands/bg/bg-command.ts"), import("../commands/bg/status.ts")]);
+        const [{ parseBgArgs }, { bgCommand }, { statusCommand }] = await Promise.all([
+          import("./bg-args.ts"),
+          import("../commands/bg/bg-command.ts"),
+          import("../commands/bg/status.ts"),
+        ]);
         const options = parseBgArgs(rest);
         if (options === null) return (host.stdout(BG_HELP), EXIT.ok);
-        const follow = (log: string) => statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
+        const follow = (log: string) =>
+          statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
         return await bgCommand(options, host, follow);
       }
       case "status": {
-        const [{ parseStatusArgs }, { statusCommand }] = await Promise.all([import("./bg-args.ts"), import("../commands/bg/status.ts")]);
+        const [{ parseStatusArgs }, { statusCommand }] = await Promise.all([
+          import("./bg-args.ts"),
+          import("../commands/bg/status.ts"),
+        ]);
         const options = parseStatusArgs(rest, host);
         if (options === null) return (host.stdout(STATUS_HELP), EXIT.ok);
         return await statusCommand(options, host);
       }
       case "__bg-worker": {
         const { bgWorker } = await import("../commands/bg/worker.ts");
-        return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) => main(["run", ...argv], runHost));
+        return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) =>
+          main(["run", ...argv], runHost),
+        );
       }
       case "merge": {
-        const [{ parseMergeArgs }, { mergeCommand }] = await Promise.all([import("./merge-args.ts"), import("../commands/merge-command.ts")]);
+        const [{ parseMergeArgs }, { mergeCommand }] = await Promise.all([
+          import("./merge-args.ts"),
+          import("../commands/merge-command.ts"),
+        ]);
         const inputs = parseMergeArgs(rest, host);
         if (inputs === null) return (host.stdout(MERGE_HELP), EXIT.ok);
         return await mergeCommand(inputs, host);
       }
       default:
-        throw new ConfigError(`unknown command ${JSON.stringify(command)}; accepted: run, list, merge, bg, status, init, help`);
+        throw new ConfigError(
+          `unknown command ${JSON.stringify(command)}; accepted: run, list, merge, bg, status, init, help`,
+        );
     }
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -103,7 +118,9 @@ async function initFromArgs(argv: readonly string[], host: Host): Promise<number
   }
   const stray = [...args.values.keys()].find((k) => k !== "root");
   if (stray !== undefined || args.patterns.length > 0 || args.bunArgs.length > 0 || args.booleans.size > 0) {
-    throw new ConfigError(`shardguard init takes only --preset NAME, --dry-run and --root DIR (shardguard init --help)`);
+    throw new ConfigError(
+      `shardguard init takes only --preset NAME, --dry-run and --root DIR (shardguard init --help)`,
+    );
   }
   const preset = args.extras.get("--preset");
   const { initCommand } = await import("../commands/init-command.ts");

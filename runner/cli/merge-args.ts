@@ -16,7 +16,8 @@ import { ConfigError } from "../config/settings-schema.ts";
 export function parseMergeArgs(argv: readonly string[], host: Pick<Host, "cwd">): MergeCommandInputs | null {
   const sources: string[] = [];
   const values = new Map<string, string>();
-  const unknown = (flag: string) => new ConfigError(`unknown flag ${flag} for shardguard merge; accepted: --out DIR, --update-timings FILE`);
+  const unknown = (flag: string) =>
+    new ConfigError(`unknown flag ${flag} for shardguard merge; accepted: --out DIR, --update-timings FILE`);
   for (const token of readArgv(argv, ["--out", "--update-timings"], ["--help"])) {
     if (token.kind === "end") throw unknown("--");
     if (token.kind === "positional") {
@@ -25,12 +26,14 @@ export function parseMergeArgs(argv: readonly string[], host: Pick<Host, "cwd">)
     } else if (!token.known || (token.flag === "--help" && token.inline)) throw unknown(token.flag);
     else if (token.flag === "--help") return null;
     else {
-      if (token.value === undefined || token.value === "") throw new ConfigError(`flag ${token.flag} needs a value (shardguard merge --help)`);
+      if (token.value === undefined || token.value === "")
+        throw new ConfigError(`flag ${token.flag} needs a value (shardguard merge --help)`);
       if (values.has(token.flag)) throw new ConfigError(`flag ${token.flag} was given twice`);
       values.set(token.flag, token.value);
     }
   }
-  if (sources.length === 0) throw new ConfigError(`shardguard merge needs at least one DIR (the OUT of each shardguard run --shard I/N)`);
+  if (sources.length === 0)
+    throw new ConfigError(`shardguard merge needs at least one DIR (the OUT of each shardguard run --shard I/N)`);
   const timings = values.get("--update-timings");
   return {
     sources: sources.map((s) => path.resolve(host.cwd, s)),

@@ -67,14 +67,19 @@ export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFl
       );
     }
     if (flag.name === "--timings") {
-      if (flag.value === null || flag.value === "") throw new ConfigError(`bun test: ${flag.tokens.join(" ")} needs a file (e.g. --timings=timings.json)`);
+      if (flag.value === null || flag.value === "")
+        throw new ConfigError(`bun test: ${flag.tokens.join(" ")} needs a file (e.g. --timings=timings.json)`);
       timings.push(flag.value);
     } else if (flag.name === "--update-timings") {
-      if (flag.value !== null) throw new ConfigError(`bun test: --update-timings takes no value (${flag.tokens.join(" ")}); it writes to the first --timings file`);
+      if (flag.value !== null)
+        throw new ConfigError(
+          `bun test: --update-timings takes no value (${flag.tokens.join(" ")}); it writes to the first --timings file`,
+        );
       update = true;
     } else shardFlags.push(flag);
   }
-  if (update && timings.length === 0) throw new ConfigError(`bun test: --update-timings writes to the first --timings file; give --timings=FILE too`);
+  if (update && timings.length === 0)
+    throw new ConfigError(`bun test: --update-timings writes to the first --timings file; give --timings=FILE too`);
   const runArgs = timings.length > 0 ? ["--timings", timings.join(",")] : [];
   if (update) runArgs.push("--update-timings", timings[0]!);
   return { runArgs, shardFlags };
@@ -97,16 +102,22 @@ export function refuseRunFlagsAfterDash(bunArgs: readonly string[]): void {
   const { flags, positionals } = splitBunTestArgs(bunArgs);
   // Every shard would run what a path or filter there names beside its own files, and blame its tests on them.
   if (positionals.length > 0) {
-    throw new ConfigError(`bun test flags after "--" cannot include files or filters (${JSON.stringify(positionals[0])}); put PATTERNs before "--" (a flag's value: write --flag=VALUE)`);
+    throw new ConfigError(
+      `bun test flags after "--" cannot include files or filters (${JSON.stringify(positionals[0])}); put PATTERNs before "--" (a flag's value: write --flag=VALUE)`,
+    );
   }
   const conflict = bunFlagConflict(flags);
   if (conflict) throw new ConfigError(`bun test flags after "--": ${conflict}`);
   for (const flag of flags) {
     if (flag.name === "--shard") {
-      throw new ConfigError(`${flag.tokens.join(" ")} after "--" would slice each shard's own files (the other slices of every shard run nothing); give shardguard's --shard I/N before "--"`);
+      throw new ConfigError(
+        `${flag.tokens.join(" ")} after "--" would slice each shard's own files (the other slices of every shard run nothing); give shardguard's --shard I/N before "--"`,
+      );
     }
     if (SHARDGUARD_ONLY_FLAGS.has(flag.name) || flag.name === "--preset" || flag.name === "--tier") {
-      throw new ConfigError(`${flag.tokens.join(" ")} after "--" is a flag of shardguard run, not of bun test (every shard would ignore it); put it before "--"`);
+      throw new ConfigError(
+        `${flag.tokens.join(" ")} after "--" is a flag of shardguard run, not of bun test (every shard would ignore it); put it before "--"`,
+      );
     }
   }
 }

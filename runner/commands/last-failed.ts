@@ -32,7 +32,10 @@ const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]+$/;
 export function lastReport(out: string): { report: RunReport; file: string } | null {
   let names: string[];
   try {
-    names = readdirSync(path.join(out, "runs")).filter((name) => RUN_ID.test(name)).sort().reverse();
+    names = readdirSync(path.join(out, "runs"))
+      .filter((name) => RUN_ID.test(name))
+      .sort()
+      .reverse();
   } catch {
     return null;
   }
@@ -53,7 +56,8 @@ export function lastReport(out: string): { report: RunReport; file: string } | n
           "rerun the whole plan without --last-failed",
       );
     }
-    if (!newest || Date.parse(parsed.data.startedAt) > Date.parse(newest.report.startedAt)) newest = { report: parsed.data, file };
+    if (!newest || Date.parse(parsed.data.startedAt) > Date.parse(newest.report.startedAt))
+      newest = { report: parsed.data, file };
   }
   return newest;
 }
@@ -65,7 +69,9 @@ export function lastReport(out: string): { report: RunReport; file: string } | n
  */
 export function refusePatterns(patterns: readonly string[]): void {
   if (patterns.length > 0) {
-    throw new ConfigError(`--last-failed takes no PATTERN (it reruns the files of the last report); got ${JSON.stringify(patterns[0])}`);
+    throw new ConfigError(
+      `--last-failed takes no PATTERN (it reruns the files of the last report); got ${JSON.stringify(patterns[0])}`,
+    );
   }
 }
 
@@ -85,17 +91,27 @@ export type LastFailedFiles =
  *   none ({@link lastReport}), PATTERNs were given, or files did not pass there and none of
  *   them can run now
  */
-export function lastFailedFiles(settings: RunSettings, patterns: readonly string[], keep: (file: string) => string | null = () => null): LastFailedFiles {
+export function lastFailedFiles(
+  settings: RunSettings,
+  patterns: readonly string[],
+  keep: (file: string) => string | null = () => null,
+): LastFailedFiles {
   refusePatterns(patterns);
   const last = lastReport(settings.out);
-  if (!last) throw new ConfigError(`--last-failed: no earlier report under ${path.join(settings.out, "runs")} (run once without it first)`);
+  if (!last)
+    throw new ConfigError(
+      `--last-failed: no earlier report under ${path.join(settings.out, "runs")} (run once without it first)`,
+    );
   const wanted = filesToRerun(last.report);
   const why = (f: string) => (existsSync(path.resolve(settings.root, f)) ? keep(f) : "no longer exists");
   const reasons = new Map(wanted.map((f) => [f, why(f)] as const));
   const present = wanted.filter((f) => reasons.get(f) === null);
   const gone = wanted.filter((f) => reasons.get(f) !== null).map((f) => `${f} ${reasons.get(f)}`);
   if (wanted.length === 0) {
-    return { kind: "nothing", message: `--last-failed: nothing to rerun: every planned file passed in run ${last.report.runId} (${last.file})` };
+    return {
+      kind: "nothing",
+      message: `--last-failed: nothing to rerun: every planned file passed in run ${last.report.runId} (${last.file})`,
+    };
   }
   if (present.length === 0) {
     // Exit 2 ("nothing left to run"), never 0: these files did not pass and
@@ -105,7 +121,13 @@ export function lastFailedFiles(settings: RunSettings, patterns: readonly string
       `--last-failed: nothing left to run: none of the ${wanted.length} files that did not pass in run ${last.report.runId} can run now (${gone.join("; ")})`,
     );
   }
-  return { kind: "files", files: present, rerunOf: { runId: last.report.runId, startedAt: last.report.startedAt, files: present }, from: last.file, gone };
+  return {
+    kind: "files",
+    files: present,
+    rerunOf: { runId: last.report.runId, startedAt: last.report.startedAt, files: present },
+    from: last.file,
+    gone,
+  };
 }
 
 /** What `--last-failed` found: the rerun's plan, or why there is nothing to run. */
@@ -125,7 +147,16 @@ export function planLastFailed(settings: RunSettings, patterns: readonly string[
   const reason = `did not pass in run ${found.rerunOf.runId}`;
   return {
     kind: "plan",
-    plan: { root: settings.root, patterns: [], shards: groupIntoShards(found.files, settings.filesPerShard, { batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs }, alone: resourcePlan(settings).isExclusive }), included: new Map(found.files.map((f) => [f, reason])), excluded: [] },
+    plan: {
+      root: settings.root,
+      patterns: [],
+      shards: groupIntoShards(found.files, settings.filesPerShard, {
+        batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs },
+        alone: resourcePlan(settings).isExclusive,
+      }),
+      included: new Map(found.files.map((f) => [f, reason])),
+      excluded: [],
+    },
     rerunOf: found.rerunOf,
     from: found.from,
     gone: found.gone,

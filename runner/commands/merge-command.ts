@@ -48,7 +48,12 @@ export const DEFAULT_MERGE_OUT = path.join(".shardguard", "merged");
  *   twice, a file is reported twice, or the timings file is malformed
  */
 export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Promise<number> {
-  const paths = { junit: path.join(inputs.out, "junit.xml"), json: path.join(inputs.out, "report.json"), ctrf: path.join(inputs.out, "ctrf.json"), html: path.join(inputs.out, "report.html") };
+  const paths = {
+    junit: path.join(inputs.out, "junit.xml"),
+    json: path.join(inputs.out, "report.json"),
+    ctrf: path.join(inputs.out, "ctrf.json"),
+    html: path.join(inputs.out, "report.html"),
+  };
   try {
     return await merge(inputs, paths, host);
   } catch (error) {
@@ -59,19 +64,28 @@ export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Prom
   }
 }
 
-async function merge(inputs: MergeCommandInputs, paths: { junit: string; json: string; ctrf: string; html: string }, host: Host): Promise<number> {
+async function merge(
+  inputs: MergeCommandInputs,
+  paths: { junit: string; json: string; ctrf: string; html: string },
+  host: Host,
+): Promise<number> {
   const slices: SliceReport[] = [];
   for (const source of inputs.sources) {
     const file = existsSync(source) && statSync(source).isDirectory() ? path.join(source, "report.json") : source;
     if (!existsSync(file)) {
       // A slice whose runner died before its first report uploads an empty
       // directory: its files count as never-started, not as a usage error.
-      host.stderr(`shardguard: warning: ${source} holds no report.json; skipped (its slice counts as reporting nothing)`);
+      host.stderr(
+        `shardguard: warning: ${source} holds no report.json; skipped (its slice counts as reporting nothing)`,
+      );
       continue;
     }
     slices.push({ source, report: readReport(file) });
   }
-  if (slices.length === 0) throw new ConfigError(`no slice report found in ${inputs.sources.join(", ")} (each DIR is the OUT of a shardguard run --shard I/N)`);
+  if (slices.length === 0)
+    throw new ConfigError(
+      `no slice report found in ${inputs.sources.join(", ")} (each DIR is the OUT of a shardguard run --shard I/N)`,
+    );
   const previousTimings = inputs.updateTimings ? readTimingsFile(inputs.updateTimings, "--update-timings") : null;
 
   let report;
@@ -113,6 +127,7 @@ function readReport(file: string) {
     throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`);
   }
   const parsed = RunReportSchema.safeParse(json);
-  if (!parsed.success) throw new ConfigError(`${file} is not a shardguard report.json of schema version ${REPORT_SCHEMA_VERSION}`);
+  if (!parsed.success)
+    throw new ConfigError(`${file} is not a shardguard report.json of schema version ${REPORT_SCHEMA_VERSION}`);
   return parsed.data;
 }

@@ -28,7 +28,12 @@ export interface PreflightResult {
  */
 export function checkReportPaths(settings: RunSettings, plannedFiles: readonly string[]): void {
   const planned = new Set(plannedFiles.map((f) => path.resolve(f)));
-  for (const [flag, file] of [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf], ["--html", settings.html]] as const) {
+  for (const [flag, file] of [
+    ["--junit", settings.junit],
+    ["--json", settings.json],
+    ["--ctrf", settings.ctrf],
+    ["--html", settings.html],
+  ] as const) {
     if (planned.has(path.resolve(file))) {
       throw new ConfigError(`invalid ${flag} ${JSON.stringify(file)}: it is one of the planned test files`);
     }
@@ -41,7 +46,10 @@ export function checkReportPaths(settings: RunSettings, plannedFiles: readonly s
     } catch {
       // Absent: it will be created.
     }
-    if (kind) throw new ConfigError(`invalid ${flag} ${JSON.stringify(file)}: it is ${kind}; expected a regular file path (reports replace the file atomically)`);
+    if (kind)
+      throw new ConfigError(
+        `invalid ${flag} ${JSON.stringify(file)}: it is ${kind}; expected a regular file path (reports replace the file atomically)`,
+      );
   }
 }
 
@@ -79,15 +87,25 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
       writeFileSync(probe, "");
       rmSync(probe);
     } catch (error) {
-      throw new ConfigError(`invalid ${what} ${JSON.stringify(dir)}: expected a writable directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw new ConfigError(
+        `invalid ${what} ${JSON.stringify(dir)}: expected a writable directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
   }
   const version = bunVersionOf(settings.bun);
   const refused = unsupportedBun(version);
-  if (refused) throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
+  if (refused)
+    throw new ConfigError(
+      `invalid --bun ${JSON.stringify(settings.bun)}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`,
+    );
   if (settings.testEvents && isolates(settings.bunArgs) && !bunCapabilities(version).isolateWithEvents) {
-    const why = settings.filesPerShard === "auto" ? "--files-per-shard auto runs its batches with --isolate" : "the bun test flags hold --isolate";
-    throw new ConfigError(`invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} loses the end of an --isolate run under the test events and ${why}; use --no-test-events, another Bun (1.3.13, 1.4.4 or later), or a number of files per shard without --isolate`);
+    const why =
+      settings.filesPerShard === "auto"
+        ? "--files-per-shard auto runs its batches with --isolate"
+        : "the bun test flags hold --isolate";
+    throw new ConfigError(
+      `invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} loses the end of an --isolate run under the test events and ${why}; use --no-test-events, another Bun (1.3.13, 1.4.4 or later), or a number of files per shard without --isolate`,
+    );
   }
   return { bunVersion: version };
 }

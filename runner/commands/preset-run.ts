@@ -17,7 +17,14 @@ import { slicePlan, type SliceSpec } from "../plan/slice.ts";
 import { readTimings } from "../plan/timings.ts";
 import type { PreflightPlan } from "../presets/preset-preflight.ts";
 import { baseFromModule, shardDirName } from "../presets/shard-dir.ts";
-import { preparePresetRun, presetHeaderLines, presetPlanLines, presetRequestFromArgs, type PreparedPresetRun, type PresetRequest } from "../presets/session.ts";
+import {
+  preparePresetRun,
+  presetHeaderLines,
+  presetPlanLines,
+  presetRequestFromArgs,
+  type PreparedPresetRun,
+  type PresetRequest,
+} from "../presets/session.ts";
 import { logTail, plural, type Out } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
 import { executeRun, redactingOutput } from "../engine/execute.ts";
@@ -33,7 +40,13 @@ import { sliceHeader, sliceProvenance } from "./slice-run.ts";
  *
  * @throws ConfigError for any usage or configuration error (nothing started)
  */
-export async function presetCommand(command: "run" | "list", args: ParsedWithExtras, host: Host, slice: SliceSpec | null = null, lastFailed = false): Promise<number> {
+export async function presetCommand(
+  command: "run" | "list",
+  args: ParsedWithExtras,
+  host: Host,
+  slice: SliceSpec | null = null,
+  lastFailed = false,
+): Promise<number> {
   const request = presetRequestFromArgs(args, host.cwd, host.env);
   if (lastFailed) return lastFailedPreset(command, request, host);
   return runPreparedPreset(command, await preparePresetRun(request), host, slice);
@@ -54,13 +67,17 @@ async function lastFailedPreset(command: "run" | "list", request: PresetRequest,
   ({ whole, request } = await lastFailedScope(request));
   const allowed = new Set(whole.plan.included.keys());
   const tierWord = whole.tier ? ` in tier ${whole.tier.name}` : "";
-  const found = lastFailedFiles(whole.settings, request.patterns ?? [], (f) => (allowed.has(f) ? null : `is not one of preset ${whole.preset.name}'s files${tierWord}`));
+  const found = lastFailedFiles(whole.settings, request.patterns ?? [], (f) =>
+    allowed.has(f) ? null : `is not one of preset ${whole.preset.name}'s files${tierWord}`,
+  );
   if (found.kind === "nothing") {
     host.stdout(`shardguard: ${found.message}`);
     return EXIT.ok;
   }
   for (const f of found.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
-  host.stdout(`shardguard: --last-failed: rerunning ${plural(found.files.length, "file")} of run ${found.rerunOf.runId} (${found.from})`);
+  host.stdout(
+    `shardguard: --last-failed: rerunning ${plural(found.files.length, "file")} of run ${found.rerunOf.runId} (${found.from})`,
+  );
   const prepared = await preparePresetRun({ ...request, files: found.files, selectionOff: LAST_FAILED_SELECTION_OFF });
   const reason = `did not pass in run ${found.rerunOf.runId}`;
   for (const f of prepared.plan.included.keys()) prepared.plan.included.set(f, reason);
@@ -84,11 +101,21 @@ const LAST_FAILED_SELECTION_OFF = "--last-failed reruns whole files";
  * @returns the prepared whole plan and the request with that tier
  * @throws ConfigError as {@link preparePresetRun}
  */
-export async function lastFailedScope(request: PresetRequest): Promise<{ whole: PreparedPresetRun; request: PresetRequest }> {
+export async function lastFailedScope(
+  request: PresetRequest,
+): Promise<{ whole: PreparedPresetRun; request: PresetRequest }> {
   let whole = await preparePresetRun({ ...request, selectionOff: LAST_FAILED_SELECTION_OFF });
   const last = lastReport(whole.settings.out)?.report;
-  if (whole.tier?.from === "default" && last?.preset?.name === whole.preset.name && last.preset.tier && last.preset.tier !== whole.tier.name) {
-    request = { ...request, defaultTier: { name: last.preset.tier, from: `run ${last.runId}, which --last-failed reruns` } };
+  if (
+    whole.tier?.from === "default" &&
+    last?.preset?.name === whole.preset.name &&
+    last.preset.tier &&
+    last.preset.tier !== whole.tier.name
+  ) {
+    request = {
+      ...request,
+      defaultTier: { name: last.preset.tier, from: `run ${last.runId}, which --last-failed reruns` },
+    };
     whole = await preparePresetRun({ ...request, selectionOff: LAST_FAILED_SELECTION_OFF });
   }
   return { whole, request };
@@ -101,8 +128,14 @@ export async function lastFailedScope(request: PresetRequest): Promise<{ whole: 
  *
  * @throws ConfigError for any configuration error found before a shard starts
  */
-export async function runPreparedPreset(command: "run" | "list", prepared: PreparedPresetRun, host: Host, slice: SliceSpec | null): Promise<number> {
-  for (const note of unmatchedGlobNotes(prepared.settings.root, prepared.settings, [...prepared.plan.included.keys()])) host.stderr(`shardguard: ${note}`);
+export async function runPreparedPreset(
+  command: "run" | "list",
+  prepared: PreparedPresetRun,
+  host: Host,
+  slice: SliceSpec | null,
+): Promise<number> {
+  for (const note of unmatchedGlobNotes(prepared.settings.root, prepared.settings, [...prepared.plan.included.keys()]))
+    host.stderr(`shardguard: ${note}`);
   if (!slice) {
     if (command === "list") {
       for (const line of presetPlanLines(prepared)) host.stdout(line);
@@ -135,7 +168,11 @@ export async function runPreparedPreset(command: "run" | "list", prepared: Prepa
  * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
  * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
  */
-export async function executePresetRun(p: PreparedPresetRun, host: Host, provenance?: RunInputs["provenance"]): Promise<number> {
+export async function executePresetRun(
+  p: PreparedPresetRun,
+  host: Host,
+  provenance?: RunInputs["provenance"],
+): Promise<number> {
   // Before the run's first child (the shard directory's module, the preflights): see engine/run.ts.
   removeStaleReports(p.settings);
   // A run that executes nothing must never look like a pass (as "no test files matched");
@@ -146,17 +183,34 @@ export async function executePresetRun(p: PreparedPresetRun, host: Host, provena
     );
   }
   // The project's own base for the shards' directories (gstack: where its eval tools read), before anything is spent or written.
-  const shardDir = p.shardDir && p.shardDir.from === "preset" ? { ...p.shardDir, base: baseFromModule(p.shardDir.spec, p.settings.root, p.settings.bun, p.childEnv) ?? p.shardDir.base } : p.shardDir;
-  const checked = await preflight(p.settings, p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))));
+  const shardDir =
+    p.shardDir && p.shardDir.from === "preset"
+      ? {
+          ...p.shardDir,
+          base: baseFromModule(p.shardDir.spec, p.settings.root, p.settings.bun, p.childEnv) ?? p.shardDir.base,
+        }
+      : p.shardDir;
+  const checked = await preflight(
+    p.settings,
+    p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))),
+  );
   // The preflight command's log tail is printed too: redact like the run does.
   const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
   for (const line of presetHeaderLines(p)) out.line(line);
-  if (shardDir) out.line(`shardguard: shard directories: ${shardDir.env}=${path.join(shardDir.base, "shards")}/<${shardDir.spec.slug === "plan" ? "shard" : "file name"}>`);
+  if (shardDir)
+    out.line(
+      `shardguard: shard directories: ${shardDir.env}=${path.join(shardDir.base, "shards")}/<${shardDir.spec.slug === "plan" ? "shard" : "file name"}>`,
+    );
   const env = { ...p.childEnv };
   const runnable = p.plan.shards.length - p.skipped.length;
   const pre = p.preflight;
   if (runnable > 0 && "argv" in pre) {
-    await runPreflight(pre, { root: p.settings.root, out: p.settings.out, graceMs: p.settings.graceMs }, p.childEnv, out);
+    await runPreflight(
+      pre,
+      { root: p.settings.root, out: p.settings.out, graceMs: p.settings.graceMs },
+      p.childEnv,
+      out,
+    );
     if (pre.okEnv) env[pre.okEnv] = "1";
   }
   const result = await executeRun(
@@ -172,7 +226,9 @@ export async function executePresetRun(p: PreparedPresetRun, host: Host, provena
         ? {
             shardEnv: (shard: PlannedShard) => ({
               ...isolateEnv(p.settings.bunArgs, shard.files.length),
-              ...(shardDir ? { [shardDir.env]: path.join(shardDir.base, "shards", shardDirName(shardDir.spec, shard)) } : {}),
+              ...(shardDir
+                ? { [shardDir.env]: path.join(shardDir.base, "shards", shardDirName(shardDir.spec, shard)) }
+                : {}),
             }),
           }
         : {}),
@@ -199,14 +255,27 @@ export async function runPreflight(
   const logPath = path.join(where.out, "preflight.log");
   await rm(logPath, { force: true });
   out.line(`shardguard: preflight: ${plan.label} (timeout ${plan.timeoutMs / 1000}s) log: ${logPath}`);
-  const proc = startProcess({ argv: plan.argv, cwd: where.root, env, logPath, timeoutMs: plan.timeoutMs, graceMs: where.graceMs });
+  const proc = startProcess({
+    argv: plan.argv,
+    cwd: where.root,
+    env,
+    logPath,
+    timeoutMs: plan.timeoutMs,
+    graceMs: where.graceMs,
+  });
   const outcome = await proc.done;
   if (outcome.spawnError === null && outcome.exitCode === 0 && outcome.killedBy === null) {
     out.line(`shardguard: preflight passed in ${(outcome.durationMs / 1000).toFixed(1)}s`);
     return;
   }
   const tail = await logTail(logPath);
-  if (tail) out.line(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+  if (tail)
+    out.line(
+      tail
+        .split("\n")
+        .map((l) => `    | ${l}`)
+        .join("\n"),
+    );
   const how =
     outcome.spawnError !== null
       ? `could not start (${outcome.spawnError})`

@@ -50,11 +50,20 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
       return EXIT.ok;
     }
     for (const f of rerun.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
-    host.stdout(`shardguard: --last-failed: rerunning ${plural(rerun.plan.included.size, "file")} of run ${rerun.rerunOf.runId} (${rerun.from})`);
+    host.stdout(
+      `shardguard: --last-failed: rerunning ${plural(rerun.plan.included.size, "file")} of run ${rerun.rerunOf.runId} (${rerun.from})`,
+    );
     plan = rerun.plan;
     provenance = { rerunOf: rerun.rerunOf };
   } else {
-    plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, batching: { durations: timings.durations, jobs: settings.jobs }, out: settings.out, exclusive: settings.exclusive });
+    plan = planRun({
+      root: settings.root,
+      patterns: settings.patterns,
+      filesPerShard: settings.filesPerShard,
+      batching: { durations: timings.durations, jobs: settings.jobs },
+      out: settings.out,
+      exclusive: settings.exclusive,
+    });
   }
   if (spec) {
     const sliced = slicePlan(plan, spec, timings.durations);
@@ -64,7 +73,8 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     if (sliced.plan.shards.length === 0 && command === "list") return EXIT.ok;
     plan = sliced.plan;
   }
-  for (const note of unmatchedGlobNotes(settings.root, settings, [...plan.included.keys()])) host.stderr(`shardguard: ${note}`);
+  for (const note of unmatchedGlobNotes(settings.root, settings, [...plan.included.keys()]))
+    host.stderr(`shardguard: ${note}`);
   if (command === "list") {
     if (plan.shards.length > 0) for (const line of planLines(plan, settings, timings.durations)) host.stdout(line);
     return EXIT.ok;
@@ -74,12 +84,26 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   // Before the run's first child (the preflight's Bun probe): see engine/run.ts.
   removeStaleReports(settings);
   const checked = await preflight(settings, planned);
-  for (const file of timings.missing) host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
+  for (const file of timings.missing)
+    host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
   // An empty slice still runs (nothing) and writes reports naming the whole
   // plan, so the merge sees that this slice reported.
   // Batches under --isolate (--files-per-shard auto adds it) tell the preload their size.
-  const shardEnv = isolates(settings.bunArgs) ? { shardEnv: (shard: PlannedShard) => isolateEnv(settings.bunArgs, shard.files.length) } : {};
-  const result = await executeRun({ settings, plan, bunVersion: checked.bunVersion, env: host.env, timings: timings.durations, provenance, ...shardEnv }, host);
+  const shardEnv = isolates(settings.bunArgs)
+    ? { shardEnv: (shard: PlannedShard) => isolateEnv(settings.bunArgs, shard.files.length) }
+    : {};
+  const result = await executeRun(
+    {
+      settings,
+      plan,
+      bunVersion: checked.bunVersion,
+      env: host.env,
+      timings: timings.durations,
+      provenance,
+      ...shardEnv,
+    },
+    host,
+  );
   return result.exitCode;
 }
 
@@ -96,7 +120,8 @@ export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; las
   const shardFlag = args.extras.get("--shard");
   const lastFailed = args.extras.get("--last-failed") === true;
   const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
-  if (!args.extras.has("--preset") && args.extras.has("--tier")) throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
+  if (!args.extras.has("--preset") && args.extras.has("--tier"))
+    throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
   if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);
   return { spec, lastFailed };
 }
@@ -106,18 +131,27 @@ export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; las
  * was left out; each shard's resource locks and exclusive flag, and with
  * recorded durations the makespan the resource settings predict.
  */
-export function planLines(plan: Plan, settings: RunSettings, durations: ReadonlyMap<string, number> = new Map()): string[] {
+export function planLines(
+  plan: Plan,
+  settings: RunSettings,
+  durations: ReadonlyMap<string, number> = new Map(),
+): string[] {
   const resources = resourcePlan(settings);
   const lines = [
     `shardguard: ${plural(plan.shards.length, "shard")}, ${plural(plan.included.size, "file")} under ${plan.root}`,
     `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per shard ${settings.filesPerShard}`,
   ];
   for (const shard of plan.shards) {
-    lines.push(`  shard ${shard.index}/${plan.shards.length} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}`);
+    lines.push(
+      `  shard ${shard.index}/${plan.shards.length} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}`,
+    );
     for (const file of shard.files) lines.push(`    ${oneLine(file)}  (${plan.included.get(file) ?? "planned"})`);
   }
   const makespan = resources.active ? plannedMakespan(plan.shards, settings, durations) : null;
-  if (makespan) lines.push(`  planned makespan with ${settings.jobs} jobs (recorded durations): ${secs(makespan.withLocks)}, ${secs(makespan.without)} without exclusive and resources`);
+  if (makespan)
+    lines.push(
+      `  planned makespan with ${settings.jobs} jobs (recorded durations): ${secs(makespan.withLocks)}, ${secs(makespan.without)} without exclusive and resources`,
+    );
   if (plan.excluded.length > 0) {
     lines.push(`Excluded (${plan.excluded.length}):`);
     for (const e of plan.excluded) lines.push(`  - ${oneLine(e.file)}  [${oneLine(e.reason)}]`);

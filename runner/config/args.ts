@@ -34,7 +34,10 @@ export interface ExtraFlags {
  * tier, one slice of the plan for a CI matrix (`--shard I/N`), and a rerun
  * of the last report's non-passing files (`--last-failed`).
  */
-export const RUN_FLAGS = { valued: ["--preset", "--tier", "--shard"], boolean: ["--last-failed"] } as const satisfies ExtraFlags;
+export const RUN_FLAGS = {
+  valued: ["--preset", "--tier", "--shard"],
+  boolean: ["--last-failed"],
+} as const satisfies ExtraFlags;
 
 /** Result of {@link parseArgs} with the extra flags a command declared. */
 export interface ParsedWithExtras extends ParsedArgs {
@@ -84,7 +87,14 @@ export function readArgv(argv: readonly string[], valued: readonly string[], boo
     const known = long || (arg === "-h" && Object.hasOwn(options, "help"));
     const eq = arg.indexOf("=");
     const flag = known ? `--${t.name}` : eq > 0 ? arg.slice(0, eq) : arg;
-    out.push({ kind: "flag", flag, arg, known, value: known ? t.value : undefined, inline: known && t.inlineValue === true });
+    out.push({
+      kind: "flag",
+      flag,
+      arg,
+      known,
+      value: known ? t.value : undefined,
+      inline: known && t.inlineValue === true,
+    });
   }
   return out;
 }
@@ -108,7 +118,9 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
   const valued = [...byFlag.keys(), ...extraValued];
   const booleans = ["--help", ...Object.keys(BOOLEAN_FLAGS), ...(extra.boolean ?? [])];
   const unknown = (flag: string) =>
-    new ConfigError(`unknown flag ${flag} for shardguard ${command}; flags for bun test go after "--" (shardguard ${command} --help lists the flags)`);
+    new ConfigError(
+      `unknown flag ${flag} for shardguard ${command}; flags for bun test go after "--" (shardguard ${command} --help lists the flags)`,
+    );
   for (const token of readArgv(argv, valued, booleans)) {
     if (token.kind === "end") parsed.bunArgs = token.rest;
     else if (token.kind === "positional") parsed.patterns.push(token.value);
@@ -116,7 +128,10 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
     else if (valued.includes(token.flag)) {
       const { flag, value } = token;
       const spec = byFlag.get(flag);
-      if (spec !== undefined && parsed.values.has(spec.key)) throw new ConfigError(`flag ${flag} was given twice${spec.kind === "globs" || spec.kind === "paths" || spec.kind === "names" ? ` (give several values once, comma-separated: ${flag} a,b)` : spec.kind === "resources" ? ` (give several resources once, separated by ";": ${flag} 'a=GLOB;b=GLOB')` : ""}`);
+      if (spec !== undefined && parsed.values.has(spec.key))
+        throw new ConfigError(
+          `flag ${flag} was given twice${spec.kind === "globs" || spec.kind === "paths" || spec.kind === "names" ? ` (give several values once, comma-separated: ${flag} a,b)` : spec.kind === "resources" ? ` (give several resources once, separated by ";": ${flag} 'a=GLOB;b=GLOB')` : ""}`,
+        );
       // A next argument such as "--jobs" is the next flag, not this one's value ("-x" and "--" are values).
       if (value === undefined || (!token.inline && value.startsWith("--") && value.length > 2)) {
         throw new ConfigError(`flag ${flag} needs a value (shardguard ${command} --help lists the flags)`);
@@ -127,7 +142,8 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
     } else if (token.flag in BOOLEAN_FLAGS) {
       if (token.inline) throw new ConfigError(`flag ${token.flag} takes no value (got ${JSON.stringify(token.arg)})`);
       parsed.booleans.add(token.flag as keyof typeof BOOLEAN_FLAGS);
-    } else if (token.inline) throw unknown(token.flag); // --help=1, --last-failed=1
+    } else if (token.inline)
+      throw unknown(token.flag); // --help=1, --last-failed=1
     else if (token.flag === "--help") parsed.help = true;
     else parsed.extras.set(token.flag, true);
   }

@@ -12,7 +12,18 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
 import type { ParsedArgs } from "./args.ts";
-import { BOOLEAN_FLAGS, ConfigError, DEFAULTS, parseSettingValue, SETTINGS, showValue, type ResourceTable, type RunSettings, type SettingSpec, type SettingValue } from "./settings-schema.ts";
+import {
+  BOOLEAN_FLAGS,
+  ConfigError,
+  DEFAULTS,
+  parseSettingValue,
+  SETTINGS,
+  showValue,
+  type ResourceTable,
+  type RunSettings,
+  type SettingSpec,
+  type SettingValue,
+} from "./settings-schema.ts";
 
 /** Keys of `[shardguard]` that are not plain settings. */
 const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
@@ -82,12 +93,15 @@ export function readBunfigTable(root: string): BunfigTable {
   try {
     doc = Bun.TOML.parse(text) as Record<string, unknown>;
   } catch (error) {
-    const first = String((error as Error).message).split("\n")[0]!.replace(/^TOML Parse error: /, "");
+    const first = String((error as Error).message)
+      .split("\n")[0]!
+      .replace(/^TOML Parse error: /, "");
     throw new ConfigError(`${tomlPosition(file, text)} is not valid TOML: ${first}`);
   }
   const testSection = doc.test as Record<string, unknown> | undefined;
   const testRoot = typeof testSection?.root === "string" && testSection.root.length > 0 ? testSection.root : null;
-  const testRetry = Number.isInteger(testSection?.retry) && (testSection!.retry as number) >= 0 ? (testSection!.retry as number) : null;
+  const testRetry =
+    Number.isInteger(testSection?.retry) && (testSection!.retry as number) >= 0 ? (testSection!.retry as number) : null;
   const table = doc.shardguard;
   if (table === undefined) return { table: {}, file, testRoot, testRetry, text };
   if (typeof table !== "object" || table === null || Array.isArray(table)) {
@@ -113,7 +127,8 @@ function tomlPosition(file: string, text: string): string {
   return file;
 }
 
-const isTable = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isTable = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * The text of `key = value` in the `[shardguard]` table of a TOML file, as
@@ -203,7 +218,9 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
   if ("presets" in bunfig.table) {
     const presets = bunfig.table.presets;
     if (!isTable(presets) || !Object.values(presets).every(isTable)) {
-      throw new ConfigError(`invalid ${tomlWhere("presets")} ${showValue(presets)}: expected a table of [shardguard.presets.NAME] tables`);
+      throw new ConfigError(
+        `invalid ${tomlWhere("presets")} ${showValue(presets)}: expected a table of [shardguard.presets.NAME] tables`,
+      );
     }
   }
 
@@ -216,7 +233,8 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
   const pick = (spec: SettingSpec): Picked | undefined => {
     const found: Picked[] = [];
     const flagValue = args.values.get(spec.key);
-    if (flagValue !== undefined) found.push({ value: parseSettingValue(spec, flagValue, spec.flag), from: "flag", source: spec.flag });
+    if (flagValue !== undefined)
+      found.push({ value: parseSettingValue(spec, flagValue, spec.flag), from: "flag", source: spec.flag });
     const layered = (layers: readonly SettingLayer[] | undefined) => {
       for (const layer of layers ?? []) {
         const value = layer.values[spec.key];
@@ -225,11 +243,17 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     };
     layered(inputs.above);
     const envValue = nonEmpty(env[spec.env]);
-    if (envValue !== undefined) found.push({ value: parseSettingValue(spec, envValue, spec.env), from: "env", source: spec.env });
+    if (envValue !== undefined)
+      found.push({ value: parseSettingValue(spec, envValue, spec.env), from: "env", source: spec.env });
     if (spec.toml && spec.toml in bunfig.table) {
       const raw = bunfig.table[spec.toml];
-      const written = typeof raw === "number" && !Number.isFinite(raw) ? writtenTomlValue(bunfig.text, spec.toml) : undefined;
-      found.push({ value: parseSettingValue(spec, raw, tomlWhere(spec.toml), written), from: "toml", source: tomlWhere(spec.toml) });
+      const written =
+        typeof raw === "number" && !Number.isFinite(raw) ? writtenTomlValue(bunfig.text, spec.toml) : undefined;
+      found.push({
+        value: parseSettingValue(spec, raw, tomlWhere(spec.toml), written),
+        from: "toml",
+        source: tomlWhere(spec.toml),
+      });
     }
     layered(inputs.below);
     const winner = found[0];
@@ -254,19 +278,26 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
   const bun = bunPicked
     ? resolveExecutable(bunPicked.value as string, bunPicked.from === "toml" ? root : cwd, env)
     : inputs.defaultBun;
-  const bunSource = !bunPicked ? "the running Bun" : bunPicked.from === "flag" ? spec("bun").flag : bunPicked.from === "env" ? spec("bun").env : tomlWhere("bun");
+  const bunSource = !bunPicked
+    ? "the running Bun"
+    : bunPicked.from === "flag"
+      ? spec("bun").flag
+      : bunPicked.from === "env"
+        ? spec("bun").env
+        : tomlWhere("bun");
   checkExecutable(bun, bunSource);
 
   // Without patterns, discover where `bun test` itself would: its [test] root.
   // bunfig's lists are checked even when the command line overrides them.
-  const tomlPatterns = "patterns" in bunfig.table ? stringList(bunfig.table.patterns, tomlWhere("patterns")) : undefined;
-  const tomlBunArgs = "bun-args" in bunfig.table ? stringList(bunfig.table["bun-args"], tomlWhere("bun-args")) : undefined;
+  const tomlPatterns =
+    "patterns" in bunfig.table ? stringList(bunfig.table.patterns, tomlWhere("patterns")) : undefined;
+  const tomlBunArgs =
+    "bun-args" in bunfig.table ? stringList(bunfig.table["bun-args"], tomlWhere("bun-args")) : undefined;
   const patterns =
     args.patterns.length > 0
       ? args.patterns
-      : tomlPatterns ??
-        (bunfig.testRoot && existsSync(path.resolve(root, bunfig.testRoot)) ? [bunfig.testRoot] : []);
-  const bunArgs = args.bunArgs.length > 0 ? args.bunArgs : tomlBunArgs ?? [];
+      : (tomlPatterns ?? (bunfig.testRoot && existsSync(path.resolve(root, bunfig.testRoot)) ? [bunfig.testRoot] : []));
+  const bunArgs = args.bunArgs.length > 0 ? args.bunArgs : (tomlBunArgs ?? []);
 
   const eventsToml = bunfig.table["test-events"];
   if (eventsToml !== undefined && typeof eventsToml !== "boolean") {
@@ -282,7 +313,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     ? false
     : noEventsEnv !== undefined
       ? !(noEventsEnv === "1" || noEventsEnv === "true")
-      : (eventsToml as boolean | undefined) ?? true;
+      : ((eventsToml as boolean | undefined) ?? true);
 
   const filesPerShard = (pick(spec("filesPerShard"))?.value as number | "auto" | undefined) ?? DEFAULTS.filesPerShard;
   const settings: RunSettings = {
@@ -314,11 +345,18 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     })(),
   };
   // Two reports on one path would silently overwrite each other.
-  const reports = [["--junit", settings.junit], ["--json", settings.json], ["--ctrf", settings.ctrf], ["--html", settings.html]] as const;
+  const reports = [
+    ["--junit", settings.junit],
+    ["--json", settings.json],
+    ["--ctrf", settings.ctrf],
+    ["--html", settings.html],
+  ] as const;
   for (let i = 0; i < reports.length; i++) {
     for (let j = i + 1; j < reports.length; j++) {
       if (reports[i]![1] === reports[j]![1]) {
-        throw new ConfigError(`invalid ${reports[j]![0]} ${JSON.stringify(reports[j]![1])}: it is also the ${reports[i]![0]} path; each report needs its own file`);
+        throw new ConfigError(
+          `invalid ${reports[j]![0]} ${JSON.stringify(reports[j]![1])}: it is also the ${reports[i]![0]} path; each report needs its own file`,
+        );
       }
     }
   }
@@ -336,7 +374,9 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
 export function batchBunArgs(filesPerShard: number | "auto", bunArgs: readonly string[], source: string): string[] {
   if (filesPerShard !== "auto") return [...bunArgs];
   if (bunArgs.includes("--no-isolate")) {
-    throw new ConfigError(`invalid ${source} auto with the bun test flag --no-isolate: auto batches run with --isolate; drop --no-isolate or give a number of files per shard`);
+    throw new ConfigError(
+      `invalid ${source} auto with the bun test flag --no-isolate: auto batches run with --isolate; drop --no-isolate or give a number of files per shard`,
+    );
   }
   return bunArgs.includes("--isolate") ? [...bunArgs] : [...bunArgs, "--isolate"];
 }

@@ -83,7 +83,19 @@ export type ResourceTable = Record<string, ResourceSpec>;
 export type SettingValue = number | string | string[] | ResourceTable;
 
 /** How a raw setting value is parsed from a flag, environment variable or TOML value. */
-type Kind = "posint" | "filesPerShard" | "seconds" | "nonnegSeconds" | "path" | "bool" | "names" | "name" | "onoff" | "paths" | "globs" | "resources"
+type Kind =
+  | "posint"
+  | "filesPerShard"
+  | "seconds"
+  | "nonnegSeconds"
+  | "path"
+  | "bool"
+  | "names"
+  | "name"
+  | "onoff"
+  | "paths"
+  | "globs"
+  | "resources"
   | "passfail";
 
 /** One setting: its flag, environment variable, bunfig.toml key and value rule. */
@@ -99,34 +111,168 @@ export interface SettingSpec {
 
 /** Every setting that may come from a flag, the environment or `[shardguard]` in bunfig.toml. */
 export const SETTINGS: readonly SettingSpec[] = [
-  { key: "root", flag: "--root", env: "SHARDGUARD_ROOT", toml: null, kind: "path", help: "directory to discover tests in and run them from (default: current directory)" },
-  { key: "jobs", flag: "--jobs", env: "SHARDGUARD_JOBS", toml: "jobs", kind: "posint", help: "shard processes at once (default 4)" },
-  { key: "timeout", flag: "--timeout", env: "SHARDGUARD_TIMEOUT", toml: "timeout", kind: "seconds", help: "wall-clock seconds per shard before its process group is killed (default 1800)" },
-  { key: "grace", flag: "--grace", env: "SHARDGUARD_GRACE", toml: "grace", kind: "nonnegSeconds", help: "seconds between SIGTERM and SIGKILL (default 5)" },
-  { key: "filesPerShard", flag: "--files-per-shard", env: "SHARDGUARD_FILES_PER_SHARD", toml: "files-per-shard", kind: "filesPerShard", help: "test files per shard, i.e. per bun test process on this machine (default 1), or auto: batches of 0.5-5 s of work (aiming at 4 per job: the total over jobs × 4, within 0.5-5 s, so a small suite may get fewer) sized from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; --shard I/N is another thing: a slice of the plan for one CI machine" },
-  { key: "out", flag: "--out", env: "SHARDGUARD_OUT", toml: "out", kind: "path", help: "output directory (default .shardguard under root)" },
-  { key: "junit", flag: "--junit", env: "SHARDGUARD_JUNIT", toml: "junit", kind: "path", help: "JUnit XML path (default OUT/junit.xml)" },
-  { key: "json", flag: "--json", env: "SHARDGUARD_JSON", toml: "json", kind: "path", help: "JSON report path (default OUT/report.json)" },
-  { key: "ctrf", flag: "--ctrf", env: "SHARDGUARD_CTRF", toml: "ctrf", kind: "path", help: "CTRF report path (default OUT/ctrf.json)" },
-  { key: "html", flag: "--html", env: "SHARDGUARD_HTML", toml: "html", kind: "path", help: "HTML report path: one self-contained page with the shard timeline and every test (default OUT/report.html)" },
-  { key: "bun", flag: "--bun", env: "SHARDGUARD_BUN", toml: "bun", kind: "path", help: "Bun executable for the shards (default: the Bun running shardguard)" },
-  { key: "redact", flag: "--redact", env: "SHARDGUARD_REDACT", toml: "redact", kind: "names", help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*" },
-  { key: "lock", flag: "--lock", env: "SHARDGUARD_LOCK", toml: "lock", kind: "name", help: "machine-wide lock: runs with the same lock name run one at a time" },
-  { key: "annotations", flag: "--annotations", env: "SHARDGUARD_ANNOTATIONS", toml: "annotations", kind: "onoff", help: "on GitHub Actions (GITHUB_ACTIONS=true): an error annotation per test that did not pass, a warning per flaky test, and a step summary; off to turn them off (default on)" },
-  { key: "timings", flag: "--timings", env: "SHARDGUARD_TIMINGS", toml: "timings", kind: "paths", help: "Bun timings files (comma-separated; bun test --timings format) whose per-file durations start the longest shards first; a missing file is a warning" },
-  { key: "updateTimings", flag: "--update-timings", env: "SHARDGUARD_UPDATE_TIMINGS", toml: "update-timings", kind: "path", help: "Bun timings file the measured per-file durations are merged into after the run (written atomically)" },
-  { key: "exclusive", flag: "--exclusive", env: "SHARDGUARD_EXCLUSIVE", toml: "exclusive", kind: "globs", help: "globs (comma-separated) of files that run alone: the pool drains, the file runs with no other shard, the pool refills; such files are never batched and start after the others" },
-  { key: "resources", flag: "--resources", env: "SHARDGUARD_RESOURCES", toml: "resources", kind: "resources", help: "named resource locks, NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB: shards holding the same resource never run more than CAPACITY (default 1) at once; others keep running" },
+  {
+    key: "root",
+    flag: "--root",
+    env: "SHARDGUARD_ROOT",
+    toml: null,
+    kind: "path",
+    help: "directory to discover tests in and run them from (default: current directory)",
+  },
+  {
+    key: "jobs",
+    flag: "--jobs",
+    env: "SHARDGUARD_JOBS",
+    toml: "jobs",
+    kind: "posint",
+    help: "shard processes at once (default 4)",
+  },
+  {
+    key: "timeout",
+    flag: "--timeout",
+    env: "SHARDGUARD_TIMEOUT",
+    toml: "timeout",
+    kind: "seconds",
+    help: "wall-clock seconds per shard before its process group is killed (default 1800)",
+  },
+  {
+    key: "grace",
+    flag: "--grace",
+    env: "SHARDGUARD_GRACE",
+    toml: "grace",
+    kind: "nonnegSeconds",
+    help: "seconds between SIGTERM and SIGKILL (default 5)",
+  },
+  {
+    key: "filesPerShard",
+    flag: "--files-per-shard",
+    env: "SHARDGUARD_FILES_PER_SHARD",
+    toml: "files-per-shard",
+    kind: "filesPerShard",
+    help: "test files per shard, i.e. per bun test process on this machine (default 1), or auto: batches of 0.5-5 s of work (aiming at 4 per job: the total over jobs × 4, within 0.5-5 s, so a small suite may get fewer) sized from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; --shard I/N is another thing: a slice of the plan for one CI machine",
+  },
+  {
+    key: "out",
+    flag: "--out",
+    env: "SHARDGUARD_OUT",
+    toml: "out",
+    kind: "path",
+    help: "output directory (default .shardguard under root)",
+  },
+  {
+    key: "junit",
+    flag: "--junit",
+    env: "SHARDGUARD_JUNIT",
+    toml: "junit",
+    kind: "path",
+    help: "JUnit XML path (default OUT/junit.xml)",
+  },
+  {
+    key: "json",
+    flag: "--json",
+    env: "SHARDGUARD_JSON",
+    toml: "json",
+    kind: "path",
+    help: "JSON report path (default OUT/report.json)",
+  },
+  {
+    key: "ctrf",
+    flag: "--ctrf",
+    env: "SHARDGUARD_CTRF",
+    toml: "ctrf",
+    kind: "path",
+    help: "CTRF report path (default OUT/ctrf.json)",
+  },
+  {
+    key: "html",
+    flag: "--html",
+    env: "SHARDGUARD_HTML",
+    toml: "html",
+    kind: "path",
+    help: "HTML report path: one self-contained page with the shard timeline and every test (default OUT/report.html)",
+  },
+  {
+    key: "bun",
+    flag: "--bun",
+    env: "SHARDGUARD_BUN",
+    toml: "bun",
+    kind: "path",
+    help: "Bun executable for the shards (default: the Bun running shardguard)",
+  },
+  {
+    key: "redact",
+    flag: "--redact",
+    env: "SHARDGUARD_REDACT",
+    toml: "redact",
+    kind: "names",
+    help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*",
+  },
+  {
+    key: "lock",
+    flag: "--lock",
+    env: "SHARDGUARD_LOCK",
+    toml: "lock",
+    kind: "name",
+    help: "machine-wide lock: runs with the same lock name run one at a time",
+  },
+  {
+    key: "annotations",
+    flag: "--annotations",
+    env: "SHARDGUARD_ANNOTATIONS",
+    toml: "annotations",
+    kind: "onoff",
+    help: "on GitHub Actions (GITHUB_ACTIONS=true): an error annotation per test that did not pass, a warning per flaky test, and a step summary; off to turn them off (default on)",
+  },
+  {
+    key: "timings",
+    flag: "--timings",
+    env: "SHARDGUARD_TIMINGS",
+    toml: "timings",
+    kind: "paths",
+    help: "Bun timings files (comma-separated; bun test --timings format) whose per-file durations start the longest shards first; a missing file is a warning",
+  },
+  {
+    key: "updateTimings",
+    flag: "--update-timings",
+    env: "SHARDGUARD_UPDATE_TIMINGS",
+    toml: "update-timings",
+    kind: "path",
+    help: "Bun timings file the measured per-file durations are merged into after the run (written atomically)",
+  },
+  {
+    key: "exclusive",
+    flag: "--exclusive",
+    env: "SHARDGUARD_EXCLUSIVE",
+    toml: "exclusive",
+    kind: "globs",
+    help: "globs (comma-separated) of files that run alone: the pool drains, the file runs with no other shard, the pool refills; such files are never batched and start after the others",
+  },
+  {
+    key: "resources",
+    flag: "--resources",
+    env: "SHARDGUARD_RESOURCES",
+    toml: "resources",
+    kind: "resources",
+    help: "named resource locks, NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB: shards holding the same resource never run more than CAPACITY (default 1) at once; others keep running",
+  },
   {
     key: "emptyFiles",
     flag: "--empty-files",
     env: "SHARDGUARD_EMPTY_FILES",
     toml: "empty-files",
     kind: "passfail",
-    help: "a test file that registers no tests: pass (an empty file, as plain bun test exits 0 for it) or fail " +
+    help:
+      "a test file that registers no tests: pass (an empty file, as plain bun test exits 0 for it) or fail " +
       "(default pass)",
   },
-  { key: "heartbeat", flag: "--heartbeat", env: "SHARDGUARD_HEARTBEAT", toml: "heartbeat", kind: "seconds", help: "seconds between progress lines for a long-running shard without a TTY (default 60)" },
+  {
+    key: "heartbeat",
+    flag: "--heartbeat",
+    env: "SHARDGUARD_HEARTBEAT",
+    toml: "heartbeat",
+    kind: "seconds",
+    help: "seconds between progress lines for a long-running shard without a TTY (default 60)",
+  },
 ];
 
 /** Boolean flags (no value). `--no-test-events` turns the inspector channel off. */
@@ -162,11 +308,19 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
     accepted: "a whole number from 1 to 10000, or auto",
   },
   seconds: {
-    schema: z.coerce.number().min(0.001).max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)),
+    schema: z.coerce
+      .number()
+      .min(0.001)
+      .max(MAX_MS / 1000)
+      .transform((s) => Math.round(s * 1000)),
     accepted: `a number of seconds from 0.001 to ${Math.floor(MAX_MS / 1000)}`,
   },
   nonnegSeconds: {
-    schema: z.coerce.number().nonnegative().max(MAX_MS / 1000).transform((s) => Math.round(s * 1000)),
+    schema: z.coerce
+      .number()
+      .nonnegative()
+      .max(MAX_MS / 1000)
+      .transform((s) => Math.round(s * 1000)),
     accepted: `a number of seconds from 0 to ${Math.floor(MAX_MS / 1000)}`,
   },
   path: { schema: z.string().min(1), accepted: "a non-empty path" },
@@ -188,10 +342,15 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
       .pipe(z.array(z.string().regex(/^[A-Za-z0-9_*?]+$/)).min(1)),
     accepted: "variable names separated by commas, at least one (letters, digits, _, and * or ? wildcards)",
   },
-  name: { schema: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/), accepted: "a name of 1 to 100 letters, digits, '.', '_' or '-'" },
+  name: {
+    schema: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/),
+    accepted: "a name of 1 to 100 letters, digits, '.', '_' or '-'",
+  },
   // TOML may also say true / false.
   onoff: {
-    schema: z.union([z.enum(["on", "off"]), z.boolean()]).transform((v) => (typeof v === "boolean" ? (v ? "on" : "off") : v)),
+    schema: z
+      .union([z.enum(["on", "off"]), z.boolean()])
+      .transform((v) => (typeof v === "boolean" ? (v ? "on" : "off") : v)),
     accepted: "on or off",
   },
   passfail: { schema: z.enum(["pass", "fail"]), accepted: "pass or fail" },
@@ -213,7 +372,11 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
   const looksNumeric =
     (typeof raw === "number" && Number.isFinite(raw)) ||
     (typeof raw === "string" && /^\s*[+]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw));
-  const needsNumber = (spec.kind === "filesPerShard" && raw !== "auto") || spec.kind === "posint" || spec.kind === "seconds" || spec.kind === "nonnegSeconds";
+  const needsNumber =
+    (spec.kind === "filesPerShard" && raw !== "auto") ||
+    spec.kind === "posint" ||
+    spec.kind === "seconds" ||
+    spec.kind === "nonnegSeconds";
   const result = needsNumber && !looksNumeric ? null : rule.schema.safeParse(raw);
   if (!result || !result.success) {
     throw new ConfigError(`invalid ${source} ${written ?? showValue(raw)}: expected ${rule.accepted}`);
@@ -223,11 +386,18 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
 
 /** Globs of a flag, variable or TOML array, each checked for syntax. @throws ConfigError naming the source and the bad glob */
 function parseGlobs(raw: unknown, source: string): string[] {
-  const list = typeof raw === "string" ? splitGlobList(raw) : Array.isArray(raw) && raw.every((g) => typeof g === "string") ? raw.map((g) => g.trim()).filter((g) => g !== "") : null;
-  if (list === null || list.length === 0) throw new ConfigError(`invalid ${source} ${showValue(raw)}: expected ${GLOBS_ACCEPTED}`);
+  const list =
+    typeof raw === "string"
+      ? splitGlobList(raw)
+      : Array.isArray(raw) && raw.every((g) => typeof g === "string")
+        ? raw.map((g) => g.trim()).filter((g) => g !== "")
+        : null;
+  if (list === null || list.length === 0)
+    throw new ConfigError(`invalid ${source} ${showValue(raw)}: expected ${GLOBS_ACCEPTED}`);
   for (const glob of list) {
     const problem = globs().globSyntaxError(glob);
-    if (problem) throw new ConfigError(`invalid ${source} glob ${JSON.stringify(glob)}: ${problem}; expected ${GLOBS_ACCEPTED}`);
+    if (problem)
+      throw new ConfigError(`invalid ${source} glob ${JSON.stringify(glob)}: ${problem}; expected ${GLOBS_ACCEPTED}`);
   }
   return list;
 }
@@ -244,15 +414,22 @@ function parseResources(raw: unknown, source: string): ResourceTable {
     throw new ConfigError(`invalid ${where} ${showValue(value)}: expected ${what}`);
   };
   const capacityOf = (where: string, value: unknown): number =>
-    typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_CAPACITY ? value : bad(`${where} capacity`, value, `a whole number from 1 to ${MAX_CAPACITY}`);
+    typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_CAPACITY
+      ? value
+      : bad(`${where} capacity`, value, `a whole number from 1 to ${MAX_CAPACITY}`);
   if (typeof raw === "string") {
-    for (const entry of raw.split(";").map((e) => e.trim()).filter((e) => e !== "")) {
+    for (const entry of raw
+      .split(";")
+      .map((e) => e.trim())
+      .filter((e) => e !== "")) {
       const m = /^([^=@]+?)(?:@([^=]*))?=(.*)$/.exec(entry);
       if (!m) bad(source, entry);
       const name = m![1]!.trim();
       if (!RESOURCE_NAME.test(name)) bad(`${source} resource name`, name, RESOURCES_ACCEPTED);
-      if (Object.hasOwn(table, name)) throw new ConfigError(`invalid ${source}: resource ${name} is named twice; expected each NAME once`);
-      const capacity = m![2] === undefined ? 1 : capacityOf(`${source} ${name}`, /^\s*\d+\s*$/.test(m![2]) ? Number(m![2]) : m![2]);
+      if (Object.hasOwn(table, name))
+        throw new ConfigError(`invalid ${source}: resource ${name} is named twice; expected each NAME once`);
+      const capacity =
+        m![2] === undefined ? 1 : capacityOf(`${source} ${name}`, /^\s*\d+\s*$/.test(m![2]) ? Number(m![2]) : m![2]);
       table[name] = { files: parseGlobs(m![3]!, `${source} ${name}`), capacity };
     }
     if (Object.keys(table).length === 0) bad(source, raw);
@@ -263,9 +440,17 @@ function parseResources(raw: unknown, source: string): ResourceTable {
     const where = `${source}.${name}`;
     if (!RESOURCE_NAME.test(name)) bad(`${source} resource name`, name, RESOURCES_ACCEPTED);
     if (Array.isArray(value)) table[name] = { files: parseGlobs(value, where), capacity: 1 };
-    else if (typeof value === "object" && value !== null && Object.keys(value).every((k) => k === "files" || k === "capacity") && "files" in value) {
+    else if (
+      typeof value === "object" &&
+      value !== null &&
+      Object.keys(value).every((k) => k === "files" || k === "capacity") &&
+      "files" in value
+    ) {
       const v = value as { files: unknown; capacity?: unknown };
-      table[name] = { files: parseGlobs(v.files, `${where}.files`), capacity: v.capacity === undefined ? 1 : capacityOf(where, v.capacity) };
+      table[name] = {
+        files: parseGlobs(v.files, `${where}.files`),
+        capacity: v.capacity === undefined ? 1 : capacityOf(where, v.capacity),
+      };
     } else bad(where, value, 'an array of globs, or { files = ["GLOB", ...], capacity = N } (no other keys)');
   }
   return table;

@@ -29,7 +29,11 @@ export interface RedactingOutput {
  *
  * @throws ConfigError when `settings.redact` holds an invalid name
  */
-export function redactingOutput(host: Host, env: Record<string, string | undefined>, settings: { redact: string[] }): RedactingOutput {
+export function redactingOutput(
+  host: Host,
+  env: Record<string, string | undefined>,
+  settings: { redact: string[] },
+): RedactingOutput {
   let redact: (text: string) => string;
   try {
     redact = makeRedactor(env, { extraNames: settings.redact });
@@ -37,7 +41,9 @@ export function redactingOutput(host: Host, env: Record<string, string | undefin
     throw new ConfigError(`invalid --redact: ${(error as Error).message}`);
   }
   const stdout = (text: string) => host.stdout(redact(text));
-  const write = host.write ? (text: string) => host.write!(redact(text)) : (text: string) => stdout(text.replace(/\n$/, ""));
+  const write = host.write
+    ? (text: string) => host.write!(redact(text))
+    : (text: string) => stdout(text.replace(/\n$/, ""));
   return { redact, stdout, write };
 }
 
@@ -75,14 +81,19 @@ export async function executeRun(
   const debuggerVars = DEBUGGER_ENV.filter((name) => inputs.env[name]);
   if (debuggerVars.length > 0) {
     const [them, are] = debuggerVars.length > 1 ? ["them", "are"] : ["it", "is"];
-    stdout(`shardguard: note: ${debuggerVars.join(" and ")} ${are} set (a debugger's, as an editor's debug terminal sets ${them}); shard children run without ${them}: each would listen at that address or wait for its debugger`);
+    stdout(
+      `shardguard: note: ${debuggerVars.join(" and ")} ${are} set (a debugger's, as an editor's debug terminal sets ${them}); shard children run without ${them}: each would listen at that address or wait for its debugger`,
+    );
   }
 
   let lock: RunLock | null = null;
   if (inputs.settings.lock) {
     const name = inputs.settings.lock;
     try {
-      lock = await acquireRunLock(name, { onWait: (holder) => stdout(`shardguard: ${lockWaitMessage(name, holder)}`), signal: waiting.signal });
+      lock = await acquireRunLock(name, {
+        onWait: (holder) => stdout(`shardguard: ${lockWaitMessage(name, holder)}`),
+        signal: waiting.signal,
+      });
     } catch (error) {
       unsubscribe?.();
       if (error instanceof LockAbortedError) {

@@ -11,7 +11,10 @@ import type { RunReport } from "../results/report-model.ts";
 import { githubAnnotations, githubRefusal, githubStepSummary } from "../report/github-render.ts";
 
 /** True when annotations are on (`--annotations`, default on) and the run is under GitHub Actions. */
-export function githubActive(settings: Pick<RunSettings, "annotations">, env: Record<string, string | undefined>): boolean {
+export function githubActive(
+  settings: Pick<RunSettings, "annotations">,
+  env: Record<string, string | undefined>,
+): boolean {
   return settings.annotations && env.GITHUB_ACTIONS === "true";
 }
 
@@ -27,7 +30,11 @@ export function repositoryRoot(root: string, env: Record<string, string | undefi
 }
 
 /** Appends `markdown` to $GITHUB_STEP_SUMMARY when it is set; a failure costs one console line, never the run. */
-function appendSummary(markdown: string, env: Record<string, string | undefined>, stdout: (text: string) => void): void {
+function appendSummary(
+  markdown: string,
+  env: Record<string, string | undefined>,
+  stdout: (text: string) => void,
+): void {
   const file = env.GITHUB_STEP_SUMMARY;
   if (!file) return;
   try {
@@ -51,13 +58,22 @@ export function publishToGithub(
   stdout: (text: string) => void,
 ): void {
   if (!githubActive(settings, env)) return;
-  const options = { repoRoot: repositoryRoot(settings.root, env), redact, reports: { junit: settings.junit, json: settings.json, ctrf: settings.ctrf } };
+  const options = {
+    repoRoot: repositoryRoot(settings.root, env),
+    redact,
+    reports: { junit: settings.junit, json: settings.json, ctrf: settings.ctrf },
+  };
   for (const line of githubAnnotations(report, options)) stdout(line);
   appendSummary(githubStepSummary(report, options), env, stdout);
 }
 
 /** The refused-run counterpart of {@link publishToGithub}; `reason` must already be redacted. */
-export function publishRefusal(reason: string, settings: RunSettings, env: Record<string, string | undefined>, stdout: (text: string) => void): void {
+export function publishRefusal(
+  reason: string,
+  settings: RunSettings,
+  env: Record<string, string | undefined>,
+  stdout: (text: string) => void,
+): void {
   if (!githubActive(settings, env)) return;
   const { annotation, summary } = githubRefusal(reason);
   stdout(annotation);

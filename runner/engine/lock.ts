@@ -168,7 +168,12 @@ export async function acquireRunLock(name: string, options: AcquireLockOptions):
     const gen = top + 1;
     const since = new Date();
     const token = randomBytes(8).toString("hex");
-    const record: HolderRecord = { pid: process.pid, since: since.toISOString(), procStart: procStartOf(process.pid), token };
+    const record: HolderRecord = {
+      pid: process.pid,
+      since: since.toISOString(),
+      procStart: procStartOf(process.pid),
+      token,
+    };
     if (!(await linkHolder(lane, gen, record))) continue;
     // A contender that re-created a deleted lower generation backs off here.
     if (maxOf(await generations(lane)) > gen) {
@@ -284,7 +289,12 @@ function parseRecord(text: string): HolderRecord | null {
     if (typeof value.pid !== "number" || !Number.isInteger(value.pid) || value.pid <= 0) return null;
     if (typeof value.since !== "string" || Number.isNaN(Date.parse(value.since))) return null;
     if (typeof value.token !== "string") return null;
-    return { pid: value.pid, since: value.since, token: value.token, procStart: typeof value.procStart === "string" ? value.procStart : null };
+    return {
+      pid: value.pid,
+      since: value.since,
+      token: value.token,
+      procStart: typeof value.procStart === "string" ? value.procStart : null,
+    };
   } catch {
     return null;
   }
@@ -349,4 +359,3 @@ async function unlinkQuietly(file: string): Promise<void> {
     // Already gone.
   }
 }
-

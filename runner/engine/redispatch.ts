@@ -23,18 +23,27 @@ import type { ShardResult } from "../results/report-model.ts";
  * @param filesNotStarted planned files (relative to root) without a file mark
  * @returns the new shards, in the shard's file order; `result` is edited in place
  */
-export function splitKilledBatch(shard: PlannedShard, result: ShardResult, filesNotStarted: readonly string[], firstIndex: number): PlannedShard[] {
+export function splitKilledBatch(
+  shard: PlannedShard,
+  result: ShardResult,
+  filesNotStarted: readonly string[],
+  firstIndex: number,
+): PlannedShard[] {
   if (shard.files.length < 2 || filesNotStarted.length === 0) return [];
   if (result.killedBy === "cancel" || (result.status !== "timed-out" && result.status !== "crashed")) return [];
   // A file the verdict already names as in flight from its events (its tests were found, then a beforeAll
   // hook or its loading hung: a timed-out or crashed entry of its own) keeps that verdict:
   // running it again would only spend another whole timeout on the same hang.
-  const inFlight = new Set(result.tests.filter((t) => !t.synthetic && (t.status === "timed-out" || t.status === "crashed")).map((t) => t.file));
+  const inFlight = new Set(
+    result.tests.filter((t) => !t.synthetic && (t.status === "timed-out" || t.status === "crashed")).map((t) => t.file),
+  );
   const candidates = filesNotStarted.filter((f) => !inFlight.has(f));
   const again = candidates.length === shard.files.length ? candidates.filter((f) => f !== shard.files[0]) : candidates;
   if (again.length === 0) return [];
   const moved = new Set(again);
-  const added = again.map((file, i): PlannedShard => ({ index: firstIndex + i, slug: shardSlug([file]), files: [file] }));
+  const added = again.map(
+    (file, i): PlannedShard => ({ index: firstIndex + i, slug: shardSlug([file]), files: [file] }),
+  );
   result.files = result.files.filter((f) => !moved.has(f));
   result.tests = result.tests.filter((t) => !moved.has(t.file));
   const first = added[0]!.index;

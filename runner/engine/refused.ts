@@ -48,7 +48,8 @@ export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf" | "
     if (kind === "junit") return /^<\?xml[^>]*\?>\s*<testsuites name="shardguard[" ]/.test(text.slice(0, 512));
     if (bytes.length > HEAD_BYTES) return (kind === "json" ? OUR_JSON_HEAD : OUR_CTRF_HEAD).test(text);
     const doc = JSON.parse(text) as Record<string, unknown>;
-    if (kind === "json") return (doc.tool as { name?: unknown } | undefined)?.name === "shardguard" && typeof doc.runId === "string";
+    if (kind === "json")
+      return (doc.tool as { name?: unknown } | undefined)?.name === "shardguard" && typeof doc.runId === "string";
     return doc.reportFormat === "CTRF" && doc.generatedBy === "shardguard";
   } catch {
     return false;
@@ -60,9 +61,16 @@ export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf" | "
  *
  * @returns the paths removed
  */
-export function removeStaleReports(settings: Pick<RunSettings, "out" | "junit" | "json" | "ctrf"> & { html?: string }): string[] {
+export function removeStaleReports(
+  settings: Pick<RunSettings, "out" | "junit" | "json" | "ctrf"> & { html?: string },
+): string[] {
   const removed: string[] = [];
-  const reports = [["junit", settings.junit], ["json", settings.json], ["ctrf", settings.ctrf], ...(settings.html ? [["html", settings.html] as const] : [])] as const;
+  const reports = [
+    ["junit", settings.junit],
+    ["json", settings.json],
+    ["ctrf", settings.ctrf],
+    ...(settings.html ? [["html", settings.html] as const] : []),
+  ] as const;
   for (const [kind, file] of reports) {
     if (!holdsOurReport(file, kind)) continue;
     try {
@@ -110,10 +118,19 @@ export function afterFailedFinalWrite<R extends { exitCode: number | null }>(
  * @param argv the command line after `run` ([] for the preset preload)
  * @param message the refusal, as printed
  */
-export function settleRefusal(argv: readonly string[], host: Pick<Host, "env" | "cwd" | "stdout">, message: string): void {
+export function settleRefusal(
+  argv: readonly string[],
+  host: Pick<Host, "env" | "cwd" | "stdout">,
+  message: string,
+): void {
   let settings: RunSettings;
   try {
-    settings = resolveSettings({ args: parseArgs(argv, "run", RUN_FLAGS), env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+    settings = resolveSettings({
+      args: parseArgs(argv, "run", RUN_FLAGS),
+      env: host.env,
+      cwd: host.cwd,
+      defaultBun: process.execPath,
+    });
   } catch {
     return;
   }

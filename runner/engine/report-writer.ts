@@ -157,7 +157,9 @@ export class ReportWriter {
     const out = new Map<number, string>();
     for (const shard of report.shards) {
       if (shard.logPath === null) continue;
-      const worth = !SUCCESSFUL_SHARD_STATUSES.has(shard.status) || shard.tests.some((t) => t.flaky || (t.status !== "passed" && t.status !== "skipped" && t.status !== "todo"));
+      const worth =
+        !SUCCESSFUL_SHARD_STATUSES.has(shard.status) ||
+        shard.tests.some((t) => t.flaky || (t.status !== "passed" && t.status !== "skipped" && t.status !== "todo"));
       if (!worth) continue;
       let tail = this.tails.get(shard.logPath);
       if (tail === undefined) {
@@ -220,7 +222,10 @@ export class ReportWriter {
       const html = this.targets.html;
       if (html !== undefined) reports.push(["report.html", html, () => htmlChunks(safe, { logTails })]);
       await writeDocumentsAtomic(
-        reports.map(([name, target, chunks]) => ({ targets: runDir ? [path.join(runDir, name), target] : [target], chunks: chunks() })),
+        reports.map(([name, target, chunks]) => ({
+          targets: runDir ? [path.join(runDir, name), target] : [target],
+          chunks: chunks(),
+        })),
       );
       return null;
     } catch (error) {

@@ -24,7 +24,9 @@ export class RunResources {
 
   constructor(settings: Pick<RunSettings, "exclusive" | "resources">) {
     this.plan = resourcePlan(settings);
-    this.gate = this.plan.active ? new ResourceGate((s: PlannedShard) => this.needsOf(s), this.plan.capacity) : undefined;
+    this.gate = this.plan.active
+      ? new ResourceGate((s: PlannedShard) => this.needsOf(s), this.plan.capacity)
+      : undefined;
   }
 
   private needsOf(shard: PlannedShard): ShardNeeds {
@@ -58,7 +60,12 @@ export class RunResources {
     const shard = this.byIndex.get(result.index);
     const needs = shard ? this.needsOf(shard) : this.plan.needsOf(result.files);
     const wait = shard ? (this.gate.waited(shard) ?? this.gate.waiting(shard)) : null;
-    return { ...result, locks: needs.locks, exclusive: needs.exclusive, ...(wait ? { waitedMs: wait.ms, waitedFor: wait.for } : {}) };
+    return {
+      ...result,
+      locks: needs.locks,
+      exclusive: needs.exclusive,
+      ...(wait ? { waitedMs: wait.ms, waitedFor: wait.for } : {}),
+    };
   }
 }
 
@@ -81,7 +88,13 @@ export function plannedMakespan(
   const plan = resourcePlan(settings);
   const none: ShardNeeds = { locks: [], exclusive: false };
   return {
-    withLocks: simulateMakespan(exclusiveLast(ordered, plan), settings.jobs, ms, (s) => plan.needsOf(s.files), plan.capacity),
+    withLocks: simulateMakespan(
+      exclusiveLast(ordered, plan),
+      settings.jobs,
+      ms,
+      (s) => plan.needsOf(s.files),
+      plan.capacity,
+    ),
     without: simulateMakespan(ordered, settings.jobs, ms, () => none, new Map()),
   };
 }

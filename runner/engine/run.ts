@@ -70,7 +70,10 @@ export interface RunResult {
 
 /** Makes a sortable, unique run id: `20261130T154226Z-1a2b3c`. */
 export function newRunId(now = new Date()): string {
-  return `${now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomHex(3)}`;
+  return `${now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z")}-${randomHex(3)}`;
 }
 
 /**
@@ -107,7 +110,9 @@ export class Run {
 
   /** Every shard of the run: the plan's, then the re-dispatched ones. */
   private allShards(): PlannedShard[] {
-    return this.redispatched.length === 0 ? this.inputs.plan.shards : [...this.inputs.plan.shards, ...this.redispatched];
+    return this.redispatched.length === 0
+      ? this.inputs.plan.shards
+      : [...this.inputs.plan.shards, ...this.redispatched];
   }
 
   /** Resource locks and exclusive files: the order, the gate, and what reports say of waits. */
@@ -134,7 +139,10 @@ export class Run {
           inFlight: () => {
             const test = r.inFlight();
             if (!test) return null;
-            return { name: test.name, forMs: test.startedAtMs === undefined ? 0 : performance.now() - test.startedAtMs };
+            return {
+              name: test.name,
+              forMs: test.startedAtMs === undefined ? 0 : performance.now() - test.startedAtMs,
+            };
           },
         })),
     };
@@ -164,7 +172,9 @@ export class Run {
       // Out of the project's coverage (exec/coverage.ts).
       this.preload = coverageSafePreload(runDir);
     } catch (error) {
-      out.line(`shardguard: WARNING the child preload counts toward the project's coverage in this run: ${(error as Error).message}`);
+      out.line(
+        `shardguard: WARNING the child preload counts toward the project's coverage in this run: ${(error as Error).message}`,
+      );
     }
     let socketDir: string | null = null;
     if (settings.testEvents) {
@@ -212,7 +222,12 @@ export class Run {
   }
 
   /** The pool, the end-of-run sweep and the final report; releases the guardian once the sweep has run. */
-  private async runShards(logDir: string, junitDir: string, socketDir: string | null, guardian: Guardian): Promise<RunResult> {
+  private async runShards(
+    logDir: string,
+    junitDir: string,
+    socketDir: string | null,
+    guardian: Guardian,
+  ): Promise<RunResult> {
     const { settings, plan, out } = this.inputs;
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
     const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned); // exclusive shards last
@@ -229,7 +244,9 @@ export class Run {
       timeoutMs: settings.timeoutMs,
       graceMs: settings.graceMs,
       emptyFiles: settings.emptyFiles,
-      logDir, junitDir, socketDir,
+      logDir,
+      junitDir,
+      socketDir,
       env: this.inputs.env,
       ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
       handshakes,
@@ -263,7 +280,13 @@ export class Run {
           hooks: {
             onStart: (running) => {
               this.running.set(shard.index, running);
-              this.console.onShardStart(shard, shardTotal(), settings.timeoutMs, running.logPath, this.locks.startNote(shard));
+              this.console.onShardStart(
+                shard,
+                shardTotal(),
+                settings.timeoutMs,
+                running.logPath,
+                this.locks.startNote(shard),
+              );
               // So a runner killed soon after leaves reports naming this shard as running
               // (a shard of the first wave: once the first write lands).
               if (firstWriteAsked) void this.writeReports(false);
@@ -309,7 +332,8 @@ export class Run {
         if (this.results.size < this.allShards().length) void this.writeReports(false);
         return result;
       },
-      () => this.cancelledBy !== null, this.locks.gate,
+      () => this.cancelledBy !== null,
+      this.locks.gate,
     );
     // The first report write (every shard queued or running), once the first
     // wave's children are past their handshakes (the pool started them all
@@ -341,7 +365,10 @@ export class Run {
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
     this.inputs.beforeSummary?.();
     // Never names a file this run did not write.
-    const paths = writeError === null ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html } : null;
+    const paths =
+      writeError === null
+        ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html }
+        : null;
     this.console.onRunEnd(report, paths, this.filterMatchedNothing, this.writer?.finalRunCopy ?? null);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
@@ -349,7 +376,12 @@ export class Run {
   /** Re-dispatch of a killed batched shard's unstarted files (engine/redispatch.ts); none once cancelled. */
   private redispatch(shard: PlannedShard, result: ShardResult, filesNotStarted: readonly string[]): PlannedShard[] {
     if (this.cancelledBy) return [];
-    const added = splitKilledBatch(shard, result, filesNotStarted, this.inputs.plan.shards.length + this.redispatched.length + 1);
+    const added = splitKilledBatch(
+      shard,
+      result,
+      filesNotStarted,
+      this.inputs.plan.shards.length + this.redispatched.length + 1,
+    );
     this.redispatched.push(...added);
     return added;
   }
@@ -391,7 +423,11 @@ export class Run {
   private reportWriter(): Promise<ReportWriter> {
     this.writerLoaded ??= import("./report-writer.ts").then(({ ReportWriter }) => {
       const { junit, json, ctrf, html } = this.inputs.settings;
-      this.writer = new ReportWriter({ junit, json, ctrf, html, runDir: () => this.runDir }, this.inputs.redact, (message) => this.inputs.out.line(message));
+      this.writer = new ReportWriter(
+        { junit, json, ctrf, html, runDir: () => this.runDir },
+        this.inputs.redact,
+        (message) => this.inputs.out.line(message),
+      );
       return this.writer;
     });
     return this.writerLoaded;
@@ -402,7 +438,11 @@ export class Run {
     const { settings } = this.inputs;
     const shards = this.shardResults(final).map((r) => this.locks.annotate(r));
     const summary = summarize(shards);
-    const verdict = decideRun(shards, summary, { final, cancelledBy: this.cancelledBy, filtersByName: filtersByName(settings.bunArgs) });
+    const verdict = decideRun(shards, summary, {
+      final,
+      cancelledBy: this.cancelledBy,
+      filtersByName: filtersByName(settings.bunArgs),
+    });
     this.filterMatchedNothing = verdict.filterMatchedNothing;
     return {
       schemaVersion: REPORT_SCHEMA_VERSION,
@@ -415,7 +455,11 @@ export class Run {
       exitCode: verdict.exitCode,
       root: settings.root,
       tool: { name: "shardguard", version: TOOL_VERSION },
-      bun: { version: this.inputs.bunVersion, path: settings.bun, ...(this.bunMissing.length > 0 ? { missing: this.bunMissing } : {}) },
+      bun: {
+        version: this.inputs.bunVersion,
+        path: settings.bun,
+        ...(this.bunMissing.length > 0 ? { missing: this.bunMissing } : {}),
+      },
       settings: {
         jobs: settings.jobs,
         timeoutMs: settings.timeoutMs,

@@ -15,7 +15,10 @@ import { writeFileAtomic } from "../util/atomic.ts";
  * shard cut short (killed at its timeout, cancelled, crashed) measured a
  * lower bound: it never lowers what `previous` (path → ms) records.
  */
-export function measuredDurations(shards: readonly ShardResult[], previous: Readonly<Record<string, number>> = {}): Map<string, number> {
+export function measuredDurations(
+  shards: readonly ShardResult[],
+  previous: Readonly<Record<string, number>> = {},
+): Map<string, number> {
   const out = new Map<string, number>();
   for (const shard of shards) {
     if (shard.startedAt === null || shard.files.length === 0) continue;
@@ -28,7 +31,8 @@ export function measuredDurations(shards: readonly ShardResult[], previous: Read
     const perFile = new Map(shard.files.map((f) => [f, 0]));
     for (const t of shard.tests) if (perFile.has(t.file)) perFile.set(t.file, perFile.get(t.file)! + t.durationMs);
     const sum = [...perFile.values()].reduce((a, b) => a + b, 0);
-    for (const [file, ms] of perFile) put(file, sum > 0 ? (shard.durationMs * ms) / sum : shard.durationMs / shard.files.length);
+    for (const [file, ms] of perFile)
+      put(file, sum > 0 ? (shard.durationMs * ms) / sum : shard.durationMs / shard.files.length);
   }
   return out;
 }

@@ -39,7 +39,8 @@ export const REQUEST = {
  * The expression {@link REQUEST}.endOfRun evaluates in the child: the promise the child
  * preload resolves after the last test. Either side may create it first.
  */
-export const END_OF_RUN_EXPRESSION = '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
+export const END_OF_RUN_EXPRESSION =
+  '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
 
 /**
  * The `objectId` of {@link REQUEST}.endOfRun's promise: the first remote
@@ -54,7 +55,8 @@ export const END_OF_RUN_OBJECT_ID = '{"injectedScriptId":1,"id":1}';
  * wait for a debugger itself, unlike `--inspect-wait`; the preload waits
  * for this instead, so no event of a test file can precede the enables.
  */
-export const RELEASE_EXPRESSION = '(globalThis[Symbol.for("shardguard.released")] ??= Promise.withResolvers()).resolve()';
+export const RELEASE_EXPRESSION =
+  '(globalThis[Symbol.for("shardguard.released")] ??= Promise.withResolvers()).resolve()';
 
 /**
  * Under `--bail` (the preload's global afterAll never runs when Bun bails),
@@ -66,10 +68,12 @@ export const RELEASE_EXPRESSION = '(globalThis[Symbol.for("shardguard.released")
  * gets its own first request. Request ids: {@link FILE_BARRIER_FIRST_ID} + 3k,
  * + 3k + 1, + 3k + 2.
  */
-export const firstTestExpression = (k: number) => `(globalThis[Symbol.for("shardguard.firstTest.${k}")] ??= Promise.withResolvers()).promise`;
+export const firstTestExpression = (k: number) =>
+  `(globalThis[Symbol.for("shardguard.firstTest.${k}")] ??= Promise.withResolvers()).promise`;
 
 /** The expression that releases the preload's wait before the k-th file's first test. */
-export const planAckExpression = (k: number) => `(globalThis[Symbol.for("shardguard.planReceived.${k}")] ??= Promise.withResolvers()).resolve()`;
+export const planAckExpression = (k: number) =>
+  `(globalThis[Symbol.for("shardguard.planReceived.${k}")] ??= Promise.withResolvers()).resolve()`;
 
 /** Id of the first request of the per-file barriers (ids below are the handshake's and the end of run's). */
 export const FILE_BARRIER_FIRST_ID = 100;
@@ -79,7 +83,11 @@ const MAX_FILE_BARRIERS = 10_000;
 
 /** The request that starts the k-th file's barrier. */
 export function fileBarrierRequest(k: number): BarrierRequest {
-  return { id: FILE_BARRIER_FIRST_ID + 3 * k, method: "Runtime.evaluate", params: { expression: firstTestExpression(k) } };
+  return {
+    id: FILE_BARRIER_FIRST_ID + 3 * k,
+    method: "Runtime.evaluate",
+    params: { expression: firstTestExpression(k) },
+  };
 }
 
 /** A request the runner writes to the child's inspector (JSON-RPC without the version field, as Bun takes it). */
@@ -103,7 +111,8 @@ export function barrierRequestsAfter(id: number, objectId: string | undefined, p
   if (!perFile || id < FILE_BARRIER_FIRST_ID) return [];
   const k = Math.floor((id - FILE_BARRIER_FIRST_ID) / 3);
   const step = (id - FILE_BARRIER_FIRST_ID) % 3;
-  if (step === 0 && objectId !== undefined) return [{ id: id + 1, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
+  if (step === 0 && objectId !== undefined)
+    return [{ id: id + 1, method: "Runtime.awaitPromise", params: { promiseObjectId: objectId } }];
   if (step !== 1) return [];
   const release = { id: id + 1, method: "Runtime.evaluate", params: { expression: planAckExpression(k) } };
   return k + 1 < MAX_FILE_BARRIERS ? [release, fileBarrierRequest(k + 1)] : [release];

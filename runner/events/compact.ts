@@ -28,7 +28,15 @@ export interface CompactSink {
    * A `TestReporter.found`: `url` and `name` as JSON.parse would give them
    * (equal urls in a row are the same string object), `line` 1-based.
    */
-  found(id: number, url: string, line: number, name: string, type: "test" | "describe", parentId: number | undefined, message: Uint8Array): void;
+  found(
+    id: number,
+    url: string,
+    line: number,
+    name: string,
+    type: "test" | "describe",
+    parentId: number | undefined,
+    message: Uint8Array,
+  ): void;
   start(id: number, message: Uint8Array): void;
   /** `elapsedNs`: Bun's `elapsed`, nanoseconds, as sent (a wrapped 32-bit value: negative past 2^31 ns, wire.ts). */
   end(id: number, status: BunEndStatus, elapsedNs: number, message: Uint8Array): void;
@@ -172,7 +180,8 @@ export class CompactReader {
   /** The url in `bytes[from, to)`: the previous string when the bytes are the same. */
   private url(bytes: Buffer, from: number, to: number): string {
     const previous = this.lastUrlBytes;
-    if (to - from === previous.length && bytes.compare(previous, 0, previous.length, from, to) === 0) return this.lastUrl;
+    if (to - from === previous.length && bytes.compare(previous, 0, previous.length, from, to) === 0)
+      return this.lastUrl;
     this.lastUrlBytes = Buffer.from(bytes.subarray(from, to));
     this.lastUrl = bytes.toString("utf8", from, to);
     return this.lastUrl;
@@ -180,4 +189,9 @@ export class CompactReader {
 }
 
 // Called once per event: FTL compiles cost more than short runs gain (util/tuning.ts).
-keepOutOfFTL(CompactReader.prototype.read, CompactReader.prototype["readStart"], CompactReader.prototype["readEnd"], CompactReader.prototype["readFound"]);
+keepOutOfFTL(
+  CompactReader.prototype.read,
+  CompactReader.prototype["readStart"],
+  CompactReader.prototype["readEnd"],
+  CompactReader.prototype["readFound"],
+);

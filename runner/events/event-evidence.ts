@@ -10,9 +10,16 @@ import type { TestEventModel } from "./test-model.ts";
  * @param now monotonic clock in ms, the same one the model was fed with
  * @param unreadFrames frames the channel could not read (ChannelStats.oversized)
  */
-export function toEventEvidence(model: TestEventModel, connected: boolean, now: () => number = () => performance.now(), unreadFrames = 0): EventEvidence {
+export function toEventEvidence(
+  model: TestEventModel,
+  connected: boolean,
+  now: () => number = () => performance.now(),
+  unreadFrames = 0,
+): EventEvidence {
   const tests: EventTest[] = model.eventTests(now());
-  const looseErrors = model.errorsOutsideTests().map((e) => ({ file: e.file ?? null, message: e.message, type: e.name }));
+  const looseErrors = model
+    .errorsOutsideTests()
+    .map((e) => ({ file: e.file ?? null, message: e.message, type: e.name }));
   const concurrent = model.overlapped() ? { concurrent: true } : {};
   return { connected, tests, looseErrors, ...(unreadFrames > 0 ? { unreadFrames } : {}), ...concurrent };
 }
@@ -29,7 +36,12 @@ export function toEventEvidence(model: TestEventModel, connected: boolean, now: 
  * @param flushed the barrier's reply arrived (ChannelStats.flushed)
  * @param finishedNormally the preload's end mark is there
  */
-export function lostEventsNote(events: EventEvidence, testsStarted: number | undefined, flushed: boolean, finishedNormally: boolean | undefined): string | null {
+export function lostEventsNote(
+  events: EventEvidence,
+  testsStarted: number | undefined,
+  flushed: boolean,
+  finishedNormally: boolean | undefined,
+): string | null {
   if (!events.connected) return null;
   let starts = 0;
   for (const t of events.tests) starts += t.attempts;

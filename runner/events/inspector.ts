@@ -57,11 +57,30 @@ import { encodeFrame, FrameReader } from "./frames.ts";
 import { SAFE_SOCKET_PATH } from "./socket-dir.ts";
 import { CompactReader } from "./compact.ts";
 import { InspectorConnectError, type ChannelStats, type EventChannel, type ListenOptions } from "./channel.ts";
-import { barrierRequestsAfter, END_OF_RUN_OBJECT_ID, handshakeRequests, REQUEST, type BarrierRequest } from "./barrier.ts";
+import {
+  barrierRequestsAfter,
+  END_OF_RUN_OBJECT_ID,
+  handshakeRequests,
+  REQUEST,
+  type BarrierRequest,
+} from "./barrier.ts";
 import { parseInspectorMessage } from "./wire.ts";
 
-export { END_OF_RUN_EXPRESSION, FILE_BARRIER_FIRST_ID, firstTestExpression, planAckExpression, RELEASE_EXPRESSION, REQUEST } from "./barrier.ts";
-export { channelNotes, InspectorConnectError, type ChannelStats, type EventChannel, type ListenOptions } from "./channel.ts";
+export {
+  END_OF_RUN_EXPRESSION,
+  FILE_BARRIER_FIRST_ID,
+  firstTestExpression,
+  planAckExpression,
+  RELEASE_EXPRESSION,
+  REQUEST,
+} from "./barrier.ts";
+export {
+  channelNotes,
+  InspectorConnectError,
+  type ChannelStats,
+  type EventChannel,
+  type ListenOptions,
+} from "./channel.ts";
 export type { CompactSink } from "./compact.ts";
 
 /**
@@ -177,7 +196,10 @@ class InspectorChannel implements EventChannel {
     this.server = this.listen();
     this.close = this.close.bind(this);
     // The handshake is written as the child connects, so only the dial can time out.
-    this.connectTimer = setTimeout(() => this.failHandshake("timeout", "the child never connected (its inspector did not start?)"), Math.max(0, options.connectTimeoutMs));
+    this.connectTimer = setTimeout(
+      () => this.failHandshake("timeout", "the child never connected (its inspector did not start?)"),
+      Math.max(0, options.connectTimeoutMs),
+    );
     options.signal?.addEventListener("abort", this.onAbort, { once: true });
     if (options.signal?.aborted) this.onAbort();
   }
@@ -276,7 +298,8 @@ class InspectorChannel implements EventChannel {
    * Not under --bail: there the child waits for the runner before each file.
    */
   private batchReads(socket: Socket<ConnectionData>, readBytes: number): void {
-    if (this.options.firstTestBarrier || readBytes >= BATCH_READ_BYTES || this.counters.events < BATCH_AFTER_EVENTS) return;
+    if (this.options.firstTestBarrier || readBytes >= BATCH_READ_BYTES || this.counters.events < BATCH_AFTER_EVENTS)
+      return;
     if (this.resumeTimer !== undefined || this.isClosed) return;
     socket.pause();
     this.counters.readPauses += 1;
@@ -374,7 +397,9 @@ class InspectorChannel implements EventChannel {
     this.counters.refused += 1;
     const when = this.counters.closedBy !== null ? "after the first one closed" : "while the first one was open";
     try {
-      this.options.onRefused?.(`refused a connection to the inspector socket ${this.options.socketPath} ${when} (only the first is trusted)`);
+      this.options.onRefused?.(
+        `refused a connection to the inspector socket ${this.options.socketPath} ${when} (only the first is trusted)`,
+      );
     } catch {
       // A reporting hook must not break the channel.
     }
@@ -385,7 +410,14 @@ class InspectorChannel implements EventChannel {
     this.handshake = "failed";
     const { socketPath, connectTimeoutMs } = this.options;
     const waited = this.waited();
-    this.readyGate.reject(new InspectorConnectError(`inspector handshake on ${socketPath} failed after ${waited} ms (timeout ${connectTimeoutMs} ms): ${detail}`, socketPath, waited, reason));
+    this.readyGate.reject(
+      new InspectorConnectError(
+        `inspector handshake on ${socketPath} failed after ${waited} ms (timeout ${connectTimeoutMs} ms): ${detail}`,
+        socketPath,
+        waited,
+        reason,
+      ),
+    );
     this.close();
   }
 

@@ -46,7 +46,14 @@ import { RootRelativePaths } from "./root-paths.ts";
 import { testDurationNs } from "./elapsed.ts";
 import { runOrder } from "./run-order.ts";
 
-export { KEPT_ERRORS_AT_EACH_END, repairLatin1, type EventError, type ModelOptions, type OutsideError, type TestPhase } from "./test-state.ts";
+export {
+  KEPT_ERRORS_AT_EACH_END,
+  repairLatin1,
+  type EventError,
+  type ModelOptions,
+  type OutsideError,
+  type TestPhase,
+} from "./test-state.ts";
 
 /** The test in flight ({@link TestEventModel.running}): what the progress line and `bg status` show. */
 export interface InFlightTest {
@@ -122,7 +129,14 @@ export class TestEventModel {
    * what {@link apply} does with such an event, without the event object, for
    * the channel's byte reader (compact.ts). Never throws.
    */
-  found(id: number, url: string, line: number | undefined, name: string, type: "test" | "describe", parentId: number | undefined): void {
+  found(
+    id: number,
+    url: string,
+    line: number | undefined,
+    name: string,
+    type: "test" | "describe",
+    parentId: number | undefined,
+  ): void {
     // A second found of an id is ignored: the first one stands.
     if (this.tests_.has(id) || this.describes.has(id)) return;
     // Attribution may map earlier entries too (attribution.ts rule 4).
@@ -198,10 +212,10 @@ export class TestEventModel {
     if (status === "fail" || status === "timeout") {
       this.pending.failed(record);
       this.failedEndCount += 1;
-    }
-    else this.pending.cleared(record);
+    } else this.pending.cleared(record);
     const now = this.now();
-    const receivedNs = record.phase === "running" && record.startedAtMs !== undefined ? (now - record.startedAtMs) * 1e6 : undefined;
+    const receivedNs =
+      record.phase === "running" && record.startedAtMs !== undefined ? (now - record.startedAtMs) * 1e6 : undefined;
     record.phase = "ended";
     this.runningNow.delete(record);
     record.bunStatus = status;
@@ -250,13 +264,21 @@ export class TestEventModel {
       const ended = record.phase === "ended";
       const status = ended && record.bunStatus ? endedStatus(record.bunStatus) : undefined;
       const durationMs = ended && record.elapsedNs !== undefined ? record.elapsedNs / 1e6 : undefined;
-      const test: EventTest = { name: this.fullName(record), file: this.fileFor(record), state: record.phase, attempts: record.attempts, durationMs: durationMs ?? 0, attemptFailures: record.failedAttempts ?? [] };
+      const test: EventTest = {
+        name: this.fullName(record),
+        file: this.fileFor(record),
+        state: record.phase,
+        attempts: record.attempts,
+        durationMs: durationMs ?? 0,
+        attemptFailures: record.failedAttempts ?? [],
+      };
       test.runOrder = order.get(record.id)!;
       const line = this.lineFor(record);
       if (line !== undefined) test.line = line;
       if (!record.own) test.viaHelper = true;
       if (status !== undefined) test.status = status;
-      if (record.phase === "running" && record.startedAtMs !== undefined) test.runningForMs = Math.max(0, now - record.startedAtMs);
+      if (record.phase === "running" && record.startedAtMs !== undefined)
+        test.runningForMs = Math.max(0, now - record.startedAtMs);
       if (ended && record.endedAtMs !== undefined) test.sinceEndMs = Math.max(0, now - record.endedAtMs);
       const last = status === "failed" ? undefined : lastError(record);
       if (status === "failed") test.failure = finalFailure(record, durationMs);
@@ -395,7 +417,10 @@ export class TestEventModel {
    * started last, with the running tests that could own it (`ambiguous`,
    * error-claims.ts).
    */
-  private runningRecordFor(locations: readonly ErrorLocation[]): { record: TestRecord | undefined; ambiguous?: TestRecord[] } {
+  private runningRecordFor(locations: readonly ErrorLocation[]): {
+    record: TestRecord | undefined;
+    ambiguous?: TestRecord[];
+  } {
     // One running test (or none) is the common case: no walk over every test per error.
     if (this.runningNow.size <= 1) return { record: this.runningNow.values().next().value };
     // Several (test.concurrent): in found order, as the rules below break ties by it

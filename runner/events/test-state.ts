@@ -73,7 +73,8 @@ export function pushError<T extends EventError>(list: T[], error: T, keep = KEPT
   return 1;
 }
 
-const gapMessage = (n: number) => `[shardguard: ${n} more ${n === 1 ? "error" : "errors"} left out here; full text in the shard log]`;
+const gapMessage = (n: number) =>
+  `[shardguard: ${n} more ${n === 1 ? "error" : "errors"} left out here; full text in the shard log]`;
 
 /** A source location of an error; `line`/`column` are 1-based, absent when Bun sent none. */
 export interface ErrorLocation {
@@ -184,7 +185,10 @@ export function joinMessages(errors: readonly EventError[]): string {
 export function attemptFailure(errors: readonly EventError[], number: number): AttemptFailure {
   const first = errors[0];
   if (!first) {
-    return { type: "failure", message: `attempt ${number} failed; Bun reported no error for it (a per-test timeout sends none)` };
+    return {
+      type: "failure",
+      message: `attempt ${number} failed; Bun reported no error for it (a per-test timeout sends none)`,
+    };
   }
   return { type: "failure", errorName: first.name, message: joinMessages(errors) };
 }
@@ -193,7 +197,10 @@ export function formatLocations(errors: readonly EventError[]): string {
   const lines: string[] = [];
   for (const error of errors) {
     for (const location of error.locations) {
-      const position = location.line === undefined ? "" : `:${location.line}${location.column === undefined ? "" : `:${location.column}`}`;
+      const position =
+        location.line === undefined
+          ? ""
+          : `:${location.line}${location.column === undefined ? "" : `:${location.column}`}`;
       lines.push(`    at ${location.file}${position}`);
     }
   }

@@ -82,7 +82,12 @@ function buildSchemas() {
   });
 
   /** Any event shardguard consumes, discriminated by `method`. */
-  const TestEventSchema = z.discriminatedUnion("method", [FoundEventSchema, StartEventSchema, EndEventSchema, ErrorEventSchema]);
+  const TestEventSchema = z.discriminatedUnion("method", [
+    FoundEventSchema,
+    StartEventSchema,
+    EndEventSchema,
+    ErrorEventSchema,
+  ]);
   return { FoundEventSchema, StartEventSchema, EndEventSchema, ErrorEventSchema, TestEventSchema };
 }
 
@@ -157,7 +162,9 @@ export function parseInspectorMessage(text: string): ParsedMessage {
     }
     const result = record.result as { result?: { objectId?: unknown } } | undefined;
     const objectId = typeof result === "object" && result !== null ? result.result?.objectId : undefined;
-    return typeof objectId === "string" ? { kind: "response", id: record.id, objectId } : { kind: "response", id: record.id };
+    return typeof objectId === "string"
+      ? { kind: "response", id: record.id, objectId }
+      : { kind: "response", id: record.id };
   }
   return { kind: "malformed" };
 }

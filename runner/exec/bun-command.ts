@@ -126,7 +126,9 @@ export function shardArgv(inputs: CommandInputs): string[] {
 
 /** True when the user's flags filter tests by name (`-t` / `--test-name-pattern`). */
 export function filtersByName(bunArgs: readonly string[]): boolean {
-  return bunArgs.some((a) => a === "-t" || a === "--test-name-pattern" || a.startsWith("-t=") || a.startsWith("--test-name-pattern="));
+  return bunArgs.some(
+    (a) => a === "-t" || a === "--test-name-pattern" || a.startsWith("-t=") || a.startsWith("--test-name-pattern="),
+  );
 }
 
 /** True when the user's flags include `--pass-with-no-tests`. */

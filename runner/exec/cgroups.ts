@@ -64,12 +64,15 @@ export function cgroupParent(): { dir: string } | { unusable: string } {
   const own = process.env[TEST_CGROUP_ENV] || ownCgroupDir();
   if (own === null) return (parent = { unusable: "no cgroup v2 hierarchy" });
   const dir = path.join(own, `shardguard-${process.pid}`);
-  if (!existsSync(path.join(own, "cgroup.procs"))) return (parent = { unusable: `${own} is not a cgroup v2 directory` });
+  if (!existsSync(path.join(own, "cgroup.procs")))
+    return (parent = { unusable: `${own} is not a cgroup v2 directory` });
   try {
     mkdirSync(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return (parent = { dir });
-    return (parent = { unusable: `cannot create a cgroup under ${own}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` });
+    return (parent = {
+      unusable: `cannot create a cgroup under ${own}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    });
   }
   if (!staleRemoved) {
     removeStaleParents(own);
@@ -139,7 +142,8 @@ export function killCgroup(dir: string): boolean {
 /** Removes a cgroup and its child cgroups, deepest first; false when one is still busy (has processes). */
 export function removeCgroupTree(dir: string): boolean {
   try {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) removeCgroupTree(path.join(dir, entry.name));
+    for (const entry of readdirSync(dir, { withFileTypes: true }))
+      if (entry.isDirectory()) removeCgroupTree(path.join(dir, entry.name));
     rmdirSync(dir);
     return true;
   } catch (error) {

@@ -58,7 +58,8 @@ export function coverageThreshold(root: string, bunArgs: readonly string[]): str
   bunArgs.forEach((arg, i) => {
     const m = /^(?:--config|-c)=(.+)$/.exec(arg);
     if (m) config = path.resolve(root, m[1]!);
-    else if ((arg === "--config" || arg === "-c") && bunArgs[i + 1] !== undefined) config = path.resolve(root, bunArgs[i + 1]!);
+    else if ((arg === "--config" || arg === "-c") && bunArgs[i + 1] !== undefined)
+      config = path.resolve(root, bunArgs[i + 1]!);
   });
   let test: Record<string, unknown> | undefined;
   try {
@@ -66,7 +67,8 @@ export function coverageThreshold(root: string, bunArgs: readonly string[]): str
   } catch {
     return null;
   }
-  const enabled = test?.coverage === true || bunArgs.some((a) => a === "--coverage" || a.startsWith("--coverage-reporter"));
+  const enabled =
+    test?.coverage === true || bunArgs.some((a) => a === "--coverage" || a.startsWith("--coverage-reporter"));
   const threshold = test?.coverageThreshold;
   if (!enabled || threshold === undefined) return null;
   if (typeof threshold === "number") return `coverageThreshold ${threshold}`;

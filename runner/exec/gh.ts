@@ -51,15 +51,33 @@ export function ghBranchHead(gh: GhRunner, repo: string, branch: string): string
  *
  * @returns null when gh accepted the dispatch, else gh's error text
  */
-export function ghWorkflowRun(gh: GhRunner, o: { repo: string; workflow: string; ref: string; inputs: Record<string, string> }): string | null {
+export function ghWorkflowRun(
+  gh: GhRunner,
+  o: { repo: string; workflow: string; ref: string; inputs: Record<string, string> },
+): string | null {
   const fields = Object.entries(o.inputs).flatMap(([name, value]) => ["-f", `${name}=${value}`]);
   const out = gh(["workflow", "run", o.workflow, "--repo", o.repo, "--ref", o.ref, ...fields]);
-  return out.status === 0 ? null : (out.stderr.trim() || out.stdout.trim() || `gh exited ${out.status ?? "without a status"}`);
+  return out.status === 0
+    ? null
+    : out.stderr.trim() || out.stdout.trim() || `gh exited ${out.status ?? "without a status"}`;
 }
 
 /** Recent workflow_dispatch runs of one workflow; null when gh could not list them (unknown, never "none"). */
 export function ghDispatchRuns(gh: GhRunner, repo: string, workflow: string, limit = 50): CiRun[] | null {
-  const out = gh(["run", "list", "--repo", repo, "--workflow", workflow, "--event", "workflow_dispatch", "--limit", String(limit), "--json", CI_RUN_FIELDS]);
+  const out = gh([
+    "run",
+    "list",
+    "--repo",
+    repo,
+    "--workflow",
+    workflow,
+    "--event",
+    "workflow_dispatch",
+    "--limit",
+    String(limit),
+    "--json",
+    CI_RUN_FIELDS,
+  ]);
   if (out.status !== 0) return null;
   try {
     const parsed: unknown = JSON.parse(out.stdout);

@@ -64,7 +64,11 @@ function runnerAlive(): boolean {
       return (error as NodeJS.ErrnoException).code === "EPERM";
     }
   }
-  return stat.state !== "Z" && stat.state !== "X" && (runnerStart === undefined || runnerStart === "" || stat.start === runnerStart);
+  return (
+    stat.state !== "Z" &&
+    stat.state !== "X" &&
+    (runnerStart === undefined || runnerStart === "" || stat.start === runnerStart)
+  );
 }
 
 async function cleanUp(): Promise<never> {

@@ -68,11 +68,20 @@ export interface Guardian extends GroupWatcher {
  * @param bun the Bun executable to run the guardian with (the runner's own)
  * @param env environment for the guardian (the runner's; it must not hold the cookie)
  */
-export function startGuardian(cookiePrefix: string, bun = process.execPath, env: Record<string, string | undefined> = process.env): Guardian {
+export function startGuardian(
+  cookiePrefix: string,
+  bun = process.execPath,
+  env: Record<string, string | undefined> = process.env,
+): Guardian {
   let child: ChildProcess | null = null;
   try {
     const eq = cookiePrefix.indexOf("=");
-    const args = [cookiePrefix.slice(0, eq), cookiePrefix.slice(eq + 1), String(process.pid), readProcStat(process.pid)?.start ?? ""];
+    const args = [
+      cookiePrefix.slice(0, eq),
+      cookiePrefix.slice(eq + 1),
+      String(process.pid),
+      readProcStat(process.pid)?.start ?? "",
+    ];
     if (eq <= 0 || args[1] === "") throw new Error(`not a NAME=value cookie prefix: ${cookiePrefix}`);
     child = spawn(bun, [GUARDIAN_MAIN, ...args], {
       // Its own session and process group: not reached by signals to ours.

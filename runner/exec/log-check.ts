@@ -87,7 +87,11 @@ export function settleShardLog(
  * @param sizeAtOpen the log's size in bytes when it was opened
  * @returns the bytes added, and a one-line problem or null
  */
-export function logProblem(logPath: string, sizeAtOpen: number, signal: NodeJS.Signals | null): { bytes: number; problem: string | null } {
+export function logProblem(
+  logPath: string,
+  sizeAtOpen: number,
+  signal: NodeJS.Signals | null,
+): { bytes: number; problem: string | null } {
   let size: number;
   try {
     size = statSync(logPath).size;
@@ -97,13 +101,20 @@ export function logProblem(logPath: string, sizeAtOpen: number, signal: NodeJS.S
   const bytes = Math.max(0, size - sizeAtOpen);
   const limit = fileSizeLimit();
   if (signal === "SIGXFSZ" || (limit !== null && size >= limit)) {
-    return { bytes, problem: `EFBIG: the log reached the file size limit (RLIMIT_FSIZE${limit !== null ? ` ${limit} bytes` : ""}); output past it is lost` };
+    return {
+      bytes,
+      problem: `EFBIG: the log reached the file size limit (RLIMIT_FSIZE${limit !== null ? ` ${limit} bytes` : ""}); output past it is lost`,
+    };
   }
   try {
     const fs = statfsSync(path.dirname(logPath));
     const free = process.getuid?.() === 0 ? fs.bfree : fs.bavail;
     // A file system that reports no blocks at all (some FUSE mounts) tells nothing.
-    if (fs.blocks > 0 && free === 0) return { bytes, problem: "ENOSPC: no space left on the log's file system when the shard ended; output may be lost" };
+    if (fs.blocks > 0 && free === 0)
+      return {
+        bytes,
+        problem: "ENOSPC: no space left on the log's file system when the shard ended; output may be lost",
+      };
   } catch {
     // No file system figures (unsupported platform): nothing to judge by.
   }
@@ -117,7 +128,9 @@ function fileSizeLimit(): number | null {
   if (fsizeLimit !== undefined) return fsizeLimit;
   fsizeLimit = null;
   try {
-    const line = readFileSync("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max file size"));
+    const line = readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("Max file size"));
     const soft = line?.slice("Max file size".length).trim().split(/\s+/)[0];
     if (soft !== undefined && /^\d+$/.test(soft)) fsizeLimit = Number(soft);
   } catch {
@@ -125,4 +138,3 @@ function fileSizeLimit(): number | null {
   }
   return fsizeLimit;
 }
-

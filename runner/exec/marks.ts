@@ -108,7 +108,13 @@ const MAX_LINE = 300;
  * read too, as it would be without them.
  */
 export async function readMarks(file: string, held: HeldMarks | null = null): Promise<ShardMarks> {
-  const marks: ShardMarks = { testsStarted: 0, finishedNormally: false, descendants: [], filesStarted: [], filesLoaded: 0 };
+  const marks: ShardMarks = {
+    testsStarted: 0,
+    finishedNormally: false,
+    descendants: [],
+    filesStarted: [],
+    filesLoaded: 0,
+  };
   const heldMarks = held?.marks ?? null;
   if (heldMarks !== null) await scanMarks(heldMarks, marks);
   if (heldMarks === null || namesAnother(file, heldMarks)) {
@@ -181,7 +187,11 @@ function marksScanner(marks: ShardMarks): { scan(chunk: Buffer): void; end(): vo
     const m = /^P (\d+) (\d+|\S*) ?(.*)$/.exec(text);
     if (!m || marks.descendants.length >= MAX_DESCENDANTS) return;
     const pgid = Number(m[2]);
-    marks.descendants.push({ pid: Number(m[1]), pgid: m[2] !== "" && Number.isInteger(pgid) ? pgid : null, command: m[3]!.slice(0, 200) });
+    marks.descendants.push({
+      pid: Number(m[1]),
+      pgid: m[2] !== "" && Number.isInteger(pgid) ? pgid : null,
+      command: m[3]!.slice(0, 200),
+    });
   };
   const scan = (chunk: Buffer) => {
     let from = 0;

@@ -8,7 +8,18 @@
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { childrenOf, commandLine, liveThread as liveThreadIn, parseProcMemory, parseSchedstatNs, procFilesOf, procStat, walkDescendants, type Descendant, type ProcStat } from "../child/proc-reader.ts";
+import {
+  childrenOf,
+  commandLine,
+  liveThread as liveThreadIn,
+  parseProcMemory,
+  parseSchedstatNs,
+  procFilesOf,
+  procStat,
+  walkDescendants,
+  type Descendant,
+  type ProcStat,
+} from "../child/proc-reader.ts";
 
 export type { Descendant, ProcStat };
 
@@ -93,7 +104,10 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
     const names = readdirSync("/proc");
     // Read after the listing, so every listed pid was allocated by then.
     const since = forkedSince === undefined ? null : pidsSince(forkedSince);
-    const pids = names.filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => !since || (pid >= since.first && pid <= since.last));
+    const pids = names
+      .filter((n) => /^\d+$/.test(n))
+      .map(Number)
+      .filter((pid) => !since || (pid >= since.first && pid <= since.last));
     // Newest first: a process that lives a few hundred microseconds (a fork
     // relay) is then read moments after the listing, while it still exists.
     pids.sort((a, b) => b - a);
@@ -121,7 +135,11 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
     }
     return hits;
   }
-  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,pgid=,command="], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, timeout: 10_000 });
+  const ps = spawnSync("ps", ["eww", "-A", "-o", "pid=,pgid=,command="], {
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 10_000,
+  });
   for (const line of (ps.stdout ?? "").split("\n")) {
     const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
     if (!m) continue;
@@ -130,7 +148,13 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
     const words = m[3]!.split(/\s+/);
     const entry = words.find(test);
     if (entry === undefined) continue;
-    hits.push({ pid, command: m[3]!.slice(0, 200), pgid: Number(m[2]), entry, env: toEnvMap(words.filter((w) => w.includes("="))) });
+    hits.push({
+      pid,
+      command: m[3]!.slice(0, 200),
+      pgid: Number(m[2]),
+      entry,
+      env: toEnvMap(words.filter((w) => w.includes("="))),
+    });
   }
   return hits;
 }

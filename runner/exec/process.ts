@@ -319,7 +319,8 @@ export class ShardProcess {
     // report too; after a kill by us the group goes first and only those that
     // left it are reported. Then the group SIGKILL as a backstop. Nothing
     // waits for the log's descriptor: such processes may still hold it.
-    const sweep = () => (this.spec.cookie ? sweepCookie(this.spec.cookie, "exact", pgid, (pid) => meter.noteEscapee(pid)) : []);
+    const sweep = () =>
+      this.spec.cookie ? sweepCookie(this.spec.cookie, "exact", pgid, (pid) => meter.noteEscapee(pid)) : [];
     let leftovers: Escapee[] = [];
     if (this.killedBy === null) leftovers = sweep();
     signalGroup(pgid, "SIGKILL");
@@ -328,7 +329,8 @@ export class ShardProcess {
     // The last kill path: whatever is still in the shard's cgroup left the group and the cookie
     // (or the sweep missed it); the group's own members were killed with the group.
     for (const rest of meter.killRest()) {
-      if (rest.pgid !== pgid && !leftovers.some((l) => l.pid === rest.pid)) leftovers.push({ pid: rest.pid, command: rest.command, leftGroup: true });
+      if (rest.pgid !== pgid && !leftovers.some((l) => l.pid === rest.pid))
+        leftovers.push({ pid: rest.pid, command: rest.command, leftGroup: true });
     }
     watcher?.remove(pgid);
     const resources = await meter.finish(() => this.elapsedMs());
@@ -404,7 +406,12 @@ export const SWEEP_PASSES = 8;
  *   (its resource usage is read then)
  * @returns the processes killed, one per pid
  */
-export function sweepCookie(cookie: string, match: "exact" | "prefix", groupId?: number, beforeKill?: (pid: number) => void): Escapee[] {
+export function sweepCookie(
+  cookie: string,
+  match: "exact" | "prefix",
+  groupId?: number,
+  beforeKill?: (pid: number) => void,
+): Escapee[] {
   // A shard's descendants were forked after its child, whose pid is the group id.
   return sweepPasses(() => processesWithEnv(cookie, match, groupId), groupId, beforeKill);
 }
@@ -429,13 +436,18 @@ export function sweepStaleRuns(cookiePrefix: string, runnerPidVar: string): Esca
   const killed = sweepPasses(stale, undefined).map((e) => ({ ...e, leftGroup: true }));
   // What a dead runner's shard cgroups still hold, cookie or not (its guardian died with it).
   for (const { dir, members } of staleShardCgroups()) {
-    for (const m of members) if (!killed.some((k) => k.pid === m.pid)) killed.push({ pid: m.pid, command: m.command, leftGroup: true });
+    for (const m of members)
+      if (!killed.some((k) => k.pid === m.pid)) killed.push({ pid: m.pid, command: m.command, leftGroup: true });
     killCgroup(dir);
   }
   return killed;
 }
 
-function sweepPasses(find: () => EnvProcess[], groupId: number | undefined, beforeKill?: (pid: number) => void): Escapee[] {
+function sweepPasses(
+  find: () => EnvProcess[],
+  groupId: number | undefined,
+  beforeKill?: (pid: number) => void,
+): Escapee[] {
   const killed = new Map<number, Escapee>();
   const spared = sparedGroups();
   for (let pass = 0; pass < SWEEP_PASSES; pass++) {
@@ -445,11 +457,16 @@ function sweepPasses(find: () => EnvProcess[], groupId: number | undefined, befo
       beforeKill?.(proc.pid);
       try {
         process.kill(proc.pid, "SIGKILL");
-        killed.set(proc.pid, { pid: proc.pid, command: proc.command, leftGroup: groupId !== undefined && proc.pgid !== groupId });
+        killed.set(proc.pid, {
+          pid: proc.pid,
+          command: proc.command,
+          leftGroup: groupId !== undefined && proc.pgid !== groupId,
+        });
       } catch {
         // Gone already.
       }
-      if (proc.pgid !== null && proc.pgid > 1 && proc.pgid !== groupId && !spared.has(proc.pgid)) signalGroup(proc.pgid, "SIGKILL");
+      if (proc.pgid !== null && proc.pgid > 1 && proc.pgid !== groupId && !spared.has(proc.pgid))
+        signalGroup(proc.pgid, "SIGKILL");
     }
   }
   return [...killed.values()];

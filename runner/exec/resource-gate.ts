@@ -122,7 +122,8 @@ export class ResourceGate<T> implements PoolGate<T> {
     const out: string[] = [];
     if (this.exclusiveRunning > 0) out.push(EXCLUSIVE_RUNNING);
     for (const lock of needs.locks) {
-      if ((this.held.get(lock) ?? 0) >= (this.capacity.get(lock) ?? 1) || reserved.has(lock)) out.push(`resource ${lock}`);
+      if ((this.held.get(lock) ?? 0) >= (this.capacity.get(lock) ?? 1) || reserved.has(lock))
+        out.push(`resource ${lock}`);
     }
     return out;
   }
@@ -142,7 +143,9 @@ export const NOTED_WAIT_MS = 50;
 
 /** "waited 41.2 s for resource skill-docs" (one decimal); "" for no wait or one under {@link NOTED_WAIT_MS}. */
 export function describeWait(wait: ResourceWait | null): string {
-  return wait === null || wait.ms < NOTED_WAIT_MS ? "" : `waited ${(wait.ms / 1000).toFixed(1)} s for ${wait.for.join(", ")}`;
+  return wait === null || wait.ms < NOTED_WAIT_MS
+    ? ""
+    : `waited ${(wait.ms / 1000).toFixed(1)} s for ${wait.for.join(", ")}`;
 }
 
 /**
@@ -151,7 +154,13 @@ export function describeWait(wait: ResourceWait | null): string {
  * What `list` says with `--timings`, and what bench/resource-locks.ts
  * measures against.
  */
-export function simulateMakespan<T>(items: readonly T[], jobs: number, durationOf: (item: T) => number, needsOf: (item: T) => ShardNeeds, capacity: ReadonlyMap<string, number>): number {
+export function simulateMakespan<T>(
+  items: readonly T[],
+  jobs: number,
+  durationOf: (item: T) => number,
+  needsOf: (item: T) => ShardNeeds,
+  capacity: ReadonlyMap<string, number>,
+): number {
   let clock = 0;
   const gate = new ResourceGate(needsOf, capacity, () => clock);
   const pending = [...items];

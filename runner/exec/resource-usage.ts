@@ -28,8 +28,26 @@ import { existsSync, writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ShardResult } from "../results/report-model.ts";
-import { cgroupParent, cgroupPopulated, giveUpCgroups, killCgroup, readKeyed, readText, removeCgroups, returnGroup, takeGroup } from "./cgroups.ts";
-import { childPids, liveProcess, readProcMemory, readProcUsage, runtimeNs, type Descendant, type ProcUsage } from "./proc-inspect.ts";
+import {
+  cgroupParent,
+  cgroupPopulated,
+  giveUpCgroups,
+  killCgroup,
+  readKeyed,
+  readText,
+  removeCgroups,
+  returnGroup,
+  takeGroup,
+} from "./cgroups.ts";
+import {
+  childPids,
+  liveProcess,
+  readProcMemory,
+  readProcUsage,
+  runtimeNs,
+  type Descendant,
+  type ProcUsage,
+} from "./proc-inspect.ts";
 
 /** The figures of one shard (results/report-model.ts, `resources`). */
 export type ShardResources = NonNullable<ShardResult["resources"]>;
@@ -172,7 +190,8 @@ export class ShardMeter {
     const code = error.code ?? error.message;
     if (code === "ESRCH") {
       this.preMoveMs = (before ?? 0) / 1e6;
-      this.why = "the child ended before the runner moved it into its cgroup: CPU before the preload joined the group is its reading at the spawn";
+      this.why =
+        "the child ended before the runner moved it into its cgroup: CPU before the preload joined the group is its reading at the spawn";
       return;
     }
     if (this.cgroup !== dir) return;
@@ -289,7 +308,10 @@ export class ShardMeter {
   }
 
   private precision(): string {
-    const rss = this.peakRss === null ? "peak RSS unknown (the tree ended before the first sample)" : `peak RSS sampled ${sampling}`;
+    const rss =
+      this.peakRss === null
+        ? "peak RSS unknown (the tree ended before the first sample)"
+        : `peak RSS sampled ${sampling}`;
     const why = this.why ? `; ${this.why}` : "";
     if (this.method === "none") return this.why;
     if (this.method === "cgroup") {
@@ -297,7 +319,10 @@ export class ShardMeter {
         ? `exact (cgroup v2 cpu.stat and memory.peak, which counts page cache as well as RSS)${why}`
         : `CPU exact (cgroup v2 cpu.stat); ${rss}${why}`;
     }
-    const peak = this.peakRss === null ? "peak RSS unknown (the tree ended before the first sample)" : "peak RSS from the same samples";
+    const peak =
+      this.peakRss === null
+        ? "peak RSS unknown (the tree ended before the first sample)"
+        : "peak RSS from the same samples";
     return `sampled from /proc ${sampling}, in 10 ms clock ticks: CPU a process ran in its last interval, or in a life shorter than one, is missed unless a parent in the tree reaped it; ${peak}${why}`;
   }
 
@@ -345,7 +370,10 @@ export class ShardMeter {
     const growth = new Map<number, Ticks>();
     for (const [pid, cur] of now) {
       const prev = this.seen.get(pid);
-      const grown = { user: cur.childUser - (prev?.childUser ?? cur.childUser), system: cur.childSystem - (prev?.childSystem ?? cur.childSystem) };
+      const grown = {
+        user: cur.childUser - (prev?.childUser ?? cur.childUser),
+        system: cur.childSystem - (prev?.childSystem ?? cur.childSystem),
+      };
       const owed = this.owed.get(pid);
       if (owed !== undefined) this.settle(owed, grown);
       growth.set(pid, grown);
@@ -357,7 +385,10 @@ export class ShardMeter {
       const parentGrowth = growth.get(last.ppid);
       const unpaid = { user: last.user, system: last.system };
       if (parentGrowth !== undefined) {
-        const taken = { user: Math.min(unpaid.user, parentGrowth.user), system: Math.min(unpaid.system, parentGrowth.system) };
+        const taken = {
+          user: Math.min(unpaid.user, parentGrowth.user),
+          system: Math.min(unpaid.system, parentGrowth.system),
+        };
         unpaid.user -= taken.user;
         unpaid.system -= taken.system;
         parentGrowth.user -= taken.user;
@@ -417,5 +448,12 @@ export function startMeter(): ShardMeter {
 }
 
 function seenOf(usage: ProcUsage): Seen {
-  return { start: usage.start, ppid: usage.ppid, user: usage.utime + usage.cutime, system: usage.stime + usage.cstime, childUser: usage.cutime, childSystem: usage.cstime };
+  return {
+    start: usage.start,
+    ppid: usage.ppid,
+    user: usage.utime + usage.cutime,
+    system: usage.stime + usage.cstime,
+    childUser: usage.cutime,
+    childSystem: usage.cstime,
+  };
 }

@@ -66,9 +66,26 @@ export type AttemptEnd = { kind: "ran"; record: AttemptRecord } | { kind: "stopp
  * - `stopped`: ended before any test ran (cancelled before the spawn, a failed
  *   channel or handshake, the child then killed); nothing of it is evidence.
  */
-export type AttemptState = "preparing" | "channel-open" | "spawned" | "tests-running" | "child-exited" | "group-gone" | "evidence-collected" | "stopped";
+export type AttemptState =
+  | "preparing"
+  | "channel-open"
+  | "spawned"
+  | "tests-running"
+  | "child-exited"
+  | "group-gone"
+  | "evidence-collected"
+  | "stopped";
 
-const STATE_ORDER: readonly AttemptState[] = ["preparing", "channel-open", "spawned", "tests-running", "child-exited", "group-gone", "evidence-collected", "stopped"];
+const STATE_ORDER: readonly AttemptState[] = [
+  "preparing",
+  "channel-open",
+  "spawned",
+  "tests-running",
+  "child-exited",
+  "group-gone",
+  "evidence-collected",
+  "stopped",
+];
 
 /** What an attempt with events holds while its channel is open: nothing of it outlives the record. */
 interface AttemptEvents {
@@ -279,11 +296,28 @@ export class ShardAttempt {
       ...inspectorEnv(socketPath),
     };
     const caps = ctx.capabilities ?? PINNED_CAPABILITIES;
-    const argv = shardArgv({ bun: ctx.bun, root: ctx.root, files: shard.files, junitPath: paths.junit, bunArgs: ctx.bunArgs, noOrphans: caps.noOrphans, ...(ctx.preload ? { preload: ctx.preload } : {}) });
+    const argv = shardArgv({
+      bun: ctx.bun,
+      root: ctx.root,
+      files: shard.files,
+      junitPath: paths.junit,
+      bunArgs: ctx.bunArgs,
+      noOrphans: caps.noOrphans,
+      ...(ctx.preload ? { preload: ctx.preload } : {}),
+    });
     const onState = (state: ProcessState) => {
       if (state === "sweeping" && this.current === "tests-running") this.advance("child-exited");
     };
-    const proc = startProcess({ argv, cwd: ctx.root, env, logPath: paths.log, timeoutMs: ctx.timeoutMs, graceMs: ctx.graceMs, cookie: `${SHARD_ENV.cookie}=${cookie}`, onState });
+    const proc = startProcess({
+      argv,
+      cwd: ctx.root,
+      env,
+      logPath: paths.log,
+      timeoutMs: ctx.timeoutMs,
+      graceMs: ctx.graceMs,
+      cookie: `${SHARD_ENV.cookie}=${cookie}`,
+      onState,
+    });
     this.proc = proc;
     this.advance("spawned");
     this.unregister = hooks.register(proc);
@@ -371,7 +405,10 @@ export class ShardAttempt {
   /** Waits for the child's side to close (never on a stuck one), closes the channel, says its notes once. */
   private async drain(channel: EventChannel): Promise<ChannelSummary> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([channel.closed, new Promise((resolve) => (timer = setTimeout(resolve, CHANNEL_CLOSE_WAIT_MS)))]);
+    await Promise.race([
+      channel.closed,
+      new Promise((resolve) => (timer = setTimeout(resolve, CHANNEL_CLOSE_WAIT_MS))),
+    ]);
     clearTimeout(timer);
     channel.close();
     const stats = channel.stats();
@@ -401,7 +438,8 @@ export class ShardAttempt {
   }
 
   private advance(to: AttemptState): void {
-    if (STATE_ORDER.indexOf(to) <= STATE_ORDER.indexOf(this.current)) throw new Error(`shard attempt: ${this.current} cannot move back to ${to}`);
+    if (STATE_ORDER.indexOf(to) <= STATE_ORDER.indexOf(this.current))
+      throw new Error(`shard attempt: ${this.current} cannot move back to ${to}`);
     this.current = to;
   }
 }

@@ -60,10 +60,17 @@ export interface JUnitReading {
  * test-controlled and may be huge). Its limit grows with the tests that
  * started: a passing file of 100,000 tests writes about 19 MB. Never throws.
  */
-export async function readShardJUnit(junitPath: string, shard: PlannedShard, root: string, record: AttemptRecord): Promise<JUnitReading> {
+export async function readShardJUnit(
+  junitPath: string,
+  shard: PlannedShard,
+  root: string,
+  record: AttemptRecord,
+): Promise<JUnitReading> {
   const limit = junitByteLimit(record.marks.testsStarted, record.failedEnds);
   try {
-    return { files: alignJUnitFiles(await readBunJUnitFile(junitPath, limit, record.events?.tests), shard.files, root) };
+    return {
+      files: alignJUnitFiles(await readBunJUnitFile(junitPath, limit, record.events?.tests), shard.files, root),
+    };
   } catch (error) {
     const message = (error as Error).message;
     const code = (error as NodeJS.ErrnoException).code;
@@ -73,7 +80,11 @@ export async function readShardJUnit(junitPath: string, shard: PlannedShard, roo
     }
     if (code === "ENOENT") return { files: null, problem: "Bun wrote no JUnit report" };
     if (error instanceof JUnitTooLargeError) {
-      return { files: null, overLimit: true, problem: `failed to read Bun's JUnit report: ${message}, past the read limit (${junitLimitText(limit)})` };
+      return {
+        files: null,
+        overLimit: true,
+        problem: `failed to read Bun's JUnit report: ${message}, past the read limit (${junitLimitText(limit)})`,
+      };
     }
     return { files: null, problem: `Bun's JUnit report is unreadable: ${message}` };
   }
@@ -87,7 +98,11 @@ const DELETED_DIR =
  * The message of a load failure from the last 64 KiB of a shard's log
  * (results/bun-console.ts), read only when Bun wrote no JUnit and exited 1.
  */
-export async function consoleErrorOf(logPath: string, record: AttemptRecord, junit: JUnitReading): Promise<string | undefined> {
+export async function consoleErrorOf(
+  logPath: string,
+  record: AttemptRecord,
+  junit: JUnitReading,
+): Promise<string | undefined> {
   if (junit.files !== null || record.outcome.exitCode !== 1) return undefined;
   return unhandledErrorMessage((await readFileTail(logPath, 64 * 1024)).text);
 }
@@ -206,7 +221,8 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
   });
   decided.leftovers = leftoversOf(outcome, [...marks.descendants, ...record.listedAtEnd]);
   if (outcome.resources) decided.resources = outcome.resources;
-  if (seen.eventsProblem && decided.status !== "passed") decided.reason += `; per-test data missing (${seen.eventsProblem})`;
+  if (seen.eventsProblem && decided.status !== "passed")
+    decided.reason += `; per-test data missing (${seen.eventsProblem})`;
   return decided;
 }
 
@@ -218,14 +234,24 @@ function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
   if (record.marksDeleted) notes.push(`${DELETED_DIR}: ${read}`);
   if (record.outcome.logNote) notes.push(record.outcome.logNote);
   // Said even when the shard passes: its report has none of what only events carry.
-  if (eventsProblem) notes.push(`no inspector events (${eventsProblem}): retries, flakiness and the test in flight are unknown`);
+  if (eventsProblem)
+    notes.push(`no inspector events (${eventsProblem}): retries, flakiness and the test in flight are unknown`);
   // An --isolate batch (its "l" marks) ends with a short sleep, never the end-of-run barrier (child/shard-preload.ts, 4.).
   const barrier = record.marks.filesLoaded === 0;
-  const lost = record.events ? lostEventsNote(record.events, record.marks.testsStarted, record.flushed || !barrier, record.marks.finishedNormally) : null;
+  const lost = record.events
+    ? lostEventsNote(
+        record.events,
+        record.marks.testsStarted,
+        record.flushed || !barrier,
+        record.marks.finishedNormally,
+      )
+    : null;
   if (lost !== null) notes.push(lost);
   if (record.outcome.oomKills) notes.push(`${oomSentence(record.outcome.oomKills)} (memory cgroup oom_kill)`);
   if (record.errorsLeftOut > 0) {
-    notes.push(`${record.errorsLeftOut} error events left out of the failure texts (the first and last ${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`);
+    notes.push(
+      `${record.errorsLeftOut} error events left out of the failure texts (the first and last ${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`,
+    );
   }
   return notes;
 }
@@ -244,7 +270,11 @@ function leftoversOf(outcome: ProcessOutcome, listed: readonly ListedDescendant[
   for (const d of listed) {
     if (seen.has(d.pid)) continue;
     seen.add(d.pid);
-    leftovers.push({ pid: d.pid, command: d.command, leftGroup: d.pgid !== null && outcome.pid !== null && d.pgid !== outcome.pid });
+    leftovers.push({
+      pid: d.pid,
+      command: d.command,
+      leftGroup: d.pgid !== null && outcome.pid !== null && d.pgid !== outcome.pid,
+    });
   }
   return leftovers;
 }

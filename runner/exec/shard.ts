@@ -68,7 +68,14 @@ class ShardRun {
     const record = await this.attempts();
     if (record === null) {
       const signal = this.o.cancelled();
-      return { result: neverStarted(this.o.shard, `run cancelled${signal ? ` (${signal})` : ""} before its tests started`, this.paths.log), filesNotStarted: [] };
+      return {
+        result: neverStarted(
+          this.o.shard,
+          `run cancelled${signal ? ` (${signal})` : ""} before its tests started`,
+          this.paths.log,
+        ),
+        filesNotStarted: [],
+      };
     }
     return this.decide(record);
   }

@@ -54,16 +54,24 @@ export function autoBatches(files: readonly string[], inputs: AutoBatchInputs): 
   const cost = (f: string) => inputs.durations.get(f) ?? fallback;
   const total = files.reduce((sum, f) => sum + cost(f), 0);
   const jobs = Math.max(1, Math.floor(inputs.jobs));
-  const targetMs = Math.min(AUTO_BATCH.maxBatchMs, Math.max(AUTO_BATCH.minBatchMs, total / (jobs * AUTO_BATCH.batchesPerJob)));
+  const targetMs = Math.min(
+    AUTO_BATCH.maxBatchMs,
+    Math.max(AUTO_BATCH.minBatchMs, total / (jobs * AUTO_BATCH.batchesPerJob)),
+  );
   const position = new Map(files.map((f, i) => [f, i]));
   const alone = files.filter((f) => inputs.durations.has(f) && inputs.durations.get(f)! >= targetMs);
   const isAlone = new Set(alone);
   const rest = files.filter((f) => !isAlone.has(f));
   const restMs = rest.reduce((sum, f) => sum + cost(f), 0);
-  const count = Math.min(rest.length, Math.max(Math.ceil(restMs / targetMs), Math.ceil(rest.length / AUTO_BATCH.maxFiles)));
+  const count = Math.min(
+    rest.length,
+    Math.max(Math.ceil(restMs / targetMs), Math.ceil(rest.length / AUTO_BATCH.maxFiles)),
+  );
   let bins: string[][];
   if (recorded.length === 0) {
-    bins = Array.from({ length: count }, (_, i) => rest.slice(Math.floor((i * rest.length) / count), Math.floor(((i + 1) * rest.length) / count)));
+    bins = Array.from({ length: count }, (_, i) =>
+      rest.slice(Math.floor((i * rest.length) / count), Math.floor(((i + 1) * rest.length) / count)),
+    );
   } else {
     bins = Array.from({ length: count }, () => []);
     const load = new Array<number>(count).fill(0);

@@ -109,16 +109,27 @@ export function planRun(options: PlanOptions): Plan {
     for (const f of found) {
       const file = path.resolve(options.root, f);
       if (!f.startsWith("../") || excluded.some((e) => e.file === file)) continue;
-      excluded.push({ file, reason: `reached through a symbolic link matching ${pattern}, outside --root (bun test would run it; shardguard plans only files under the root)` });
+      excluded.push({
+        file,
+        reason: `reached through a symbolic link matching ${pattern}, outside --root (bun test would run it; shardguard plans only files under the root)`,
+      });
     }
     if (matches.length === 0) {
       // A path written out (no glob characters) that matches nothing is a
       // typo, not an empty selection: say so instead of running less.
       if (!fg().isDynamicPattern(pattern.replace(/\\/g, "/"))) {
-        if (found.length > 0) throw new ConfigError(`${JSON.stringify(pattern)} leads through a symbolic link to ${path.resolve(options.root, found[0]!)}, outside --root ${options.root}; run from a root that contains it`);
-        throw new ConfigError(`no test file at ${JSON.stringify(pattern)} under ${options.root} (a PATTERN is a path or a glob relative to --root)`);
+        if (found.length > 0)
+          throw new ConfigError(
+            `${JSON.stringify(pattern)} leads through a symbolic link to ${path.resolve(options.root, found[0]!)}, outside --root ${options.root}; run from a root that contains it`,
+          );
+        throw new ConfigError(
+          `no test file at ${JSON.stringify(pattern)} under ${options.root} (a PATTERN is a path or a glob relative to --root)`,
+        );
       }
-      excluded.push({ file: pattern, reason: "pattern matched no file (node_modules, .git and .shardguard are never searched)" });
+      excluded.push({
+        file: pattern,
+        reason: "pattern matched no file (node_modules, .git and .shardguard are never searched)",
+      });
     }
     for (const match of matches) {
       const rel = match.split(path.sep).join("/");
@@ -127,11 +138,22 @@ export function planRun(options: PlanOptions): Plan {
     }
   }
   if (included.size === 0) {
-    throw new ConfigError(`no test files matched ${patterns.map((p) => JSON.stringify(p)).join(", ")} under ${options.root}`);
+    throw new ConfigError(
+      `no test files matched ${patterns.map((p) => JSON.stringify(p)).join(", ")} under ${options.root}`,
+    );
   }
   const files = [...included.keys()].sort(compareStable);
   if (options.out !== undefined) refuseOutAmongTests(options.root, options.out, files);
-  return { root: options.root, patterns, shards: groupIntoShards(files, options.filesPerShard, { batching: options.batching, alone: exclusiveMatcher(options.exclusive) }), included, excluded };
+  return {
+    root: options.root,
+    patterns,
+    shards: groupIntoShards(files, options.filesPerShard, {
+      batching: options.batching,
+      alone: exclusiveMatcher(options.exclusive),
+    }),
+    included,
+    excluded,
+  };
 }
 
 /**
@@ -151,8 +173,13 @@ export function refuseOutAmongTests(root: string, out: string, files: Iterable<s
   const hidden = [...files].filter(inside);
   if (hidden.length === 0) return;
   const named = hidden.slice(0, 3).join(", ") + (hidden.length > 3 ? ` and ${hidden.length - 3} more` : "");
-  const what = hidden.length === 1 && path.resolve(root, hidden[0]!) === out ? "is the planned test file" : `holds ${plural(hidden.length, "planned test file")}:`;
-  throw new ConfigError(`--out ${out} ${what} ${named}; reports and logs go to --out, so it must hold no test file (choose another, e.g. the default .shardguard)`);
+  const what =
+    hidden.length === 1 && path.resolve(root, hidden[0]!) === out
+      ? "is the planned test file"
+      : `holds ${plural(hidden.length, "planned test file")}:`;
+  throw new ConfigError(
+    `--out ${out} ${what} ${named}; reports and logs go to --out, so it must hold no test file (choose another, e.g. the default .shardguard)`,
+  );
 }
 
 /**
@@ -171,7 +198,9 @@ export function readingTree<T>(root: string, search: () => T): T {
     if (typeof e?.code !== "string" || typeof e.path !== "string") throw error;
     const rel = path.relative(root, e.path.replace(/[\\/]+$/, "")) || ".";
     const where = rel.startsWith("..") || path.isAbsolute(rel) ? e.path : rel.split(path.sep).join("/");
-    throw new ConfigError(`cannot read ${JSON.stringify(where)} under --root ${root} while looking for test files: ${e.code} (${e.syscall ?? "read"}); make it readable, or name the test files or directories to run as PATTERNs`);
+    throw new ConfigError(
+      `cannot read ${JSON.stringify(where)} under --root ${root} while looking for test files: ${e.code} (${e.syscall ?? "read"}); make it readable, or name the test files or directories to run as PATTERNs`,
+    );
   }
 }
 
@@ -189,7 +218,8 @@ function walkableDir(glob: string): string | null {
   if (glob === DEFAULT_PATTERN) return "";
   if (!glob.endsWith(`/${DEFAULT_PATTERN}`)) return null;
   const dir = glob.slice(0, -DEFAULT_PATTERN.length - 1);
-  const plain = isPlainPath(dir) && dir.split("/").every((part) => part !== "" && !part.startsWith(".") && part !== "node_modules");
+  const plain =
+    isPlainPath(dir) && dir.split("/").every((part) => part !== "" && !part.startsWith(".") && part !== "node_modules");
   return plain ? dir : null;
 }
 
@@ -210,7 +240,9 @@ function expandPattern(root: string, pattern: string): string {
   // name than the plan's, so a test there could not be matched to its file.
   const relative = path.relative(root, path.resolve(root, clean.split(/[*?{[]/)[0] ?? clean));
   if (relative === ".." || relative.startsWith(`..${path.sep}`)) {
-    throw new ConfigError(`pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test file`);
+    throw new ConfigError(
+      `pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test file`,
+    );
   }
   // An existing file or directory is meant as written, glob characters and all (`[id].test.ts`,
   // a route file name): read as a glob it selected other files, or none.
@@ -252,7 +284,11 @@ function exclusiveMatcher(globs: readonly string[] | undefined): ((file: string)
  *   batched with another; the other files are batched as if they were absent,
  *   and every shard takes its place in the plan by its first file
  */
-export function groupIntoShards(files: readonly string[], size: number | "auto", options: { batching?: AutoBatchInputs; alone?: (file: string) => boolean } = {}): PlannedShard[] {
+export function groupIntoShards(
+  files: readonly string[],
+  size: number | "auto",
+  options: { batching?: AutoBatchInputs; alone?: (file: string) => boolean } = {},
+): PlannedShard[] {
   const { alone } = options;
   const single = alone ? files.filter(alone) : [];
   const batched = single.length > 0 ? files.filter((f) => !alone!(f)) : files;
@@ -291,7 +327,11 @@ const TEST_SUFFIX = /([._](test|spec))?\.(ts|tsx|js|jsx|mjs|cjs)$/;
  */
 export function shardSlug(files: readonly string[]): string {
   const first = (files[0] ?? "shard").replace(TEST_SUFFIX, "");
-  let slug = first.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-+|-+$/g, "").toLowerCase() || "shard";
+  let slug =
+    first
+      .replace(/[^A-Za-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .toLowerCase() || "shard";
   if (files.length > 1) slug += `-and-${files.length - 1}-more`;
   if (slug.length > 80) slug = `${slug.slice(0, 71)}-${pathHash(files)}`;
   return slug;

@@ -19,7 +19,8 @@ function withDirectories(globs: readonly string[]): string[] {
 }
 
 /** The glob matcher (micromatch), loaded only by a run that sets resources or exclusive globs. */
-const globMatcher = (globs: readonly string[]) => (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(withDirectories(globs));
+const globMatcher = (globs: readonly string[]) =>
+  (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(withDirectories(globs));
 
 /** What one shard holds while it runs. */
 export interface ShardNeeds {
@@ -44,7 +45,10 @@ export interface ResourcePlan {
 /** Builds the {@link ResourcePlan} of a run's `exclusive` and `resources` settings. */
 export function resourcePlan(settings: Pick<RunSettings, "exclusive" | "resources">): ResourcePlan {
   const exclusive = settings.exclusive.length > 0 ? globMatcher(settings.exclusive) : () => false;
-  const resources = Object.entries(settings.resources).map(([name, spec]) => ({ name, matches: globMatcher(spec.files) }));
+  const resources = Object.entries(settings.resources).map(([name, spec]) => ({
+    name,
+    matches: globMatcher(spec.files),
+  }));
   const capacity = new Map(Object.entries(settings.resources).map(([name, spec]) => [name, spec.capacity]));
   const cache = new Map<string, string[]>();
   const locksOfFile = (file: string) => {
@@ -84,10 +88,16 @@ export function exclusiveLast<T extends { files: readonly string[] }>(shards: re
  *
  * @param planned every planned file, root-relative
  */
-export function unmatchedGlobNotes(root: string, settings: Pick<RunSettings, "exclusive" | "resources">, planned: readonly string[]): string[] {
+export function unmatchedGlobNotes(
+  root: string,
+  settings: Pick<RunSettings, "exclusive" | "resources">,
+  planned: readonly string[],
+): string[] {
   const entries: [string, string][] = [
     ...settings.exclusive.map((g): [string, string] => ["exclusive", g]),
-    ...Object.entries(settings.resources).flatMap(([name, spec]) => spec.files.map((g): [string, string] => [`resource ${name}`, g])),
+    ...Object.entries(settings.resources).flatMap(([name, spec]) =>
+      spec.files.map((g): [string, string] => [`resource ${name}`, g]),
+    ),
   ];
   const notes: string[] = [];
   if (entries.length === 0) return notes;
@@ -97,7 +107,14 @@ export function unmatchedGlobNotes(root: string, settings: Pick<RunSettings, "ex
     const fg = require("fast-glob") as typeof FastGlob;
     let found = false;
     try {
-      found = fg.sync(withDirectories([glob]), { cwd: root, ignore: ALWAYS_IGNORED, onlyFiles: true, dot: false, suppressErrors: true }).length > 0;
+      found =
+        fg.sync(withDirectories([glob]), {
+          cwd: root,
+          ignore: ALWAYS_IGNORED,
+          onlyFiles: true,
+          dot: false,
+          suppressErrors: true,
+        }).length > 0;
     } catch {
       found = false;
     }
@@ -108,6 +125,9 @@ export function unmatchedGlobNotes(root: string, settings: Pick<RunSettings, "ex
 
 /** What `list` shows after a shard: `  (exclusive; locks a, b)`, or "" for a shard that holds nothing. */
 export function needsTag(needs: ShardNeeds): string {
-  const held = [...(needs.exclusive ? ["exclusive"] : []), ...(needs.locks.length > 0 ? [`locks ${needs.locks.join(", ")}`] : [])];
+  const held = [
+    ...(needs.exclusive ? ["exclusive"] : []),
+    ...(needs.locks.length > 0 ? [`locks ${needs.locks.join(", ")}`] : []),
+  ];
   return held.length > 0 ? `  (${held.join("; ")})` : "";
 }

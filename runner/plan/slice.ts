@@ -48,7 +48,9 @@ export function parseSliceSpec(raw: string): SliceSpec {
   const index = m ? Number(m[1]) : NaN;
   const count = m ? Number(m[2]) : NaN;
   if (!m || index < 1 || count < 1 || index > count || count > MAX_SLICES) {
-    throw new ConfigError(`invalid --shard ${JSON.stringify(raw)}: expected I/N, the slice I of N machines, with 1 <= I <= N <= ${MAX_SLICES} (e.g. --shard 2/3)`);
+    throw new ConfigError(
+      `invalid --shard ${JSON.stringify(raw)}: expected I/N, the slice I of N machines, with 1 <= I <= N <= ${MAX_SLICES} (e.g. --shard 2/3)`,
+    );
   }
   return { index, count };
 }
@@ -67,14 +69,22 @@ export function parseSliceSpec(raw: string): SliceSpec {
  * @param durations file (relative to the root, as in the plan) → ms, e.g. from Bun's timings file
  * @returns `count` arrays of shards, slice 1 first
  */
-export function sliceShards(shards: readonly PlannedShard[], count: number, durations: ReadonlyMap<string, number> = new Map()): PlannedShard[][] {
+export function sliceShards(
+  shards: readonly PlannedShard[],
+  count: number,
+  durations: ReadonlyMap<string, number> = new Map(),
+): PlannedShard[][] {
   const known = shards.flatMap((s) => s.files).filter((f) => durations.has(f));
   const mean = known.length > 0 ? known.reduce((sum, f) => sum + durations.get(f)!, 0) / known.length : 0;
-  const weight = (s: PlannedShard) => (known.length > 0 ? s.files.reduce((sum, f) => sum + (durations.get(f) ?? mean), 0) : s.files.length);
+  const weight = (s: PlannedShard) =>
+    known.length > 0 ? s.files.reduce((sum, f) => sum + (durations.get(f) ?? mean), 0) : s.files.length;
   const order = shards
     .map((shard, position) => ({ shard, position, w: weight(shard) }))
     .sort((a, b) => b.w - a.w || a.position - b.position);
-  const slices = Array.from({ length: count }, () => ({ w: 0, items: [] as { shard: PlannedShard; position: number }[] }));
+  const slices = Array.from({ length: count }, () => ({
+    w: 0,
+    items: [] as { shard: PlannedShard; position: number }[],
+  }));
   for (const item of order) {
     let best = 0;
     for (let i = 1; i < count; i++) {
@@ -93,11 +103,21 @@ export function sliceShards(shards: readonly PlannedShard[], count: number, dura
  * and the plan hash. Two machines get the same hash exactly when they
  * planned the same files into the same shards and slices.
  */
-export function sliceManifest(shards: readonly PlannedShard[], slices: readonly (readonly PlannedShard[])[]): SliceManifest {
+export function sliceManifest(
+  shards: readonly PlannedShard[],
+  slices: readonly (readonly PlannedShard[])[],
+): SliceManifest {
   const sliceOf = new Map<number, number>();
   slices.forEach((slice, i) => slice.forEach((s) => sliceOf.set(s.index, i + 1)));
-  const entries = shards.map((s) => ({ index: s.index, slug: s.slug, files: [...s.files], slice: sliceOf.get(s.index) ?? 0 }));
-  const hash = sha256Hex(JSON.stringify({ slices: slices.length, shards: entries.map((e) => [e.files, e.slice]) })).slice(0, 16);
+  const entries = shards.map((s) => ({
+    index: s.index,
+    slug: s.slug,
+    files: [...s.files],
+    slice: sliceOf.get(s.index) ?? 0,
+  }));
+  const hash = sha256Hex(
+    JSON.stringify({ slices: slices.length, shards: entries.map((e) => [e.files, e.slice]) }),
+  ).slice(0, 16);
   return { hash, slices: slices.length, shards: entries };
 }
 

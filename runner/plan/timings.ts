@@ -63,17 +63,23 @@ export function readTimingsFile(file: string, what: string): TimingsFile | null 
   try {
     text = readRegularTextSync(file);
   } catch (error) {
-    throw new ConfigError(`invalid ${what} ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new ConfigError(
+      `invalid ${what} ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new ConfigError(`invalid ${what} ${JSON.stringify(file)}: not JSON; expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`);
+    throw new ConfigError(
+      `invalid ${what} ${JSON.stringify(file)}: not JSON; expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`,
+    );
   }
   const result = TimingsFileSchema.safeParse(json);
   if (!result.success) {
-    throw new ConfigError(`invalid ${what} ${JSON.stringify(file)}: expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`);
+    throw new ConfigError(
+      `invalid ${what} ${JSON.stringify(file)}: expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`,
+    );
   }
   return result.data;
 }
@@ -85,7 +91,10 @@ export function readTimingsFile(file: string, what: string): TimingsFile | null 
  * with no record counts as the mean of the recorded ones. Ties, and every
  * shard when nothing is recorded, keep plan order. Returns a new array.
  */
-export function orderByTimings(shards: readonly PlannedShard[], durations: ReadonlyMap<string, number>): PlannedShard[] {
+export function orderByTimings(
+  shards: readonly PlannedShard[],
+  durations: ReadonlyMap<string, number>,
+): PlannedShard[] {
   const known = shards.flatMap((s) => s.files).filter((f) => durations.has(f));
   if (known.length === 0) return [...shards];
   const mean = known.reduce((sum, f) => sum + durations.get(f)!, 0) / known.length;
@@ -103,6 +112,10 @@ export function orderByTimings(shards: readonly PlannedShard[], durations: Reado
 export function renderTimings(previous: TimingsFile | null, measured: ReadonlyMap<string, number>): string {
   const files: Record<string, number> = { ...(previous?.files ?? {}) };
   for (const [rel, ms] of measured) files[rel] = Math.round(ms);
-  const sorted = Object.fromEntries(Object.keys(files).sort().map((k) => [k, files[k]!]));
+  const sorted = Object.fromEntries(
+    Object.keys(files)
+      .sort()
+      .map((k) => [k, files[k]!]),
+  );
   return `${JSON.stringify({ version: 1, files: sorted }, null, 2)}\n`;
 }

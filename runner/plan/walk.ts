@@ -22,7 +22,9 @@ export const TEST_EXTENSIONS = ["ts", "tsx", "js", "jsx", "mjs", "cjs"] as const
  * dialect with `dot: false`: any name not starting with "." that ends with
  * a suffix and an extension (case-sensitive).
  */
-const TEST_NAME = new RegExp(`^(?!\\.)[^/]*(?:${TEST_SUFFIXES.map((s) => s.replace(".", "\\.")).join("|")})\\.(?:${TEST_EXTENSIONS.join("|")})$`);
+const TEST_NAME = new RegExp(
+  `^(?!\\.)[^/]*(?:${TEST_SUFFIXES.map((s) => s.replace(".", "\\.")).join("|")})\\.(?:${TEST_EXTENSIONS.join("|")})$`,
+);
 
 /** Directory names never entered at any depth (`**\/NAME/**` in plan.ts's ALWAYS_IGNORED). */
 const SKIPPED_NAMES = new Set(["node_modules", ".git", ".shardguard"]);
@@ -90,7 +92,8 @@ export function walkTestFiles(root: string, dir: string, skipDirs: readonly stri
   const baseLinked = realOrNull(base) !== path.join(realRoot, dir);
   const throughLink = (file: string) => {
     if (baseLinked) return true;
-    for (let d = path.dirname(file); d.length >= base.length; d = path.dirname(d)) if (!dirs.has(d + path.sep)) return true;
+    for (let d = path.dirname(file); d.length >= base.length; d = path.dirname(d))
+      if (!dirs.has(d + path.sep)) return true;
     return false;
   };
   const found = new Set<string>();
@@ -98,7 +101,10 @@ export function walkTestFiles(root: string, dir: string, skipDirs: readonly stri
     if (entry.endsWith(path.sep)) continue;
     const real = realFile(entry, throughLink(entry));
     // A path found without a link is named from the root as given; a resolved one from the real root.
-    if (real !== null) found.add((real === entry ? path.relative(root, entry) : path.relative(realRoot, real)).split(path.sep).join("/"));
+    if (real !== null)
+      found.add(
+        (real === entry ? path.relative(root, entry) : path.relative(realRoot, real)).split(path.sep).join("/"),
+      );
   }
   return [...found];
 }

@@ -60,7 +60,13 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
         "\\b(?:describeE2ETier|e2eTierEnabled)\\(\\s*['\"`]{tier}['\"`]",
       ],
     },
-    "shard-dir": { env: "GSTACK_EVAL_DIR", module: "test/helpers/eval-store.ts", export: "getProjectEvalDir", base: "{out}/evals", slug: "file-stem" },
+    "shard-dir": {
+      env: "GSTACK_EVAL_DIR",
+      module: "test/helpers/eval-store.ts",
+      export: "getProjectEvalDir",
+      base: "{out}/evals",
+      slug: "file-stem",
+    },
     selection: {
       touchfiles: "test/helpers/touchfiles.ts",
       "touchfiles-export": "E2E_TOUCHFILES",
@@ -71,7 +77,11 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
       "base-env": "EVALS_BASE",
       "selection-env": "EVALS_SELECTION_JSON",
     },
-    preflight: { module: "test/helpers/anthropic-preflight.ts", export: "preflightAnthropicApi", "ok-env": "EVALS_PREFLIGHT_OK" },
+    preflight: {
+      module: "test/helpers/anthropic-preflight.ts",
+      export: "preflightAnthropicApi",
+      "ok-env": "EVALS_PREFLIGHT_OK",
+    },
     script: "test:gate",
     "run-id-env": "EVALS_RUN_ID",
     dispatch: { repo: "garrytan/gstack", workflow: "shardguard-bg.yml", inputs: { tier: "{tier}" } },

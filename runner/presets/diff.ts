@@ -65,7 +65,11 @@ function git(root: string, args: readonly string[]): string {
 /** The first ref of `candidates` that exists in the repository at `root`, or null. */
 export function detectBase(root: string, candidates: readonly string[]): string | null {
   for (const ref of candidates) {
-    const r = spawnSync("git", ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { cwd: root, stdio: "pipe", timeout: 10_000 });
+    const r = spawnSync("git", ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], {
+      cwd: root,
+      stdio: "pipe",
+      timeout: 10_000,
+    });
     if (r.status === 0) return ref;
   }
   return null;
@@ -79,13 +83,16 @@ export function detectBase(root: string, candidates: readonly string[]): string 
  * @throws ConfigError on any git failure
  */
 export function changedFiles(root: string, base: string): string[] {
-  const lines = (text: string) => text.split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = (text: string) =>
+    text
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean);
   const committed = lines(git(root, ["diff", "--name-only", "--relative", `${base}...HEAD`]));
   const uncommitted = lines(git(root, ["diff", "--name-only", "--relative", "HEAD"]));
   const untracked = lines(git(root, ["ls-files", "--others", "--exclude-standard"]));
   return [...new Set([...committed, ...uncommitted, ...untracked])].sort();
 }
-
 
 /**
  * Computes the selection. Order of the rules (reference paid-tier runner):
@@ -118,7 +125,12 @@ export async function computeSelection(inputs: {
   if (changed.length === 0) return { selected: null, reason: `run all (no changes vs ${base})`, total };
   const globals = changed.filter((file) => touchfiles.global.some((g) => matchesGlob(file, g)));
   if (globals.length > 0) {
-    return { selected: null, reason: `run all (global touchfile changed: ${globals[0]})`, total, changed: selectingFirst(changed, globals) };
+    return {
+      selected: null,
+      reason: `run all (global touchfile changed: ${globals[0]})`,
+      total,
+      changed: selectingFirst(changed, globals),
+    };
   }
   const selected = new Set<string>();
   const selecting = new Set<string>();
@@ -136,11 +148,21 @@ export async function computeSelection(inputs: {
     const what = `the touchfiles source${sources.length === 1 ? "" : "s"} ${sources.join(", ")} changed`;
     const before = await (inputs.loadAt ?? loadTouchfilesAt)(root, spec, base, touchfiles);
     if (typeof before === "string") {
-      return { selected: null, reason: `run all (${what}; no map diff: ${before})`, total, changed: selectingFirst(changed, sources) };
+      return {
+        selected: null,
+        reason: `run all (${what}; no map diff: ${before})`,
+        total,
+        changed: selectingFirst(changed, sources),
+      };
     }
     const d = diffTouchfiles(before, touchfiles);
     if (d.globalChanged) {
-      return { selected: null, reason: `run all (${what}: its global touchfiles differ from ${base})`, total, changed: selectingFirst(changed, sources) };
+      return {
+        selected: null,
+        reason: `run all (${what}: its global touchfiles differ from ${base})`,
+        total,
+        changed: selectingFirst(changed, sources),
+      };
     }
     for (const name of d.changed) selected.add(name);
     if (d.changed.length > 0) for (const f of sources) selecting.add(f);
@@ -149,7 +171,12 @@ export async function computeSelection(inputs: {
   }
   const ordered = selectingFirst(changed, [...selecting]);
   const n = changed.length;
-  return { selected, reason: `diff vs ${base}: ${n} changed file${n === 1 ? "" : "s"} (${cut(ordered)})${mapNote}`, total, changed: ordered };
+  return {
+    selected,
+    reason: `diff vs ${base}: ${n} changed file${n === 1 ? "" : "s"} (${cut(ordered)})${mapNote}`,
+    total,
+    changed: ordered,
+  };
 }
 
 /** The first three items, then "…" when there are more. */
@@ -226,7 +253,11 @@ export function decideFile(file: string, selected: Set<string> | null, ctx: Deci
   if (hit.length > 0) {
     return { file, kept: true, reason: `selected: ${hit.slice(0, 3).join(", ")}${hit.length > 3 ? ", …" : ""}` };
   }
-  return { file, kept: false, reason: `none of its ${mapped.length} mapped test${mapped.length === 1 ? "" : "s"} (${mapped.slice(0, 3).join(", ")}${mapped.length > 3 ? ", …" : ""}) selected` };
+  return {
+    file,
+    kept: false,
+    reason: `none of its ${mapped.length} mapped test${mapped.length === 1 ? "" : "s"} (${mapped.slice(0, 3).join(", ")}${mapped.length > 3 ? ", …" : ""}) selected`,
+  };
 }
 
 /**
@@ -238,7 +269,11 @@ export function partitionShards(
   shards: readonly PlannedShard[],
   selection: DiffSelection,
   ctx: DecideContext,
-): { runnable: PlannedShard[]; skipped: { shard: PlannedShard; reason: string }[]; decisions: Map<string, FileDecision> } {
+): {
+  runnable: PlannedShard[];
+  skipped: { shard: PlannedShard; reason: string }[];
+  decisions: Map<string, FileDecision>;
+} {
   const all = new Map<string, FileDecision>();
   if (selection.selected === null) return { runnable: [...shards], skipped: [], decisions: all };
   const runnable: PlannedShard[] = [];

@@ -25,7 +25,11 @@ export interface EntryCheck {
  * @throws ConfigError when the preset is unknown or invalid, no file matches
  *   its globs, or the preset was requested but the preload did not take over
  */
-export function checkPresetEntry(name: string, root: string, argv: readonly string[] | null = readCommandLine(process.pid)): EntryCheck {
+export function checkPresetEntry(
+  name: string,
+  root: string,
+  argv: readonly string[] | null = readCommandLine(process.pid),
+): EntryCheck {
   if (argv && argv.some((a) => a === "--preset" || a.startsWith("--preset="))) {
     throw new ConfigError(
       `bun test --preset ran without shardguard's preload, so no paid test ran: run it from ${root} (where bunfig.toml registers the preload)`,

@@ -92,9 +92,10 @@ export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
   "--parallel": "shardguard runs its own process pool (the preset's jobs setting sets its size)",
   "--test-worker": "it is Bun's internal worker flag",
   "--watch": "a shard run is not a watch session",
-  "--shard": "Bun applies it to its own file list before the preset's preload runs, so every other slice runs nothing and exits 0; use shardguard run --preset NAME --shard I/N",
-  "--timings": "it orders the whole run: give shardguard's own --timings FILE before \"--\"",
-  "--update-timings": "it records the whole run: give shardguard's own --update-timings FILE before \"--\"",
+  "--shard":
+    "Bun applies it to its own file list before the preset's preload runs, so every other slice runs nothing and exits 0; use shardguard run --preset NAME --shard I/N",
+  "--timings": 'it orders the whole run: give shardguard\'s own --timings FILE before "--"',
+  "--update-timings": 'it records the whole run: give shardguard\'s own --update-timings FILE before "--"',
   "--hot": "a shard run is not a watch session",
   "--changed": "the preset's diff selection decides what runs",
   "--coverage": "coverage of separate shard processes is not merged",
@@ -115,7 +116,8 @@ export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
 export function bunFlagConflict(flags: readonly CommandFlag[]): string | null {
   const retry = flags.find((f) => f.name === "--retry");
   const rerun = flags.find((f) => f.name === "--rerun-each");
-  if (retry && rerun) return `${retry.tokens.join(" ")} and ${rerun.tokens.join(" ")} cannot be used together (bun test refuses --retry with --rerun-each)`;
+  if (retry && rerun)
+    return `${retry.tokens.join(" ")} and ${rerun.tokens.join(" ")} cannot be used together (bun test refuses --retry with --rerun-each)`;
   return null;
 }
 
@@ -186,6 +188,15 @@ export function mergeShardFlags(presetFlags: readonly string[], overrides: reado
 }
 
 /** Replaces `{max-concurrency}` and `{timeout-ms}` in preset flags. */
-export function expandFlagTemplates(flags: readonly string[], values: { maxConcurrency: number; timeoutMs: number }): string[] {
-  return flags.map((f) => f.split("{max-concurrency}").join(String(values.maxConcurrency)).split("{timeout-ms}").join(String(values.timeoutMs)));
+export function expandFlagTemplates(
+  flags: readonly string[],
+  values: { maxConcurrency: number; timeoutMs: number },
+): string[] {
+  return flags.map((f) =>
+    f
+      .split("{max-concurrency}")
+      .join(String(values.maxConcurrency))
+      .split("{timeout-ms}")
+      .join(String(values.timeoutMs)),
+  );
 }

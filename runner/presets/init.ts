@@ -54,13 +54,21 @@ export interface ShardguardRef {
 /** Picks how `root` refers to shardguard. */
 export function shardguardRef(root: string): ShardguardRef {
   if (existsSync(path.join(root, "node_modules", "shardguard", "package.json"))) {
-    return { preload: "shardguard/preset/preload.ts", entryImport: () => "shardguard/preset/entry.ts", installed: true };
+    return {
+      preload: "shardguard/preset/preload.ts",
+      entryImport: () => "shardguard/preset/entry.ts",
+      installed: true,
+    };
   }
   const rel = (from: string, file: string) => {
     const r = path.relative(from, path.join(PACKAGE_DIR, file)).split(path.sep).join("/");
     return r.startsWith(".") ? r : `./${r}`;
   };
-  return { preload: rel(root, "preset/preload.ts"), entryImport: (fromDir) => rel(fromDir, "preset/entry.ts"), installed: false };
+  return {
+    preload: rel(root, "preset/preload.ts"),
+    entryImport: (fromDir) => rel(fromDir, "preset/entry.ts"),
+    installed: false,
+  };
 }
 
 /** True for preload entries that are shardguard's preload, however written. */
@@ -94,7 +102,11 @@ function skipString(text: string, i: number): number {
  * @returns the new text, or null when `spec` (or another form of our preload) is already there
  * @throws ConfigError when the file is not valid TOML or `test` is written in a form this edit does not handle
  */
-export function addPreload(text: string | null, spec: string, isOurs: (entry: string) => boolean = (e) => e === spec): string | null {
+export function addPreload(
+  text: string | null,
+  spec: string,
+  isOurs: (entry: string) => boolean = (e) => e === spec,
+): string | null {
   const line = `preload = [${JSON.stringify(spec)}]`;
   if (text === null || text.trim() === "") return `[test]\n${line}\n`;
   const before = parseBunfig(text);
@@ -103,7 +115,9 @@ export function addPreload(text: string | null, spec: string, isOurs: (entry: st
   const list = typeof current === "string" ? [current] : Array.isArray(current) ? (current as unknown[]) : [];
   if (list.some((e) => typeof e === "string" && isOurs(e))) return null;
   if (current !== undefined && typeof current !== "string" && !Array.isArray(current)) {
-    throw new ConfigError(`bunfig.toml: [test] preload ${JSON.stringify(current)} is neither a string nor an array; add ${JSON.stringify(spec)} by hand`);
+    throw new ConfigError(
+      `bunfig.toml: [test] preload ${JSON.stringify(current)} is neither a string nor an array; add ${JSON.stringify(spec)} by hand`,
+    );
   }
 
   let next: string;
@@ -131,10 +145,13 @@ export function addPreload(text: string | null, spec: string, isOurs: (entry: st
   const after = parseBunfig(next);
   const newPreload = (after.test as Record<string, unknown> | undefined)?.preload;
   const expected = [...list, spec];
-  const sameRest = canonical({ ...after, test: { ...(after.test as object), preload: null } }) ===
+  const sameRest =
+    canonical({ ...after, test: { ...(after.test as object), preload: null } }) ===
     canonical({ ...before, test: { ...(test ?? {}), preload: null } });
   if (!Array.isArray(newPreload) || JSON.stringify(newPreload) !== JSON.stringify(expected) || !sameRest) {
-    throw new ConfigError(`bunfig.toml: could not add the preload safely; add ${JSON.stringify(spec)} to [test] preload by hand`);
+    throw new ConfigError(
+      `bunfig.toml: could not add the preload safely; add ${JSON.stringify(spec)} to [test] preload by hand`,
+    );
   }
   return next;
 }
@@ -145,7 +162,11 @@ function canonical(value: unknown): string {
     Array.isArray(v)
       ? v.map(sort)
       : v !== null && typeof v === "object" && !(v instanceof Date)
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+          )
         : v;
   return JSON.stringify(sort(value));
 }
@@ -158,7 +179,8 @@ function insertIntoValue(text: string, at: number, spec: string): string {
     const end = skipString(text, at);
     return `${text.slice(0, at)}[${text.slice(at, end)}, ${quoted}]${text.slice(end)}`;
   }
-  if (c !== "[") throw new ConfigError(`bunfig.toml: [test] preload is not a string or an array; add ${quoted} by hand`);
+  if (c !== "[")
+    throw new ConfigError(`bunfig.toml: [test] preload is not a string or an array; add ${quoted} by hand`);
   let i = at + 1;
   let lastSignificant = -1; // index just past the last value character inside the array
   while (i < text.length) {
@@ -210,7 +232,11 @@ export function entryFileContent(name: string, root: string, entryDir: string, r
 }
 
 /** package.json text with script `name` added (indentation kept), or null when unchanged / kept. */
-export function addScript(text: string, name: string, command: string): { text: string | null; existing: string | null } {
+export function addScript(
+  text: string,
+  name: string,
+  command: string,
+): { text: string | null; existing: string | null } {
   let pkg: Record<string, unknown>;
   try {
     pkg = JSON.parse(text) as Record<string, unknown>;
@@ -218,7 +244,8 @@ export function addScript(text: string, name: string, command: string): { text: 
     throw new ConfigError(`package.json is not valid JSON: ${(error as Error).message}`);
   }
   const scripts = (pkg.scripts ?? {}) as Record<string, unknown>;
-  if (typeof scripts !== "object" || Array.isArray(scripts)) throw new ConfigError(`package.json: "scripts" is not an object`);
+  if (typeof scripts !== "object" || Array.isArray(scripts))
+    throw new ConfigError(`package.json: "scripts" is not an object`);
   const existing = scripts[name];
   if (existing !== undefined) return { text: null, existing: String(existing) };
   pkg.scripts = { ...scripts, [name]: command };
@@ -244,7 +271,10 @@ export function planInit(root: string, presetName: string | null): { changes: In
       : {
           file: "bunfig.toml",
           action: bunfigText === null ? "create" : "update",
-          detail: bunfigText === null ? `[test] preload = [${JSON.stringify(ref.preload)}]` : `added ${JSON.stringify(ref.preload)} to [test] preload`,
+          detail:
+            bunfigText === null
+              ? `[test] preload = [${JSON.stringify(ref.preload)}]`
+              : `added ${JSON.stringify(ref.preload)} to [test] preload`,
           content: newBunfig,
           preview: addedLines(bunfigText, newBunfig),
         },
@@ -253,7 +283,9 @@ export function planInit(root: string, presetName: string | null): { changes: In
   if (presetName === null) return { changes, ref };
 
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(presetName)) {
-    throw new ConfigError(`invalid --preset ${JSON.stringify(presetName)}: init needs a name of letters, digits, ".", "_" and "-"`);
+    throw new ConfigError(
+      `invalid --preset ${JSON.stringify(presetName)}: init needs a name of letters, digits, ".", "_" and "-"`,
+    );
   }
   // Validate against the presets as they will be: bunfig.toml may not exist yet.
   const preset = getPreset(loadPresets(root), presetName);
@@ -263,24 +295,50 @@ export function planInit(root: string, presetName: string | null): { changes: In
   const entryPath = path.join(root, entryRel);
   const content = entryFileContent(presetName, root, path.dirname(entryPath), ref);
   if (!existsSync(entryPath)) {
-    changes.push({ file: entryRel, action: "create", detail: `entry file for \`bun test --preset ${presetName}\``, content, preview: content });
+    changes.push({
+      file: entryRel,
+      action: "create",
+      detail: `entry file for \`bun test --preset ${presetName}\``,
+      content,
+      preview: content,
+    });
   } else {
     const old = readFileSync(entryPath, "utf8");
     if (old === content) changes.push({ file: entryRel, action: "unchanged", detail: "entry file is up to date" });
-    else if (old.startsWith(ENTRY_MARKER)) changes.push({ file: entryRel, action: "update", detail: "entry file rewritten", content, preview: content });
-    else changes.push({ file: entryRel, action: "kept", detail: "exists and was not written by shardguard init: left alone (its path already matches the preset name)" });
+    else if (old.startsWith(ENTRY_MARKER))
+      changes.push({ file: entryRel, action: "update", detail: "entry file rewritten", content, preview: content });
+    else
+      changes.push({
+        file: entryRel,
+        action: "kept",
+        detail: "exists and was not written by shardguard init: left alone (its path already matches the preset name)",
+      });
   }
 
   const command = `bun test --preset ${presetName}`;
   const pkgPath = path.join(root, "package.json");
   if (!existsSync(pkgPath)) {
-    changes.push({ file: "package.json", action: "kept", detail: `no package.json: add the script "${preset.script}": "${command}" yourself if you want one` });
+    changes.push({
+      file: "package.json",
+      action: "kept",
+      detail: `no package.json: add the script "${preset.script}": "${command}" yourself if you want one`,
+    });
   } else {
     const added = addScript(readFileSync(pkgPath, "utf8"), preset.script, command);
     if (added.text !== null) {
-      changes.push({ file: "package.json", action: "update", detail: `added script "${preset.script}": "${command}"`, content: added.text, preview: `"${preset.script}": "${command}"` });
+      changes.push({
+        file: "package.json",
+        action: "update",
+        detail: `added script "${preset.script}": "${command}"`,
+        content: added.text,
+        preview: `"${preset.script}": "${command}"`,
+      });
     } else if (added.existing === command) {
-      changes.push({ file: "package.json", action: "unchanged", detail: `script "${preset.script}" already runs the preset` });
+      changes.push({
+        file: "package.json",
+        action: "unchanged",
+        detail: `script "${preset.script}" already runs the preset`,
+      });
     } else {
       changes.push({
         file: "package.json",
@@ -313,7 +371,13 @@ function gitignoreChange(root: string): InitChange {
   const text = existsSync(file) ? readFileSync(file, "utf8") : null;
   const next = addGitignoreEntry(text);
   if (next === null) return { file: ".gitignore", action: "unchanged", detail: `already ignores ${GITIGNORE_ENTRY}` };
-  return { file: ".gitignore", action: text === null ? "create" : "update", detail: `ignores ${GITIGNORE_ENTRY} (shardguard's reports and logs)`, content: next, preview: GITIGNORE_ENTRY };
+  return {
+    file: ".gitignore",
+    action: text === null ? "create" : "update",
+    detail: `ignores ${GITIGNORE_ENTRY} (shardguard's reports and logs)`,
+    content: next,
+    preview: GITIGNORE_ENTRY,
+  };
 }
 
 /** `[test] root` of a bunfig.toml text, or "test" (shardguard's convention) when unset. */
@@ -325,7 +389,10 @@ function testRootOf(text: string | null): string {
 /** The lines of `next` that `prev` does not have, for --dry-run. */
 function addedLines(prev: string | null, next: string): string {
   const had = new Set((prev ?? "").split("\n"));
-  return next.split("\n").filter((l) => !had.has(l)).join("\n");
+  return next
+    .split("\n")
+    .filter((l) => !had.has(l))
+    .join("\n");
 }
 
 /**
@@ -335,7 +402,10 @@ function addedLines(prev: string | null, next: string): string {
  */
 export function applyInit(root: string, changes: readonly InitChange[], dryRun: boolean): string[] {
   const lines: string[] = [];
-  const verb = (a: InitChange["action"]) => (dryRun ? { create: "would create", update: "would update", unchanged: "unchanged", kept: "kept" }[a] : { create: "created", update: "updated", unchanged: "unchanged", kept: "kept" }[a]);
+  const verb = (a: InitChange["action"]) =>
+    dryRun
+      ? { create: "would create", update: "would update", unchanged: "unchanged", kept: "kept" }[a]
+      : { create: "created", update: "updated", unchanged: "unchanged", kept: "kept" }[a];
   for (const c of changes) {
     lines.push(`shardguard init: ${c.file}: ${verb(c.action)}: ${c.detail}`);
     if ((c.action === "create" || c.action === "update") && c.content !== undefined) {

@@ -162,7 +162,11 @@ function fileArguments(cwd: string, positionals: readonly string[]): string[] | 
  * `bun test some.test.ts` in a project with the preload does not load the
  * validating modules. Order: user presets (bunfig.toml order), then built-ins.
  */
-function quickCandidates(cwd: string, files: readonly string[], globMatcher: (globs: readonly string[]) => (file: string) => boolean): string[] {
+function quickCandidates(
+  cwd: string,
+  files: readonly string[],
+  globMatcher: (globs: readonly string[]) => (file: string) => boolean,
+): string[] {
   let user: Record<string, Record<string, unknown>> = {};
   try {
     const doc = Bun.TOML.parse(readRegularTextSync(path.join(cwd, "bunfig.toml"))) as Record<string, unknown>;
@@ -263,14 +267,20 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
     if (!parent) return { action: "none", why: "a --parallel worker" };
     const legacy = parent.preset ? null : await legacyMatch(cwd, parent.positionals, env);
     const name = parent.preset || (legacy?.unset === null ? legacy.preset : null);
-    return name ? { action: "refuse", message: await parallelMessage(cwd, name) } : { action: "none", why: "a --parallel worker" };
+    return name
+      ? { action: "refuse", message: await parallelMessage(cwd, name) }
+      : { action: "none", why: "a --parallel worker" };
   }
 
   // Two values for one of our flags: which one was meant is not ours to guess (config/args.ts refuses the same).
-  const repeated = own.repeated === null ? null : ({ action: "refuse", message: `bun test: flag ${own.repeated} was given twice; give it once` } as const);
+  const repeated =
+    own.repeated === null
+      ? null
+      : ({ action: "refuse", message: `bun test: flag ${own.repeated} was given twice; give it once` } as const);
   if (own.preset !== null) {
     if (repeated) return repeated;
-    if (own.preset === "") return { action: "refuse", message: "bun test --preset needs a preset name, e.g. --preset gstack-paid" };
+    if (own.preset === "")
+      return { action: "refuse", message: "bun test --preset needs a preset name, e.g. --preset gstack-paid" };
     if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, own.preset) };
     return {
       action: "take-over",
@@ -289,7 +299,10 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
     return { action: "none", why: `started as a shard by another sharded runner (${legacy.startedBy} is set)` };
   }
   if (legacy.unset !== null) {
-    return { action: "none", why: `preset ${legacy.preset}'s ${legacy.unset} is not in the environment: its files run as plain bun test runs them` };
+    return {
+      action: "none",
+      why: `preset ${legacy.preset}'s ${legacy.unset} is not in the environment: its files run as plain bun test runs them`,
+    };
   }
   if (repeated) return repeated;
   if (own.parallel) return { action: "refuse", message: await parallelMessage(cwd, legacy.preset) };

@@ -17,7 +17,9 @@ import { ConfigError } from "../config/settings-schema.ts";
 import type { Preset } from "./preset-schema.ts";
 
 /** What the preflight of a run is: a process to run, or why there is none. */
-export type PreflightPlan = { argv: string[]; label: string; timeoutMs: number; okEnv: string | null } | { none: string };
+export type PreflightPlan =
+  | { argv: string[]; label: string; timeoutMs: number; okEnv: string | null }
+  | { none: string };
 
 /**
  * Decides the preflight of a run. A configured `command` wins; otherwise a
@@ -27,7 +29,8 @@ export type PreflightPlan = { argv: string[]; label: string; timeoutMs: number; 
  */
 export function planPreflight(preset: Preset, root: string, bun: string): PreflightPlan {
   const pre = preset.preflight;
-  if (pre?.command) return { argv: pre.command, label: pre.command.join(" "), timeoutMs: pre.timeoutMs, okEnv: pre.okEnv };
+  if (pre?.command)
+    return { argv: pre.command, label: pre.command.join(" "), timeoutMs: pre.timeoutMs, okEnv: pre.okEnv };
   if (!pre?.module) return { none: "none configured" };
   const abs = path.resolve(root, pre.module.path);
   if (!existsSync(abs)) return { none: `no ${pre.module.path} in this repository` };
@@ -37,5 +40,10 @@ export function planPreflight(preset: Preset, root: string, bun: string): Prefli
     `if (typeof m[${fn}] !== "function") { console.error(${JSON.stringify(`${pre.module.path} has no function export ${pre.module.export}`)}); process.exitCode = 2; }`,
     `else await m[${fn}](process.env);`,
   ].join("\n");
-  return { argv: [bun, "-e", script], label: `${pre.module.path} ${pre.module.export}(env)`, timeoutMs: pre.timeoutMs, okEnv: pre.okEnv };
+  return {
+    argv: [bun, "-e", script],
+    label: `${pre.module.path} ${pre.module.export}(env)`,
+    timeoutMs: pre.timeoutMs,
+    okEnv: pre.okEnv,
+  };
 }

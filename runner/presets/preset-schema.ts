@@ -18,9 +18,14 @@ import { ConfigError, parseSettingValue, SETTINGS, showValue, type ResourceTable
 export const MAX_MS = 2 ** 31 - 1;
 
 const name = z.string().min(1);
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+const envName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
 const posint = z.number().int().positive().max(10_000);
-const seconds = z.number().positive().max(MAX_MS / 1000);
+const seconds = z
+  .number()
+  .positive()
+  .max(MAX_MS / 1000);
 
 /** Placeholder for the tier name inside a tier guard pattern. */
 export const TIER_PLACEHOLDER = "{tier}";
@@ -43,7 +48,14 @@ const TierSchema = z.strictObject({
    * matches one of them for tier T declares T. A file is left out of the
    * chosen tier only when it declares another tier and not the chosen one.
    */
-  guards: z.array(z.string().min(1).refine((t) => t.includes(TIER_PLACEHOLDER), `must contain ${TIER_PLACEHOLDER}`)).default([]),
+  guards: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .refine((t) => t.includes(TIER_PLACEHOLDER), `must contain ${TIER_PLACEHOLDER}`),
+    )
+    .default([]),
 });
 
 const KnobsSchema = z.strictObject({
@@ -130,7 +142,10 @@ const PreflightSchema = z.strictObject({
 
 const DispatchSchema = z.strictObject({
   /** owner/name the workflow is dispatched on (`shardguard bg --dispatch`); default: origin's. */
-  repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "expected owner/name").optional(),
+  repo: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "expected owner/name")
+    .optional(),
   /** Workflow file (name under .github/workflows) to dispatch; default shardguard-bg.yml. */
   workflow: z.string().min(1).optional(),
   /** workflow_dispatch inputs besides expected_sha and nonce; `{tier}` is replaced by the run's tier. */
@@ -150,7 +165,11 @@ export const PresetSchema = z
     /** Shard wall-clock timeout, seconds. */
     timeout: seconds.default(1800),
     /** SIGTERM → SIGKILL delay, seconds. */
-    grace: z.number().nonnegative().max(MAX_MS / 1000).default(5),
+    grace: z
+      .number()
+      .nonnegative()
+      .max(MAX_MS / 1000)
+      .default(5),
     /** `--max-concurrency` inside each shard, unless a knob or the command line says otherwise. */
     "max-concurrency": posint.default(4),
     /**
@@ -184,13 +203,21 @@ export const PresetSchema = z
   .superRefine((p, ctx) => {
     if (p.tier) {
       if (!p.tier.values.includes(p.tier.default)) {
-        ctx.addIssue({ code: "custom", path: ["tier", "default"], message: `must be one of ${p.tier.values.join(", ")}` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["tier", "default"],
+          message: `must be one of ${p.tier.values.join(", ")}`,
+        });
       }
       p.tier.guards.forEach((g, i) => {
         try {
           guardRegex(g, p.tier!.default);
         } catch (error) {
-          ctx.addIssue({ code: "custom", path: ["tier", "guards", i], message: `not a valid regular expression (${(error as Error).message})` });
+          ctx.addIssue({
+            code: "custom",
+            path: ["tier", "guards", i],
+            message: `not a valid regular expression (${(error as Error).message})`,
+          });
         }
       });
     }
@@ -198,7 +225,11 @@ export const PresetSchema = z
       try {
         new RegExp(p.selection.skippable);
       } catch (error) {
-        ctx.addIssue({ code: "custom", path: ["selection", "skippable"], message: `not a valid regular expression (${(error as Error).message})` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["selection", "skippable"],
+          message: `not a valid regular expression (${(error as Error).message})`,
+        });
       }
     }
   });
@@ -332,7 +363,9 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
       : null,
     script: raw.script ?? `test:${name}`,
     runIdEnv: raw["run-id-env"] ?? null,
-    dispatch: raw.dispatch ? { repo: raw.dispatch.repo ?? null, workflow: raw.dispatch.workflow ?? null, inputs: raw.dispatch.inputs } : null,
+    dispatch: raw.dispatch
+      ? { repo: raw.dispatch.repo ?? null, workflow: raw.dispatch.workflow ?? null, inputs: raw.dispatch.inputs }
+      : null,
     source,
     exclusive: raw.exclusive === undefined ? [] : (setting("exclusive") as string[]),
     resources: raw.resources === undefined ? {} : (setting("resources") as ResourceTable),

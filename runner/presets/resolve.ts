@@ -52,7 +52,10 @@ export function loadPresets(root: string): PresetCatalog {
   const userRaw = bunfig.table.presets;
   const user: Record<string, Table> = {};
   if (userRaw !== undefined) {
-    if (!isTable(userRaw)) throw new ConfigError(`invalid ${file} [shardguard] presets: expected a table of [shardguard.presets.NAME] tables`);
+    if (!isTable(userRaw))
+      throw new ConfigError(
+        `invalid ${file} [shardguard] presets: expected a table of [shardguard.presets.NAME] tables`,
+      );
     for (const [name, table] of Object.entries(userRaw)) {
       if (!isTable(table)) throw new ConfigError(`invalid ${file} [shardguard.presets.${name}]: expected a table`);
       user[name] = table;
@@ -61,7 +64,10 @@ export function loadPresets(root: string): PresetCatalog {
 
   /** The raw, merged table of a preset; `chain` detects cycles. */
   const rawOf = (name: string, chain: string[]): Table => {
-    if (chain.includes(name)) throw new ConfigError(`invalid ${file} [shardguard.presets.${chain[0]}] extends: cycle ${[...chain, name].join(" -> ")}`);
+    if (chain.includes(name))
+      throw new ConfigError(
+        `invalid ${file} [shardguard.presets.${chain[0]}] extends: cycle ${[...chain, name].join(" -> ")}`,
+      );
     const own = user[name];
     const builtin = BUILTIN_PRESETS[name];
     if (!own) {
@@ -72,7 +78,9 @@ export function loadPresets(root: string): PresetCatalog {
     }
     const { extends: parent, ...rest } = own;
     if (parent !== undefined && (typeof parent !== "string" || parent === "")) {
-      throw new ConfigError(`invalid ${file} [shardguard.presets.${name}] extends ${JSON.stringify(parent)}: expected a preset name`);
+      throw new ConfigError(
+        `invalid ${file} [shardguard.presets.${name}] extends ${JSON.stringify(parent)}: expected a preset name`,
+      );
     }
     if (typeof parent === "string") {
       // A table that names its own built-in ("gstack-paid" extends "gstack-paid") extends the built-in.
@@ -88,7 +96,9 @@ export function loadPresets(root: string): PresetCatalog {
     const own = user[name];
     const where = own ? `${file} [shardguard.presets.${name}]` : `built-in preset ${name}`;
     const parent = typeof own?.extends === "string" ? own.extends : own && BUILTIN_PRESETS[name] ? name : null;
-    const source = own ? `${file}${parent ? `, extends ${parent === name ? "the built-in" : parent}` : ""}` : "built-in";
+    const source = own
+      ? `${file}${parent ? `, extends ${parent === name ? "the built-in" : parent}` : ""}`
+      : "built-in";
     presets.set(name, parsePreset(name, rawOf(name, []), where, source));
   }
   return { presets, bunfigFile: bunfig.file };
@@ -102,7 +112,9 @@ export function loadPresets(root: string): PresetCatalog {
 export function getPreset(catalog: PresetCatalog, name: string, source = "--preset"): Preset {
   const preset = catalog.presets.get(name);
   if (!preset) {
-    throw new ConfigError(`invalid ${source} ${JSON.stringify(name)}: no such preset; accepted: ${[...catalog.presets.keys()].join(", ")}`);
+    throw new ConfigError(
+      `invalid ${source} ${JSON.stringify(name)}: no such preset; accepted: ${[...catalog.presets.keys()].join(", ")}`,
+    );
   }
   return preset;
 }

@@ -47,7 +47,11 @@ export function chooseTier(
 ): ChosenTier | null {
   const fromEnv = env[spec.env];
   const [raw, from] =
-    flag !== undefined ? [flag, "--tier"] : fromEnv !== undefined && fromEnv !== "" ? [fromEnv, spec.env] : [spec.default, "default"];
+    flag !== undefined
+      ? [flag, "--tier"]
+      : fromEnv !== undefined && fromEnv !== ""
+        ? [fromEnv, spec.env]
+        : [spec.default, "default"];
   if (from === "default" && !useDefault) return null;
   if (!spec.values.includes(raw)) {
     throw new ConfigError(

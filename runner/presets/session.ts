@@ -10,15 +10,35 @@
 import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
 import { batchBunArgs, resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
-import { ConfigError, parseSettingValue, SETTINGS, type RunSettings, type SettingSpec } from "../config/settings-schema.ts";
+import {
+  ConfigError,
+  parseSettingValue,
+  SETTINGS,
+  type RunSettings,
+  type SettingSpec,
+} from "../config/settings-schema.ts";
 import { needsTag, resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
 import { EXIT } from "../results/codes.ts";
 import type { ShardResult } from "../results/report-model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
 import { plural } from "../util/format.ts";
-import { computeSelection, loadTouchfiles, partitionShards, serializeSelection, type DiffSelection, type FileDecision } from "./diff.ts";
-import { bunFlagConflict, expandFlagTemplates, mergeShardFlags, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
+import {
+  computeSelection,
+  loadTouchfiles,
+  partitionShards,
+  serializeSelection,
+  type DiffSelection,
+  type FileDecision,
+} from "./diff.ts";
+import {
+  bunFlagConflict,
+  expandFlagTemplates,
+  mergeShardFlags,
+  REFUSED_FLAGS,
+  splitBunTestArgs,
+  type CommandFlag,
+} from "./flags.ts";
 import { planPreflight, type PreflightPlan } from "./preset-preflight.ts";
 import { readTimings } from "../plan/timings.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
@@ -130,7 +150,11 @@ export function checkShardFlags(flags: readonly CommandFlag[], where: string): v
  *
  * @throws ConfigError when --preset has no value (a file or filter after `--` was refused before: commands/bun-plan-flags.ts `refuseRunFlagsAfterDash`)
  */
-export function presetRequestFromArgs(args: ParsedWithExtras, cwd: string, env: Record<string, string | undefined>): PresetRequest {
+export function presetRequestFromArgs(
+  args: ParsedWithExtras,
+  cwd: string,
+  env: Record<string, string | undefined>,
+): PresetRequest {
   const name = args.extras.get("--preset");
   const tier = args.extras.get("--tier");
   if (typeof name !== "string") throw new ConfigError("flag --preset needs a value");
@@ -151,7 +175,9 @@ export function presetRequestFromArgs(args: ParsedWithExtras, cwd: string, env: 
 function parseMs(raw: string, source: string): number {
   const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(n) || n < 1 || n > MAX_MS) {
-    throw new ConfigError(`invalid ${source} ${JSON.stringify(raw)}: expected a whole number of milliseconds from 1 to ${MAX_MS}`);
+    throw new ConfigError(
+      `invalid ${source} ${JSON.stringify(raw)}: expected a whole number of milliseconds from 1 to ${MAX_MS}`,
+    );
   }
   return n;
 }
@@ -184,8 +210,10 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
 
   let tier: ChosenTier | null = null;
   if (preset.tier) tier = chooseTier(preset.tier, req.tier, env, req.tierDefault ?? true);
-  else if (req.tier !== undefined) throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
-  if (tier?.from === "default" && req.defaultTier && preset.tier?.values.includes(req.defaultTier.name)) tier = { ...req.defaultTier };
+  else if (req.tier !== undefined)
+    throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
+  if (tier?.from === "default" && req.defaultTier && preset.tier?.values.includes(req.defaultTier.name))
+    tier = { ...req.defaultTier };
 
   // Command-line flags: refuse what cannot be passed on; pull out the two that become settings.
   checkShardFlags(req.commandFlags, req.flagsWhere);
@@ -197,14 +225,20 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   // (config/load.ts): above SHARDGUARD_* the bun test line's --timeout, then
   // the knob variables; below [shardguard] the preset's own values.
   const above: SettingLayer[] = [];
-  if (lineTimeout) above.push({ from: `${req.flagsWhere} --timeout`, values: { timeout: parseMs(lineTimeout.value ?? "", `${req.flagsWhere} --timeout`) } });
+  if (lineTimeout)
+    above.push({
+      from: `${req.flagsWhere} --timeout`,
+      values: { timeout: parseMs(lineTimeout.value ?? "", `${req.flagsWhere} --timeout`) },
+    });
   const knob = (name: string | undefined) => (name ? nonEmpty(env[name]) : undefined);
   const jobsKnob = preset.knobs.jobs;
   const jobsRaw = knob(jobsKnob);
-  if (jobsKnob && jobsRaw !== undefined) above.push({ from: jobsKnob, values: { jobs: parseSettingValue(spec("jobs"), jobsRaw, jobsKnob) as number } });
+  if (jobsKnob && jobsRaw !== undefined)
+    above.push({ from: jobsKnob, values: { jobs: parseSettingValue(spec("jobs"), jobsRaw, jobsKnob) as number } });
   const timeoutKnob = preset.knobs.timeoutMs;
   const timeoutRaw = knob(timeoutKnob);
-  if (timeoutKnob && timeoutRaw !== undefined) above.push({ from: timeoutKnob, values: { timeout: parseMs(timeoutRaw, timeoutKnob) } });
+  if (timeoutKnob && timeoutRaw !== undefined)
+    above.push({ from: timeoutKnob, values: { timeout: parseMs(timeoutRaw, timeoutKnob) } });
   const below: SettingLayer[] = [
     {
       from: `preset ${preset.name}`,
@@ -221,9 +255,12 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   ];
   const concKnob = preset.knobs.maxConcurrency;
   const concRaw = knob(concKnob);
-  const concFromEnv = concKnob && concRaw !== undefined ? (parseSettingValue(spec("jobs"), concRaw, concKnob) as number) : undefined;
+  const concFromEnv =
+    concKnob && concRaw !== undefined ? (parseSettingValue(spec("jobs"), concRaw, concKnob) as number) : undefined;
   const lineBudget =
-    lineConcurrency !== undefined ? (parseSettingValue(spec("jobs"), lineConcurrency.value ?? "", `${req.flagsWhere} --max-concurrency`) as number) : undefined;
+    lineConcurrency !== undefined
+      ? (parseSettingValue(spec("jobs"), lineConcurrency.value ?? "", `${req.flagsWhere} --max-concurrency`) as number)
+      : undefined;
 
   const { settings: resolved, sources } = resolveSettingsWithSources({
     args: { ...req.args, bunArgs: [] },
@@ -241,7 +278,10 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
       : concFromEnv !== undefined
         ? { value: concFromEnv, from: concKnob! }
         : lineBudget !== undefined
-          ? { value: Math.ceil(lineBudget / jobs.value), from: `${req.flagsWhere} --max-concurrency ${lineBudget} shared by ${jobs.value} jobs` }
+          ? {
+              value: Math.ceil(lineBudget / jobs.value),
+              from: `${req.flagsWhere} --max-concurrency ${lineBudget} shared by ${jobs.value} jobs`,
+            }
           : { value: preset.maxConcurrency, from: `preset ${preset.name}` };
 
   // A taken-over line: its own flags in its order, the two above as their rules read them
@@ -252,22 +292,36 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     ? mergeShardFlags(
         [],
         req.commandFlags.flatMap((f) =>
-          f === lineConcurrency ? lastOf(f, maxConcurrency ? String(maxConcurrency.value) : undefined) : f === lineTimeout ? lastOf(f, String(timeoutMs.value)) : f.name === "--timeout" || f.name === "--max-concurrency" ? [] : [f],
+          f === lineConcurrency
+            ? lastOf(f, maxConcurrency ? String(maxConcurrency.value) : undefined)
+            : f === lineTimeout
+              ? lastOf(f, String(timeoutMs.value))
+              : f.name === "--timeout" || f.name === "--max-concurrency"
+                ? []
+                : [f],
         ),
       )
-    : mergeShardFlags(expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency!.value, timeoutMs: timeoutMs.value }), [
-        ...splitBunTestArgs(resolved.bunArgs).flags,
-        ...passOn,
-      ]);
+    : mergeShardFlags(
+        expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency!.value, timeoutMs: timeoutMs.value }),
+        [...splitBunTestArgs(resolved.bunArgs).flags, ...passOn],
+      );
   const conflict = bunFlagConflict(splitBunTestArgs(shardFlags).flags);
   if (conflict) throw new ConfigError(`preset ${preset.name}: shard flags ${conflict}`);
-  const settings: RunSettings = { ...resolved, patterns: [...preset.globs], bunArgs: batchBunArgs(resolved.filesPerShard, shardFlags, sources.filesPerShard ?? "default") };
+  const settings: RunSettings = {
+    ...resolved,
+    patterns: [...preset.globs],
+    bunArgs: batchBunArgs(resolved.filesPerShard, shardFlags, sources.filesPerShard ?? "default"),
+  };
 
   // Files: the preset's, limited to the ones asked for.
-  const outRel = settings.out.startsWith(root + path.sep) ? path.relative(root, settings.out).split(path.sep).join("/") : null;
+  const outRel = settings.out.startsWith(root + path.sep)
+    ? path.relative(root, settings.out).split(path.sep).join("/")
+    : null;
   const all = presetFiles(preset, root);
   if (all.length === 0) {
-    throw new ConfigError(`preset ${preset.name}: no file under ${root} matches its globs (${preset.globs.join(", ")})`);
+    throw new ConfigError(
+      `preset ${preset.name}: no file under ${root} matches its globs (${preset.globs.join(", ")})`,
+    );
   }
   let files = all;
   if (req.files && req.files.length > 0) {
@@ -275,7 +329,9 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     files = [...new Set(req.files.map((f) => toRootRelative(root, req.cwd, f)))];
     const stray = files.find((f) => !allowed.has(f));
     if (stray !== undefined) {
-      throw new ConfigError(`invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`);
+      throw new ConfigError(
+        `invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
+      );
     }
     files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   } else if (req.patterns && req.patterns.length > 0) {
@@ -283,15 +339,25 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     const matched = [...planRun({ root, patterns: req.patterns, filesPerShard: 1, out: settings.out }).included.keys()];
     const stray = matched.find((f) => !allowed.has(f));
     if (stray !== undefined) {
-      throw new ConfigError(`invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`);
+      throw new ConfigError(
+        `invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
+      );
     }
     files = all.filter((f) => matched.includes(f));
   }
 
   refuseOutAmongTests(root, settings.out, files);
-  const inTier = tier && preset.tier ? filterByTier(root, files, tier.name, preset.tier) : { selected: files, reasons: new Map<string, string>(), excluded: [] };
-  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, { batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs }, alone: resourcePlan(settings).isExclusive });
-  const included = new Map(inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const));
+  const inTier =
+    tier && preset.tier
+      ? filterByTier(root, files, tier.name, preset.tier)
+      : { selected: files, reasons: new Map<string, string>(), excluded: [] };
+  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, {
+    batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs },
+    alone: resourcePlan(settings).isExclusive,
+  });
+  const included = new Map(
+    inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const),
+  );
   const plan: Plan = { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
 
   let selection: DiffSelection | null = null;
@@ -323,7 +389,12 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   if (preset.shardDir) {
     const given = nonEmpty(env[preset.shardDir.env]);
     const base = given ?? preset.shardDir.base.split("{out}").join(settings.out).split("{root}").join(root);
-    shardDir = { env: preset.shardDir.env, base: path.resolve(root, base), from: given !== undefined ? "environment" : "preset", spec: preset.shardDir };
+    shardDir = {
+      env: preset.shardDir.env,
+      base: path.resolve(root, base),
+      from: given !== undefined ? "environment" : "preset",
+      spec: preset.shardDir,
+    };
   }
 
   return {
@@ -367,16 +438,23 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
           ? `${p.selection.total} of ${p.selection.total} tests`
           : "all tests"
         : `${p.selection.selected.size} of ${p.selection.total} tests`;
-    lines.push(`shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${plural(total, "shard")}`);
+    lines.push(
+      `shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${plural(total, "shard")}`,
+    );
   }
   lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
   if ("none" in p.preflight) {
-    if (p.preset.preflight) lines.push(`shardguard: preflight: none (${p.preflight.none}): each shard does its own check, if any`);
+    if (p.preset.preflight)
+      lines.push(`shardguard: preflight: none (${p.preflight.none}): each shard does its own check, if any`);
   } else {
-    lines.push(`shardguard: preflight: ${p.preflight.label}, once before the shards${p.preflight.okEnv ? `; shards get ${p.preflight.okEnv}=1` : ""}`);
+    lines.push(
+      `shardguard: preflight: ${p.preflight.label}, once before the shards${p.preflight.okEnv ? `; shards get ${p.preflight.okEnv}=1` : ""}`,
+    );
   }
   if (total === 0) {
-    lines.push(`shardguard: nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file is excluded (shardguard list --preset ${p.preset.name} shows why)`);
+    lines.push(
+      `shardguard: nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file is excluded (shardguard list --preset ${p.preset.name} shows why)`,
+    );
   }
   return lines;
 }
@@ -385,13 +463,18 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
 export function presetPlanLines(p: PreparedPresetRun): string[] {
   const lines = presetHeaderLines(p);
   const changed = p.selection?.changed;
-  if (changed && changed.length > 0) lines.push(`shardguard: changed files (${changed.length}, those that selected something first): ${changed.join(", ")}`);
+  if (changed && changed.length > 0)
+    lines.push(
+      `shardguard: changed files (${changed.length}, those that selected something first): ${changed.join(", ")}`,
+    );
   const skip = new Map(p.skipped.map((r) => [r.index, r.reason]));
   const total = p.plan.shards.length;
   const resources = resourcePlan(p.settings);
   for (const shard of p.plan.shards) {
     const why = skip.get(shard.index);
-    lines.push(`  shard ${shard.index}/${total} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}${why ? `  [would skip: ${why}]` : ""}`);
+    lines.push(
+      `  shard ${shard.index}/${total} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}${why ? `  [would skip: ${why}]` : ""}`,
+    );
     for (const file of shard.files) {
       const d = p.decisions.get(file);
       lines.push(`    ${file}  (${p.plan.included.get(file) ?? "planned"}${d ? `; ${d.reason}` : ""})`);

@@ -24,10 +24,15 @@ export const SHARD_DIR_MODULE_TIMEOUT_MS = 10_000;
  * scripts/test-paid-shards.ts, so its baselines line up); `plan`: the
  * shard's own slug.
  */
-export function shardDirName(spec: Pick<ShardDirSpec, "slug">, shard: { slug: string; files: readonly string[] }): string {
+export function shardDirName(
+  spec: Pick<ShardDirSpec, "slug">,
+  shard: { slug: string; files: readonly string[] },
+): string {
   if (spec.slug === "plan") return shard.slug;
   return shard.files
-    .map((file) => path.posix.basename(file.split(path.sep).join("/")).replace(/[._](?:test|spec)\.(?:[cm]?[jt]s|tsx|jsx)$/, ""))
+    .map((file) =>
+      path.posix.basename(file.split(path.sep).join("/")).replace(/[._](?:test|spec)\.(?:[cm]?[jt]s|tsx|jsx)$/, ""),
+    )
     .join("+")
     .replace(/[^a-zA-Z0-9._+-]/g, "-");
 }
@@ -42,7 +47,13 @@ export function shardDirName(spec: Pick<ShardDirSpec, "slug">, shard: { slug: st
  * @throws ConfigError (exit 2, before any shard or preflight) when the call
  *   fails, times out, or returns anything but a non-empty string
  */
-export function baseFromModule(spec: ShardDirSpec, root: string, bun: string, env: Record<string, string | undefined>, timeoutMs = SHARD_DIR_MODULE_TIMEOUT_MS): string | null {
+export function baseFromModule(
+  spec: ShardDirSpec,
+  root: string,
+  bun: string,
+  env: Record<string, string | undefined>,
+  timeoutMs = SHARD_DIR_MODULE_TIMEOUT_MS,
+): string | null {
   if (spec.module === null) return null;
   const abs = path.resolve(root, spec.module.path);
   if (!existsSync(abs)) return null;
@@ -61,12 +72,21 @@ export function baseFromModule(spec: ShardDirSpec, root: string, bun: string, en
     maxBuffer: 1024 * 1024,
     encoding: "utf8",
   });
-  const fail = (why: string) => new ConfigError(`preset shard-dir: ${what} (the base of ${spec.env}) ${why}; set ${spec.env} to choose the base yourself`);
-  if (r.error && (r.error as NodeJS.ErrnoException).code === "ETIMEDOUT") throw fail(`did not return within ${timeoutMs / 1000}s`);
+  const fail = (why: string) =>
+    new ConfigError(
+      `preset shard-dir: ${what} (the base of ${spec.env}) ${why}; set ${spec.env} to choose the base yourself`,
+    );
+  if (r.error && (r.error as NodeJS.ErrnoException).code === "ETIMEDOUT")
+    throw fail(`did not return within ${timeoutMs / 1000}s`);
   if (r.error) throw fail(`could not run: ${r.error.message}`);
   if (r.status !== 0) {
-    const lines = (r.stderr ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
-    throw fail(`failed: ${lines.find((l) => /^(error|\w*Error)\b/.test(l)) ?? lines.at(-1) ?? `exit ${r.status ?? r.signal}`}`);
+    const lines = (r.stderr ?? "")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean);
+    throw fail(
+      `failed: ${lines.find((l) => /^(error|\w*Error)\b/.test(l)) ?? lines.at(-1) ?? `exit ${r.status ?? r.signal}`}`,
+    );
   }
   let value: unknown;
   try {
@@ -74,6 +94,7 @@ export function baseFromModule(spec: ShardDirSpec, root: string, bun: string, en
   } catch {
     value = undefined;
   }
-  if (typeof value !== "string" || value === "") throw fail(`returned ${r.stdout.trim() === "" ? "nothing" : r.stdout.trim().slice(0, 80)}, not a directory path`);
+  if (typeof value !== "string" || value === "")
+    throw fail(`returned ${r.stdout.trim() === "" ? "nothing" : r.stdout.trim().slice(0, 80)}, not a directory path`);
   return path.resolve(root, value);
 }

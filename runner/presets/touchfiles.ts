@@ -50,7 +50,13 @@ export interface Touchfiles {
 const StringListMap = z.record(z.string(), z.array(z.string()));
 
 /** Takes the configured exports out of a loaded module (or parsed JSON). */
-function extract(mod: Record<string, unknown>, spec: SelectionSpec, where: string, file: string, sources: string[]): Touchfiles {
+function extract(
+  mod: Record<string, unknown>,
+  spec: SelectionSpec,
+  where: string,
+  file: string,
+  sources: string[],
+): Touchfiles {
   const take = <T>(key: string, schema: z.ZodType<T>, expected: string): T => {
     const parsed = schema.safeParse(mod[key]);
     if (!parsed.success) throw new ConfigError(`invalid ${where} export ${key}: expected ${expected}`);
@@ -102,10 +108,14 @@ function importData(abs: string, timeoutMs: number): Record<string, unknown> {
     maxBuffer: MAX_EXPORT_BYTES,
     encoding: "utf8",
   });
-  if (r.error && (r.error as NodeJS.ErrnoException).code === "ETIMEDOUT") throw new Error(`it did not finish loading within ${timeoutMs / 1000}s`);
+  if (r.error && (r.error as NodeJS.ErrnoException).code === "ETIMEDOUT")
+    throw new Error(`it did not finish loading within ${timeoutMs / 1000}s`);
   if (r.error) throw r.error;
   if (r.status !== 0) {
-    const lines = (r.stderr ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
+    const lines = (r.stderr ?? "")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean);
     const why = lines.find((l) => /^(error|\w*Error)\b/.test(l)) ?? lines.at(-1) ?? `exit ${r.status ?? r.signal}`;
     throw new Error(why);
   }
@@ -150,7 +160,8 @@ export function moduleClosure(root: string, file: string): string[] {
         continue;
       }
       const next = toPosix(path.relative(root, resolved));
-      if (next.startsWith("..") || path.isAbsolute(next) || next.split("/").includes("node_modules") || seen.has(next)) continue;
+      if (next.startsWith("..") || path.isAbsolute(next) || next.split("/").includes("node_modules") || seen.has(next))
+        continue;
       seen.add(next);
       queue.push(next);
     }
@@ -168,7 +179,11 @@ export function moduleClosure(root: string, file: string): string[] {
  * @throws ConfigError when the file cannot be loaded, or the map or global
  *   export is missing or not of the expected shape (extra name exports are optional)
  */
-export async function loadTouchfiles(root: string, spec: SelectionSpec, timeoutMs = TOUCHFILES_LOAD_TIMEOUT_MS): Promise<Touchfiles | null> {
+export async function loadTouchfiles(
+  root: string,
+  spec: SelectionSpec,
+  timeoutMs = TOUCHFILES_LOAD_TIMEOUT_MS,
+): Promise<Touchfiles | null> {
   const abs = path.resolve(root, spec.touchfiles);
   const where = `selection touchfiles ${JSON.stringify(spec.touchfiles)}`;
   // No module at all: selection is simply not set up in this repository.
@@ -194,7 +209,13 @@ export async function loadTouchfiles(root: string, spec: SelectionSpec, timeoutM
  *
  * @returns the old data, or a phrase saying why it could not be loaded
  */
-export async function loadTouchfilesAt(root: string, spec: SelectionSpec, ref: string, now: Touchfiles, timeoutMs = TOUCHFILES_LOAD_TIMEOUT_MS): Promise<Touchfiles | string> {
+export async function loadTouchfilesAt(
+  root: string,
+  spec: SelectionSpec,
+  ref: string,
+  now: Touchfiles,
+  timeoutMs = TOUCHFILES_LOAD_TIMEOUT_MS,
+): Promise<Touchfiles | string> {
   const show = (file: string) =>
     spawnSync("git", ["show", `${ref}:${file}`], { cwd: root, timeout: 10_000, maxBuffer: 64 * 1024 * 1024 });
   const tmp = mkdtempSync(path.join(os.tmpdir(), "shardguard-touchfiles-"));
@@ -232,7 +253,10 @@ export async function loadTouchfilesAt(root: string, spec: SelectionSpec, ref: s
  * another; a name gone from every table is removed (there is no test left
  * to run). The global globs are compared as a set.
  */
-export function diffTouchfiles(before: Touchfiles, after: Touchfiles): { changed: string[]; removed: string[]; globalChanged: boolean } {
+export function diffTouchfiles(
+  before: Touchfiles,
+  after: Touchfiles,
+): { changed: string[]; removed: string[]; globalChanged: boolean } {
   const changed = new Set<string>();
   const left = new Set<string>();
   const keys = new Set([...Object.keys(before.tables), ...Object.keys(after.tables)]);
@@ -250,5 +274,9 @@ export function diffTouchfiles(before: Touchfiles, after: Touchfiles): { changed
     else removed.push(name);
   }
   const set = (globs: string[]) => JSON.stringify([...new Set(globs)].sort());
-  return { changed: [...changed].sort(), removed: removed.sort(), globalChanged: set(before.global) !== set(after.global) };
+  return {
+    changed: [...changed].sort(),
+    removed: removed.sort(),
+    globalChanged: set(before.global) !== set(after.global),
+  };
 }

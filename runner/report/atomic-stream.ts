@@ -45,7 +45,11 @@ export interface StreamedDocument {
  *
  * @throws whatever pulling `chunks` throws, or the fs error (EACCES, ENOSPC, EISDIR, …)
  */
-export async function writeChunksAtomic(targets: readonly string[], chunks: Iterable<string>, mode = 0o666): Promise<void> {
+export async function writeChunksAtomic(
+  targets: readonly string[],
+  chunks: Iterable<string>,
+  mode = 0o666,
+): Promise<void> {
   await writeDocumentsAtomic([{ targets, chunks }], mode);
 }
 
@@ -120,7 +124,9 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
   let busyMs = 0;
   try {
     for (const doc of documents) {
-      const temps = doc.targets.map((target) => join(dirname(target), `.${basename(target)}.${process.pid}.${randomHex(6)}.tmp`));
+      const temps = doc.targets.map((target) =>
+        join(dirname(target), `.${basename(target)}.${process.pid}.${randomHex(6)}.tmp`),
+      );
       for (const target of doc.targets) mkdirSync(dirname(target), { recursive: true });
       // "wx": fail rather than share a temp file with another writer.
       const fd = openSync(temps[0]!, "wx", mode);

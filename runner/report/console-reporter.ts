@@ -20,7 +20,15 @@ export interface KilledProcess {
 
 /** The events of a run a reporter is told about, in order. */
 export interface RunReporter {
-  onRunStart(info: { runId: string; shards: number; files: number; toRun: number; jobs: number; timeoutMs: number; graceMs: number }): void;
+  onRunStart(info: {
+    runId: string;
+    shards: number;
+    files: number;
+    toRun: number;
+    jobs: number;
+    timeoutMs: number;
+    graceMs: number;
+  }): void;
   /** What the shards' Bun lacks (results/bun-capabilities.ts `missingFeatures`), once per run; nothing when empty. */
   onBunMissing(missing: readonly string[]): void;
   /** Processes killed by a sweep: left by earlier runs whose runner died, or of this run after its shards ended. */
@@ -98,12 +106,20 @@ export class ConsoleReporter implements RunReporter {
           `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers, (t) => t)}`,
       );
     }
-    if (tail) block.push(tail.split("\n").map((l) => `    | ${l}`).join("\n"));
+    if (tail)
+      block.push(
+        tail
+          .split("\n")
+          .map((l) => `    | ${l}`)
+          .join("\n"),
+      );
     this.out.line(block.join("\n"));
   }
 
   onCancel(signal: "SIGINT" | "SIGTERM", running: number): void {
-    this.out.line(`shardguard: ${signal} received: starting no new shard, stopping ${running} running (again to kill at once)`);
+    this.out.line(
+      `shardguard: ${signal} received: starting no new shard, stopping ${running} running (again to kill at once)`,
+    );
   }
 
   onRunEnd(
@@ -112,7 +128,8 @@ export class ConsoleReporter implements RunReporter {
     filterMatchedNothing: boolean,
     runCopy: string | null = null,
   ): void {
-    if (filterMatchedNothing) this.out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
+    if (filterMatchedNothing)
+      this.out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
     for (const line of summaryLines(redactReport(report, this.redact), paths, runCopy)) this.out.line(line);
   }
 }

@@ -14,7 +14,6 @@ export interface Out {
   line(text: string): void;
 }
 
-
 /** A path relative to the current directory when it lies inside it (shorter console lines); reports keep absolute paths. */
 export function shortPath(file: string, cwd = process.cwd()): string {
   const rel = path.relative(cwd, file);
@@ -97,12 +96,15 @@ export function costText(result: ShardResult): string {
 export function endLine(result: ShardResult, total: number): string {
   const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}${costText(result)}`;
   if (result.status === "passed" || result.status === "skipped-by-diff") return head;
-  const notable = result.tests.filter((t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"));
+  const notable = result.tests.filter(
+    (t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"),
+  );
   // The "full log:" line below names where a cut message is whole.
   const lines = [head, ...notable.slice(0, MAX_NAMED).map((t) => testLine(t, result.files.length > 1))];
   const neverStarted = result.tests.filter((t) => t.status === "never-started").length;
   if (notable.length > MAX_NAMED) lines.push(`    … and ${notable.length - MAX_NAMED} more`);
-  if (neverStarted > 0 && result.status !== "never-started") lines.push(`    ${plural(neverStarted, "test")} never started`);
+  if (neverStarted > 0 && result.status !== "never-started")
+    lines.push(`    ${plural(neverStarted, "test")} never started`);
   if (result.logPath) lines.push(`    full log: ${shortPath(result.logPath)}`);
   return lines.join("\n");
 }
@@ -135,7 +137,10 @@ export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): 
  */
 const DASHES = "-+ Bun Inspector -+\\n";
 const LISTENING = "Listening on unix:[^\\n]*\\n";
-const INSPECTOR_BANNER = new RegExp(`^(?:${DASHES}${DASHES}${LISTENING}|${DASHES}${LISTENING}${DASHES}|${LISTENING}${DASHES}${DASHES})`, "gm");
+const INSPECTOR_BANNER = new RegExp(
+  `^(?:${DASHES}${DASHES}${LISTENING}|${DASHES}${LISTENING}${DASHES}|${LISTENING}${DASHES}${DASHES})`,
+  "gm",
+);
 
 /**
  * The closing summary: counts, one line per non-passing shard, report paths.
@@ -152,7 +157,9 @@ export function summaryLines(
     .filter((k) => s.shards[k] > 0)
     .map((k) => `${s.shards[k]} ${k}`)
     .join(", ");
-  const testCounts = (["passed", "failed", "skipped", "todo", "timed-out", "crashed", "never-started", "skipped-by-diff"] as const)
+  const testCounts = (
+    ["passed", "failed", "skipped", "todo", "timed-out", "crashed", "never-started", "skipped-by-diff"] as const
+  )
     .filter((k) => s.tests[k] > 0)
     .map((k) => `${s.tests[k]} ${k}`)
     .join(", ");
@@ -165,18 +172,25 @@ export function summaryLines(
     lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${oneLine(shard.files.join(" "))}`);
   }
   // Like Playwright's closing list: every test that needs a look, by name.
-  const notable = report.shards.flatMap((s) => s.tests.filter((t) => NOTABLE.has(t.status) && t.status !== "never-started").map((t) => ({ t, log: s.logPath })));
+  const notable = report.shards.flatMap((s) =>
+    s.tests.filter((t) => NOTABLE.has(t.status) && t.status !== "never-started").map((t) => ({ t, log: s.logPath })),
+  );
   if (notable.length > 0) {
     lines.push(`shardguard: tests that did not pass:`);
     for (const { t, log } of notable.slice(0, 30)) lines.push(testLine(t, true, log));
     if (notable.length > 30) lines.push(`    … and ${notable.length - 30} more (see the reports)`);
   }
-  if (paths) lines.push(`shardguard: JUnit ${paths.junit}`, `shardguard: JSON  ${paths.json}`, `shardguard: CTRF  ${paths.ctrf}`, ...(paths.html ? [`shardguard: HTML  ${paths.html}`] : []));
+  if (paths)
+    lines.push(
+      `shardguard: JUnit ${paths.junit}`,
+      `shardguard: JSON  ${paths.json}`,
+      `shardguard: CTRF  ${paths.ctrf}`,
+      ...(paths.html ? [`shardguard: HTML  ${paths.html}`] : []),
+    );
   else if (runCopy !== null) {
     const at = "no report of this run at the report paths (see the write error above)";
     lines.push(`shardguard: ${at}; its complete JSON report: ${runCopy}`);
-  }
-  else lines.push("shardguard: no report was written for this run (see the write error above)");
+  } else lines.push("shardguard: no report was written for this run (see the write error above)");
   if (report.cancelledBy) lines.push(`shardguard: cancelled by ${report.cancelledBy}; exit ${report.exitCode}`);
   else lines.push(`shardguard: exit ${report.exitCode}`);
   return lines;

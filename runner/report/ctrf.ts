@@ -13,7 +13,16 @@
  * Schema shipped by the `ctrf` reference implementation (a devDependency;
  * nothing here imports it at run time).
  */
-import { validReport, validReportShell, validTest, type RunReport, type ShardResult, type TestCheck, type TestResult, type TestStatus } from "../results/report-model.ts";
+import {
+  validReport,
+  validReportShell,
+  validTest,
+  type RunReport,
+  type ShardResult,
+  type TestCheck,
+  type TestResult,
+  type TestStatus,
+} from "../results/report-model.ts";
 import { entryChars, failureNote, reportText } from "./json.ts";
 import { JsonBatch, jsonWithStreamedArray } from "./json-stream.ts";
 
@@ -105,7 +114,14 @@ export interface CtrfReport {
       cancelledBy: RunReport["cancelledBy"];
       exitCode: number | null;
       /** Per shard; `resources` as in report.json (CPU ms, peak RSS bytes, method), absent when not measured. */
-      shards: { index: number; status: ShardResult["status"]; reason: string; logPath: string | null; notes?: string[]; resources?: ShardResult["resources"] }[];
+      shards: {
+        index: number;
+        status: ShardResult["status"];
+        reason: string;
+        logPath: string | null;
+        notes?: string[];
+        resources?: ShardResult["resources"];
+      }[];
       /** `--shard I/N`: which slice of the plan this report covers. */
       slice?: { index: number; count: number };
       /** Hash of the sliced plan (sliced and merged reports). */
@@ -132,7 +148,9 @@ export interface CtrfReport {
  */
 export function buildCtrf(report: RunReport): CtrfReport {
   const valid = validReport(report); // RunReportSchema.parse, unless already checked
-  const tests = valid.shards.flatMap((shard) => shard.tests.map((test) => ctrfTest(test, shard.index, failureNote(shard.logPath))));
+  const tests = valid.shards.flatMap((shard) =>
+    shard.tests.map((test) => ctrfTest(test, shard.index, failureNote(shard.logPath))),
+  );
   return ctrfDocument(valid, tests);
 }
 
@@ -169,7 +187,14 @@ function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
         completed: valid.completed,
         cancelledBy: valid.cancelledBy,
         exitCode: valid.exitCode,
-        shards: valid.shards.map((s) => ({ index: s.index, status: s.status, reason: s.reason, logPath: s.logPath, ...(s.notes ? { notes: s.notes } : {}), ...(s.resources ? { resources: s.resources } : {}) })),
+        shards: valid.shards.map((s) => ({
+          index: s.index,
+          status: s.status,
+          reason: s.reason,
+          logPath: s.logPath,
+          ...(s.notes ? { notes: s.notes } : {}),
+          ...(s.resources ? { resources: s.resources } : {}),
+        })),
         ...(valid.slice ? { slice: { index: valid.slice.index, count: valid.slice.count } } : {}),
         ...(valid.plan ? { planHash: valid.plan.hash } : {}),
         ...(valid.merged ? { mergedFrom: valid.merged.slices.map((s) => ({ slice: s.index, runId: s.runId })) } : {}),
@@ -247,6 +272,9 @@ function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {
       extra: { type: a.errorName ?? a.type },
     }));
   }
-  out.extra = failure !== undefined ? { shard, synthetic: test.synthetic, failureType: failure.errorName ?? failure.type } : { shard, synthetic: test.synthetic };
+  out.extra =
+    failure !== undefined
+      ? { shard, synthetic: test.synthetic, failureType: failure.errorName ?? failure.type }
+      : { shard, synthetic: test.synthetic };
   return out;
 }

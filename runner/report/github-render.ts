@@ -67,7 +67,11 @@ export function escapeProperty(text: string): string {
  * property values on one line (util/terminal.ts `consoleLine`), the message
  * keeping its line feeds (`consoleLines`), then escaped.
  */
-export function workflowCommand(command: "error" | "warning" | "notice", properties: Record<string, string | number | undefined>, message: string): string {
+export function workflowCommand(
+  command: "error" | "warning" | "notice",
+  properties: Record<string, string | number | undefined>,
+  message: string,
+): string {
   const props = Object.entries(properties)
     .filter(([, v]) => v !== undefined && v !== "")
     .map(([k, v]) => `${k}=${escapeProperty(consoleLine(String(v)))}`)
@@ -147,16 +151,30 @@ export function githubAnnotations(report: RunReport, options: GithubOptions = {}
   const failing = notPassed(safe);
   for (const { test, shard } of failing.slice(0, MAX_ANNOTATIONS)) {
     const title = `${test.status}: ${test.name}`.slice(0, 200);
-    lines.push(workflowCommand("error", { ...location(test), title }, `${oneScreen(failureText(test))}${logNote(shard)}`));
+    lines.push(
+      workflowCommand("error", { ...location(test), title }, `${oneScreen(failureText(test))}${logNote(shard)}`),
+    );
   }
   if (failing.length > MAX_ANNOTATIONS) {
-    lines.push(workflowCommand("error", { title: "shardguard" }, `${failing.length - MAX_ANNOTATIONS} more tests did not pass; the step summary and the reports list them all`));
+    lines.push(
+      workflowCommand(
+        "error",
+        { title: "shardguard" },
+        `${failing.length - MAX_ANNOTATIONS} more tests did not pass; the step summary and the reports list them all`,
+      ),
+    );
   }
   const flaky = safe.shards.flatMap((shard) => shard.tests.filter((t) => t.flaky).map((test) => ({ test, shard })));
   for (const { test, shard } of flaky.slice(0, MAX_ANNOTATIONS)) {
     const attempts = test.attemptFailures.map((a, i) => `attempt ${i + 1}: ${consoleLines(a.message)}`).join("\n");
     const message = `passed after ${test.retries} ${test.retries === 1 ? "retry" : "retries"}${attempts ? `\n${attempts}` : ""}`;
-    lines.push(workflowCommand("warning", { ...location(test), title: `flaky: ${test.name}`.slice(0, 200) }, `${oneScreen(message)}${logNote(shard)}`));
+    lines.push(
+      workflowCommand(
+        "warning",
+        { ...location(test), title: `flaky: ${test.name}`.slice(0, 200) },
+        `${oneScreen(message)}${logNote(shard)}`,
+      ),
+    );
   }
   return lines;
 }
@@ -175,7 +193,6 @@ export function markdownCell(text: string, max = 300): string {
   return flat.replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
 }
 
-
 /**
  * The Markdown step summary of a finished run: the verdict, counts of shards
  * and tests by status, a table of the tests that did not pass with their
@@ -188,13 +205,33 @@ export function githubStepSummary(report: RunReport, options: GithubOptions = {}
   const repoRoot = options.repoRoot ?? report.root;
   const { shards, tests } = safe.summary;
   const out: string[] = [];
-  const verdict = safe.cancelledBy ? `cancelled by ${safe.cancelledBy}` : safe.exitCode === 0 ? "passed" : "did not pass";
+  const verdict = safe.cancelledBy
+    ? `cancelled by ${safe.cancelledBy}`
+    : safe.exitCode === 0
+      ? "passed"
+      : "did not pass";
   out.push(`## shardguard: ${verdict} (exit ${safe.exitCode ?? "unknown"})`, "");
-  if (safe.preset) out.push(`Preset ${markdownCell(safe.preset.name)}${safe.preset.tier ? `, tier ${markdownCell(safe.preset.tier)}` : ""}.`, "");
-  out.push(`Run ${markdownCell(safe.runId)}: ${shards.total} shards, ${tests.total} tests${tests.flaky > 0 ? ` (${tests.flaky} flaky)` : ""}, ${secs(safe.durationMs)}.`, "");
+  if (safe.preset)
+    out.push(
+      `Preset ${markdownCell(safe.preset.name)}${safe.preset.tier ? `, tier ${markdownCell(safe.preset.tier)}` : ""}.`,
+      "",
+    );
+  out.push(
+    `Run ${markdownCell(safe.runId)}: ${shards.total} shards, ${tests.total} tests${tests.flaky > 0 ? ` (${tests.flaky} flaky)` : ""}, ${secs(safe.durationMs)}.`,
+    "",
+  );
 
   out.push("| status | shards | tests |", "| --- | ---: | ---: |");
-  for (const status of ["passed", "failed", "timed-out", "crashed", "never-started", "skipped", "todo", "skipped-by-diff"] as const) {
+  for (const status of [
+    "passed",
+    "failed",
+    "timed-out",
+    "crashed",
+    "never-started",
+    "skipped",
+    "todo",
+    "skipped-by-diff",
+  ] as const) {
     const s = status in shards ? shards[status as keyof typeof shards] : 0;
     const t = tests[status];
     if (s > 0 || t > 0) out.push(`| ${status} | ${s} | ${t} |`);
@@ -203,24 +240,38 @@ export function githubStepSummary(report: RunReport, options: GithubOptions = {}
 
   const failing = notPassed(safe);
   if (failing.length > 0) {
-    out.push(`### Tests that did not pass (${failing.length})`, "", "| status | test | file | reason |", "| --- | --- | --- | --- |");
+    out.push(
+      `### Tests that did not pass (${failing.length})`,
+      "",
+      "| status | test | file | reason |",
+      "| --- | --- | --- | --- |",
+    );
     for (const { test } of failing.slice(0, MAX_SUMMARY_ROWS)) {
       const file = shown(repoRoot, path.resolve(safe.root, test.file));
       const where = `${file}${test.line !== undefined ? `:${test.line}` : ""}`;
-      out.push(`| ${test.status} | ${markdownCell(test.name)} | ${markdownCell(where)} | ${markdownCell(test.failure?.message ?? test.status)} |`);
+      out.push(
+        `| ${test.status} | ${markdownCell(test.name)} | ${markdownCell(where)} | ${markdownCell(test.failure?.message ?? test.status)} |`,
+      );
     }
-    if (failing.length > MAX_SUMMARY_ROWS) out.push("", `… and ${failing.length - MAX_SUMMARY_ROWS} more (see the reports).`);
+    if (failing.length > MAX_SUMMARY_ROWS)
+      out.push("", `… and ${failing.length - MAX_SUMMARY_ROWS} more (see the reports).`);
     out.push("");
   }
 
   const flaky = safe.shards.flatMap((s) => s.tests.filter((t) => t.flaky));
   if (flaky.length > 0) {
     out.push(`### Flaky tests (${flaky.length})`, "");
-    for (const t of flaky.slice(0, MAX_SUMMARY_ROWS)) out.push(`- ${markdownCell(t.name)} (${markdownCell(t.file)}): passed after ${t.retries} ${t.retries === 1 ? "retry" : "retries"}`);
+    for (const t of flaky.slice(0, MAX_SUMMARY_ROWS))
+      out.push(
+        `- ${markdownCell(t.name)} (${markdownCell(t.file)}): passed after ${t.retries} ${t.retries === 1 ? "retry" : "retries"}`,
+      );
     out.push("");
   }
 
-  const slowest = [...safe.shards].filter((s) => s.startedAt !== null).sort((a, b) => b.durationMs - a.durationMs).slice(0, SLOWEST_SHARDS);
+  const slowest = [...safe.shards]
+    .filter((s) => s.startedAt !== null)
+    .sort((a, b) => b.durationMs - a.durationMs)
+    .slice(0, SLOWEST_SHARDS);
   if (slowest.length > 0) {
     out.push("### Slowest shards", "", "| shard | status | time | files | log |", "| ---: | --- | ---: | --- | --- |");
     for (const s of slowest) {
@@ -233,12 +284,16 @@ export function githubStepSummary(report: RunReport, options: GithubOptions = {}
   const logs = safe.shards.filter((s) => s.logPath !== null && s.status !== "passed" && s.status !== "skipped-by-diff");
   if (logs.length > 0) {
     out.push("### Logs of shards that did not pass", "");
-    for (const s of logs.slice(0, MAX_SUMMARY_ROWS)) out.push(`- shard ${s.index} (${s.status}): ${markdownCell(shown(repoRoot, s.logPath!), 1000)}`);
+    for (const s of logs.slice(0, MAX_SUMMARY_ROWS))
+      out.push(`- shard ${s.index} (${s.status}): ${markdownCell(shown(repoRoot, s.logPath!), 1000)}`);
     out.push("");
   }
   if (options.reports) {
     const r = options.reports;
-    out.push(`Reports: JUnit ${markdownCell(shown(repoRoot, r.junit), 1000)}, JSON ${markdownCell(shown(repoRoot, r.json), 1000)}, CTRF ${markdownCell(shown(repoRoot, r.ctrf), 1000)}.`, "");
+    out.push(
+      `Reports: JUnit ${markdownCell(shown(repoRoot, r.junit), 1000)}, JSON ${markdownCell(shown(repoRoot, r.json), 1000)}, CTRF ${markdownCell(shown(repoRoot, r.ctrf), 1000)}.`,
+      "",
+    );
   }
   return `${out.join("\n")}\n`;
 }

@@ -100,7 +100,10 @@ export function layoutTimeline(report: RunReport): TimelineLayout {
   const machines = new Set([...lanes.values()].map((l) => l.slice ?? 0));
   for (const m of machines) {
     const shardsThere = [...lanes.values()].filter((l) => (l.slice ?? 0) === m).reduce((n, l) => n + l.bars.length, 0);
-    const usable = Math.max(Math.min(report.settings.jobs, shardsThere), ...[...lanes.values()].filter((l) => (l.slice ?? 0) === m).map((l) => l.slot));
+    const usable = Math.max(
+      Math.min(report.settings.jobs, shardsThere),
+      ...[...lanes.values()].filter((l) => (l.slice ?? 0) === m).map((l) => l.slot),
+    );
     for (let slot = 1; slot <= usable; slot++) lane(m === 0 ? null : m, slot);
   }
   const ordered = [...lanes.values()].sort((a, b) => (a.slice ?? 0) - (b.slice ?? 0) || a.slot - b.slot);
@@ -124,7 +127,11 @@ export function layoutTimeline(report: RunReport): TimelineLayout {
   const chainLane = ordered[last];
   const chain =
     chainLane && chainLane.bars.length > 0
-      ? { lane: last, shards: chainLane.bars.map((b) => b.shard), busyMs: chainLane.bars.reduce((n, b) => n + (b.endMs - b.startMs), 0) }
+      ? {
+          lane: last,
+          shards: chainLane.bars.map((b) => b.shard),
+          busyMs: chainLane.bars.reduce((n, b) => n + (b.endMs - b.startMs), 0),
+        }
       : null;
   const spanMs = Math.max(1, ...ordered.flatMap((l) => l.bars.map((b) => b.endMs)));
   return { originMs, spanMs, lanes: ordered, busyMs, idleMs, chain };
@@ -147,7 +154,8 @@ function tickStep(spanMs: number): number {
   return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
 }
 
-const secondsText = (ms: number) => (ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(ms >= 1000 ? 1 : 2)} s`);
+const secondsText = (ms: number) =>
+  ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(ms >= 1000 ? 1 : 2)} s`;
 
 /**
  * The timeline as an SVG element: lanes with a hatched idle background over
@@ -176,8 +184,13 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
     const y = n * LANE_PX;
     const [from, to] = spans.get(l.slice ?? 0)!;
     const chainMark = layout.chain?.lane === n ? ' class="lane-label chain-label"' : ' class="lane-label"';
-    out.push(`<g class="lane" data-lane="${n}"><text x="4" y="${y + LANE_PX / 2 + 4}"${chainMark}>${escapeHtml(laneLabel(l))}</text>`);
-    if (to > from) out.push(`<rect class="idle" x="${x(from).toFixed(1)}" y="${y + 4}" width="${(x(to) - x(from)).toFixed(1)}" height="${BAR_PX}" fill="url(#idle)"><title>idle ${escapeHtml(secondsText(l.idleMs))}</title></rect>`);
+    out.push(
+      `<g class="lane" data-lane="${n}"><text x="4" y="${y + LANE_PX / 2 + 4}"${chainMark}>${escapeHtml(laneLabel(l))}</text>`,
+    );
+    if (to > from)
+      out.push(
+        `<rect class="idle" x="${x(from).toFixed(1)}" y="${y + 4}" width="${(x(to) - x(from)).toFixed(1)}" height="${BAR_PX}" fill="url(#idle)"><title>idle ${escapeHtml(secondsText(l.idleMs))}</title></rect>`,
+      );
     for (const b of l.bars) {
       const shard = report.shards[b.shard]!;
       const x0 = x(b.startMs);
@@ -190,8 +203,13 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
       if (b.sigtermMs !== null) {
         const t = x(b.sigtermMs);
         const graceEnd = x(b.sigkillMs ?? b.exitMs);
-        if (graceEnd > t) out.push(`<rect class="grace" x="${t.toFixed(1)}" y="${y + 4}" width="${(graceEnd - t).toFixed(1)}" height="${BAR_PX}"/>`);
-        out.push(`<line class="term" x1="${t.toFixed(1)}" x2="${t.toFixed(1)}" y1="${y + 1}" y2="${y + LANE_PX - 1}"/>`);
+        if (graceEnd > t)
+          out.push(
+            `<rect class="grace" x="${t.toFixed(1)}" y="${y + 4}" width="${(graceEnd - t).toFixed(1)}" height="${BAR_PX}"/>`,
+          );
+        out.push(
+          `<line class="term" x1="${t.toFixed(1)}" x2="${t.toFixed(1)}" y1="${y + 1}" y2="${y + LANE_PX - 1}"/>`,
+        );
       }
       if (b.sigkillMs !== null) {
         const k = x(b.sigkillMs).toFixed(1);
@@ -206,7 +224,9 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
   const step = tickStep(layout.spanMs);
   for (let t = 0; t <= layout.spanMs + 1e-9; t += step) {
     const tx = x(t).toFixed(1);
-    out.push(`<line x1="${tx}" x2="${tx}" y1="${axisY}" y2="${axisY + 4}"/><text x="${tx}" y="${axisY + 16}" text-anchor="middle">${escapeHtml(secondsText(t))}</text>`);
+    out.push(
+      `<line x1="${tx}" x2="${tx}" y1="${axisY}" y2="${axisY + 4}"/><text x="${tx}" y="${axisY + 16}" text-anchor="middle">${escapeHtml(secondsText(t))}</text>`,
+    );
   }
   out.push("</g></svg>");
   return out.join("");
@@ -215,7 +235,10 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
 /** The sentence under the timeline: idle slot time and the longest chain. */
 export function timelineCaption(report: RunReport, layout: TimelineLayout): string {
   const total = layout.busyMs + layout.idleMs;
-  const idle = total > 0 ? `idle slot time ${secondsText(layout.idleMs)} of ${secondsText(total)} (${Math.round((100 * layout.idleMs) / total)}%)` : "no shard started";
+  const idle =
+    total > 0
+      ? `idle slot time ${secondsText(layout.idleMs)} of ${secondsText(total)} (${Math.round((100 * layout.idleMs) / total)}%)`
+      : "no shard started";
   if (!layout.chain) return idle;
   const lane = layout.lanes[layout.chain.lane]!;
   const files = layout.chain.shards.map((i) => report.shards[i]!.files.join(" + "));

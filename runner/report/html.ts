@@ -67,7 +67,12 @@ export function* htmlChunks(report: RunReport, extras: HtmlExtras = {}): Generat
   yield `<p id="timeline-caption">${escapeHtml(timelineCaption(report, layout))}</p>`;
   const unstarted = report.shards.filter((s) => s.startedAt === null);
   if (unstarted.length > 0) {
-    const shown = unstarted.slice(0, 50).map((s) => `<li><span class="badge st-${s.status}">${escapeHtml(s.status)}</span> ${escapeHtml(s.files.join(", "))}: ${escapeHtml(s.reason)}</li>`);
+    const shown = unstarted
+      .slice(0, 50)
+      .map(
+        (s) =>
+          `<li><span class="badge st-${s.status}">${escapeHtml(s.status)}</span> ${escapeHtml(s.files.join(", "))}: ${escapeHtml(s.reason)}</li>`,
+      );
     yield `<details id="unstarted"><summary>${unstarted.length} shard${unstarted.length === 1 ? "" : "s"} without a bar (never started or skipped)</summary><ul>${shown.join("")}${unstarted.length > 50 ? `<li>… and ${unstarted.length - 50} more</li>` : ""}</ul></details>`;
   }
   yield `</section>\n`;
@@ -91,7 +96,13 @@ function header(report: RunReport): string {
   if (t.skipped + t.todo > 0) counts.push(["skipped", "skipped or todo", t.skipped + t.todo]);
   if (t["skipped-by-diff"] > 0) counts.push(["skipped-by-diff", "skipped by diff", t["skipped-by-diff"]]);
   const exit = report.exitCode === null ? "running (no exit code yet)" : `exit ${report.exitCode}`;
-  const state = report.cancelledBy ? `cancelled by ${report.cancelledBy}` : report.completed ? "completed" : report.finishedAt === null ? "in progress" : "not completed";
+  const state = report.cancelledBy
+    ? `cancelled by ${report.cancelledBy}`
+    : report.completed
+      ? "completed"
+      : report.finishedAt === null
+        ? "in progress"
+        : "not completed";
   const facts = [
     `<span id="exit-code" class="${report.exitCode === 0 ? "ok" : "bad"}">${escapeHtml(exit)}</span>`,
     escapeHtml(state),
@@ -102,23 +113,41 @@ function header(report: RunReport): string {
   ];
   if (report.slice) facts.push(`<span id="slice">slice ${report.slice.index} of ${report.slice.count}</span>`);
   if (report.merged) {
-    const slices = report.merged.slices.map((s) => `slice ${s.index}: ${s.runId === null ? "reported nothing" : `run ${escapeHtml(s.runId)}, exit ${s.exitCode ?? "none"}`}`);
+    const slices = report.merged.slices.map(
+      (s) =>
+        `slice ${s.index}: ${s.runId === null ? "reported nothing" : `run ${escapeHtml(s.runId)}, exit ${s.exitCode ?? "none"}`}`,
+    );
     facts.push(`<span id="merged">merged from ${report.merged.slices.length} slices (${slices.join("; ")})</span>`);
   }
-  if (report.preset) facts.push(`preset ${escapeHtml(report.preset.name)}${report.preset.tier ? `, tier ${escapeHtml(report.preset.tier)}` : ""}`);
-  const missing = report.bun.missing?.length ? `<ul class="notes">${report.bun.missing.map((m) => `<li>${escapeHtml(m)}</li>`).join("")}</ul>` : "";
-  const cells = counts.map(([key, label, n]) => `<div class="count c-${key}" data-count="${key}"><b>${n.toLocaleString("en-US")}</b><span>${label}</span></div>`).join("");
+  if (report.preset)
+    facts.push(
+      `preset ${escapeHtml(report.preset.name)}${report.preset.tier ? `, tier ${escapeHtml(report.preset.tier)}` : ""}`,
+    );
+  const missing = report.bun.missing?.length
+    ? `<ul class="notes">${report.bun.missing.map((m) => `<li>${escapeHtml(m)}</li>`).join("")}</ul>`
+    : "";
+  const cells = counts
+    .map(
+      ([key, label, n]) =>
+        `<div class="count c-${key}" data-count="${key}"><b>${n.toLocaleString("en-US")}</b><span>${label}</span></div>`,
+    )
+    .join("");
   return `<header><h1>${escapeHtml(report.merged ? "shardguard · merged run" : "shardguard run")} <code>${escapeHtml(report.runId)}</code></h1><div id="counts">${cells}</div><p id="facts">${facts.join(" · ")}</p>${missing}</header>\n`;
 }
 
 function legend(): string {
-  const statuses = ["passed", "failed", "timed-out", "crashed"].map((s) => `<span class="key st-${s}"><i></i>${s}</span>`);
+  const statuses = ["passed", "failed", "timed-out", "crashed"].map(
+    (s) => `<span class="key st-${s}"><i></i>${s}</span>`,
+  );
   return `${statuses.join("")}<span class="key"><i class="k-term"></i>SIGTERM</span><span class="key"><i class="k-grace"></i>grace</span><span class="key"><i class="k-kill"></i>SIGKILL</span><span class="key"><i class="k-idle"></i>idle slot</span><span class="key"><i class="k-chain"></i>longest chain</span>`;
 }
 
 function tableSkeleton(): string {
   const filters = [...TEST_STATUSES, "flaky"]
-    .map((s) => `<button type="button" class="filter st-${s}" data-status="${s}" aria-pressed="false">${s} <span class="n"></span></button>`)
+    .map(
+      (s) =>
+        `<button type="button" class="filter st-${s}" data-status="${s}" aria-pressed="false">${s} <span class="n"></span></button>`,
+    )
     .join("");
   return (
     `<section id="tests-section" aria-labelledby="tests-h"><h2 id="tests-h">Tests</h2>` +
@@ -180,8 +209,26 @@ function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, u
       let file = files.get(test.file);
       if (file === undefined) files.set(test.file, (file = files.size));
       const f = test.failure;
-      const attempts = test.attemptFailures.length > 0 ? test.attemptFailures.map((a, n) => `attempt ${n + 1}: ${a.errorName ?? a.type}: ${reportText(a.message, note)}`).join("\n") : 0;
-      const row = [s, file, test.name, STATUS_CODE.get(test.status) ?? 0, round(test.durationMs), test.retries, test.flaky ? 1 : 0, f ? (f.errorName ?? f.type) : 0, f ? reportText(f.message, note) : 0, f?.details !== undefined ? reportText(f.details, note) : 0, attempts, test.line ?? 0];
+      const attempts =
+        test.attemptFailures.length > 0
+          ? test.attemptFailures
+              .map((a, n) => `attempt ${n + 1}: ${a.errorName ?? a.type}: ${reportText(a.message, note)}`)
+              .join("\n")
+          : 0;
+      const row = [
+        s,
+        file,
+        test.name,
+        STATUS_CODE.get(test.status) ?? 0,
+        round(test.durationMs),
+        test.retries,
+        test.flaky ? 1 : 0,
+        f ? (f.errorName ?? f.type) : 0,
+        f ? reportText(f.message, note) : 0,
+        f?.details !== undefined ? reportText(f.details, note) : 0,
+        attempts,
+        test.line ?? 0,
+      ];
       rows.push((first ? "" : ",") + JSON.stringify(row));
       first = false;
       if (rows.length >= ROW_BATCH) {

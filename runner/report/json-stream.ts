@@ -112,7 +112,9 @@ export function* jsonWithStreamedArray(
 ): Generator<string, void, undefined> {
   const key = path[path.length - 1]!;
   const withPlaceholder = (value: object, rest: readonly string[]): object =>
-    rest.length === 1 ? { ...value, [key]: PLACEHOLDER } : { ...value, [rest[0]!]: withPlaceholder((value as Record<string, object>)[rest[0]!]!, rest.slice(1)) };
+    rest.length === 1
+      ? { ...value, [key]: PLACEHOLDER }
+      : { ...value, [rest[0]!]: withPlaceholder((value as Record<string, object>)[rest[0]!]!, rest.slice(1)) };
   const text = nestedJson(withPlaceholder(shell, path), depth);
   depth += path.length - 1;
   // Keys are the model's own, and a string value's quotes are escaped, so

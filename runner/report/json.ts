@@ -3,7 +3,13 @@
  * (docs/report.schema.json, generated from the zod schema in
  * runner/results/report-model.ts).
  */
-import { validReportShell, validTest, type RunReport, type TestCheck, type TestResult } from "../results/report-model.ts";
+import {
+  validReportShell,
+  validTest,
+  type RunReport,
+  type TestCheck,
+  type TestResult,
+} from "../results/report-model.ts";
 import { JsonBatch, jsonWithStreamedArray } from "./json-stream.ts";
 import { capText, stripAnsi } from "./sanitize.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";

@@ -146,7 +146,10 @@ export function* junitChunks(report: RunReport, options: JUnitOptions = {}): Gen
 }
 
 /** Adds one testcase to suite or root counts: which element its status yields (outcomesOf; flaky passes count as passes). */
-function countInto(counts: { tests: number; failures: number; errors: number; skipped: number }, test: TestResult): void {
+function countInto(
+  counts: { tests: number; failures: number; errors: number; skipped: number },
+  test: TestResult,
+): void {
   counts.tests += 1;
   switch (test.status) {
     case "failed":
@@ -260,10 +263,17 @@ const TESTCASE_BATCH = 256;
  * newline. `name` is already sanitized (uniqueNames); `fileAttrs` is the
  * suite's escaped ` classname="…" file="…"`.
  */
-function renderTestcase(test: TestResult, shard: ShardResult, name: string, fileAttrs: string, maxBytes: number): string {
+function renderTestcase(
+  test: TestResult,
+  shard: ShardResult,
+  name: string,
+  fileAttrs: string,
+  maxBytes: number,
+): string {
   // Attribute order: name, classname, file, line, time. A number (the line)
   // and a time are digits, signs and points: nothing to escape.
-  const line = test.line === undefined ? "" : ` line="${typeof test.line === "number" ? test.line : xmlAttr(String(test.line))}"`;
+  const line =
+    test.line === undefined ? "" : ` line="${typeof test.line === "number" ? test.line : xmlAttr(String(test.line))}"`;
   const open = `    <testcase name="${xmlAttr(name)}"${fileAttrs}${line} time="${formatSeconds(test.durationMs)}"`;
   // A pass without flaky attempts (nearly every testcase) has no children.
   if (test.status === "passed" && !test.flaky) return `${open}/>\n`;
@@ -290,11 +300,17 @@ function outcomesOf(test: TestResult, shard: ShardResult): Outcome[] {
   switch (test.status) {
     case "passed":
       return test.flaky
-        ? test.attemptFailures.map((a) => ({ element: "flakyFailure", type: a.errorName ?? a.type, message: a.message }))
+        ? test.attemptFailures.map((a) => ({
+            element: "flakyFailure",
+            type: a.errorName ?? a.type,
+            message: a.message,
+          }))
         : [];
     case "failed":
       // JUnit's `type` is the error's name where Bun gave one (AssertionError), else our kind.
-      return [{ element: "failure", type: failure?.errorName ?? failure?.type ?? "failure", message, body: failure?.details }];
+      return [
+        { element: "failure", type: failure?.errorName ?? failure?.type ?? "failure", message, body: failure?.details },
+      ];
     case "skipped":
       // A reason of shardguard's (an empty file, a test beside a `.only`) says why nothing ran.
       return failure ? [{ element: "skipped", type: failure.type, message }] : [{ element: "skipped" }];

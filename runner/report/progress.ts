@@ -54,7 +54,6 @@ export interface Progress {
   stop(): void;
 }
 
-
 /** Describes the test in flight of a shard, or that none is known. */
 function flightText(shard: ProgressShard, redact: (text: string) => string = (t) => t): string {
   const flight = shard.inFlight();
@@ -78,7 +77,9 @@ function ciProgress(options: ProgressOptions): Progress {
       if (beats < 1 || (lastBeat.get(shard.index) ?? 0) >= beats) continue;
       lastBeat.set(shard.index, beats);
       const label = shard.stopping?.() ? "STOPPING" : "RUNNING";
-      options.write(`[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${oneLine(shard.files.join(" "))}: ${flightText(shard, options.redact)}\n`);
+      options.write(
+        `[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${oneLine(shard.files.join(" "))}: ${flightText(shard, options.redact)}\n`,
+      );
     }
   };
   // Checked four times per period, so a beat is at most a quarter period late.
@@ -107,7 +108,11 @@ function ttyProgress(options: ProgressOptions): Progress {
     const lines = [color("1", `shards: ${done} done, ${running.length} running, ${queued} queued`)];
     for (const shard of running) {
       const stopping = shard.stopping?.() ? color("33", " stopping") : "";
-      lines.push(cut(`  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${oneLine(shard.files.join(" "))}  ${color("2", flightText(shard, options.redact))}`));
+      lines.push(
+        cut(
+          `  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${oneLine(shard.files.join(" "))}  ${color("2", flightText(shard, options.redact))}`,
+        ),
+      );
     }
     clear();
     options.write(`${lines.join("\n")}\n`);

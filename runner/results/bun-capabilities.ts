@@ -50,7 +50,11 @@ export interface BunCapabilities {
  * version's behaviour).
  */
 function order(a: string, b: string): number {
-  const parts = (v: string) => v.split(/[-+]/)[0]!.split(".").map((n) => Number.parseInt(n, 10) || 0);
+  const parts = (v: string) =>
+    v
+      .split(/[-+]/)[0]!
+      .split(".")
+      .map((n) => Number.parseInt(n, 10) || 0);
   const [x, y] = [parts(a), parts(b)];
   for (let i = 0; i < 3; i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
   return 0;
@@ -74,7 +78,8 @@ export const PINNED_CAPABILITIES: BunCapabilities = bunCapabilities("1.4.4");
 /** Why Bun `version` is refused, or null when it is in the supported range (1.3.13 and later). */
 export function unsupportedBun(version: string): string | null {
   if (!/^\d+\.\d+\.\d+/.test(version)) return `Bun ${version} is not a version shardguard can read`;
-  if (order(version, OLDEST_SUPPORTED_BUN) < 0) return `Bun ${version} is older than ${OLDEST_SUPPORTED_BUN}, the oldest supported`;
+  if (order(version, OLDEST_SUPPORTED_BUN) < 0)
+    return `Bun ${version} is older than ${OLDEST_SUPPORTED_BUN}, the oldest supported`;
   return null;
 }
 
@@ -89,7 +94,9 @@ export function missingFeatures(caps: BunCapabilities, events: boolean): string[
   const out: string[] = [];
   const v = `Bun ${caps.version}`;
   if (!caps.noOrphans) {
-    out.push(`${v} has no --no-orphans: a shard child does not exit by itself if the runner is killed with SIGKILL; the run's guardian ends it instead`);
+    out.push(
+      `${v} has no --no-orphans: a shard child does not exit by itself if the runner is killed with SIGKILL; the run's guardian ends it instead`,
+    );
   }
   if (!caps.junitFailureText) {
     out.push(
@@ -98,6 +105,7 @@ export function missingFeatures(caps: BunCapabilities, events: boolean): string[
         : `${v}'s JUnit has no failure messages and test events are off: failures are reported without one`,
     );
   }
-  if (caps.newerThanMeasured) out.push(`${v} is newer than ${NEWEST_MEASURED_BUN}, the newest measured: it is read as ${NEWEST_MEASURED_BUN} is`);
+  if (caps.newerThanMeasured)
+    out.push(`${v} is newer than ${NEWEST_MEASURED_BUN}, the newest measured: it is read as ${NEWEST_MEASURED_BUN} is`);
   return out;
 }

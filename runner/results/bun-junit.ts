@@ -86,7 +86,11 @@ export function readBunJUnit(xmlText: string, known?: readonly KnownTest[]): Bun
  * @throws what `readJUnitPieces` throws (file system errors, NotARegularFileError, JUnitTooLargeError)
  * @throws BunJUnitParseError as {@link readBunJUnit}
  */
-export async function readBunJUnitFile(file: string, maxBytes: number, known?: readonly KnownTest[]): Promise<BunJUnitFile[]> {
+export async function readBunJUnitFile(
+  file: string,
+  maxBytes: number,
+  known?: readonly KnownTest[],
+): Promise<BunJUnitFile[]> {
   const reader = new JUnitReader(known);
   const scanner = new XmlScanner(reader, MAX_DEPTH);
   // Lines before the current piece, and the offset just past the last newline: an error's line
@@ -162,7 +166,13 @@ class KnownNames {
    */
   take(prefix: string, own: string): string | undefined {
     const name = this.names[this.next];
-    if (name === undefined || name.length !== prefix.length + own.length || !name.endsWith(own) || !name.startsWith(prefix)) return undefined;
+    if (
+      name === undefined ||
+      name.length !== prefix.length + own.length ||
+      !name.endsWith(own) ||
+      !name.startsWith(prefix)
+    )
+      return undefined;
     this.next += 1;
     return name;
   }
@@ -221,7 +231,9 @@ class JUnitReader {
       this.files.push(this.file);
       role = "file";
     } else if (name === "testsuite" && (parent === "file" || parent === "describe")) {
-      this.prefixes.push([this.prefixes[this.prefixes.length - 1] ?? "", decoded(attrs.name) ?? "", NAME_SEPARATOR].join(""));
+      this.prefixes.push(
+        [this.prefixes[this.prefixes.length - 1] ?? "", decoded(attrs.name) ?? "", NAME_SEPARATOR].join(""),
+      );
       role = "describe";
     } else if (name === "testcase" && (parent === "file" || parent === "describe")) {
       this.test = testcaseOf(attrs, this.prefixes[this.prefixes.length - 1] ?? "", this.file!.file, this.known);
@@ -262,7 +274,8 @@ class JUnitReader {
       result.status = "failed";
       const { errorName } = this.failure;
       const message = this.failure.message ?? details.split("\n", 1)[0] ?? "";
-      const failure: Failure = errorName === undefined ? { type: "failure", message } : { type: "failure", errorName, message };
+      const failure: Failure =
+        errorName === undefined ? { type: "failure", message } : { type: "failure", errorName, message };
       if (details !== "") failure.details = details;
       result.failure = failure;
     } else if (this.skipped !== null) {
@@ -326,11 +339,14 @@ const PREDEFINED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '
  */
 function decodeXmlEntities(text: string): string {
   if (!text.includes("&")) return text;
-  return text.replace(/&(?:#x([0-9a-fA-F]+)|#([0-9]+)|([A-Za-z]+));/g, (whole, hex?: string, dec?: string, name?: string) => {
-    if (name !== undefined) return PREDEFINED[name] ?? whole;
-    const codePoint = hex !== undefined ? parseInt(hex, 16) : Number(dec);
-    return codePoint <= 0x10ffff ? String.fromCodePoint(codePoint) : whole;
-  });
+  return text.replace(
+    /&(?:#x([0-9a-fA-F]+)|#([0-9]+)|([A-Za-z]+));/g,
+    (whole, hex?: string, dec?: string, name?: string) => {
+      if (name !== undefined) return PREDEFINED[name] ?? whole;
+      const codePoint = hex !== undefined ? parseInt(hex, 16) : Number(dec);
+      return codePoint <= 0x10ffff ? String.fromCodePoint(codePoint) : whole;
+    },
+  );
 }
 
 function oneLine(text: string): string {

@@ -21,14 +21,7 @@ export const REPORT_SCHEMA_VERSION = 2;
  * - `skipped-by-diff`: a preset's diff selection proved none of its tests
  *   were selected; counts as success.
  */
-export const SHARD_STATUSES = [
-  "passed",
-  "failed",
-  "timed-out",
-  "crashed",
-  "never-started",
-  "skipped-by-diff",
-] as const;
+export const SHARD_STATUSES = ["passed", "failed", "timed-out", "crashed", "never-started", "skipped-by-diff"] as const;
 /**
  * Final state of one test case. `timed-out`, `crashed` and `never-started`
  * only come from shardguard's own knowledge (it killed the process, or the

@@ -41,7 +41,13 @@ export function synthetic(file: string, status: TestStatus, failure?: Failure, d
  * a failed hook of Bun's JUnit keeps Bun's own entry and name instead.
  * Not synthetic: it stands beside the file's tests, not for the whole file.
  */
-export function hookEntry(file: string, name: string, status: TestStatus, failure: Failure, durationMs: number): TestResult {
+export function hookEntry(
+  file: string,
+  name: string,
+  status: TestStatus,
+  failure: Failure,
+  durationMs: number,
+): TestResult {
   return { ...synthetic(file, status, failure, durationMs), name, synthetic: false };
 }
 
@@ -86,7 +92,7 @@ export function emptyFilesNote(ev: EmptyRule, files: readonly string[]): string 
 /** A test entry from its events, with the status the verdict chose. */
 export function fromEvent(t: EventTest, status: TestStatus, failure?: Failure): TestResult {
   const flaky = status === "passed" && t.attempts > 1 && t.attemptFailures.length > 0;
-  const chosen = failure ?? (status === "failed" ? t.failure ?? { type: "failure", message: "failed" } : undefined);
+  const chosen = failure ?? (status === "failed" ? (t.failure ?? { type: "failure", message: "failed" }) : undefined);
   return {
     name: cleanEventName(t.name),
     file: t.file,
@@ -103,9 +109,13 @@ export function fromEvent(t: EventTest, status: TestStatus, failure?: Failure): 
 
 /** The "(whole file)" entry of a file that failed before any test was registered. */
 export function loadFailure(ev: ShardEvidence, file: string): TestResult {
-  const errors = (ev.events?.looseErrors ?? []).filter((e) => e.file === file || (e.file === null && ev.files.length === 1));
+  const errors = (ev.events?.looseErrors ?? []).filter(
+    (e) => e.file === file || (e.file === null && ev.files.length === 1),
+  );
   const message =
     errors[0]?.message ??
-    (ev.consoleError ? `${ev.consoleError} (from Bun's console output)` : `the file failed before any test was registered (see ${ev.logPath ?? "the log"})`);
+    (ev.consoleError
+      ? `${ev.consoleError} (from Bun's console output)`
+      : `the file failed before any test was registered (see ${ev.logPath ?? "the log"})`);
   return synthetic(file, "failed", { type: "load-error", message });
 }

@@ -25,7 +25,8 @@ import { cleanEventName, cleanJUnitName } from "./text.ts";
 import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
 
 /** The message of a failure for which neither Bun's JUnit nor the events had one. */
-export const NO_MESSAGE = "failed; Bun's JUnit gives no message (Bun 1.3.x) and no event error was this test's: see the shard's log";
+export const NO_MESSAGE =
+  "failed; Bun's JUnit gives no message (Bun 1.3.x) and no event error was this test's: see the shard's log";
 
 /** Bun 1.4.4's name for a hook's testcase in its JUnit. */
 const BUN_HOOK_NAME = "(unnamed)";
@@ -177,7 +178,9 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   // carry is a proof (counted only when there are unplaced events at all,
   // and before the loop below renames the entries it reuses).
   const junitNames = new Map<string, number>();
-  if (unplacedCount > 0) for (const f of junit) for (const t of f.tests) junitNames.set(matchName(t.name), (junitNames.get(matchName(t.name)) ?? 0) + 1);
+  if (unplacedCount > 0)
+    for (const f of junit)
+      for (const t of f.tests) junitNames.set(matchName(t.name), (junitNames.get(matchName(t.name)) ?? 0) + 1);
   const uniqueUnplaced = (name: string): EventTest | undefined => {
     if (unplaced.count("", name) !== 1) return undefined;
     return junitNames.get(matchName(name)) === 1 ? unplaced.take("", name) : undefined;
@@ -208,7 +211,10 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     entries.forEach((t, i) => {
       if (!isHook(t) || t.status !== "failed") return;
       const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
-      afterAll.set(i, entries.slice(0, i).some((e) => e.name.startsWith(prefix)));
+      afterAll.set(
+        i,
+        entries.slice(0, i).some((e) => e.name.startsWith(prefix)),
+      );
     });
     const hookTexts = hookErrorsOf(ev, file, entries);
     entries.forEach((t, i) => {
@@ -238,11 +244,21 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       }
       enriched = true;
       // Bun 1.3.x's JUnit failures carry no message: the events' error is the test's.
-      if (t.failure && !t.failure.message && e.failure) t.failure = { ...e.failure, ...(t.failure.details ? { details: t.failure.details } : {}) };
+      if (t.failure && !t.failure.message && e.failure)
+        t.failure = { ...e.failure, ...(t.failure.details ? { details: t.failure.details } : {}) };
       const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
       // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
-      const line = e.viaHelper ? undefined : t.line ?? e.line;
-      out.push(enrichedEntry(t, cleanEventName(e.name), line, Math.max(0, e.attempts - 1), flaky, flaky || t.status === "failed" ? e.attemptFailures : []));
+      const line = e.viaHelper ? undefined : (t.line ?? e.line);
+      out.push(
+        enrichedEntry(
+          t,
+          cleanEventName(e.name),
+          line,
+          Math.max(0, e.attempts - 1),
+          flaky,
+          flaky || t.status === "failed" ? e.attemptFailures : [],
+        ),
+      );
     });
     // Events of this file that no JUnit testcase took, in event order.
     const left = queues.left(file);
@@ -262,7 +278,12 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       } else if (code !== 0) {
         // Bun sends no event for an unresolvable import either: never passed on that doubt.
         unregistered.push(file);
-        out.push(synthetic(file, "failed", { type: "no-tests", message: `no tests found, or the file failed to load (see ${ev.logPath ?? "the log"})` }));
+        out.push(
+          synthetic(file, "failed", {
+            type: "no-tests",
+            message: `no tests found, or the file failed to load (see ${ev.logPath ?? "the log"})`,
+          }),
+        );
         why = "";
       } else {
         out.push(emptyFile(ev, file));
@@ -280,7 +301,9 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       if (e.state === "ended" && e.status) out.push(fromEvent(e, e.status));
       else if (e.state === "running") {
         // Under --bail a concurrent test still running when a sibling failed is dropped by Bun's JUnit.
-        const message = bailed ? "stopped while running: --bail ended the run after a failure" : "started, but Bun's JUnit report has no entry for it";
+        const message = bailed
+          ? "stopped while running: --bail ended the run after a failure"
+          : "started, but Bun's JUnit report has no entry for it";
         out.push(fromEvent(e, "crashed", { type: "crash", message }));
       } else if (scope) {
         // Bun never ran it: neither passed nor failed (its console and JUnit count only the hook).
@@ -288,10 +311,20 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
         const message = `its beforeAll hook failed: ${scope.failure.message}`;
         out.push(fromEvent(e, "never-started", { type: "never-started", message }));
       } else if (bailed) {
-        out.push(fromEvent(e, "never-started", { type: "never-started", message: "never started: --bail stopped the run after a failure" }));
+        out.push(
+          fromEvent(e, "never-started", {
+            type: "never-started",
+            message: "never started: --bail stopped the run after a failure",
+          }),
+        );
       } else {
         // Bun ran other tests of this file and left this one out: `.only` elsewhere.
-        out.push(fromEvent(e, "skipped", { type: "not-selected", message: "not run: another test of the file is marked .only" }));
+        out.push(
+          fromEvent(e, "skipped", {
+            type: "not-selected",
+            message: "not run: another test of the file is marked .only",
+          }),
+        );
       }
     }
     for (const entry of out) tests.push(entry);
@@ -324,7 +357,14 @@ function hookErrorsOf(ev: ShardEvidence, file: string, entries: readonly TestRes
  * dropped (a helper's) takes a new object. Reports never depend on key
  * order (report.json is rendered from its zod-checked copy).
  */
-function enrichedEntry(t: TestResult, name: string, line: number | undefined, retries: number, flaky: boolean, attemptFailures: TestResult["attemptFailures"]): TestResult {
+function enrichedEntry(
+  t: TestResult,
+  name: string,
+  line: number | undefined,
+  retries: number,
+  flaky: boolean,
+  attemptFailures: TestResult["attemptFailures"],
+): TestResult {
   let out = t;
   if (line === undefined && t.line !== undefined) {
     const { line: _helperLine, ...rest } = t;
@@ -379,14 +419,21 @@ function shardVerdict(
     const loose = ev.events?.looseErrors[0]?.message;
     // Bun's one other exit 1 after a complete run with every test passed and
     // no error between tests: the coverage threshold (exec/coverage.ts).
-    const coverage = code === 1 && !anyFailed && loose === undefined && ev.finishedNormally === true && ev.coverageThreshold !== undefined;
+    const coverage =
+      code === 1 &&
+      !anyFailed &&
+      loose === undefined &&
+      ev.finishedNormally === true &&
+      ev.coverageThreshold !== undefined;
     const notes = [
       ...(failedTests > 0 ? [`${count(failedTests, "test")} failed`] : []),
       ...(gaps.underFailedHooks > 0
         ? [`${count(gaps.underFailedHooks, "test")} never started (a beforeAll hook failed)`]
         : []),
       ...(empty.length > 0 ? [emptyFilesNote(ev, empty)] : []),
-      ...(unregistered.length > 0 ? [`no test registered in ${unregistered.join(", ")} (no tests, or a load error: see the log)`] : []),
+      ...(unregistered.length > 0
+        ? [`no test registered in ${unregistered.join(", ")} (no tests, or a load error: see the log)`]
+        : []),
     ];
     let reason =
       notes.join("; ") ||
@@ -398,7 +445,12 @@ function shardVerdict(
     if (bailed) reason += "; --bail stopped the run";
     if (!anyFailed) {
       // CI tools count testcases: a failed shard must show a failing one.
-      tests.push(synthetic(ev.files[0]!, "failed", { type: coverage ? "coverage-threshold" : "error-between-tests", message: loose ?? reason }));
+      tests.push(
+        synthetic(ev.files[0]!, "failed", {
+          type: coverage ? "coverage-threshold" : "error-between-tests",
+          message: loose ?? reason,
+        }),
+      );
     }
     return { status: "failed", reason };
   }

@@ -74,7 +74,8 @@ function foldFile(f: BunJUnitFile, hints: AttemptHints): TestResult[] {
       while (n < known && i + n < tests.length && sameTest(first, tests[i + n]!)) n++;
     } else if (known === undefined && (hints.maxAttempts !== null || hints.exitedZero)) {
       const max = hints.maxAttempts ?? Number.POSITIVE_INFINITY;
-      while (n < max && i + n < tests.length && tests[i + n - 1]!.status === "failed" && sameTest(first, tests[i + n]!)) n++;
+      while (n < max && i + n < tests.length && tests[i + n - 1]!.status === "failed" && sameTest(first, tests[i + n]!))
+        n++;
     }
     out.push(n === 1 ? first : folded(tests.slice(i, i + n)));
     i += n;

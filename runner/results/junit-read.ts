@@ -94,7 +94,6 @@ export async function readJUnitPieces(file: string, maxBytes: number, consume: (
   if (failure !== null) throw (failure as { error: unknown }).error;
 }
 
-
 /** Bytes read from Bun's JUnit file at a time when it is streamed. */
 const READ_CHUNK_BYTES = 256 * 1024;
 

@@ -52,7 +52,10 @@ export const JUNIT_BYTES_PER_FAILED_TEST = 2 * (MAX_TEXT_BYTES + 1024);
  * @param failedEnds test ends with a failure the events reported (0 without events)
  */
 export function junitByteLimit(testsStarted: number, failedEnds = 0): number {
-  const allowed = MAX_JUNIT_BYTES + JUNIT_BYTES_PER_STARTED_TEST * Math.max(0, testsStarted) + JUNIT_BYTES_PER_FAILED_TEST * Math.max(0, failedEnds);
+  const allowed =
+    MAX_JUNIT_BYTES +
+    JUNIT_BYTES_PER_STARTED_TEST * Math.max(0, testsStarted) +
+    JUNIT_BYTES_PER_FAILED_TEST * Math.max(0, failedEnds);
   return Math.min(MAX_JUNIT_BYTES_CEILING, allowed);
 }
 
@@ -77,7 +80,6 @@ export { NotARegularFileError };
 export class JUnitTooLargeError extends Error {
   override name = "JUnitTooLargeError";
 }
-
 
 /**
  * Where the cutter is: character data, a tag outside quotes, a quoted

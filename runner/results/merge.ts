@@ -6,7 +6,14 @@
  * reports. Pure: reports in, report out; reading and writing is the app's.
  * The exit rule is a run's (run-verdict.ts) over the whole plan.
  */
-import { EXIT, REPORT_SCHEMA_VERSION, summarize, type PlanManifest, type RunReport, type ShardResult } from "./report-model.ts";
+import {
+  EXIT,
+  REPORT_SCHEMA_VERSION,
+  summarize,
+  type PlanManifest,
+  type RunReport,
+  type ShardResult,
+} from "./report-model.ts";
 import { decideRun } from "./run-verdict.ts";
 import { neverStarted } from "./verdict.ts";
 
@@ -47,7 +54,9 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
   if (inputs.length === 0) throw new MergeError("no slice report to merge");
   for (const input of inputs) {
     if (!input.report.plan || !input.report.slice) {
-      throw new MergeError(`${input.source}: run ${input.report.runId} is not a slice of a plan (it was not run with --shard I/N)`);
+      throw new MergeError(
+        `${input.source}: run ${input.report.runId} is not a slice of a plan (it was not run with --shard I/N)`,
+      );
     }
   }
   const hashes = new Set(inputs.map((i) => i.report.plan!.hash));
@@ -61,7 +70,10 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
   const bySlice = new Map<number, SliceReport>();
   for (const input of inputs) {
     const other = bySlice.get(input.report.slice!.index);
-    if (other) throw new MergeError(`slice ${input.report.slice!.index}/${plan.slices} was given twice: ${other.source} and ${input.source}`);
+    if (other)
+      throw new MergeError(
+        `slice ${input.report.slice!.index}/${plan.slices} was given twice: ${other.source} and ${input.source}`,
+      );
     bySlice.set(input.report.slice!.index, input);
   }
 
@@ -73,11 +85,17 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
     for (const shard of input.report.shards) {
       for (const file of shard.files) {
         const first = reportedBy.get(file);
-        if (first) throw new MergeError(`${file} is reported by ${label(first)} and ${label(input)}; a file belongs to one slice`);
+        if (first)
+          throw new MergeError(
+            `${file} is reported by ${label(first)} and ${label(input)}; a file belongs to one slice`,
+          );
         reportedBy.set(file, input);
         const owner = planned.get(file);
         if (!owner) throw new MergeError(`${label(input)} reports ${file}, which is not in the plan`);
-        if (owner.slice !== index) throw new MergeError(`${label(input)} reports ${file}, which the plan gives to slice ${owner.slice}/${plan.slices}`);
+        if (owner.slice !== index)
+          throw new MergeError(
+            `${label(input)} reports ${file}, which the plan gives to slice ${owner.slice}/${plan.slices}`,
+          );
       }
       shards.push(shard);
     }
@@ -102,14 +120,19 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
   const first = [...bySlice.entries()].sort((a, b) => a[0] - b[0])[0]![1].report;
   const startedAt = reports.map((r) => r.startedAt).sort()[0]!;
   const finishes = reports.map((r) => r.finishedAt);
-  const finishedAt = finishes.every((f) => f !== null) ? (finishes as string[]).sort().at(-1)! : options.now.toISOString();
+  const finishedAt = finishes.every((f) => f !== null)
+    ? (finishes as string[]).sort().at(-1)!
+    : options.now.toISOString();
   const allSlices = Array.from({ length: plan.slices }, (_, i) => i + 1);
   const summary = summarize(ordered);
   // A run's verdict over the whole plan, and no slice run that itself did not
   // exit 0 (cancelled, unfinished, or a -t filter that matched nothing there).
   const everyOk =
     decideRun(ordered, summary, { final: true, cancelledBy: null, filtersByName: false }).exitCode === EXIT.ok &&
-    allSlices.every((i) => bySlice.get(i)?.report.exitCode === EXIT.ok || (!bySlice.has(i) && !plan.shards.some((s) => s.slice === i)));
+    allSlices.every(
+      (i) =>
+        bySlice.get(i)?.report.exitCode === EXIT.ok || (!bySlice.has(i) && !plan.shards.some((s) => s.slice === i)),
+    );
   return {
     schemaVersion: REPORT_SCHEMA_VERSION,
     runId: options.runId,
@@ -125,13 +148,21 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
     settings: first.settings,
     summary,
     preset: first.preset,
-    sweeps: { staleRuns: reports.flatMap((r) => r.sweeps.staleRuns), endOfRun: reports.flatMap((r) => r.sweeps.endOfRun) },
+    sweeps: {
+      staleRuns: reports.flatMap((r) => r.sweeps.staleRuns),
+      endOfRun: reports.flatMap((r) => r.sweeps.endOfRun),
+    },
     plan,
     slice: null,
     merged: {
       slices: allSlices.map((i) => {
         const input = bySlice.get(i);
-        return { index: i, runId: input?.report.runId ?? null, exitCode: input?.report.exitCode ?? null, source: input?.source ?? null };
+        return {
+          index: i,
+          runId: input?.report.runId ?? null,
+          exitCode: input?.report.exitCode ?? null,
+          source: input?.source ?? null,
+        };
       }),
     },
     rerunOf: null,

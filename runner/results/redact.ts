@@ -49,7 +49,9 @@ export type Redactor = ((text: string) => string) & { readonly names: readonly s
  */
 export function compileNameGlob(glob: string): RegExp {
   if (glob === "" || /[=\s\0]/.test(glob)) {
-    throw new Error(`invalid secret variable name ${JSON.stringify(glob)}: use a name or glob such as MY_API_KEY or AWS_*`);
+    throw new Error(
+      `invalid secret variable name ${JSON.stringify(glob)}: use a name or glob such as MY_API_KEY or AWS_*`,
+    );
   }
   const body = [...glob]
     .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\/-]/g, "\\$&")))
@@ -116,7 +118,9 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
     }
   }
   // Longest first: at one position the longest value claims the text.
-  const secrets: Secret[] = [...byValue].map(([value, name]) => ({ name, value })).sort((a, b) => b.value.length - a.value.length);
+  const secrets: Secret[] = [...byValue]
+    .map(([value, name]) => ({ name, value }))
+    .sort((a, b) => b.value.length - a.value.length);
   const names = [...new Set(secrets.map((s) => s.name))].sort();
 
   // A text shorter than every value holds none (most test names of a large run).
@@ -179,7 +183,10 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
 export function redactReport(report: RunReport, redact: (text: string) => string): RunReport {
   return {
     ...report,
-    sweeps: { staleRuns: commands(report.sweeps.staleRuns, redact), endOfRun: commands(report.sweeps.endOfRun, redact) },
+    sweeps: {
+      staleRuns: commands(report.sweeps.staleRuns, redact),
+      endOfRun: commands(report.sweeps.endOfRun, redact),
+    },
     shards: report.shards.map((shard) => redactShard(shard, redact)),
   };
 }
@@ -202,7 +209,8 @@ export function redactShard(shard: ShardResult, redact: (text: string) => string
     if (safe !== test) (tests ??= shard.tests.slice())[i] = safe;
   }
   const sameNotes = notes === undefined || notes.every((n, i) => n === shard.notes![i]);
-  const same = reason === shard.reason && sameNotes && leftovers.every((p, i) => p === shard.leftovers[i]) && tests === null;
+  const same =
+    reason === shard.reason && sameNotes && leftovers.every((p, i) => p === shard.leftovers[i]) && tests === null;
   return same ? shard : { ...shard, reason, ...(notes ? { notes } : {}), leftovers, tests: tests ?? shard.tests };
 }
 

@@ -13,7 +13,16 @@ import { z } from "zod";
 import { FAILURE_KINDS, REPORT_SCHEMA_VERSION, SHARD_STATUSES, TEST_STATUSES } from "./codes.ts";
 
 // The constants and the summary, for every importer of the model (codes.ts has them without zod).
-export { EXIT, emptySummary, FAILURE_KINDS, REPORT_SCHEMA_VERSION, SHARD_STATUSES, SUCCESSFUL_SHARD_STATUSES, summarize, TEST_STATUSES } from "./codes.ts";
+export {
+  EXIT,
+  emptySummary,
+  FAILURE_KINDS,
+  REPORT_SCHEMA_VERSION,
+  SHARD_STATUSES,
+  SUCCESSFUL_SHARD_STATUSES,
+  summarize,
+  TEST_STATUSES,
+} from "./codes.ts";
 
 /** A shard's final state (the list and what each means: codes.ts, SHARD_STATUSES). */
 export const ShardStatusSchema = z.enum(SHARD_STATUSES);
@@ -24,13 +33,17 @@ export const TestStatusSchema = z.enum(TEST_STATUSES);
 export type TestStatus = z.infer<typeof TestStatusSchema>;
 
 /** What a failure entry stands for (the list and what each means: codes.ts, FAILURE_KINDS). */
-export const FailureKindSchema = z.enum(FAILURE_KINDS).describe("What the failure stands for (docs/reports.md, \"Failure kinds\"); Bun's name for the error is errorName.");
+export const FailureKindSchema = z
+  .enum(FAILURE_KINDS)
+  .describe('What the failure stands for (docs/reports.md, "Failure kinds"); Bun\'s name for the error is errorName.');
 export type FailureKind = z.infer<typeof FailureKindSchema>;
 
 /** The name of the error Bun reported: free text a test controls (`Error.name`), so never a kind. */
 const ErrorNameSchema = z
   .string()
-  .describe("The error's name as Bun reported it (its JUnit failure type, its event's error name), e.g. \"AssertionError\", \"TypeError\"; free text a test can set. Absent when Bun named none.");
+  .describe(
+    'The error\'s name as Bun reported it (its JUnit failure type, its event\'s error name), e.g. "AssertionError", "TypeError"; free text a test can set. Absent when Bun named none.',
+  );
 
 /** Why a test did not pass: the message is one human sentence or Bun's error text. */
 export const FailureSchema = z.object({
@@ -230,9 +243,11 @@ export const RerunOfSchema = z.object({
 export type RerunOf = z.infer<typeof RerunOfSchema>;
 
 const countsShape = <T extends readonly string[]>(keys: T) =>
-  z.object(Object.fromEntries(keys.map((k) => [k, z.number().int().nonnegative()])) as {
-    [K in T[number]]: z.ZodNumber;
-  });
+  z.object(
+    Object.fromEntries(keys.map((k) => [k, z.number().int().nonnegative()])) as {
+      [K in T[number]]: z.ZodNumber;
+    },
+  );
 
 export const SummarySchema = z.object({
   shards: countsShape(SHARD_STATUSES).extend({ total: z.number().int().nonnegative() }),
@@ -350,7 +365,16 @@ function checkedPart<T>(schema: z.ZodType<T>, value: unknown, at: readonly (stri
  */
 export function validReportShell(report: RunReport): RunReport {
   const shards: unknown = report.shards;
-  const shell = checkedPart(RunReportSchema, { ...report, shards: Array.isArray(shards) ? shards.map((shard) => ({ ...shard, tests: Array.isArray(shard?.tests) ? [] : shard?.tests })) : shards }, []);
+  const shell = checkedPart(
+    RunReportSchema,
+    {
+      ...report,
+      shards: Array.isArray(shards)
+        ? shards.map((shard) => ({ ...shard, tests: Array.isArray(shard?.tests) ? [] : shard?.tests }))
+        : shards,
+    },
+    [],
+  );
   return { ...shell, shards: shell.shards.map((shard, i) => ({ ...shard, tests: report.shards[i]!.tests })) };
 }
 
@@ -365,7 +389,18 @@ export function validTest(test: TestResult, shardIndex: number, index: number): 
 }
 
 /** The keys {@link plainTestCopy} reads and writes: TestResultSchema's, in its order (a test keeps the two equal). */
-export const PLAIN_TEST_KEYS = ["name", "file", "line", "status", "durationMs", "failure", "retries", "flaky", "attemptFailures", "synthetic"] as const;
+export const PLAIN_TEST_KEYS = [
+  "name",
+  "file",
+  "line",
+  "status",
+  "durationMs",
+  "failure",
+  "retries",
+  "flaky",
+  "attemptFailures",
+  "synthetic",
+] as const;
 
 const TEST_STATUS_SET: ReadonlySet<unknown> = new Set(TEST_STATUSES);
 const isCount = (value: unknown) => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
@@ -383,13 +418,20 @@ const isCount = (value: unknown) => typeof value === "number" && Number.isSafeIn
  */
 function plainTestCopy(test: unknown): TestResult | null {
   if (typeof test !== "object" || test === null || Object.getPrototypeOf(test) !== Object.prototype) return null;
-  const { name, file, line, status, durationMs, failure, retries, flaky, attemptFailures, synthetic } = test as Record<string, unknown>;
+  const { name, file, line, status, durationMs, failure, retries, flaky, attemptFailures, synthetic } = test as Record<
+    string,
+    unknown
+  >;
   if (typeof name !== "string" || typeof file !== "string" || !TEST_STATUS_SET.has(status)) return null;
   if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs < Infinity)) return null;
   if ((line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;
   const failureCopy = failure === undefined ? undefined : FailureSchema.safeParse(failure).data;
   if (failure !== undefined && failureCopy === undefined) return null;
-  if ((flaky !== undefined && typeof flaky !== "boolean") || (synthetic !== undefined && typeof synthetic !== "boolean")) return null;
+  if (
+    (flaky !== undefined && typeof flaky !== "boolean") ||
+    (synthetic !== undefined && typeof synthetic !== "boolean")
+  )
+    return null;
   if (attemptFailures !== undefined && !(Array.isArray(attemptFailures) && attemptFailures.length === 0)) return null;
   const copy = { name, file } as TestResult;
   // An optional key present with the value undefined stays, as in zod's copy.

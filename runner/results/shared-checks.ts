@@ -31,7 +31,10 @@ export function sharedTestChecks(readers: number): TestCheck[] {
       valid = validTest(test, shardIndex, index);
       kept.push({ test, shardIndex, index, valid });
     } else {
-      valid = entry.test === test && entry.shardIndex === shardIndex && entry.index === index ? entry.valid : validTest(test, shardIndex, index);
+      valid =
+        entry.test === test && entry.shardIndex === shardIndex && entry.index === index
+          ? entry.valid
+          : validTest(test, shardIndex, index);
     }
     let slowest = positions[0]!;
     for (const p of positions) if (p < slowest) slowest = p;

@@ -65,28 +65,54 @@ export function decideShard(ev: ShardEvidence): ShardResult {
 
   if (p.killedBy === "timeout") {
     const sigkilled = p.escalated && p.signal === "SIGKILL";
-    return interrupted(ev, base, { kind: "timeout", timeoutMs: ev.timeoutMs, graceMs: ev.graceMs, sigkilled, stopped: p.stoppedAtSigterm === true });
+    return interrupted(ev, base, {
+      kind: "timeout",
+      timeoutMs: ev.timeoutMs,
+      graceMs: ev.graceMs,
+      sigkilled,
+      stopped: p.stoppedAtSigterm === true,
+    });
   }
   if (p.killedBy === "cancel") return interrupted(ev, base, { kind: "cancelled", signal: p.cancelSignal ?? null });
   if (p.signal) return interrupted(ev, base, { kind: "foreign-signal", signal: p.signal, oom: p.oomKills ?? null });
 
   const code = p.exitCode ?? -1;
   // Bun 1.3.x lists each attempt of a retried test as a testcase: one test, one entry.
-  const junit = ev.junit && ev.junitAttempts ? foldJUnitAttempts(ev.junit, { events: ev.events?.tests ?? null, maxAttempts: ev.junitAttempts.maxAttempts, exitedZero: code === 0 }) : ev.junit;
+  const junit =
+    ev.junit && ev.junitAttempts
+      ? foldJUnitAttempts(ev.junit, {
+          events: ev.events?.tests ?? null,
+          maxAttempts: ev.junitAttempts.maxAttempts,
+          exitedZero: code === 0,
+        })
+      : ev.junit;
   const distrust = junit ? junitDisagreement(ev, junit, code) : null;
   if (junit && distrust === null) return fromJUnit(ev, base, code, junit);
 
   const eventTests = ev.events?.tests ?? [];
   // A test that started proves tests were registered, even if its events were lost.
   const anyFound = eventTests.length > 0 || (ev.testsStarted ?? 0) > 0;
-  const noJUnit = distrust ? `Bun's JUnit report was not trusted: ${distrust}` : ev.junitProblem ?? "Bun wrote no JUnit report";
+  const noJUnit = distrust
+    ? `Bun's JUnit report was not trusted: ${distrust}`
+    : (ev.junitProblem ?? "Bun wrote no JUnit report");
   if (code === 1 && !anyFound && !distrust) {
     // Exit 1 with no test found and no JUnit: the file threw or failed to
     // import before any test. Under --bail Bun stopped at the first file
     // (files run in plan order), so the others never started.
-    const stopped: Failure = { type: "never-started", message: "never started: --bail stopped the run after a file failed to load" };
-    const tests = ev.files.map((file, i) => (ev.bail === true && i > 0 ? synthetic(file, "never-started", stopped) : loadFailure(ev, file)));
-    return { ...base, status: "failed", reason: `a file failed to load (exit 1, no test registered)`, testSource: "synthetic", tests };
+    const stopped: Failure = {
+      type: "never-started",
+      message: "never started: --bail stopped the run after a file failed to load",
+    };
+    const tests = ev.files.map((file, i) =>
+      ev.bail === true && i > 0 ? synthetic(file, "never-started", stopped) : loadFailure(ev, file),
+    );
+    return {
+      ...base,
+      status: "failed",
+      reason: `a file failed to load (exit 1, no test registered)`,
+      testSource: "synthetic",
+      tests,
+    };
   }
   if (code === 1 && ev.finishedNormally === true && !distrust && !eventTests.some((t) => t.state !== "found")) {
     // Bun reached the normal end (end mark) with exit 1 and no JUnit, no test
@@ -95,9 +121,19 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     // never started; they are not a crash.
     const tests = ev.files.flatMap((file) => [
       loadFailure(ev, file),
-      ...eventTests.filter((t) => t.file === file).map((t) => fromEvent(t, "never-started", { type: "never-started", message: "never started: the file failed to load" })),
+      ...eventTests
+        .filter((t) => t.file === file)
+        .map((t) =>
+          fromEvent(t, "never-started", { type: "never-started", message: "never started: the file failed to load" }),
+        ),
     ]);
-    return { ...base, status: "failed", reason: `a file failed to load (exit 1 after registering tests, before any ran)`, testSource: "events", tests };
+    return {
+      ...base,
+      status: "failed",
+      reason: `a file failed to load (exit 1 after registering tests, before any ran)`,
+      testSource: "events",
+      tests,
+    };
   }
   // "No tests" needs proof that the run ended normally: exit 0 without JUnit
   // is also what a `process.exit` with code 0 before any test looks like.
@@ -135,8 +171,11 @@ export function decideShard(ev: ShardEvidence): ShardResult {
  * and a lost tail looks the same as a test that stopped the process.
  */
 function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: number): string | null {
-  const ran = junit.flatMap((f) => f.tests.filter((t) => !isHook(t) && (t.status === "passed" || t.status === "failed")));
-  const bailedOnFailure = ev.bail === true && (code === 1 || junit.some((f) => f.tests.some((t) => t.status === "failed")));
+  const ran = junit.flatMap((f) =>
+    f.tests.filter((t) => !isHook(t) && (t.status === "passed" || t.status === "failed")),
+  );
+  const bailedOnFailure =
+    ev.bail === true && (code === 1 || junit.some((f) => f.tests.some((t) => t.status === "failed")));
   if (ev.finishedNormally === false && !bailedOnFailure) return "the child preload's end-of-run mark is missing";
   if (ev.testsStarted !== undefined && ran.length > ev.testsStarted) {
     return `it lists ${ran.length} tests that ran, the child preload counted ${ev.testsStarted} test starts`;
@@ -196,7 +235,12 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
     reachedEnd: false,
     reason: (i) => `killed after ${seconds(i.timeoutMs)} wall-clock timeout${killDetail(i)}`,
   },
-  cancelled: { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `run cancelled${i.signal ? ` (${i.signal})` : ""}` },
+  cancelled: {
+    status: "crashed",
+    failure: "crash",
+    reachedEnd: false,
+    reason: (i) => `run cancelled${i.signal ? ` (${i.signal})` : ""}`,
+  },
   "foreign-signal": {
     status: "crashed",
     failure: "crash",
@@ -210,7 +254,8 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
     status: "crashed",
     failure: "crash",
     reachedEnd: false,
-    reason: (i) => `exited ${i.exitCode} before finishing (${i.noJUnit}): the run ended early, e.g. a test called process.exit`,
+    reason: (i) =>
+      `exited ${i.exitCode} before finishing (${i.noJUnit}): the run ended early, e.g. a test called process.exit`,
   },
   // Nothing is known to have been in flight: the entry stands for the missing report.
   "end-unknown": {
@@ -221,16 +266,32 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
       `exited ${i.exitCode}, but whether Bun reached the end of the run is unknown: ` +
       `its end mark went with the deleted run directory (${i.problem})`,
   },
-  "exit-code": { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `exited with code ${i.exitCode} (${i.noJUnit})` },
+  "exit-code": {
+    status: "crashed",
+    failure: "crash",
+    reachedEnd: false,
+    reason: (i) => `exited with code ${i.exitCode} (${i.noJUnit})`,
+  },
   "never-started": { status: "never-started", failure: "never-started", reachedEnd: false, reason: (i) => i.reason },
-  "skipped-by-diff": { status: "skipped-by-diff", failure: "skipped-by-diff", reachedEnd: false, reason: (i) => i.reason },
-  unsupervised: { status: "crashed", failure: "crash", reachedEnd: false, reason: (i) => `shardguard could not supervise this shard: ${i.error}` },
+  "skipped-by-diff": {
+    status: "skipped-by-diff",
+    failure: "skipped-by-diff",
+    reachedEnd: false,
+    reason: (i) => i.reason,
+  },
+  unsupervised: {
+    status: "crashed",
+    failure: "crash",
+    reachedEnd: false,
+    reason: (i) => `shardguard could not supervise this shard: ${i.error}`,
+  },
 };
 
 /** What followed the deadline's SIGTERM, for the timeout reason: "" when the group exited within the grace period. */
 function killDetail(i: Extract<Interruption, { kind: "timeout" }>): string {
   const grace = `SIGKILL after ${seconds(i.graceMs)} grace period`;
-  if (i.stopped) return ` (it was stopped, e.g. by SIGSTOP, when SIGTERM was sent; SIGCONT followed${i.sigkilled ? `, then ${grace}` : ""})`;
+  if (i.stopped)
+    return ` (it was stopped, e.g. by SIGSTOP, when SIGTERM was sent; SIGCONT followed${i.sigkilled ? `, then ${grace}` : ""})`;
   return i.sigkilled ? ` (${grace}: SIGTERM was ignored)` : "";
 }
 
@@ -239,12 +300,18 @@ function killDetail(i: Extract<Interruption, { kind: "timeout" }>): string {
  * memory cgroup is shared with the shards that ran at the same time.
  */
 export function oomSentence(oom: { count: number; scope: "shard" | "runner" }): string {
-  const where = oom.scope === "shard" ? "in its cgroup" : "in the runner's memory cgroup (shared with any shard running then)";
+  const where =
+    oom.scope === "shard" ? "in its cgroup" : "in the runner's memory cgroup (shared with any shard running then)";
   return `the kernel's OOM killer ended ${oom.count} process${oom.count === 1 ? "" : "es"} ${where} while it ran`;
 }
 
 /** The row of {@link ENDINGS} for `i`, and its reason. */
-function endingOf(i: Interruption): { status: ShardStatus & TestStatus; failure: FailureKind; reachedEnd: boolean; reason: string } {
+function endingOf(i: Interruption): {
+  status: ShardStatus & TestStatus;
+  failure: FailureKind;
+  reachedEnd: boolean;
+  reason: string;
+} {
   const ending = ENDINGS[i.kind] as Ending<Interruption>;
   return { status: ending.status, failure: ending.failure, reachedEnd: ending.reachedEnd, reason: ending.reason(i) };
 }
@@ -311,12 +378,21 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     }
     if (found.length === 0) {
       if (haveEvents && inFlightAssigned) {
-        tests.push(synthetic(file, "never-started", { type: "never-started", message: `never started: the file had not loaded when the shard ended (${reason})` }));
+        tests.push(
+          synthetic(file, "never-started", {
+            type: "never-started",
+            message: `never started: the file had not loaded when the shard ended (${reason})`,
+          }),
+        );
         continue;
       }
       const first = !inFlightAssigned;
       inFlightAssigned = true;
-      const note = haveEvents ? "; it was loading when the shard ended" : !ev.events?.connected ? "; per-test data is missing (no event channel)" : "";
+      const note = haveEvents
+        ? "; it was loading when the shard ended"
+        : !ev.events?.connected
+          ? "; per-test data is missing (no event channel)"
+          : "";
       tests.push(synthetic(file, status, { type: failureType, message: reason + note }, first ? idleMs : 0));
       continue;
     }
@@ -336,7 +412,8 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     if (!inFlightAssigned && !loadingInFlight && file === lastLoaded) {
       inFlightAssigned = true;
       // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
-      if (reachedEnd) tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: failureType, message: reason }, 0));
+      if (reachedEnd)
+        tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: failureType, message: reason }, 0));
       else tests.push(hookInFlight(file, found, status, failureType, reason, idleMs));
     }
   }
@@ -354,15 +431,37 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
 const NO_START = "its passing end event came without a start event, which Bun never sends (not taken as Bun's); ";
 
 /** The entry for code outside tests that was running in `file` when the shard ended (no test was). */
-function hookInFlight(file: string, found: EventTest[], status: TestStatus, failureType: FailureKind, reason: string, ms: number): TestResult {
+function hookInFlight(
+  file: string,
+  found: EventTest[],
+  status: TestStatus,
+  failureType: FailureKind,
+  reason: string,
+  ms: number,
+): TestResult {
   const ended = found.filter((t) => t.state === "ended").length;
   const [name, where] =
     ended === found.length
-      ? ["afterAll hook", "every test of the file had ended: an afterAll hook was running, or the next file was loading before it registered a test"]
+      ? [
+          "afterAll hook",
+          "every test of the file had ended: an afterAll hook was running, or the next file was loading before it registered a test",
+        ]
       : ended === 0
-        ? ["beforeAll hook", "no test of the file had started: a beforeAll hook was running, or the file was still loading"]
-        : ["hook between tests", "between two tests of the file: a beforeAll or afterAll hook of a describe block was running"];
-  return hookEntry(file, name, status, { type: failureType, message: `in flight when the shard ended after running ${seconds(ms)}: ${reason} (${where})` }, ms);
+        ? [
+            "beforeAll hook",
+            "no test of the file had started: a beforeAll hook was running, or the file was still loading",
+          ]
+        : [
+            "hook between tests",
+            "between two tests of the file: a beforeAll or afterAll hook of a describe block was running",
+          ];
+  return hookEntry(
+    file,
+    name,
+    status,
+    { type: failureType, message: `in flight when the shard ended after running ${seconds(ms)}: ${reason} (${where})` },
+    ms,
+  );
 }
 
 /** A shard that reached its end having registered no test: every file an empty file (docs/reports.md). */
@@ -375,7 +474,10 @@ function noTests(ev: ShardEvidence, base: Base): ShardResult {
 }
 
 /** A shard result without a process behind it: every file one synthetic entry with the ending's status. */
-function withoutProcess(shard: { index: number; slug: string; files: string[] }, how: Interruption & { kind: "never-started" | "skipped-by-diff" | "unsupervised" }): ShardResult {
+function withoutProcess(
+  shard: { index: number; slug: string; files: string[] },
+  how: Interruption & { kind: "never-started" | "skipped-by-diff" | "unsupervised" },
+): ShardResult {
   const { status, failure, reason } = endingOf(how);
   return {
     index: shard.index,
@@ -401,7 +503,10 @@ function withoutProcess(shard: { index: number; slug: string; files: string[] },
  * ours, not of the child): `crashed`, never `passed`, one synthetic entry per
  * file naming the error.
  */
-export function supervisionFailed(shard: { index: number; slug: string; files: string[] }, message: string): ShardResult {
+export function supervisionFailed(
+  shard: { index: number; slug: string; files: string[] },
+  message: string,
+): ShardResult {
   return withoutProcess(shard, { kind: "unsupervised", error: message });
 }
 
@@ -410,7 +515,11 @@ export function supervisionFailed(shard: { index: number; slug: string; files: s
  * run was cancelled first): `never-started`, one synthetic entry per file
  * naming `reason`. `logPath` when a log was opened before the start failed.
  */
-export function neverStarted(shard: { index: number; slug: string; files: string[] }, reason: string, logPath: string | null = null): ShardResult {
+export function neverStarted(
+  shard: { index: number; slug: string; files: string[] },
+  reason: string,
+  logPath: string | null = null,
+): ShardResult {
   return { ...withoutProcess(shard, { kind: "never-started", reason }), logPath };
 }
 
@@ -433,5 +542,11 @@ export function skippedByDiff(shard: { index: number; slug: string; files: strin
 export function standInsFor(shard: ShardResult, covered: ReadonlySet<string>): TestResult[] {
   return shard.files
     .filter((file) => !covered.has(file))
-    .map((file) => synthetic(file, shard.status, shard.status === "failed" ? { type: "no-tests", message: shard.reason } : undefined));
+    .map((file) =>
+      synthetic(
+        file,
+        shard.status,
+        shard.status === "failed" ? { type: "no-tests", message: shard.reason } : undefined,
+      ),
+    );
 }

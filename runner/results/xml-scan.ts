@@ -83,7 +83,8 @@ export class XmlScanner {
     try {
       this.scan(text);
     } catch (error) {
-      if (error instanceof XmlScanError && this.consumed > 0) throw new XmlScanError(error.message, error.offset + this.consumed);
+      if (error instanceof XmlScanError && this.consumed > 0)
+        throw new XmlScanError(error.message, error.offset + this.consumed);
       throw error;
     }
     this.consumed += text.length;
@@ -128,7 +129,13 @@ export class XmlScanner {
         if (gt === -1) throw new XmlScanError("unterminated end tag", lt);
         const name = text.slice(lt + 2, gt).trimEnd();
         const open = stack.pop();
-        if (open !== name) throw new XmlScanError(open === undefined ? `end tag </${name}> without a start tag` : `end tag </${name}> does not match <${open}>`, lt);
+        if (open !== name)
+          throw new XmlScanError(
+            open === undefined
+              ? `end tag </${name}> without a start tag`
+              : `end tag </${name}> does not match <${open}>`,
+            lt,
+          );
         handler.close(name);
         i = gt + 1;
       } else {
@@ -191,7 +198,8 @@ const EMPTY: Record<string, string> = Object.freeze(Object.create(null));
  * no `<` (Bun escapes it), self-closing or not. Each such tag is plainly
  * well formed, so what this reads is what {@link wellFormedStartTag} would.
  */
-const BUN_TESTCASE = /<testcase name="([^"<]*)" classname="([^"<]*)" time="([^"<]*)" file="([^"<]*)" line="([^"<]*)" assertions="([^"<]*)" ?\/?>/y;
+const BUN_TESTCASE =
+  /<testcase name="([^"<]*)" classname="([^"<]*)" time="([^"<]*)" file="([^"<]*)" line="([^"<]*)" assertions="([^"<]*)" ?\/?>/y;
 
 /**
  * Reads the start tag at `lt` when it is a test's `<testcase>` as Bun
@@ -285,8 +293,17 @@ function tagEnd(text: string, lt: number): number {
 /** JavaScript's `\s`: the whitespace the former regular expressions skipped (Unicode spaces included). */
 function isSpace(c: number): boolean {
   return (
-    c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
-    c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+    c === 0x20 ||
+    (c >= 0x09 && c <= 0x0d) ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
   );
 }
 

@@ -5,7 +5,8 @@
 import { consoleLine } from "./terminal.ts";
 
 /** `n word` with an English plural: `1 shard`, `2 shards`, `2 processes`. */
-export const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : /(?:s|x|z|ch|sh)$/.test(word) ? "es" : "s"}`;
+export const plural = (n: number, word: string): string =>
+  `${n} ${word}${n === 1 ? "" : /(?:s|x|z|ch|sh)$/.test(word) ? "es" : "s"}`;
 
 /** Milliseconds as seconds with one decimal, for columns and progress: `12.3s`. */
 export const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;

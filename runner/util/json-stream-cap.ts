@@ -150,7 +150,12 @@ export class JsonStreamCapper {
       this.emit(window);
       return;
     }
-    const keep = this.safeCut(window, window.length - this.maxBytes, first?.escape ?? 0, first?.afterBackslash ?? false);
+    const keep = this.safeCut(
+      window,
+      window.length - this.maxBytes,
+      first?.escape ?? 0,
+      first?.afterBackslash ?? false,
+    );
     this.emit(Buffer.from(JSON.stringify(cutMarker(this.dropped + keep, INGEST_NOTE)).slice(1, -1), "utf8"));
     this.emit(window.subarray(keep));
   }

@@ -12,4 +12,5 @@
 import path from "node:path";
 
 export const PACKAGE_ROOT: string =
-  (globalThis as { __shardguardPackageRoot?: string }).__shardguardPackageRoot ?? path.resolve(import.meta.dir, "..", "..");
+  (globalThis as { __shardguardPackageRoot?: string }).__shardguardPackageRoot ??
+  path.resolve(import.meta.dir, "..", "..");

@@ -22,7 +22,8 @@ const ANSI_SEQUENCE =
   /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[\x20-\x2f]*[\x30-\x7e]?/g;
 
 /** {@link ANSI_SEQUENCE} without the lone ESC: what is left of one is shown ({@link visibleControl}). */
-const WHOLE_SEQUENCE = /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[\x20-\x2f]*[\x30-\x7e]/g;
+const WHOLE_SEQUENCE =
+  /(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[\x20-\x2f]*[\x30-\x7e]/g;
 
 /** Removes terminal escape sequences (colours, cursor moves, hyperlinks, titles). */
 export function stripAnsi(text: string): string {

@@ -66,7 +66,6 @@ export function capText(text: string, maxBytes: number, note: string): string {
   return marker(start) + bytes.subarray(start).toString("utf8");
 }
 
-
 /**
  * Cuts every string literal longer than `maxBytes` bytes in a JSON text to
  * its tail, behind a {@link cutMarker} (note {@link INGEST_NOTE}), without

@@ -8,13 +8,23 @@ import { existsSync } from "node:fs";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 
 /** The browser executable the tests launch. */
-export const CHROMIUM = process.env.SHARDGUARD_CHROMIUM ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p)) ?? "/usr/bin/chromium";
+export const CHROMIUM =
+  process.env.SHARDGUARD_CHROMIUM ??
+  ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p)) ??
+  "/usr/bin/chromium";
 
 /** Launches headless Chromium; throws a clear error when it is not installed. */
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium package (.ci/run does) or set SHARDGUARD_CHROMIUM`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install Debian's chromium package (.ci/run does) or set SHARDGUARD_CHROMIUM`,
+    );
   // Root in a container has no user namespace for Chromium's sandbox.
-  return puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  return puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
 }
 
 /** An opened report page and what it did: console errors, uncaught errors, and every request that was not the file itself. */
@@ -27,7 +37,11 @@ export interface OpenedReport {
 }
 
 /** Opens `file` (absolute) from file:// and waits until the page's script is done (`body[data-ready]`). */
-export async function openReport(browser: Browser, file: string, viewport = { width: 1280, height: 900 }): Promise<OpenedReport> {
+export async function openReport(
+  browser: Browser,
+  file: string,
+  viewport = { width: 1280, height: 900 },
+): Promise<OpenedReport> {
   const page = await browser.newPage();
   await page.setViewport(viewport);
   const errors: string[] = [];

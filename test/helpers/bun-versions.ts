@@ -28,7 +28,8 @@ export const PINNED_BUN = "1.4.4";
 export const SUPPORTED_BUNS = ["1.3.13", "1.3.14", PINNED_BUN, "1.4.5"] as const;
 
 /** Where installed versions live: `node_modules/.cache/shardguard-bun` (gone with node_modules), or `SHARDGUARD_BUN_CACHE`. */
-export const BUN_CACHE = process.env.SHARDGUARD_BUN_CACHE ?? path.join(REPO, "node_modules", ".cache", "shardguard-bun");
+export const BUN_CACHE =
+  process.env.SHARDGUARD_BUN_CACHE ?? path.join(REPO, "node_modules", ".cache", "shardguard-bun");
 
 /** A lock older than this (ms) is taken as left by a killed installer: 5 min. */
 const STALE_LOCK_MS = 5 * 60_000;
@@ -37,7 +38,10 @@ const STALE_LOCK_MS = 5 * 60_000;
 function platformPackages(): string[] {
   const os = process.platform === "win32" ? "windows" : process.platform;
   const arch = process.arch === "arm64" ? "aarch64" : process.arch;
-  const report = process.platform === "linux" ? (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined) : undefined;
+  const report =
+    process.platform === "linux"
+      ? (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)
+      : undefined;
   const musl = process.platform === "linux" && report?.header?.glibcVersionRuntime === undefined ? "-musl" : "";
   const base = `@oven/bun-${os}-${arch}${musl}`;
   // The baseline build runs on CPUs without AVX2; only x64 has one.
@@ -63,10 +67,25 @@ function install(version: string): string {
   mkdirSync(tmp, { recursive: true });
   try {
     for (const pkg of platformPackages()) {
-      execFileSync("npm", ["install", "--prefix", tmp, "--no-save", "--no-package-lock", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", `${pkg}@${version}`], {
-        stdio: ["ignore", "ignore", "inherit"],
-        timeout: 300_000,
-      });
+      execFileSync(
+        "npm",
+        [
+          "install",
+          "--prefix",
+          tmp,
+          "--no-save",
+          "--no-package-lock",
+          "--ignore-scripts",
+          "--no-audit",
+          "--no-fund",
+          "--loglevel=error",
+          `${pkg}@${version}`,
+        ],
+        {
+          stdio: ["ignore", "ignore", "inherit"],
+          timeout: 300_000,
+        },
+      );
       const bin = path.join(tmp, "node_modules", ...pkg.split("/"), "bin", "bun");
       if (versionOf(bin) === version) {
         const dir = path.join(BUN_CACHE, version);
@@ -75,7 +94,9 @@ function install(version: string): string {
         return path.join(dir, "bun");
       }
     }
-    throw new Error(`bun-versions: no package of ${platformPackages().join(", ")}@${version} gave a Bun that answers --version ${version}`);
+    throw new Error(
+      `bun-versions: no package of ${platformPackages().join(", ")}@${version} gave a Bun that answers --version ${version}`,
+    );
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

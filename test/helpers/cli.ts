@@ -45,7 +45,12 @@ export function makeSuite(files: Record<string, string>, prefix = "sg-suite-"): 
  * Without `names`, every `*.fixture.ts` directly in `folder` is taken.
  */
 export function fixtureFilesIn(folder: string, names?: readonly string[]): Record<string, string> {
-  const chosen = names ?? readdirSync(folder).filter((f) => f.endsWith(".fixture.ts")).map((f) => f.slice(0, -".fixture.ts".length)).sort();
+  const chosen =
+    names ??
+    readdirSync(folder)
+      .filter((f) => f.endsWith(".fixture.ts"))
+      .map((f) => f.slice(0, -".fixture.ts".length))
+      .sort();
   const out: Record<string, string> = {};
   for (const name of chosen) out[`${name}.test.ts`] = readFileSync(path.join(folder, `${name}.fixture.ts`), "utf8");
   return out;
@@ -84,7 +89,8 @@ export interface CliOptions {
  */
 export function withoutCiVariables(env: Record<string, string | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && !/^GITHUB_(ACTIONS|STEP_SUMMARY|WORKSPACE)$/.test(k)) out[k] = v;
+  for (const [k, v] of Object.entries(env))
+    if (v !== undefined && !/^GITHUB_(ACTIONS|STEP_SUMMARY|WORKSPACE)$/.test(k)) out[k] = v;
   return out;
 }
 

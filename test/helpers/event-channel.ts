@@ -5,7 +5,12 @@
  * those fields back into the event JSON.parse of the bytes gives, so a test
  * sees one ordered stream of events.
  */
-import { listenForTestEvents, type CompactSink, type EventChannel, type ListenOptions } from "../../runner/events/inspector.ts";
+import {
+  listenForTestEvents,
+  type CompactSink,
+  type EventChannel,
+  type ListenOptions,
+} from "../../runner/events/inspector.ts";
 import type { TestEvent } from "../../runner/events/wire.ts";
 
 /**
@@ -16,9 +21,16 @@ import type { TestEvent } from "../../runner/events/wire.ts";
 export function eventSink(onEvent: (event: TestEvent, message: Uint8Array) => void): CompactSink {
   return {
     found: (id, url, line, name, type, parentId, message) =>
-      onEvent({ method: "TestReporter.found", params: { id, url, line, name, type, ...(parentId === undefined ? {} : { parentId }) } }, message),
+      onEvent(
+        {
+          method: "TestReporter.found",
+          params: { id, url, line, name, type, ...(parentId === undefined ? {} : { parentId }) },
+        },
+        message,
+      ),
     start: (id, message) => onEvent({ method: "TestReporter.start", params: { id } }, message),
-    end: (id, status, elapsed, message) => onEvent({ method: "TestReporter.end", params: { id, status, elapsed } }, message),
+    end: (id, status, elapsed, message) =>
+      onEvent({ method: "TestReporter.end", params: { id, status, elapsed } }, message),
   };
 }
 

@@ -9,7 +9,18 @@
  * `bun test` must not run them); the copy drops it.
  */
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -78,7 +89,8 @@ function bunBinDir(): string {
 }
 
 /** Variables the outer environment may hold that would change what the fixture does. */
-const SCRUB = /^(EVALS|EVALS_.*|GSTACK_.*|SHARDGUARD_.*|FIXTURE_.*|BUN_TEST_WORKER_ID|JEST_WORKER_ID|GITHUB_ACTIONS|GITHUB_STEP_SUMMARY|GITHUB_WORKSPACE)$/;
+const SCRUB =
+  /^(EVALS|EVALS_.*|GSTACK_.*|SHARDGUARD_.*|FIXTURE_.*|BUN_TEST_WORKER_ID|JEST_WORKER_ID|GITHUB_ACTIONS|GITHUB_STEP_SUMMARY|GITHUB_WORKSPACE)$/;
 
 function cleanEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
@@ -147,7 +159,11 @@ export function buildGstackRepo(): GstackRepo {
     ranTests() {
       const file = path.join(markers, "ran.jsonl");
       if (!existsSync(file)) return [];
-      return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as RanTest);
+      return readFileSync(file, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as RanTest);
     },
     agentPings() {
       const file = path.join(markers, "agent-pings.log");

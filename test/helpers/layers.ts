@@ -127,7 +127,8 @@ export function checkLayers(root: string, dirs: readonly string[]): LayerReport 
       const targetFolder = path.posix.dirname(target);
       if (targetFolder === folder) continue;
       if (allowed === null) violations.push(`${folder} has no DEPS.txt (needed for ${file} -> ${target})`);
-      else if (!allowed.has(targetFolder)) violations.push(`${file} imports ${target}: ${folder}/DEPS.txt does not allow ${targetFolder}`);
+      else if (!allowed.has(targetFolder))
+        violations.push(`${file} imports ${target}: ${folder}/DEPS.txt does not allow ${targetFolder}`);
     }
   }
   return { violations: [...new Set(violations)], cycles: findCycles(edges), files };

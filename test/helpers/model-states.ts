@@ -7,7 +7,14 @@
  * so this reads the records the model keeps privately.
  */
 import type { TestEventModel } from "../../runner/events/test-model.ts";
-import { endedStatus, finalFailure, type EndedStatus, type EventError, type TestPhase, type TestRecord } from "../../runner/events/test-state.ts";
+import {
+  endedStatus,
+  finalFailure,
+  type EndedStatus,
+  type EventError,
+  type TestPhase,
+  type TestRecord,
+} from "../../runner/events/test-state.ts";
 import type { BunEndStatus } from "../../runner/events/wire.ts";
 import type { AttemptFailure, Failure } from "../../runner/results/report-model.ts";
 

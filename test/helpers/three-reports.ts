@@ -20,7 +20,12 @@ export interface ShownTest {
 /** JUnit's element inside a testcase, as our status (docs/reports.md table). */
 function junitStatus(testcase: Record<string, unknown>): string {
   const error = testcase["error"] as Record<string, string> | undefined;
-  if (error) return ({ timeout: "timed-out", crash: "crashed", "never-started": "never-started" } as Record<string, string>)[error["@_type"]!] ?? `error:${error["@_type"]}`;
+  if (error)
+    return (
+      ({ timeout: "timed-out", crash: "crashed", "never-started": "never-started" } as Record<string, string>)[
+        error["@_type"]!
+      ] ?? `error:${error["@_type"]}`
+    );
   if (testcase["failure"]) return "failed";
   const skipped = testcase["skipped"] as Record<string, string> | string | undefined;
   if (skipped !== undefined) return typeof skipped === "object" && skipped["@_type"] === "todo" ? "todo" : "skipped";
@@ -33,21 +38,45 @@ function junitStatus(testcase: Record<string, unknown>): string {
  * (throws when it is invalid) unless `xsd` is false: xmllint-wasm runs out
  * of memory on a document of about 20 MB.
  */
-export async function threeReports(dir: string, xsd = true): Promise<{ json: ShownTest[]; ctrf: ShownTest[]; junit: ShownTest[] }> {
+export async function threeReports(
+  dir: string,
+  xsd = true,
+): Promise<{ json: ShownTest[]; ctrf: ShownTest[]; junit: ShownTest[] }> {
   const out = path.join(dir, ".shardguard");
   const report = readReport(dir);
-  const json = report.shards.flatMap((s) => s.tests.map((t) => ({ name: t.name, status: t.status, durationMs: t.durationMs, ...(t.failure ? { message: t.failure.message } : {}) })));
-  const ctrfDoc = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8")) as { results: { tests: { name: string; rawStatus: string; duration: number; message?: string }[] } };
-  const ctrf = ctrfDoc.results.tests.map((t) => ({ name: t.name, status: t.rawStatus, durationMs: t.duration, ...(t.message !== undefined ? { message: t.message } : {}) }));
+  const json = report.shards.flatMap((s) =>
+    s.tests.map((t) => ({
+      name: t.name,
+      status: t.status,
+      durationMs: t.durationMs,
+      ...(t.failure ? { message: t.failure.message } : {}),
+    })),
+  );
+  const ctrfDoc = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8")) as {
+    results: { tests: { name: string; rawStatus: string; duration: number; message?: string }[] };
+  };
+  const ctrf = ctrfDoc.results.tests.map((t) => ({
+    name: t.name,
+    status: t.rawStatus,
+    durationMs: t.duration,
+    ...(t.message !== undefined ? { message: t.message } : {}),
+  }));
   const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
   const validity = xsd ? await validateJUnitXml(xml) : { valid: true, errors: [] };
   if (!validity.valid) throw new Error(`junit.xml is not valid: ${validity.errors.join("; ")}`);
-  const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(xml);
+  const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(
+    xml,
+  );
   const cases = (doc.testsuites.testsuite as { testcase: Record<string, unknown>[] }[]).flatMap((s) => s.testcase);
   const junit = cases.map((c) => {
     const status = junitStatus(c);
     const element = (c["error"] ?? c["failure"]) as Record<string, string> | undefined;
-    return { name: String(c["@_name"]), status, durationMs: Number(c["@_time"]) * 1000, ...(element?.["@_message"] !== undefined ? { message: element["@_message"] } : {}) };
+    return {
+      name: String(c["@_name"]),
+      status,
+      durationMs: Number(c["@_time"]) * 1000,
+      ...(element?.["@_message"] !== undefined ? { message: element["@_message"] } : {}),
+    };
   });
   return { json, ctrf, junit };
 }

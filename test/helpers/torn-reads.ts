@@ -12,7 +12,11 @@ import { readFile } from "node:fs/promises";
  * @param complete every text a reader may legitimately see
  * @returns stop(): ends the polling, resolves to how many reads there were and how many were torn
  */
-export function pollForTornReads(target: string, complete: ReadonlySet<string>, count: number): { stop: () => Promise<{ reads: number; torn: number }> } {
+export function pollForTornReads(
+  target: string,
+  complete: ReadonlySet<string>,
+  count: number,
+): { stop: () => Promise<{ reads: number; torn: number }> } {
   let polling = true;
   let reads = 0;
   let torn = 0;

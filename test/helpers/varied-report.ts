@@ -7,20 +7,52 @@
  * and a secret to redact. The streamed writers are compared against what the
  * writers rendered before they streamed (test/report-stream.test.ts).
  */
-import { summarize, type RunReport, type ShardResult, type TestResult, type TestStatus } from "../../runner/results/report-model.ts";
+import {
+  summarize,
+  type RunReport,
+  type ShardResult,
+  type TestResult,
+  type TestStatus,
+} from "../../runner/results/report-model.ts";
 import { makeReport, makeShard, makeTest } from "./report-fixtures.ts";
 
 /** The secret value the fixture's texts contain, and the variable that holds it. */
 export const VARIED_SECRET = { name: "SG_FIXTURE_TOKEN", value: "tok-0123456789abcdef" };
 
-const STATUSES: TestStatus[] = ["passed", "failed", "skipped", "todo", "timed-out", "crashed", "never-started", "skipped-by-diff"];
-const NAMES = ["\x1b[31mred\x1b[0m name", "controls \x00\x01\x1f end", "cdata ]]> end", `markup <&>"' end`, "emoji \u{1F600}", "lone \uD800 half", "dup", "dup", "dup (2)", ""];
+const STATUSES: TestStatus[] = [
+  "passed",
+  "failed",
+  "skipped",
+  "todo",
+  "timed-out",
+  "crashed",
+  "never-started",
+  "skipped-by-diff",
+];
+const NAMES = [
+  "\x1b[31mred\x1b[0m name",
+  "controls \x00\x01\x1f end",
+  "cdata ]]> end",
+  `markup <&>"' end`,
+  "emoji \u{1F600}",
+  "lone \uD800 half",
+  "dup",
+  "dup",
+  "dup (2)",
+  "",
+];
 
 /** Test number `i` of `file`: mostly passed, every so often one of the awkward cases. */
 function variedTest(i: number, file: string): TestResult {
   const name = i % 13 === 0 ? NAMES[(i / 13) % NAMES.length]! : `suite ${i % 7} > test ${i}`;
   const status = i % 11 === 0 ? STATUSES[(i / 11) % STATUSES.length]! : "passed";
-  const test = makeTest({ name, file, status, durationMs: (i * 7919) % 100_000 / 1000, line: i % 17 === 0 ? undefined : i + 1 });
+  const test = makeTest({
+    name,
+    file,
+    status,
+    durationMs: ((i * 7919) % 100_000) / 1000,
+    line: i % 17 === 0 ? undefined : i + 1,
+  });
   if (status !== "passed" && status !== "skipped" && status !== "todo" && i % 3 !== 0) {
     test.failure = {
       ...(i % 2 ? { type: "failure" as const, errorName: "AssertionError" } : { type: "timeout" as const }),
@@ -43,7 +75,8 @@ function variedTest(i: number, file: string): TestResult {
 /** A completed, sliced, rerun report of about `tests` test entries over five shards. */
 export function variedReport(tests: number): RunReport {
   const per = Math.max(1, Math.floor(tests / 5));
-  const range = (from: number, n: number, file: (i: number) => string) => Array.from({ length: n }, (_, k) => variedTest(from + k, file(from + k)));
+  const range = (from: number, n: number, file: (i: number) => string) =>
+    Array.from({ length: n }, (_, k) => variedTest(from + k, file(from + k)));
   const shards: ShardResult[] = [
     makeShard({
       index: 1,
@@ -66,8 +99,24 @@ export function variedReport(tests: number): RunReport {
       tests: range(per, per, () => "t/a.test.ts"),
     }),
     makeShard({ index: 3, tests: range(2 * per, tests - 4 * per, () => "t/c \x1b[1m<big>&.test.ts") }),
-    makeShard({ index: 4, status: "never-started", exitCode: null, startedAt: null, logPath: null, durationMs: 0, reason: "never started", files: ["t/d.test.ts"], tests: [] }),
-    makeShard({ index: 5, status: "crashed", exitCode: 0, reason: "exited 0 early", tests: range(3 * per, 2 * per, () => "t/e.test.ts") }),
+    makeShard({
+      index: 4,
+      status: "never-started",
+      exitCode: null,
+      startedAt: null,
+      logPath: null,
+      durationMs: 0,
+      reason: "never started",
+      files: ["t/d.test.ts"],
+      tests: [],
+    }),
+    makeShard({
+      index: 5,
+      status: "crashed",
+      exitCode: 0,
+      reason: "exited 0 early",
+      tests: range(3 * per, 2 * per, () => "t/e.test.ts"),
+    }),
   ];
   return makeReport(shards, {
     runId: "20250102T030400Z-abcdef",

@@ -30,7 +30,9 @@ interface Options {
 const USAGE_EXIT = 64;
 
 function usage(message: string): never {
-  process.stderr.write(`fake-agent: ${message}\nusage: fake-agent.ts [--delay-ms N] [--lines N] [--fail] [--rate-limited] [--linger-ms N] <prompt>\n`);
+  process.stderr.write(
+    `fake-agent: ${message}\nusage: fake-agent.ts [--delay-ms N] [--lines N] [--fail] [--rate-limited] [--linger-ms N] <prompt>\n`,
+  );
   process.exit(USAGE_EXIT);
 }
 

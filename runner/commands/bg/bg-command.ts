@@ -59,7 +59,8 @@ const ENTRY = path.join(PACKAGE_ROOT, "runner", "cli-entry.ts");
  * @throws ConfigError (exit 2, nothing started) for every refusal
  */
 export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) => Promise<number>): Promise<number> {
-  if (o.label !== null && !NAME.test(o.label)) throw new ConfigError(`invalid --label ${JSON.stringify(o.label)}: use 1-60 letters, digits, ".", "_" or "-"`);
+  if (o.label !== null && !NAME.test(o.label))
+    throw new ConfigError(`invalid --label ${JSON.stringify(o.label)}: use 1-60 letters, digits, ".", "_" or "-"`);
   const plan = await planBackgroundRun(o.runArgs, host);
   const { settings, preset } = plan;
   const lock = o.lock ?? defaultLane(settings.root, preset?.name ?? null);
@@ -76,21 +77,42 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
     throw new ConfigError(`cannot dispatch: ${blockers.join("; ")} (or run it here with --local)`);
   }
   const backend = o.mode !== "local" && blockers.length === 0 ? "dispatch" : "local";
-  if (o.mode === "auto" && backend === "local") for (const why of blockers) host.stdout(`shardguard bg: running locally, not on CI: ${why}`);
+  if (o.mode === "auto" && backend === "local")
+    for (const why of blockers) host.stdout(`shardguard bg: running locally, not on CI: ${why}`);
 
   const holder = await lockHolderNow(lock);
-  if (holder && o.noWait) throw new ConfigError(`lane busy: ${lockWaitMessage(lock, holder)}; --no-wait refuses to queue behind it`);
+  if (holder && o.noWait)
+    throw new ConfigError(`lane busy: ${lockWaitMessage(lock, holder)}; --no-wait refuses to queue behind it`);
 
   let cap: Cap;
-  if (backend === "dispatch") cap = { seconds: o.capSeconds ?? FOLLOW_CAP_SECONDS, serialMs: 0, exceeds: false, recorded: 0, source: o.capSeconds ? "--cap" : "plan" };
+  if (backend === "dispatch")
+    cap = {
+      seconds: o.capSeconds ?? FOLLOW_CAP_SECONDS,
+      serialMs: 0,
+      exceeds: false,
+      recorded: 0,
+      source: o.capSeconds ? "--cap" : "plan",
+    };
   else {
     // The run's own timings files (--timings, SHARDGUARD_TIMINGS, bunfig.toml); missing ones are a first run.
     const timings = readTimings(settings.timings).durations;
     const computed = computeCap(plan.files, settings.jobs, timings);
-    cap = o.capSeconds !== null ? { ...computed, seconds: o.capSeconds, source: "--cap", exceeds: computed.serialMs / settings.jobs / 1000 > o.capSeconds } : computed;
+    cap =
+      o.capSeconds !== null
+        ? {
+            ...computed,
+            seconds: o.capSeconds,
+            source: "--cap",
+            exceeds: computed.serialMs / settings.jobs / 1000 > o.capSeconds,
+          }
+        : computed;
   }
 
-  const label = o.label ?? (preset ? `${preset.name}${plan.tier ? `-${plan.tier}` : ""}`.replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60) : "run");
+  const label =
+    o.label ??
+    (preset
+      ? `${preset.name}${plan.tier ? `-${plan.tier}` : ""}`.replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)
+      : "run");
   const id = newBgId(label);
   mkdirSync(bgDir(settings.out), { recursive: true, mode: 0o700 });
   const log = path.join(bgDir(settings.out), `${id}.log`);
@@ -105,15 +127,27 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
     const baseSha = plan.baseRef ? mergeBase(settings.root, plan.baseRef) : null;
     // The tier is part of what is tested: a gate run must never stand in for a periodic one.
     const key = dedupeKey(plan.tier ? `${lock}.${plan.tier}` : lock, facts.sha!, baseSha);
-    const inputs = Object.fromEntries(Object.entries(preset?.dispatch?.inputs ?? {}).map(([k, v]) => [k, v.split("{tier}").join(plan.tier ?? "")]));
-    dispatch = { repo: facts.repo!, workflow: o.workflow ?? preset?.dispatch?.workflow ?? DEFAULT_WORKFLOW, ref: o.ref ?? facts.branch!, sha: facts.sha!, key, nonce: makeNonce(key), inputs };
+    const inputs = Object.fromEntries(
+      Object.entries(preset?.dispatch?.inputs ?? {}).map(([k, v]) => [k, v.split("{tier}").join(plan.tier ?? "")]),
+    );
+    dispatch = {
+      repo: facts.repo!,
+      workflow: o.workflow ?? preset?.dispatch?.workflow ?? DEFAULT_WORKFLOW,
+      ref: o.ref ?? facts.branch!,
+      sha: facts.sha!,
+      key,
+      nonce: makeNonce(key),
+      inputs,
+    };
     header = `shardguard bg: backend=dispatch tested=${facts.sha} repo=${dispatch.repo} workflow=${dispatch.workflow} ref=${dispatch.ref} nonce=${dispatch.nonce} ${capText} jobs=${settings.jobs} lane=${lock}`;
   } else {
     header = `shardguard bg: backend=local tested=${testedRevision(facts)} ${capText} jobs=${settings.jobs} files=${plan.files.length} lane=${lock}`;
   }
   const lines = [header, `shardguard bg: ${runIdVars.map((n) => `${n}=${env[n]}`).join(" ")}`];
   if (cap.exceeds) {
-    lines.push(`shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may not fit the ${cap.seconds}s cap; what is not done by then is cancelled`);
+    lines.push(
+      `shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may not fit the ${cap.seconds}s cap; what is not done by then is cancelled`,
+    );
   }
   writeFileSync(log, lines.join("\n") + "\n", { mode: 0o600 });
   const record: BgRecord = {
@@ -127,15 +161,34 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
     procStart: null,
     startedAt: new Date().toISOString(),
     runId: null,
-    ci: dispatch ? { repo: dispatch.repo, workflow: dispatch.workflow, runId: null, url: null, nonce: dispatch.nonce } : null,
+    ci: dispatch
+      ? { repo: dispatch.repo, workflow: dispatch.workflow, runId: null, url: null, nonce: dispatch.nonce }
+      : null,
   };
   await writeRecord(record);
-  const spec: WorkerSpec = { record: log, backend, lock, noWait: o.noWait, capSeconds: cap.seconds, graceMs: settings.graceMs, runArgv: o.runArgv, dispatch };
+  const spec: WorkerSpec = {
+    record: log,
+    backend,
+    lock,
+    noWait: o.noWait,
+    capSeconds: cap.seconds,
+    graceMs: settings.graceMs,
+    runArgv: o.runArgv,
+    dispatch,
+  };
   try {
-    startDetached({ argv: [process.execPath, ENTRY, "__bg-worker", JSON.stringify(spec)], cwd: host.cwd, env, logPath: log });
+    startDetached({
+      argv: [process.execPath, ENTRY, "__bg-worker", JSON.stringify(spec)],
+      cwd: host.cwd,
+      env,
+      logPath: log,
+    });
   } catch (error) {
     // The log must still end with its verdict: nothing ran.
-    appendFileSync(log, `shardguard bg: could not start the run: ${(error as Error).message}\n${sentinelLine(BG_EXIT.other)}\n`);
+    appendFileSync(
+      log,
+      `shardguard bg: could not start the run: ${(error as Error).message}\n${sentinelLine(BG_EXIT.other)}\n`,
+    );
     throw error;
   }
 

@@ -47,5 +47,11 @@ export function computeCap(files: readonly string[], jobs: number, timings: Read
     serialMs += ms ?? UNRECORDED_FILE_MS;
   }
   const computed = Math.ceil((CAP_FACTOR * serialMs) / Math.max(1, jobs) / 1000) + SETUP_SECONDS;
-  return { seconds: Math.min(computed, MAX_CAP_SECONDS), serialMs, exceeds: computed > MAX_CAP_SECONDS, recorded, source: "plan" };
+  return {
+    seconds: Math.min(computed, MAX_CAP_SECONDS),
+    serialMs,
+    exceeds: computed > MAX_CAP_SECONDS,
+    recorded,
+    source: "plan",
+  };
 }

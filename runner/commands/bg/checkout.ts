@@ -57,7 +57,12 @@ export function gatherFacts(
   const branch = git("symbolic-ref", "--quiet", "--short", "HEAD").stdout.trim() || null;
   const inside = git("rev-parse", "--is-inside-work-tree").stdout.trim() === "true";
   const status = inside ? git("status", "--porcelain", "--untracked-files=all") : null;
-  const lines = status === null ? [] : status.status === 0 ? status.stdout.split("\n").filter((l) => l.length > 0) : ["(git status failed)"];
+  const lines =
+    status === null
+      ? []
+      : status.status === 0
+        ? status.stdout.split("\n").filter((l) => l.length > 0)
+        : ["(git status failed)"];
   // shardguard's own output (reports, bg logs) never makes the tree dirty.
   const top = inside ? git("rev-parse", "--show-toplevel").stdout.trim() : "";
   const outRel = outDir && top ? path.relative(top, outDir) : "";
@@ -76,17 +81,30 @@ export function dispatchBlockers(f: CheckoutFacts): string[] {
   const reasons: string[] = [];
   const short = (s: string) => s.slice(0, 12);
   if (!f.ghReady) reasons.push("gh is not installed or not authenticated (gh auth status)");
-  if (f.repo === null) reasons.push("no repository to dispatch to: origin is not on github.com and neither --repo nor the preset names one");
-  else if (f.origin !== f.repo) reasons.push(`origin is ${f.origin ?? "not a GitHub repository"}, not ${f.repo} (a fork cannot dispatch the configured repository's workflows)`);
-  else if (f.ghReady && !f.canPush) reasons.push(`the gh account cannot push to ${f.repo}, so it cannot dispatch its workflows`);
+  if (f.repo === null)
+    reasons.push(
+      "no repository to dispatch to: origin is not on github.com and neither --repo nor the preset names one",
+    );
+  else if (f.origin !== f.repo)
+    reasons.push(
+      `origin is ${f.origin ?? "not a GitHub repository"}, not ${f.repo} (a fork cannot dispatch the configured repository's workflows)`,
+    );
+  else if (f.ghReady && !f.canPush)
+    reasons.push(`the gh account cannot push to ${f.repo}, so it cannot dispatch its workflows`);
   if (!f.inGit) reasons.push("not a git checkout");
   else if (f.sha === null) reasons.push("no commit to test");
   else if (f.branch === null) reasons.push(`HEAD ${short(f.sha)} is detached; dispatch needs a pushed branch`);
   else if (f.ghReady && f.repo !== null && f.origin === f.repo) {
     if (f.remoteSha === null) reasons.push(`branch ${f.branch} is not on ${f.repo}; push it`);
-    else if (f.remoteSha !== f.sha) reasons.push(`HEAD ${short(f.sha)} is not the head of ${f.repo}:${f.branch} (${short(f.remoteSha)}); push or pull`);
+    else if (f.remoteSha !== f.sha)
+      reasons.push(
+        `HEAD ${short(f.sha)} is not the head of ${f.repo}:${f.branch} (${short(f.remoteSha)}); push or pull`,
+      );
   }
-  if (f.dirty.length > 0) reasons.push(`${f.dirty.length} file${f.dirty.length === 1 ? " is" : "s are"} modified, staged or untracked; commit or stash ${f.dirty.length === 1 ? "it" : "them"}`);
+  if (f.dirty.length > 0)
+    reasons.push(
+      `${f.dirty.length} file${f.dirty.length === 1 ? " is" : "s are"} modified, staged or untracked; commit or stash ${f.dirty.length === 1 ? "it" : "them"}`,
+    );
   return reasons;
 }
 

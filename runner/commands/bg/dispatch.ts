@@ -42,7 +42,10 @@ export function conclusionCode(conclusion: string | null | undefined): number {
 export function findDuplicate(runs: readonly CiRun[], key: string): CiRun | null {
   return (
     runs.find(
-      (r) => r.event === "workflow_dispatch" && r.displayTitle.includes(`[shardguard ${key}`) && (r.status !== "completed" || r.conclusion === "success"),
+      (r) =>
+        r.event === "workflow_dispatch" &&
+        r.displayTitle.includes(`[shardguard ${key}`) &&
+        (r.status !== "completed" || r.conclusion === "success"),
     ) ?? null
   );
 }
@@ -96,7 +99,9 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
   const wait = () => delay(o.pollMs, undefined, o.signal ? { signal: o.signal } : {});
   let target = findDuplicate(ghDispatchRuns(o.gh, spec.repo, spec.workflow) ?? [], spec.key);
   if (target) {
-    o.line(`shardguard bg: following existing run ${target.databaseId} ${target.url} (same lane, revision and base; not dispatching again)`);
+    o.line(
+      `shardguard bg: following existing run ${target.databaseId} ${target.url} (same lane, revision and base; not dispatching again)`,
+    );
   } else {
     const inputs = { ...spec.inputs, expected_sha: spec.sha, nonce: spec.nonce };
     const refused = ghWorkflowRun(o.gh, { repo: spec.repo, workflow: spec.workflow, ref: spec.ref, inputs });
@@ -111,7 +116,9 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
       target = runForNonce(ghDispatchRuns(o.gh, spec.repo, spec.workflow) ?? [], spec.nonce);
     }
     if (!target) {
-      o.line(`shardguard bg: no run named ${nonceMarker(spec.nonce)} appeared; does ${spec.workflow} set run-name with the nonce (examples/github/)?`);
+      o.line(
+        `shardguard bg: no run named ${nonceMarker(spec.nonce)} appeared; does ${spec.workflow} set run-name with the nonce (examples/github/)?`,
+      );
       o.onEnding?.("error", `the dispatched run never appeared`);
       return BG_EXIT.other;
     }
@@ -128,7 +135,10 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
     if (view?.status === "completed") {
       const code = conclusionCode(view.conclusion);
       o.line(`shardguard bg: CI run ${target.databaseId} concluded ${view.conclusion ?? "(none)"}: exit ${code}`);
-      o.onEnding?.(conclusionState(view.conclusion), `CI run ${target.databaseId} concluded ${view.conclusion ?? "(none)"}`);
+      o.onEnding?.(
+        conclusionState(view.conclusion),
+        `CI run ${target.databaseId} concluded ${view.conclusion ?? "(none)"}`,
+      );
       return code;
     }
     await wait();

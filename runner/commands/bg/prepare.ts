@@ -50,10 +50,21 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
       const rerun = planLastFailed(settings, args.patterns);
       // Nothing to rerun (every file passed): the run says so and ends with EXIT=0; files that did not
       // pass but cannot run now are refused (exit 2) by planLastFailed.
-      plan = rerun.kind === "nothing" ? { root: settings.root, patterns: [], shards: [], included: new Map(), excluded: [] } : rerun.plan;
+      plan =
+        rerun.kind === "nothing"
+          ? { root: settings.root, patterns: [], shards: [], included: new Map(), excluded: [] }
+          : rerun.plan;
     } else {
-      plan = planRun({ root: settings.root, patterns: settings.patterns, filesPerShard: settings.filesPerShard, batching: { durations: timings.durations, jobs: settings.jobs }, out: settings.out, exclusive: settings.exclusive });
-      if (plan.shards.length === 0) throw new ConfigError(`no test files to run under ${settings.root} (shardguard list shows the plan)`);
+      plan = planRun({
+        root: settings.root,
+        patterns: settings.patterns,
+        filesPerShard: settings.filesPerShard,
+        batching: { durations: timings.durations, jobs: settings.jobs },
+        out: settings.out,
+        exclusive: settings.exclusive,
+      });
+      if (plan.shards.length === 0)
+        throw new ConfigError(`no test files to run under ${settings.root} (shardguard list shows the plan)`);
     }
     if (spec) plan = slicePlan(plan, spec, timings.durations).plan;
     return { settings, files: plan.shards.flatMap((s) => s.files), preset: null, tier: null, baseRef: null };
@@ -68,12 +79,19 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
     // The rerun's files, as commands/preset-run.ts picks them (every file passed: the run says so and ends with EXIT=0;
     // none that did not pass can run now: refused here, exit 2).
     const tierWord = p.tier ? ` in tier ${p.tier.name}` : "";
-    const found = lastFailedFiles(p.settings, args.patterns, (f) => (files.includes(f) ? null : `is not one of preset ${p.preset.name}'s files${tierWord}`));
+    const found = lastFailedFiles(p.settings, args.patterns, (f) =>
+      files.includes(f) ? null : `is not one of preset ${p.preset.name}'s files${tierWord}`,
+    );
     files = found.kind === "files" ? found.files : [];
   }
-  if (p.plan.shards.length === 0) throw new ConfigError(`nothing to run: every file of preset ${name} is excluded (shardguard list --preset ${name} shows why)`);
+  if (p.plan.shards.length === 0)
+    throw new ConfigError(
+      `nothing to run: every file of preset ${name} is excluded (shardguard list --preset ${name} shows why)`,
+    );
   const sel = p.preset.selection;
-  const baseRef = sel ? host.env[sel.baseEnv] || detectBase(p.settings.root, sel.baseCandidates) || sel.defaultBase : null;
+  const baseRef = sel
+    ? host.env[sel.baseEnv] || detectBase(p.settings.root, sel.baseCandidates) || sel.defaultBase
+    : null;
   return { settings: p.settings, files, preset: p.preset, tier: p.tier?.name ?? null, baseRef };
 }
 

@@ -82,12 +82,21 @@ export function sentinelCode(logText: string): number | null {
 
 /** The state word for a finished run's code: 0 passed, 1 failed, 130 cancelled, anything else error. */
 export function stateForCode(code: number): BgEnding["state"] {
-  return code === BG_EXIT.passed ? "passed" : code === BG_EXIT.failed ? "failed" : code === BG_EXIT.cancelled ? "cancelled" : "error";
+  return code === BG_EXIT.passed
+    ? "passed"
+    : code === BG_EXIT.failed
+      ? "failed"
+      : code === BG_EXIT.cancelled
+        ? "cancelled"
+        : "error";
 }
 
 /** A new background run id: `20261130T154226Z-1a2b3c-<label>`. */
 export function newBgId(label: string, now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
   return `${stamp}-${randomBytes(3).toString("hex")}-${label}`;
 }
 
@@ -109,7 +118,8 @@ export async function writeRecord(record: BgRecord): Promise<void> {
 export function readRecord(logOrRecord: string): BgRecord {
   const file = logOrRecord.endsWith(".json") ? logOrRecord : recordPathFor(logOrRecord);
   const parsed = JSON.parse(readRegularTextSync(file)) as BgRecord;
-  if (typeof parsed.id !== "string" || typeof parsed.log !== "string") throw new Error(`${file} is not a shardguard bg record`);
+  if (typeof parsed.id !== "string" || typeof parsed.log !== "string")
+    throw new Error(`${file} is not a shardguard bg record`);
   return parsed;
 }
 
@@ -165,13 +175,19 @@ export function procStartOf(pid: number): string | null {
  * process lives (or has not started yet, within `startGraceMs` of the
  * record's start); else incomplete.
  */
-export function bgState(record: BgRecord, logText: string, now = Date.now(), startGraceMs = 10_000): { state: BgState; code: number | null; why: string | null } {
+export function bgState(
+  record: BgRecord,
+  logText: string,
+  now = Date.now(),
+  startGraceMs = 10_000,
+): { state: BgState; code: number | null; why: string | null } {
   const code = sentinelCode(logText);
   if (code !== null) {
     const ending = record.ending?.code === code ? record.ending : null;
     return { state: ending?.state ?? stateForCode(code), code, why: ending?.why ?? null };
   }
   if (recordAlive(record)) return { state: "running", code: null, why: null };
-  if (record.pid === null && now - Date.parse(record.startedAt) < startGraceMs) return { state: "running", code: null, why: null };
+  if (record.pid === null && now - Date.parse(record.startedAt) < startGraceMs)
+    return { state: "running", code: null, why: null };
   return { state: "incomplete", code: null, why: null };
 }

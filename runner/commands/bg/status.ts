@@ -66,7 +66,9 @@ function findRecord(o: StatusOptions): string | null {
     const known = listRecords(o.out).find((f) => readRecord(f).ci?.runId === Number(t));
     return known ?? null;
   }
-  throw new ConfigError(`no background run ${JSON.stringify(t)}: give a run id from shardguard bg, its log path, or a CI run id (digits)`);
+  throw new ConfigError(
+    `no background run ${JSON.stringify(t)}: give a run id from shardguard bg, its log path, or a CI run id (digits)`,
+  );
 }
 
 /** The lines `status` prints for a run: state, counts, shards in flight. */
@@ -75,13 +77,28 @@ export async function describeRun(record: BgRecord, now = Date.now()): Promise<s
   let { state, code, why } = bgState(record, logText, now);
   // As in followLog: a process seen gone is conclusive only for a log read after that.
   if (state === "incomplete") ({ state, code, why } = bgState(record, readRegularTextSync(record.log), now));
-  const lines = [`${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}${why ? `: ${why}` : ""}`, `  backend ${record.backend}, log ${record.log}`];
-  if (state === "incomplete") lines.push("  the run's process is gone and its log has no EXIT line: it was killed (counts below are the last it wrote)");
-  if (record.ci) lines.push(`  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`);
+  const lines = [
+    `${record.id}: ${state}${code !== null ? ` (exit ${code})` : ""}${why ? `: ${why}` : ""}`,
+    `  backend ${record.backend}, log ${record.log}`,
+  ];
+  if (state === "incomplete")
+    lines.push(
+      "  the run's process is gone and its log has no EXIT line: it was killed (counts below are the last it wrote)",
+    );
+  if (record.ci)
+    lines.push(
+      `  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`,
+    );
   const report = record.runId ? readReportCopy(record) : null;
   if (report) lines.push(...(await progressLines(record, report, state === "running")));
-  else if (record.runId) lines.push(`  its report ${path.join(record.out, "runs", record.runId, "report.json")} is gone (older runs are pruned)`);
-  else if (record.backend === "local") lines.push(state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written");
+  else if (record.runId)
+    lines.push(
+      `  its report ${path.join(record.out, "runs", record.runId, "report.json")} is gone (older runs are pruned)`,
+    );
+  else if (record.backend === "local")
+    lines.push(
+      state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written",
+    );
   const html = record.runId ? path.join(record.out, "runs", record.runId, "report.html") : null;
   if (report && state !== "running" && html !== null && existsSync(html)) lines.push(`  report ${html}`);
   return lines;
@@ -103,7 +120,9 @@ function readReportCopy(record: BgRecord): RunReport | null {
  */
 async function progressLines(record: BgRecord, report: RunReport, running: boolean): Promise<string[]> {
   const logDir = path.join(record.out, "runs", record.runId!, "logs");
-  const ended = report.shards.filter((s) => s.startedAt !== null || s.status === "skipped-by-diff" || report.finishedAt !== null);
+  const ended = report.shards.filter(
+    (s) => s.startedAt !== null || s.status === "skipped-by-diff" || report.finishedAt !== null,
+  );
   const open = report.shards.filter((s) => !ended.includes(s));
   const sum = summarize(ended);
   const t = sum.tests;
@@ -118,11 +137,18 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
     if (!existsSync(log)) continue;
     const born = statSync(log).birthtimeMs;
     const since = born > 0 ? ` (${Math.round((Date.now() - born) / 1000)}s)` : "";
-    if (running) lines.push(`  [${shard.index}/${report.shards.length}] running ${oneLine(shard.files.join(" "))}${since}: ${await inFlight(log, report.root)}`);
-    else lines.push(`  [${shard.index}/${report.shards.length}] was running when the run died, ${oneLine(shard.files.join(" "))}: ${await inFlight(log, report.root)}`);
+    if (running)
+      lines.push(
+        `  [${shard.index}/${report.shards.length}] running ${oneLine(shard.files.join(" "))}${since}: ${await inFlight(log, report.root)}`,
+      );
+    else
+      lines.push(
+        `  [${shard.index}/${report.shards.length}] was running when the run died, ${oneLine(shard.files.join(" "))}: ${await inFlight(log, report.root)}`,
+      );
   }
   const queued = open.filter((s) => !existsSync(path.join(logDir, `shard-${s.index}-${s.slug}.log`))).length;
-  if (queued > 0) lines.push(running ? `  ${plural(queued, "shard")} not started yet` : `  ${plural(queued, "shard")} never started`);
+  if (queued > 0)
+    lines.push(running ? `  ${plural(queued, "shard")} not started yet` : `  ${plural(queued, "shard")} never started`);
   return lines;
 }
 
@@ -175,18 +201,27 @@ async function followLog(record: BgRecord, host: Host): Promise<number> {
 /** `status CI_RUN_ID`: gh's view of the run; with --follow until it completes. */
 async function ciStatus(o: StatusOptions, host: Host, record: BgRecord | null): Promise<number> {
   const id = o.target ?? "";
-  const repo = o.repo ?? record?.ci?.repo ?? githubRepoOf(runTool("git", ["config", "--get", "remote.origin.url"], { cwd: o.root }).stdout);
-  if (repo === null) throw new ConfigError(`status ${id}: which repository? give --repo OWNER/NAME (origin is not on github.com)`);
+  const repo =
+    o.repo ??
+    record?.ci?.repo ??
+    githubRepoOf(runTool("git", ["config", "--get", "remote.origin.url"], { cwd: o.root }).stdout);
+  if (repo === null)
+    throw new ConfigError(`status ${id}: which repository? give --repo OWNER/NAME (origin is not on github.com)`);
   const gh = ghRunner(o.root, host.env);
   let last = "";
   for (;;) {
     const view = ghRunView(gh, repo, id);
-    if (view === null && !o.follow) throw new ConfigError(`gh run view ${id} --repo ${repo} failed (is gh installed and authenticated, and is ${id} a run of ${repo}?)`);
+    if (view === null && !o.follow)
+      throw new ConfigError(
+        `gh run view ${id} --repo ${repo} failed (is gh installed and authenticated, and is ${id} a run of ${repo}?)`,
+      );
     if (view && view.status !== last) {
       last = view.status;
       const done = view.status === "completed";
       const code = conclusionCode(view.conclusion);
-      host.stdout(`CI run ${id} on ${repo}: ${done ? `${conclusionState(view.conclusion)} (${view.conclusion ?? "no conclusion"}, exit ${code})` : `running (${view.status})`} ${view.url ?? ""}`.trimEnd());
+      host.stdout(
+        `CI run ${id} on ${repo}: ${done ? `${conclusionState(view.conclusion)} (${view.conclusion ?? "no conclusion"}, exit ${code})` : `running (${view.status})`} ${view.url ?? ""}`.trimEnd(),
+      );
       if (done) return o.follow ? code : EXIT.ok;
     }
     if (!o.follow) return EXIT.ok;

@@ -97,9 +97,15 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
       });
     } catch (error) {
       if (!(error instanceof LockAbortedError)) throw error;
-      line(cancelledBy ? `shardguard bg: cancelled by ${cancelledBy} while waiting for lane ${spec.lock}; nothing ran` : `shardguard bg: lane ${spec.lock} is busy and --no-wait was given; nothing ran`);
+      line(
+        cancelledBy
+          ? `shardguard bg: cancelled by ${cancelledBy} while waiting for lane ${spec.lock}; nothing ran`
+          : `shardguard bg: lane ${spec.lock} is busy and --no-wait was given; nothing ran`,
+      );
       code = cancelledBy ? BG_EXIT.cancelled : BG_EXIT.other;
-      why = cancelledBy ? `cancelled by ${cancelledBy} while waiting for lane ${spec.lock}` : `lane ${spec.lock} was busy (--no-wait)`;
+      why = cancelledBy
+        ? `cancelled by ${cancelledBy} while waiting for lane ${spec.lock}`
+        : `lane ${spec.lock} was busy (--no-wait)`;
       return code;
     }
     line(`shardguard bg: holding lane ${spec.lock}; cap ${spec.capSeconds}s from now`);
@@ -128,15 +134,27 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
           },
           onRun: async (run) => {
             const r = readRecord(log);
-            r.ci = { repo: dispatch.repo, workflow: dispatch.workflow, runId: run.databaseId, url: run.url, nonce: dispatch.nonce };
+            r.ci = {
+              repo: dispatch.repo,
+              workflow: dispatch.workflow,
+              runId: run.databaseId,
+              url: run.url,
+              nonce: dispatch.nonce,
+            };
             await writeRecord(r);
           },
         });
       } catch (error) {
         if (!abort.signal.aborted) throw error;
-        line(capReached ? "shardguard bg: stopped following (cap reached); the CI run goes on" : `shardguard bg: stopped following (${cancelledBy}); the CI run goes on`);
+        line(
+          capReached
+            ? "shardguard bg: stopped following (cap reached); the CI run goes on"
+            : `shardguard bg: stopped following (${cancelledBy}); the CI run goes on`,
+        );
         code = capReached ? BG_EXIT.other : BG_EXIT.cancelled;
-        why = capReached ? `cap of ${spec.capSeconds}s reached; stopped following, the CI run goes on` : `cancelled by ${cancelledBy}; stopped following, the CI run goes on`;
+        why = capReached
+          ? `cap of ${spec.capSeconds}s reached; stopped following, the CI run goes on`
+          : `cancelled by ${cancelledBy}; stopped following, the CI run goes on`;
       }
       return code;
     }
@@ -169,10 +187,17 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
       isTTY: false,
     };
     const runCode = await runRun(spec.runArgv, runHost);
-    code = capReached ? BG_EXIT.other : runCode === EXIT.sigint || runCode === EXIT.sigterm ? BG_EXIT.cancelled : runCode === 0 || runCode === 1 ? runCode : BG_EXIT.other;
+    code = capReached
+      ? BG_EXIT.other
+      : runCode === EXIT.sigint || runCode === EXIT.sigterm
+        ? BG_EXIT.cancelled
+        : runCode === 0 || runCode === 1
+          ? runCode
+          : BG_EXIT.other;
     if (capReached) why = `cap of ${spec.capSeconds}s reached; the run was cancelled`;
     else if (code === BG_EXIT.cancelled) why = `cancelled by ${cancelledBy ?? "a signal"}`;
-    else if (code === BG_EXIT.other) why = `the run ended with exit ${runCode} (refused or could not start; see the log)`;
+    else if (code === BG_EXIT.other)
+      why = `the run ended with exit ${runCode} (refused or could not start; see the log)`;
     return code;
   } catch (error) {
     line(`shardguard bg: ${(error as Error).stack ?? String(error)}`);
@@ -183,7 +208,7 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
     for (const t of timers) clearTimeout(t);
     await lock?.release().catch(() => {});
     unsubscribe?.();
-    await recordEnding(log, { code, state: capReached ? "timed-out" : endState ?? stateForCode(code), why });
+    await recordEnding(log, { code, state: capReached ? "timed-out" : (endState ?? stateForCode(code)), why });
     line(sentinelLine(code));
   }
 }
