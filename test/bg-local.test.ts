@@ -130,7 +130,7 @@ describe("bg --local", () => {
     expect(readFileSync(logOf(started.stdout), "utf8")).toContain("shardguard: 4 tests: 1 passed, 1 skipped, 2 todo");
     const st = await runCli(["status", path.basename(logOf(started.stdout), ".log")], { cwd: dir });
     expect(st.stdout).toMatch(
-      /^  tests: 1 passed, 0 failed, 0 timed out, 0 crashed, 0 never started, 1 skipped, 2 todo$/m,
+      /^ {2}tests: 1 passed, 0 failed, 0 timed out, 0 crashed, 0 never started, 1 skipped, 2 todo$/m,
     );
   }, 60_000);
 

@@ -4,7 +4,7 @@
  * run from its log and record.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { computeCap, MAX_CAP_SECONDS, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/commands/bg/cap.ts";

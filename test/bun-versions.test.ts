@@ -384,7 +384,11 @@ test("on a real Bun 1.3.13 (no --no-orphans): kill -9 of the runner, and the run
   const run = await runCli(["run", "--root", dir, "--bun", bun, "--timeout", "60"], {
     onLine: {
       match: /START spin\.test\.ts/,
-      then: (pid) => setTimeout(() => ((killedAt = performance.now()), process.kill(pid, "SIGKILL")), 800),
+      act: (pid) =>
+        setTimeout(() => {
+          killedAt = performance.now();
+          process.kill(pid, "SIGKILL");
+        }, 800),
     },
     limitMs: 30_000,
   });

@@ -236,7 +236,7 @@ describe("kills", () => {
       "c-fail.test.ts": f["fail.test.ts"]!,
     });
     const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "30", "--grace", "1"], {
-      onLine: { match: /START a-slow/, then: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 300) },
+      onLine: { match: /START a-slow/, act: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 300) },
     });
     expect(run.code).toBe(130);
     const report = readReport(dir);

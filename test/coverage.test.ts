@@ -35,10 +35,10 @@ function reports(dir: string) {
   const out = path.join(dir, ".shardguard");
   const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
   const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "" }).parse(xml);
-  const cases = [doc.testsuites.testsuite].flat().flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Record<
-    string,
-    any
-  >[];
+  // fast-xml-parser's output, read field by field.
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  type Case = Record<string, any>;
+  const cases = [doc.testsuites.testsuite].flat().flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Case[];
   const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
   return { xml, cases, ctrf, report: readReport(dir) };
 }

@@ -24,7 +24,7 @@ test("kill -9 of the runner mid-run: no shard process alive within 2 s, reports 
       match: /START c\.test\.ts/,
       // Killed once the reports on disk have a's verdict (interim writes are paced by their
       // own cost, so how soon that is depends on the machine), while b, c and d still run.
-      then: (pid) =>
+      act: (pid) =>
         void (async () => {
           const aPassed = () => {
             try {
@@ -125,7 +125,7 @@ test("kill -9 of the runner while a shard has a setsid'd grandchild: no process 
     env: { SG_TEST_PID: String(process.pid) },
     onLine: {
       match: /START escape\.test\.ts/,
-      then: (pid) =>
+      act: (pid) =>
         void waitFor(() => existsSync(pidFile), 10_000).then(() => {
           runId = readReport(dir).runId;
           guardians = guardiansOf(runId);
@@ -170,7 +170,7 @@ async function killRunnerWithHermeticGrandchild(
   const run = await runCli(["run", "--root", dir, "--timeout", "60"], {
     onLine: {
       match: /START hermetic\.test\.ts/,
-      then: (pid) =>
+      act: (pid) =>
         void waitFor(() => existsSync(pidFile), 10_000).then(() => {
           // The shard child (the runner's only child besides the guardian) is in a shardguard cgroup when cgroups are in use.
           const child = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).map(Number);

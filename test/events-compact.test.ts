@@ -104,7 +104,7 @@ describe("CompactReader against the full parser, byte by byte", () => {
     foundText(`"id":1,"url":"${URL}","line":2.5,"name":"t","type":"test"`),
     foundText(`"id":1234567890123456,"url":"${URL}","line":2,"name":"t","type":"test"`), // 16 digits
     foundText(`"id":1,"url":"${URL}","line":2,"name":"t","type":"test","parentId":-3`),
-    foundText(`"id":1,"url":"${URL}","line":2,"name":"t","type":"test"`) + " ", // trailing bytes
+    `${foundText(`"id":1,"url":"${URL}","line":2,"name":"t","type":"test"`)} `, // trailing bytes
     foundText(`"id":1,"url":"${URL}","line":2,"name":"t","type":"test"`).slice(0, -1), // cut short
     foundText(`"id":1,"url":"${URL}","line":2,"name":"${"x".repeat(70 * 1024)}","type":"test"`), // over 64 KiB: cut by the parser
     '{"method":"TestReporter.start","params":{"id":7} }',

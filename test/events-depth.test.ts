@@ -30,6 +30,7 @@ function countGets<K, V>(map: Map<K, V>): { n: number } {
  */
 function chain(depth: number, perLevel: number) {
   const model = new TestEventModel({ root: ROOT, now: () => 0 });
+  // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
   const gets = countGets(model["describes"]);
   let id = depth;
   const tests: number[] = [];
@@ -89,6 +90,7 @@ describe("describe depth", () => {
     const { model } = chain(200, 1);
     model.found(9999, URL, 1, "deep", "test", 200);
     model.start(9999);
+    // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
     const gets = countGets(model["describes"]);
     const first = model.running()!.fullName;
     expect(first.endsWith("level 199 > level 200 > deep")).toBe(true);
@@ -107,6 +109,7 @@ describe("tests seen so far", () => {
       model.start(id);
       model.end(id, "pass", 1);
     }
+    // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
     const map = model["tests_"];
     const counter = { n: 0 };
     const values = map.values.bind(map);

@@ -96,7 +96,7 @@ describe("a shard child that never dials the runner's inspector socket", () => {
       limitMs: 30_000,
       onLine: {
         match: /START t\/fine\.test\.ts/,
-        then: () =>
+        act: () =>
           setTimeout(() => {
             try {
               early = readFileSync(path.join(out, "report.json"), "utf8");

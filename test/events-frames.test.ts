@@ -62,7 +62,7 @@ beforeAll(async () => {
           {
             id: 7,
             method: "Runtime.evaluate",
-            params: { expression: JSON.stringify(NAME) + ".length", returnByValue: true },
+            params: { expression: `${JSON.stringify(NAME)}.length`, returnByValue: true },
           },
         ];
         socket.write(Buffer.concat(requests.map((r) => encodeFrame(JSON.stringify(r)))));

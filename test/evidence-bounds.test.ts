@@ -59,7 +59,7 @@ describe("bounds of the evidence", () => {
         shown[1]!.name,
       );
       expect([shown[1]!.name.slice(0, 70), cut]).toEqual([
-        "[shardguard: first 41877504 bytes cut; full text in the shard log]" + shown[1]!.name.slice(66, 70),
+        `[shardguard: first 41877504 bytes cut; full text in the shard log]${shown[1]!.name.slice(66, 70)}`,
         true,
       ]);
       expect(shown[1]!.message).toContain("Expected: 2");

@@ -133,7 +133,7 @@ describe("a FIFO a test puts where the runner reads", () => {
       "spins.test.ts": `${HEAD}test("replaces its log with a FIFO and spins", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  while (true) {}\n});\n`,
     });
     const run = await runCli(["run", "--root", dir, "--timeout", "60", "--grace", "1"], {
-      onLine: { match: /START spins/, then: (pid) => setTimeout(() => process.kill(pid, "SIGTERM"), 1_000) },
+      onLine: { match: /START spins/, act: (pid) => setTimeout(() => process.kill(pid, "SIGTERM"), 1_000) },
       limitMs: 40_000,
     });
     expect(run.signal).toBeNull();

@@ -43,7 +43,7 @@ describe("the batch rule (plan/auto-batch.ts)", () => {
   test("a file whose recorded duration reaches the target is alone; the rest are balanced longest first, each batch in plan order", () => {
     const files = names(12);
     const durations = new Map<string, number>([[files[3]!, 9000]]);
-    files.forEach((f, i) => i !== 3 && durations.set(f, 100 * (i + 1)));
+    for (const [i, f] of files.entries()) if (i !== 3) durations.set(f, 100 * (i + 1));
     const plan = autoBatches(files, { durations, jobs: 2 });
     // Total 9000 + 7400 = 16.4 s over 8 → 2050 ms per batch: the 9 s file alone, 7.4 s in 4 batches.
     expect(plan.targetMs).toBe(2050);
@@ -73,7 +73,7 @@ describe("the batch rule (plan/auto-batch.ts)", () => {
 describe("shardguard list --files-per-shard auto --timings", () => {
   test("the long file of the timings is a shard of its own; the others share batches", async () => {
     const files: Record<string, string> = {};
-    names(10).forEach((f, i) => (files[f] = passing(i)));
+    for (const [i, f] of names(10).entries()) files[f] = passing(i);
     const dir = makeSuite(files);
     const timings: Record<string, number> = Object.fromEntries(names(10).map((f) => [f, 100]));
     timings["t/f004.test.ts"] = 3000;
@@ -101,7 +101,7 @@ describe("shardguard list --files-per-shard auto --timings", () => {
           .split("\n")
           .slice(1)
           .map((l) => l.trim().split(" ")[0])
-          .filter((l) => l && l.startsWith("t/")),
+          .filter((l) => l?.startsWith("t/")),
       );
     expect(shards).toHaveLength(3);
     expect(shards).toContainEqual(["t/f004.test.ts"]);
@@ -114,7 +114,7 @@ describe("a wedged file in an auto batch (--timeout 4)", () => {
   let report: RunReport;
   beforeAll(async () => {
     const files: Record<string, string> = {};
-    names(12).forEach((f, i) => (files[f] = i === 9 ? failing : passing(i)));
+    for (const [i, f] of names(12).entries()) files[f] = i === 9 ? failing : passing(i);
     files["t/f005.test.ts"] = wedged;
     const dir = makeSuite(files);
     run = await runCli([

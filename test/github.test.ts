@@ -33,7 +33,7 @@ interface Command {
   data: string;
 }
 
-const unescape = (s: string) =>
+const unescapeCommand = (s: string) =>
   s.replace(/%3A/g, ":").replace(/%2C/g, ",").replace(/%0D/g, "\r").replace(/%0A/g, "\n").replace(/%25/g, "%");
 
 /**
@@ -61,9 +61,9 @@ function commands(stdout: string): Command[] {
       const props: Record<string, string> = {};
       for (const kv of (m[2] ?? "").split(",").filter(Boolean)) {
         const eq = kv.indexOf("=");
-        props[kv.slice(0, eq)] = unescape(kv.slice(eq + 1));
+        props[kv.slice(0, eq)] = unescapeCommand(kv.slice(eq + 1));
       }
-      return { name: m[1]!, props, data: unescape(m[3]!) };
+      return { name: m[1]!, props, data: unescapeCommand(m[3]!) };
     });
 }
 
@@ -223,7 +223,7 @@ describe("escaping and cutting (GitHub's workflow command rules)", () => {
     expect(escapeData("50% a\r\nb: c, d")).toBe("50%25 a%0D%0Ab: c, d");
     expect(escapeProperty("50% a\r\nb: c, d")).toBe("50%25 a%0D%0Ab%3A c%2C d");
     // % first: an escaped sequence in the input stays literal after unescaping.
-    expect(unescape(escapeProperty("%0A%3A"))).toBe("%0A%3A");
+    expect(unescapeCommand(escapeProperty("%0A%3A"))).toBe("%0A%3A");
   });
 
   test("one screen keeps the start and says it cut", () => {

@@ -20,7 +20,7 @@ function document(tests: number, nameLength: number): string {
   const out = [
     '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test" tests="1">\n  <testsuite name="a.test.ts" file="a.test.ts" tests="1">\n',
   ];
-  const pad = (head: string) => (head + " ").padEnd(nameLength, "ab\u00e9\u4e2d ");
+  const pad = (head: string) => `${head} `.padEnd(nameLength, "ab\u00e9\u4e2d ");
   for (let d = 0; d * 100 < tests; d++) {
     out.push(`    <testsuite name="${pad(`suite ${d}`)}" file="a.test.ts" line="3">\n`);
     for (let i = d * 100; i < Math.min(tests, (d + 1) * 100); i++) {
@@ -155,7 +155,7 @@ test("names of the events reused for the testcases they equal give the same entr
       ...names.slice(202),
     ].map((name) => ({ file, name })),
     [{ file: "b.test.ts", name: names[0]! }, ...names.slice(1, 30).map((name) => ({ file, name }))],
-    names.map((name) => ({ file, name: name.slice(0, -1) + "!" })),
+    names.map((name) => ({ file, name: `${name.slice(0, -1)}!` })),
   ];
   for (const known of lists) {
     expect(readBunJUnit(text, known)).toEqual(plain);

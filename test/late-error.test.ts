@@ -48,7 +48,7 @@ describe("a late uncaught error", () => {
         unknown
       >[];
       expect(
-        cases.map((c) => [c["@_name"], c["failure"] ? (c["failure"] as Record<string, string>)["@_message"] : null]),
+        cases.map((c) => [c["@_name"], c.failure ? (c.failure as Record<string, string>)["@_message"] : null]),
       ).toEqual([
         ["u1", null],
         ["u2", "late boom"],

@@ -124,7 +124,13 @@ function startChild(
           () => reject(new Error(`no line matching ${re} within ${ms} ms; got ${JSON.stringify(lines)}`)),
           ms,
         );
-        waiters.push({ re, resolve: (l) => (clearTimeout(timer), resolve(l)) });
+        waiters.push({
+          re,
+          resolve: (l) => {
+            clearTimeout(timer);
+            resolve(l);
+          },
+        });
       });
     },
   };

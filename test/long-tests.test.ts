@@ -92,7 +92,7 @@ describe("tests of 2.5 s and 5 s, then a spin: the ended tests stay passed with 
       const run = runCli(["run", "--root", dirs.cancel, "--timeout", "60", "--grace", "1"], {
         onLine: {
           match: /START/,
-          then: (pid) => {
+          act: (pid) => {
             // SIGINT once the spin has started (its start event is in the journal).
             void waitFor(
               () => journalText(dirs.cancel).includes('"TestReporter.start","params":{"id":3}'),

@@ -380,8 +380,8 @@ describe("redactReport copies only what it changes", () => {
     const safe = redactReport(report, redact);
     let same = 0;
     let copied = 0;
-    report.shards.forEach((shard, s) =>
-      shard.tests.forEach((test, t) => {
+    for (const [s, shard] of report.shards.entries()) {
+      for (const [t, test] of shard.tests.entries()) {
         const out = safe.shards[s]!.tests[t]!;
         if (JSON.stringify(test).includes(VARIED_SECRET.value)) {
           expect(out).not.toBe(test);
@@ -391,8 +391,8 @@ describe("redactReport copies only what it changes", () => {
           expect(out).toBe(test);
           same += 1;
         }
-      }),
-    );
+      }
+    }
     expect(copied).toBeGreaterThan(0);
     expect(same).toBeGreaterThan(copied);
     expect(JSON.stringify(report)).toContain(VARIED_SECRET.value);

@@ -147,7 +147,7 @@ describe("SIGINT while a shard waits for its resource", () => {
         env: { SG_ALIVE: alive },
         onLine: {
           match: /PASSED [^\n]*test\/c\.test\.ts/,
-          then: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 200),
+          act: (pid) => setTimeout(() => process.kill(pid, "SIGINT"), 200),
         },
       },
     );
@@ -333,7 +333,7 @@ describe("sources: flag > SHARDGUARD_* > [shardguard] > preset", () => {
       ...Object.fromEntries(["a", "b", "c", "d"].map((n) => [`test/${n}.test.ts`, file(n, 1)])),
       "bunfig.toml": `[shardguard]\nexclusive = ["test/b.test.ts"]\n\n[shardguard.presets.mine]\nglobs = ["test/*.test.ts"]\nexclusive = ["test/a.test.ts"]\nresources = { db = { files = ["test/c.test.ts", "test/d.test.ts"], capacity = 2 } }\n`,
     });
-  const exclusiveIn = (stdout: string) => [...stdout.matchAll(/\[(test-[a-d])\]  \(exclusive/g)].map((m) => m[1]);
+  const exclusiveIn = (stdout: string) => [...stdout.matchAll(/\[(test-[a-d])\] {2}\(exclusive/g)].map((m) => m[1]);
 
   test("each source wins over those below it, whole (lists are not merged)", async () => {
     const root = dir();

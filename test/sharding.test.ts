@@ -377,7 +377,7 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     // The preset's own --retry and the line's --rerun-each: bun test refuses the pair, so exit 2 before anything runs.
     writeFileSync(
       path.join(dir, "bunfig.toml"),
-      readFileSync(path.join(dir, "bunfig.toml"), "utf8") + 'shard-flags = ["--retry=1"]\n',
+      `${readFileSync(path.join(dir, "bunfig.toml"), "utf8")}shard-flags = ["--retry=1"]\n`,
     );
     const pair = bunTest(dir, ["--preset", "slow", "--rerun-each", "2"]);
     expect(pair.status).toBe(2);

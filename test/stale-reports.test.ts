@@ -192,7 +192,7 @@ describe("a run whose stable report.json became a directory mid-run", () => {
     expect(r.stdout).not.toContain("no report was written for this run");
     const named = new RegExp(
       String.raw`^shardguard: no report of this run at the report paths \(see the write error above\); ` +
-        String.raw`its complete JSON report: (.+)$`,
+        "its complete JSON report: (.+)$",
       "m",
     );
     const m = named.exec(r.stdout);

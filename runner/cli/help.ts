@@ -93,7 +93,7 @@ Run "shardguard run --help" for the flags.`;
 export function flagHelp(command: "run" | "list"): string {
   const rows = SETTINGS.map(
     (s) =>
-      `  ${(s.flag + " " + (({ path: "PATH", posint: "N", filesPerShard: "N|auto", names: "NAMES", name: "NAME", onoff: "on|off", passfail: "pass|fail", paths: "PATHS", globs: "GLOBS", resources: "SPEC" } as Record<string, string>)[s.kind] ?? "SECONDS")).padEnd(24)} ${s.help}  [env ${s.env}]`,
+      `  ${(`${s.flag} ${({ path: "PATH", posint: "N", filesPerShard: "N|auto", names: "NAMES", name: "NAME", onoff: "on|off", passfail: "pass|fail", paths: "PATHS", globs: "GLOBS", resources: "SPEC" } as Record<string, string>)[s.kind] ?? "SECONDS"}`).padEnd(24)} ${s.help}  [env ${s.env}]`,
   );
   const extra =
     command === "run"

@@ -33,7 +33,7 @@ export function internalError(
     const dir = mkdtempSync(path.join(tmp, "shardguard-error-"));
     where = path.join(dir, "trace.txt");
     const header = `shardguard ${TOOL_VERSION}, Bun ${process.versions.bun ?? "?"}, ${process.platform}-${process.arch}\nargv: ${JSON.stringify(argv)}\n\n`;
-    writeFileSync(where, header + trace + "\n", { mode: 0o600 });
+    writeFileSync(where, `${header + trace}\n`, { mode: 0o600 });
   } catch {
     where = "(could not be written)";
   }

@@ -64,7 +64,10 @@ export async function main(argv: readonly string[], host: Host = processHost()):
           import("../commands/bg/status.ts"),
         ]);
         const options = parseBgArgs(rest);
-        if (options === null) return (host.stdout(BG_HELP), EXIT.ok);
+        if (options === null) {
+          host.stdout(BG_HELP);
+          return EXIT.ok;
+        }
         const follow = (log: string) =>
           statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
         return await bgCommand(options, host, follow);
@@ -75,7 +78,10 @@ export async function main(argv: readonly string[], host: Host = processHost()):
           import("../commands/bg/status.ts"),
         ]);
         const options = parseStatusArgs(rest, host);
-        if (options === null) return (host.stdout(STATUS_HELP), EXIT.ok);
+        if (options === null) {
+          host.stdout(STATUS_HELP);
+          return EXIT.ok;
+        }
         return await statusCommand(options, host);
       }
       case "__bg-worker": {
@@ -90,7 +96,10 @@ export async function main(argv: readonly string[], host: Host = processHost()):
           import("../commands/merge-command.ts"),
         ]);
         const inputs = parseMergeArgs(rest, host);
-        if (inputs === null) return (host.stdout(MERGE_HELP), EXIT.ok);
+        if (inputs === null) {
+          host.stdout(MERGE_HELP);
+          return EXIT.ok;
+        }
         return await mergeCommand(inputs, host);
       }
       default:

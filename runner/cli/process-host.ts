@@ -34,8 +34,8 @@ export function processHost(): Host {
   return {
     env: process.env,
     cwd: process.cwd(),
-    stdout: (text) => out(text + "\n"),
-    stderr: (text) => err(text + "\n"),
+    stdout: (text) => out(`${text}\n`),
+    stderr: (text) => err(`${text}\n`),
     write: (text) => out(text),
     isTTY: Boolean(process.stdout.isTTY),
     ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),

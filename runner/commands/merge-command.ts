@@ -88,7 +88,7 @@ async function merge(
     );
   const previousTimings = inputs.updateTimings ? readTimingsFile(inputs.updateTimings, "--update-timings") : null;
 
-  let report;
+  let report: ReturnType<typeof mergeSlices>;
   try {
     report = mergeSlices(slices, { runId: newRunId(), toolVersion: TOOL_VERSION, now: new Date() });
   } catch (error) {

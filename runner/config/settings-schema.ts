@@ -378,7 +378,7 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
     spec.kind === "seconds" ||
     spec.kind === "nonnegSeconds";
   const result = needsNumber && !looksNumeric ? null : rule.schema.safeParse(raw);
-  if (!result || !result.success) {
+  if (!result?.success) {
     throw new ConfigError(`invalid ${source} ${written ?? showValue(raw)}: expected ${rule.accepted}`);
   }
   return result.data as number | string | string[];

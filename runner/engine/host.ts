@@ -10,6 +10,7 @@ export interface Host {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   /** Registers the cancellation handler for SIGINT / SIGTERM; may return a function that removes it. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a host may return nothing (test hosts do)
   onSignal: (handler: (signal: "SIGINT" | "SIGTERM") => void) => void | (() => void);
   /** Raw stdout writer (no newline added), for the live status area. */
   write?: (text: string) => void;

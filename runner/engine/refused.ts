@@ -29,9 +29,8 @@ import type { Host } from "./host.ts";
 const HEAD_BYTES = 64 * 1024;
 
 /** The head of a JSON report or CTRF document as our renderers write it (report/json.ts, report/ctrf.ts). */
-const OUR_JSON_HEAD = new RegExp(
-  String.raw`^\{\s*"schemaVersion":\s*\d+,\s*"runId":\s*"[^"]*",[^]*?\n  "tool":\s*\{\s*"name":\s*"shardguard",`,
-);
+const OUR_JSON_HEAD =
+  /^\{\s*"schemaVersion":\s*\d+,\s*"runId":\s*"[^"]*",[\s\S]*?\n {2}"tool":\s*\{\s*"name":\s*"shardguard",/;
 const OUR_CTRF_HEAD = /^\{\s*"reportFormat":\s*"CTRF",[^{]*"generatedBy":\s*"shardguard",/;
 
 /**

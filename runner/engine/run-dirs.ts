@@ -73,7 +73,7 @@ export class RunDirsKeeper {
     private readonly console: { line(text: string): void },
   ) {
     this.logDirAtStart = identity(dirs.logDir);
-    this.copiedPreload = preload !== undefined && preload.startsWith(dirs.runDir + path.sep) ? preload : null;
+    this.copiedPreload = preload?.startsWith(dirs.runDir + path.sep) ? preload : null;
   }
 
   /**

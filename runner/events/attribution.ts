@@ -105,7 +105,10 @@ export class FileAttribution {
       return;
     }
     const inherited = this.only ?? parent?.mapped;
-    if (inherited === undefined) return this.settle(block);
+    if (inherited === undefined) {
+      this.settle(block);
+      return;
+    }
     entry.mapped = inherited;
     if (parent?.viaBlock) entry.viaBlock = true;
   }

@@ -191,7 +191,10 @@ export class CompactReader {
 // Called once per event: FTL compiles cost more than short runs gain (util/tuning.ts).
 keepOutOfFTL(
   CompactReader.prototype.read,
+  // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
   CompactReader.prototype["readStart"],
+  // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
   CompactReader.prototype["readEnd"],
+  // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
   CompactReader.prototype["readFound"],
 );

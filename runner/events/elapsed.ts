@@ -53,5 +53,5 @@ export function testDurationNs(bunElapsed: number, receivedNs: number | undefine
   const unwrapped = base + wraps * ELAPSED_WRAP_NS;
   if (Math.abs(unwrapped - received) <= ELAPSED_TOLERANCE_NS) return unwrapped;
   // The runner saw less time than Bun's smallest reading: its start was read late; Bun's value stands.
-  return received < base ? base : received;
+  return Math.max(received, base);
 }

@@ -29,7 +29,7 @@ const SOCKET_NAME_RESERVE = "99999.sock".length;
  * worked, measured), but the set stays conservative: a run directory
  * outside it only moves the sockets to the private temp directory.
  */
-export const SAFE_SOCKET_PATH = /^[A-Za-z0-9._\/-]+$/;
+export const SAFE_SOCKET_PATH = /^[A-Za-z0-9._/-]+$/;
 
 /** Thrown when a socket path would exceed {@link MAX_SOCKET_PATH_BYTES}. */
 export class SocketPathTooLongError extends Error {
@@ -148,7 +148,7 @@ export function socketPathFor(dir: string, name: string | number): string {
     mkdirSync(dir, { mode: 0o700, recursive: true });
   }
   assertPrivateDir(dir);
-  let existing;
+  let existing: ReturnType<typeof lstatSync>;
   try {
     existing = lstatSync(path);
   } catch (error) {

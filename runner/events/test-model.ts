@@ -113,14 +113,18 @@ export class TestEventModel {
     switch (event.method) {
       case "TestReporter.found": {
         const { id, url, line, name, type, parentId } = event.params;
-        return this.found(id, url, line, name, type, parentId);
+        this.found(id, url, line, name, type, parentId);
+        return;
       }
       case "TestReporter.start":
-        return this.start(event.params.id);
+        this.start(event.params.id);
+        return;
       case "TestReporter.end":
-        return this.end(event.params.id, event.params.status, event.params.elapsed);
+        this.end(event.params.id, event.params.status, event.params.elapsed);
+        return;
       case "LifecycleReporter.error":
-        return this.error(event);
+        this.error(event);
+        return;
     }
   }
 

@@ -84,7 +84,12 @@ export async function runPool<T, R>(
         if (gate) signal();
       };
       let release: () => void = () => {};
-      const released = new Promise<void>((r) => (release = () => (free(), r())));
+      const released = new Promise<void>((r) => {
+        release = () => {
+          free();
+          r();
+        };
+      });
       const done = work(queue[index]!, enqueue, release)
         .then((result) => {
           results[index] = result;

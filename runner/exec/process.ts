@@ -19,7 +19,6 @@
  * cookie sweep kills such a grandchild).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
 import { onExit } from "signal-exit";
 import { SHARD_ENV } from "./bun-command.ts";
 import { closeShardLog, openShardLog, settleShardLog } from "./log-check.ts";

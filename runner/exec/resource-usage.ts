@@ -24,7 +24,7 @@
  *
  * Elsewhere (not Linux) nothing is measured but the wall time (`none`).
  */
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ShardResult } from "../results/report-model.ts";

@@ -108,7 +108,7 @@ export function sliceManifest(
   slices: readonly (readonly PlannedShard[])[],
 ): SliceManifest {
   const sliceOf = new Map<number, number>();
-  slices.forEach((slice, i) => slice.forEach((s) => sliceOf.set(s.index, i + 1)));
+  for (const [i, slice] of slices.entries()) for (const s of slice) sliceOf.set(s.index, i + 1);
   const entries = shards.map((s) => ({
     index: s.index,
     slug: s.slug,

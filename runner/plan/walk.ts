@@ -149,7 +149,7 @@ const LINK_TOLERANT_FS = {
  * nothing, a file gone meanwhile).
  */
 function realFile(entry: string, throughLink: boolean): string | null {
-  let stat;
+  let stat: ReturnType<typeof lstatSync>;
   try {
     stat = lstatSync(entry);
   } catch {

@@ -30,7 +30,7 @@ export function checkPresetEntry(
   root: string,
   argv: readonly string[] | null = readCommandLine(process.pid),
 ): EntryCheck {
-  if (argv && argv.some((a) => a === "--preset" || a.startsWith("--preset="))) {
+  if (argv?.some((a) => a === "--preset" || a.startsWith("--preset="))) {
     throw new ConfigError(
       `bun test --preset ran without shardguard's preload, so no paid test ran: run it from ${root} (where bunfig.toml registers the preload)`,
     );

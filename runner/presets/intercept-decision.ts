@@ -213,7 +213,7 @@ async function legacyMatch(
   const catalog = loadPresets(cwd);
   for (const name of candidates) {
     const preset = catalog.presets.get(name);
-    if (!preset || !preset.interceptFiles) continue;
+    if (!preset?.interceptFiles) continue;
     const own = new Set(presetFiles(preset, cwd));
     if (!files.every((f) => own.has(f))) continue;
     // A variable only a sharded runner sets for its shards: this process is

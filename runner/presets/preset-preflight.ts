@@ -13,7 +13,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { ConfigError } from "../config/settings-schema.ts";
 import type { Preset } from "./preset-schema.ts";
 
 /** What the preflight of a run is: a process to run, or why there is none. */

@@ -18,8 +18,7 @@ import {
   type SettingSpec,
 } from "../config/settings-schema.ts";
 import { needsTag, resourcePlan } from "../plan/resources.ts";
-import { groupIntoShards, planRun, refuseOutAmongTests, type Plan, type PlannedShard } from "../plan/plan.ts";
-import { EXIT } from "../results/codes.ts";
+import { groupIntoShards, planRun, refuseOutAmongTests, type Plan } from "../plan/plan.ts";
 import type { ShardResult } from "../results/report-model.ts";
 import { skippedByDiff } from "../results/verdict.ts";
 import { plural } from "../util/format.ts";

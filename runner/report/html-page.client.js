@@ -8,7 +8,6 @@
  * Type-checked by runner/report/tsconfig.page.json; tested in Chromium (test/report-html*.test.ts).
  * It may not contain a closing script tag.
  */
-"use strict";
 
 /**
  * One test, as html.ts's `data` writes it: [shard, file, name, status, durationMs, retries,

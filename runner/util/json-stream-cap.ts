@@ -165,16 +165,16 @@ export class JsonStreamCapper {
    * inside an escape sequence nor on a UTF-8 continuation byte, scanning
    * from the window's start with its known escape state.
    */
-  private safeCut(window: Buffer, from: number, escape: number, afterBackslash: boolean): number {
+  private safeCut(window: Buffer, from: number, escapeLeft: number, afterBackslash: boolean): number {
     for (let i = 0; i < window.length; i++) {
       const byte = window[i]!;
-      if (i >= from && escape === 0 && (byte & 0xc0) !== 0x80) return i;
-      if (escape > 0) {
-        if (afterBackslash && byte === LOWER_U) escape = 5;
+      if (i >= from && escapeLeft === 0 && (byte & 0xc0) !== 0x80) return i;
+      if (escapeLeft > 0) {
+        if (afterBackslash && byte === LOWER_U) escapeLeft = 5;
         afterBackslash = false;
-        escape -= 1;
+        escapeLeft -= 1;
       } else if (byte === BACKSLASH) {
-        escape = 1;
+        escapeLeft = 1;
         afterBackslash = true;
       }
     }

@@ -75,7 +75,7 @@ export interface CliOptions {
   cwd?: string;
   env?: Record<string, string | undefined>;
   /** Called once the CLI has printed a line matching this, with the child. */
-  onLine?: { match: RegExp; then: (pid: number) => void };
+  onLine?: { match: RegExp; act: (pid: number) => void };
   /** Hard limit for the CLI process, ms; the test fails past it. */
   limitMs?: number;
   /** The program run by Bun instead of runner/cli-entry.ts (the `bin` launcher, the compiled CLI). */
@@ -109,7 +109,7 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun
     stdout += chunk.toString();
     if (options.onLine && !fired && options.onLine.match.test(stdout)) {
       fired = true;
-      options.onLine.then(child.pid!);
+      options.onLine.act(child.pid!);
     }
   });
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));

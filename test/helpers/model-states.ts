@@ -72,6 +72,7 @@ export interface TestState {
 
 /** The model's test records in found order (Bun's registration order, not source order). */
 function records(model: TestEventModel): TestRecord[] {
+  // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
   return [...model["tests_"].values()];
 }
 
@@ -81,6 +82,7 @@ function describesAbove(model: TestEventModel, record: TestRecord): string[] {
   const seen = new Set<number>();
   for (let id = record.parentId; id !== undefined && !seen.has(id); ) {
     seen.add(id);
+    // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
     const parent = model["describes"].get(id);
     if (!parent) break;
     names.unshift(parent.name);
@@ -101,6 +103,7 @@ function stateOf(model: TestEventModel, record: TestRecord): TestState {
     name: record.name,
     describePath,
     // The model's own (its prefixes kept per describe), not rebuilt from describePath.
+    // biome-ignore lint/complexity/useLiteralKeys: a private member, reached by its name on purpose
     fullName: model["fullName"](record),
     url: record.url,
     file: record.mapped ?? record.file,

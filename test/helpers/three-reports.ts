@@ -19,15 +19,15 @@ export interface ShownTest {
 
 /** JUnit's element inside a testcase, as our status (docs/reports.md table). */
 function junitStatus(testcase: Record<string, unknown>): string {
-  const error = testcase["error"] as Record<string, string> | undefined;
+  const error = testcase.error as Record<string, string> | undefined;
   if (error)
     return (
       ({ timeout: "timed-out", crash: "crashed", "never-started": "never-started" } as Record<string, string>)[
         error["@_type"]!
       ] ?? `error:${error["@_type"]}`
     );
-  if (testcase["failure"]) return "failed";
-  const skipped = testcase["skipped"] as Record<string, string> | string | undefined;
+  if (testcase.failure) return "failed";
+  const skipped = testcase.skipped as Record<string, string> | string | undefined;
   if (skipped !== undefined) return typeof skipped === "object" && skipped["@_type"] === "todo" ? "todo" : "skipped";
   return "passed";
 }
@@ -70,7 +70,7 @@ export async function threeReports(
   const cases = (doc.testsuites.testsuite as { testcase: Record<string, unknown>[] }[]).flatMap((s) => s.testcase);
   const junit = cases.map((c) => {
     const status = junitStatus(c);
-    const element = (c["error"] ?? c["failure"]) as Record<string, string> | undefined;
+    const element = (c.error ?? c.failure) as Record<string, string> | undefined;
     return {
       name: String(c["@_name"]),
       status,

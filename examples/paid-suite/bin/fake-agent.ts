@@ -102,7 +102,7 @@ function answer(prompt: string): string {
 
 // One write per event: a consumer reading the pipe sees each event as soon as it is produced.
 function emit(event: Record<string, unknown>): void {
-  process.stdout.write(JSON.stringify(event) + "\n");
+  process.stdout.write(`${JSON.stringify(event)}\n`);
 }
 
 async function main(): Promise<number> {

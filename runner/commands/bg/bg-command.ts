@@ -149,7 +149,7 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
       `shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may not fit the ${cap.seconds}s cap; what is not done by then is cancelled`,
     );
   }
-  writeFileSync(log, lines.join("\n") + "\n", { mode: 0o600 });
+  writeFileSync(log, `${lines.join("\n")}\n`, { mode: 0o600 });
   const record: BgRecord = {
     id,
     backend,

@@ -103,11 +103,11 @@ export function newBgId(label: string, now = new Date()): string {
 /** `OUT/bg`. */
 export const bgDir = (out: string) => path.join(out, "bg");
 /** The record path that belongs to a log path (`x.log` → `x.json`). */
-export const recordPathFor = (log: string) => log.replace(/\.log$/, "") + ".json";
+export const recordPathFor = (log: string) => `${log.replace(/\.log$/, "")}.json`;
 
 /** Writes a record atomically next to its log. */
 export async function writeRecord(record: BgRecord): Promise<void> {
-  await writeFileAtomic(recordPathFor(record.log), JSON.stringify(record, null, 2) + "\n");
+  await writeFileAtomic(recordPathFor(record.log), `${JSON.stringify(record, null, 2)}\n`);
 }
 
 /**
