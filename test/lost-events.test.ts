@@ -138,8 +138,11 @@ describe("what a test can forge on its inspector connection (docs/reports.md)", 
 import { readdirSync, readlinkSync, writeSync } from "node:fs";
 /** Writes a passing TestReporter.end for test \`id\` on every socket of this process: the inspector's is one. */
 function forgeEnd(id: number): void {
-  const end = { method: "TestReporter.end", params: { id, status: "pass", elapsed: 1000 } };
-  const json = Buffer.from(JSON.stringify(end));
+  if (process.env.FORGE_STARTS) send({ method: "TestReporter.start", params: { id } });
+  send({ method: "TestReporter.end", params: { id, status: "pass", elapsed: 1000 } });
+}
+function send(event: object): void {
+  const json = Buffer.from(JSON.stringify(event));
   const frame = Buffer.alloc(4 + json.length);
   frame.writeUInt32BE(json.length, 0);
   json.copy(frame, 4);
@@ -168,6 +171,16 @@ test("victim 3", () => {});
     for (const [format, shown] of Object.entries(await threeReports(dir))) {
       expect([format, shown.map((t) => [t.name, t.status])]).toEqual([format, [["forger", "crashed"], ...victims]]);
       expect(shown[1]!.message).toStartWith("never started: its passing end event came without a start event");
+    }
+  }, 60_000);
+
+  test("forged start and end pairs: more starts than the preload counted, so no pass of the shard stands", async () => {
+    const dir = makeSuite({ "forge.test.ts": FORGE }, "sg-lost-events-");
+    expect((await runCli(["run", "--root", dir], { limitMs: 90_000, env: { FORGE_STARTS: "1" } })).code).toBe(1);
+    const victims = range(3, (i) => [`victim ${i + 1}`, "crashed"]);
+    for (const [format, shown] of Object.entries(await threeReports(dir))) {
+      expect([format, shown.map((t) => [t.name, t.status])]).toEqual([format, [["forger", "crashed"], ...victims]]);
+      expect(shown[1]!.message).toContain("carried more test starts than the child preload counted");
     }
   }, 60_000);
 });

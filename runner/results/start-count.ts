@@ -229,6 +229,16 @@ export function startedEntry(t: EventTest, reading: StartReading, ending: Ending
 }
 
 /**
+ * The entry of a test whose `pass` came from events that claim more starts
+ * than the child preload counted: a test forged events (docs/reports.md,
+ * "What a test can forge"), so no pass of that shard stands on them.
+ */
+export function untrustedPass(t: EventTest, reading: StartReading): TestResult {
+  const message = `its pass came from inspector events that carried more test starts than the child preload counted (${countedText(reading)}): events were forged, so the pass is not trusted`;
+  return fromEvent(t, "crashed", { type: "crash", message });
+}
+
+/**
  * The entry for the starts in `file` that no received `found` event names:
  * the whole file (`synthetic`) when none of its tests was found, else one
  * entry beside them. The ending's status when the test in flight is among

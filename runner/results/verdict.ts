@@ -30,7 +30,7 @@ import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE } fro
 import { fromJUnit, isHook } from "./from-junit.ts";
 import { foldJUnitAttempts } from "./junit-attempts.ts";
 import type { Failure, FailureKind, ShardResult, ShardStatus, TestResult, TestStatus } from "./report-model.ts";
-import { endWithoutStart, readStarts, startedEntry, unnamedEntry } from "./start-count.ts";
+import { endWithoutStart, readStarts, startedEntry, unnamedEntry, untrustedPass } from "./start-count.ts";
 import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./verdict-evidence.ts";
 
 export { WHOLE_FILE };
@@ -358,6 +358,8 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     reachedEnd,
   });
   const ending = { status, failure: failureType, reachedEnd, reason };
+  // The count cannot lose a start; events that claim more than it were written by a test.
+  const overclaimed = connected && reading.counted > 0 && reading.carried > reading.counted;
   let inFlightAssigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
   // In an --isolate batch the preload marks each file as it begins to load: when the last one
   // begun found no test, its top-level code was in flight, not a hook of the file before it.
@@ -400,7 +402,8 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     for (const t of found) {
       const forged = endWithoutStart(t);
       const started = t.state === "ended" && !forged ? undefined : startedEntry(t, reading, ending);
-      if (t.state === "ended" && t.status && !forged) tests.push(fromEvent(t, t.status));
+      if (t.state === "ended" && t.status === "passed" && !forged && overclaimed) tests.push(untrustedPass(t, reading));
+      else if (t.state === "ended" && t.status && !forged) tests.push(fromEvent(t, t.status));
       else if (started) tests.push(started);
       else {
         const message = `never started: ${forged ? NO_START : ""}${reason}`;
