@@ -15,6 +15,7 @@ import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, watchGroups, type Escapee, type ShardProcess } from "../exec/process.ts";
 import { runShard, type RunningShard } from "../exec/shard.ts";
+import { ShardNotStartedError } from "../exec/shard-attempt.ts";
 import { FIRST_REPORT_WAIT_MS, HandshakeGate } from "../exec/handshake-gate.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
 import { orderByTimings } from "../plan/timings.ts";
@@ -310,7 +311,7 @@ export class Run {
           // made again) must cost this shard, not the run: kill what it started, say why.
           this.running.get(shard.index)?.process?.killNow("cancel");
           const message = (error as Error).message ?? String(error);
-          const notSpawned = lastProc === null;
+          const notSpawned = lastProc === null || error instanceof ShardNotStartedError;
           const result = notSpawned
             ? neverStarted(shard, `shardguard could not start it: ${message}`)
             : supervisionFailed(shard, message);

@@ -24,6 +24,14 @@ import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
 import type { RunningShard, ShardContext, ShardHooks, ShardPaths } from "./shard-context.ts";
 import type { AttemptRecord } from "./shard-evidence.ts";
 
+/**
+ * Thrown when an attempt cannot even be prepared (the run's directories
+ * cannot be made again): no test of this attempt ran, so the shard is
+ * never-started, also when an earlier attempt's child was spawned (it ran
+ * no test: a second attempt follows only a channel that failed first).
+ */
+export class ShardNotStartedError extends Error {}
+
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
@@ -187,7 +195,11 @@ export class ShardAttempt {
    */
   private prepare(): string | null {
     const { paths, ctx, shard } = this.o;
-    ctx.ensureDirs?.();
+    try {
+      ctx.ensureDirs?.();
+    } catch (error) {
+      throw new ShardNotStartedError((error as Error).message ?? String(error));
+    }
     // Synchronous: unlinks (usually of nothing) through the thread pool
     // cost more than the calls themselves (bench/README.md).
     rmSync(paths.junit, { force: true });
