@@ -156,3 +156,36 @@ export function codeLines(file: string, text: string): number {
   visit(source);
   return lines.size;
 }
+
+/** One function or method body and its size, for the function-size rule. */
+export interface FunctionSize {
+  /** Its name, or "(anonymous)". */
+  name: string;
+  /** 1-based line where its body starts. */
+  line: number;
+  /** Lines of code of its body ({@link codeLines}); nested functions count toward it too. */
+  codeLines: number;
+}
+
+/** Every function, method, accessor and arrow function with a body in a TypeScript source. */
+export function functionSizes(file: string, text: string): FunctionSize[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const lines = text.split("\n");
+  const out: FunctionSize[] = [];
+  const visit = (node: ts.Node) => {
+    const body = ts.isFunctionLike(node) ? (node as ts.FunctionLikeDeclaration).body : undefined;
+    if (body !== undefined) {
+      const start = source.getLineAndCharacterOfPosition(body.getStart(source)).line;
+      const end = source.getLineAndCharacterOfPosition(body.getEnd()).line;
+      const named = (node as ts.FunctionLikeDeclaration).name;
+      out.push({
+        name: named ? named.getText(source) : "(anonymous)",
+        line: start + 1,
+        codeLines: codeLines(file, lines.slice(start, end + 1).join("\n")),
+      });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
