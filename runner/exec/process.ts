@@ -1,7 +1,12 @@
 /**
- * The only module that spawns and kills processes (with its sibling
- * exec/guardian.ts, which starts the run's guardian; the guardian kills
- * through {@link sweepCookie} here).
+ * The module that spawns and kills shard processes. Every kill path of the
+ * runner starts here: `signalGroup` (a shard's process group: SIGTERM,
+ * SIGCONT, SIGKILL; the exit hook's `killAllGroups`), the cookie sweeps
+ * (`sweepCookie`, `sweepStaleRuns`), and `cgroup.kill` through
+ * exec/cgroups.ts `killCgroup`, which the meters of exec/resource-usage.ts
+ * call for what a shard's cgroup still holds (`killRest`, `killAllCgroups`)
+ * and `killLeftGroups` for a dead runner's. The guardian (exec/guardian.ts
+ * starts it) kills through `sweepCookie` and `killLeftGroups` here.
  *
  * A shard child runs detached (its own process group, so one signal reaches
  * every descendant that stayed in the group) with stdin from /dev/null.
@@ -25,7 +30,8 @@ import { closeShardLog, openShardLog, settleShardLog } from "./log-check.ts";
 import { watchOomKills, type OomKills } from "./oom.ts";
 import { isAlive, processesWithEnv, readProcStat, sparedGroups, type EnvProcess } from "./proc-inspect.ts";
 import { cgroupPopulated, killCgroup, removeCgroups, staleShardCgroups } from "./cgroups.ts";
-import { killAllCgroups, startMeter, type ShardMeter, type ShardResources } from "./resource-usage.ts";
+import type { ShardResources } from "../results/report-model.ts";
+import { killAllCgroups, startMeter, type ShardMeter } from "./resource-usage.ts";
 
 /**
  * Lifecycle of one shard process, in order. A process moves forward only.

@@ -27,7 +27,7 @@
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { ShardResult } from "../results/report-model.ts";
+import type { ShardResources } from "../results/report-model.ts";
 import {
   cgroupParent,
   cgroupPopulated,
@@ -48,9 +48,6 @@ import {
   type Descendant,
   type ProcUsage,
 } from "./proc-inspect.ts";
-
-/** The figures of one shard (results/report-model.ts, `resources`). */
-export type ShardResources = NonNullable<ShardResult["resources"]>;
 
 /** First sample after the spawn, and the interval of the next ones, ms. */
 export const FIRST_SAMPLE_MS = 100;

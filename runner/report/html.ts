@@ -12,16 +12,13 @@
  * streamed atomic writer (report/atomic-stream.ts) and never held whole:
  * 100,000 tests are a few MB of rows.
  */
-import type { RunReport, ShardResult, TestStatus } from "../results/report-model.ts";
+import type { RunReport, ShardResources, ShardResult, TestStatus } from "../results/report-model.ts";
 import { TEST_STATUSES } from "../results/report-model.ts";
 import { HTML_REPORT_MARK } from "./html-mark.ts";
 import { PAGE_CSS, PAGE_SCRIPT } from "./html-page.ts";
 import { escapeHtml, jsonForScript } from "./html-text.ts";
 import { layoutTimeline, timelineCaption, timelineSvg } from "./html-timeline.ts";
 import { failureNote, reportText } from "./json.ts";
-
-/** A shard's CPU and memory figures (report-model.ts, `shards[].resources`). */
-export type ShardResources = NonNullable<ShardResult["resources"]>;
 
 /** The shard's {@link ShardResources}, or null when it never started (or the report predates them). */
 export function shardResources(shard: ShardResult): ShardResources | null {

@@ -185,6 +185,8 @@ export const ShardResultSchema = z.object({
   tests: z.array(TestResultSchema),
 });
 export type ShardResult = z.infer<typeof ShardResultSchema>;
+/** What a shard's process tree cost and how it was measured (`ShardResult.resources`). */
+export type ShardResources = NonNullable<ShardResult["resources"]>;
 
 /**
  * The plan of a sliced run (docs/sharding.md): every planned shard in plan
