@@ -226,7 +226,10 @@ describe("readStarts: the rules one by one", () => {
             const tests = Array.from({ length: 6 }, (_, i) => t(`t${i}`, state(i), i));
             const result = decideShard(shard(tests, { testsStarted: counted, process: how }));
             const passed = result.tests.filter((x) => x.status === "passed").map((x) => x.name);
-            expect(passed).toEqual(tests.filter((x) => x.state === "ended").map((x) => x.name));
+            // More ended tests than the preload counted (beyond the one running): forged events, no pass stands.
+            const overclaimed = counted > 0 && ended > counted;
+            const ends = tests.filter((x) => x.state === "ended").map((x) => x.name);
+            expect(passed).toEqual(overclaimed ? [] : ends);
             const started = Math.max(counted, ended + (running ? 1 : 0));
             const neverStarted = result.tests.filter((x) => x.status === "never-started").length;
             expect(neverStarted).toBeLessThanOrEqual(6 - Math.min(6, started));

@@ -358,8 +358,10 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     reachedEnd,
   });
   const ending = { status, failure: failureType, reachedEnd, reason };
-  // The count cannot lose a start; events that claim more than it were written by a test.
-  const overclaimed = connected && reading.counted > 0 && reading.carried > reading.counted;
+  // The count cannot lose a start; events that claim more than it (beyond the tests still running,
+  // whose start Bun sends before the preload's beforeEach counts it) were written by a test.
+  const runningNow = eventTests.filter((t) => t.state === "running").length;
+  const overclaimed = connected && reading.counted > 0 && reading.carried - runningNow > reading.counted;
   let inFlightAssigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
   // In an --isolate batch the preload marks each file as it begins to load: when the last one
   // begun found no test, its top-level code was in flight, not a hook of the file before it.
