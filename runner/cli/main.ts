@@ -31,82 +31,13 @@ import { BG_HELP, flagHelp, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, US
 export async function main(argv: readonly string[], host: Host = processHost()): Promise<number> {
   const [command, ...rest] = argv;
   try {
-    switch (command) {
-      case undefined:
-      case "help":
-      case "--help":
-      case "-h":
-        host.stdout(USAGE);
-        return command === undefined ? EXIT.usage : EXIT.ok;
-      case "--version":
-      case "version":
-        host.stdout(TOOL_VERSION);
-        return EXIT.ok;
-      case "run":
-      case "list": {
-        const args = parseArgs(rest, command, PRESET_FLAGS);
-        if (args.help) {
-          host.stdout(flagHelp(command));
-          return EXIT.ok;
-        }
-        if (command === "list" && args.bunArgs.length > 0) {
-          throw new ConfigError(`list takes no bun test flags after "--" (they are for run)`);
-        }
-        const { runCommand } = await import("../commands/run-command.ts");
-        return await runCommand(command, args, host);
-      }
-      case "init":
-        return await initFromArgs(rest, host);
-      case "bg": {
-        const [{ parseBgArgs }, { bgCommand }, { statusCommand }] = await Promise.all([
-          import("./bg-args.ts"),
-          import("../commands/bg/bg-command.ts"),
-          import("../commands/bg/status.ts"),
-        ]);
-        const options = parseBgArgs(rest);
-        if (options === null) {
-          host.stdout(BG_HELP);
-          return EXIT.ok;
-        }
-        const follow = (log: string) =>
-          statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
-        return await bgCommand(options, host, follow);
-      }
-      case "status": {
-        const [{ parseStatusArgs }, { statusCommand }] = await Promise.all([
-          import("./bg-args.ts"),
-          import("../commands/bg/status.ts"),
-        ]);
-        const options = parseStatusArgs(rest, host);
-        if (options === null) {
-          host.stdout(STATUS_HELP);
-          return EXIT.ok;
-        }
-        return await statusCommand(options, host);
-      }
-      case "__bg-worker": {
-        const { bgWorker } = await import("../commands/bg/worker.ts");
-        return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) =>
-          main(["run", ...argv], runHost),
-        );
-      }
-      case "merge": {
-        const [{ parseMergeArgs }, { mergeCommand }] = await Promise.all([
-          import("./merge-args.ts"),
-          import("../commands/merge-command.ts"),
-        ]);
-        const inputs = parseMergeArgs(rest, host);
-        if (inputs === null) {
-          host.stdout(MERGE_HELP);
-          return EXIT.ok;
-        }
-        return await mergeCommand(inputs, host);
-      }
-      default:
-        throw new ConfigError(
-          `unknown command ${JSON.stringify(command)}; accepted: run, list, merge, bg, status, init, help`,
-        );
+    const handler = COMMANDS.get(command);
+    if (handler === undefined) {
+      throw new ConfigError(
+        `unknown command ${JSON.stringify(command)}; accepted: run, list, merge, bg, status, init, help`,
+      );
     }
+    return await handler(command, rest, host);
   } catch (error) {
     if (error instanceof ConfigError) {
       host.stderr(`shardguard: ${error.message}`);
@@ -117,6 +48,106 @@ export async function main(argv: readonly string[], host: Host = processHost()):
     throw error;
   }
 }
+
+/** One command: its name as typed (undefined: none), the arguments after it; returns the exit code. */
+type CommandHandler = (command: string | undefined, rest: readonly string[], host: Host) => Promise<number>;
+
+/** `shardguard` (no command), `help`, `--help`, `-h`: usage; a missing command is a usage error (exit 2). */
+async function helpCommand(command: string | undefined, _rest: readonly string[], host: Host): Promise<number> {
+  host.stdout(USAGE);
+  return command === undefined ? EXIT.usage : EXIT.ok;
+}
+
+/** `shardguard version` / `--version`. */
+async function versionCommand(_command: string | undefined, _rest: readonly string[], host: Host): Promise<number> {
+  host.stdout(TOOL_VERSION);
+  return EXIT.ok;
+}
+
+/** `shardguard run|list [PATTERN...] [FLAGS] [-- BUN FLAGS]`; `list` takes no bun test flags. */
+async function runOrList(command: string | undefined, rest: readonly string[], host: Host): Promise<number> {
+  const name = command === "list" ? "list" : "run";
+  const args = parseArgs(rest, name, PRESET_FLAGS);
+  if (args.help) {
+    host.stdout(flagHelp(name));
+    return EXIT.ok;
+  }
+  if (name === "list" && args.bunArgs.length > 0) {
+    throw new ConfigError(`list takes no bun test flags after "--" (they are for run)`);
+  }
+  const { runCommand } = await import("../commands/run-command.ts");
+  return await runCommand(name, args, host);
+}
+
+/** `shardguard bg ...`: a run in the background, followed by its status when asked. */
+async function bgFromArgs(_command: string | undefined, rest: readonly string[], host: Host): Promise<number> {
+  const [{ parseBgArgs }, { bgCommand }, { statusCommand }] = await Promise.all([
+    import("./bg-args.ts"),
+    import("../commands/bg/bg-command.ts"),
+    import("../commands/bg/status.ts"),
+  ]);
+  const options = parseBgArgs(rest);
+  if (options === null) {
+    host.stdout(BG_HELP);
+    return EXIT.ok;
+  }
+  const follow = (log: string) =>
+    statusCommand({ target: log, follow: true, out: "", root: host.cwd, repo: null }, host);
+  return await bgCommand(options, host, follow);
+}
+
+/** `shardguard status ...`: a background run's state. */
+async function statusFromArgs(_command: string | undefined, rest: readonly string[], host: Host): Promise<number> {
+  const [{ parseStatusArgs }, { statusCommand }] = await Promise.all([
+    import("./bg-args.ts"),
+    import("../commands/bg/status.ts"),
+  ]);
+  const options = parseStatusArgs(rest, host);
+  if (options === null) {
+    host.stdout(STATUS_HELP);
+    return EXIT.ok;
+  }
+  return await statusCommand(options, host);
+}
+
+/** `shardguard __bg-worker SPEC`: the detached process of `bg`, which runs `run` with the spec's argv. */
+async function bgWorkerFromArgs(_command: string | undefined, rest: readonly string[], host: Host): Promise<number> {
+  const { bgWorker } = await import("../commands/bg/worker.ts");
+  return await bgWorker(JSON.parse(rest[0] ?? "{}") as WorkerSpec, host, (argv, runHost) =>
+    main(["run", ...argv], runHost),
+  );
+}
+
+/** `shardguard merge ...`: one report from the reports of several runs. */
+async function mergeFromArgs(_command: string | undefined, rest: readonly string[], host: Host): Promise<number> {
+  const [{ parseMergeArgs }, { mergeCommand }] = await Promise.all([
+    import("./merge-args.ts"),
+    import("../commands/merge-command.ts"),
+  ]);
+  const inputs = parseMergeArgs(rest, host);
+  if (inputs === null) {
+    host.stdout(MERGE_HELP);
+    return EXIT.ok;
+  }
+  return await mergeCommand(inputs, host);
+}
+
+/** Every command by the names it answers to; any other is a usage error. */
+const COMMANDS: ReadonlyMap<string | undefined, CommandHandler> = new Map<string | undefined, CommandHandler>([
+  [undefined, helpCommand],
+  ["help", helpCommand],
+  ["--help", helpCommand],
+  ["-h", helpCommand],
+  ["--version", versionCommand],
+  ["version", versionCommand],
+  ["run", runOrList],
+  ["list", runOrList],
+  ["init", (_command, rest, host) => initFromArgs(rest, host)],
+  ["bg", bgFromArgs],
+  ["status", statusFromArgs],
+  ["__bg-worker", bgWorkerFromArgs],
+  ["merge", mergeFromArgs],
+]);
 
 /** `shardguard init [--preset NAME] [--dry-run] [--root DIR]`; throws ConfigError for usage errors. */
 async function initFromArgs(argv: readonly string[], host: Host): Promise<number> {

@@ -260,94 +260,113 @@ export function addScript(
  */
 export function planInit(root: string, presetName: string | null): { changes: InitChange[]; ref: ShardguardRef } {
   const ref = shardguardRef(root);
-  const changes: InitChange[] = [];
-
-  const bunfigPath = path.join(root, "bunfig.toml");
-  const bunfigText = existsSync(bunfigPath) ? readFileSync(bunfigPath, "utf8") : null;
-  const newBunfig = addPreload(bunfigText, ref.preload, (e) => isOurPreload(e, root, ref));
-  changes.push(
-    newBunfig === null
-      ? { file: "bunfig.toml", action: "unchanged", detail: "[test] preload already has shardguard's preload" }
-      : {
-          file: "bunfig.toml",
-          action: bunfigText === null ? "create" : "update",
-          detail:
-            bunfigText === null
-              ? `[test] preload = [${JSON.stringify(ref.preload)}]`
-              : `added ${JSON.stringify(ref.preload)} to [test] preload`,
-          content: newBunfig,
-          preview: addedLines(bunfigText, newBunfig),
-        },
-  );
-  changes.push(gitignoreChange(root));
+  // 1. bunfig.toml and .gitignore, with or without a preset.
+  const bunfig = bunfigChange(root, ref);
+  const changes: InitChange[] = [bunfig.change, gitignoreChange(root)];
   if (presetName === null) return { changes, ref };
 
+  // 2. The preset: its name must be usable in a file name; validate against the presets as they
+  // will be (bunfig.toml may not exist yet).
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(presetName)) {
     throw new ConfigError(
       `invalid --preset ${JSON.stringify(presetName)}: init needs a name of letters, digits, ".", "_" and "-"`,
     );
   }
-  // Validate against the presets as they will be: bunfig.toml may not exist yet.
   const preset = getPreset(loadPresets(root), presetName);
 
-  const testRoot = testRootOf(newBunfig ?? bunfigText);
+  // 3. The entry test file, then package.json's script.
+  changes.push(entryChange(root, presetName, testRootOf(bunfig.text), ref));
+  changes.push(scriptChange(root, preset.script, `bun test --preset ${presetName}`));
+  return { changes, ref };
+}
+
+/**
+ * Step 1 of docs/presets.md "What `shardguard init` does": shardguard's preload in
+ * `[test] preload`, and the bunfig.toml text as it will be (for its `[test] root`).
+ */
+function bunfigChange(root: string, ref: ShardguardRef): { change: InitChange; text: string | null } {
+  const bunfigPath = path.join(root, "bunfig.toml");
+  const bunfigText = existsSync(bunfigPath) ? readFileSync(bunfigPath, "utf8") : null;
+  const newBunfig = addPreload(bunfigText, ref.preload, (e) => isOurPreload(e, root, ref));
+  if (newBunfig === null) {
+    return {
+      change: { file: "bunfig.toml", action: "unchanged", detail: "[test] preload already has shardguard's preload" },
+      text: bunfigText,
+    };
+  }
+  return {
+    change: {
+      file: "bunfig.toml",
+      action: bunfigText === null ? "create" : "update",
+      detail:
+        bunfigText === null
+          ? `[test] preload = [${JSON.stringify(ref.preload)}]`
+          : `added ${JSON.stringify(ref.preload)} to [test] preload`,
+      content: newBunfig,
+      preview: addedLines(bunfigText, newBunfig),
+    },
+    text: newBunfig,
+  };
+}
+
+/**
+ * Step 2 of docs/presets.md "What `shardguard init` does": the entry test file under the
+ * test root, created, rewritten when shardguard wrote it, kept when someone else did.
+ */
+function entryChange(root: string, presetName: string, testRoot: string, ref: ShardguardRef): InitChange {
   const entryRel = `${testRoot === "." ? "" : `${testRoot}/`}shardguard.${presetName}.test.ts`;
   const entryPath = path.join(root, entryRel);
   const content = entryFileContent(presetName, root, path.dirname(entryPath), ref);
   if (!existsSync(entryPath)) {
-    changes.push({
+    return {
       file: entryRel,
       action: "create",
       detail: `entry file for \`bun test --preset ${presetName}\``,
       content,
       preview: content,
-    });
-  } else {
-    const old = readFileSync(entryPath, "utf8");
-    if (old === content) changes.push({ file: entryRel, action: "unchanged", detail: "entry file is up to date" });
-    else if (old.startsWith(ENTRY_MARKER))
-      changes.push({ file: entryRel, action: "update", detail: "entry file rewritten", content, preview: content });
-    else
-      changes.push({
-        file: entryRel,
-        action: "kept",
-        detail: "exists and was not written by shardguard init: left alone (its path already matches the preset name)",
-      });
+    };
   }
+  const old = readFileSync(entryPath, "utf8");
+  if (old === content) return { file: entryRel, action: "unchanged", detail: "entry file is up to date" };
+  if (old.startsWith(ENTRY_MARKER))
+    return { file: entryRel, action: "update", detail: "entry file rewritten", content, preview: content };
+  return {
+    file: entryRel,
+    action: "kept",
+    detail: "exists and was not written by shardguard init: left alone (its path already matches the preset name)",
+  };
+}
 
-  const command = `bun test --preset ${presetName}`;
+/**
+ * Step 3 of docs/presets.md "What `shardguard init` does": the preset's script in
+ * package.json, never replacing an existing script of that name.
+ */
+function scriptChange(root: string, script: string, command: string): InitChange {
   const pkgPath = path.join(root, "package.json");
   if (!existsSync(pkgPath)) {
-    changes.push({
+    return {
       file: "package.json",
       action: "kept",
-      detail: `no package.json: add the script "${preset.script}": "${command}" yourself if you want one`,
-    });
-  } else {
-    const added = addScript(readFileSync(pkgPath, "utf8"), preset.script, command);
-    if (added.text !== null) {
-      changes.push({
-        file: "package.json",
-        action: "update",
-        detail: `added script "${preset.script}": "${command}"`,
-        content: added.text,
-        preview: `"${preset.script}": "${command}"`,
-      });
-    } else if (added.existing === command) {
-      changes.push({
-        file: "package.json",
-        action: "unchanged",
-        detail: `script "${preset.script}" already runs the preset`,
-      });
-    } else {
-      changes.push({
-        file: "package.json",
-        action: "kept",
-        detail: `script "${preset.script}" exists and was kept (${JSON.stringify(added.existing)}); a command line naming only the preset's files is taken over anyway`,
-      });
-    }
+      detail: `no package.json: add the script "${script}": "${command}" yourself if you want one`,
+    };
   }
-  return { changes, ref };
+  const added = addScript(readFileSync(pkgPath, "utf8"), script, command);
+  if (added.text !== null) {
+    return {
+      file: "package.json",
+      action: "update",
+      detail: `added script "${script}": "${command}"`,
+      content: added.text,
+      preview: `"${script}": "${command}"`,
+    };
+  }
+  if (added.existing === command)
+    return { file: "package.json", action: "unchanged", detail: `script "${script}" already runs the preset` };
+  return {
+    file: "package.json",
+    action: "kept",
+    detail: `script "${script}" exists and was kept (${JSON.stringify(added.existing)}); a command line naming only the preset's files is taken over anyway`,
+  };
 }
 
 /** The .gitignore line init adds: the default output directory (reports and logs). */

@@ -9,14 +9,8 @@
  */
 import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
-import { batchBunArgs, resolveRoot, resolveSettingsWithSources, type SettingLayer } from "../config/load.ts";
-import {
-  ConfigError,
-  parseSettingValue,
-  SETTINGS,
-  type RunSettings,
-  type SettingSpec,
-} from "../config/settings-schema.ts";
+import { batchBunArgs, resolveRoot, resolveSettingsWithSources } from "../config/load.ts";
+import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
 import { needsTag, resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, planRun, refuseOutAmongTests, type Plan } from "../plan/plan.ts";
 import type { ShardResult } from "../results/report-model.ts";
@@ -30,18 +24,21 @@ import {
   type DiffSelection,
   type FileDecision,
 } from "./diff.ts";
-import {
-  bunFlagConflict,
-  expandFlagTemplates,
-  mergeShardFlags,
-  REFUSED_FLAGS,
-  splitBunTestArgs,
-  type CommandFlag,
-} from "./flags.ts";
+import { bunFlagConflict, REFUSED_FLAGS, splitBunTestArgs, type CommandFlag } from "./flags.ts";
 import { planPreflight, type PreflightPlan } from "./preset-preflight.ts";
 import { readTimings } from "../plan/timings.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
-import { MAX_MS, type Preset, type ShardDirSpec } from "./preset-schema.ts";
+import type { Preset, ShardDirSpec } from "./preset-schema.ts";
+import {
+  concurrencyInputs,
+  layersAbove,
+  layersBelow,
+  maxConcurrencyOf,
+  nonEmpty,
+  shardFlagsOf,
+  splitLineFlags,
+  type LineFlags,
+} from "./preset-values.ts";
 import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
 
 /** What a preset run was asked to do. */
@@ -128,8 +125,6 @@ export interface PreparedPresetRun {
   preflight: PreflightPlan;
 }
 
-const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
-
 /**
  * Checks command-line flags meant for shards.
  *
@@ -170,21 +165,6 @@ export function presetRequestFromArgs(
   };
 }
 
-/** Parses a millisecond count from an environment variable or `bun test --timeout`. */
-function parseMs(raw: string, source: string): number {
-  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_MS) {
-    throw new ConfigError(
-      `invalid ${source} ${JSON.stringify(raw)}: expected a whole number of milliseconds from 1 to ${MAX_MS}`,
-    );
-  }
-  return n;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value === "" ? undefined : value;
-}
-
 /**
  * Settles every value of a preset run and plans it. Starts no process
  * except git (diff selection), writes nothing.
@@ -204,198 +184,24 @@ function nonEmpty(value: string | undefined): string | undefined {
  */
 export async function preparePresetRun(req: PresetRequest): Promise<PreparedPresetRun> {
   const { env } = req;
+  // 1. The root, the preset and its tier.
   const root = resolveRoot(req.args, env, req.cwd);
   const preset = getPreset(loadPresets(root), req.name, req.via === "--preset" ? "--preset" : "preset");
+  const tier = runTier(preset, req);
 
-  let tier: ChosenTier | null = null;
-  if (preset.tier) tier = chooseTier(preset.tier, req.tier, env, req.tierDefault ?? true);
-  else if (req.tier !== undefined)
-    throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
-  if (tier?.from === "default" && req.defaultTier && preset.tier?.values.includes(req.defaultTier.name))
-    tier = { ...req.defaultTier };
-
-  // Command-line flags: refuse what cannot be passed on; pull out the two that become settings.
+  // 2. Command-line flags: refuse what cannot be passed on; pull out the two that become settings.
   checkShardFlags(req.commandFlags, req.flagsWhere);
-  const lineTimeout = req.commandFlags.filter((f) => f.name === "--timeout").at(-1);
-  const lineConcurrency = req.commandFlags.filter((f) => f.name === "--max-concurrency").at(-1);
-  const passOn = req.commandFlags.filter((f) => f.name !== "--timeout" && f.name !== "--max-concurrency");
+  const line = splitLineFlags(req.commandFlags);
 
-  // The preset's sources of settings, as layers of the one precedence rule
-  // (config/load.ts): above SHARDGUARD_* the bun test line's --timeout, then
-  // the knob variables; below [shardguard] the preset's own values.
-  const above: SettingLayer[] = [];
-  if (lineTimeout)
-    above.push({
-      from: `${req.flagsWhere} --timeout`,
-      values: { timeout: parseMs(lineTimeout.value ?? "", `${req.flagsWhere} --timeout`) },
-    });
-  const knob = (name: string | undefined) => (name ? nonEmpty(env[name]) : undefined);
-  const jobsKnob = preset.knobs.jobs;
-  const jobsRaw = knob(jobsKnob);
-  if (jobsKnob && jobsRaw !== undefined)
-    above.push({ from: jobsKnob, values: { jobs: parseSettingValue(spec("jobs"), jobsRaw, jobsKnob) as number } });
-  const timeoutKnob = preset.knobs.timeoutMs;
-  const timeoutRaw = knob(timeoutKnob);
-  if (timeoutKnob && timeoutRaw !== undefined)
-    above.push({ from: timeoutKnob, values: { timeout: parseMs(timeoutRaw, timeoutKnob) } });
-  const below: SettingLayer[] = [
-    {
-      from: `preset ${preset.name}`,
-      values: {
-        jobs: preset.jobs,
-        timeout: preset.timeoutMs,
-        grace: preset.graceMs,
-        filesPerShard: preset.filesPerShard,
-        ...(preset.exclusive.length > 0 ? { exclusive: preset.exclusive } : {}),
-        ...(Object.keys(preset.resources).length > 0 ? { resources: preset.resources } : {}),
-        ...(preset.emptyFiles ? { emptyFiles: preset.emptyFiles } : {}),
-      },
-    },
-  ];
-  const concKnob = preset.knobs.maxConcurrency;
-  const concRaw = knob(concKnob);
-  const concFromEnv =
-    concKnob && concRaw !== undefined ? (parseSettingValue(spec("jobs"), concRaw, concKnob) as number) : undefined;
-  const lineBudget =
-    lineConcurrency !== undefined
-      ? (parseSettingValue(spec("jobs"), lineConcurrency.value ?? "", `${req.flagsWhere} --max-concurrency`) as number)
-      : undefined;
+  // 3. Every value, with its source, and the shard flags.
+  const { settings, jobs, timeoutMs, maxConcurrency } = settleValues(preset, req, line);
 
-  const { settings: resolved, sources } = resolveSettingsWithSources({
-    args: { ...req.args, bunArgs: [] },
-    env,
-    cwd: req.cwd,
-    defaultBun: process.execPath,
-    above,
-    below,
-  });
-  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.jobs ?? "default" };
-  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.timeout ?? "default" };
-  const maxConcurrency: Sourced<number> | null =
-    req.lineFlagsOnly && lineBudget === undefined
-      ? null
-      : concFromEnv !== undefined
-        ? { value: concFromEnv, from: concKnob! }
-        : lineBudget !== undefined
-          ? {
-              value: Math.ceil(lineBudget / jobs.value),
-              from: `${req.flagsWhere} --max-concurrency ${lineBudget} shared by ${jobs.value} jobs`,
-            }
-          : { value: preset.maxConcurrency, from: `preset ${preset.name}` };
+  // 4. Files: the preset's, limited to the ones asked for; then tiers and shards.
+  const files = presetRunFiles(preset, root, req, settings.out);
+  const plan = planPresetShards(preset, root, tier, settings, files);
 
-  // A taken-over line: its own flags in its order, the two above as their rules read them
-  // (one of each, where the line last gave it). Else the preset's flags, overridden by the line's.
-  const lastOf = (flag: CommandFlag | undefined, value: string | undefined): CommandFlag[] =>
-    flag && value !== undefined ? [{ name: flag.name, value, tokens: [`${flag.name}=${value}`] }] : [];
-  const shardFlags = req.lineFlagsOnly
-    ? mergeShardFlags(
-        [],
-        req.commandFlags.flatMap((f) =>
-          f === lineConcurrency
-            ? lastOf(f, maxConcurrency ? String(maxConcurrency.value) : undefined)
-            : f === lineTimeout
-              ? lastOf(f, String(timeoutMs.value))
-              : f.name === "--timeout" || f.name === "--max-concurrency"
-                ? []
-                : [f],
-        ),
-      )
-    : mergeShardFlags(
-        expandFlagTemplates(preset.shardFlags, { maxConcurrency: maxConcurrency!.value, timeoutMs: timeoutMs.value }),
-        [...splitBunTestArgs(resolved.bunArgs).flags, ...passOn],
-      );
-  const conflict = bunFlagConflict(splitBunTestArgs(shardFlags).flags);
-  if (conflict) throw new ConfigError(`preset ${preset.name}: shard flags ${conflict}`);
-  const settings: RunSettings = {
-    ...resolved,
-    patterns: [...preset.globs],
-    bunArgs: batchBunArgs(resolved.filesPerShard, shardFlags, sources.filesPerShard ?? "default"),
-  };
-
-  // Files: the preset's, limited to the ones asked for.
-  const outRel = settings.out.startsWith(root + path.sep)
-    ? path.relative(root, settings.out).split(path.sep).join("/")
-    : null;
-  const all = presetFiles(preset, root);
-  if (all.length === 0) {
-    throw new ConfigError(
-      `preset ${preset.name}: no file under ${root} matches its globs (${preset.globs.join(", ")})`,
-    );
-  }
-  let files = all;
-  if (req.files && req.files.length > 0) {
-    const allowed = new Set(all);
-    files = [...new Set(req.files.map((f) => toRootRelative(root, req.cwd, f)))];
-    const stray = files.find((f) => !allowed.has(f));
-    if (stray !== undefined) {
-      throw new ConfigError(
-        `invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
-      );
-    }
-    files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  } else if (req.patterns && req.patterns.length > 0) {
-    const allowed = new Set(all);
-    const matched = [...planRun({ root, patterns: req.patterns, filesPerShard: 1, out: settings.out }).included.keys()];
-    const stray = matched.find((f) => !allowed.has(f));
-    if (stray !== undefined) {
-      throw new ConfigError(
-        `invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
-      );
-    }
-    files = all.filter((f) => matched.includes(f));
-  }
-
-  refuseOutAmongTests(root, settings.out, files);
-  const inTier =
-    tier && preset.tier
-      ? filterByTier(root, files, tier.name, preset.tier)
-      : { selected: files, reasons: new Map<string, string>(), excluded: [] };
-  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, {
-    batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs },
-    alone: resourcePlan(settings).isExclusive,
-  });
-  const included = new Map(
-    inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const),
-  );
-  const plan: Plan = { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
-
-  let selection: DiffSelection | null = null;
-  let skipped: ShardResult[] = [];
-  let decisions = new Map<string, FileDecision>();
-  if (preset.selection && shards.length > 0) {
-    const spec = preset.selection;
-    // EVALS_ALL (or a caller's reason) means no selection at all: nothing to load, nothing to diff.
-    const touchfiles = env[spec.allEnv] || req.selectionOff ? null : await loadTouchfiles(root, spec);
-    if (touchfiles === null) {
-      const reason = req.selectionOff
-        ? `run all (${req.selectionOff})`
-        : env[spec.allEnv]
-          ? `run all (${spec.allEnv} is set)`
-          : `run all (no touchfiles module ${spec.touchfiles}: diff-based selection is off)`;
-      selection = { selected: null, reason, total: 0 };
-    } else {
-      selection = await computeSelection({ root, env, spec, touchfiles, ignore: outRel ? [outRel] : [] });
-      const parts = partitionShards(shards, selection, { root, spec, touchfiles });
-      skipped = parts.skipped.map(({ shard, reason }) => skippedByDiff(shard, reason));
-      decisions = parts.decisions;
-    }
-  }
-
-  const childEnv: Record<string, string | undefined> = { ...env, ...preset.env };
-  if (tier && preset.tier) childEnv[preset.tier.env] = tier.name;
-  if (selection && preset.selection) childEnv[preset.selection.selectionEnv] = serializeSelection(selection);
-  let shardDir: PreparedPresetRun["shardDir"] = null;
-  if (preset.shardDir) {
-    const given = nonEmpty(env[preset.shardDir.env]);
-    const base = given ?? preset.shardDir.base.split("{out}").join(settings.out).split("{root}").join(root);
-    shardDir = {
-      env: preset.shardDir.env,
-      base: path.resolve(root, base),
-      from: given !== undefined ? "environment" : "preset",
-      spec: preset.shardDir,
-    };
-  }
-
+  // 5. Diff selection, then what every child gets.
+  const { selection, skipped, decisions } = await diffSelection(preset, req, root, plan.shards, settings.out);
   return {
     preset,
     via: req.via,
@@ -409,9 +215,195 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
     maxConcurrency,
     jobs,
     timeoutMs,
-    childEnv,
-    shardDir,
+    childEnv: childEnvOf(preset, env, tier, selection),
+    shardDir: shardDirOf(preset, env, root, settings.out),
     preflight: planPreflight(preset, root, settings.bun),
+  };
+}
+
+/**
+ * The tier (docs/presets.md "Where values come from"): `--tier` > tier variable > the
+ * request's default tier (e.g. the rerun run's) when one of the preset's > `tier.default`.
+ *
+ * @throws ConfigError for an unknown tier, or `--tier` for a preset without tiers
+ */
+function runTier(preset: Preset, req: PresetRequest): ChosenTier | null {
+  let tier: ChosenTier | null = null;
+  if (preset.tier) tier = chooseTier(preset.tier, req.tier, req.env, req.tierDefault ?? true);
+  else if (req.tier !== undefined)
+    throw new ConfigError(`invalid --tier ${JSON.stringify(req.tier)}: preset ${preset.name} has no tiers`);
+  if (tier?.from === "default" && req.defaultTier && preset.tier?.values.includes(req.defaultTier.name))
+    tier = { ...req.defaultTier };
+  return tier;
+}
+
+/**
+ * Settles jobs, timeout, grace, files per shard and the within-shard concurrency through the
+ * one precedence rule (config/load.ts) with the preset's layers, and the shard flags.
+ *
+ * @throws ConfigError for an invalid value or conflicting shard flags
+ */
+function settleValues(
+  preset: Preset,
+  req: PresetRequest,
+  line: LineFlags,
+): Pick<PreparedPresetRun, "settings" | "jobs" | "timeoutMs" | "maxConcurrency"> {
+  const above = layersAbove(preset, req, line);
+  const below = layersBelow(preset);
+  const concurrency = concurrencyInputs(preset, req, line);
+  const { settings: resolved, sources } = resolveSettingsWithSources({
+    args: { ...req.args, bunArgs: [] },
+    env: req.env,
+    cwd: req.cwd,
+    defaultBun: process.execPath,
+    above,
+    below,
+  });
+  const jobs: Sourced<number> = { value: resolved.jobs, from: sources.jobs ?? "default" };
+  const timeoutMs: Sourced<number> = { value: resolved.timeoutMs, from: sources.timeout ?? "default" };
+  const maxConcurrency = maxConcurrencyOf(preset, req, concurrency, jobs.value);
+  const shardFlags = shardFlagsOf(preset, req, line, {
+    maxConcurrency: maxConcurrency ? maxConcurrency.value : null,
+    timeoutMs: timeoutMs.value,
+    bunArgs: resolved.bunArgs,
+  });
+  const conflict = bunFlagConflict(splitBunTestArgs(shardFlags).flags);
+  if (conflict) throw new ConfigError(`preset ${preset.name}: shard flags ${conflict}`);
+  const settings: RunSettings = {
+    ...resolved,
+    patterns: [...preset.globs],
+    bunArgs: batchBunArgs(resolved.filesPerShard, shardFlags, sources.filesPerShard ?? "default"),
+  };
+  return { settings, jobs, timeoutMs, maxConcurrency };
+}
+
+/**
+ * The files of the run: the preset's, limited to the files or patterns asked for; each must
+ * be one of the preset's (docs/presets.md "Order of checks, and exit codes").
+ *
+ * @throws ConfigError when the globs match nothing, or a file or pattern match is not the preset's
+ */
+function presetRunFiles(preset: Preset, root: string, req: PresetRequest, out: string): string[] {
+  const all = presetFiles(preset, root);
+  if (all.length === 0) {
+    throw new ConfigError(
+      `preset ${preset.name}: no file under ${root} matches its globs (${preset.globs.join(", ")})`,
+    );
+  }
+  if (req.files && req.files.length > 0) {
+    const allowed = new Set(all);
+    const files = [...new Set(req.files.map((f) => toRootRelative(root, req.cwd, f)))];
+    const stray = files.find((f) => !allowed.has(f));
+    if (stray !== undefined) {
+      throw new ConfigError(
+        `invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
+      );
+    }
+    return files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+  if (req.patterns && req.patterns.length > 0) {
+    const allowed = new Set(all);
+    const matched = [...planRun({ root, patterns: req.patterns, filesPerShard: 1, out }).included.keys()];
+    const stray = matched.find((f) => !allowed.has(f));
+    if (stray !== undefined) {
+      throw new ConfigError(
+        `invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
+      );
+    }
+    return all.filter((f) => matched.includes(f));
+  }
+  return all;
+}
+
+/** The plan: the files in the tier, grouped into shards (timings order, exclusive files alone). */
+function planPresetShards(
+  preset: Preset,
+  root: string,
+  tier: ChosenTier | null,
+  settings: RunSettings,
+  files: string[],
+): Plan {
+  refuseOutAmongTests(root, settings.out, files);
+  const inTier =
+    tier && preset.tier
+      ? filterByTier(root, files, tier.name, preset.tier)
+      : { selected: files, reasons: new Map<string, string>(), excluded: [] };
+  const shards = groupIntoShards(inTier.selected, settings.filesPerShard, {
+    batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs },
+    alone: resourcePlan(settings).isExclusive,
+  });
+  const included = new Map(
+    inTier.selected.map((f) => [f, inTier.reasons.get(f) ?? `matches preset ${preset.name}`] as const),
+  );
+  return { root, patterns: [...preset.globs], shards, included, excluded: inTier.excluded };
+}
+
+/**
+ * Diff-based selection (docs/presets.md "Diff-based selection"): none without a selection
+ * spec or shards; "run all" for the all variable, a caller's reason or no touchfiles module;
+ * else the diff's selection, and the shards it skips.
+ *
+ * @throws ConfigError for a broken touchfiles source or a git failure
+ */
+async function diffSelection(
+  preset: Preset,
+  req: PresetRequest,
+  root: string,
+  shards: Plan["shards"],
+  out: string,
+): Promise<Pick<PreparedPresetRun, "selection" | "skipped" | "decisions">> {
+  const none = { selection: null, skipped: [], decisions: new Map<string, FileDecision>() };
+  if (!preset.selection || shards.length === 0) return none;
+  const { env } = req;
+  const spec = preset.selection;
+  // EVALS_ALL (or a caller's reason) means no selection at all: nothing to load, nothing to diff.
+  const touchfiles = env[spec.allEnv] || req.selectionOff ? null : await loadTouchfiles(root, spec);
+  if (touchfiles === null) {
+    const reason = req.selectionOff
+      ? `run all (${req.selectionOff})`
+      : env[spec.allEnv]
+        ? `run all (${spec.allEnv} is set)`
+        : `run all (no touchfiles module ${spec.touchfiles}: diff-based selection is off)`;
+    return { ...none, selection: { selected: null, reason, total: 0 } };
+  }
+  const outRel = out.startsWith(root + path.sep) ? path.relative(root, out).split(path.sep).join("/") : null;
+  const selection = await computeSelection({ root, env, spec, touchfiles, ignore: outRel ? [outRel] : [] });
+  const parts = partitionShards(shards, selection, { root, spec, touchfiles });
+  return {
+    selection,
+    skipped: parts.skipped.map(({ shard, reason }) => skippedByDiff(shard, reason)),
+    decisions: parts.decisions,
+  };
+}
+
+/** Every child's environment: the run's, the preset's `env`, the tier variable and the selection. */
+function childEnvOf(
+  preset: Preset,
+  env: Record<string, string | undefined>,
+  tier: ChosenTier | null,
+  selection: DiffSelection | null,
+): Record<string, string | undefined> {
+  const childEnv: Record<string, string | undefined> = { ...env, ...preset.env };
+  if (tier && preset.tier) childEnv[preset.tier.env] = tier.name;
+  if (selection && preset.selection) childEnv[preset.selection.selectionEnv] = serializeSelection(selection);
+  return childEnv;
+}
+
+/** The per-shard directory variable and its base: the variable when set, else the preset's base. */
+function shardDirOf(
+  preset: Preset,
+  env: Record<string, string | undefined>,
+  root: string,
+  out: string,
+): PreparedPresetRun["shardDir"] {
+  if (!preset.shardDir) return null;
+  const given = nonEmpty(env[preset.shardDir.env]);
+  const base = given ?? preset.shardDir.base.split("{out}").join(out).split("{root}").join(root);
+  return {
+    env: preset.shardDir.env,
+    base: path.resolve(root, base),
+    from: given !== undefined ? "environment" : "preset",
+    spec: preset.shardDir,
   };
 }
 
