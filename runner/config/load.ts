@@ -195,14 +195,172 @@ export function resolveRoot(args: ParsedArgs, env: Record<string, string | undef
 /**
  * {@link resolveSettings}, also telling where each value came from.
  *
+ * Steps: (1) the root and its bunfig.toml, whose keys are checked; (2) each
+ * setting through {@link pickSetting}, in a fixed order, so the first bad
+ * value is the one reported; (3) the report paths, which must differ.
+ *
  * @throws ConfigError with one line naming the key, the value and what is accepted
  */
 export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSettings {
   const { args, env, cwd } = inputs;
+  // 1. The root and its bunfig.toml.
   const root = resolveRoot(args, env, cwd);
-  const sources: Partial<Record<SettingKey, string>> = {};
   const bunfig = readBunfigTable(root);
-  const tomlWhere = (key: string) => `${bunfig.file ? path.basename(bunfig.file) : "bunfig.toml"} [shardguard] ${key}`;
+  checkBunfigKeys(bunfig);
+  // 2. Every setting, each from its highest-precedence source.
+  const r: Resolution = { inputs, root, bunfig, sources: {} };
+  const out = pathSetting(r, "out", path.join(root, DEFAULTS.outDirName));
+  const bun = resolveBunSetting(r);
+  const { patterns, bunArgs } = listSettings(args, bunfig, root);
+  const testEvents = testEventsSetting(args, env, bunfig);
+  const filesPerShard = pickedValue<number | "auto">(r, "filesPerShard") ?? DEFAULTS.filesPerShard;
+  const settings: RunSettings = {
+    root,
+    jobs: pickedValue<number>(r, "jobs") ?? DEFAULTS.jobs,
+    timeoutMs: pickedValue<number>(r, "timeout") ?? DEFAULTS.timeoutSeconds * 1000,
+    graceMs: pickedValue<number>(r, "grace") ?? DEFAULTS.graceSeconds * 1000,
+    filesPerShard,
+    out,
+    junit: pathSetting(r, "junit", path.join(out, "junit.xml")),
+    json: pathSetting(r, "json", path.join(out, "report.json")),
+    ctrf: pathSetting(r, "ctrf", path.join(out, "ctrf.json")),
+    html: pathSetting(r, "html", path.join(out, "report.html")),
+    bun,
+    patterns,
+    bunArgs: batchBunArgs(filesPerShard, bunArgs, r.sources.filesPerShard ?? "default"),
+    testEvents,
+    heartbeatMs: pickedValue<number>(r, "heartbeat") ?? DEFAULTS.heartbeatSeconds * 1000,
+    redact: pickedValue<string[]>(r, "redact") ?? [],
+    lock: pickedValue<string>(r, "lock") ?? null,
+    annotations: (pickedValue<string>(r, "annotations") ?? "on") === "on",
+    timings: pathList(r, "timings"),
+    exclusive: pickedValue<string[]>(r, "exclusive") ?? [],
+    resources: pickedValue<ResourceTable>(r, "resources") ?? {},
+    emptyFiles: pickedValue<"pass" | "fail">(r, "emptyFiles") ?? "pass",
+    updateTimings: optionalPath(r, "updateTimings"),
+  };
+  // 3. Report paths.
+  checkDistinctReports(settings);
+  return { settings, sources: r.sources };
+}
+
+/** One resolution in progress: its inputs, root and bunfig.toml, and the source of each setting picked so far. */
+interface Resolution {
+  inputs: ResolveInputs;
+  root: string;
+  bunfig: BunfigTable;
+  sources: Partial<Record<SettingKey, string>>;
+}
+
+/** One source's value of a setting; `from` decides the base of a relative path (docs/configuration.md "Path resolution"). */
+type Picked = { value: SettingValue; from: "flag" | "layer" | "env" | "toml"; source: string };
+
+/**
+ * The highest-precedence value of a setting, recording its source in `r.sources`
+ * (docs/configuration.md "Where settings come from, and precedence"): flag >
+ * layers above > SHARDGUARD_* > `[shardguard]` > layers below > default.
+ * Every source that sets it is parsed, not only the winner: a bad value hidden
+ * under a flag today becomes the value the day the flag is dropped, so it is reported now.
+ */
+function pickSetting(r: Resolution, key: SettingKey): Picked | undefined {
+  const spec = settingSpec(key);
+  const found = [
+    ...flagValue(spec, r.inputs.args),
+    ...layerValues(spec, r.inputs.above),
+    ...envValue(spec, r.inputs.env),
+    ...tomlValue(spec, r.bunfig),
+    ...layerValues(spec, r.inputs.below),
+  ];
+  const winner = found[0];
+  r.sources[spec.key] = winner?.source ?? "default";
+  return winner;
+}
+
+/** The spec of a setting key in the settings table. */
+function settingSpec(key: SettingKey): SettingSpec {
+  return SETTINGS.find((s) => s.key === key)!;
+}
+
+/** A setting's command-line flag, parsed (docs/configuration.md "Settings"). */
+function flagValue(spec: SettingSpec, args: ParsedArgs): Picked[] {
+  const raw = args.values.get(spec.key);
+  if (raw === undefined) return [];
+  return [{ value: parseSettingValue(spec, raw, spec.flag), from: "flag", source: spec.flag }];
+}
+
+/** A setting's values in preset layers, highest first; already parsed by the preset. */
+function layerValues(spec: SettingSpec, layers: readonly SettingLayer[] | undefined): Picked[] {
+  const found: Picked[] = [];
+  for (const layer of layers ?? []) {
+    const value = layer.values[spec.key];
+    if (value !== undefined) found.push({ value, from: "layer", source: layer.from });
+  }
+  return found;
+}
+
+/** A setting's SHARDGUARD_* variable, parsed; an empty variable counts as unset. */
+function envValue(spec: SettingSpec, env: Record<string, string | undefined>): Picked[] {
+  const raw = nonEmpty(env[spec.env]);
+  if (raw === undefined) return [];
+  return [{ value: parseSettingValue(spec, raw, spec.env), from: "env", source: spec.env }];
+}
+
+/** A setting's `[shardguard]` key, parsed; a non-finite number is quoted as written in the error. */
+function tomlValue(spec: SettingSpec, bunfig: BunfigTable): Picked[] {
+  if (!spec.toml || !(spec.toml in bunfig.table)) return [];
+  const raw = bunfig.table[spec.toml];
+  const written =
+    typeof raw === "number" && !Number.isFinite(raw) ? writtenTomlValue(bunfig.text, spec.toml) : undefined;
+  return [
+    {
+      value: parseSettingValue(spec, raw, tomlWhere(bunfig, spec.toml), written),
+      from: "toml",
+      source: tomlWhere(bunfig, spec.toml),
+    },
+  ];
+}
+
+/** The picked value of a setting, or undefined when only its default applies. */
+function pickedValue<T>(r: Resolution, key: SettingKey): T | undefined {
+  return pickSetting(r, key)?.value as T | undefined;
+}
+
+/**
+ * A picked path, resolved against the root when it came from bunfig.toml and
+ * against `cwd` otherwise (docs/configuration.md "Path resolution"); null when unset.
+ */
+function optionalPath(r: Resolution, key: SettingKey): string | null {
+  const picked = pickSetting(r, key);
+  return picked ? path.resolve(pathBase(r, picked), picked.value as string) : null;
+}
+
+/** {@link optionalPath}, or `fallback` when unset. */
+function pathSetting(r: Resolution, key: SettingKey, fallback: string): string {
+  return optionalPath(r, key) ?? fallback;
+}
+
+/** A picked list of paths, each resolved as {@link optionalPath} does; empty when unset. */
+function pathList(r: Resolution, key: SettingKey): string[] {
+  const picked = pickSetting(r, key);
+  return picked ? (picked.value as string[]).map((p) => path.resolve(pathBase(r, picked), p)) : [];
+}
+
+/** The directory a relative path of `picked` is resolved against (docs/configuration.md "Path resolution"). */
+function pathBase(r: Resolution, picked: Picked): string {
+  return picked.from === "toml" ? r.root : r.inputs.cwd;
+}
+
+/** Where a `[shardguard]` key is, for error lines and sources: "bunfig.toml [shardguard] KEY". */
+function tomlWhere(bunfig: BunfigTable, key: string): string {
+  return `${bunfig.file ? path.basename(bunfig.file) : "bunfig.toml"} [shardguard] ${key}`;
+}
+
+/**
+ * Every `[shardguard]` key must be known, and `presets` a table of tables
+ * (docs/configuration.md "Validation"). Its contents are checked when a preset is
+ * used (presets/resolve.ts); its shape on every run, so a typo is not silent.
+ */
+function checkBunfigKeys(bunfig: BunfigTable): void {
   const known = new Set<string>([
     ...SETTINGS.flatMap((s) => (s.toml ? [s.toml] : [])),
     ...Object.values(BOOLEAN_FLAGS).map((b) => b.toml),
@@ -210,98 +368,68 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
   ]);
   for (const key of Object.keys(bunfig.table)) {
     if (!known.has(key)) {
-      throw new ConfigError(`unknown key ${tomlWhere(key)}; accepted keys: ${[...known].sort().join(", ")}`);
+      throw new ConfigError(`unknown key ${tomlWhere(bunfig, key)}; accepted keys: ${[...known].sort().join(", ")}`);
     }
   }
-  // Its contents are checked when a preset is used (presets/resolve.ts); its
-  // shape is checked on every run, like every other key, so a typo is not silent.
   if ("presets" in bunfig.table) {
     const presets = bunfig.table.presets;
     if (!isTable(presets) || !Object.values(presets).every(isTable)) {
       throw new ConfigError(
-        `invalid ${tomlWhere("presets")} ${showValue(presets)}: expected a table of [shardguard.presets.NAME] tables`,
+        `invalid ${tomlWhere(bunfig, "presets")} ${showValue(presets)}: expected a table of [shardguard.presets.NAME] tables`,
       );
     }
   }
+}
 
-  /**
-   * Picks the highest-precedence value of a setting. Every source that sets
-   * it is parsed, not only the winner: a bad value hidden under a flag today
-   * becomes the value the day the flag is dropped, so it is reported now.
-   */
-  type Picked = { value: SettingValue; from: "flag" | "layer" | "env" | "toml"; source: string };
-  const pick = (spec: SettingSpec): Picked | undefined => {
-    const found: Picked[] = [];
-    const flagValue = args.values.get(spec.key);
-    if (flagValue !== undefined)
-      found.push({ value: parseSettingValue(spec, flagValue, spec.flag), from: "flag", source: spec.flag });
-    const layered = (layers: readonly SettingLayer[] | undefined) => {
-      for (const layer of layers ?? []) {
-        const value = layer.values[spec.key];
-        if (value !== undefined) found.push({ value, from: "layer", source: layer.from });
-      }
-    };
-    layered(inputs.above);
-    const envValue = nonEmpty(env[spec.env]);
-    if (envValue !== undefined)
-      found.push({ value: parseSettingValue(spec, envValue, spec.env), from: "env", source: spec.env });
-    if (spec.toml && spec.toml in bunfig.table) {
-      const raw = bunfig.table[spec.toml];
-      const written =
-        typeof raw === "number" && !Number.isFinite(raw) ? writtenTomlValue(bunfig.text, spec.toml) : undefined;
-      found.push({
-        value: parseSettingValue(spec, raw, tomlWhere(spec.toml), written),
-        from: "toml",
-        source: tomlWhere(spec.toml),
-      });
-    }
-    layered(inputs.below);
-    const winner = found[0];
-    sources[spec.key] = winner?.source ?? "default";
-    return winner;
-  };
-  const spec = (key: SettingSpec["key"]) => SETTINGS.find((s) => s.key === key)!;
-  const num = (key: SettingSpec["key"], fallback: number) => (pick(spec(key))?.value as number | undefined) ?? fallback;
-  const pathSetting = (key: SettingSpec["key"], fallback: string) => {
-    const picked = pick(spec(key));
-    if (!picked) return fallback;
-    return path.resolve(picked.from === "toml" ? root : cwd, picked.value as string);
-  };
-
-  const pathList = (key: SettingSpec["key"]) => {
-    const picked = pick(spec(key));
-    return picked ? (picked.value as string[]).map((p) => path.resolve(picked.from === "toml" ? root : cwd, p)) : [];
-  };
-
-  const out = pathSetting("out", path.join(root, DEFAULTS.outDirName));
-  const bunPicked = pick(spec("bun"));
+/**
+ * The Bun the shards run: the picked one (a bare name looked up on PATH), or
+ * the running Bun; it must be an executable file.
+ */
+function resolveBunSetting(r: Resolution): string {
+  const { inputs, bunfig } = r;
+  const bunPicked = pickSetting(r, "bun");
   const bun = bunPicked
-    ? resolveExecutable(bunPicked.value as string, bunPicked.from === "toml" ? root : cwd, env)
+    ? resolveExecutable(bunPicked.value as string, pathBase(r, bunPicked), inputs.env)
     : inputs.defaultBun;
   const bunSource = !bunPicked
     ? "the running Bun"
     : bunPicked.from === "flag"
-      ? spec("bun").flag
+      ? settingSpec("bun").flag
       : bunPicked.from === "env"
-        ? spec("bun").env
-        : tomlWhere("bun");
+        ? settingSpec("bun").env
+        : tomlWhere(bunfig, "bun");
   checkExecutable(bun, bunSource);
+  return bun;
+}
 
-  // Without patterns, discover where `bun test` itself would: its [test] root.
-  // bunfig's lists are checked even when the command line overrides them.
+/**
+ * Patterns and `bun test` flags: the command line's, else bunfig's lists, else
+ * (patterns only) Bun's own `[test] root` (docs/configuration.md "Patterns",
+ * "What goes after `--`"). bunfig's lists are checked even when the command line overrides them.
+ */
+function listSettings(args: ParsedArgs, bunfig: BunfigTable, root: string): { patterns: string[]; bunArgs: string[] } {
   const tomlPatterns =
-    "patterns" in bunfig.table ? stringList(bunfig.table.patterns, tomlWhere("patterns")) : undefined;
+    "patterns" in bunfig.table ? stringList(bunfig.table.patterns, tomlWhere(bunfig, "patterns")) : undefined;
   const tomlBunArgs =
-    "bun-args" in bunfig.table ? stringList(bunfig.table["bun-args"], tomlWhere("bun-args")) : undefined;
+    "bun-args" in bunfig.table ? stringList(bunfig.table["bun-args"], tomlWhere(bunfig, "bun-args")) : undefined;
   const patterns =
     args.patterns.length > 0
       ? args.patterns
       : (tomlPatterns ?? (bunfig.testRoot && existsSync(path.resolve(root, bunfig.testRoot)) ? [bunfig.testRoot] : []));
   const bunArgs = args.bunArgs.length > 0 ? args.bunArgs : (tomlBunArgs ?? []);
+  return { patterns, bunArgs };
+}
 
+/**
+ * Whether shards report test events: `--no-test-events` > SHARDGUARD_NO_TEST_EVENTS
+ * (1, 0, true, false) > `test-events` (a boolean) > on (docs/configuration.md "`--no-test-events`").
+ */
+function testEventsSetting(args: ParsedArgs, env: Record<string, string | undefined>, bunfig: BunfigTable): boolean {
   const eventsToml = bunfig.table["test-events"];
   if (eventsToml !== undefined && typeof eventsToml !== "boolean") {
-    throw new ConfigError(`invalid ${tomlWhere("test-events")} ${showValue(eventsToml)}: expected true or false`);
+    throw new ConfigError(
+      `invalid ${tomlWhere(bunfig, "test-events")} ${showValue(eventsToml)}: expected true or false`,
+    );
   }
   const noEventsEnv = nonEmpty(env[BOOLEAN_FLAGS["--no-test-events"].env]);
   if (noEventsEnv !== undefined && !["0", "1", "true", "false"].includes(noEventsEnv)) {
@@ -309,42 +437,15 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
       `invalid ${BOOLEAN_FLAGS["--no-test-events"].env} ${JSON.stringify(noEventsEnv)}: expected 1, 0, true or false`,
     );
   }
-  const testEvents = args.booleans.has("--no-test-events")
+  return args.booleans.has("--no-test-events")
     ? false
     : noEventsEnv !== undefined
       ? !(noEventsEnv === "1" || noEventsEnv === "true")
       : ((eventsToml as boolean | undefined) ?? true);
+}
 
-  const filesPerShard = (pick(spec("filesPerShard"))?.value as number | "auto" | undefined) ?? DEFAULTS.filesPerShard;
-  const settings: RunSettings = {
-    root,
-    jobs: num("jobs", DEFAULTS.jobs),
-    timeoutMs: num("timeout", DEFAULTS.timeoutSeconds * 1000),
-    graceMs: num("grace", DEFAULTS.graceSeconds * 1000),
-    filesPerShard,
-    out,
-    junit: pathSetting("junit", path.join(out, "junit.xml")),
-    json: pathSetting("json", path.join(out, "report.json")),
-    ctrf: pathSetting("ctrf", path.join(out, "ctrf.json")),
-    html: pathSetting("html", path.join(out, "report.html")),
-    bun,
-    patterns,
-    bunArgs: batchBunArgs(filesPerShard, bunArgs, sources.filesPerShard ?? "default"),
-    testEvents,
-    heartbeatMs: num("heartbeat", DEFAULTS.heartbeatSeconds * 1000),
-    redact: (pick(spec("redact"))?.value as string[] | undefined) ?? [],
-    lock: (pick(spec("lock"))?.value as string | undefined) ?? null,
-    annotations: ((pick(spec("annotations"))?.value as string | undefined) ?? "on") === "on",
-    timings: pathList("timings"),
-    exclusive: (pick(spec("exclusive"))?.value as string[] | undefined) ?? [],
-    resources: (pick(spec("resources"))?.value as ResourceTable | undefined) ?? {},
-    emptyFiles: (pick(spec("emptyFiles"))?.value as "pass" | "fail" | undefined) ?? "pass",
-    updateTimings: (() => {
-      const picked = pick(spec("updateTimings"));
-      return picked ? path.resolve(picked.from === "toml" ? root : cwd, picked.value as string) : null;
-    })(),
-  };
-  // Two reports on one path would silently overwrite each other.
+/** Each report needs its own path: two reports on one path would silently overwrite each other. */
+function checkDistinctReports(settings: RunSettings): void {
   const reports = [
     ["--junit", settings.junit],
     ["--json", settings.json],
@@ -360,7 +461,6 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
       }
     }
   }
-  return { settings, sources };
 }
 
 /**

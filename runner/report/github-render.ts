@@ -203,6 +203,20 @@ export function markdownCell(text: string, max = 300): string {
 export function githubStepSummary(report: RunReport, options: GithubOptions = {}): string {
   const safe = options.redact ? redactReport(report, options.redact) : report;
   const repoRoot = options.repoRoot ?? report.root;
+  const out = [
+    ...summaryHeading(safe),
+    ...statusCountsTable(safe),
+    ...notPassedTable(safe, repoRoot),
+    ...flakyList(safe),
+    ...slowestShardsTable(safe, repoRoot),
+    ...failedShardLogs(safe, repoRoot),
+    ...reportPaths(repoRoot, options.reports),
+  ];
+  return `${out.join("\n")}\n`;
+}
+
+/** The summary's heading (verdict and exit code), its preset and tier, and a line of run totals (docs/ci.md). */
+function summaryHeading(safe: RunReport): string[] {
   const { shards, tests } = safe.summary;
   const out: string[] = [];
   const verdict = safe.cancelledBy
@@ -220,8 +234,13 @@ export function githubStepSummary(report: RunReport, options: GithubOptions = {}
     `Run ${markdownCell(safe.runId)}: ${shards.total} shards, ${tests.total} tests${tests.flaky > 0 ? ` (${tests.flaky} flaky)` : ""}, ${secs(safe.durationMs)}.`,
     "",
   );
+  return out;
+}
 
-  out.push("| status | shards | tests |", "| --- | ---: | ---: |");
+/** The table of shard and test counts by status; a status no shard or test has gets no row. */
+function statusCountsTable(safe: RunReport): string[] {
+  const { shards, tests } = safe.summary;
+  const out = ["| status | shards | tests |", "| --- | ---: | ---: |"];
   for (const status of [
     "passed",
     "failed",
@@ -237,65 +256,84 @@ export function githubStepSummary(report: RunReport, options: GithubOptions = {}
     if (s > 0 || t > 0) out.push(`| ${status} | ${s} | ${t} |`);
   }
   out.push("");
+  return out;
+}
 
+/** The table of tests that did not pass, with file, line and reason: at most {@link MAX_SUMMARY_ROWS} rows. */
+function notPassedTable(safe: RunReport, repoRoot: string): string[] {
   const failing = notPassed(safe);
-  if (failing.length > 0) {
+  if (failing.length === 0) return [];
+  const out = [
+    `### Tests that did not pass (${failing.length})`,
+    "",
+    "| status | test | file | reason |",
+    "| --- | --- | --- | --- |",
+  ];
+  for (const { test } of failing.slice(0, MAX_SUMMARY_ROWS)) {
+    const file = shown(repoRoot, path.resolve(safe.root, test.file));
+    const where = `${file}${test.line !== undefined ? `:${test.line}` : ""}`;
     out.push(
-      `### Tests that did not pass (${failing.length})`,
-      "",
-      "| status | test | file | reason |",
-      "| --- | --- | --- | --- |",
+      `| ${test.status} | ${markdownCell(test.name)} | ${markdownCell(where)} | ${markdownCell(test.failure?.message ?? test.status)} |`,
     );
-    for (const { test } of failing.slice(0, MAX_SUMMARY_ROWS)) {
-      const file = shown(repoRoot, path.resolve(safe.root, test.file));
-      const where = `${file}${test.line !== undefined ? `:${test.line}` : ""}`;
-      out.push(
-        `| ${test.status} | ${markdownCell(test.name)} | ${markdownCell(where)} | ${markdownCell(test.failure?.message ?? test.status)} |`,
-      );
-    }
-    if (failing.length > MAX_SUMMARY_ROWS)
-      out.push("", `… and ${failing.length - MAX_SUMMARY_ROWS} more (see the reports).`);
-    out.push("");
   }
+  if (failing.length > MAX_SUMMARY_ROWS)
+    out.push("", `… and ${failing.length - MAX_SUMMARY_ROWS} more (see the reports).`);
+  out.push("");
+  return out;
+}
 
+/** The flaky tests (passed after a retry), at most {@link MAX_SUMMARY_ROWS}. */
+function flakyList(safe: RunReport): string[] {
   const flaky = safe.shards.flatMap((s) => s.tests.filter((t) => t.flaky));
-  if (flaky.length > 0) {
-    out.push(`### Flaky tests (${flaky.length})`, "");
-    for (const t of flaky.slice(0, MAX_SUMMARY_ROWS))
-      out.push(
-        `- ${markdownCell(t.name)} (${markdownCell(t.file)}): passed after ${t.retries} ${t.retries === 1 ? "retry" : "retries"}`,
-      );
-    out.push("");
-  }
+  if (flaky.length === 0) return [];
+  const out = [`### Flaky tests (${flaky.length})`, ""];
+  for (const t of flaky.slice(0, MAX_SUMMARY_ROWS))
+    out.push(
+      `- ${markdownCell(t.name)} (${markdownCell(t.file)}): passed after ${t.retries} ${t.retries === 1 ? "retry" : "retries"}`,
+    );
+  out.push("");
+  return out;
+}
 
+/** The {@link SLOWEST_SHARDS} slowest shards that started, with their logs. */
+function slowestShardsTable(safe: RunReport, repoRoot: string): string[] {
   const slowest = [...safe.shards]
     .filter((s) => s.startedAt !== null)
     .sort((a, b) => b.durationMs - a.durationMs)
     .slice(0, SLOWEST_SHARDS);
-  if (slowest.length > 0) {
-    out.push("### Slowest shards", "", "| shard | status | time | files | log |", "| ---: | --- | ---: | --- | --- |");
-    for (const s of slowest) {
-      const log = s.logPath ? markdownCell(shown(repoRoot, s.logPath), 1000) : "none";
-      out.push(`| ${s.index} | ${s.status} | ${secs(s.durationMs)} | ${markdownCell(s.files.join(" "))} | ${log} |`);
-    }
-    out.push("");
+  if (slowest.length === 0) return [];
+  const out = [
+    "### Slowest shards",
+    "",
+    "| shard | status | time | files | log |",
+    "| ---: | --- | ---: | --- | --- |",
+  ];
+  for (const s of slowest) {
+    const log = s.logPath ? markdownCell(shown(repoRoot, s.logPath), 1000) : "none";
+    out.push(`| ${s.index} | ${s.status} | ${secs(s.durationMs)} | ${markdownCell(s.files.join(" "))} | ${log} |`);
   }
+  out.push("");
+  return out;
+}
 
+/** The log of every shard that did not pass (nor was skipped by diff), at most {@link MAX_SUMMARY_ROWS}. */
+function failedShardLogs(safe: RunReport, repoRoot: string): string[] {
   const logs = safe.shards.filter((s) => s.logPath !== null && s.status !== "passed" && s.status !== "skipped-by-diff");
-  if (logs.length > 0) {
-    out.push("### Logs of shards that did not pass", "");
-    for (const s of logs.slice(0, MAX_SUMMARY_ROWS))
-      out.push(`- shard ${s.index} (${s.status}): ${markdownCell(shown(repoRoot, s.logPath!), 1000)}`);
-    out.push("");
-  }
-  if (options.reports) {
-    const r = options.reports;
-    out.push(
-      `Reports: JUnit ${markdownCell(shown(repoRoot, r.junit), 1000)}, JSON ${markdownCell(shown(repoRoot, r.json), 1000)}, CTRF ${markdownCell(shown(repoRoot, r.ctrf), 1000)}.`,
-      "",
-    );
-  }
-  return `${out.join("\n")}\n`;
+  if (logs.length === 0) return [];
+  const out = ["### Logs of shards that did not pass", ""];
+  for (const s of logs.slice(0, MAX_SUMMARY_ROWS))
+    out.push(`- shard ${s.index} (${s.status}): ${markdownCell(shown(repoRoot, s.logPath!), 1000)}`);
+  out.push("");
+  return out;
+}
+
+/** The line of report paths, when the caller gave them. */
+function reportPaths(repoRoot: string, reports: GithubOptions["reports"]): string[] {
+  if (!reports) return [];
+  return [
+    `Reports: JUnit ${markdownCell(shown(repoRoot, reports.junit), 1000)}, JSON ${markdownCell(shown(repoRoot, reports.json), 1000)}, CTRF ${markdownCell(shown(repoRoot, reports.ctrf), 1000)}.`,
+    "",
+  ];
 }
 
 /**

@@ -10,9 +10,11 @@ import {
   EXIT,
   REPORT_SCHEMA_VERSION,
   summarize,
+  type MergedFrom,
   type PlanManifest,
   type RunReport,
   type ShardResult,
+  type Summary,
 } from "./report-model.ts";
 import { decideRun } from "./run-verdict.ts";
 import { neverStarted } from "./verdict.ts";
@@ -51,6 +53,58 @@ const label = (s: SliceReport) => `slice ${s.report.slice?.index}/${s.report.sli
  *   reported twice or by a slice the plan did not give it to
  */
 export function mergeSlices(inputs: readonly SliceReport[], options: MergeOptions): RunReport {
+  // 1. The inputs: slices of one plan, each given once.
+  const { plan, bySlice } = sliceInputs(inputs);
+  // 2. Their shards, each file from the one slice the plan gives it to.
+  const { shards, reportedBy } = reportedShards(inputs, plan);
+  // 3. Every planned file not reported, never-started.
+  shards.push(...unreportedShards(plan, bySlice, reportedBy));
+  // 4. Plan order, and the run's values over every slice.
+  const ordered = inPlanOrder(shards, plan);
+  const reports = [...bySlice.values()].map((i) => i.report);
+  const first = [...bySlice.entries()].sort((a, b) => a[0] - b[0])[0]![1].report;
+  const startedAt = reports.map((r) => r.startedAt).sort()[0]!;
+  const finishes = reports.map((r) => r.finishedAt);
+  const finishedAt = finishes.every((f) => f !== null)
+    ? (finishes as string[]).sort().at(-1)!
+    : options.now.toISOString();
+  const allSlices = Array.from({ length: plan.slices }, (_, i) => i + 1);
+  const summary = summarize(ordered);
+  return {
+    schemaVersion: REPORT_SCHEMA_VERSION,
+    runId: options.runId,
+    completed: allSlices.every((i) => bySlice.get(i)?.report.completed === true),
+    cancelledBy: null,
+    startedAt,
+    finishedAt,
+    durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(startedAt)),
+    exitCode: mergedExitOk(ordered, summary, plan, bySlice) ? EXIT.ok : EXIT.failed,
+    root: first.root,
+    tool: { name: "shardguard", version: options.toolVersion },
+    bun: first.bun,
+    settings: first.settings,
+    summary,
+    preset: first.preset,
+    sweeps: {
+      staleRuns: reports.flatMap((r) => r.sweeps.staleRuns),
+      endOfRun: reports.flatMap((r) => r.sweeps.endOfRun),
+    },
+    plan,
+    slice: null,
+    merged: { slices: allSlices.map((i) => mergedSlice(i, bySlice.get(i))) },
+    rerunOf: null,
+    shards: ordered,
+  };
+}
+
+/**
+ * The plan of the inputs and each input by slice index (docs/sharding.md
+ * "Merging"): at least one input, every input a slice report, one plan hash
+ * among them, and no slice given twice.
+ *
+ * @throws MergeError naming the input (and for hashes every slice and its hash)
+ */
+function sliceInputs(inputs: readonly SliceReport[]): { plan: PlanManifest; bySlice: Map<number, SliceReport> } {
   if (inputs.length === 0) throw new MergeError("no slice report to merge");
   for (const input of inputs) {
     if (!input.report.plan || !input.report.slice) {
@@ -76,7 +130,19 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
       );
     bySlice.set(input.report.slice!.index, input);
   }
+  return { plan, bySlice };
+}
 
+/**
+ * Every shard of every input, in input order, and which input reported each
+ * file (docs/sharding.md "Merging"): a file belongs to one slice, the one the plan gives it to.
+ *
+ * @throws MergeError for a file reported twice, not in the plan, or by another slice than its own
+ */
+function reportedShards(
+  inputs: readonly SliceReport[],
+  plan: PlanManifest,
+): { shards: ShardResult[]; reportedBy: Map<string, SliceReport> } {
   const planned = new Map(plan.shards.flatMap((s) => s.files.map((f) => [f, s] as const)));
   const reportedBy = new Map<string, SliceReport>();
   const shards: ShardResult[] = [];
@@ -100,7 +166,20 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
       shards.push(shard);
     }
   }
-  // Every planned file not reported: its slice reported nothing, or left it out.
+  return { shards, reportedBy };
+}
+
+/**
+ * A never-started shard per planned shard with files no input reported
+ * (docs/sharding.md "Merging"): `slice I/N reported nothing` when its slice is
+ * missing, `slice I/N did not report this file` when its slice left them out.
+ */
+function unreportedShards(
+  plan: PlanManifest,
+  bySlice: ReadonlyMap<number, SliceReport>,
+  reportedBy: ReadonlyMap<string, SliceReport>,
+): ShardResult[] {
+  const shards: ShardResult[] = [];
   for (const owner of plan.shards) {
     const missing = owner.files.filter((f) => !reportedBy.has(f));
     if (missing.length === 0) continue;
@@ -109,63 +188,45 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
       : `slice ${owner.slice}/${plan.slices} reported nothing`;
     shards.push(neverStarted({ index: owner.index, slug: owner.slug, files: missing }, reason));
   }
+  return shards;
+}
 
+/** The shards in plan order (by their first file's place in the plan), renumbered 1..k. */
+function inPlanOrder(shards: readonly ShardResult[], plan: PlanManifest): ShardResult[] {
   const position = new Map(plan.shards.flatMap((s) => s.files).map((f, i) => [f, i]));
-  const ordered = shards
+  return shards
     .map((s) => ({ s, at: Math.min(...s.files.map((f) => position.get(f) ?? Infinity)) }))
     .sort((a, b) => a.at - b.at)
     .map(({ s }, i) => ({ ...s, index: i + 1 }));
+}
 
-  const reports = [...bySlice.values()].map((i) => i.report);
-  const first = [...bySlice.entries()].sort((a, b) => a[0] - b[0])[0]![1].report;
-  const startedAt = reports.map((r) => r.startedAt).sort()[0]!;
-  const finishes = reports.map((r) => r.finishedAt);
-  const finishedAt = finishes.every((f) => f !== null)
-    ? (finishes as string[]).sort().at(-1)!
-    : options.now.toISOString();
+/**
+ * Whether the merge exits 0 (docs/sharding.md "Merging"): a run's verdict over
+ * the whole plan, and no slice run that itself did not exit 0 (cancelled,
+ * unfinished, or a -t filter that matched nothing there); a slice the plan gave no file needs no report.
+ */
+function mergedExitOk(
+  ordered: readonly ShardResult[],
+  summary: Summary,
+  plan: PlanManifest,
+  bySlice: ReadonlyMap<number, SliceReport>,
+): boolean {
   const allSlices = Array.from({ length: plan.slices }, (_, i) => i + 1);
-  const summary = summarize(ordered);
-  // A run's verdict over the whole plan, and no slice run that itself did not
-  // exit 0 (cancelled, unfinished, or a -t filter that matched nothing there).
-  const everyOk =
+  return (
     decideRun(ordered, summary, { final: true, cancelledBy: null, filtersByName: false }).exitCode === EXIT.ok &&
     allSlices.every(
       (i) =>
         bySlice.get(i)?.report.exitCode === EXIT.ok || (!bySlice.has(i) && !plan.shards.some((s) => s.slice === i)),
-    );
+    )
+  );
+}
+
+/** One entry of `merged.slices`: the slice's run id, exit code and source, null for a slice that reported nothing. */
+function mergedSlice(index: number, input: SliceReport | undefined): MergedFrom["slices"][number] {
   return {
-    schemaVersion: REPORT_SCHEMA_VERSION,
-    runId: options.runId,
-    completed: allSlices.every((i) => bySlice.get(i)?.report.completed === true),
-    cancelledBy: null,
-    startedAt,
-    finishedAt,
-    durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(startedAt)),
-    exitCode: everyOk ? EXIT.ok : EXIT.failed,
-    root: first.root,
-    tool: { name: "shardguard", version: options.toolVersion },
-    bun: first.bun,
-    settings: first.settings,
-    summary,
-    preset: first.preset,
-    sweeps: {
-      staleRuns: reports.flatMap((r) => r.sweeps.staleRuns),
-      endOfRun: reports.flatMap((r) => r.sweeps.endOfRun),
-    },
-    plan,
-    slice: null,
-    merged: {
-      slices: allSlices.map((i) => {
-        const input = bySlice.get(i);
-        return {
-          index: i,
-          runId: input?.report.runId ?? null,
-          exitCode: input?.report.exitCode ?? null,
-          source: input?.source ?? null,
-        };
-      }),
-    },
-    rerunOf: null,
-    shards: ordered,
+    index,
+    runId: input?.report.runId ?? null,
+    exitCode: input?.report.exitCode ?? null,
+    source: input?.source ?? null,
   };
 }
