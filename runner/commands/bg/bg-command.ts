@@ -17,9 +17,9 @@ import type { Host } from "../../engine/host.ts";
 import { lockHolderNow, lockWaitMessage, validateLockName } from "../../engine/lock.ts";
 import { readTimings } from "../../plan/timings.ts";
 import { computeCap, MAX_CAP_SECONDS, type Cap } from "./cap.ts";
-import { dispatchBlockers, gatherFacts, testedRevision } from "./checkout.ts";
+import { type CheckoutFacts, dispatchBlockers, gatherFacts, testedRevision } from "./checkout.ts";
 import { dedupeKey, makeNonce, type DispatchSpec } from "./dispatch.ts";
-import { defaultLane, mergeBase, planBackgroundRun } from "./prepare.ts";
+import { type BgPlan, defaultLane, mergeBase, planBackgroundRun } from "./prepare.ts";
 import { BG_EXIT, bgDir, newBgId, sentinelLine, writeRecord, type BgRecord } from "./record.ts";
 import type { WorkerSpec } from "./worker.ts";
 import { PACKAGE_ROOT } from "../../util/package-root.ts";
@@ -59,16 +59,81 @@ const ENTRY = path.join(PACKAGE_ROOT, "runner", "cli-entry.ts");
  * @throws ConfigError (exit 2, nothing started) for every refusal
  */
 export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) => Promise<number>): Promise<number> {
+  // 1. Refuse bad flags and plan the run as `run` would.
   if (o.label !== null && !NAME.test(o.label))
     throw new ConfigError(`invalid --label ${JSON.stringify(o.label)}: use 1-60 letters, digits, ".", "_" or "-"`);
   const plan = await planBackgroundRun(o.runArgs, host);
   const { settings, preset } = plan;
-  const lock = o.lock ?? defaultLane(settings.root, preset?.name ?? null);
+  const lock = laneOf(o, plan);
+  // 2. Choose the backend (refusing a --dispatch the checkout cannot send).
+  const { facts, backend } = chooseBackend(o, plan, host);
+  // 3. Refuse to queue behind a busy lane with --no-wait.
+  const holder = await lockHolderNow(lock);
+  if (holder && o.noWait)
+    throw new ConfigError(`lane busy: ${lockWaitMessage(lock, holder)}; --no-wait refuses to queue behind it`);
+  // 4. The cap.
+  const cap = backend === "dispatch" ? followCap(o.capSeconds) : localCap(o.capSeconds, plan);
+  // 5. The run's id, its log and the run-id variables the tests see.
+  const id = newBgId(labelOf(o, plan));
+  mkdirSync(bgDir(settings.out), { recursive: true, mode: 0o700 });
+  const log = path.join(bgDir(settings.out), `${id}.log`);
+  const runIdVars = ["SHARDGUARD_RUN_ID", ...(preset?.runIdEnv ? [preset.runIdEnv] : [])];
+  const env: Record<string, string | undefined> = { ...host.env };
+  for (const name of runIdVars) if (!env[name]) env[name] = id;
+  // 6. The log's first lines and the record.
+  const dispatch = backend === "dispatch" ? dispatchSpecOf(o, plan, lock, facts) : null;
+  const lines = [
+    headerLine({ plan, lock, facts, dispatch, cap }),
+    `shardguard bg: ${runIdVars.map((n) => `${n}=${env[n]}`).join(" ")}`,
+  ];
+  if (cap.exceeds) {
+    lines.push(
+      `shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may not fit the ${cap.seconds}s cap; what is not done by then is cancelled`,
+    );
+  }
+  writeFileSync(log, `${lines.join("\n")}\n`, { mode: 0o600 });
+  await writeRecord(newRecord({ id, backend, log, plan, lock, dispatch }));
+  // 7. Start the detached worker.
+  startWorker({
+    spec: {
+      record: log,
+      backend,
+      lock,
+      noWait: o.noWait,
+      capSeconds: cap.seconds,
+      graceMs: settings.graceMs,
+      runArgv: o.runArgv,
+      dispatch,
+    },
+    env,
+    host,
+  });
+  // 8. Tell where it is (the run-id line stays in the log), and follow it when asked.
+  for (const line of lines.slice(0, 1).concat(lines.slice(2))) host.stdout(line);
+  if (holder) host.stdout(`shardguard bg: ${lockWaitMessage(lock, holder)}; the run starts when it is released`);
+  host.stdout(`shardguard bg: started ${id}`);
+  host.stdout(`shardguard bg: log ${log}`);
+  host.stdout(`shardguard bg: shardguard status ${id}${o.follow ? "" : " [--follow]"} reports on it`);
+  return o.follow ? await follow(log) : EXIT.ok;
+}
+
+/** The lane: --lock, else one per root and preset (docs/background.md, lanes; names: configuration.md). */
+function laneOf(o: BgOptions, plan: BgPlan): string {
+  const lock = o.lock ?? defaultLane(plan.settings.root, plan.preset?.name ?? null);
   try {
     validateLockName(lock);
   } catch (error) {
     throw new ConfigError(`--lock: ${(error as Error).message}`);
   }
+  return lock;
+}
+
+/**
+ * Dispatch when every condition holds, else local, printing each one that does not (docs/background.md,
+ * dispatch); --local asks nothing of gh, --dispatch refuses with every reason.
+ */
+function chooseBackend(o: BgOptions, plan: BgPlan, host: Host): { facts: CheckoutFacts; backend: BgRecord["backend"] } {
+  const { settings, preset } = plan;
   const repo = o.repo ?? preset?.dispatch?.repo ?? null;
   const gh = o.mode === "local" ? null : ghRunner(settings.root, host.env);
   const facts = gatherFacts(settings.root, host.env, gh, repo, settings.out);
@@ -79,83 +144,100 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   const backend = o.mode !== "local" && blockers.length === 0 ? "dispatch" : "local";
   if (o.mode === "auto" && backend === "local")
     for (const why of blockers) host.stdout(`shardguard bg: running locally, not on CI: ${why}`);
+  return { facts, backend };
+}
 
-  const holder = await lockHolderNow(lock);
-  if (holder && o.noWait)
-    throw new ConfigError(`lane busy: ${lockWaitMessage(lock, holder)}; --no-wait refuses to queue behind it`);
+/** A follower's cap: --cap, else {@link FOLLOW_CAP_SECONDS} (docs/background.md, the cap). */
+function followCap(capSeconds: number | null): Cap {
+  return {
+    seconds: capSeconds ?? FOLLOW_CAP_SECONDS,
+    serialMs: 0,
+    exceeds: false,
+    recorded: 0,
+    source: capSeconds ? "--cap" : "plan",
+  };
+}
 
-  let cap: Cap;
-  if (backend === "dispatch")
-    cap = {
-      seconds: o.capSeconds ?? FOLLOW_CAP_SECONDS,
-      serialMs: 0,
-      exceeds: false,
-      recorded: 0,
-      source: o.capSeconds ? "--cap" : "plan",
-    };
-  else {
-    // The run's own timings files (--timings, SHARDGUARD_TIMINGS, bunfig.toml); missing ones are a first run.
-    const timings = readTimings(settings.timings).durations;
-    const computed = computeCap(plan.files, settings.jobs, timings);
-    cap =
-      o.capSeconds !== null
-        ? {
-            ...computed,
-            seconds: o.capSeconds,
-            source: "--cap",
-            exceeds: computed.serialMs / settings.jobs / 1000 > o.capSeconds,
-          }
-        : computed;
-  }
+/**
+ * A local run's cap: computed from the plan and its timings (cap.ts), or --cap; `exceeds` when the plan may
+ * not fit it (docs/background.md, the cap).
+ */
+function localCap(capSeconds: number | null, plan: BgPlan): Cap {
+  const { settings } = plan;
+  // The run's own timings files (--timings, SHARDGUARD_TIMINGS, bunfig.toml); missing ones are a first run.
+  const timings = readTimings(settings.timings).durations;
+  const computed = computeCap(plan.files, settings.jobs, timings);
+  return capSeconds !== null
+    ? {
+        ...computed,
+        seconds: capSeconds,
+        source: "--cap",
+        exceeds: computed.serialMs / settings.jobs / 1000 > capSeconds,
+      }
+    : computed;
+}
 
-  const label =
+/** The run id's label: --label, else the preset and tier, else `run` (docs/background.md, command line). */
+function labelOf(o: BgOptions, plan: BgPlan): string {
+  const { preset } = plan;
+  return (
     o.label ??
-    (preset
-      ? `${preset.name}${plan.tier ? `-${plan.tier}` : ""}`.replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)
-      : "run");
-  const id = newBgId(label);
-  mkdirSync(bgDir(settings.out), { recursive: true, mode: 0o700 });
-  const log = path.join(bgDir(settings.out), `${id}.log`);
-  const runIdVars = ["SHARDGUARD_RUN_ID", ...(preset?.runIdEnv ? [preset.runIdEnv] : [])];
-  const env: Record<string, string | undefined> = { ...host.env };
-  for (const name of runIdVars) if (!env[name]) env[name] = id;
+    (preset ? `${preset.name}${plan.tier ? `-${plan.tier}` : ""}`.replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60) : "run")
+  );
+}
 
-  let dispatch: DispatchSpec | null = null;
-  let header: string;
+/** What the follower dispatches: repository, workflow, branch, dedupe key and inputs (docs/background.md, dispatch). */
+function dispatchSpecOf(o: BgOptions, plan: BgPlan, lock: string, facts: CheckoutFacts): DispatchSpec {
+  const { settings, preset } = plan;
+  const baseSha = plan.baseRef ? mergeBase(settings.root, plan.baseRef) : null;
+  // The tier is part of what is tested: a gate run must never stand in for a periodic one.
+  const key = dedupeKey(plan.tier ? `${lock}.${plan.tier}` : lock, facts.sha!, baseSha);
+  const inputs = Object.fromEntries(
+    Object.entries(preset?.dispatch?.inputs ?? {}).map(([k, v]) => [k, v.split("{tier}").join(plan.tier ?? "")]),
+  );
+  return {
+    repo: facts.repo!,
+    workflow: o.workflow ?? preset?.dispatch?.workflow ?? DEFAULT_WORKFLOW,
+    ref: o.ref ?? facts.branch!,
+    sha: facts.sha!,
+    key,
+    nonce: makeNonce(key),
+    inputs,
+  };
+}
+
+/** The log's first line: backend, what is tested, cap, jobs and lane (docs/background.md, the log and the sentinel). */
+function headerLine(h: {
+  plan: BgPlan;
+  lock: string;
+  facts: CheckoutFacts;
+  dispatch: DispatchSpec | null;
+  cap: Cap;
+}): string {
+  const { plan, lock, facts, dispatch, cap } = h;
+  const { jobs } = plan.settings;
   const capText = `cap=${cap.seconds}s${cap.source === "--cap" ? " (--cap)" : ""}`;
-  if (backend === "dispatch") {
-    const baseSha = plan.baseRef ? mergeBase(settings.root, plan.baseRef) : null;
-    // The tier is part of what is tested: a gate run must never stand in for a periodic one.
-    const key = dedupeKey(plan.tier ? `${lock}.${plan.tier}` : lock, facts.sha!, baseSha);
-    const inputs = Object.fromEntries(
-      Object.entries(preset?.dispatch?.inputs ?? {}).map(([k, v]) => [k, v.split("{tier}").join(plan.tier ?? "")]),
-    );
-    dispatch = {
-      repo: facts.repo!,
-      workflow: o.workflow ?? preset?.dispatch?.workflow ?? DEFAULT_WORKFLOW,
-      ref: o.ref ?? facts.branch!,
-      sha: facts.sha!,
-      key,
-      nonce: makeNonce(key),
-      inputs,
-    };
-    header = `shardguard bg: backend=dispatch tested=${facts.sha} repo=${dispatch.repo} workflow=${dispatch.workflow} ref=${dispatch.ref} nonce=${dispatch.nonce} ${capText} jobs=${settings.jobs} lane=${lock}`;
-  } else {
-    header = `shardguard bg: backend=local tested=${testedRevision(facts)} ${capText} jobs=${settings.jobs} files=${plan.files.length} lane=${lock}`;
-  }
-  const lines = [header, `shardguard bg: ${runIdVars.map((n) => `${n}=${env[n]}`).join(" ")}`];
-  if (cap.exceeds) {
-    lines.push(
-      `shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may not fit the ${cap.seconds}s cap; what is not done by then is cancelled`,
-    );
-  }
-  writeFileSync(log, `${lines.join("\n")}\n`, { mode: 0o600 });
-  const record: BgRecord = {
+  if (dispatch)
+    return `shardguard bg: backend=dispatch tested=${facts.sha} repo=${dispatch.repo} workflow=${dispatch.workflow} ref=${dispatch.ref} nonce=${dispatch.nonce} ${capText} jobs=${jobs} lane=${lock}`;
+  return `shardguard bg: backend=local tested=${testedRevision(facts)} ${capText} jobs=${jobs} files=${plan.files.length} lane=${lock}`;
+}
+
+/** The record of a run about to start: no worker pid, run id or CI run yet. */
+function newRecord(r: {
+  id: string;
+  backend: BgRecord["backend"];
+  log: string;
+  plan: BgPlan;
+  lock: string;
+  dispatch: DispatchSpec | null;
+}): BgRecord {
+  const { id, backend, log, plan, lock, dispatch } = r;
+  return {
     id,
     backend,
     log,
-    root: settings.root,
-    out: settings.out,
+    root: plan.settings.root,
+    out: plan.settings.out,
     lock,
     pid: null,
     procStart: null,
@@ -165,22 +247,16 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
       ? { repo: dispatch.repo, workflow: dispatch.workflow, runId: null, url: null, nonce: dispatch.nonce }
       : null,
   };
-  await writeRecord(record);
-  const spec: WorkerSpec = {
-    record: log,
-    backend,
-    lock,
-    noWait: o.noWait,
-    capSeconds: cap.seconds,
-    graceMs: settings.graceMs,
-    runArgv: o.runArgv,
-    dispatch,
-  };
+}
+
+/** Starts the worker detached, its output into the log; when it cannot start, the log still ends with its verdict. */
+function startWorker(w: { spec: WorkerSpec; env: Record<string, string | undefined>; host: Host }): void {
+  const log = w.spec.record;
   try {
     startDetached({
-      argv: [process.execPath, ENTRY, "__bg-worker", JSON.stringify(spec)],
-      cwd: host.cwd,
-      env,
+      argv: [process.execPath, ENTRY, "__bg-worker", JSON.stringify(w.spec)],
+      cwd: w.host.cwd,
+      env: w.env,
       logPath: log,
     });
   } catch (error) {
@@ -191,11 +267,4 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
     );
     throw error;
   }
-
-  for (const line of lines.slice(0, 1).concat(lines.slice(2))) host.stdout(line);
-  if (holder) host.stdout(`shardguard bg: ${lockWaitMessage(lock, holder)}; the run starts when it is released`);
-  host.stdout(`shardguard bg: started ${id}`);
-  host.stdout(`shardguard bg: log ${log}`);
-  host.stdout(`shardguard bg: shardguard status ${id}${o.follow ? "" : " [--follow]"} reports on it`);
-  return o.follow ? await follow(log) : EXIT.ok;
 }

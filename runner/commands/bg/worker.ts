@@ -60,107 +60,198 @@ async function recordEnding(log: string, ending: BgEnding): Promise<void> {
  * @param host the worker process (its signals cancel the run)
  * @returns the code the sentinel carries
  */
-export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner): Promise<number> {
-  const log = spec.record;
-  const line = (text: string) => appendFileSync(log, text.endsWith("\n") ? text : `${text}\n`);
-  let code: number = BG_EXIT.other;
-  let lock: RunLock | null = null;
-  let cancelledBy: "SIGINT" | "SIGTERM" | null = null;
-  let capReached = false;
+export function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner): Promise<number> {
+  return new WorkerRun(spec, host).run(runRun);
+}
+
+/** The run's exit code as the sentinel carries it (docs/background.md, the log and the sentinel: the code table). */
+function localRunCode(runCode: number, capReached: boolean): number {
+  if (capReached) return BG_EXIT.other;
+  if (runCode === EXIT.sigint || runCode === EXIT.sigterm) return BG_EXIT.cancelled;
+  return runCode === 0 || runCode === 1 ? runCode : BG_EXIT.other;
+}
+
+/**
+ * Why a local run ended, for the record's ending (docs/background.md, `status`: a finished run's first line);
+ * null when its code says it all (passed, failed).
+ */
+function localRunWhy(
+  code: number,
+  runCode: number,
+  capReached: boolean,
+  capSeconds: number,
+  cancelledBy: string | null,
+): string | null {
+  if (capReached) return `cap of ${capSeconds}s reached; the run was cancelled`;
+  if (code === BG_EXIT.cancelled) return `cancelled by ${cancelledBy ?? "a signal"}`;
+  if (code === BG_EXIT.other) return `the run ended with exit ${runCode} (refused or could not start; see the log)`;
+  return null;
+}
+
+/** One worker's run: its steps share the state that signals and the cap change from callbacks. */
+class WorkerRun {
+  private readonly log: string;
+  private code: number = BG_EXIT.other;
+  private lock: RunLock | null = null;
+  private cancelledBy: "SIGINT" | "SIGTERM" | null = null;
+  private capReached = false;
   /** Why the run ends with exit 2 or 130, for the record's ending (status prints it). */
-  let why = "";
+  private why = "";
   /** The state a dispatch follow named (a CI timed_out is timed-out), else the code's. */
-  let endState: BgEnding["state"] | null = null;
-  const timers: ReturnType<typeof setTimeout>[] = [];
+  private endState: BgEnding["state"] | null = null;
+  private readonly timers: ReturnType<typeof setTimeout>[] = [];
   // Before the run has started, a signal aborts the lock wait or the follower.
-  const abort = new AbortController();
-  let runCancel: ((signal: "SIGINT" | "SIGTERM") => void) | null = null;
-  const unsubscribe = host.onSignal((signal) => {
-    cancelledBy ??= signal;
-    if (runCancel) runCancel(signal);
-    else abort.abort(signal);
-  });
-  try {
-    const record = readRecord(log);
+  private readonly abort = new AbortController();
+  private runCancel: ((signal: "SIGINT" | "SIGTERM") => void) | null = null;
+
+  constructor(
+    private readonly spec: WorkerSpec,
+    private readonly host: Host,
+  ) {
+    this.log = spec.record;
+  }
+
+  private readonly line = (text: string) => appendFileSync(this.log, text.endsWith("\n") ? text : `${text}\n`);
+
+  async run(runRun: RunRunner): Promise<number> {
+    // 1. Listen for signals: they cancel the run, or before it listens abort the lock wait or the follower.
+    const unsubscribe = this.host.onSignal((signal) => {
+      this.cancelledBy ??= signal;
+      if (this.runCancel) this.runCancel(signal);
+      else this.abort.abort(signal);
+    });
+    try {
+      // 2. Put this process in the record, for status to tell a live worker from a dead one.
+      await this.claimRecord();
+      // 3. Hold the lane (or end: busy with --no-wait, or cancelled while waiting).
+      if (!(await this.holdLane())) return this.code;
+      // 4. Start the cap's clock.
+      this.armCap();
+      // 5. Follow the CI run, or run here.
+      if (this.spec.backend === "dispatch" && this.spec.dispatch) this.code = await this.followCi(this.spec.dispatch);
+      else this.code = await this.runHere(runRun);
+      return this.code;
+    } catch (error) {
+      this.line(`shardguard bg: ${(error as Error).stack ?? String(error)}`);
+      this.code = BG_EXIT.other;
+      this.why = `bg failed: ${(error as Error).message ?? String(error)}`.split("\n")[0]!;
+      return this.code;
+    } finally {
+      // 6. Let go of the cap, the lane and the signals; write the ending, then the sentinel as the last line.
+      for (const t of this.timers) clearTimeout(t);
+      await this.lock?.release().catch(() => {});
+      unsubscribe?.();
+      const state = this.capReached ? "timed-out" : (this.endState ?? stateForCode(this.code));
+      await recordEnding(this.log, { code: this.code, state, why: this.why });
+      this.line(sentinelLine(this.code));
+    }
+  }
+
+  private async claimRecord(): Promise<void> {
+    const record = readRecord(this.log);
     record.pid = process.pid;
     record.procStart = procStartOf(process.pid);
     await writeRecord(record);
+  }
 
+  /** Takes the lane lock, waiting unless --no-wait; false (code and why set) when it was not taken. */
+  private async holdLane(): Promise<boolean> {
+    const { spec, line } = this;
     const noWait = new AbortController();
     try {
-      lock = await acquireRunLock(spec.lock, {
+      this.lock = await acquireRunLock(spec.lock, {
         onWait: (holder) => {
           line(`shardguard bg: ${lockWaitMessage(spec.lock, holder)}`);
           if (spec.noWait) noWait.abort();
         },
-        signal: AbortSignal.any([abort.signal, noWait.signal]),
+        signal: AbortSignal.any([this.abort.signal, noWait.signal]),
       });
     } catch (error) {
       if (!(error instanceof LockAbortedError)) throw error;
+      const { cancelledBy } = this;
       line(
         cancelledBy
           ? `shardguard bg: cancelled by ${cancelledBy} while waiting for lane ${spec.lock}; nothing ran`
           : `shardguard bg: lane ${spec.lock} is busy and --no-wait was given; nothing ran`,
       );
-      code = cancelledBy ? BG_EXIT.cancelled : BG_EXIT.other;
-      why = cancelledBy
+      this.code = cancelledBy ? BG_EXIT.cancelled : BG_EXIT.other;
+      this.why = cancelledBy
         ? `cancelled by ${cancelledBy} while waiting for lane ${spec.lock}`
         : `lane ${spec.lock} was busy (--no-wait)`;
-      return code;
+      return false;
     }
     line(`shardguard bg: holding lane ${spec.lock}; cap ${spec.capSeconds}s from now`);
+    return true;
+  }
 
+  /** At the cap, cancels the run (or stops the follower); a cancel that did not end the run in time kills at once. */
+  private armCap(): void {
+    const { spec } = this;
     const onCap = () => {
-      capReached = true;
-      line(`shardguard bg: cap of ${spec.capSeconds}s reached: cancelling the run`);
-      if (runCancel) runCancel("SIGTERM");
-      else abort.abort("cap");
+      this.capReached = true;
+      this.line(`shardguard bg: cap of ${spec.capSeconds}s reached: cancelling the run`);
+      if (this.runCancel) this.runCancel("SIGTERM");
+      else this.abort.abort("cap");
     };
-    timers.push(setTimeout(onCap, spec.capSeconds * 1000));
+    this.timers.push(setTimeout(onCap, spec.capSeconds * 1000));
     // A cancel that did not end the run in time kills every shard at once.
-    timers.push(setTimeout(() => runCancel?.("SIGTERM"), spec.capSeconds * 1000 + spec.graceMs + 30_000));
+    this.timers.push(setTimeout(() => this.runCancel?.("SIGTERM"), spec.capSeconds * 1000 + spec.graceMs + 30_000));
+  }
 
-    if (spec.backend === "dispatch" && spec.dispatch) {
-      const dispatch = spec.dispatch;
-      try {
-        code = await followDispatch(dispatch, {
-          gh: ghRunner(host.cwd, host.env),
-          line,
-          pollMs: pollMsFrom(host.env),
-          signal: abort.signal,
-          onEnding: (state, text) => {
-            endState = state;
-            why = text;
-          },
-          onRun: async (run) => {
-            const r = readRecord(log);
-            r.ci = {
-              repo: dispatch.repo,
-              workflow: dispatch.workflow,
-              runId: run.databaseId,
-              url: run.url,
-              nonce: dispatch.nonce,
-            };
-            await writeRecord(r);
-          },
-        });
-      } catch (error) {
-        if (!abort.signal.aborted) throw error;
-        line(
-          capReached
-            ? "shardguard bg: stopped following (cap reached); the CI run goes on"
-            : `shardguard bg: stopped following (${cancelledBy}); the CI run goes on`,
-        );
-        code = capReached ? BG_EXIT.other : BG_EXIT.cancelled;
-        why = capReached
-          ? `cap of ${spec.capSeconds}s reached; stopped following, the CI run goes on`
-          : `cancelled by ${cancelledBy}; stopped following, the CI run goes on`;
-      }
-      return code;
+  /** Dispatches (or joins) the CI run and follows it to its conclusion, the cap or a signal. */
+  private async followCi(dispatch: DispatchSpec): Promise<number> {
+    const { host, line, log } = this;
+    try {
+      return await followDispatch(dispatch, {
+        gh: ghRunner(host.cwd, host.env),
+        line,
+        pollMs: pollMsFrom(host.env),
+        signal: this.abort.signal,
+        onEnding: (state, text) => {
+          this.endState = state;
+          this.why = text;
+        },
+        onRun: async (run) => {
+          const r = readRecord(log);
+          r.ci = {
+            repo: dispatch.repo,
+            workflow: dispatch.workflow,
+            runId: run.databaseId,
+            url: run.url,
+            nonce: dispatch.nonce,
+          };
+          await writeRecord(r);
+        },
+      });
+    } catch (error) {
+      if (!this.abort.signal.aborted) throw error;
+      const { capReached, cancelledBy } = this;
+      line(
+        capReached
+          ? "shardguard bg: stopped following (cap reached); the CI run goes on"
+          : `shardguard bg: stopped following (${cancelledBy}); the CI run goes on`,
+      );
+      this.why = capReached
+        ? `cap of ${this.spec.capSeconds}s reached; stopped following, the CI run goes on`
+        : `cancelled by ${cancelledBy}; stopped following, the CI run goes on`;
+      return capReached ? BG_EXIT.other : BG_EXIT.cancelled;
     }
+  }
 
+  /** Runs `shardguard run` in this process, its output into the log; returns the sentinel's code. */
+  private async runHere(runRun: RunRunner): Promise<number> {
+    const runCode = await runRun(this.spec.runArgv, this.runHost());
+    const code = localRunCode(runCode, this.capReached);
+    const why = localRunWhy(code, runCode, this.capReached, this.spec.capSeconds, this.cancelledBy);
+    if (why !== null) this.why = why;
+    return code;
+  }
+
+  /** The host the run sees: the log for its output, and this worker's signals and cap for its cancel. */
+  private runHost(): Host {
+    const { host, line, log } = this;
     let sawRunId = false;
-    const runHost: Host = {
+    return {
       env: host.env,
       cwd: host.cwd,
       stdout: (text) => {
@@ -176,39 +267,15 @@ export async function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner):
       },
       stderr: line,
       onSignal: (handler) => {
-        runCancel = handler;
+        this.runCancel = handler;
         // A signal or the cap that came before the run listened.
-        if (cancelledBy) handler(cancelledBy);
-        else if (capReached) handler("SIGTERM");
+        if (this.cancelledBy) handler(this.cancelledBy);
+        else if (this.capReached) handler("SIGTERM");
         return () => {
-          runCancel = null;
+          this.runCancel = null;
         };
       },
       isTTY: false,
     };
-    const runCode = await runRun(spec.runArgv, runHost);
-    code = capReached
-      ? BG_EXIT.other
-      : runCode === EXIT.sigint || runCode === EXIT.sigterm
-        ? BG_EXIT.cancelled
-        : runCode === 0 || runCode === 1
-          ? runCode
-          : BG_EXIT.other;
-    if (capReached) why = `cap of ${spec.capSeconds}s reached; the run was cancelled`;
-    else if (code === BG_EXIT.cancelled) why = `cancelled by ${cancelledBy ?? "a signal"}`;
-    else if (code === BG_EXIT.other)
-      why = `the run ended with exit ${runCode} (refused or could not start; see the log)`;
-    return code;
-  } catch (error) {
-    line(`shardguard bg: ${(error as Error).stack ?? String(error)}`);
-    code = BG_EXIT.other;
-    why = `bg failed: ${(error as Error).message ?? String(error)}`.split("\n")[0]!;
-    return code;
-  } finally {
-    for (const t of timers) clearTimeout(t);
-    await lock?.release().catch(() => {});
-    unsubscribe?.();
-    await recordEnding(log, { code, state: capReached ? "timed-out" : (endState ?? stateForCode(code)), why });
-    line(sentinelLine(code));
   }
 }
