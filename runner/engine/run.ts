@@ -14,7 +14,7 @@ import { filtersByName, SHARD_ENV } from "../exec/bun-command.ts";
 import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, watchGroups, type Escapee, type ShardProcess } from "../exec/process.ts";
-import { runShard, type RunningShard } from "../exec/shard.ts";
+import { runShard, type RunningShard, type ShardContext, type ShardHooks } from "../exec/shard.ts";
 import { ShardNotStartedError } from "../exec/shard-attempt.ts";
 import { FIRST_REPORT_WAIT_MS, HandshakeGate } from "../exec/handshake-gate.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
@@ -22,7 +22,6 @@ import { orderByTimings } from "../plan/timings.ts";
 import type { Out } from "../report/console.ts";
 import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts";
 import { bunCapabilities, missingFeatures, type BunCapabilities } from "../results/bun-capabilities.ts";
-import { readBunfigTable } from "../config/load.ts";
 import type { ProgressSource } from "../report/progress.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
@@ -33,10 +32,11 @@ import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
 import { prepareRunDirs, pruneRuns, RunDirsKeeper } from "./run-dirs.ts";
-import { coverageSafePreload, coverageThreshold } from "../exec/coverage.ts";
+import { coverageSafePreload } from "../exec/coverage.ts";
 import { afterFailedFinalWrite, removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 import { RunResources } from "./run-resources.ts";
+import { shardContextFor } from "./shard-inputs.ts";
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -108,6 +108,8 @@ export class Run {
   private readonly sweeps: { staleRuns: Escapee[]; endOfRun: Escapee[] } = { staleRuns: [], endOfRun: [] };
   /** Shards added during the run: never-started files of killed batched shards, one file each. */
   private readonly redispatched: PlannedShard[] = [];
+  /** Set once the first report write is asked for: from then on each shard's start writes the reports. */
+  private firstWriteAsked = false;
 
   /** Every shard of the run: the plan's, then the re-dispatched ones. */
   private allShards(): PlannedShard[] {
@@ -232,107 +234,19 @@ export class Run {
     const { settings, plan, out } = this.inputs;
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
     const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned); // exclusive shards last
-    const shardTotal = () => plan.shards.length + this.redispatched.length;
     const handshakes = new HandshakeGate();
     const dirs = new RunDirsKeeper(settings.out, { runDir: this.runDir!, logDir, junitDir }, this.preload, out);
-    let firstWriteAsked = false;
     let pruning: Promise<void> = Promise.resolve();
-    const ctx = {
-      runId: this.runId,
-      root: settings.root,
-      bun: settings.bun,
-      bunArgs: settings.bunArgs,
-      timeoutMs: settings.timeoutMs,
-      graceMs: settings.graceMs,
-      emptyFiles: settings.emptyFiles,
-      logDir,
-      junitDir,
-      socketDir,
-      env: this.inputs.env,
-      ...(this.inputs.shardEnv ? { shardEnv: this.inputs.shardEnv } : {}),
-      handshakes,
-      preload: this.preload,
-      coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),
-      capabilities: this.capabilities,
-      bunfigRetry: this.capabilities.junitListsAttempts ? bunfigRetryOf(settings.root) : null,
-      ensureDirs: dirs.ensure,
-    };
+    const { env, shardEnv } = this.inputs;
+    const ctx = shardContextFor(
+      settings,
+      { runId: this.runId, env, shardEnv, preload: this.preload, capabilities: this.capabilities },
+      { logDir, junitDir, socketDir, handshakes, ensureDirs: dirs.ensure },
+    );
     const pool = runPool(
       toRun,
       settings.jobs,
-      async (shard, enqueue, poolRelease) => {
-        // The job slot this shard holds (report.html's timeline lane): the lowest free one.
-        let slot = 1;
-        while (this.slotsTaken.has(slot)) slot++;
-        this.slotsTaken.add(slot);
-        let holding = true;
-        const giveBack = () => {
-          if (holding) this.slotsTaken.delete(slot);
-          holding = false;
-        };
-        const release = () => {
-          giveBack();
-          poolRelease();
-        };
-        let lastProc: ShardProcess | null = null;
-        const { result, filesNotStarted } = await runShard({
-          ctx,
-          shard,
-          hooks: {
-            onStart: (running) => {
-              this.running.set(shard.index, running);
-              this.console.onShardStart(
-                shard,
-                shardTotal(),
-                settings.timeoutMs,
-                running.logPath,
-                this.locks.startNote(shard),
-              );
-              // So a runner killed soon after leaves reports naming this shard as running
-              // (a shard of the first wave: once the first write lands).
-              if (firstWriteAsked) void this.writeReports(false);
-            },
-            onWarning: (s, message) => this.console.onShardWarning(s, shardTotal(), message),
-            register: (proc) => {
-              lastProc = proc;
-              this.live.add(proc);
-              // A cancel that raced with the spawn still reaches this shard.
-              if (this.cancelledBy) proc.terminate("cancel");
-              return () => this.live.delete(proc);
-            },
-            // The shard's last child and its group are gone: the slot goes to the
-            // next shard while this one's JUnit and marks are read and its
-            // verdict decided (10-25 ms per batched shard, bench/README.md).
-            onSlotFree: release,
-          },
-          cancelled: () => this.cancelledBy,
-        }).catch((error: unknown) => {
-          // Our own failure (a full disk for the journal, a bad socket path, directories that cannot be
-          // made again) must cost this shard, not the run: kill what it started, say why.
-          this.running.get(shard.index)?.process?.killNow("cancel");
-          const message = (error as Error).message ?? String(error);
-          const notSpawned = lastProc === null || error instanceof ShardNotStartedError;
-          const result = notSpawned
-            ? neverStarted(shard, `shardguard could not start it: ${message}`)
-            : supervisionFailed(shard, message);
-          return { result, filesNotStarted: [] };
-        });
-        giveBack();
-        const proc = lastProc as ShardProcess | null;
-        if (result.startedAt !== null && proc !== null && proc.goneMs !== null) {
-          result.timeline = { slot, sigtermMs: proc.sigtermMs, sigkillMs: proc.sigkillMs, goneMs: proc.goneMs };
-        }
-        for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
-        this.running.delete(shard.index);
-        this.results.set(shard.index, result);
-        await this.console.onShardEnd(result, shardTotal());
-        // Not awaited: the next shard need not wait for the disk; the final
-        // write is queued behind this one. None after the last shard: the
-        // final write follows at once, and a whole report rendered twice
-        // cost 1.5 s on a file of 100,000 tests (bench/README.md).
-        if (this.results.size < this.allShards().length) void this.writeReports(false);
-        return result;
-      },
+      (shard, enqueue, poolRelease) => this.dispatch(shard, ctx, enqueue, poolRelease),
       () => this.cancelledBy !== null,
       this.locks.gate,
     );
@@ -344,7 +258,7 @@ export class Run {
     // run; every later write queues behind this one, so the files on disk
     // move forward in order. Pruning old runs waits for the same moment.
     const firstWrite = handshakes.settled(FIRST_REPORT_WAIT_MS).then(() => {
-      firstWriteAsked = true;
+      this.firstWriteAsked = true;
       void this.writeReports(false);
       pruning = pruneRuns(settings.out, this.runId);
     });
@@ -372,6 +286,117 @@ export class Run {
         : null;
     this.console.onRunEnd(report, paths, this.filterMatchedNothing, this.writer?.finalRunCopy ?? null);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
+  }
+
+  /**
+   * One shard, from the moment the pool starts it (its resources free: the
+   * pool's gate, engine/run-resources.ts) to its verdict on the console, in steps.
+   */
+  private async dispatch(
+    shard: PlannedShard,
+    ctx: ShardContext,
+    enqueue: (more: PlannedShard) => void,
+    poolRelease: () => void,
+  ): Promise<ShardResult> {
+    // 1. The job slot this shard holds (report.html's timeline lane): the lowest free one.
+    const { slot, giveBack } = this.takeSlot();
+    const seen: { proc: ShardProcess | null } = { proc: null };
+    const release = () => {
+      giveBack();
+      poolRelease();
+    };
+    // 2. Start and supervise it: spawn, wall-clock timeout, evidence, verdict (exec/shard.ts).
+    const { result, filesNotStarted } = await runShard({
+      ctx,
+      shard,
+      hooks: this.shardHooks(shard, seen, release),
+      cancelled: () => this.cancelledBy,
+    }).catch((error: unknown) => ({
+      // 3. Our own failure costs this shard, not the run.
+      result: this.ownFailure(shard, error, seen.proc),
+      filesNotStarted: [],
+    }));
+    giveBack();
+    // 4. Its timeline: the slot, and when it was signalled and gone.
+    const proc = seen.proc;
+    if (result.startedAt !== null && proc !== null && proc.goneMs !== null) {
+      result.timeline = { slot, sigtermMs: proc.sigtermMs, sigkillMs: proc.sigkillMs, goneMs: proc.goneMs };
+    }
+    // 5. The unstarted files of a killed batch run again, one shard each.
+    for (const again of this.redispatch(shard, result, filesNotStarted)) enqueue(again);
+    // 6. Its verdict: the console, then the report files.
+    this.running.delete(shard.index);
+    this.results.set(shard.index, result);
+    await this.console.onShardEnd(result, this.shardTotal());
+    // Not awaited: the next shard need not wait for the disk; the final
+    // write is queued behind this one. None after the last shard: the
+    // final write follows at once, and a whole report rendered twice
+    // cost 1.5 s on a file of 100,000 tests (bench/README.md).
+    if (this.results.size < this.allShards().length) void this.writeReports(false);
+    return result;
+  }
+
+  /** Takes the lowest free job slot; `giveBack` frees it (idempotent). */
+  private takeSlot(): { slot: number; giveBack: () => void } {
+    let slot = 1;
+    while (this.slotsTaken.has(slot)) slot++;
+    this.slotsTaken.add(slot);
+    let holding = true;
+    const giveBack = () => {
+      if (holding) this.slotsTaken.delete(slot);
+      holding = false;
+    };
+    return { slot, giveBack };
+  }
+
+  /** What the run hears of a running shard; `seen.proc` is its last child spawned. */
+  private shardHooks(shard: PlannedShard, seen: { proc: ShardProcess | null }, release: () => void): ShardHooks {
+    const { settings } = this.inputs;
+    return {
+      onStart: (running) => {
+        this.running.set(shard.index, running);
+        this.console.onShardStart(
+          shard,
+          this.shardTotal(),
+          settings.timeoutMs,
+          running.logPath,
+          this.locks.startNote(shard),
+        );
+        // So a runner killed soon after leaves reports naming this shard as running
+        // (a shard of the first wave: once the first write lands).
+        if (this.firstWriteAsked) void this.writeReports(false);
+      },
+      onWarning: (s, message) => this.console.onShardWarning(s, this.shardTotal(), message),
+      register: (proc) => {
+        seen.proc = proc;
+        this.live.add(proc);
+        // A cancel that raced with the spawn still reaches this shard.
+        if (this.cancelledBy) proc.terminate("cancel");
+        return () => this.live.delete(proc);
+      },
+      // The shard's last child and its group are gone: the slot goes to the
+      // next shard while this one's JUnit and marks are read and its
+      // verdict decided (10-25 ms per batched shard, bench/README.md).
+      onSlotFree: release,
+    };
+  }
+
+  /**
+   * Our own failure (a full disk for the journal, a bad socket path, directories that cannot be
+   * made again) must cost this shard, not the run: kill what it started, say why.
+   */
+  private ownFailure(shard: PlannedShard, error: unknown, lastProc: ShardProcess | null): ShardResult {
+    this.running.get(shard.index)?.process?.killNow("cancel");
+    const message = (error as Error).message ?? String(error);
+    const notSpawned = lastProc === null || error instanceof ShardNotStartedError;
+    return notSpawned
+      ? neverStarted(shard, `shardguard could not start it: ${message}`)
+      : supervisionFailed(shard, message);
+  }
+
+  /** Shards of the run: the plan's and the re-dispatched ones so far. */
+  private shardTotal(): number {
+    return this.inputs.plan.shards.length + this.redispatched.length;
   }
 
   /** Re-dispatch of a killed batched shard's unstarted files (engine/redispatch.ts); none once cancelled. */
@@ -481,12 +506,3 @@ export class Run {
 }
 
 const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
-
-/** `[test] retry` of the root's bunfig.toml, or null (also when it cannot be read: the settings were read from it already). */
-function bunfigRetryOf(root: string): number | null {
-  try {
-    return readBunfigTable(root).testRetry ?? null;
-  } catch {
-    return null;
-  }
-}

@@ -121,82 +121,18 @@ const writeFd = promisify(write);
 export async function writeDocumentsAtomic(documents: readonly StreamedDocument[], mode = 0o666): Promise<number> {
   const writing: Writing[] = [];
   const made: string[] = [];
-  let busyMs = 0;
   try {
-    for (const doc of documents) {
-      const temps = doc.targets.map((target) =>
-        join(dirname(target), `.${basename(target)}.${process.pid}.${randomHex(6)}.tmp`),
-      );
-      for (const target of doc.targets) mkdirSync(dirname(target), { recursive: true });
-      // "wx": fail rather than share a temp file with another writer.
-      const fd = openSync(temps[0]!, "wx", mode);
-      made.push(temps[0]!);
-      writing.push({
-        doc,
-        iterator: doc.chunks[Symbol.iterator](),
-        temps,
-        fd,
-        bytes: Buffer.allocUnsafe(FIRST_BUFFER_BYTES),
-        used: 0,
-        spare: null,
-        writing: Promise.resolve(),
-        unsynced: 0,
-        syncing: [],
-        done: false,
-      });
-    }
-    let open = writing.length;
-    // Since the event loop's last turn, and since the last wait for the disk.
-    let turned = performance.now();
-    let since = turned;
-    const flushing = async (w: Writing, extra: Buffer | null) => {
-      busyMs += performance.now() - since;
-      await flush(w, extra);
-      since = performance.now();
-      if (since - turned >= YIELD_EVERY_MS) {
-        await new Promise((resolve) => setImmediate(resolve));
-        turned = since = performance.now();
-      }
-    };
-    while (open > 0) {
-      for (const w of writing) {
-        if (w.done) continue;
-        const next = w.iterator.next();
-        if (next.done) {
-          w.done = true;
-          open -= 1;
-          if (w.used > 0) await flushing(w, null);
-          continue;
-        }
-        const text = next.value;
-        // At most 3 bytes of UTF-8 per UTF-16 code unit.
-        const most = text.length * 3;
-        if (w.used + most <= w.bytes.length) w.used += w.bytes.write(text, w.used, "utf8");
-        // A piece larger than a full-size buffer is written on its own, after the buffer.
-        else if (most > FLUSH_BYTES) await flushing(w, Buffer.from(text, "utf8"));
-        else {
-          await flushing(w, null);
-          w.used += w.bytes.write(text, w.used, "utf8");
-        }
-      }
-    }
-    busyMs += performance.now() - since;
-    for (const w of writing) await w.writing;
-    {
-      const early = await Promise.allSettled(writing.flatMap((w) => w.syncing));
-      for (const result of early) if (result.status === "rejected") throw result.reason;
-    }
-    // Without fsync a crash after the rename can leave an empty file under the new name.
-    // All settled before any file is closed (the catch below closes them).
-    const synced = await Promise.allSettled(writing.map((w) => fsyncFd(w.fd)));
-    for (const result of synced) if (result.status === "rejected") throw result.reason;
-    for (const w of writing) {
-      closeSync(w.fd);
-      w.fd = -1;
-    }
+    // 1. Each document's first temp file, created and open.
+    for (const doc of documents) writing.push(openDocument(doc, mode, made));
+    // 2. The documents rendered side by side into them.
+    const busyMs = await renderDocuments(writing);
+    // 3. Every write and fsync settled, each file closed.
+    await syncAndClose(writing);
+    // 4. Every other target's temp file: a link to (or a copy of) its document's first.
     for (const w of writing) {
       for (const temp of w.temps.slice(1)) await linkOrCopy(w.temps[0]!, temp, made);
     }
+    // 5. Every temp file renamed over its target.
     // Links and renames are synchronous: nine metadata calls through the
     // thread pool, one after another, held the end of a run back by 5-12 ms
     // on a busy machine, several times what the calls themselves cost
@@ -204,19 +140,111 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
     for (const w of writing) for (let i = 0; i < w.temps.length; i++) renameSync(w.temps[i]!, w.doc.targets[i]!);
     return busyMs;
   } catch (error) {
-    for (const w of writing) {
-      // Never close a file under a write or fsync still in flight.
-      await w.writing.catch(() => {});
-      await Promise.allSettled(w.syncing);
-      if (w.fd !== -1) {
-        try {
-          closeSync(w.fd);
-        } catch {}
-      }
-    }
-    for (const temp of made) await rm(temp, { force: true });
+    await discard(writing, made);
     throw error;
   }
+}
+
+/** Names the document's temp files, makes its targets' directories, creates its first temp file (recorded in `made`). */
+function openDocument(doc: StreamedDocument, mode: number, made: string[]): Writing {
+  const temps = doc.targets.map((target) =>
+    join(dirname(target), `.${basename(target)}.${process.pid}.${randomHex(6)}.tmp`),
+  );
+  for (const target of doc.targets) mkdirSync(dirname(target), { recursive: true });
+  // "wx": fail rather than share a temp file with another writer.
+  const fd = openSync(temps[0]!, "wx", mode);
+  made.push(temps[0]!);
+  return {
+    doc,
+    iterator: doc.chunks[Symbol.iterator](),
+    temps,
+    fd,
+    bytes: Buffer.allocUnsafe(FIRST_BUFFER_BYTES),
+    used: 0,
+    spare: null,
+    writing: Promise.resolve(),
+    unsynced: 0,
+    syncing: [],
+    done: false,
+  };
+}
+
+/**
+ * Pulls the documents' pieces, one of each in turn, into their buffers and
+ * flushes them (see {@link writeDocumentsAtomic}); returns the ms spent
+ * holding the event loop.
+ */
+async function renderDocuments(writing: Writing[]): Promise<number> {
+  let busyMs = 0;
+  let open = writing.length;
+  // Since the event loop's last turn, and since the last wait for the disk.
+  let turned = performance.now();
+  let since = turned;
+  const flushing = async (w: Writing, extra: Buffer | null) => {
+    busyMs += performance.now() - since;
+    await flush(w, extra);
+    since = performance.now();
+    if (since - turned >= YIELD_EVERY_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      turned = since = performance.now();
+    }
+  };
+  while (open > 0) {
+    for (const w of writing) {
+      if (w.done) continue;
+      const next = w.iterator.next();
+      if (next.done) {
+        w.done = true;
+        open -= 1;
+        if (w.used > 0) await flushing(w, null);
+        continue;
+      }
+      const text = next.value;
+      // At most 3 bytes of UTF-8 per UTF-16 code unit.
+      const most = text.length * 3;
+      if (w.used + most <= w.bytes.length) w.used += w.bytes.write(text, w.used, "utf8");
+      // A piece larger than a full-size buffer is written on its own, after the buffer.
+      else if (most > FLUSH_BYTES) await flushing(w, Buffer.from(text, "utf8"));
+      else {
+        await flushing(w, null);
+        w.used += w.bytes.write(text, w.used, "utf8");
+      }
+    }
+  }
+  busyMs += performance.now() - since;
+  return busyMs;
+}
+
+/** Waits for every document's writes and early fsyncs, fsyncs the files together, then closes them. */
+async function syncAndClose(writing: Writing[]): Promise<void> {
+  for (const w of writing) await w.writing;
+  {
+    const early = await Promise.allSettled(writing.flatMap((w) => w.syncing));
+    for (const result of early) if (result.status === "rejected") throw result.reason;
+  }
+  // Without fsync a crash after the rename can leave an empty file under the new name.
+  // All settled before any file is closed (discard closes them).
+  const synced = await Promise.allSettled(writing.map((w) => fsyncFd(w.fd)));
+  for (const result of synced) if (result.status === "rejected") throw result.reason;
+  for (const w of writing) {
+    closeSync(w.fd);
+    w.fd = -1;
+  }
+}
+
+/** After a failure: closes every file still open, once nothing is in flight on it, and removes every temp file made. */
+async function discard(writing: Writing[], made: string[]): Promise<void> {
+  for (const w of writing) {
+    // Never close a file under a write or fsync still in flight.
+    await w.writing.catch(() => {});
+    await Promise.allSettled(w.syncing);
+    if (w.fd !== -1) {
+      try {
+        closeSync(w.fd);
+      } catch {}
+    }
+  }
+  for (const temp of made) await rm(temp, { force: true });
 }
 
 /** `temp` as a hard link to `first`, or a fsynced copy when linking is impossible; recorded in `made` once it exists. */
