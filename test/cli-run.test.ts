@@ -5,7 +5,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import {
   fixtureFiles,
   makeSuite,
@@ -19,6 +18,7 @@ import {
 } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 describe("the issue's three-file run: spin, fail, pass with --jobs 2 --timeout 3 --grace 1", () => {
   let dir: string;
@@ -59,9 +59,7 @@ describe("the issue's three-file run: spin, fail, pass with --jobs 2 --timeout 3
     const verdict = await validateJUnitXml(xml);
     expect(verdict.errors).toEqual([]);
     expect(verdict.valid).toBe(true);
-    const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(
-      xml,
-    );
+    const doc = parseJUnit(xml);
     const suites = doc.testsuites.testsuite as { "@_name": string }[];
     expect(suites.map((s) => s["@_name"]).sort()).toEqual(["fail.test.ts", "pass.test.ts", "spin.test.ts"]);
     expect(xml).toContain('type="timeout"');

@@ -9,9 +9,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import { makeSuite, readReport, removeSuites, runCli, shardOf } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 afterAll(removeSuites);
 
@@ -34,11 +34,10 @@ const HALF = {
 function reports(dir: string) {
   const out = path.join(dir, ".shardguard");
   const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
-  const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "" }).parse(xml);
   // fast-xml-parser's output, read field by field.
   // biome-ignore lint/suspicious/noExplicitAny: see above
   type Case = Record<string, any>;
-  const cases = [doc.testsuites.testsuite].flat().flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Case[];
+  const cases = parseJUnit(xml).testsuites.testsuite.flatMap((s: { testcase: Case[] }) => s.testcase) as Case[];
   const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
   return { xml, cases, ctrf, report: readReport(dir) };
 }
@@ -93,8 +92,8 @@ describe("a project with [test] coverage = true and coverageThreshold = 0.9", ()
     expect((await validateJUnitXml(xml)).errors).toEqual([]);
     const failing = cases.filter((c) => c.failure !== undefined);
     expect(failing.length).toBe(1);
-    expect(failing[0]!.failure.type).toBe("coverage-threshold");
-    expect(failing[0]!.classname).toBe("test/half.test.ts");
+    expect(failing[0]!.failure["@_type"]).toBe("coverage-threshold");
+    expect(failing[0]!["@_classname"]).toBe("test/half.test.ts");
     expect(ctrf.results.summary).toMatchObject({ tests: 5, passed: 4, failed: 1 });
     expect(logs(dir)).not.toContain("shard-preload");
   }, 60_000);

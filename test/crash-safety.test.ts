@@ -9,6 +9,7 @@ import path from "node:path";
 import { readReport, runCli, survivors, waitFor, removeSuites } from "./helpers/cli.ts";
 import { makeSuite } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
+import { alive } from "./helpers/processes.ts";
 
 test("kill -9 of the runner mid-run: no shard process alive within 2 s, reports valid and honest", async () => {
   const slow = 'import { test } from "bun:test";\ntest("slow", async () => { await Bun.sleep(20_000); });\n';
@@ -97,15 +98,6 @@ function grandchildTest(command: string, spawnOptions: string, pidFile: string):
     "});",
     "",
   ].join("\n");
-}
-
-/** True while `pid` exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
 }
 
 test("kill -9 of the runner while a shard has a setsid'd grandchild: no process with the run's cookie alive 3 s later", async () => {

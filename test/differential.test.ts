@@ -16,12 +16,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
 import { readBunJUnit } from "../runner/results/bun-junit.ts";
 import type { RunReport, TestStatus } from "../runner/results/report-model.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 const DIR = path.join(REPO, "test", "fixtures", "differential");
 
@@ -428,12 +428,6 @@ async function runTable(version: string): Promise<void> {
 }
 afterAll(removeSuites);
 
-const xml = new XMLParser({
-  ignoreAttributes: false,
-  attributeNamePrefix: "",
-  isArray: (n) => n === "testsuite" || n === "testcase",
-});
-
 /** Status of a testcase as our JUnit encodes it (docs/reports.md). */
 function junitStatus(tc: Record<string, unknown>): string {
   const child = (tag: string) => tc[tag] as Record<string, string> | undefined;
@@ -444,17 +438,17 @@ function junitStatus(tc: Record<string, unknown>): string {
     crash: "crashed",
     "never-started": "never-started",
   };
-  if (error) return errorStatus[error.type ?? ""] ?? `error:${error.type}`;
+  if (error) return errorStatus[error["@_type"] ?? ""] ?? `error:${error["@_type"]}`;
   const skipped = tc.skipped as Record<string, string> | string | undefined;
-  if (skipped !== undefined) return typeof skipped === "object" && skipped.type === "todo" ? "todo" : "skipped";
+  if (skipped !== undefined) return typeof skipped === "object" && skipped["@_type"] === "todo" ? "todo" : "skipped";
   return "passed";
 }
 
 /** Our JUnit's testcases of a file, as [name without the " (n)" duplicate suffix, status]. */
 function junitCases(text: string, file: string): [string, string][] {
-  const suites = xml.parse(text).testsuites.testsuite as { name: string; testcase: Record<string, unknown>[] }[];
-  const suite = suites.find((s) => s.name === file);
-  return (suite?.testcase ?? []).map((tc) => [String(tc.name).replace(/ \(\d+\)$/, ""), junitStatus(tc)]);
+  const suites = parseJUnit(text).testsuites.testsuite as { "@_name": string; testcase: Record<string, unknown>[] }[];
+  const suite = suites.find((s) => s["@_name"] === file);
+  return (suite?.testcase ?? []).map((tc) => [String(tc["@_name"]).replace(/ \(\d+\)$/, ""), junitStatus(tc)]);
 }
 
 for (const version of VERSIONS) {

@@ -10,9 +10,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import { makeSuite, readReport, removeSuites, runCli, shardOf } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 const TIMEOUT_S = 10;
 const GRACE_S = 1;
@@ -107,13 +107,12 @@ describe("a FIFO a test puts where the runner reads", () => {
 
         const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
         expect((await validateJUnitXml(xml)).errors).toEqual([]);
-        const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "" }).parse(xml);
-        const cases = [doc.testsuites.testsuite]
-          .flat()
-          .flatMap((s: { testcase: unknown }) => [s.testcase].flat()) as Record<string, unknown>[];
-        for (const name of c.failed) expect(cases.find((t) => t.name === name)?.failure).toBeDefined();
+        const cases = parseJUnit(xml).testsuites.testsuite.flatMap(
+          (s: { testcase: Record<string, unknown>[] }) => s.testcase,
+        ) as Record<string, unknown>[];
+        for (const name of c.failed) expect(cases.find((t) => t["@_name"] === name)?.failure).toBeDefined();
         for (const name of c.passed) {
-          const tc = cases.find((t) => t.name === name)!;
+          const tc = cases.find((t) => t["@_name"] === name)!;
           expect(tc.failure ?? tc.error ?? tc.skipped).toBeUndefined();
         }
         const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));

@@ -11,7 +11,6 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import type { RunReport, ShardStatus, TestStatus } from "../runner/results/report-model.ts";
 import {
   fixtureFilesIn,
@@ -25,6 +24,8 @@ import {
   type CliRun,
 } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
+import { alive } from "./helpers/processes.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 const TIMEOUT_S = 7; // above Bun's 5 s per-test timeout, so never-settles shows what Bun does
 const GRACE_S = 1;
@@ -49,15 +50,6 @@ const EXPECTED: Record<string, { shard: ShardStatus; tests: TestStatus[] }> = {
   "prints-secret.test.ts": { shard: "failed", tests: ["failed", "failed", "failed"] },
   "sigterm-spin.test.ts": { shard: "timed-out", tests: ["timed-out"] },
 };
-
-/** True while `pid` is a running (non-zombie) process. */
-function alive(pid: number): boolean {
-  try {
-    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grace ${GRACE_S}`, () => {
   const secret = `sk-live-${randomBytes(16).toString("hex")}`;
@@ -176,9 +168,7 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
     expect(verdict.valid).toBe(true);
     expect(junit).not.toMatch(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/);
     expect(junit).not.toContain("]]>");
-    const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(
-      junit,
-    );
+    const doc = parseJUnit(junit);
     const suites = doc.testsuites.testsuite as { "@_name": string; testcase: { "@_name": string }[] }[];
     expect(suites.map((s) => s["@_name"]).sort()).toEqual(Object.keys(EXPECTED).sort());
     const text = suites.find((s) => s["@_name"] === "hostile-text.test.ts")!;

@@ -7,8 +7,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import { makeSuite, readReport, runCli, shardOf } from "./helpers/cli.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 const LATE = `import { test } from "bun:test";
 test("u1", async () => { setTimeout(() => { throw new Error("late boom"); }, 1); });
@@ -39,10 +39,7 @@ describe("a late uncaught error", () => {
         ["u2", "failed", "late boom"],
       ]);
       const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
-      const doc = new XMLParser({
-        ignoreAttributes: false,
-        isArray: (n) => n === "testsuite" || n === "testcase",
-      }).parse(xml);
+      const doc = parseJUnit(xml);
       const cases = doc.testsuites.testsuite.flatMap((s: { testcase: unknown[] }) => s.testcase) as Record<
         string,
         unknown

@@ -10,15 +10,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { readMarks } from "../runner/exec/marks.ts";
 import { makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
-
-/** True while `pid` exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
+import { alive } from "./helpers/processes.ts";
 
 describe("a process leaked inside the group", () => {
   test("is listed in the shard's leftovers and on the console, and is dead afterwards; the shard still passes", async () => {

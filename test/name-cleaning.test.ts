@@ -11,9 +11,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import { cleanEventName, cleanJUnitName } from "../runner/results/text.ts";
 import { makeSuite, runCli } from "./helpers/cli.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 const NAME_SOURCE = String.raw`"a\x00b\x07c\td\x1b[31mred\x1b[0m\x0be\x1ff\x7f"`;
 /** With events: each control Bun's JUnit drops as its picture; tab and DEL as they are. */
@@ -33,11 +33,7 @@ function names(dir: string): { json: string[]; ctrf: string[]; junit: string[] }
   const out = path.join(dir, ".shardguard");
   const report = JSON.parse(readFileSync(path.join(out, "report.json"), "utf8"));
   const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
-  const xml = new XMLParser({
-    ignoreAttributes: false,
-    htmlEntities: true,
-    isArray: (n) => n === "testsuite" || n === "testcase",
-  }).parse(readFileSync(path.join(out, "junit.xml"), "utf8"));
+  const xml = parseJUnit(readFileSync(path.join(out, "junit.xml"), "utf8"), { htmlEntities: true });
   return {
     json: report.shards.flatMap((s: { tests: { name: string }[] }) => s.tests.map((t) => t.name)),
     ctrf: ctrf.results.tests.map((t: { name: string }) => t.name),

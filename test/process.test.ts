@@ -9,16 +9,9 @@ import os from "node:os";
 import path from "node:path";
 import { startProcess, sweepCookie, type ProcessState } from "../runner/exec/process.ts";
 import { makeSuite, removeSuites, waitFor } from "./helpers/cli.ts";
+import { alive } from "./helpers/processes.ts";
 
 const tmp = () => makeSuite({}, "sg-proc-");
-/** Alive and not a zombie: a killed orphan stays a zombie until its new parent reaps it. */
-const alive = (pid: number) => {
-  try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-};
 
 test("a child that exits by itself: running → sweeping → finished, output spooled to the log", async () => {
   const states: ProcessState[] = [];

@@ -139,6 +139,7 @@ function fullReport(): RunReport {
   ]);
 }
 
+// Its own parser, not parseJUnit: failure, error and skipped are arrays too, so a test can count them.
 const COUNTED = ["testsuite", "testcase", "failure", "error", "skipped", "flakyFailure"];
 const parser = new XMLParser({
   ignoreAttributes: false,

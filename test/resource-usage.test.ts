@@ -15,15 +15,7 @@ import { TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
 import type { ShardResult } from "../runner/results/report-model.ts";
 import { makeTestCgroup } from "./helpers/test-cgroup.ts";
 import { makeSuite, readReport, removeSuites, runCli, shardOf, waitFor } from "./helpers/cli.ts";
-
-/** Alive and not a zombie (a killed orphan stays one until init reaps it). */
-const alive = (pid: number) => {
-  try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-};
+import { alive } from "./helpers/processes.ts";
 
 /** A Bun program that spins until it has used 1 s of CPU (however loaded the machine), then runs `then`. */
 const spinner = (then: string) =>

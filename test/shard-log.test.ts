@@ -12,17 +12,9 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from "n
 import path from "node:path";
 import { startProcess } from "../runner/exec/process.ts";
 import { makeSuite, removeSuites, REPO, waitFor } from "./helpers/cli.ts";
+import { alive } from "./helpers/processes.ts";
 
 const BUN = process.execPath;
-
-/** Alive and not a zombie. */
-const alive = (pid: number) => {
-  try {
-    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-};
 
 /** 4 MiB through process.stdout.write, 2,000 console.log lines, 2,000 console.error lines. */
 const PRINTS =

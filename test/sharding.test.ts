@@ -7,13 +7,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import { fixtureFiles, makeSuite, readReport, REPO, removeSuites, runCli, type CliRun } from "./helpers/cli.ts";
 import { makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
 import { takeOverBunPlanFlags } from "../runner/commands/bun-plan-flags.ts";
 import { splitBunTestArgs } from "../runner/presets/flags.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 
 afterAll(removeSuites);
 
@@ -26,11 +26,6 @@ const suiteFiles = (): Record<string, string> => {
   files["t/g.test.ts"] = fail;
   return files;
 };
-const parseXml = (xml: string) =>
-  new XMLParser({ ignoreAttributes: false, isArray: (n) => ["testsuite", "testcase", "property"].includes(n) }).parse(
-    xml,
-  );
-
 describe("three slices of a suite, one lost, merged", () => {
   let dir: string;
   const slices: { run: CliRun; report: RunReport }[] = [];
@@ -82,7 +77,7 @@ describe("three slices of a suite, one lost, merged", () => {
   test("a slice's JUnit says which slice it is and stays valid against the XSD; CTRF says so in extra", async () => {
     const xml = readFileSync(path.join(dir, "out2", "junit.xml"), "utf8");
     expect((await validateJUnitXml(xml)).errors).toEqual([]);
-    const doc = parseXml(xml);
+    const doc = parseJUnit(xml);
     expect(doc.testsuites["@_name"]).toBe("shardguard slice 2/3");
     for (const suite of doc.testsuites.testsuite) {
       const props = Object.fromEntries(
@@ -117,7 +112,7 @@ describe("three slices of a suite, one lost, merged", () => {
     expect(merged.stdout).toContain("slice 2/3: reported nothing");
     const xml = readFileSync(path.join(dir, "merged", "junit.xml"), "utf8");
     expect((await validateJUnitXml(xml)).errors).toEqual([]);
-    const doc = parseXml(xml);
+    const doc = parseJUnit(xml);
     expect(doc.testsuites["@_name"]).toBe("shardguard");
     expect(doc.testsuites.testsuite.map((s: Record<string, string>) => s["@_name"])).toEqual(planned);
     expect(xml.match(/type="never-started" message="slice 2\/3 reported nothing"/g)?.length).toBe(lost.size);

@@ -5,9 +5,9 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { XMLParser } from "fast-xml-parser";
 import { readReport } from "./cli.ts";
 import { validateJUnitXml } from "./xsd.ts";
+import { parseJUnit } from "./junit-xml.ts";
 
 /** One test as a report shows it: our status (CTRF's `rawStatus`, JUnit's element), duration in ms. */
 export interface ShownTest {
@@ -64,9 +64,7 @@ export async function threeReports(
   const xml = readFileSync(path.join(out, "junit.xml"), "utf8");
   const validity = xsd ? await validateJUnitXml(xml) : { valid: true, errors: [] };
   if (!validity.valid) throw new Error(`junit.xml is not valid: ${validity.errors.join("; ")}`);
-  const doc = new XMLParser({ ignoreAttributes: false, isArray: (n) => n === "testsuite" || n === "testcase" }).parse(
-    xml,
-  );
+  const doc = parseJUnit(xml);
   const cases = (doc.testsuites.testsuite as { testcase: Record<string, unknown>[] }[]).flatMap((s) => s.testcase);
   const junit = cases.map((c) => {
     const status = junitStatus(c);
