@@ -5,22 +5,16 @@
  * measured by bench/perf.ts, not here.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { buildCompiledCli, COMPILED_CLI, freshCompiledCli, sourcesFingerprint } from "../runner/cli/compiled.ts";
-import { fixtureFiles, makeSuite, readReport, removeSuites, REPO, runCli } from "./helpers/cli.ts";
+import { fixtureFiles, makeSuite, readReport, removeSuites, REPO, runCli, tempDir } from "./helpers/cli.ts";
 
-const temps: string[] = [];
-afterAll(() => {
-  removeSuites();
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(removeSuites);
 
 /** A package tree: runner/ sources, package.json, and a compiled CLI with its bytecode and stamp. */
 function tree(): string {
-  const root = mkdtempSync(path.join(os.tmpdir(), "sg-compiled-"));
-  temps.push(root);
+  const root = tempDir("sg-compiled-");
   mkdirSync(path.join(root, "runner", "cli"), { recursive: true });
   mkdirSync(path.join(root, "dist"));
   writeFileSync(path.join(root, "package.json"), '{ "name": "shardguard" }\n');

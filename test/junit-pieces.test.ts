@@ -4,16 +4,16 @@
  * errors as the whole text read at once, whatever the chunk boundaries.
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { BunJUnitParseError, readBunJUnit, readBunJUnitFile } from "../runner/results/bun-junit.ts";
 import { cutJUnitText, JUnitShrinker, JUnitTooLargeError } from "../runner/results/junit-shrink.ts";
 import { readJUnitCapped, WHOLE_READ_BYTES } from "../runner/results/junit-read.ts";
 import { XmlScanner, type XmlHandler } from "../runner/results/xml-scan.ts";
+import { removeSuites, tempDir } from "./helpers/cli.ts";
 
-const dir = mkdtempSync(path.join(tmpdir(), "sg-junit-pieces-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("sg-junit-pieces-");
+afterAll(removeSuites);
 
 /** A JUnit as Bun writes it: describes of long names, a failure with a long message, a hook, a comment, a multi-byte name. */
 function document(tests: number, nameLength: number): string {

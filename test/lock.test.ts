@@ -3,18 +3,7 @@
  * take the lock and hold it while this process (or another child) waits.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import {
-  chownSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import os from "node:os";
+import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Subprocess } from "bun";
 import {
@@ -24,22 +13,17 @@ import {
   validateLockName,
   type LockHolder,
 } from "../runner/engine/lock.ts";
-import { REPO } from "./helpers/cli.ts";
+import { REPO, removeSuites, tempDir } from "./helpers/cli.ts";
 
 const LOCK_MODULE = path.join(REPO, "runner", "engine", "lock.ts");
-const dirs: string[] = [];
 const children: Subprocess[] = [];
 
 afterAll(() => {
   for (const child of children) child.kill("SIGKILL");
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  removeSuites();
 });
 
-function tempDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-lock-"));
-  dirs.push(dir);
-  return dir;
-}
+const lockDir = (): string => tempDir("sg-lock-");
 
 /**
  * Child modes: `hold` takes the lock and keeps it until a line arrives on
@@ -143,7 +127,7 @@ function releaseChild(child: Child): void {
 
 describe("between processes", () => {
   test("a second process waits, says so once with the holder's pid and start, and gets the lock on release", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     const a = startChild(dir, "lane", "hold");
     await a.line(/^held /);
     const b = startChild(dir, "lane", "hold", { POLL: "50" });
@@ -163,7 +147,7 @@ describe("between processes", () => {
   });
 
   test("a SIGKILLed holder does not block: the waiter takes over within a poll or two", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     const a = startChild(dir, "lane", "hold");
     await a.line(/^held /);
     const b = startChild(dir, "lane", "hold", { POLL: "50" });
@@ -177,7 +161,7 @@ describe("between processes", () => {
   });
 
   test("a holder that exits without releasing frees the lock by exiting", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     const a = startChild(dir, "lane", "exit");
     expect(await a.proc.exited).toBe(0);
     const waits: LockHolder[] = [];
@@ -187,7 +171,7 @@ describe("between processes", () => {
   });
 
   test("different names do not block each other", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     const a = startChild(dir, "lane-a", "hold");
     await a.line(/^held /);
     const waits: LockHolder[] = [];
@@ -199,7 +183,7 @@ describe("between processes", () => {
   });
 
   test("six processes taking turns never hold it at the same time, even when one is SIGKILLed holding it", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     const log = path.join(dir, "log");
     writeFileSync(log, "");
     const victim = startChild(dir, "busy", "hold", { POLL: "10" });
@@ -228,7 +212,7 @@ describe("in one process", () => {
     "invalid name %p is refused with one line",
     async (name) => {
       expect(() => validateLockName(name)).toThrow(/^invalid lock name .*: use 1-100 letters, digits/);
-      const error = await acquireRunLock(name, { dir: tempDir(), onWait: () => {} }).catch((e: Error) => e);
+      const error = await acquireRunLock(name, { dir: lockDir(), onWait: () => {} }).catch((e: Error) => e);
       expect(error).toBeInstanceOf(Error);
       expect((error as Error).message).not.toContain("\n");
     },
@@ -239,20 +223,20 @@ describe("in one process", () => {
   });
 
   test("creates the directory with mode 0700 and tightens an existing one", async () => {
-    const base = path.join(tempDir(), "locks");
+    const base = path.join(lockDir(), "locks");
     const lock = await acquireRunLock("lane", { dir: base, onWait: () => {} });
     expect(lstatSync(base).mode & 0o777).toBe(0o700);
     expect(lstatSync(path.join(base, "lane")).mode & 0o777).toBe(0o700);
     await lock.release();
-    const loose = path.join(tempDir(), "loose");
+    const loose = path.join(lockDir(), "loose");
     mkdirSync(loose, { mode: 0o777 });
     await (await acquireRunLock("lane", { dir: loose, onWait: () => {} })).release();
     expect(lstatSync(loose).mode & 0o777).toBe(0o700);
   });
 
   test("refuses a lock directory that is a symlink", async () => {
-    const real = tempDir();
-    const link = path.join(tempDir(), "link");
+    const real = lockDir();
+    const link = path.join(lockDir(), "link");
     symlinkSync(real, link);
     await expect(acquireRunLock("lane", { dir: link, onWait: () => {} })).rejects.toThrow(
       /is not a private directory of this user/,
@@ -260,14 +244,14 @@ describe("in one process", () => {
   });
 
   test.skipIf(process.getuid?.() !== 0)("refuses a lock directory owned by another user", async () => {
-    const foreign = path.join(tempDir(), "foreign");
+    const foreign = path.join(lockDir(), "foreign");
     mkdirSync(foreign, { mode: 0o700 });
     chownSync(foreign, 65534, 65534);
     await expect(acquireRunLock("lane", { dir: foreign, onWait: () => {} })).rejects.toThrow(/owned by uid 65534/);
   });
 
   test("taking a lock this process holds throws; after release it can be taken again", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     const lock = await acquireRunLock("lane", { dir, onWait: () => {} });
     await expect(acquireRunLock("lane", { dir, onWait: () => {} })).rejects.toThrow(
       "lock lane is already held by this process",
@@ -280,7 +264,7 @@ describe("in one process", () => {
   });
 
   test("aborting the wait rejects with LockAbortedError and leaves the holder in place", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     const a = startChild(dir, "lane", "hold");
     await a.line(/^held /);
     const controller = new AbortController();
@@ -302,7 +286,7 @@ describe("in one process", () => {
   });
 
   test("a holder file naming this pid but not one of its holds is a dead process's, and is superseded", async () => {
-    const dir = tempDir();
+    const dir = lockDir();
     mkdirSync(path.join(dir, "lane"), { recursive: true, mode: 0o700 });
     const record = { pid: process.pid, since: new Date(0).toISOString(), procStart: null, token: "not-ours" };
     writeFileSync(path.join(dir, "lane", "7.holder"), JSON.stringify(record));
@@ -316,7 +300,7 @@ describe("in one process", () => {
   test.skipIf(process.platform !== "linux")(
     "a live pid with another start time is a recycled pid: the lock is free",
     async () => {
-      const dir = tempDir();
+      const dir = lockDir();
       mkdirSync(path.join(dir, "lane"), { recursive: true, mode: 0o700 });
       const start = readFileSync("/proc/1/stat", "utf8").split(") ")[1]!.split(" ")[19]!;
       const write = (gen: number, procStart: string) =>

@@ -6,21 +6,17 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import fg from "fast-glob";
 import { ALWAYS_IGNORED, DEFAULT_PATTERN, planRun } from "../runner/plan/plan.ts";
 import { toRealPaths, walkTestFiles } from "../runner/plan/walk.ts";
+import { removeSuites, tempDir } from "./helpers/cli.ts";
 
-const roots: string[] = [];
-afterAll(() => {
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
-});
+afterAll(removeSuites);
 
 function edgeTree(): string {
-  const root = mkdtempSync(path.join(tmpdir(), "sg-walk-"));
-  roots.push(root);
+  const root = tempDir("sg-walk-");
   const files = [
     "a.test.ts",
     "b_test.js",
@@ -132,8 +128,7 @@ describe("symbolic links: the plan runs what plain `bun test` runs", () => {
    * root, a loop, a dangling link. Returns the root and the outside directory.
    */
   function linkTree(): { root: string; outside: string } {
-    const base = mkdtempSync(path.join(tmpdir(), "sg-links-"));
-    roots.push(base);
+    const base = tempDir("sg-links-");
     const root = path.join(base, "project");
     const outside = path.join(base, "elsewhere");
     const test = (name: string) => `import { test } from "bun:test";\ntest(${JSON.stringify(name)}, () => {});\n`;

@@ -5,35 +5,22 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 const parseToml = (text: string) => Bun.TOML.parse(text) as Record<string, unknown>;
 import { ConfigError } from "../runner/config/settings-schema.ts";
 import { addPreload, addScript } from "../runner/presets/init.ts";
+import { removeSuites, tempDir } from "./helpers/cli.ts";
 
 const REPO = path.resolve(import.meta.dir, "..");
 const CLI = path.join(REPO, "runner", "cli-entry.ts");
 const SPEC = "shardguard/preset/preload.ts";
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+afterAll(removeSuites);
 
 /** A project dir with `files`, and shardguard installed as node_modules/shardguard (a symlink to this checkout). */
 function project(files: Record<string, string>, installed = true): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-init-"));
-  dirs.push(dir);
+  const dir = tempDir("sg-init-");
   for (const [rel, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
     writeFileSync(path.join(dir, rel), text);

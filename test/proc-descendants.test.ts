@@ -6,21 +6,17 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { listDescendants } from "../runner/exec/proc-inspect.ts";
+import { removeSuites, tempDir } from "./helpers/cli.ts";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(removeSuites);
 
 test.skipIf(process.platform !== "linux")(
   "lists children of the main thread and of a Worker thread, and their children, with group ids",
   async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "sg-desc-"));
-    dirs.push(dir);
+    const dir = tempDir("sg-desc-");
     writeFileSync(path.join(dir, "worker.ts"), 'const p = Bun.spawn(["sleep", "31"]);\npostMessage(p.pid);\n');
     writeFileSync(
       path.join(dir, "main.ts"),

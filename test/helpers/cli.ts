@@ -38,6 +38,11 @@ export function makeSuite(files: Record<string, string>, prefix = "sg-suite-"): 
   return dir;
 }
 
+/** Creates an empty temp dir named `prefix…`, removed with the others by {@link removeSuites}. */
+export function tempDir(prefix = "sg-tmp-"): string {
+  return makeSuite({}, prefix);
+}
+
 /**
  * Reads fixture files `<folder>/<name>.fixture.ts` and returns them as
  * `<name>.test.ts` entries for {@link makeSuite}. Fixtures are stored under
