@@ -25,7 +25,7 @@ import {
   type PreparedPresetRun,
   type PresetRequest,
 } from "../presets/session.ts";
-import { logTail, plural, type Out } from "../report/console.ts";
+import { logTail, plural, type ConsoleOut } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
 import { executeRun, redactingOutput } from "../engine/execute.ts";
 import { removeStaleReports } from "../engine/refused.ts";
@@ -195,7 +195,7 @@ export async function executePresetRun(
     p.plan.shards.flatMap((s) => s.files.map((f) => path.resolve(p.settings.root, f))),
   );
   // The preflight command's log tail is printed too: redact like the run does.
-  const out: Out = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
+  const out: ConsoleOut = { line: redactingOutput(host, p.childEnv, p.settings).stdout };
   for (const line of presetHeaderLines(p)) out.line(line);
   if (shardDir)
     out.line(
@@ -247,7 +247,7 @@ export async function runPreflight(
   plan: Extract<PreflightPlan, { argv: string[] }>,
   where: { root: string; out: string; graceMs: number },
   env: Record<string, string | undefined>,
-  out: Out,
+  out: ConsoleOut,
 ): Promise<void> {
   // Not under OUT/logs: that is a link to the newest run's logs, and a real
   // directory there would stop later runs from updating it.

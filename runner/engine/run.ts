@@ -19,7 +19,7 @@ import { ShardNotStartedError } from "../exec/shard-attempt.ts";
 import { FIRST_REPORT_WAIT_MS, HandshakeGate } from "../exec/handshake-gate.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
 import { orderByTimings } from "../plan/timings.ts";
-import type { Out } from "../report/console.ts";
+import type { ConsoleOut } from "../report/console.ts";
 import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts";
 import { bunCapabilities, missingFeatures, type BunCapabilities } from "../results/bun-capabilities.ts";
 import type { ProgressSource } from "../report/progress.ts";
@@ -46,7 +46,7 @@ export interface RunInputs {
   bunVersion: string;
   /** Environment given to every shard child. */
   env: Record<string, string | undefined>;
-  out: Out;
+  out: ConsoleOut;
   /** Per-shard environment additions (presets). */
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
   /** Shards decided before the run (e.g. skipped-by-diff); they are not spawned. */

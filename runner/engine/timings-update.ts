@@ -3,7 +3,7 @@
  * timings file (format in plan/timings.ts).
  */
 import { readTimingsFile, renderTimings } from "../plan/timings.ts";
-import type { Out } from "../report/console.ts";
+import type { ConsoleOut } from "../report/console.ts";
 import type { ShardResult } from "../results/report-model.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
 
@@ -42,7 +42,7 @@ export function measuredDurations(
  * atomically. A failure (unreadable, malformed since the run started, disk
  * full) is one console line, never a failed run: the tests already ran.
  */
-export async function updateTimingsFile(file: string, shards: readonly ShardResult[], out: Out): Promise<void> {
+export async function updateTimingsFile(file: string, shards: readonly ShardResult[], out: ConsoleOut): Promise<void> {
   try {
     const previous = readTimingsFile(file, "--update-timings");
     await writeFileAtomic(file, renderTimings(previous, measuredDurations(shards, previous?.files)));

@@ -10,7 +10,7 @@ import { SUCCESSFUL_SHARD_STATUSES } from "../results/codes.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { redactReport, redactShard } from "../results/redact.ts";
 import { oneLine, plural } from "../util/format.ts";
-import { endLine, logTail, startLine, summaryLines, type Out } from "./console.ts";
+import { endLine, logTail, startLine, summaryLines, type ConsoleOut } from "./console.ts";
 
 /** A process the run killed, as the console names it. */
 export interface KilledProcess {
@@ -59,7 +59,7 @@ export class ConsoleReporter implements RunReporter {
   private readonly redact: (text: string) => string;
 
   constructor(
-    private readonly out: Out,
+    private readonly out: ConsoleOut,
     redact?: (text: string) => string,
   ) {
     this.redact = redact ?? ((t) => t);

@@ -10,7 +10,7 @@ import { oneLine, plural, seconds, secs } from "../util/format.ts";
 import { consoleLines } from "../util/terminal.ts";
 
 /** Where console lines go; injectable for tests. */
-export interface Out {
+export interface ConsoleOut {
   line(text: string): void;
 }
 

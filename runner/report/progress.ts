@@ -8,7 +8,7 @@
  * that has run longer than that, naming the test in flight and its elapsed
  * time, so a wedge can be diagnosed from a CI log alone.
  */
-import type { Out } from "./console.ts";
+import type { ConsoleOut } from "./console.ts";
 import { oneLine, secs } from "../util/format.ts";
 
 /** Minimum time between two redraws of the TTY status area, ms. */
@@ -50,7 +50,7 @@ export interface ProgressOptions {
 
 /** A running progress display; `out` prints log lines above it. */
 export interface Progress {
-  out: Out;
+  out: ConsoleOut;
   stop(): void;
 }
 
