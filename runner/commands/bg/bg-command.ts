@@ -16,7 +16,7 @@ import { EXIT } from "../../results/codes.ts";
 import type { Host } from "../../engine/host.ts";
 import { lockHolderNow, lockWaitMessage, validateLockName } from "../../engine/lock.ts";
 import { readTimings } from "../../plan/timings.ts";
-import { computeCap, MAX_CAP_SECONDS, type Cap } from "./cap.ts";
+import { computeCap, MAX_CAP_SECONDS, type BgRunCap } from "./cap.ts";
 import { type CheckoutFacts, dispatchBlockers, gatherFacts, testedRevision } from "./checkout.ts";
 import { dedupeKey, makeNonce, type DispatchSpec } from "./dispatch.ts";
 import { type BgPlan, defaultLane, mergeBase, planBackgroundRun } from "./prepare.ts";
@@ -148,7 +148,7 @@ function chooseBackend(o: BgOptions, plan: BgPlan, host: Host): { facts: Checkou
 }
 
 /** A follower's cap: --cap, else {@link FOLLOW_CAP_SECONDS} (docs/background.md, the cap). */
-function followCap(capSeconds: number | null): Cap {
+function followCap(capSeconds: number | null): BgRunCap {
   return {
     seconds: capSeconds ?? FOLLOW_CAP_SECONDS,
     serialMs: 0,
@@ -162,7 +162,7 @@ function followCap(capSeconds: number | null): Cap {
  * A local run's cap: computed from the plan and its timings (cap.ts), or --cap; `exceeds` when the plan may
  * not fit it (docs/background.md, the cap).
  */
-function localCap(capSeconds: number | null, plan: BgPlan): Cap {
+function localCap(capSeconds: number | null, plan: BgPlan): BgRunCap {
   const { settings } = plan;
   // The run's own timings files (--timings, SHARDGUARD_TIMINGS, bunfig.toml); missing ones are a first run.
   const timings = readTimings(settings.timings).durations;
@@ -212,7 +212,7 @@ function headerLine(h: {
   lock: string;
   facts: CheckoutFacts;
   dispatch: DispatchSpec | null;
-  cap: Cap;
+  cap: BgRunCap;
 }): string {
   const { plan, lock, facts, dispatch, cap } = h;
   const { jobs } = plan.settings;

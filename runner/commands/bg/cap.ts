@@ -20,7 +20,7 @@ export const CAP_FACTOR = 1.5;
 export const UNRECORDED_FILE_MS = 10 * 60 * 1000;
 
 /** A computed cap. */
-export interface Cap {
+export interface BgRunCap {
   /** The cap, seconds. */
   seconds: number;
   /** Planned serial work, ms. */
@@ -38,7 +38,7 @@ export interface Cap {
  *
  * @param timings recorded durations (ms) by root-relative path; files without one count {@link UNRECORDED_FILE_MS}
  */
-export function computeCap(files: readonly string[], jobs: number, timings: ReadonlyMap<string, number>): Cap {
+export function computeCap(files: readonly string[], jobs: number, timings: ReadonlyMap<string, number>): BgRunCap {
   let serialMs = 0;
   let recorded = 0;
   for (const file of files) {

@@ -34,7 +34,7 @@ export interface WorkerSpec {
 }
 
 /** Runs `shardguard run ARGV` in this process with `host`; returns its exit code. */
-export type RunRunner = (argv: readonly string[], host: Host) => Promise<number>;
+export type RunCommandFn = (argv: readonly string[], host: Host) => Promise<number>;
 
 /** Poll interval of the dispatch follower, ms: SHARDGUARD_BG_POLL_MS, default 15 s. */
 export function pollMsFrom(env: Record<string, string | undefined>): number {
@@ -60,7 +60,7 @@ async function recordEnding(log: string, ending: BgEnding): Promise<void> {
  * @param host the worker process (its signals cancel the run)
  * @returns the code the sentinel carries
  */
-export function bgWorker(spec: WorkerSpec, host: Host, runRun: RunRunner): Promise<number> {
+export function bgWorker(spec: WorkerSpec, host: Host, runRun: RunCommandFn): Promise<number> {
   return new WorkerRun(spec, host).run(runRun);
 }
 
@@ -113,7 +113,7 @@ class WorkerRun {
 
   private readonly line = (text: string) => appendFileSync(this.log, text.endsWith("\n") ? text : `${text}\n`);
 
-  async run(runRun: RunRunner): Promise<number> {
+  async run(runRun: RunCommandFn): Promise<number> {
     // 1. Listen for signals: they cancel the run, or before it listens abort the lock wait or the follower.
     const unsubscribe = this.host.onSignal((signal) => {
       this.cancelledBy ??= signal;
@@ -239,7 +239,7 @@ class WorkerRun {
   }
 
   /** Runs `shardguard run` in this process, its output into the log; returns the sentinel's code. */
-  private async runHere(runRun: RunRunner): Promise<number> {
+  private async runHere(runRun: RunCommandFn): Promise<number> {
     const runCode = await runRun(this.spec.runArgv, this.runHost());
     const code = localRunCode(runCode, this.capReached);
     const why = localRunWhy(code, runCode, this.capReached, this.spec.capSeconds, this.cancelledBy);
