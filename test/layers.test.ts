@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { checkLayers, codeLines } from "./helpers/layers.ts";
+import { checkLayers, codeLines, functionSizes } from "./helpers/layers.ts";
 
 const repo = path.resolve(import.meta.dir, "..");
 
@@ -55,6 +55,33 @@ describe("layers", () => {
       "/* inside */ y`;",
     ].join("\n");
     expect(codeLines("t.ts", text)).toBe(4);
+  });
+
+  test("the function-size count takes every body, nested ones inside their parent's", () => {
+    const text = [
+      "function outer() {",
+      "  const f = () => {",
+      "    return 1;",
+      "  };",
+      "  // note",
+      "  return f();",
+      "}",
+    ].join("\n");
+    const sizes = functionSizes("t.ts", text).map((s) => [s.name, s.codeLines]);
+    expect(sizes).toEqual([
+      ["outer", 6],
+      ["(anonymous)", 3],
+    ]);
+  });
+
+  test("no function or method body in runner/ or preset/ has over 80 lines of code", () => {
+    const report = checkLayers(repo, ["runner", "preset"]);
+    const long = report.files.flatMap((f) =>
+      functionSizes(f, readFileSync(path.join(repo, f), "utf8"))
+        .filter((s) => s.codeLines > 80)
+        .map((s) => `${f}:${s.line} ${s.name} (${s.codeLines})`),
+    );
+    expect(long).toEqual([]);
   });
 
   test("no source file has over 400 lines of code (comments and blank lines not counted)", () => {
