@@ -47,7 +47,34 @@ export type { EventEvidence, EventTest, Interruption, ProcessFacts, ShardEvidenc
  */
 export function decideShard(ev: ShardEvidence): ShardResult {
   const p = ev.process;
-  const base = {
+  const base = shardBase(ev);
+  // The rules of docs/reports.md's "Verdict rules", first match wins.
+  // 1. Never spawned.
+  if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
+  // 2-4. Killed at the deadline, on cancel, or by a signal shardguard did not send.
+  const killed = killedBy(p, ev);
+  if (killed) return interrupted(ev, base, killed);
+  // 5. Bun's JUnit, when the rest of the evidence agrees with it.
+  const code = p.exitCode ?? -1;
+  const junit = foldedJUnit(ev, code);
+  const distrust = junit ? junitDisagreement(ev, junit, code) : null;
+  if (junit && distrust === null) return fromJUnit(ev, base, code, junit);
+  // 6-7. No JUnit (not an untrusted one), exit 1, no test ran: a file failed to load.
+  const loadFailed = distrust ? null : loadFailedShard(ev, base, code);
+  if (loadFailed) return loadFailed;
+  // 8. "No tests" needs proof that the run ended normally: exit 0 without JUnit
+  // is also what a `process.exit` with code 0 before any test looks like.
+  if (code === 0 && !anyFound(ev) && ev.finishedNormally === true) {
+    return noTests(ev, base);
+  }
+  // 9-10. Bun's JUnit unusable after the run's end, or anything else (endingWithoutJUnit).
+  return interrupted(ev, base, endingWithoutJUnit(ev, code, distrust));
+}
+
+/** The fields of a shard's result that come from its evidence as they are, whatever its verdict. */
+function shardBase(ev: ShardEvidence): Base {
+  const p = ev.process;
+  return {
     index: ev.index,
     slug: ev.slug,
     files: ev.files,
@@ -61,42 +88,55 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     ...(ev.notes && ev.notes.length > 0 ? { notes: [...ev.notes] } : {}),
     leftovers: [],
   };
+}
 
-  if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
-
+/**
+ * How a shard shardguard killed, or a signal it did not send, ended; null
+ * when it exited by itself. First match wins (docs/reports.md, "Verdict
+ * rules"): the deadline, then a cancel, then a foreign signal.
+ */
+function killedBy(p: ProcessFacts, ev: ShardEvidence): Interruption | null {
   if (p.killedBy === "timeout") {
     const sigkilled = p.escalated && p.signal === "SIGKILL";
-    return interrupted(ev, base, {
+    return {
       kind: "timeout",
       timeoutMs: ev.timeoutMs,
       graceMs: ev.graceMs,
       sigkilled,
       stopped: p.stoppedAtSigterm === true,
-    });
+    };
   }
-  if (p.killedBy === "cancel") return interrupted(ev, base, { kind: "cancelled", signal: p.cancelSignal ?? null });
-  if (p.signal) return interrupted(ev, base, { kind: "foreign-signal", signal: p.signal, oom: p.oomKills ?? null });
+  if (p.killedBy === "cancel") return { kind: "cancelled", signal: p.cancelSignal ?? null };
+  if (p.signal) return { kind: "foreign-signal", signal: p.signal, oom: p.oomKills ?? null };
+  return null;
+}
 
-  const code = p.exitCode ?? -1;
-  // Bun 1.3.x lists each attempt of a retried test as a testcase: one test, one entry.
-  const junit =
-    ev.junit && ev.junitAttempts
-      ? foldJUnitAttempts(ev.junit, {
-          events: ev.events?.tests ?? null,
-          maxAttempts: ev.junitAttempts.maxAttempts,
-          exitedZero: code === 0,
-        })
-      : ev.junit;
-  const distrust = junit ? junitDisagreement(ev, junit, code) : null;
-  if (junit && distrust === null) return fromJUnit(ev, base, code, junit);
+/** Bun's JUnit with each retried test one entry: Bun 1.3.x lists each attempt as a testcase (junit-attempts.ts). */
+function foldedJUnit(ev: ShardEvidence, code: number): BunJUnitFile[] | null {
+  return ev.junit && ev.junitAttempts
+    ? foldJUnitAttempts(ev.junit, {
+        events: ev.events?.tests ?? null,
+        maxAttempts: ev.junitAttempts.maxAttempts,
+        exitedZero: code === 0,
+      })
+    : ev.junit;
+}
 
+/** A test that started proves tests were registered, even if its events were lost. */
+const anyFound = (ev: ShardEvidence) => (ev.events?.tests ?? []).length > 0 || (ev.testsStarted ?? 0) > 0;
+
+/**
+ * A shard without Bun's JUnit whose exit 1 came before any test ran: a
+ * file failed to load; null otherwise. First match wins (docs/reports.md,
+ * "Verdict rules"):
+ *  1. no test registered or started: each file a load error (under --bail,
+ *     the files after the first never started);
+ *  2. the end-of-run mark, tests registered, none ran: each file a load
+ *     error, its registered tests never-started.
+ */
+function loadFailedShard(ev: ShardEvidence, base: Base, code: number): ShardResult | null {
   const eventTests = ev.events?.tests ?? [];
-  // A test that started proves tests were registered, even if its events were lost.
-  const anyFound = eventTests.length > 0 || (ev.testsStarted ?? 0) > 0;
-  const noJUnit = distrust
-    ? `Bun's JUnit report was not trusted: ${distrust}`
-    : (ev.junitProblem ?? "Bun wrote no JUnit report");
-  if (code === 1 && !anyFound && !distrust) {
+  if (code === 1 && !anyFound(ev)) {
     // Exit 1 with no test found and no JUnit: the file threw or failed to
     // import before any test. Under --bail Bun stopped at the first file
     // (files run in plan order), so the others never started.
@@ -115,7 +155,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
       tests,
     };
   }
-  if (code === 1 && ev.finishedNormally === true && !distrust && !eventTests.some((t) => t.state !== "found")) {
+  if (code === 1 && ev.finishedNormally === true && !eventTests.some((t) => t.state !== "found")) {
     // Bun reached the normal end (end mark) with exit 1 and no JUnit, no test
     // having run: a file threw after registering tests (measured on Bun 1.4.4:
     // a top-level throw after test(), or test.only under CI). Its found tests
@@ -136,23 +176,34 @@ export function decideShard(ev: ShardEvidence): ShardResult {
       tests,
     };
   }
-  // "No tests" needs proof that the run ended normally: exit 0 without JUnit
-  // is also what a `process.exit` with code 0 before any test looks like.
-  if (code === 0 && !anyFound && ev.finishedNormally === true) {
-    return noTests(ev, base);
-  }
+  return null;
+}
+
+/**
+ * How a shard without a usable JUnit ended, when no rule before it matched.
+ * First match wins (docs/reports.md, "Verdict rules", the last rows):
+ *  1. the end mark, Bun's JUnit unusable (past the read limit, exit 0 or 1:
+ *     junit-over-limit; otherwise junit-unusable);
+ *  2. exit 0 or 1, the end mark missing with the deleted run directory: end-unknown;
+ *  3. exit 0 or 1: early-exit;
+ *  4. any other code: exit-code.
+ */
+function endingWithoutJUnit(ev: ShardEvidence, code: number, distrust: string | null): Interruption {
+  const noJUnit = distrust
+    ? `Bun's JUnit report was not trusted: ${distrust}`
+    : (ev.junitProblem ?? "Bun wrote no JUnit report");
   // With the end mark, the run did reach its end: what is missing is a usable JUnit (too large, malformed, forged).
   if (ev.finishedNormally === true && !distrust && ev.junitProblem !== undefined) {
     // Bun finished and wrote a report too large to read: a failure to read it, not a crash; the events say what they saw.
     const kind = ev.junitOverLimit === true && (code === 0 || code === 1) ? "junit-over-limit" : "junit-unusable";
-    return interrupted(ev, base, { kind, exitCode: code, problem: ev.junitProblem });
+    return { kind, exitCode: code, problem: ev.junitProblem };
   }
   // The end mark may have gone with a run directory a test deleted: no early exit, no hook in flight, is made up.
   if (ev.marksDeleted === true && ev.finishedNormally !== true && (code === 0 || code === 1)) {
-    return interrupted(ev, base, { kind: "end-unknown", exitCode: code, problem: noJUnit });
+    return { kind: "end-unknown", exitCode: code, problem: noJUnit };
   }
-  if (code === 0 || code === 1) return interrupted(ev, base, { kind: "early-exit", exitCode: code, noJUnit });
-  return interrupted(ev, base, { kind: "exit-code", exitCode: code, noJUnit });
+  if (code === 0 || code === 1) return { kind: "early-exit", exitCode: code, noJUnit };
+  return { kind: "exit-code", exitCode: code, noJUnit };
 }
 
 /**
