@@ -32,6 +32,7 @@ import { fromJUnit, isHook } from "./from-junit.ts";
 import { foldJUnitAttempts } from "./junit-attempts.ts";
 import type { Failure, FailureKind, ShardResult, TestResult, TestStatus } from "./report-model.ts";
 import { endWithoutStart, readStarts, startedEntry, unnamedEntry, untrustedPass } from "./start-count.ts";
+import type { EndingFacts, StartReading } from "./start-count.ts";
 import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./verdict-evidence.ts";
 
 export { oomSentence, WHOLE_FILE };
@@ -249,24 +250,76 @@ function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: numbe
  * ended (or the shard's whole time); the files after it are `never-started`.
  */
 function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardResult {
-  const { status, failure: failureType, reachedEnd, reason } = endingOf(how);
+  const ending = endingOf(how);
+  const { status, reason } = ending;
   const tests: TestResult[] = [];
   let usedEvents = false;
-  const eventTests = ev.events?.tests ?? [];
-  const haveEvents = ev.events?.connected === true && eventTests.length > 0;
-  // How long the code in flight (not a test) had run: since the last test ended, or the whole shard.
-  // A loop, not Math.min(...ends): a spread of a million arguments overflows the stack.
-  let idleMs = base.durationMs;
-  for (const t of eventTests) if (t.sinceEndMs !== undefined && t.sinceEndMs < idleMs) idleMs = t.sinceEndMs;
-  // Each file's event tests in event order, grouped once (one filter per file was files × tests).
+  const byFile = eventsByFile(ev.events?.tests ?? []);
+  const flight = flightOf(ev, base, ending, byFile);
+  let inFlightAssigned = flight.assigned;
+  for (const [at, file] of ev.files.entries()) {
+    const found = byFile.get(file) ?? [];
+    if (found.length === 0) {
+      const { entry, takesFlight } = fileWithoutEvents(ev, file, at, flight, ending, inFlightAssigned);
+      if (takesFlight) inFlightAssigned = true;
+      tests.push(entry);
+      continue;
+    }
+    usedEvents = true;
+    for (const t of found) tests.push(eventEntry(t, flight.reading, ending, flight.overclaimed));
+    // Starts beyond the file's received `found` events (the rest of its plan was lost).
+    if (flight.reading.unnamed.has(file)) tests.push(unnamedEntry(file, flight.reading, ending, false, flight.idleMs));
+    if (!inFlightAssigned && !flight.loadingInFlight && file === flight.lastLoaded) {
+      inFlightAssigned = true;
+      // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
+      if (ending.reachedEnd)
+        tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: ending.failure, message: reason }, 0));
+      else tests.push(hookInFlight(file, found, status, ending.failure, reason, flight.idleMs));
+    }
+  }
+  const unread = unreadEntry(ev, flight.lastLoaded, reason);
+  if (unread) tests.push(unread);
+  return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
+}
+
+/** Each file's event tests in event order, grouped once (one filter per file was files × tests). */
+function eventsByFile(eventTests: readonly EventTest[]): Map<string, EventTest[]> {
   const byFile = new Map<string, EventTest[]>();
   for (const t of eventTests) {
     const tests = byFile.get(t.file);
     if (tests === undefined) byFile.set(t.file, [t]);
     else tests.push(t);
   }
+  return byFile;
+}
+
+/** What {@link interrupted} knows, before it lists the files, of what was in flight (docs/reports.md). */
+interface Flight {
+  /** The event channel was connected and carried tests. */
+  haveEvents: boolean;
+  /** How long the code in flight (not a test) had run: since the last test ended, or the whole shard. */
+  idleMs: number;
+  /** The last planned file with found tests. */
+  lastLoaded: string | undefined;
+  /** The start count against the events (start-count.ts): the tests whose events were lost, the one in flight. */
+  reading: StartReading;
+  /** The events claim more starts than the count, which cannot lose one: a test wrote them. */
+  overclaimed: boolean;
+  /** A test (or starts of lost events) was in flight, so no file's code outside tests was. */
+  assigned: boolean;
+  /** The position of the file that was loading when the shard ended, or -1. */
+  loadingAt: number;
+  /** That file's top-level code was in flight, not a hook of the file before it. */
+  loadingInFlight: boolean;
+}
+
+/** The {@link Flight} of a shard that did not end normally: the start count, the last loaded file, the file loading. */
+function flightOf(ev: ShardEvidence, base: Base, ending: EndingFacts, byFile: ReadonlyMap<string, unknown>): Flight {
+  const eventTests = ev.events?.tests ?? [];
+  // A loop, not Math.min(...ends): a spread of a million arguments overflows the stack.
+  let idleMs = base.durationMs;
+  for (const t of eventTests) if (t.sinceEndMs !== undefined && t.sinceEndMs < idleMs) idleMs = t.sinceEndMs;
   const lastLoaded = [...ev.files].reverse().find((file) => byFile.has(file));
-  // The start count against the events (start-count.ts): the tests whose events were lost, the one in flight.
   const connected = ev.events?.connected === true;
   const reading = readStarts({
     tests: eventTests,
@@ -274,79 +327,83 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     testsStarted: connected ? ev.testsStarted : undefined,
     filesStarted: connected && ev.filesStarted ? new Set(ev.filesStarted) : undefined,
     concurrent: ev.events?.concurrent === true,
-    reachedEnd,
+    reachedEnd: ending.reachedEnd,
   });
-  const ending = { status, failure: failureType, reachedEnd, reason };
-  // The count cannot lose a start; events that claim more than it were written by a test.
   const overclaimed = connected && reading.counted > 0 && reading.carried > reading.counted;
-  let inFlightAssigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
+  const assigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
   // In an --isolate batch the preload marks each file as it begins to load: when the last one
   // begun found no test, its top-level code was in flight, not a hook of the file before it.
   const loading = ev.filesLoaded ? ev.files[Math.min(ev.filesLoaded, ev.files.length) - 1]! : undefined;
-  const loadingAt = loading === undefined || byFile.has(loading) || inFlightAssigned ? -1 : ev.files.indexOf(loading);
+  const loadingAt = loading === undefined || byFile.has(loading) || assigned ? -1 : ev.files.indexOf(loading);
   const loadingInFlight = loadingAt >= 0 && (lastLoaded === undefined || ev.files.indexOf(lastLoaded) < loadingAt);
-  for (const [at, file] of ev.files.entries()) {
-    const found = byFile.get(file) ?? [];
-    if (found.length === 0 && reading.unnamed.has(file)) {
-      // Tests started here (its file mark, the count), and every event of the file was lost.
-      tests.push(unnamedEntry(file, reading, ending, true, idleMs));
-      continue;
-    }
-    if (found.length === 0 && loadingInFlight && at < loadingAt && haveEvents) {
-      // Loaded and registered no test before the next file began: as at a normal end.
-      tests.push(emptyFile(ev, file, "the next file of the batch had begun to load"));
-      continue;
-    }
-    if (found.length === 0) {
-      if (haveEvents && inFlightAssigned) {
-        tests.push(
-          synthetic(file, "never-started", {
-            type: "never-started",
-            message: `never started: the file had not loaded when the shard ended (${reason})`,
-          }),
-        );
-        continue;
-      }
-      const first = !inFlightAssigned;
-      inFlightAssigned = true;
-      const note = haveEvents
-        ? "; it was loading when the shard ended"
-        : !ev.events?.connected
-          ? "; per-test data is missing (no event channel)"
-          : "";
-      tests.push(synthetic(file, status, { type: failureType, message: reason + note }, first ? idleMs : 0));
-      continue;
-    }
-    usedEvents = true;
-    for (const t of found) {
-      const forged = endWithoutStart(t);
-      const started = t.state === "ended" && !forged ? undefined : startedEntry(t, reading, ending);
-      if (t.state === "ended" && t.status === "passed" && !forged && overclaimed) tests.push(untrustedPass(t, reading));
-      else if (t.state === "ended" && t.status && !forged) tests.push(fromEvent(t, t.status));
-      else if (started) tests.push(started);
-      else {
-        const message = `never started: ${forged ? NO_START : ""}${reason}`;
-        tests.push(fromEvent(t, "never-started", { type: "never-started", message }));
-      }
-    }
-    // Starts beyond the file's received `found` events (the rest of its plan was lost).
-    if (reading.unnamed.has(file)) tests.push(unnamedEntry(file, reading, ending, false, idleMs));
-    if (!inFlightAssigned && !loadingInFlight && file === lastLoaded) {
-      inFlightAssigned = true;
-      // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
-      if (reachedEnd)
-        tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: failureType, message: reason }, 0));
-      else tests.push(hookInFlight(file, found, status, failureType, reason, idleMs));
-    }
+  const haveEvents = connected && eventTests.length > 0;
+  return { haveEvents, idleMs, lastLoaded, reading, overclaimed, assigned, loadingAt, loadingInFlight };
+}
+
+/**
+ * The entry of a planned file with no received `found` event, first match
+ * wins (docs/reports.md, "What was in flight when a shard ended" and "When
+ * the last events are lost"):
+ *  1. tests started in it (its file mark, the count) and every event of it was lost: one entry for them;
+ *  2. it registered no test before the next file of the batch began to load: an empty file;
+ *  3. with events, once something else was in flight: `never-started` (it had not loaded);
+ *  4. otherwise it was in flight (loading, or no events to say): the ending's status, and
+ *     `takesFlight`; the time since the last test ended when nothing was in flight before.
+ */
+function fileWithoutEvents(
+  ev: ShardEvidence,
+  file: string,
+  at: number,
+  flight: Flight,
+  ending: EndingFacts,
+  assigned: boolean,
+): { entry: TestResult; takesFlight: boolean } {
+  if (flight.reading.unnamed.has(file)) {
+    // Tests started here (its file mark, the count), and every event of the file was lost.
+    return { entry: unnamedEntry(file, flight.reading, ending, true, flight.idleMs), takesFlight: false };
   }
+  if (flight.loadingInFlight && at < flight.loadingAt && flight.haveEvents) {
+    // Loaded and registered no test before the next file began: as at a normal end.
+    return { entry: emptyFile(ev, file, "the next file of the batch had begun to load"), takesFlight: false };
+  }
+  if (flight.haveEvents && assigned) {
+    const message = `never started: the file had not loaded when the shard ended (${ending.reason})`;
+    return { entry: synthetic(file, "never-started", { type: "never-started", message }), takesFlight: false };
+  }
+  const note = flight.haveEvents
+    ? "; it was loading when the shard ended"
+    : !ev.events?.connected
+      ? "; per-test data is missing (no event channel)"
+      : "";
+  const failure = { type: ending.failure, message: ending.reason + note };
+  return { entry: synthetic(file, ending.status, failure, assigned ? 0 : flight.idleMs), takesFlight: true };
+}
+
+/**
+ * The entry of an event test of a shard that did not end normally, first
+ * match wins (docs/reports.md, "When the last events are lost" and "What a test can forge"):
+ *  1. a passing end with its start, events claiming more starts than the count: not a pass;
+ *  2. an end with its start: Bun's status;
+ *  3. it started (by its event or the count): in flight, or its outcome unknown (start-count.ts);
+ *  4. otherwise `never-started`, saying so when its passing end came without a start.
+ */
+function eventEntry(t: EventTest, reading: StartReading, ending: EndingFacts, overclaimed: boolean): TestResult {
+  const forged = endWithoutStart(t);
+  const started = t.state === "ended" && !forged ? undefined : startedEntry(t, reading, ending);
+  if (t.state === "ended" && t.status === "passed" && !forged && overclaimed) return untrustedPass(t, reading);
+  if (t.state === "ended" && t.status && !forged) return fromEvent(t, t.status);
+  if (started) return started;
+  const message = `never started: ${forged ? NO_START : ""}${ending.reason}`;
+  return fromEvent(t, "never-started", { type: "never-started", message });
+}
+
+/** A frame too large to read may have been a test's found: an entry says a test may be missing, never passes it over. */
+function unreadEntry(ev: ShardEvidence, lastLoaded: string | undefined, reason: string): TestResult | null {
   const unread = ev.events?.unreadFrames ?? 0;
-  if (unread > 0) {
-    // A frame too large to read may have been a test's found: say a test may be missing, never pass it over.
-    const file = lastLoaded ?? ev.files[0]!;
-    const message = `${unread === 1 ? "an inspector event was" : `${unread} inspector events were`} too large to read: a test of this shard may be missing from its entries (${reason})`;
-    tests.push(hookEntry(file, "(unreadable inspector event)", "failed", { type: "unreadable-event", message }, 0));
-  }
-  return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
+  if (!(unread > 0)) return null;
+  const file = lastLoaded ?? ev.files[0]!;
+  const message = `${unread === 1 ? "an inspector event was" : `${unread} inspector events were`} too large to read: a test of this shard may be missing from its entries (${reason})`;
+  return hookEntry(file, "(unreadable inspector event)", "failed", { type: "unreadable-event", message }, 0);
 }
 
 /** Why a test with a passing `end` and no `start` is never-started (start-count.ts endWithoutStart). */
