@@ -160,31 +160,8 @@ const bunFailed = (junit: BunJUnitFile[]) => junit.some((f) => f.tests.some((t) 
  */
 export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitFile[]): ShardResult {
   const byFile = new Map(junit.map((f) => [f.file, f.tests]));
-  const planned = new Set(ev.files);
-  const eventTests = ev.events?.tests ?? [];
-  const queues = new EventIndex();
-  // Tests whose planned file the events could not prove (defined through a
-  // helper module, events/attribution.ts), by name: Bun's JUnit names their file.
-  const unplaced = new EventIndex();
-  let unplacedCount = 0;
-  for (const t of eventTests) {
-    if (planned.has(t.file)) queues.add(t.file, t);
-    else {
-      unplaced.add("", t);
-      unplacedCount += 1;
-    }
-  }
-  // Only a name that one unplaced event and one JUnit testcase of the shard
-  // carry is a proof (counted only when there are unplaced events at all,
-  // and before the loop below renames the entries it reuses).
-  const junitNames = new Map<string, number>();
-  if (unplacedCount > 0)
-    for (const f of junit)
-      for (const t of f.tests) junitNames.set(matchName(t.name), (junitNames.get(matchName(t.name)) ?? 0) + 1);
-  const uniqueUnplaced = (name: string): EventTest | undefined => {
-    if (unplaced.count("", name) !== 1) return undefined;
-    return junitNames.get(matchName(name)) === 1 ? unplaced.take("", name) : undefined;
-  };
+  // Before the entries are renamed: a proof by name counts Bun's names.
+  const sources = eventSources(ev, junit);
   const bailed = ev.bail === true && bunFailed(junit);
   // --bail and exit 1 with no failure in Bun's JUnit: a file failed to load
   // and Bun stopped there, so the planned files after it never started.
@@ -202,132 +179,30 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   let underFailedHooks = 0;
 
   for (const file of ev.files) {
-    const entries = byFile.get(file) ?? [];
-    const out: TestResult[] = [];
-    const scopes: FailedScope[] = [];
-    // Whether each failed hook follows something of its describe block, by
-    // Bun's names: found before the loop below renames the entries it reuses.
-    const afterAll = new Map<number, boolean>();
-    entries.forEach((t, i) => {
-      if (!isHook(t) || t.status !== "failed") return;
-      const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
-      afterAll.set(
-        i,
-        entries.slice(0, i).some((e) => e.name.startsWith(prefix)),
-      );
-    });
-    const hookTexts = hookErrorsOf(ev, file, entries);
-    entries.forEach((t, i) => {
-      if (isHook(t)) {
-        if (t.status !== "failed") return; // hooks are never entries unless they fail
-        const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
-        const after = afterAll.get(i)!;
-        const fallback: Failure = { type: "failure", message: `${after ? "afterAll" : "beforeAll"} hook failed` };
-        const failure = (t.failure?.message ? t.failure : hookTexts?.shift()) ?? t.failure ?? fallback;
-        // Bun's own name: the failed testcases (and so the failed count) are Bun's.
-        out.push({ ...t, name: cleanJUnitName(t.name), failure });
-        if (!after) scopes.push({ prefix, failure });
-        return;
-      }
-      const e = queues.take(t.file, t.name) ?? uniqueUnplaced(t.name);
-      if (!e) {
-        // A test of this name was defined through a helper module: Bun's JUnit line may be the helper's.
-        if (t.line !== undefined && unplaced.count("", t.name) > 0) {
-          const { line: _helperLine, ...rest } = t;
-          out.push({ ...rest, name: cleanJUnitName(t.name) });
-        } else {
-          // Bun's entry is this shard's own (readBunJUnit): reused, not copied.
-          t.name = cleanJUnitName(t.name);
-          out.push(t);
-        }
-        return;
-      }
-      enriched = true;
-      // Bun 1.3.x's JUnit failures carry no message: the events' error is the test's.
-      if (t.failure && !t.failure.message && e.failure)
-        t.failure = { ...e.failure, ...(t.failure.details ? { details: t.failure.details } : {}) };
-      const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
-      // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
-      const line = e.viaHelper ? undefined : (t.line ?? e.line);
-      out.push(
-        enrichedEntry(
-          t,
-          cleanEventName(e.name),
-          line,
-          Math.max(0, e.attempts - 1),
-          flaky,
-          flaky || t.status === "failed" ? e.attemptFailures : [],
-        ),
-      );
-    });
+    const listed = junitEntriesOf(ev, file, byFile.get(file) ?? [], sources);
+    if (listed.enriched) enriched = true;
     // Events of this file that no JUnit testcase took, in event order.
-    const left = queues.left(file);
+    const left = sources.queues.left(file);
 
-    if (out.length === 0) {
+    if (listed.out.length === 0) {
       // Bun's JUnit has nothing for this file: it did not run.
       missing.push(file);
-      const loose = (ev.events?.looseErrors ?? []).some((e) => e.file === file);
-      let why: string;
-      if ((bailed || loadFailed) && !loose) {
-        why = "never started: --bail stopped the run after a failure";
-        out.push(synthetic(file, "never-started", { type: "never-started", message: why }));
-      } else if (loose || left.length > 0 || (code !== 0 && !exitExplained)) {
-        out.push(loadFailure(ev, file));
-        loadFailed = bailedOnLoad;
-        why = "never started: the file failed to load";
-      } else if (code !== 0) {
-        // Bun sends no event for an unresolvable import either: never passed on that doubt.
-        unregistered.push(file);
-        out.push(
-          synthetic(file, "failed", {
-            type: "no-tests",
-            message: `no tests found, or the file failed to load (see ${ev.logPath ?? "the log"})`,
-          }),
-        );
-        why = "";
-      } else {
-        out.push(emptyFile(ev, file));
-        why = "";
-      }
-      for (const e of left) out.push(fromEvent(e, "never-started", { type: "never-started", message: why }));
-      for (const entry of out) tests.push(entry);
+      const gone = missingFile(ev, file, left, { code, bailed: bailed || loadFailed, exitExplained });
+      if (gone.kind === "load-error") loadFailed = bailedOnLoad;
+      if (gone.kind === "unregistered") unregistered.push(file);
+      tests.push(gone.entry);
+      for (const e of left) tests.push(fromEvent(e, "never-started", { type: "never-started", message: gone.why }));
       continue;
     }
 
+    for (const entry of listed.out) tests.push(entry);
     // The plan of the file (events' found list) against what Bun's JUnit holds.
     for (const e of left) {
       enriched = true;
-      const scope = scopes.find((s) => e.name.startsWith(s.prefix));
-      if (e.state === "ended" && e.status) out.push(fromEvent(e, e.status));
-      else if (e.state === "running") {
-        // Under --bail a concurrent test still running when a sibling failed is dropped by Bun's JUnit.
-        const message = bailed
-          ? "stopped while running: --bail ended the run after a failure"
-          : "started, but Bun's JUnit report has no entry for it";
-        out.push(fromEvent(e, "crashed", { type: "crash", message }));
-      } else if (scope) {
-        // Bun never ran it: neither passed nor failed (its console and JUnit count only the hook).
-        underFailedHooks += 1;
-        const message = `its beforeAll hook failed: ${scope.failure.message}`;
-        out.push(fromEvent(e, "never-started", { type: "never-started", message }));
-      } else if (bailed) {
-        out.push(
-          fromEvent(e, "never-started", {
-            type: "never-started",
-            message: "never started: --bail stopped the run after a failure",
-          }),
-        );
-      } else {
-        // Bun ran other tests of this file and left this one out: `.only` elsewhere.
-        out.push(
-          fromEvent(e, "skipped", {
-            type: "not-selected",
-            message: "not run: another test of the file is marked .only",
-          }),
-        );
-      }
+      const { entry, underFailedHook } = unreportedEntry(e, listed.scopes, bailed);
+      if (underFailedHook) underFailedHooks += 1;
+      tests.push(entry);
     }
-    for (const entry of out) tests.push(entry);
   }
   // Bun 1.3.x's JUnit failures have no message; one the events could not fill (no events, or
   // an error of concurrent tests no one test could claim) says so instead of being empty.
@@ -335,6 +210,210 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   const gaps = { missing, unregistered, underFailedHooks, bailed: bailed || loadFailed };
   const verdict = shardVerdict(ev, code, tests, gaps);
   return { ...base, ...verdict, testSource: enriched ? "junit+events" : "junit", tests };
+}
+
+/** Where the events of a JUnit testcase are looked up (docs/reports.md, "Test names"). */
+interface EventSources {
+  /** The event tests of planned files, by file. */
+  queues: EventIndex;
+  /** The event tests whose planned file the events could not prove, all under "". */
+  unplaced: EventIndex;
+  /** Takes the unplaced test named `name` when that name is a proof; undefined otherwise. */
+  uniqueUnplaced(name: string): EventTest | undefined;
+}
+
+/**
+ * The shard's event tests, by file where the events prove a planned file.
+ * Called before any entry of `junit` is renamed: a proof counts Bun's names.
+ */
+function eventSources(ev: ShardEvidence, junit: readonly BunJUnitFile[]): EventSources {
+  const planned = new Set(ev.files);
+  const queues = new EventIndex();
+  // Tests whose planned file the events could not prove (defined through a
+  // helper module, events/attribution.ts), by name: Bun's JUnit names their file.
+  const unplaced = new EventIndex();
+  let unplacedCount = 0;
+  for (const t of ev.events?.tests ?? []) {
+    if (planned.has(t.file)) queues.add(t.file, t);
+    else {
+      unplaced.add("", t);
+      unplacedCount += 1;
+    }
+  }
+  // Only a name that one unplaced event and one JUnit testcase of the shard
+  // carry is a proof (counted only when there are unplaced events at all).
+  const junitNames = new Map<string, number>();
+  if (unplacedCount > 0)
+    for (const f of junit)
+      for (const t of f.tests) junitNames.set(matchName(t.name), (junitNames.get(matchName(t.name)) ?? 0) + 1);
+  const uniqueUnplaced = (name: string): EventTest | undefined => {
+    if (unplaced.count("", name) !== 1) return undefined;
+    return junitNames.get(matchName(name)) === 1 ? unplaced.take("", name) : undefined;
+  };
+  return { queues, unplaced, uniqueUnplaced };
+}
+
+/**
+ * The entries of one file's testcases in Bun's JUnit, in Bun's order
+ * (docs/reports.md, "Hooks, `.only`, `--bail`"): a hook only when it failed,
+ * under Bun's name, a failed beforeAll's describe path kept in `scopes`; a
+ * test with what its events add when they are found (`enriched`).
+ */
+function junitEntriesOf(
+  ev: ShardEvidence,
+  file: string,
+  entries: TestResult[],
+  sources: EventSources,
+): { out: TestResult[]; scopes: FailedScope[]; enriched: boolean } {
+  const out: TestResult[] = [];
+  const scopes: FailedScope[] = [];
+  let enriched = false;
+  // Found before the loop below renames the entries it reuses.
+  const afterAll = afterAllHooks(entries);
+  const hookTexts = hookErrorsOf(ev, file, entries);
+  entries.forEach((t, i) => {
+    if (isHook(t)) {
+      if (t.status !== "failed") return; // hooks are never entries unless they fail
+      const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
+      const after = afterAll.get(i)!;
+      const fallback: Failure = { type: "failure", message: `${after ? "afterAll" : "beforeAll"} hook failed` };
+      const failure = (t.failure?.message ? t.failure : hookTexts?.shift()) ?? t.failure ?? fallback;
+      // Bun's own name: the failed testcases (and so the failed count) are Bun's.
+      out.push({ ...t, name: cleanJUnitName(t.name), failure });
+      if (!after) scopes.push({ prefix, failure });
+      return;
+    }
+    const e = sources.queues.take(t.file, t.name) ?? sources.uniqueUnplaced(t.name);
+    if (e) enriched = true;
+    out.push(e ? withEvents(t, e) : withoutEvents(t, sources.unplaced));
+  });
+  return { out, scopes, enriched };
+}
+
+/**
+ * Whether each failed hook of a file's testcases (by position) is an
+ * afterAll: something of its describe block precedes it in Bun's document
+ * order, by Bun's names (docs/reports.md, "Hooks, `.only`, `--bail`").
+ */
+function afterAllHooks(entries: readonly TestResult[]): Map<number, boolean> {
+  const afterAll = new Map<number, boolean>();
+  entries.forEach((t, i) => {
+    if (!isHook(t) || t.status !== "failed") return;
+    const prefix = t.name.slice(0, t.name.length - BUN_HOOK_NAME.length);
+    afterAll.set(
+      i,
+      entries.slice(0, i).some((e) => e.name.startsWith(prefix)),
+    );
+  });
+  return afterAll;
+}
+
+/** A JUnit test no event took: Bun's entry, renamed, without a line that may be a helper module's. */
+function withoutEvents(t: TestResult, unplaced: EventIndex): TestResult {
+  // A test of this name was defined through a helper module: Bun's JUnit line may be the helper's.
+  if (t.line !== undefined && unplaced.count("", t.name) > 0) {
+    const { line: _helperLine, ...rest } = t;
+    return { ...rest, name: cleanJUnitName(t.name) };
+  }
+  // Bun's entry is this shard's own (readBunJUnit): reused, not copied.
+  t.name = cleanJUnitName(t.name);
+  return t;
+}
+
+/** A JUnit test with its events: their message where Bun's has none, exact name, line, retries, flakiness. */
+function withEvents(t: TestResult, e: EventTest): TestResult {
+  // Bun 1.3.x's JUnit failures carry no message: the events' error is the test's.
+  if (t.failure && !t.failure.message && e.failure)
+    t.failure = { ...e.failure, ...(t.failure.details ? { details: t.failure.details } : {}) };
+  const flaky = t.status === "passed" && e.attempts > 1 && e.attemptFailures.length > 0;
+  // Bun's JUnit gives a helper-defined test the helper's line under the test file's name.
+  const line = e.viaHelper ? undefined : (t.line ?? e.line);
+  return enrichedEntry(
+    t,
+    cleanEventName(e.name),
+    line,
+    Math.max(0, e.attempts - 1),
+    flaky,
+    flaky || t.status === "failed" ? e.attemptFailures : [],
+  );
+}
+
+/** A planned file Bun's JUnit does not list: which rule of {@link missingFile} matched, its entry, its found tests' message. */
+interface MissingFile {
+  kind: "bailed" | "load-error" | "unregistered" | "empty";
+  entry: TestResult;
+  /** The message of the file's found tests, all `never-started`. */
+  why: string;
+}
+
+/**
+ * Why a planned file Bun's JUnit does not list did not run, first match wins
+ * (docs/reports.md, "Hooks, `.only`, `--bail`" and "Verdict rules", empty files):
+ *  1. `--bail` stopped the run (after a failure, or after a file that failed
+ *     to load) and no error outside tests was the file's: `never-started`;
+ *  2. an error outside tests was the file's, tests were found in it, or a
+ *     nonzero exit that failed tests do not explain: a load error;
+ *  3. any other nonzero exit: no test registered (empty, or a load error Bun
+ *     sent no event for), `failed` with type `no-tests`;
+ *  4. exit 0: an empty file.
+ */
+function missingFile(
+  ev: ShardEvidence,
+  file: string,
+  left: readonly EventTest[],
+  run: { code: number; bailed: boolean; exitExplained: boolean },
+): MissingFile {
+  const loose = (ev.events?.looseErrors ?? []).some((e) => e.file === file);
+  if (run.bailed && !loose) {
+    const why = "never started: --bail stopped the run after a failure";
+    return { kind: "bailed", entry: synthetic(file, "never-started", { type: "never-started", message: why }), why };
+  }
+  if (loose || left.length > 0 || (run.code !== 0 && !run.exitExplained))
+    return { kind: "load-error", entry: loadFailure(ev, file), why: "never started: the file failed to load" };
+  if (run.code !== 0) {
+    // Bun sends no event for an unresolvable import either: never passed on that doubt.
+    const message = `no tests found, or the file failed to load (see ${ev.logPath ?? "the log"})`;
+    return { kind: "unregistered", entry: synthetic(file, "failed", { type: "no-tests", message }), why: "" };
+  }
+  return { kind: "empty", entry: emptyFile(ev, file), why: "" };
+}
+
+/**
+ * The entry of a found test no JUnit testcase took, in a file Bun's JUnit
+ * lists, first match wins (docs/reports.md, "Hooks, `.only`, `--bail`"):
+ *  1. its end event arrived: the event's status;
+ *  2. it was running: `crashed`;
+ *  3. a failed beforeAll's describe path covers it: `never-started`, and it
+ *     counts among the tests under failed hooks;
+ *  4. `--bail` stopped the run: `never-started`;
+ *  5. otherwise another test of the file is `.only`: `skipped`.
+ */
+function unreportedEntry(
+  e: EventTest,
+  scopes: readonly FailedScope[],
+  bailed: boolean,
+): { entry: TestResult; underFailedHook: boolean } {
+  if (e.state === "ended" && e.status) return { entry: fromEvent(e, e.status), underFailedHook: false };
+  if (e.state === "running") {
+    // Under --bail a concurrent test still running when a sibling failed is dropped by Bun's JUnit.
+    const message = bailed
+      ? "stopped while running: --bail ended the run after a failure"
+      : "started, but Bun's JUnit report has no entry for it";
+    return { entry: fromEvent(e, "crashed", { type: "crash", message }), underFailedHook: false };
+  }
+  const scope = scopes.find((s) => e.name.startsWith(s.prefix));
+  if (scope) {
+    // Bun never ran it: neither passed nor failed (its console and JUnit count only the hook).
+    const message = `its beforeAll hook failed: ${scope.failure.message}`;
+    return { entry: fromEvent(e, "never-started", { type: "never-started", message }), underFailedHook: true };
+  }
+  if (bailed) {
+    const message = "never started: --bail stopped the run after a failure";
+    return { entry: fromEvent(e, "never-started", { type: "never-started", message }), underFailedHook: false };
+  }
+  // Bun ran other tests of this file and left this one out: `.only` elsewhere.
+  const message = "not run: another test of the file is marked .only";
+  return { entry: fromEvent(e, "skipped", { type: "not-selected", message }), underFailedHook: false };
 }
 
 /**

@@ -186,7 +186,7 @@ function startsInFrontier(
 const countedText = (r: StartReading) =>
   `the child preload counted ${r.counted} test starts, the events carried ${r.carried}`;
 
-/** The ending of a shard as {@link startedEntry} needs it (verdict.ts ENDINGS). */
+/** The ending of a shard as {@link startedEntry} needs it (endings.ts ENDINGS). */
 export interface EndingFacts {
   status: TestStatus;
   failure: FailureKind;

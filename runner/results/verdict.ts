@@ -27,14 +27,16 @@
 import type { BunJUnitFile } from "./bun-junit.ts";
 import { emptyFile, emptyFilesNote, emptyFilesPass, type Base } from "./entries.ts";
 import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE } from "./entries.ts";
+import { endingOf, oomSentence, type Interruption } from "./endings.ts";
 import { fromJUnit, isHook } from "./from-junit.ts";
 import { foldJUnitAttempts } from "./junit-attempts.ts";
-import type { Failure, FailureKind, ShardResult, ShardStatus, TestResult, TestStatus } from "./report-model.ts";
+import type { Failure, FailureKind, ShardResult, TestResult, TestStatus } from "./report-model.ts";
 import { endWithoutStart, readStarts, startedEntry, unnamedEntry, untrustedPass } from "./start-count.ts";
+import type { EndingFacts, StartReading } from "./start-count.ts";
 import type { EventEvidence, EventTest, ProcessFacts, ShardEvidence } from "./verdict-evidence.ts";
 
-export { WHOLE_FILE };
-export type { EventEvidence, EventTest, ProcessFacts, ShardEvidence };
+export { oomSentence, WHOLE_FILE };
+export type { EventEvidence, EventTest, Interruption, ProcessFacts, ShardEvidence };
 
 /**
  * Decides one shard's status, reason and per-test entries.
@@ -46,7 +48,34 @@ export type { EventEvidence, EventTest, ProcessFacts, ShardEvidence };
  */
 export function decideShard(ev: ShardEvidence): ShardResult {
   const p = ev.process;
-  const base = {
+  const base = shardBase(ev);
+  // The rules of docs/reports.md's "Verdict rules", first match wins.
+  // 1. Never spawned.
+  if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
+  // 2-4. Killed at the deadline, on cancel, or by a signal shardguard did not send.
+  const killed = killedBy(p, ev);
+  if (killed) return interrupted(ev, base, killed);
+  // 5. Bun's JUnit, when the rest of the evidence agrees with it.
+  const code = p.exitCode ?? -1;
+  const junit = foldedJUnit(ev, code);
+  const distrust = junit ? junitDisagreement(ev, junit, code) : null;
+  if (junit && distrust === null) return fromJUnit(ev, base, code, junit);
+  // 6-7. No JUnit (not an untrusted one), exit 1, no test ran: a file failed to load.
+  const loadFailed = distrust ? null : loadFailedShard(ev, base, code);
+  if (loadFailed) return loadFailed;
+  // 8. "No tests" needs proof that the run ended normally: exit 0 without JUnit
+  // is also what a `process.exit` with code 0 before any test looks like.
+  if (code === 0 && !anyFound(ev) && ev.finishedNormally === true) {
+    return noTests(ev, base);
+  }
+  // 9-10. Bun's JUnit unusable after the run's end, or anything else (endingWithoutJUnit).
+  return interrupted(ev, base, endingWithoutJUnit(ev, code, distrust));
+}
+
+/** The fields of a shard's result that come from its evidence as they are, whatever its verdict. */
+function shardBase(ev: ShardEvidence): Base {
+  const p = ev.process;
+  return {
     index: ev.index,
     slug: ev.slug,
     files: ev.files,
@@ -60,42 +89,55 @@ export function decideShard(ev: ShardEvidence): ShardResult {
     ...(ev.notes && ev.notes.length > 0 ? { notes: [...ev.notes] } : {}),
     leftovers: [],
   };
+}
 
-  if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
-
+/**
+ * How a shard shardguard killed, or a signal it did not send, ended; null
+ * when it exited by itself. First match wins (docs/reports.md, "Verdict
+ * rules"): the deadline, then a cancel, then a foreign signal.
+ */
+function killedBy(p: ProcessFacts, ev: ShardEvidence): Interruption | null {
   if (p.killedBy === "timeout") {
     const sigkilled = p.escalated && p.signal === "SIGKILL";
-    return interrupted(ev, base, {
+    return {
       kind: "timeout",
       timeoutMs: ev.timeoutMs,
       graceMs: ev.graceMs,
       sigkilled,
       stopped: p.stoppedAtSigterm === true,
-    });
+    };
   }
-  if (p.killedBy === "cancel") return interrupted(ev, base, { kind: "cancelled", signal: p.cancelSignal ?? null });
-  if (p.signal) return interrupted(ev, base, { kind: "foreign-signal", signal: p.signal, oom: p.oomKills ?? null });
+  if (p.killedBy === "cancel") return { kind: "cancelled", signal: p.cancelSignal ?? null };
+  if (p.signal) return { kind: "foreign-signal", signal: p.signal, oom: p.oomKills ?? null };
+  return null;
+}
 
-  const code = p.exitCode ?? -1;
-  // Bun 1.3.x lists each attempt of a retried test as a testcase: one test, one entry.
-  const junit =
-    ev.junit && ev.junitAttempts
-      ? foldJUnitAttempts(ev.junit, {
-          events: ev.events?.tests ?? null,
-          maxAttempts: ev.junitAttempts.maxAttempts,
-          exitedZero: code === 0,
-        })
-      : ev.junit;
-  const distrust = junit ? junitDisagreement(ev, junit, code) : null;
-  if (junit && distrust === null) return fromJUnit(ev, base, code, junit);
+/** Bun's JUnit with each retried test one entry: Bun 1.3.x lists each attempt as a testcase (junit-attempts.ts). */
+function foldedJUnit(ev: ShardEvidence, code: number): BunJUnitFile[] | null {
+  return ev.junit && ev.junitAttempts
+    ? foldJUnitAttempts(ev.junit, {
+        events: ev.events?.tests ?? null,
+        maxAttempts: ev.junitAttempts.maxAttempts,
+        exitedZero: code === 0,
+      })
+    : ev.junit;
+}
 
+/** A test that started proves tests were registered, even if its events were lost. */
+const anyFound = (ev: ShardEvidence) => (ev.events?.tests ?? []).length > 0 || (ev.testsStarted ?? 0) > 0;
+
+/**
+ * A shard without Bun's JUnit whose exit 1 came before any test ran: a
+ * file failed to load; null otherwise. First match wins (docs/reports.md,
+ * "Verdict rules"):
+ *  1. no test registered or started: each file a load error (under --bail,
+ *     the files after the first never started);
+ *  2. the end-of-run mark, tests registered, none ran: each file a load
+ *     error, its registered tests never-started.
+ */
+function loadFailedShard(ev: ShardEvidence, base: Base, code: number): ShardResult | null {
   const eventTests = ev.events?.tests ?? [];
-  // A test that started proves tests were registered, even if its events were lost.
-  const anyFound = eventTests.length > 0 || (ev.testsStarted ?? 0) > 0;
-  const noJUnit = distrust
-    ? `Bun's JUnit report was not trusted: ${distrust}`
-    : (ev.junitProblem ?? "Bun wrote no JUnit report");
-  if (code === 1 && !anyFound && !distrust) {
+  if (code === 1 && !anyFound(ev)) {
     // Exit 1 with no test found and no JUnit: the file threw or failed to
     // import before any test. Under --bail Bun stopped at the first file
     // (files run in plan order), so the others never started.
@@ -114,7 +156,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
       tests,
     };
   }
-  if (code === 1 && ev.finishedNormally === true && !distrust && !eventTests.some((t) => t.state !== "found")) {
+  if (code === 1 && ev.finishedNormally === true && !eventTests.some((t) => t.state !== "found")) {
     // Bun reached the normal end (end mark) with exit 1 and no JUnit, no test
     // having run: a file threw after registering tests (measured on Bun 1.4.4:
     // a top-level throw after test(), or test.only under CI). Its found tests
@@ -135,23 +177,34 @@ export function decideShard(ev: ShardEvidence): ShardResult {
       tests,
     };
   }
-  // "No tests" needs proof that the run ended normally: exit 0 without JUnit
-  // is also what a `process.exit` with code 0 before any test looks like.
-  if (code === 0 && !anyFound && ev.finishedNormally === true) {
-    return noTests(ev, base);
-  }
+  return null;
+}
+
+/**
+ * How a shard without a usable JUnit ended, when no rule before it matched.
+ * First match wins (docs/reports.md, "Verdict rules", the last rows):
+ *  1. the end mark, Bun's JUnit unusable (past the read limit, exit 0 or 1:
+ *     junit-over-limit; otherwise junit-unusable);
+ *  2. exit 0 or 1, the end mark missing with the deleted run directory: end-unknown;
+ *  3. exit 0 or 1: early-exit;
+ *  4. any other code: exit-code.
+ */
+function endingWithoutJUnit(ev: ShardEvidence, code: number, distrust: string | null): Interruption {
+  const noJUnit = distrust
+    ? `Bun's JUnit report was not trusted: ${distrust}`
+    : (ev.junitProblem ?? "Bun wrote no JUnit report");
   // With the end mark, the run did reach its end: what is missing is a usable JUnit (too large, malformed, forged).
   if (ev.finishedNormally === true && !distrust && ev.junitProblem !== undefined) {
     // Bun finished and wrote a report too large to read: a failure to read it, not a crash; the events say what they saw.
     const kind = ev.junitOverLimit === true && (code === 0 || code === 1) ? "junit-over-limit" : "junit-unusable";
-    return interrupted(ev, base, { kind, exitCode: code, problem: ev.junitProblem });
+    return { kind, exitCode: code, problem: ev.junitProblem };
   }
   // The end mark may have gone with a run directory a test deleted: no early exit, no hook in flight, is made up.
   if (ev.marksDeleted === true && ev.finishedNormally !== true && (code === 0 || code === 1)) {
-    return interrupted(ev, base, { kind: "end-unknown", exitCode: code, problem: noJUnit });
+    return { kind: "end-unknown", exitCode: code, problem: noJUnit };
   }
-  if (code === 0 || code === 1) return interrupted(ev, base, { kind: "early-exit", exitCode: code, noJUnit });
-  return interrupted(ev, base, { kind: "exit-code", exitCode: code, noJUnit });
+  if (code === 0 || code === 1) return { kind: "early-exit", exitCode: code, noJUnit };
+  return { kind: "exit-code", exitCode: code, noJUnit };
 }
 
 /**
@@ -184,139 +237,6 @@ function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: numbe
 }
 
 /**
- * How a shard ended without a verdict of Bun's own, or why it has no
- * process: each kind maps to its statuses and failure kind through
- * {@link ENDINGS}, the one table of them.
- */
-export type Interruption =
-  /** Killed at the wall-clock deadline (ms); `sigkilled`: SIGKILL after the grace period; `stopped`: it was stopped (SIGSTOP) at SIGTERM. */
-  | { kind: "timeout"; timeoutMs: number; graceMs: number; sigkilled: boolean; stopped: boolean }
-  /** Killed because the run was cancelled (SIGINT/SIGTERM to the run, or a failed event handshake); `signal` the run's, when known. */
-  | { kind: "cancelled"; signal: string | null }
-  /** Ended by a signal shardguard did not send; `oom`: the kernel's OOM killer ended processes meanwhile. */
-  | { kind: "foreign-signal"; signal: string; oom: { count: number; scope: "shard" | "runner" } | null }
-  /** Exited 0 or 1 after reaching the end of the run, its JUnit past the read limit. */
-  | { kind: "junit-over-limit"; exitCode: number; problem: string }
-  /** Exited after reaching the end of the run, its JUnit unusable otherwise (missing, malformed). */
-  | { kind: "junit-unusable"; exitCode: number; problem: string }
-  /** Exited 0 or 1 before the end of the run (e.g. a test called process.exit); `noJUnit` says what became of Bun's JUnit. */
-  | { kind: "early-exit"; exitCode: 0 | 1; noJUnit: string }
-  /** Exited 0 or 1 without the end mark, which may have gone with the run's directory (deleted under it). */
-  | { kind: "end-unknown"; exitCode: 0 | 1; problem: string }
-  /** Exited with another code. */
-  | { kind: "exit-code"; exitCode: number; noJUnit: string }
-  /** Never spawned (queued when the run ended, cancelled first, the OS refused). */
-  | { kind: "never-started"; reason: string }
-  /** A preset's diff selection left it out: never spawned, a success for the exit code. */
-  | { kind: "skipped-by-diff"; reason: string }
-  /** shardguard itself failed to supervise it (an error of ours). */
-  | { kind: "unsupervised"; error: string };
-
-/** What one kind of {@link Interruption} decides. */
-interface Ending<I extends Interruption> {
-  /** The shard's status, and that of its entry in flight (or of every entry, without a process). */
-  status: ShardStatus & TestStatus;
-  /** `failure.type` of those entries. */
-  failure: FailureKind;
-  /** Bun reached the end of the run: nothing was in flight; an entry without its end event lost it. */
-  reachedEnd: boolean;
-  /** The shard's reason, one sentence. */
-  reason(i: I): string;
-}
-
-const afterTheEnd = (i: { exitCode: number; problem: string }) =>
-  `exited ${i.exitCode} after reaching the end of the run, but ${i.problem}: per-test results are the events' where they have them`;
-
-/** Every kind of {@link Interruption}: its statuses, failure kind and reason. */
-const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kind: K }>> } = {
-  timeout: {
-    status: "timed-out",
-    failure: "timeout",
-    reachedEnd: false,
-    reason: (i) => `killed after ${seconds(i.timeoutMs)} wall-clock timeout${killDetail(i)}`,
-  },
-  cancelled: {
-    status: "crashed",
-    failure: "crash",
-    reachedEnd: false,
-    reason: (i) => `run cancelled${i.signal ? ` (${i.signal})` : ""}`,
-  },
-  "foreign-signal": {
-    status: "crashed",
-    failure: "crash",
-    reachedEnd: false,
-    reason: (i) => `killed by ${i.signal}, a signal shardguard did not send${i.oom ? `: ${oomSentence(i.oom)}` : ""}`,
-  },
-  // Bun finished and wrote a report too large to read: a failure to read it, not a crash.
-  "junit-over-limit": { status: "failed", failure: "junit-unreadable", reachedEnd: true, reason: afterTheEnd },
-  "junit-unusable": { status: "crashed", failure: "crash", reachedEnd: true, reason: afterTheEnd },
-  "early-exit": {
-    status: "crashed",
-    failure: "crash",
-    reachedEnd: false,
-    reason: (i) =>
-      `exited ${i.exitCode} before finishing (${i.noJUnit}): the run ended early, e.g. a test called process.exit`,
-  },
-  // Nothing is known to have been in flight: the entry stands for the missing report.
-  "end-unknown": {
-    status: "crashed",
-    failure: "crash",
-    reachedEnd: true,
-    reason: (i) =>
-      `exited ${i.exitCode}, but whether Bun reached the end of the run is unknown: ` +
-      `its end mark went with the deleted run directory (${i.problem})`,
-  },
-  "exit-code": {
-    status: "crashed",
-    failure: "crash",
-    reachedEnd: false,
-    reason: (i) => `exited with code ${i.exitCode} (${i.noJUnit})`,
-  },
-  "never-started": { status: "never-started", failure: "never-started", reachedEnd: false, reason: (i) => i.reason },
-  "skipped-by-diff": {
-    status: "skipped-by-diff",
-    failure: "skipped-by-diff",
-    reachedEnd: false,
-    reason: (i) => i.reason,
-  },
-  unsupervised: {
-    status: "crashed",
-    failure: "crash",
-    reachedEnd: false,
-    reason: (i) => `shardguard could not supervise this shard: ${i.error}`,
-  },
-};
-
-/** What followed the deadline's SIGTERM, for the timeout reason: "" when the group exited within the grace period. */
-function killDetail(i: Extract<Interruption, { kind: "timeout" }>): string {
-  const grace = `SIGKILL after ${seconds(i.graceMs)} grace period`;
-  if (i.stopped)
-    return ` (it was stopped, e.g. by SIGSTOP, when SIGTERM was sent; SIGCONT followed${i.sigkilled ? `, then ${grace}` : ""})`;
-  return i.sigkilled ? ` (${grace}: SIGTERM was ignored)` : "";
-}
-
-/**
- * The OOM killer's part, one clause (exec/oom.ts). A count of the runner's
- * memory cgroup is shared with the shards that ran at the same time.
- */
-export function oomSentence(oom: { count: number; scope: "shard" | "runner" }): string {
-  const where =
-    oom.scope === "shard" ? "in its cgroup" : "in the runner's memory cgroup (shared with any shard running then)";
-  return `the kernel's OOM killer ended ${oom.count} process${oom.count === 1 ? "" : "es"} ${where} while it ran`;
-}
-
-/** The row of {@link ENDINGS} for `i`, and its reason. */
-function endingOf(i: Interruption): {
-  status: ShardStatus & TestStatus;
-  failure: FailureKind;
-  reachedEnd: boolean;
-  reason: string;
-} {
-  const ending = ENDINGS[i.kind] as Ending<Interruption>;
-  return { status: ending.status, failure: ending.failure, reachedEnd: ending.reachedEnd, reason: ending.reason(i) };
-}
-
-/**
  * A shard that did not end normally: per-test data from events where there is
  * some, one synthetic entry per file where there is none.
  *
@@ -330,24 +250,76 @@ function endingOf(i: Interruption): {
  * ended (or the shard's whole time); the files after it are `never-started`.
  */
 function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardResult {
-  const { status, failure: failureType, reachedEnd, reason } = endingOf(how);
+  const ending = endingOf(how);
+  const { status, reason } = ending;
   const tests: TestResult[] = [];
   let usedEvents = false;
-  const eventTests = ev.events?.tests ?? [];
-  const haveEvents = ev.events?.connected === true && eventTests.length > 0;
-  // How long the code in flight (not a test) had run: since the last test ended, or the whole shard.
-  // A loop, not Math.min(...ends): a spread of a million arguments overflows the stack.
-  let idleMs = base.durationMs;
-  for (const t of eventTests) if (t.sinceEndMs !== undefined && t.sinceEndMs < idleMs) idleMs = t.sinceEndMs;
-  // Each file's event tests in event order, grouped once (one filter per file was files × tests).
+  const byFile = eventsByFile(ev.events?.tests ?? []);
+  const flight = flightOf(ev, base, ending, byFile);
+  let inFlightAssigned = flight.assigned;
+  for (const [at, file] of ev.files.entries()) {
+    const found = byFile.get(file) ?? [];
+    if (found.length === 0) {
+      const { entry, takesFlight } = fileWithoutEvents(ev, file, at, flight, ending, inFlightAssigned);
+      if (takesFlight) inFlightAssigned = true;
+      tests.push(entry);
+      continue;
+    }
+    usedEvents = true;
+    for (const t of found) tests.push(eventEntry(t, flight.reading, ending, flight.overclaimed));
+    // Starts beyond the file's received `found` events (the rest of its plan was lost).
+    if (flight.reading.unnamed.has(file)) tests.push(unnamedEntry(file, flight.reading, ending, false, flight.idleMs));
+    if (!inFlightAssigned && !flight.loadingInFlight && file === flight.lastLoaded) {
+      inFlightAssigned = true;
+      // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
+      if (ending.reachedEnd)
+        tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: ending.failure, message: reason }, 0));
+      else tests.push(hookInFlight(file, found, status, ending.failure, reason, flight.idleMs));
+    }
+  }
+  const unread = unreadEntry(ev, flight.lastLoaded, reason);
+  if (unread) tests.push(unread);
+  return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
+}
+
+/** Each file's event tests in event order, grouped once (one filter per file was files × tests). */
+function eventsByFile(eventTests: readonly EventTest[]): Map<string, EventTest[]> {
   const byFile = new Map<string, EventTest[]>();
   for (const t of eventTests) {
     const tests = byFile.get(t.file);
     if (tests === undefined) byFile.set(t.file, [t]);
     else tests.push(t);
   }
+  return byFile;
+}
+
+/** What {@link interrupted} knows, before it lists the files, of what was in flight (docs/reports.md). */
+interface Flight {
+  /** The event channel was connected and carried tests. */
+  haveEvents: boolean;
+  /** How long the code in flight (not a test) had run: since the last test ended, or the whole shard. */
+  idleMs: number;
+  /** The last planned file with found tests. */
+  lastLoaded: string | undefined;
+  /** The start count against the events (start-count.ts): the tests whose events were lost, the one in flight. */
+  reading: StartReading;
+  /** The events claim more starts than the count, which cannot lose one: a test wrote them. */
+  overclaimed: boolean;
+  /** A test (or starts of lost events) was in flight, so no file's code outside tests was. */
+  assigned: boolean;
+  /** The position of the file that was loading when the shard ended, or -1. */
+  loadingAt: number;
+  /** That file's top-level code was in flight, not a hook of the file before it. */
+  loadingInFlight: boolean;
+}
+
+/** The {@link Flight} of a shard that did not end normally: the start count, the last loaded file, the file loading. */
+function flightOf(ev: ShardEvidence, base: Base, ending: EndingFacts, byFile: ReadonlyMap<string, unknown>): Flight {
+  const eventTests = ev.events?.tests ?? [];
+  // A loop, not Math.min(...ends): a spread of a million arguments overflows the stack.
+  let idleMs = base.durationMs;
+  for (const t of eventTests) if (t.sinceEndMs !== undefined && t.sinceEndMs < idleMs) idleMs = t.sinceEndMs;
   const lastLoaded = [...ev.files].reverse().find((file) => byFile.has(file));
-  // The start count against the events (start-count.ts): the tests whose events were lost, the one in flight.
   const connected = ev.events?.connected === true;
   const reading = readStarts({
     tests: eventTests,
@@ -355,81 +327,86 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     testsStarted: connected ? ev.testsStarted : undefined,
     filesStarted: connected && ev.filesStarted ? new Set(ev.filesStarted) : undefined,
     concurrent: ev.events?.concurrent === true,
-    reachedEnd,
+    reachedEnd: ending.reachedEnd,
   });
-  const ending = { status, failure: failureType, reachedEnd, reason };
   // The count cannot lose a start; events that claim more than it (beyond the tests still running,
   // whose start Bun sends before the preload's beforeEach counts it) were written by a test.
   const runningNow = eventTests.filter((t) => t.state === "running").length;
   const overclaimed = connected && reading.counted > 0 && reading.carried - runningNow > reading.counted;
-  let inFlightAssigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
+  const assigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
   // In an --isolate batch the preload marks each file as it begins to load: when the last one
   // begun found no test, its top-level code was in flight, not a hook of the file before it.
   const loading = ev.filesLoaded ? ev.files[Math.min(ev.filesLoaded, ev.files.length) - 1]! : undefined;
-  const loadingAt = loading === undefined || byFile.has(loading) || inFlightAssigned ? -1 : ev.files.indexOf(loading);
+  const loadingAt = loading === undefined || byFile.has(loading) || assigned ? -1 : ev.files.indexOf(loading);
   const loadingInFlight = loadingAt >= 0 && (lastLoaded === undefined || ev.files.indexOf(lastLoaded) < loadingAt);
-  for (const [at, file] of ev.files.entries()) {
-    const found = byFile.get(file) ?? [];
-    if (found.length === 0 && reading.unnamed.has(file)) {
-      // Tests started here (its file mark, the count), and every event of the file was lost.
-      tests.push(unnamedEntry(file, reading, ending, true, idleMs));
-      continue;
-    }
-    if (found.length === 0 && loadingInFlight && at < loadingAt && haveEvents) {
-      // Loaded and registered no test before the next file began: as at a normal end.
-      tests.push(emptyFile(ev, file, "the next file of the batch had begun to load"));
-      continue;
-    }
-    if (found.length === 0) {
-      if (haveEvents && inFlightAssigned) {
-        tests.push(
-          synthetic(file, "never-started", {
-            type: "never-started",
-            message: `never started: the file had not loaded when the shard ended (${reason})`,
-          }),
-        );
-        continue;
-      }
-      const first = !inFlightAssigned;
-      inFlightAssigned = true;
-      const note = haveEvents
-        ? "; it was loading when the shard ended"
-        : !ev.events?.connected
-          ? "; per-test data is missing (no event channel)"
-          : "";
-      tests.push(synthetic(file, status, { type: failureType, message: reason + note }, first ? idleMs : 0));
-      continue;
-    }
-    usedEvents = true;
-    for (const t of found) {
-      const forged = endWithoutStart(t);
-      const started = t.state === "ended" && !forged ? undefined : startedEntry(t, reading, ending);
-      if (t.state === "ended" && t.status === "passed" && !forged && overclaimed) tests.push(untrustedPass(t, reading));
-      else if (t.state === "ended" && t.status && !forged) tests.push(fromEvent(t, t.status));
-      else if (started) tests.push(started);
-      else {
-        const message = `never started: ${forged ? NO_START : ""}${reason}`;
-        tests.push(fromEvent(t, "never-started", { type: "never-started", message }));
-      }
-    }
-    // Starts beyond the file's received `found` events (the rest of its plan was lost).
-    if (reading.unnamed.has(file)) tests.push(unnamedEntry(file, reading, ending, false, idleMs));
-    if (!inFlightAssigned && !loadingInFlight && file === lastLoaded) {
-      inFlightAssigned = true;
-      // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
-      if (reachedEnd)
-        tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: failureType, message: reason }, 0));
-      else tests.push(hookInFlight(file, found, status, failureType, reason, idleMs));
-    }
+  const haveEvents = connected && eventTests.length > 0;
+  return { haveEvents, idleMs, lastLoaded, reading, overclaimed, assigned, loadingAt, loadingInFlight };
+}
+
+/**
+ * The entry of a planned file with no received `found` event, first match
+ * wins (docs/reports.md, "What was in flight when a shard ended" and "When
+ * the last events are lost"):
+ *  1. tests started in it (its file mark, the count) and every event of it was lost: one entry for them;
+ *  2. it registered no test before the next file of the batch began to load: an empty file;
+ *  3. with events, once something else was in flight: `never-started` (it had not loaded);
+ *  4. otherwise it was in flight (loading, or no events to say): the ending's status, and
+ *     `takesFlight`; the time since the last test ended when nothing was in flight before.
+ */
+function fileWithoutEvents(
+  ev: ShardEvidence,
+  file: string,
+  at: number,
+  flight: Flight,
+  ending: EndingFacts,
+  assigned: boolean,
+): { entry: TestResult; takesFlight: boolean } {
+  if (flight.reading.unnamed.has(file)) {
+    // Tests started here (its file mark, the count), and every event of the file was lost.
+    return { entry: unnamedEntry(file, flight.reading, ending, true, flight.idleMs), takesFlight: false };
   }
+  if (flight.loadingInFlight && at < flight.loadingAt && flight.haveEvents) {
+    // Loaded and registered no test before the next file began: as at a normal end.
+    return { entry: emptyFile(ev, file, "the next file of the batch had begun to load"), takesFlight: false };
+  }
+  if (flight.haveEvents && assigned) {
+    const message = `never started: the file had not loaded when the shard ended (${ending.reason})`;
+    return { entry: synthetic(file, "never-started", { type: "never-started", message }), takesFlight: false };
+  }
+  const note = flight.haveEvents
+    ? "; it was loading when the shard ended"
+    : !ev.events?.connected
+      ? "; per-test data is missing (no event channel)"
+      : "";
+  const failure = { type: ending.failure, message: ending.reason + note };
+  return { entry: synthetic(file, ending.status, failure, assigned ? 0 : flight.idleMs), takesFlight: true };
+}
+
+/**
+ * The entry of an event test of a shard that did not end normally, first
+ * match wins (docs/reports.md, "When the last events are lost" and "What a test can forge"):
+ *  1. a passing end with its start, events claiming more starts than the count: not a pass;
+ *  2. an end with its start: Bun's status;
+ *  3. it started (by its event or the count): in flight, or its outcome unknown (start-count.ts);
+ *  4. otherwise `never-started`, saying so when its passing end came without a start.
+ */
+function eventEntry(t: EventTest, reading: StartReading, ending: EndingFacts, overclaimed: boolean): TestResult {
+  const forged = endWithoutStart(t);
+  const started = t.state === "ended" && !forged ? undefined : startedEntry(t, reading, ending);
+  if (t.state === "ended" && t.status === "passed" && !forged && overclaimed) return untrustedPass(t, reading);
+  if (t.state === "ended" && t.status && !forged) return fromEvent(t, t.status);
+  if (started) return started;
+  const message = `never started: ${forged ? NO_START : ""}${ending.reason}`;
+  return fromEvent(t, "never-started", { type: "never-started", message });
+}
+
+/** A frame too large to read may have been a test's found: an entry says a test may be missing, never passes it over. */
+function unreadEntry(ev: ShardEvidence, lastLoaded: string | undefined, reason: string): TestResult | null {
   const unread = ev.events?.unreadFrames ?? 0;
-  if (unread > 0) {
-    // A frame too large to read may have been a test's found: say a test may be missing, never pass it over.
-    const file = lastLoaded ?? ev.files[0]!;
-    const message = `${unread === 1 ? "an inspector event was" : `${unread} inspector events were`} too large to read: a test of this shard may be missing from its entries (${reason})`;
-    tests.push(hookEntry(file, "(unreadable inspector event)", "failed", { type: "unreadable-event", message }, 0));
-  }
-  return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
+  if (!(unread > 0)) return null;
+  const file = lastLoaded ?? ev.files[0]!;
+  const message = `${unread === 1 ? "an inspector event was" : `${unread} inspector events were`} too large to read: a test of this shard may be missing from its entries (${reason})`;
+  return hookEntry(file, "(unreadable inspector event)", "failed", { type: "unreadable-event", message }, 0);
 }
 
 /** Why a test with a passing `end` and no `start` is never-started (start-count.ts endWithoutStart). */
