@@ -1,9 +1,6 @@
 /**
- * Waits and reads for the child preload's end of the run that never hand
- * the event loop a turn: plain `bun test` exits after its last test without
- * one, so a test's pending timers never fire there, and must not fire here
- * (shard-preload.ts). They run in microtasks or block the thread. Bun's
- * functions are taken at load: a test may break the globals. Imports nothing.
+ * Waits and reads for the preload's end of run that never give the event loop a turn: plain `bun test`
+ * gives pending timers none there either. Bun's functions are taken at load (tests may break globals).
  */
 const Glob = Bun.Glob;
 const bunFile = Bun.file;
@@ -14,10 +11,10 @@ const atomicsWait = Atomics.wait;
 const sleepSync = Bun.sleepSync;
 const pollWord = new Int32Array(new SharedArrayBuffer(4));
 
-/** Microtask turns a file stream's reads may take before the file counts as unread (2 to 4 measured). */
+/** Microtask turns a file stream's reads may take before the file counts as unread. */
 const READ_TURNS = 100;
 
-/** Blocks the thread for `ms` (Atomics.wait: Bun.sleepSync rounds a wait below 1 ms to none on 1.4). */
+/** Blocks the thread for `ms`; Atomics.wait, as Bun 1.4's sleepSync rounds waits below 1 ms to none. */
 export function pause(ms: number): void {
   try {
     atomicsWait(pollWord, 0, 0, ms);
@@ -26,13 +23,7 @@ export function pause(ms: number): void {
   }
 }
 
-/**
- * Whether any thread of process `pid` has a child, read through Bun's glob and
- * file APIs (about 0.5 ms, where node:fs costs 2 ms to load): false only when
- * every thread's `children` list was read and empty; any error says true, so
- * the full walk runs. Each list is read through the thread's own directory
- * (proc-reader.ts `childrenOf` says why).
- */
+/** Whether any thread of `pid` may have a child, without loading node:fs; false only when all lists read empty. */
 export async function mayHaveChildren(pid: number): Promise<boolean> {
   try {
     const tids = [...new Glob("*").scanSync({ cwd: `/proc/${pid}/task`, onlyFiles: false })];
@@ -45,18 +36,15 @@ export async function mayHaveChildren(pid: number): Promise<boolean> {
 }
 
 /**
- * Whether a small file holds a decimal digit (a pid), read through Bun's file
- * stream: Bun reads a file on the stream's first pull, so its reads settle
- * within a few microtask turns (1.3.13 to 1.4.5, docs/bun-behaviour.md), where
- * `Bun.file().text()` settles on the event loop. Null when a read has not
- * settled within {@link READ_TURNS} turns: it is left, never awaited.
+ * Whether a small file holds a digit (a pid); null when unread within {@link READ_TURNS}. A file stream
+ * settles in microtasks, `Bun.file().text()` on the event loop (docs/bun-behaviour.md, "The child preload").
  */
 export async function holdsDigit(file: string): Promise<boolean | null> {
   const reader = bunFile(file).stream().getReader();
   let turns = 0;
   for (;;) {
     const next = reader.read();
-    // A read left pending or failed must not surface as an unhandled rejection.
+    // A read left pending must not surface as an unhandled rejection.
     promiseThen.call(next, undefined, () => undefined);
     while (peekStatus(next) === "pending") {
       if (++turns > READ_TURNS) return null;

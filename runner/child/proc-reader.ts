@@ -1,22 +1,15 @@
 /**
- * The one reader of Linux `/proc` for processes: the fields of
- * `/proc/<pid>/stat`, the child lists of a process's threads, and the walk
- * over a process's live descendants. The file system is the caller's
- * ({@link ProcFiles}): exec/proc-inspect.ts reads through node:fs in the
- * runner, the child preload (shard-preload.ts) through node:fs loaded only
- * when it lists its descendants. Imports nothing: the preload loads this
- * file, also from the run's copy of this folder (exec/coverage.ts).
+ * The one reader of Linux `/proc` for processes, for the runner and the child preload. Imports
+ * nothing: the preload loads it, also from the run's copy of this folder (exec/coverage.ts).
  */
 
-/** Reads `/proc` for {@link walkDescendants} and the parsers' callers; every failure is null. */
+/** Reads `/proc`: a directory's names, a file's text; null when unreadable (the process is gone). */
 export interface ProcFiles {
-  /** The names in a directory; null when it cannot be read. */
   list(dir: string): string[] | null;
-  /** A file's text; null when it cannot be read (the process is gone). */
   read(file: string): string | null;
 }
 
-/** {@link ProcFiles} over node:fs's two synchronous calls (passed in: this file imports nothing). */
+/** {@link ProcFiles} over node:fs's synchronous calls, passed in. */
 export function procFilesOf(fs: {
   readdirSync(dir: string): string[];
   readFileSync(file: string, encoding: "utf8"): string;
@@ -39,31 +32,24 @@ export function procFilesOf(fs: {
   };
 }
 
-/** Fields of /proc/<pid>/stat that shardguard reads. */
+/** Fields of /proc/<pid>/stat that shardguard reads; times in clock ticks (USER_HZ). */
 export interface ProcStat {
   /** State letter: R, S, D, Z (zombie), X (dead), … */
   state: string;
   ppid: number;
-  /** Process group id. */
   pgid: number;
-  /** Start time in clock ticks since boot (field 22), as written: tells a recycled pid apart. */
+  /** Start time as written: tells a recycled pid apart. */
   start: string;
-  /** User and system time of the process itself (fields 14, 15) and of its reaped children (cutime, cstime: 16, 17), clock ticks (USER_HZ, 100 a second on Linux). */
   utime: number;
   stime: number;
   cutime: number;
   cstime: number;
 }
 
-/**
- * The fields of a `/proc/<pid>/stat` text; null when it is not one. The
- * command name (field 2) is in parentheses and may hold spaces or
- * parentheses, so fields are counted from the last ")".
- */
+/** The fields of a `/proc/<pid>/stat` text, counted from the last ")" (the command may hold any); null if none. */
 export function parseProcStat(text: string): ProcStat | null {
   const close = text.lastIndexOf(")");
   if (close < 0) return null;
-  // Fields from 3 on: state (3), ppid (4), pgrp (5), …, starttime (22).
   const fields = text.slice(close + 2).split(" ");
   const state = fields[0];
   const start = fields[19];
@@ -85,11 +71,7 @@ export function parseProcStat(text: string): ProcStat | null {
   return { state, ppid, pgid, start, utime, stime, cutime, cstime };
 }
 
-/**
- * Resident set size and its high-water mark, bytes, from a
- * `/proc/<pid>/status` text (`VmRSS`, `VmHWM`, in kB there); null when it
- * has none (a zombie, a kernel thread).
- */
+/** `VmRSS` and `VmHWM` of a `/proc/<pid>/status` text, bytes; null when it has none (a zombie). */
 export function parseProcMemory(text: string): { rssBytes: number; hwmBytes: number } | null {
   const kb = (name: string) => {
     const m = new RegExp(`^${name}:\\s*(\\d+) kB`, "m").exec(text);
@@ -129,11 +111,8 @@ export function commandLine(cmdline: string): string {
 }
 
 /**
- * Child pids of every thread of `pid`; empty when it is gone. Each thread's
- * list is read through the thread's own directory, `/proc/<tid>/task/<tid>/children`,
- * never `/proc/<pid>/task/<tid>/children`: the same file, but lookups
- * through the process's task directory make the kernel's clean-up of /proc
- * slow when the process is reaped (docs/bun-behaviour.md, "The child preload").
+ * Child pids of every thread of `pid`; empty when it is gone. Read through `/proc/<tid>/task/<tid>`: lookups
+ * under the process's task directory slow the kernel's reaping (docs/bun-behaviour.md, "The child preload").
  */
 export function childrenOf(files: ProcFiles, pid: number): number[] {
   const out: number[] = [];
@@ -144,13 +123,7 @@ export function childrenOf(files: ProcFiles, pid: number): number[] {
   return out;
 }
 
-/**
- * A thread of `pid` that is neither a zombie nor dead, or null. A process
- * whose leader thread ended while another thread runs shows the leader's
- * state (Z) in `/proc/<pid>/stat`, yet is alive: a signal to its pid still
- * reaches every thread. Each thread's stat is read through its own
- * directory, `/proc/<tid>/stat` (see {@link childrenOf} for why).
- */
+/** A live thread of `pid`, or null: a zombie leader with a running thread is alive (signals still reach it). */
 export function liveThread(files: ProcFiles, pid: number): number | null {
   for (const tid of files.list(`/proc/${pid}/task`) ?? []) {
     const id = Number(tid);
@@ -164,18 +137,11 @@ export function liveThread(files: ProcFiles, pid: number): number | null {
 /** A live descendant of a process, as {@link walkDescendants} finds it. */
 export interface Descendant {
   pid: number;
-  /** Its process group id. */
   pgid: number;
-  /** Command line ({@link commandLine}). */
   command: string;
 }
 
-/**
- * The live descendants of `pid` (a zombie leader with a live thread counts
- * as live), breadth first, at most `max`: the children of every thread
- * ({@link childrenOf}), then theirs. Empty when `pid` is gone; a process
- * that vanishes during the walk is left out.
- */
+/** The live descendants of `pid`, breadth first, at most `max`; one that vanishes meanwhile is left out. */
 export function walkDescendants(files: ProcFiles, pid: number, max: number): Descendant[] {
   const found: Descendant[] = [];
   const seen = new Set<number>([pid]);
