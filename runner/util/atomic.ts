@@ -1,27 +1,12 @@
-/**
- * Atomic file replacement for report files.
- *
- * CI steps, dashboards and people read reports while a run is still going
- * (and a run can be killed at any moment). Writing in place would let them
- * see a truncated JUnit or JSON file that fails to parse; writing a temp file
- * in the same directory and renaming it over the target means a reader sees
- * either the old complete file or the new complete file, never half of one
- * (rename within one filesystem is atomic on POSIX).
- */
+// Reports are read while a run goes and a run can be killed: a temp file renamed over the target
+// means a reader sees the old or the new complete file, never half of one.
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { randomHex } from "./random.ts";
 
 /**
- * Writes `data` (a string is written as UTF-8) to `path` atomically:
- * creates the parent directories, writes a unique temp file next to the
- * target (`.<name>.<pid>.<random>.tmp`), fsyncs it, then renames it over
- * `path`. On any error the temp file is removed and the error is rethrown;
- * the target is then left as it was.
- *
- * @param mode permission bits for a newly created file (default 0o666,
- *   reduced by the umask).
- * @throws the underlying fs error (e.g. EACCES, ENOSPC, EISDIR).
+ * Writes `data` (strings as UTF-8) to `path` atomically, parents created; `mode` for a new file (umask applies).
+ * @throws the fs error (EACCES, ENOSPC, …), the target left as it was.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o666): Promise<void> {
   const dir = dirname(path);

@@ -1,29 +1,15 @@
-/**
- * ASCII byte values the byte-level readers share (Bun's JUnit cutter and
- * scanner, the marks file, JSON string cutting, inspector frames): one
- * table, so a reader never spells a character code of its own.
- */
+/** ASCII byte values the byte-level readers share, so none spells a character code of its own. */
 export const NUL = 0x00;
 export const NEWLINE = 0x0a;
-/** `"` */
 export const QUOTE = 0x22;
-/** `&` */
 export const AMP = 0x26;
-/** `'` */
 export const APOS = 0x27;
-/** `/` */
 export const SLASH = 0x2f;
-/** `;` */
 export const SEMI = 0x3b;
-/** `<` */
 export const LT = 0x3c;
-/** `=` */
 export const EQUALS = 0x3d;
-/** `>` */
 export const GT = 0x3e;
-/** `\` */
 export const BACKSLASH = 0x5c;
-/** `}` */
 export const CLOSE_BRACE = 0x7d;
 
 /** True when `bytes` holds `pattern` at `at`. */
@@ -33,10 +19,7 @@ export function hasAt(bytes: Uint8Array, at: number, pattern: Uint8Array): boole
   return true;
 }
 
-/**
- * The end of a JSON integer of 1 to 15 digits at `at` (no leading zero,
- * so exactly what JSON.parse reads as a safe non-negative integer), or -1.
- */
+/** The end of a JSON integer of 1 to 15 digits at `at` (a safe integer for JSON.parse), or -1. */
 export function integerEnd(bytes: Uint8Array, at: number): number {
   let end = at;
   while (end < bytes.length && end - at <= 15 && bytes[end]! >= 0x30 && bytes[end]! <= 0x39) end += 1;

@@ -1,13 +1,6 @@
-/**
- * Matching one path against a glob, in the dialect test discovery uses:
- * micromatch, the matcher inside fast-glob (plan/plan.ts). Whatever decides
- * membership without walking the tree (the preset preload's quick check,
- * diff selection's touchfiles) goes through here, so it can never disagree
- * with the plan about what a glob means.
- */
+// One glob dialect, micromatch's (fast-glob's, plan/plan.ts): checks without a walk never disagree with the plan.
 import micromatch from "micromatch";
 
-/** Options fast-glob passes to its matcher for our discovery calls (dotfiles not matched). */
 const OPTIONS: micromatch.Options = { dot: false };
 
 /** True when root-relative `file` (forward slashes) matches `glob`, or equals it. */
@@ -22,11 +15,7 @@ export function globMatcher(globs: readonly string[]): (file: string) => boolean
   return (file) => exact.has(file) || test(file);
 }
 
-/**
- * Why `glob` is not a valid glob of the plan's dialect (an unclosed `[`, `{`
- * or `(`), or null when it is one. micromatch alone reads such a glob as
- * literal text, so a typo would silently match nothing.
- */
+/** Why `glob` is invalid (an unclosed bracket), or null: micromatch reads one as literal text, matching nothing. */
 export function globSyntaxError(glob: string): string | null {
   try {
     micromatch.makeRe(glob, { ...OPTIONS, strictBrackets: true });

@@ -1,62 +1,37 @@
 /**
- * {@link capJsonStrings} for a JSON document that arrives in pieces and
- * must never be held whole: every string literal longer than `maxBytes`
- * keeps only its tail, behind the same cut marker, while the bytes stream
- * past. Memory: the output (bounded by the input's non-string bytes and
- * `maxBytes` per string) plus one window of about `maxBytes` + one chunk.
- * Used for large inspector frames (events/frames.ts), where buffering a
- * 20 MiB error message first cost the runner 20 MiB more than the
- * WebSocket client it replaced (bench/README.md, failure-rss.ts). With
- * `maxKeptBytes` the output itself is bounded too: past it nothing more is
- * kept and {@link JsonStreamCapper.overflowed} says so (a document of
- * anything but long strings cannot be cut into a valid one).
+ * {@link capJsonStrings} for a JSON document that arrives in pieces and is never held whole: large
+ * inspector frames (events/frames.ts; bench/README.md, "Where the time goes"). Memory: output plus one window.
  */
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "./text-cap.ts";
 import { BACKSLASH, QUOTE } from "./bytes.ts";
 
 const LOWER_U = 0x75;
 
-/** A copied piece of a long string's content, with the escape state at its first byte. */
 interface Piece {
   bytes: Buffer;
-  /** Bytes of an escape sequence still to come at the piece's start (0: none). */
   escape: number;
-  /** True when the byte before the piece was the backslash that opened an escape. */
   afterBackslash: boolean;
 }
 
-/**
- * Streaming string capper. Call {@link JsonStreamCapper.push} with the
- * document's bytes in order, then {@link JsonStreamCapper.end} once.
- * Cuts never split an escape sequence or a UTF-8 code point, so the result
- * is valid JSON whenever the input is; input that is not JSON comes out as
- * garbage of bounded size.
- */
+/** Streaming string capper: {@link JsonStreamCapper.push} the bytes in order, then {@link JsonStreamCapper.end}. */
 export class JsonStreamCapper {
   private readonly out: Buffer[] = [];
   private inString = false;
-  /** Escape bytes still to come (inside a string). */
   private escape = 0;
   private afterBackslash = false;
-  /** The current string's content so far (copied), trimmed to a window once long. */
   private pieces: Piece[] = [];
   private pieceBytes = 0;
-  /** Bytes of the current string dropped from the front of the window. */
   private dropped = 0;
-  /** Bytes in `out`. */
   private kept = 0;
   private overflow = false;
 
-  /**
-   * @param maxBytes longest string kept whole, bytes (longer ones keep their tail)
-   * @param maxKeptBytes most output kept, bytes (default: no bound)
-   */
+  /** `maxBytes`: longest string kept whole; `maxKeptBytes`: most output kept (bytes). */
   constructor(
     private readonly maxBytes: number = MAX_TEXT_BYTES,
     private readonly maxKeptBytes: number = Infinity,
   ) {}
 
-  /** True once the output passed `maxKeptBytes`: what {@link end} returns is then cut short, not JSON. */
+  /** True once the output passed `maxKeptBytes`: {@link end} is then cut short, not JSON. */
   get overflowed(): boolean {
     return this.overflow;
   }
@@ -84,7 +59,6 @@ export class JsonStreamCapper {
         if (quote >= 0) this.startString();
         continue;
       }
-      // Inside a string: find its closing quote, tracking escapes.
       const start = at;
       const state = { escape: this.escape, afterBackslash: this.afterBackslash };
       let closed = -1;
@@ -130,8 +104,7 @@ export class JsonStreamCapper {
     if (bytes.length === 0) return;
     this.pieces.push({ bytes: Buffer.from(bytes), ...state });
     this.pieceBytes += bytes.length;
-    // Keep a window: whole pieces are dropped from the front while what
-    // remains still holds more than maxBytes (the cut is chosen at the end).
+    // The cut is chosen at the end, so keep a window of more than maxBytes.
     while (this.pieces.length > 1 && this.pieceBytes - this.pieces[0]!.bytes.length > this.maxBytes) {
       const first = this.pieces.shift()!;
       this.pieceBytes -= first.bytes.length;
@@ -160,11 +133,6 @@ export class JsonStreamCapper {
     this.emit(window.subarray(keep));
   }
 
-  /**
-   * The first position at or after `from` in `window` that is neither
-   * inside an escape sequence nor on a UTF-8 continuation byte, scanning
-   * from the window's start with its known escape state.
-   */
   private safeCut(window: Buffer, from: number, escapeLeft: number, afterBackslash: boolean): number {
     for (let i = 0; i < window.length; i++) {
       const byte = window[i]!;

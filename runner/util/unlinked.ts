@@ -1,10 +1,5 @@
-/**
- * Files the runner holds open while a test may delete them (a test that runs
- * `rm -rf .shardguard`): an unlinked file stays readable through a
- * descriptor, so what was written to it is not lost, and on Linux it can be
- * copied back under its name through `/proc/self/fd` (a file with no name
- * left cannot be linked again).
- */
+// Files the runner holds open while a test may delete them: readable through the descriptor, and on Linux
+// copied back by name through /proc/self/fd.
 import { constants, copyFileSync, fstatSync, lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import path from "node:path";
 
@@ -18,13 +13,8 @@ export function isUnlinked(fd: number): boolean {
 }
 
 /**
- * Copies the file open at `fd` to `file`, its directory made again (mode
- * 0700): the content of a file deleted while open, put back under its name.
- * Never replaces what is at `file` now (a test may have put a FIFO there,
- * whose open would wait for good): the copy goes to a new temp file next to
- * it, renamed into place.
- *
- * @throws the file system's error; an Error when something is at `file`, or off Linux (no /proc to reopen the file by)
+ * Puts the file open at `fd` back at `file` via a temp file, never replacing what is there (maybe a FIFO).
+ * @throws the file system's error; an Error when something is at `file`, or off Linux
  */
 export function restoreUnlinked(fd: number, file: string): void {
   if (process.platform !== "linux") throw new Error("a deleted file can be copied back only on Linux");

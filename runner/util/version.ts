@@ -1,4 +1,3 @@
-/** shardguard's own version, read from its package.json (one source of truth). */
 import pkg from "../../package.json" with { type: "json" };
 
 /** The `version` field of shardguard's package.json, e.g. "0.1.0"; recorded in every JSON report. */
