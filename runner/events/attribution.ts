@@ -1,40 +1,16 @@
 /**
- * Which planned test file a test belongs to, when Bun's `found` event does
- * not say.
- *
- * Bun 1.4.4 puts in `TestReporter.found` the url and line of the `test()` /
- * `describe()` call itself. A suite that defines its tests through a helper
- * module (gstack's `describeIfSelected` / `testConcurrentIfSelected` in
- * test/helpers/e2e-helpers.ts) therefore gets the helper's url and line for
- * every test and describe: measured, with the describe too in the helper,
- * no `parentId` chain reaches the test file. (Bun's JUnit names the right
- * file but the helper's line.) Such an event is mapped to a planned file by
- * what is provable, in this order:
- *
+ * Which planned file a test belongs to when its `found` url does not say: Bun gives the url and line of the
+ * `test()` / `describe()` call, so tests defined through a helper module carry the helper's (measured, Bun 1.4.4).
+ * The rules, in order, map only what is provable:
  * 1. its url is a planned file of the shard: that file, with its line;
  * 2. the shard has one planned file: that file;
  * 3. a describe it is nested in was mapped: that describe's file;
- * 4. its "found block" names exactly one planned file: that file. Bun loads
- *    and runs a shard's files one at a time and sends every `found` of a
- *    file before its first `start` (measured), so the `found` events between
- *    two `start`/`end` events come from one file;
- * 5. after the run, the blocks in which a test started, in order, against
- *    the child preload's file records (one `f<Bun.main>` at the first test
- *    start of each file, runner/child/shard-preload.ts), when both counts
- *    agree (they do not with `--rerun-each`, where a file runs twice in a row).
- *
- * Only in case 1 is the line kept: otherwise it is the helper's line, and a
- * report would present it as a line of the test file. A test none of the
- * rules maps keeps the helper's file, which is not planned; the verdict then
- * treats its planned file as one without per-test data.
+ * 4. its found block (the `found`s between two `start`/`end`s, all from one file) names one planned file;
+ * 5. after the run, started blocks in order against the preload's file records, when the counts agree.
+ * Only rule 1 keeps the line (else it is the helper's); an unmapped test keeps the helper's, unplanned, file.
  */
 
-/**
- * What the attribution keeps of one test or describe: fields on the event
- * model's own record (test-model.ts), so mapping an event costs no map entry of
- * its own (four maps keyed by id cost ~0.15 s of CPU per 100,000 tests,
- * bench/README.md).
- */
+/** What attribution keeps of a test or describe: fields on the model's record, no map per id (bench/README.md). */
 export interface AttributionEntry {
   /** The mapped planned file, or undefined when none is provable (yet). */
   mapped: string | undefined;
@@ -42,7 +18,6 @@ export interface AttributionEntry {
   own: boolean;
   /** Mapped by rule 4 (directly or through a parent): undone if its block names a second file. */
   viaBlock: boolean;
-  /** The found block it arrived in. */
   block: Block | undefined;
 }
 
@@ -55,36 +30,25 @@ export interface Block {
   /** Planned files named by the urls of its events. */
   named: Set<string>;
   started: boolean;
-  /**
-   * How many of `entries` {@link FileAttribution.settle} has already handled, and
-   * whether it has seen the block name a second file. Settling only the entries
-   * added since the last call keeps a block linear: re-walking every entry on
-   * each `found` made a file of 100,000 tests O(n²) (50 s, bench/README.md).
-   */
+  /** Entries {@link FileAttribution.settle} has handled: settling only new ones keeps it linear (bench/README.md). */
   settled: number;
   conflicted: boolean;
 }
 
+/** Maps a shard's found events to its planned files by the module's rules, as they arrive. */
 export class FileAttribution {
   private readonly planned: ReadonlySet<string> | null;
   private readonly only: string | undefined;
   private readonly blocks: Block[] = [];
   private open: Block | null = null;
 
-  /**
-   * @param planned the shard's planned files, relative to the run root as
-   *   the plan names them; undefined keeps every url as it is (no mapping)
-   */
+  /** @param planned the shard's planned files, relative to the run root; undefined keeps every url as it is */
   constructor(planned?: readonly string[]) {
     this.planned = planned ? new Set(planned) : null;
     this.only = planned?.length === 1 ? planned[0] : undefined;
   }
 
-  /**
-   * Records a `found` event (test or describe): sets `entry`'s fields.
-   * `urlFile` is its url made relative to the run root; `parent` the entry
-   * of its `parentId`, when that was found.
-   */
+  /** Records a `found` into `entry`; `urlFile` is its url relative to the root, `parent` its parent's entry. */
   found(entry: AttributionEntry, urlFile: string, parent: AttributionEntry | undefined): void {
     let block = this.open;
     if (block === null) {
@@ -119,12 +83,7 @@ export class FileAttribution {
     if (entry?.block) entry.block.started = true;
   }
 
-  /**
-   * Rule 5: maps the unmapped tests of each block in which a test started to
-   * the file the child preload recorded at that position. `filesStarted` are
-   * relative to the root, in the preload's order. Does nothing when the
-   * counts differ (nothing is then provable).
-   */
+  /** Rule 5: maps started blocks' unmapped tests to the preload's file records (relative, in order). */
   applyFileStarts(filesStarted: readonly string[]): void {
     if (this.planned === null) return;
     const started = this.blocks.filter((b) => b.started);
@@ -140,8 +99,7 @@ export class FileAttribution {
   /** Rule 4: a block naming one planned file maps its unmapped events to it (children after their parents). */
   private settle(block: Block): void {
     if (block.named.size > 1) {
-      // The first time: undo every entry mapped through the block; later, only
-      // the entries added since (settle maps none once the block is conflicted).
+      // Undo every entry mapped through the block the first time; later only those added since.
       const from = block.conflicted ? block.settled : 0;
       block.conflicted = true;
       for (let i = from; i < block.entries.length; i++) {

@@ -1,15 +1,6 @@
-/**
- * The requests the runner writes to a shard child's inspector (inspector.ts,
- * steps 2 and 4 of its protocol; the child preload's side is
- * runner/child/shard-preload.ts): their ids by name, what the reply to each
- * answers, and what the runner sends next when a reply arrives.
- */
+/** The requests the runner writes to a child's inspector (inspector.ts, steps 2 and 4) and what follows each reply. */
 
-/**
- * Request ids by name. Ids below {@link FILE_BARRIER_FIRST_ID} are the
- * handshake's and the end-of-run barrier's; the per-file barriers of
- * `--bail` count up from it ({@link fileBarrierRequest}).
- */
+/** Request ids by name; the per-file barriers of `--bail` count up from {@link FILE_BARRIER_FIRST_ID}. */
 export const REQUEST = {
   /** `TestReporter.enable`: found, start and end events. Its reply only acknowledges. */
   enableTests: 1,
@@ -20,53 +11,34 @@ export const REQUEST = {
   /** `Runtime.evaluate` of {@link END_OF_RUN_EXPRESSION}: its reply carries the promise's `objectId`. */
   endOfRun: 4,
   /**
-   * `Runtime.awaitPromise` of that promise, sent with the handshake under the
-   * id Bun gives it ({@link END_OF_RUN_OBJECT_ID}), so Bun holds it before the
-   * release: the preload's end-of-run wait blocks its thread, and a request
-   * arriving after the last test would never be read. Its reply comes after
-   * every event queued before it, so it proves the run's events all arrived;
-   * the runner then releases the preload through its count file
-   * (exec/marks.ts `acknowledgeEndOfRun`).
+   * `Runtime.awaitPromise` of that promise, sent with the handshake under the id Bun gives it: the preload's wait
+   * blocks its thread, so a later request would go unread. Its reply follows every event queued before it.
    */
   awaitEndOfRun: 5,
-  /** The same, sent on the reply to `endOfRun` when Bun numbered the promise otherwise (never seen on 1.3.13 to 1.4.5). */
+  /** The same, when Bun numbered the promise otherwise (never seen on 1.3.13 to 1.4.5). */
   awaitEndOfRunById: 6,
   /** `Runtime.evaluate` of {@link RELEASE_EXPRESSION}: lets the preload load the test files. Its reply answers nothing. */
   release: 7,
 } as const;
 
-/**
- * The expression {@link REQUEST}.endOfRun evaluates in the child: the promise the child
- * preload resolves after the last test. Either side may create it first.
- */
+/** What {@link REQUEST}.endOfRun evaluates: the promise the preload resolves after the last test. */
 export const END_OF_RUN_EXPRESSION =
   '(globalThis[Symbol.for("shardguard.endOfRun")] ??= Promise.withResolvers()).promise';
 
-/**
- * The `objectId` of {@link REQUEST}.endOfRun's promise: the first remote
- * object of the main context, as Bun 1.3.13 to 1.4.5 number it (measured).
- */
+/** The `objectId` of that promise as Bun 1.3.13 to 1.4.5 number it: the main context's first remote object. */
 export const END_OF_RUN_OBJECT_ID = '{"injectedScriptId":1,"id":1}';
 
 /**
- * The expression {@link REQUEST}.release evaluates, right after the two enables: releases
- * the child preload's hold before the first test file loads. A child told to
- * dial through `BUN_INSPECT_CONNECT_TO` (how shardguard starts it) does not
- * wait for a debugger itself, unlike `--inspect-wait`; the preload waits
- * for this instead, so no event of a test file can precede the enables.
+ * What {@link REQUEST}.release evaluates: ends the preload's hold before the first file loads (a child dialing
+ * through `BUN_INSPECT_CONNECT_TO` waits for no debugger), so no test event precedes the enables.
  */
 export const RELEASE_EXPRESSION =
   '(globalThis[Symbol.for("shardguard.released")] ??= Promise.withResolvers()).resolve()';
 
 /**
- * Under `--bail` (the preload's global afterAll never runs when Bun bails),
- * one barrier per test file: for the k-th file (0-based) a request evaluates
- * the promise the preload resolves before that file's first test
- * ({@link firstTestExpression}), the next awaits it, so its reply proves
- * every event sent before (that file's `found` plan) arrived, and the third
- * releases the preload ({@link planAckExpression}) while the file after it
- * gets its own first request. Request ids: {@link FILE_BARRIER_FIRST_ID} + 3k,
- * + 3k + 1, + 3k + 2.
+ * Under `--bail` (Bun then skips the preload's global afterAll), a barrier per file: evaluate the promise resolved
+ * before the k-th file's first test, await it (its `found` plan arrived), release ({@link planAckExpression}).
+ * Request ids: {@link FILE_BARRIER_FIRST_ID} + 3k, + 3k + 1, + 3k + 2.
  */
 export const firstTestExpression = (k: number) =>
   `(globalThis[Symbol.for("shardguard.firstTest.${k}")] ??= Promise.withResolvers()).promise`;
@@ -78,7 +50,7 @@ export const planAckExpression = (k: number) =>
 /** Id of the first request of the per-file barriers (ids below are the handshake's and the end of run's). */
 export const FILE_BARRIER_FIRST_ID = 100;
 
-/** Most files a shard has (--files-per-shard is at most 10,000): per-file barriers stop after that. */
+/** Most files a shard has (the --files-per-shard bound): per-file barriers stop after that. */
 const MAX_FILE_BARRIERS = 10_000;
 
 /** The request that starts the k-th file's barrier. */
@@ -98,11 +70,8 @@ export interface BarrierRequest {
 }
 
 /**
- * The requests to send once the reply to request `id` arrived (`objectId`:
- * the remote object it carries): the end-of-run promise is awaited again
- * under its real id when Bun numbered it otherwise (`endOfRun` → `awaitEndOfRunById`);
- * under `--bail` (`perFile`) the k-th file's three requests likewise, the
- * next file's first going out with the release. Empty for any other reply.
+ * The requests to send once the reply to `id` arrived (`objectId`: its remote object): the end-of-run await under
+ * Bun's own id, and under `--bail` (`perFile`) the next step of the file barriers. Empty otherwise.
  */
 export function barrierRequestsAfter(id: number, objectId: string | undefined, perFile: boolean): BarrierRequest[] {
   if (id === REQUEST.endOfRun && objectId !== undefined && objectId !== END_OF_RUN_OBJECT_ID) {
@@ -118,13 +87,7 @@ export function barrierRequestsAfter(id: number, objectId: string | undefined, p
   return k + 1 < MAX_FILE_BARRIERS ? [release, fileBarrierRequest(k + 1)] : [release];
 }
 
-/**
- * What the runner writes, in one go, as the child dials in: both domains'
- * enables, `Inspector.initialized`, the end-of-run barrier's two requests
- * and the release of the preload's hold, in that order (Bun handles them in
- * order, so both domains are on before a test file loads); under `--bail`
- * (`perFile`) also the first file's barrier.
- */
+/** The handshake, written at once as the child dials in; Bun handles it in order. `perFile`: the first file barrier. */
 export function handshakeRequests(perFile: boolean): BarrierRequest[] {
   const requests: BarrierRequest[] = [
     { id: REQUEST.enableTests, method: "TestReporter.enable" },

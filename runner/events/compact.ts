@@ -1,21 +1,7 @@
 /**
- * Reads the three messages that come once or twice per test — found, start
- * and end — straight from their bytes when they are exactly in the compact
- * form Bun 1.4.4 writes, and hands their fields to a sink: no string, no
- * JSON.parse, no event object per message. Anything else (other spacing or
- * key order, an escape in a string, an error event) is left to the parser
- * of wire.ts (`parseInspectorMessage`), whose schema stays the authority:
- * what this reads is exactly what that parser gives for the same bytes
- * (test/events-compact.test.ts).
- *
- * Why it is kept, measured on Bun 1.4.4, 2 cores under load 11-15 (so wall
- * figures are rough, CPU ones less so), against the same channel with every
- * message through JSON.parse and the schema: bench/event-replay.ts (300,000
- * messages of 100,000 tests into the channel, model and journal, 3 rounds)
- * 238-345 ms of CPU and 534-737 ms wall with it, 645-855 ms and
- * 1,139-1,411 ms without; bench/perf.ts --cases p8 --rounds 3 (a real child
- * of 100,000 tests) runner CPU 1.21 s with it and 1.75 s without (main in the
- * same jobs: 1.14 s and 1.16 s), runner peak 178 and 207 MiB.
+ * Reads Bun's compact found, start and end messages straight from their bytes into a sink: no string, JSON.parse or
+ * event object per message. Anything else goes to wire.ts `parseInspectorMessage`, whose schema stays the
+ * authority; both read the same bytes alike (test/events-compact.test.ts). Why: bench/README.md, "Where the time goes".
  */
 import { CLOSE_BRACE, hasAt, integerAt, integerEnd, QUOTE } from "../util/bytes.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
@@ -24,10 +10,7 @@ import { keepOutOfFTL } from "../util/tuning.ts";
 
 /** Receives the fields of compact messages (see {@link CompactReader}). */
 export interface CompactSink {
-  /**
-   * A `TestReporter.found`: `url` and `name` as JSON.parse would give them
-   * (equal urls in a row are the same string object), `line` 1-based.
-   */
+  /** `url` and `name` as JSON.parse gives them (equal urls in a row: one string object), `line` 1-based. */
   found(
     id: number,
     url: string,
@@ -38,7 +21,7 @@ export interface CompactSink {
     message: Uint8Array,
   ): void;
   start(id: number, message: Uint8Array): void;
-  /** `elapsedNs`: Bun's `elapsed`, nanoseconds, as sent (a wrapped 32-bit value: negative past 2^31 ns, wire.ts). */
+  /** `elapsedNs`: Bun's `elapsed` as sent, possibly wrapped (wire.ts). */
   end(id: number, status: BunEndStatus, elapsedNs: number, message: Uint8Array): void;
 }
 
@@ -58,11 +41,7 @@ const DESCRIBE_TYPE = Buffer.from('describe"');
 const PARENT_KEY = Buffer.from(',"parentId":');
 const BACKSLASH = 0x5c;
 
-/**
- * The end (the closing quote) of a JSON string's content starting at `at`
- * that needs no decoding beyond UTF-8: no escape and no control character
- * (which JSON does not allow raw); -1 otherwise or when no quote follows.
- */
+/** End (the closing quote) of a JSON string at `at` that needs no decoding (no escape or control byte), else -1. */
 function plainStringEnd(bytes: Uint8Array, at: number): number {
   for (let i = at; i < bytes.length; i++) {
     const byte = bytes[i]!;
@@ -77,22 +56,14 @@ function closesAt(bytes: Uint8Array, at: number): boolean {
   return at >= 0 && at + 2 === bytes.length && bytes[at] === CLOSE_BRACE && bytes[at + 1] === CLOSE_BRACE;
 }
 
-/**
- * Reads compact found, start and end messages into a {@link CompactSink};
- * keeps the last url (bytes and string) so a file's tests share one string
- * and the url is decoded once per run of equal urls.
- */
+/** Reads compact messages into a {@link CompactSink}; keeps the last url so a file's tests share one string. */
 export class CompactReader {
   private lastUrlBytes: Buffer = Buffer.alloc(0);
   private lastUrl = "";
 
   constructor(private readonly sink: CompactSink) {}
 
-  /**
-   * Hands `message` to the sink when it is a compact found, start or end
-   * and returns true; returns false, having called nothing, for anything
-   * else. Exceptions thrown by the sink propagate.
-   */
+  /** Hands a compact found, start or end to the sink and returns true; else false, having called nothing. */
   read(message: Buffer): boolean {
     return this.readStart(message) || this.readEnd(message) || this.readFound(message);
   }
@@ -106,11 +77,7 @@ export class CompactReader {
     return true;
   }
 
-  /**
-   * `{"method":"TestReporter.end","params":{"id":N,"status":"pass","elapsed":N}}`,
-   * nothing before, between or after; `elapsed` may be negative (Bun's
-   * wrapped 32-bit value, wire.ts).
-   */
+  /** `{"method":"TestReporter.end","params":{"id":N,"status":"…","elapsed":N}}`; `elapsed` may be negative. */
   private readEnd(bytes: Buffer): boolean {
     if (!hasAt(bytes, 0, END_HEAD)) return false;
     const idEnd = integerEnd(bytes, END_HEAD.length);
@@ -136,9 +103,8 @@ export class CompactReader {
   }
 
   /**
-   * `{"method":"TestReporter.found","params":{"id":N,"url":"…","line":N,"name":"…","type":"test"|"describe"[,"parentId":N]}}`,
-   * nothing before, between or after. A message over 64 KiB is left to the
-   * parser, which cuts long strings (util/text-cap.ts).
+   * `{"method":"TestReporter.found","params":{"id":N,"url":"…","line":N,"name":"…","type":"…"[,"parentId":N]}}`;
+   * over MAX_TEXT_BYTES it is left to the parser, which cuts long strings.
    */
   private readFound(bytes: Buffer): boolean {
     if (bytes.length > MAX_TEXT_BYTES || !hasAt(bytes, 0, FOUND_HEAD)) return false;

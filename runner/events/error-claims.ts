@@ -1,20 +1,8 @@
 /**
- * Errors whose test is not known when they arrive. With `test.concurrent`
- * several tests run at once; Bun's `LifecycleReporter.error` names no test,
- * and when the error's stack gives no line at or below a running test's
- * `test()` call (a test defined through a helper module has no line in its
- * file, events/attribution.ts), the model cannot tell whose it is. It keeps
- * the error on the test started last (its earlier rule) and records it here;
- * the next event that proves a failure claims it:
- *
- * - a running test that starts again (Bun retries only after a failure), or
- *   that ends `fail` / `timeout`, takes the oldest pending error it was a
- *   candidate for (measured on Bun 1.4.4: the error arrives, then the failed
- *   test's retry `start`, then the other tests' `end`s);
- * - a candidate that ends any other way cannot own it; when one candidate
- *   is left, the error moves there.
- *
- * One proof claims one error, so two concurrent failures keep one error each.
+ * Errors whose test is unknown on arrival: under `test.concurrent` Bun's error names no test and the stack may not
+ * place it. It stays on the test started last and waits here for a proof: a candidate that retries or ends `fail`
+ * / `timeout` takes the oldest it could own (Bun sends the error, then the retry's `start`); one that ends otherwise
+ * drops out, and a lone candidate left takes it. One proof claims one error.
  */
 import { currentErrors, pushError, type EventError, type TestRecord } from "./test-state.ts";
 
@@ -27,6 +15,7 @@ interface Pending {
   candidates: Set<TestRecord>;
 }
 
+/** The errors awaiting a claim, oldest first. */
 export class PendingErrors {
   private list: Pending[] = [];
 
@@ -36,10 +25,7 @@ export class PendingErrors {
     if (this.list.length > MAX_PENDING) this.list.shift();
   }
 
-  /**
-   * `record` proved a failure of its current attempt: it takes the oldest
-   * pending error it is a candidate for. Call before a retry's new attempt is added.
-   */
+  /** `record` failed its current attempt: it takes the oldest error it could own. Call before a retry's attempt. */
   failed(record: TestRecord): void {
     const index = this.list.findIndex((p) => p.candidates.has(record));
     if (index < 0) return;

@@ -1,14 +1,10 @@
-/**
- * Reduces a {@link TestEventModel} to the {@link EventEvidence} the verdict
- * rules consume, so results/verdict.ts does not depend on event details.
- */
+/** Reduces a {@link TestEventModel} to the {@link EventEvidence} results/verdict.ts reads (no event details). */
 import type { EventEvidence, EventTest } from "../results/verdict-evidence.ts";
 import type { TestEventModel } from "./test-model.ts";
 
 /**
- * @param connected whether the channel was established (tests released)
- * @param now monotonic clock in ms, the same one the model was fed with
- * @param unreadFrames frames the channel could not read (ChannelStats.oversized)
+ * The verdict's evidence of a model. `connected`: the channel was established; `now`: the model's ms clock;
+ * `unreadFrames`: ChannelStats.oversized.
  */
 export function toEventEvidence(
   model: TestEventModel,
@@ -25,16 +21,8 @@ export function toEventEvidence(
 }
 
 /**
- * The shard note (ShardResult.notes) for inspector events that were lost,
- * or null when none were seen to be: fewer `start` events than the child
- * preload's test-start marks (which cannot be lost), or a run that reached
- * its end (the end mark) without the end-of-run barrier's reply, after
- * which its last events may be missing. The verdict already treats missing
- * events as unknown; this says that they were.
- *
- * @param testsStarted test starts the preload counted; undefined when unknown
- * @param flushed the barrier's reply arrived (ChannelStats.flushed)
- * @param finishedNormally the preload's end mark is there
+ * The shard note for inspector events seen to be lost, else null: fewer starts than the preload counted
+ * (`testsStarted`), or the preload's end mark (`finishedNormally`) without the end-of-run reply (`flushed`).
  */
 export function lostEventsNote(
   events: EventEvidence,

@@ -1,12 +1,6 @@
 /**
- * The framing of Bun's reverse-connect inspector socket
- * (`BUN_INSPECT_CONNECT_TO=unix://<path>` or `bun --inspect-wait=unix:<path>`, docs/bun-behaviour.md): in both
- * directions every message is a 4-byte big-endian unsigned length followed
- * by that many bytes of UTF-8 JSON. The length counts BYTES, not UTF-16
- * code units: measured on Bun 1.4.4, a request whose length counted
- * characters of a non-ASCII text got a -32700 "Message must be in JSON
- * format" reply and desynchronised the stream, and Bun's own frames of
- * non-ASCII test names carry their byte length.
+ * Bun's reverse-connect inspector framing (docs/bun-behaviour.md): each message is a 4-byte big-endian length and
+ * that many bytes of UTF-8 JSON. The length counts bytes, not UTF-16 units: Bun desynchronises otherwise.
  */
 
 import { JsonStreamCapper } from "../util/json-stream-cap.ts";
@@ -15,23 +9,12 @@ import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 /** Bytes of the length prefix. */
 export const FRAME_HEADER_BYTES = 4;
 
-/**
- * Most text kept of one streamed frame once its strings are cut, bytes:
- * 8 MiB. Bun's messages are a few keys around their strings, each then at
- * most 64 KiB; a frame still larger is not one of them, is not delivered,
- * and is counted (the channel's `oversized`).
- */
+/** Most text kept of one streamed frame once its strings are cut, bytes; a larger frame is counted, not delivered. */
 export const MAX_KEPT_BYTES = 8 * 1024 * 1024;
 
 /**
- * Largest frame read whole, bytes: 1 MiB. A larger one, of any length, goes
- * through a streaming string capper as it arrives (util/json-stream-cap.ts)
- * and is never held whole: a 20 MiB error message buffered first raised the
- * runner's peak by ~20 MiB, and a `found` with a 40 MiB test name, once
- * skipped as too long, took the failing test out of a killed shard's
- * reports. Bun 1.4.4 did not deliver a 100 MiB error message at all
- * (bench/README.md, failure-rss.ts), while 20 MiB ones arrive and must keep
- * their tail.
+ * Largest frame read whole, bytes. A larger one streams through a string capper (util/json-stream-cap.ts), never
+ * held whole, so a huge error or test name keeps its tail without the memory (bench/README.md, failure-rss.ts).
  */
 export const WHOLE_FRAME_BYTES = 1024 * 1024;
 
@@ -53,27 +36,16 @@ export function encodeFrame(text: string): Buffer {
 }
 
 /**
- * Incremental parser of length-prefixed frames. Feed it the socket's chunks
- * in order with {@link FrameReader.push}. A frame of at most `wholeBytes`
- * goes to `onFrame` as it is; a longer one, of any length, to `onText` as
- * text with every JSON string cut to its tail (util/text-cap.ts
- * MAX_TEXT_BYTES) as it streams past, or to `onOversized` when that text is
- * still over `maxKeptBytes`; the stream stays in step. Frames may be split
- * anywhere, the header included, and one chunk may hold many frames.
- *
- * Memory: at most one partial frame (≤ `wholeBytes`, plus the capped text of
- * a streamed one) and up to 3 header bytes are held between calls; a frame
- * that arrives whole inside one chunk is handed over as a view of that
- * chunk without a copy.
+ * Incremental parser of length-prefixed frames, fed chunks in order ({@link FrameReader.push}), split anywhere. Up to
+ * `wholeBytes` a frame goes to `onFrame`, often as a view of the chunk; longer, to `onText` with its strings cut
+ * (or `onOversized` when still over `maxKeptBytes`). Holds at most one partial frame between calls.
  */
 export class FrameReader {
-  /** Header bytes collected so far (a header split across chunks). */
   private readonly header = Buffer.alloc(FRAME_HEADER_BYTES);
   private headerFilled = 0;
-  /** The frame being filled, or null between frames. */
   private body: Buffer | null = null;
   private bodyFilled = 0;
-  /** The streamed frame in progress, and its bytes still to come. */
+  /** The streamed frame in progress. */
   private capper: JsonStreamCapper | null = null;
   private streamRemaining = 0;
   private streamLength = 0;
@@ -81,10 +53,7 @@ export class FrameReader {
   private readonly maxKeptBytes: number;
 
   /**
-   * @param onFrame gets each frame of at most `wholeBytes`; the buffer may be
-   *   a view of the pushed chunk, valid only during the call (copy it to keep it)
-   * @param onText gets each longer frame's text, its strings cut
-   * @param onOversized gets the declared length, bytes, of a streamed frame over `maxKeptBytes` once cut
+   * `onFrame`'s buffer is valid only during the call; `onOversized` gets the declared length, bytes.
    * @throws RangeError when `wholeBytes` is not a non-negative integer
    */
   constructor(
@@ -118,7 +87,6 @@ export class FrameReader {
         at = this.fillBody(data, at);
         continue;
       }
-      // Between frames: read the header, from this chunk alone when it is whole.
       let length: number;
       if (this.headerFilled === 0 && data.length - at >= FRAME_HEADER_BYTES) {
         length = data.readUInt32BE(at);

@@ -1,53 +1,16 @@
 /**
- * The inspector event channel: the runner listens on a unix socket BEFORE it
- * spawns `bun test …` with `BUN_INSPECT_CONNECT_TO=unix://<socket>`, and the
- * child dials in as soon as its inspector is up (reverse connect; no polling
- * for a socket file). Bun's `connect` mode, unlike `--inspect-wait`, leaves
- * the transpiler as plain `bun test` has it (no debugger build: functions'
- * source text, `process.execArgv` unchanged; docs/bun-behaviour.md). The
- * stream is Bun's length-prefixed framing (frames.ts), reduced to the
- * per-test events shardguard needs.
- *
- * Protocol (docs/bun-behaviour.md, "Inspector test events"; request ids
- * by name in barrier.ts `REQUEST`):
- *   1. we listen; the child starts and connects a few ms after spawn, while
- *      the child preload holds the test files until step 2 releases it
- *      (a `--inspect-wait=unix:` child holds them itself);
- *   2. we write, at once, `TestReporter.enable` (`enableTests`),
- *      `LifecycleReporter.enable` (`enableLifecycle`), `Inspector.initialized`
- *      (`initialized`), the end-of-run request (`endOfRun`, below) and the
- *      release of the preload's hold (`release`, barrier.ts
- *      RELEASE_EXPRESSION). Bun handles them in order,
- *      so both domains are on before the tests are released; not waiting
- *      for the two replies saves a round trip through the runner's event
- *      loop per shard (about 12 ms under load, measured). An error reply is
- *      recorded (`requestError`): events may then be missing, which
- *      consumers already treat as "unknown";
- *   3. the child pushes `TestReporter.found|start|end` and
- *      `LifecycleReporter.error` notifications. Each message is read once:
- *      Bun's compact found, start and end from their bytes (compact.ts,
- *      to the `sink`), anything else by wire.ts `parseInspectorMessage`,
- *      whose schema is the authority (to `onEvent`);
- *   4. end-of-run barrier: `endOfRun` evaluates the promise the child
- *      preload resolves in its global afterAll (runner/child/shard-preload.ts,
- *      {@link END_OF_RUN_EXPRESSION}), `awaitEndOfRun` (in the same write, by
- *      the id Bun gives it; barrier.ts says why) awaits it. Bun sends
- *      that reply after every event queued before it, so when it arrives
- *      we have them all (`flushed`), and `onEndOfRun` releases the
- *      preload's wait (through its count file) so the child may exit. Without it a
- *      short shard lost every event now and then (Bun's sending thread had
- *      not run before the process ended; bench/event-loss.ts);
- *   5. the connection closes when the child exits. Events of a run that did
- *      not reach the barrier (a kill, `process.exit`, `--bail`) may be lost
- *      at the end, so consumers must treat missing data as "unknown", never
- *      as success (see `test-model.ts`).
- *
- * Exactly one connection is trusted: the first. The socket file is removed
- * as it is accepted, so nothing can dial after it; any other connection that
- * still arrives (one already queued) is cut at once, never read, and counted
- * (`refused`, and `onRefused`), since only the child we spawned may feed a
- * shard's verdict. The socket lives in the private directory of
- * socket-dir.ts; the file is removed when the channel closes too.
+ * The inspector event channel: the runner listens on a unix socket before it spawns `bun test` with
+ * `BUN_INSPECT_CONNECT_TO=unix://<socket>`, and the child dials in (reverse connect, which unlike `--inspect-wait`
+ * leaves the transpiler as plain `bun test` has it). Protocol (docs/bun-behaviour.md, "Inspector test events";
+ * request ids in barrier.ts `REQUEST`):
+ *   1. we listen; the child dials in while its preload holds the test files;
+ *   2. we write the enables, `Inspector.initialized`, the end-of-run barrier and the release at once: Bun handles
+ *      them in order, and not awaiting each reply saves a round trip per shard;
+ *   3. the child pushes found/start/end (read from their bytes, compact.ts) and errors (wire.ts's schema);
+ *   4. the end-of-run barrier's reply follows every event queued before it (`flushed`); `onEndOfRun` then
+ *      releases the preload, without which short shards lost events (bench/event-loss.ts);
+ *   5. the child exits. A run that missed the barrier may lose its last events: missing data is "unknown".
+ * Only the first connection is trusted; the socket file goes as it is accepted, later ones are cut unread.
  */
 import { rmSync } from "node:fs";
 import { isAbsolute } from "node:path";
@@ -83,25 +46,16 @@ export {
 } from "./channel.ts";
 export type { CompactSink } from "./compact.ts";
 
-/**
- * Read batching: once a channel has delivered {@link BATCH_AFTER_EVENTS}
- * events, a read under {@link BATCH_READ_BYTES} pauses reading for
- * {@link BATCH_PAUSE_MS} ms, so the next read takes what gathered meanwhile
- * in the kernel's buffer. Nothing is lost by a pause: Bun delivers what the
- * peer wrote before it closed or died once reading resumes (measured). Off
- * with the per-file barriers of `--bail`, where the child waits for the
- * runner's reply before each file's first test.
- */
+// Read batching: past BATCH_AFTER_EVENTS events a short read pauses reading so the next takes what gathered (Bun
+// still delivers what a peer wrote before closing). Off under `--bail`, whose child waits for each file's barrier.
 const BATCH_AFTER_EVENTS = 1_000;
 const BATCH_READ_BYTES = 32 * 1024;
 const BATCH_PAUSE_MS = 2;
 
-/** What a connection carries: whether it is the trusted one. */
 interface ConnectionData {
   trusted: boolean;
 }
 
-/** Where the channel is: listening for the dial, handshake written, handshake failed. */
 type Handshake = "waiting" | "done" | "failed";
 
 const freshStats = (): ChannelStats => ({
@@ -122,34 +76,16 @@ const freshStats = (): ChannelStats => ({
 });
 
 /**
- * Listens on `socketPath` for the one connection of a
- * shard child (`BUN_INSPECT_CONNECT_TO=unix://<socketPath>`, or
- * `--inspect-wait=unix:<socketPath>`); when it dials, enables the
- * `TestReporter` and `LifecycleReporter` domains, releases the child
- * (`Inspector.initialized`, and the preload's hold) and sets up the end-of-run barrier
- * (see the module comment), then streams validated events to `onEvent`
- * until the connection closes. Spawn the child after this returns.
- *
- * Every JSON string of a message is cut to its last 64 KiB on the way in
- * (util/text-cap.ts); frames over 1 MiB are never held whole (streamed
- * through util/json-stream-cap.ts, whatever their length: a 40 MiB test
- * name is read and cut); a frame still over frames.ts MAX_KEPT_BYTES after
- * the cuts is dropped and counted (`oversized`). Messages that are not JSON are counted
- * (`malformed`), unknown methods ignored, invalid events counted; none of
- * these throw.
- *
- * @throws InspectorConnectError `invalid-path` when the path is not
- *   absolute or has characters outside `A-Z a-z 0-9 . _ / -`; `listen` when
- *   the socket cannot be created (e.g. something exists at the path).
+ * Listens on `socketPath` for a shard child's one connection; when it dials, writes the handshake (module comment)
+ * and streams events to `onEvent` and the sink until it closes. Spawn the child after this returns. Strings are cut
+ * to their tails and huge frames streamed (frames.ts); bad or unknown messages are counted, never thrown.
+ * @throws InspectorConnectError `invalid-path` (not absolute, or unsafe characters) or `listen` (cannot bind)
  */
 export function listenForTestEvents(options: ListenOptions): EventChannel {
   return new InspectorChannel(options);
 }
 
-/**
- * The channel of {@link listenForTestEvents}: one listening socket, at most
- * one trusted connection, one reader of its messages.
- */
+/** The channel of {@link listenForTestEvents}: one listener, at most one trusted connection. */
 class InspectorChannel implements EventChannel {
   readonly ready: Promise<void>;
   readonly closed: Promise<void>;
@@ -164,11 +100,10 @@ class InspectorChannel implements EventChannel {
   private handshake: Handshake = "waiting";
   private isClosed = false;
   private trusted: Socket<ConnectionData> | null = null;
-  /** Set while reading is paused so messages gather (see {@link batchReads}). */
   private resumeTimer: ReturnType<typeof setTimeout> | undefined;
   /** Bytes the kernel did not take yet (tiny: a few requests), written on drain. */
   private unsent: Buffer | null = null;
-  /** Bun gave the end-of-run promise another id than the handshake's awaitPromise named. */
+  /** Bytes the kernel did not take yet, written on drain. */
   private renumbered = false;
 
   constructor(private readonly options: ListenOptions) {
@@ -204,12 +139,10 @@ class InspectorChannel implements EventChannel {
     if (options.signal?.aborted) this.onAbort();
   }
 
-  /** A snapshot of the counters. */
   stats(): ChannelStats {
     return { ...this.counters };
   }
 
-  /** Cuts the connection, stops listening, removes the socket file; idempotent. */
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
@@ -238,7 +171,6 @@ class InspectorChannel implements EventChannel {
     else this.failHandshake("aborted", "aborted by the caller");
   };
 
-  /** Creates the listening socket; its handlers are this class's `on…` methods. */
   private listen(): UnixSocketListener<ConnectionData> {
     try {
       return Bun.listen<ConnectionData>({
@@ -271,10 +203,8 @@ class InspectorChannel implements EventChannel {
     }
     socket.data = { trusted: true };
     this.trusted = socket;
-    // The path is the child's only: unlinked now, later dials find nothing
-    // (ENOENT). The test's own `bun` children inherit BUN_INSPECT_CONNECT_TO
-    // (Bun.spawn's default environment is the starting one, whatever the
-    // preload deletes); in Bun's connect mode a failed dial just runs on.
+    // Unlinked now, later dials find nothing: the test's own `bun` children inherit BUN_INSPECT_CONNECT_TO, and in
+    // connect mode a failed dial just runs on.
     removeSocketFile(this.options.socketPath);
     this.counters.dialMs = this.sinceStart();
     this.send(handshakeRequests(this.options.firstTestBarrier ?? false));
@@ -291,12 +221,7 @@ class InspectorChannel implements EventChannel {
     this.batchReads(socket, chunk.length);
   }
 
-  /**
-   * A busy stream read as it trickles in costs ~10 µs per read (one per
-   * 1–8 messages, bench/README.md): past {@link BATCH_AFTER_EVENTS} events a
-   * short read pauses reading for a moment so the next takes what gathered.
-   * Not under --bail: there the child waits for the runner before each file.
-   */
+  /** See BATCH_AFTER_EVENTS: a busy stream costs per read (bench/README.md, "Where the time goes"). */
   private batchReads(socket: Socket<ConnectionData>, readBytes: number): void {
     if (this.options.firstTestBarrier || readBytes >= BATCH_READ_BYTES || this.counters.events < BATCH_AFTER_EVENTS)
       return;
@@ -322,7 +247,7 @@ class InspectorChannel implements EventChannel {
     this.closedGate.resolve();
   }
 
-  /** One whole frame of at most 1 MiB: Bun's compact form straight from its bytes, else the parser. */
+  /** One whole frame: Bun's compact form straight from its bytes, else the parser. */
   private onFrame(body: Buffer): void {
     let read: boolean;
     try {
@@ -421,7 +346,6 @@ class InspectorChannel implements EventChannel {
     this.close();
   }
 
-  /** Runs a caller's hook; an exception is counted (`handlerErrors`), never thrown into the socket's loop. */
   private guard(hook: () => void): void {
     try {
       hook();
@@ -440,11 +364,7 @@ class InspectorChannel implements EventChannel {
   }
 }
 
-/**
- * Removes the socket file; never throws: its directory may be gone or no
- * directory any more (a test removed or replaced the output directory),
- * and then there is no file left to find either.
- */
+/** Removes the socket file; never throws (a test may have removed its directory, and the file with it). */
 function removeSocketFile(socketPath: string): void {
   try {
     rmSync(socketPath, { force: true });

@@ -1,12 +1,6 @@
 /**
- * The event journal: every inspector event of a shard, one JSON object per
- * line, in `<shard log name>.events.jsonl` next to the shard's log. It lets
- * a report be rebuilt (or a hang be diagnosed) from disk after the run, and
- * it is written as a stream so nothing accumulates in memory.
- *
- * Lines hold the validated events exactly as {@link testEventSchema} parses
- * them (unknown fields kept), so `readJournal` → `TestEventModel.fromEvents`
- * rebuilds the same per-test state, except clock values (replay time).
+ * The event journal: a shard's inspector events, one JSON line each, in `<shard log>.events.jsonl`, streamed so a
+ * report can be rebuilt from disk; `readJournal` → `TestEventModel.fromEvents` rebuilds the same state.
  */
 import { closeSync, fchmodSync, writeSync } from "node:fs";
 import { openAppendRegularSync, readRegularTextSync } from "../util/regular-file.ts";
@@ -14,50 +8,34 @@ import { testEventSchema, type TestEvent } from "./wire.ts";
 import { NEWLINE } from "../util/bytes.ts";
 import { isUnlinked, restoreUnlinked } from "../util/unlinked.ts";
 
-/**
- * The journal path for a shard log: `x/shard-3.log` → `x/shard-3.events.jsonl`;
- * a name without `.log` gets `.events.jsonl` appended.
- */
+/** `x/shard-3.log` → `x/shard-3.events.jsonl`; a name without `.log` gets `.events.jsonl` appended. */
 export function journalPathFor(logPath: string): string {
   return logPath.endsWith(".log") ? `${logPath.slice(0, -".log".length)}.events.jsonl` : `${logPath}.events.jsonl`;
 }
 
 /**
- * An append-only writer. Opened with mode 0600 (re-applied with `fchmod` if
- * the file already existed). Lines are batched in memory and written with
- * synchronous `write(2)` calls on the file's descriptor: with a Node write
- * stream a shard's end waited 2–10 ms (traced under load) for the stream's
- * write and close on the thread pool, where a one-test shard's journal is
- * one write and one close (bench/README.md, "P1 round"). A write error does
- * not throw but is kept in
- * {@link EventJournal.error} and stops further writes, so a full disk never
- * takes the run down.
+ * An append-only writer, mode 0600. Lines are batched and written with synchronous `write(2)`: a Node stream made a
+ * shard's end wait on the thread pool (bench/README.md, "P1 round"). A write error is kept in {@link error} and
+ * stops writing, so a full disk never takes the run down.
  */
 export class EventJournal {
   private fd: number | null;
   private failure: Error | undefined;
   private ended = false;
   private lines = 0;
-  /**
-   * Lines not yet written, as UTF-8 in `pending[0, used)`;
-   * flushed at the next event-loop turn or when the next line does not fit.
-   */
+  /** Lines not yet written, in `pending[0, used)`. */
   private pending = Buffer.allocUnsafe(JOURNAL_BATCH_BYTES);
   private used = 0;
   private flushQueued = false;
 
   private constructor(
-    /** Absolute or relative path of the `.events.jsonl` file. */
     readonly path: string,
     fd: number,
   ) {
     this.fd = fd;
   }
 
-  /**
-   * Opens (creating or appending to) the journal at `path`.
-   * @throws Error from `open(2)` (missing directory, permissions).
-   */
+  /** Opens (creating or appending to) the journal at `path`. @throws Error from `open(2)` */
   static open(path: string): EventJournal {
     // Never blocks on a FIFO a test put at the path (util/regular-file.ts).
     const fd = openAppendRegularSync(path, 0o600);
@@ -71,13 +49,8 @@ export class EventJournal {
   }
 
   /**
-   * Appends one event as one line: `message` when given (the message that
-   * encodes `event` as it is, see inspector.ts `onEvent`; bytes are copied
-   * at once), else the event re-encoded. No-op after {@link close} or a
-   * write error. Lines are collected as bytes and written in
-   * batches (at the next event-loop turn, or once 64 KiB are pending): one
-   * write per event cost the runner about 25 µs each, and re-encoding
-   * every event more than the rest of the journal (bench/README.md).
+   * Appends one event as one line: `message` when given (copied at once), else the event re-encoded. Batched:
+   * a write per event, and re-encoding each, cost more than the rest of the journal (bench/README.md).
    */
   append(event: TestEvent, message?: string | Uint8Array): void {
     if (this.ended || this.failure) return;
@@ -92,11 +65,7 @@ export class EventJournal {
     }
   }
 
-  /**
-   * Appends one line given as its bytes: a message the channel read as an
-   * event in Bun's compact form (compact.ts), which holds no newline. The
-   * bytes are copied at once. No-op after {@link close} or a write error.
-   */
+  /** Appends a compact message's bytes (compact.ts, no newline) as one line, copied at once. */
   appendLine(line: Uint8Array): void {
     if (this.ended || this.failure) return;
     this.lines += 1;
@@ -138,11 +107,7 @@ export class EventJournal {
     this.write(this.pending.subarray(0, used));
   }
 
-  /**
-   * Writes `bytes` whole (a regular file takes short writes only near a
-   * full disk: the rest is retried until an error). The first error is
-   * kept and nothing more is written.
-   */
+  /** Writes `bytes` whole, retrying short writes; the first error is kept and ends writing. */
   private write(bytes: Uint8Array): void {
     if (this.fd === null || this.failure) return;
     try {
@@ -163,10 +128,8 @@ export class EventJournal {
   }
 
   /**
-   * Writes the pending lines and closes the file, synchronously (the
-   * promise is already settled; it never rejects). A close error is kept
-   * like a write error. A journal deleted while open (a test removed the
-   * output directory) is put back under its path first, where it can.
+   * Writes the pending lines and closes, synchronously (the promise is settled, never rejects). A journal deleted
+   * while open (a test removed the output directory) is put back under its path first, where it can.
    */
   close(): Promise<void> {
     if (this.ended) return Promise.resolve();
@@ -190,25 +153,16 @@ export class EventJournal {
   }
 }
 
-/**
- * Most ms a journal line waits before it is written. Bun's
- * events arrive a few hundred bytes per socket read: flushing at every
- * event-loop turn meant one write(2) per read, 38,000 of them for a
- * 100,000-test file (bench/README.md, P8).
- */
+/** Most ms a line waits: Bun's events arrive a few per read, a write per read was costly (bench/README.md, P8). */
 const JOURNAL_FLUSH_MS = 20;
 
-/** Bytes of pending journal lines written at once: 64 KiB. */
+/** Bytes of pending lines written at once. */
 const JOURNAL_BATCH_BYTES = 64 * 1024;
 
 /** The journal writer type, under the name the runner uses. */
 export type Journal = EventJournal;
 
-/**
- * Opens (creating or appending to) the journal at `path`, mode 0600.
- * Async for the caller's convenience; the open itself is synchronous.
- * @throws Error from `open(2)` (as a rejection).
- */
+/** Opens the journal at `path`, mode 0600; async for callers, the open is synchronous. @throws Error (rejection) */
 export async function openJournal(path: string): Promise<Journal> {
   return EventJournal.open(path);
 }
@@ -222,11 +176,7 @@ export interface JournalRead {
   truncatedTail: boolean;
 }
 
-/**
- * Reads a journal, skipping lines that do not parse or validate. A last
- * line cut short by a crash is tolerated (counted in `truncatedTail`).
- * @throws Error from reading the file (e.g. ENOENT).
- */
+/** Reads a journal, skipping invalid lines and tolerating a last line cut short. @throws Error from reading */
 export async function readJournalDetailed(path: string): Promise<JournalRead> {
   const text = readRegularTextSync(path);
   const lines = text.split("\n");
@@ -254,10 +204,7 @@ export async function readJournalDetailed(path: string): Promise<JournalRead> {
   return result;
 }
 
-/**
- * Reads the events of a journal in written order (see {@link readJournalDetailed}).
- * @throws Error from reading the file (e.g. ENOENT).
- */
+/** The journal's events in written order ({@link readJournalDetailed}). @throws Error from reading the file */
 export async function readJournal(path: string): Promise<TestEvent[]> {
   return (await readJournalDetailed(path)).events;
 }

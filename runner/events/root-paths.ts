@@ -1,21 +1,15 @@
-/**
- * Bun's test urls made relative to the run root, as the plan names files
- * (the event model's `file` of a test, test-model.ts).
- */
+/** Bun's test urls made relative to the run root, as the plan names files. */
 import { realpathSync } from "node:fs";
 import { isAbsolute, relative, sep } from "node:path";
 import { repairLatin1 } from "./test-state.ts";
 
 /**
- * Makes absolute urls relative to one root, forward slashes. Two measured
- * quirks are undone: Bun 1.4.4 sends non-ASCII Latin letters as their UTF-8
- * bytes read as Latin-1 ("é" arrives as "Ã©"), and it sends real paths, so
- * a root reached through a symlink is compared by its real path too.
+ * Makes absolute urls relative to one root, forward slashes, undoing two Bun quirks: UTF-8 read as Latin-1 ("é"
+ * as "Ã©"), and real paths (a root through a symlink is compared by its real path too).
  */
 export class RootRelativePaths {
   /** The root as given and, when it differs, its real path. */
   private readonly roots: string[];
-  /** The last url made relative, and the result. */
   private lastUrl = "";
   private lastFile = "";
 
@@ -30,14 +24,9 @@ export class RootRelativePaths {
     this.roots = real === root ? [root] : [root, real];
   }
 
-  /**
-   * `url` relative to the root; a relative url is kept (separators made
-   * forward slashes); an url outside the root comes out as `../…`.
-   */
+  /** `url` relative to the root, forward slashes; a relative url is kept; one outside the root becomes `../…`. */
   relative(url: string): string {
-    // A file's tests all carry its url: one path computation per run of
-    // equal urls (the channel's byte reader hands over the same string
-    // object for equal urls, so this compare is by identity then).
+    // A file's tests share one url string (compact.ts): one computation per run of equal urls.
     if (url !== this.lastUrl) {
       this.lastFile = this.compute(url);
       this.lastUrl = url;

@@ -1,15 +1,7 @@
 /**
- * Bun's run order of a shard's tests, from their `found` events alone.
- *
- * Bun sends a file's `found` events breadth first (every top-level block,
- * then the blocks inside each describe), but runs, and so starts, its tests
- * depth first: each block's children in the order they were declared
- * (measured on Bun 1.3.13, 1.4.4 and 1.4.5, with nested describes,
- * `test.each` tables, `--concurrent` and `--retry`). Siblings arrive in
- * declaration order and files one after another, so a depth-first walk of the
- * found tree, each block's children in arrival order, is the order of the
- * starts: what the child preload's start count is matched against when the
- * last events are lost (results/start-count.ts).
+ * Bun's run order of a shard's tests from their `found` events: Bun sends them breadth first but runs tests depth
+ * first in declaration order (docs/bun-behaviour.md, "Inspector test events"), so a depth-first walk of the found
+ * tree gives the starts' order, which results/start-count.ts matches the preload's start count against.
  */
 
 /** A `found` block (test or describe) as the event model keeps it. */
@@ -21,12 +13,8 @@ export interface FoundBlock {
 }
 
 /**
- * The run-order position (0 for the first test Bun runs) of each test id.
- * A block whose parent was never found counts as top level; blocks in a
- * parent loop (inconsistent input) are not reached from the top and follow
- * everything else in arrival order. Iterative: a deep nesting cannot
- * overflow the stack. Ids are unique across the two maps (the model keeps a
- * block's first `found` only).
+ * The run-order position (0 first) of each test id. Orphans count as top level; blocks in a parent loop follow in
+ * arrival order. Iterative, so deep nesting cannot overflow the stack.
  */
 export function runOrder(describes: ReadonlyMap<number, FoundBlock>, tests: ReadonlyMap<number, FoundBlock>) {
   const blocks: { id: number; block: FoundBlock; isTest: boolean }[] = [];
@@ -47,7 +35,6 @@ export function runOrder(describes: ReadonlyMap<number, FoundBlock>, tests: Read
   const order = new Map<number, number>();
   const seen = new Set<number>();
   const walk = (roots: readonly number[]) => {
-    // The blocks still to visit, the next one on top.
     const stack = [...roots].reverse();
     while (stack.length > 0) {
       const id = stack.pop()!;

@@ -1,34 +1,18 @@
 /**
- * Where the inspector sockets of a run live, and the security policy for
- * that place: a directory of mode 0700 owned by us (checked with lstat, never
- * followed through a symlink), paths within the kernel's unix socket length
- * limit and of safe characters, else a private temporary directory.
- * docs/architecture.md, "Event channel".
+ * Where a run's inspector sockets live: a directory of mode 0700 we own (checked with lstat), paths short and safe
+ * enough, else a private temp directory (docs/architecture.md, "Event channel").
  */
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-/**
- * Longest unix socket path the kernel accepts, in bytes, excluding the
- * terminating NUL: `sizeof(sockaddr_un.sun_path) - 1`, which is 108 - 1 on
- * Linux and 104 - 1 on macOS and the BSDs.
- */
+/** Longest unix socket path the kernel accepts, bytes without the NUL: `sizeof(sun_path) - 1` (Linux; macOS, BSDs). */
 export const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
 
 /** The longest socket file name {@link socketPathFor} is expected to produce ("99999.sock"). */
 const SOCKET_NAME_RESERVE = "99999.sock".length;
 
-/**
- * Characters a socket path may contain. Measured on Bun 1.4.4 with the
- * WebSocket channel this replaced: a space made the child fail with "Failed
- * to start inspector" (URL parsing of `ws+unix://`), and a `:` made the
- * `ws` client cut the path. The reverse connect's `--inspect-wait=unix:<path>`
- * (and `BUN_INSPECT_CONNECT_TO=unix://<path>`, what the runner uses now)
- * takes the rest of the argument as a plain path (a space and a colon
- * worked, measured), but the set stays conservative: a run directory
- * outside it only moves the sockets to the private temp directory.
- */
+/** Characters a socket path may contain, kept conservative: a path outside only moves sockets to a temp directory. */
 export const SAFE_SOCKET_PATH = /^[A-Za-z0-9._/-]+$/;
 
 /** Thrown when a socket path would exceed {@link MAX_SOCKET_PATH_BYTES}. */
@@ -49,22 +33,11 @@ function byteLength(path: string): number {
 }
 
 /**
- * Creates (or re-uses) a private directory for the inspector sockets of a
- * run and returns its absolute path.
- *
- * The directory is `<runDir>/sock` (absolute) when socket paths inside it
- * stay under {@link MAX_SOCKET_PATH_BYTES} and use only safe characters;
- * otherwise (deep run directories, spaces or colons in the path) a fresh
- * `sg-XXXXXX` directory under `os.tmpdir()`, which the caller removes at the
- * end of the run (it is not under `runDir`). Either way the directory has
- * mode 0700 and belongs to the current user, checked with `lstat` after
- * creation, so no other local user can connect to a child's inspector
- * (which can evaluate code in the child).
- *
- * @throws Error when the directory exists but is a symlink, not a directory,
- *   owned by someone else, or its mode cannot be made 0700.
- * @throws SocketPathTooLongError when even the tmpdir fallback is too long.
- * @throws Error when the tmpdir fallback contains unsafe characters.
+ * Creates (or re-uses) a run's private socket directory and returns its absolute path: `<runDir>/sock` when its
+ * socket paths fit and are safe, else a fresh `sg-XXXXXX` under `os.tmpdir()` that the caller removes. Mode 0700
+ * and ours, checked with `lstat`: a child's inspector can evaluate code.
+ * @throws Error when it is a symlink, not a directory, someone else's, or cannot be made 0700
+ * @throws SocketPathTooLongError or Error when even the tmpdir fallback is too long or unsafe
  */
 export function socketDirFor(runDir: string): string {
   const preferred = join(resolve(runDir), "sock");
@@ -115,20 +88,10 @@ function assertPrivateDir(dir: string): string {
 }
 
 /**
- * Returns `<dir>/<name>.sock`, ready for the runner to listen on
- * (events/inspector.ts) and for the child's `BUN_INSPECT_CONNECT_TO=unix://<path>`.
- *
- * A socket file left at that path by an earlier run is removed: binding a
- * unix socket fails with EADDRINUSE on an existing file (measured with
- * Bun 1.4.4, both for `Bun.listen` and for the child's own inspector). A
- * directory removed meanwhile (by a test) is made again and checked as
- * {@link socketDirFor} does.
- *
- * @param name a short file-name-safe token such as the shard index.
- * @throws SocketPathTooLongError when the path exceeds {@link MAX_SOCKET_PATH_BYTES}.
- * @throws Error when `name` is not a plain file name, the path has
- *   characters outside `A-Z a-z 0-9 . _ / -`, something other than a
- *   socket already exists at the path, or the directory is not private.
+ * `<dir>/<name>.sock`, ready to listen on (inspector.ts): a stale socket file there is removed (binding fails with
+ * EADDRINUSE on it), and a directory a test removed is made again and checked like {@link socketDirFor}.
+ * @throws SocketPathTooLongError over {@link MAX_SOCKET_PATH_BYTES}; Error when `name` is not a plain file name,
+ *   the path is unsafe, a non-socket exists there, or the directory is not private
  */
 export function socketPathFor(dir: string, name: string | number): string {
   const token = String(name);
@@ -139,8 +102,7 @@ export function socketPathFor(dir: string, name: string | number): string {
   const bytes = byteLength(path);
   if (bytes > MAX_SOCKET_PATH_BYTES) throw new SocketPathTooLongError(path, bytes);
   assertSafeCharacters(path);
-  // A test may have removed the directory (it is in the test's own argv):
-  // made again, private, so later shards keep their events.
+  // A test may remove the directory (it is in its own argv): made again, private, so later shards keep events.
   try {
     lstatSync(dir);
   } catch (error) {

@@ -1,27 +1,8 @@
 /**
- * The event model: folds inspector events (see `inspector.ts`) into one
- * state per test, and answers "what ran, what is running, what never
- * started" at any moment — while the child runs, after it exited, or after
- * it was killed.
- *
- * Ground rules (docs/reports.md):
- * - A test is `passed` only when Bun sent `TestReporter.end` with
- *   `status: "pass"`. Missing events (the tail of a run is often lost, a
- *   killed child sends nothing more) leave a test in phase `found` or
- *   `running` with no status; the model never fills that gap. Turning those
- *   phases into `timed-out` / `crashed` / `never-started` is the runner's
- *   job, because only the runner knows why the child ended
- *   (results/verdict.ts: `decideShard`, which cannot produce `passed` for them).
- * - Bun's own per-test timeout (`--timeout`, or the third argument of
- *   `test()`) is a plain failure with failure type `"timeout"`; the result
- *   status `timed-out` is reserved for shardguard's wall-clock kill.
- *
- * Measured event order (Bun 1.4.4): all `found` events of a file arrive
- * before its first `start`; each attempt of a test sends `start`; only the
- * final attempt sends `end`; skipped and todo tests send `end` without
- * `start`; an error during a test arrives between its `start` and the next
- * `start`/`end`. With `--rerun-each N` every run of a file gets new ids
- * (new `found` events), so the same name can appear N times.
+ * The event model: folds inspector events into one state per test and answers what ran, what is running and what
+ * never started, at any moment. Only Bun's `end` with `status: "pass"` is a pass; missing events leave a test
+ * `found` or `running`, for results/verdict.ts to judge (docs/reports.md, "Verdict rules"). Bun's event order:
+ * docs/bun-behaviour.md, "Inspector test events".
  */
 import {
   attemptErrorsOf,
@@ -65,22 +46,18 @@ export interface InFlightTest {
   readonly startedAtMs: number | undefined;
 }
 
-/**
- * Accumulates events into per-test state. Feed it with {@link apply} in
- * arrival order (live from the channel, or replayed from the journal);
- * query it at any time.
- */
+/** Folds events, in arrival order ({@link apply}: live or from the journal), into per-test state; query any time. */
 export class TestEventModel {
   private readonly now: () => number;
   private readonly tests_ = new Map<number, TestRecord>();
-  /** The records in phase `running`: the progress display asks for the one in flight several times a second. */
+  /** The `running` records: the progress display asks for the one in flight several times a second. */
   private readonly runningNow = new Set<TestRecord>();
   private readonly describes = new Map<number, DescribeRecord>();
   private readonly attribution: FileAttribution;
   private readonly pending = new PendingErrors();
   private readonly outside: OutsideError[] = [];
   private seq = 0;
-  /** Found blocks so far, tests and describes (their arrival positions, run-order.ts). */
+  /** Found blocks so far, tests and describes (run-order.ts). */
   private foundCount = 0;
   /** A test started while another was running: the tests run concurrently. */
   private overlap = false;
@@ -95,7 +72,6 @@ export class TestEventModel {
     this.paths = new RootRelativePaths(options.root);
   }
 
-  /** Bun's urls made relative to the root (root-paths.ts). */
   private readonly paths: RootRelativePaths;
 
   /** Builds a model from a recorded event list (e.g. `readJournal`). Clock values are replay times. */
@@ -105,10 +81,7 @@ export class TestEventModel {
     return model;
   }
 
-  /**
-   * Applies one event. Never throws: inconsistent input (an id never found,
-   * a `start` for a describe, a duplicate `found`) is ignored.
-   */
+  /** Applies one event; inconsistent input (an unknown id, a describe's start, a second found) is ignored. */
   apply(event: TestEvent): void {
     switch (event.method) {
       case "TestReporter.found": {
@@ -128,11 +101,7 @@ export class TestEventModel {
     }
   }
 
-  /**
-   * `TestReporter.found`, field by field (wire.ts has the meaning of each):
-   * what {@link apply} does with such an event, without the event object, for
-   * the channel's byte reader (compact.ts). Never throws.
-   */
+  /** `TestReporter.found` field by field (wire.ts), for the byte reader (compact.ts). Never throws. */
   found(
     id: number,
     url: string,
@@ -141,7 +110,6 @@ export class TestEventModel {
     type: "test" | "describe",
     parentId: number | undefined,
   ): void {
-    // A second found of an id is ignored: the first one stands.
     if (this.tests_.has(id) || this.describes.has(id)) return;
     // Attribution may map earlier entries too (attribution.ts rule 4).
     this.filesNow = null;
@@ -185,8 +153,7 @@ export class TestEventModel {
     const record = this.progressed(id);
     if (!record) return;
     if (record.phase === "running" && record.attempts > 0) {
-      // A new start while the previous attempt never ended: Bun retried it,
-      // which it only does after a failure.
+      // A new start with the attempt unended: Bun retried it, which it only does after a failure.
       this.pending.failed(record);
       (record.failedAttempts ??= []).push(attemptFailure(attemptErrorsOf(record, record.attempts), record.attempts));
     } else if (record.phase === "ended") {
@@ -197,22 +164,17 @@ export class TestEventModel {
     }
     record.attempts += 1;
     record.phase = "running";
-    // Events arrive in the order Bun sent them, so this is no end that was lost, but tests run together.
+    // Events arrive in Bun's order, so this is no lost end: tests run together.
     if (this.runningNow.size > (this.runningNow.has(record) ? 1 : 0)) this.overlap = true;
     this.runningNow.add(record);
     record.startedAtMs = this.now();
     record.startSeq = ++this.seq;
   }
 
-  /**
-   * `TestReporter.end` of test `id`, `elapsedNs` Bun's `elapsed` as sent
-   * (wrapped past 2^31 ns: the duration is corrected by the model's clock,
-   * elapsed.ts): see {@link found}. Never throws.
-   */
+  /** `TestReporter.end`; `elapsedNs` as Bun sent it (wrapped, corrected by the model's clock: elapsed.ts). */
   end(id: number, status: BunEndStatus, elapsedNs: number): void {
     const record = this.progressed(id);
     if (!record) return;
-    // A second end replaces the first: the later one wins.
     if (status === "fail" || status === "timeout") {
       this.pending.failed(record);
       this.failedEndCount += 1;
@@ -243,7 +205,7 @@ export class TestEventModel {
     this.leftOut += pushError(this.outside, { ...error, file: (known ?? error.locations[0])?.file });
   }
 
-  /** A `start` or `end` of `id` closes the open found block; its test record, else undefined (a describe's or an unknown id: ignored). */
+  /** The record of a test's `start` or `end`, which closes the open found block; undefined for other ids. */
   private progressed(id: number): TestRecord | undefined {
     const record = this.tests_.get(id);
     if (record) {
@@ -255,11 +217,8 @@ export class TestEventModel {
   }
 
   /**
-   * Every test as the verdict's evidence ({@link EventTest}) in found order,
-   * straight from the records: no snapshot per test (100,000 tests: ~100 MiB
-   * less at the runner's peak, bench/README.md). The failed-attempt lists
-   * are the records' own: call once the events have stopped.
-   * @param now clock value (ms, the model's clock) for `runningForMs` / `sinceEndMs`
+   * Every test as the verdict's {@link EventTest}, found order, straight from the records (no snapshot per test,
+   * bench/README.md); call once events stopped. `now`: the model's ms clock.
    */
   eventTests(now: number): EventTest[] {
     const out: EventTest[] = [];
@@ -297,18 +256,14 @@ export class TestEventModel {
     return this.overlap;
   }
 
-  /** `outer > inner > name`: the test's describe prefix ({@link prefixOf}) and its own name. */
+  /** `outer > inner > name`. */
   private fullName(record: TestRecord): string {
     return record.parentId === undefined ? record.name : this.prefixOf(record.parentId) + record.name;
   }
 
   /**
-   * `outer > inner > ` for the describe `parentId` (its own name last), ""
-   * when it is unknown. Built from the parent's prefix and kept on the
-   * describe's record, so each describe costs one concatenation and a test
-   * one lookup, whatever the depth. A chain that does not end at the top
-   * level (a parent not found yet, or ids in a loop) is walked each time
-   * and kept nowhere: a later `found` could still complete it.
+   * `outer > inner > ` for describe `parentId`, "" when unknown; kept on the describe so a test costs one lookup.
+   * A chain that misses the top level (a parent not found yet, a loop) is walked each time and kept nowhere.
    */
   private prefixOf(parentId: number): string {
     const first = this.describes.get(parentId);
@@ -344,11 +299,7 @@ export class TestEventModel {
     return prefix;
   }
 
-  /**
-   * The test running now: of the tests in phase `running`, the one started
-   * last (with `test.concurrent` several may be running). Undefined when
-   * none is.
-   */
+  /** The test running now: of those `running`, the one started last (`test.concurrent` runs several). */
   running(): InFlightTest | undefined {
     const record = this.runningRecord();
     if (!record) return undefined;
@@ -360,11 +311,7 @@ export class TestEventModel {
     return [...this.fileSet()];
   }
 
-  /**
-   * {@link files} as a set, kept until the next `found` or file mapping
-   * (the only things that change it): an error outside tests asks for it,
-   * and a walk over every test per error grew with the tests seen so far.
-   */
+  /** {@link files} as a set, kept until a `found` or file mapping changes it: each error outside tests asks. */
   private fileSet(): ReadonlySet<string> {
     if (this.filesNow === null) {
       this.filesNow = new Set();
@@ -374,61 +321,49 @@ export class TestEventModel {
   }
 
   /**
-   * Maps tests defined through helper modules to their planned files by the
-   * child preload's file records (attribution.ts, rule 5). Call once the
-   * child has ended, before reading the tests.
-   * @param filesStarted absolute paths from the marks file (`Bun.main` at the first test start of each file), in order
+   * Maps helper-defined tests to planned files by the preload's file records (attribution.ts, rule 5); call once
+   * the child ended. `filesStarted`: absolute paths from the marks file, in order.
    */
   applyFileStarts(filesStarted: readonly string[]): void {
     this.filesNow = null;
     this.attribution.applyFileStarts(filesStarted.map((file) => this.relativeFile(file)));
   }
 
-  /** The test's planned file (attribution.ts), else its url's file. */
   private fileFor(record: TestRecord): string {
     return record.mapped ?? record.file;
   }
 
-  /** The test's line in its planned file; undefined when Bun's line is a helper module's. */
+  /** The test's line in its planned file; undefined when Bun's line is a helper's. */
   private lineFor(record: TestRecord): number | undefined {
     return record.own ? record.line : undefined;
   }
 
-  /**
-   * Errors that arrived while no test was running: a top-level `throw` in a
-   * test file (its tests are then found but never started), or a hook error.
-   * Bun 1.4.4 sends none for an unresolvable import or a syntax error.
-   */
+  /** Errors while no test ran (a top-level throw, a hook error; Bun sends none for a bad import or syntax error). */
   errorsOutsideTests(): readonly OutsideError[] {
     return [...this.outside];
   }
 
-  /** `end` events with a failure (`fail` or `timeout`), retried attempts included: what Bun's JUnit may carry failure texts for. */
+  /** `fail` / `timeout` ends, retries included: what Bun's JUnit may carry failure texts for. */
   failedEnds(): number {
     return this.failedEndCount;
   }
 
-  /** Error events left out of their lists (test-state.ts pushError): counted, not held. */
+  /** Error events left out of their lists (test-state.ts pushError). */
   errorsLeftOut(): number {
     return this.leftOut;
   }
 
   /**
-   * The running test an error belongs to. With one test running, that test.
-   * With several (`test.concurrent`), the error's first location in a file
-   * with running tests picks the test declared last at or above that line
-   * (the throw is inside its body); without a usable location, the test
-   * started last, with the running tests that could own it (`ambiguous`,
-   * error-claims.ts).
+   * The running test an error belongs to: the only one; else the test declared last at or above the error's first
+   * line in a running test's file; else the one started last, with its rivals (`ambiguous`, error-claims.ts).
    */
   private runningRecordFor(locations: readonly ErrorLocation[]): {
     record: TestRecord | undefined;
     ambiguous?: TestRecord[];
   } {
-    // One running test (or none) is the common case: no walk over every test per error.
+    // One running test (or none) is the common case: no walk per error.
     if (this.runningNow.size <= 1) return { record: this.runningNow.values().next().value };
-    // Several (test.concurrent): in found order, as the rules below break ties by it
-    // (the running ones only: a walk over every test per error grew with the tests seen).
+    // Several (test.concurrent): in found order, which breaks ties; the running ones only.
     const running = [...this.runningNow].sort((a, b) => a.foundSeq - b.foundSeq);
     if (running.length <= 1) return { record: running[0] };
     for (const location of locations) {

@@ -1,61 +1,35 @@
-/**
- * The per-test records of the event model (test-model.ts) and the rules that turn
- * the errors Bun sent during a test into its failure text.
- */
+/** The event model's per-test records (test-model.ts) and the rules that turn Bun's errors into failure text. */
 import type { AttemptFailure, Failure, TestStatus } from "../results/report-model.ts";
 import type { BunEndStatus } from "./wire.ts";
 import type { AttributionEntry } from "./attribution.ts";
 
 /**
- * Where a test is in its life, from the events received so far:
- * - `found`: Bun registered it (`TestReporter.found`) and no `start` or
- *   `end` arrived. Either it has not run yet, or the child stopped (or its
- *   last events were lost) before it ran.
- * - `running`: its latest attempt sent `start` and no `end` followed. While
- *   the child lives, it is running now; after the child ended, it was
- *   interrupted — or it finished and its `end` was lost. Never a pass.
- * - `ended`: Bun sent `end`; `status` holds Bun's verdict.
+ * Where a test is, from events so far: `found` (no start or end), `running` (latest attempt started, no end: in
+ * flight, or interrupted, or its end was lost; never a pass), `ended` (Bun sent `end`: `status` has its verdict).
  */
 export type TestPhase = "found" | "running" | "ended";
 
-/**
- * Bun's verdict mapped onto the result model's statuses:
- * pass→passed, fail→failed, timeout→failed (failure type "timeout"),
- * skip→skipped, todo→todo.
- */
+/** Bun's verdict as a result status (timeout → failed, failure type "timeout"). */
 export type EndedStatus = Extract<TestStatus, "passed" | "failed" | "skipped" | "todo">;
 
 /** One `LifecycleReporter.error`, as attributed by the model. */
 export interface EventError {
-  /** Error class name from Bun (e.g. "Error"); "Error" when Bun sent none. */
+  /** Bun's message text. */
   name: string;
-  /** Bun's message text (may contain newlines and ANSI-free diff output). */
+  /** Stack locations, files relative to the model root. */
   message: string;
   /** Stack locations Bun sent, files relative to the model root, 1-based line/column. */
   locations: ErrorLocation[];
   /** 1-based attempt of the test it was attributed to; 0 for errors outside tests. */
   attempt: number;
-  /**
-   * Set on the stand-in for the errors left out of a long list
-   * ({@link pushError}): how many; its message says so. Absent on Bun's errors.
-   */
+  /** On the stand-in for errors left out of a long list ({@link pushError}): how many. */
   omitted?: number;
 }
 
-/**
- * Errors kept at each end of one list (a test attempt's, or those outside
- * tests), 4: the first and the last four, and between them one stand-in
- * counting the rest. A test that rejected 16,000 promises with 60 KB
- * messages held them all (about 900 MB in the runner, bench/README.md)
- * though the report keeps 64 KiB of their text.
- */
+/** Errors kept at each end of one list, a counting stand-in between: a test may send errors without bound. */
 export const KEPT_ERRORS_AT_EACH_END = 4;
 
-/**
- * Appends `error` to `list`, keeping at most the first and the last
- * `keep` errors and, between them, one stand-in whose `omitted` counts the
- * errors left out. Returns the number left out by this call (0 or 1).
- */
+/** Appends `error`, keeping the first and last `keep` and a stand-in counting the rest; returns 0 or 1 left out. */
 export function pushError<T extends EventError>(list: T[], error: T, keep = KEPT_ERRORS_AT_EACH_END): number {
   if (list.length < 2 * keep) {
     list.push(error);
@@ -76,7 +50,7 @@ export function pushError<T extends EventError>(list: T[], error: T, keep = KEPT
 const gapMessage = (n: number) =>
   `[shardguard: ${n} more ${n === 1 ? "error" : "errors"} left out here; full text in the shard log]`;
 
-/** A source location of an error; `line`/`column` are 1-based, absent when Bun sent none. */
+/** A source location of an error, 1-based; `line`/`column` absent when Bun sent none. */
 export interface ErrorLocation {
   file: string;
   line?: number;
@@ -85,44 +59,28 @@ export interface ErrorLocation {
 
 /** An error that arrived while no test was running (load-time throw, hook error). */
 export interface OutsideError extends EventError {
-  /**
-   * Best guess of the test file it belongs to: the first location whose file
-   * has `found` tests, else the first location; undefined when Bun sent none.
-   */
+  /** Best guess of its test file: the first location in a file with found tests, else the first location. */
   file: string | undefined;
 }
 
 /** Options of {@link TestEventModel}. */
 export interface ModelOptions {
-  /** Absolute directory that file paths are made relative to (the run root). */
+  /** The run root, absolute: paths are made relative to it. */
   root: string;
-  /**
-   * Monotonic clock in ms, read when a `start` or `end` is applied.
-   * Default `performance.now()`. Tests inject a fake one.
-   */
+  /** Monotonic ms clock read at each `start` and `end` (default `performance.now()`). */
   now?: () => number;
-  /**
-   * The shard's planned files, relative to `root` as the plan names them.
-   * When given, a test whose `found` url is not one of them (defined through
-   * a helper module) is mapped to its planned file by the rules of
-   * attribution.ts, and loses the helper's line. Undefined: every url is
-   * taken as it is.
-   */
+  /** The shard's planned files, relative to `root`: helper-defined tests are mapped to them (attribution.ts). */
   files?: readonly string[];
 }
 
-/**
- * Internal to the model (test-model.ts): one test. Kept small, since there is one
- * per test for the whole run: the attempt count is a number, and the lists
- * that only errors and retries need are allocated by the first of them.
- */
+/** Internal to the model: one test, kept small (one per test for the run; lists made on first use). */
 export interface TestRecord extends AttributionEntry {
   id: number;
-  /** Position among the found blocks, tests and describes (0 for the first): ties among running tests break by it. */
+  /** Position among found blocks: ties among running tests break by it. */
   foundSeq: number;
   name: string;
   url: string;
-  /** `url` relative to the root; the test's planned file may differ (test-model.ts fileFor). */
+  /** `url` relative to the root; the planned file may differ (test-model.ts fileFor). */
   file: string;
   line: number | undefined;
   parentId: number | undefined;
@@ -132,11 +90,10 @@ export interface TestRecord extends AttributionEntry {
   startedAtMs: number | undefined;
   endedAtMs: number | undefined;
   startSeq: number;
-  /** Number of `start` events (attempts). */
   attempts: number;
-  /** `attemptErrors[k]`: the errors of attempt k + 1; undefined until the first error. */
+  /** Per attempt, its errors; undefined until the first. */
   attemptErrors: EventError[][] | undefined;
-  /** One entry per attempt that Bun retried; undefined until the first. */
+  /** Per attempt Bun retried, its failure; undefined until the first. */
   failedAttempts: AttemptFailure[] | undefined;
 }
 
@@ -144,18 +101,18 @@ export interface TestRecord extends AttributionEntry {
 export interface DescribeRecord extends AttributionEntry {
   name: string;
   parentId: number | undefined;
-  /** Position among the found blocks, tests and describes (run-order.ts). */
+  /** Position among found blocks (run-order.ts). */
   foundSeq: number;
-  /** `outer > … > name > `, set the first time a test's full name needs it (test-model.ts prefixOf). */
+  /** `outer > … > name > `, made when first needed (test-model.ts prefixOf). */
   prefix: string | undefined;
 }
 
-/** The errors of attempt `attempt` (1-based) of `record`; empty when none arrived. */
+/** The errors of 1-based attempt `attempt`; empty when none arrived. */
 export function attemptErrorsOf(record: TestRecord, attempt: number): readonly EventError[] {
   return record.attemptErrors?.[attempt - 1] ?? NO_ERRORS;
 }
 
-/** The error list of `record`'s current attempt, made on first use; undefined before any start. */
+/** The errors of the current attempt, made on first use; undefined before any start. */
 export function currentErrors(record: TestRecord): EventError[] | undefined {
   if (record.attempts === 0) return undefined;
   const lists = (record.attemptErrors ??= []);
@@ -178,10 +135,12 @@ const STATUS_OF: Record<BunEndStatus, EndedStatus> = {
 /** Bun's `end` status as a result status. */
 export const endedStatus = (status: BunEndStatus): EndedStatus => STATUS_OF[status];
 
+/** The errors' messages, one paragraph each. */
 export function joinMessages(errors: readonly EventError[]): string {
   return errors.map((error) => error.message.trimEnd()).join("\n\n");
 }
 
+/** The failure of retried attempt `number`, from its errors. */
 export function attemptFailure(errors: readonly EventError[], number: number): AttemptFailure {
   const first = errors[0];
   if (!first) {
@@ -193,6 +152,7 @@ export function attemptFailure(errors: readonly EventError[], number: number): A
   return { type: "failure", errorName: first.name, message: joinMessages(errors) };
 }
 
+/** The errors' locations as `at file:line:column` lines. */
 export function formatLocations(errors: readonly EventError[]): string {
   const lines: string[] = [];
   for (const error of errors) {
@@ -207,7 +167,7 @@ export function formatLocations(errors: readonly EventError[]): string {
   return lines.join("\n");
 }
 
-/** The last error of a test's last attempt that has any, or undefined. */
+/** The last error of the last attempt that has any. */
 export function lastError(record: TestRecord): EventError | undefined {
   const lists = record.attemptErrors ?? [];
   for (let i = Math.min(record.attempts, lists.length) - 1; i >= 0; i--) {
@@ -217,6 +177,7 @@ export function lastError(record: TestRecord): EventError | undefined {
   return undefined;
 }
 
+/** The failure of a test's final attempt: Bun's per-test timeout, or its errors with their locations. */
 export function finalFailure(record: TestRecord, durationMs: number | undefined): Failure {
   const errors = attemptErrorsOf(record, record.attempts);
   const ran = durationMs === undefined ? "" : ` (ran ${Math.round(durationMs)} ms)`;
@@ -235,11 +196,7 @@ export function finalFailure(record: TestRecord, durationMs: number | undefined)
   return failure;
 }
 
-/**
- * Undoes UTF-8 read as Latin-1 ("rÃ©" → "ré"); returns the text unchanged
- * when it is not such a string (any code point above U+00FF, or bytes that
- * are not valid UTF-8).
- */
+/** Undoes UTF-8 read as Latin-1 ("rÃ©" → "ré"); any other text comes back unchanged. */
 export function repairLatin1(text: string): string {
   if (!/[\u0080-\u00ff]/.test(text) || /[^\u0000-\u00ff]/.test(text)) return text;
   const repaired = Buffer.from(text, "latin1").toString("utf8");

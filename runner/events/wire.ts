@@ -1,31 +1,19 @@
 /**
- * The inspector wire format: the zod schema of the four test events a
- * shard child's inspector pushes (TestReporter.found, start, end and
- * LifecycleReporter.error) and the parser of one raw message. The one
- * definition of an event: the client, the journal and the model import it
- * from here. Protocol: docs/bun-behaviour.md, "Inspector test events".
+ * The inspector wire format, the one definition of an event: the zod schema of the four test events and the parser
+ * of one message (docs/bun-behaviour.md, "Inspector test events").
  */
 import { z } from "zod";
 
-/** Bun's final verdict on a test, as sent in `TestReporter.end`; `skipped_because_label` is a test that `-t` / `--test-name-pattern` left out (Bun 1.3.14 to 1.4.5). */
+/** Bun's verdicts in `TestReporter.end`; `skipped_because_label`: left out by `-t` (Bun 1.3.14 to 1.4.5). */
 export const BUN_END_STATUSES = ["pass", "fail", "timeout", "skip", "todo", "skipped_because_label"] as const;
+/** One of {@link BUN_END_STATUSES}. */
 export type BunEndStatus = (typeof BUN_END_STATUSES)[number];
 
-/**
- * The zod schemas of the four events, built on first use: Bun's compact
- * found, start and end messages are read from their bytes (compact.ts), so
- * a run without an error event (no failing test) or an unusual message
- * never builds them (about 4 ms of CPU at start-up, bench/README.md).
- */
+// Built on first use: compact messages never need them (bench/README.md).
 function buildSchemas() {
   const testId = z.number().int().nonnegative();
 
-  /**
-   * `TestReporter.found`: one test or describe block, sent for every block of a
-   * file before any of its tests run. `url` is the absolute path of the file,
-   * `line` 1-based, `parentId` the enclosing describe (absent at top level).
-   * Unknown extra fields are kept (loose objects) so the journal stays raw.
-   */
+  /** `TestReporter.found`: a test or describe, before the file's tests run; `url` absolute, `line` 1-based. */
   const FoundEventSchema = z.object({
     method: z.literal("TestReporter.found"),
     params: z.looseObject({
@@ -38,21 +26,15 @@ function buildSchemas() {
     }),
   });
 
-  /** `TestReporter.start`: one attempt of a test begins (sent again for each `--retry` attempt). */
+  /** `TestReporter.start`: one attempt begins (again for each `--retry`). */
   const StartEventSchema = z.object({
     method: z.literal("TestReporter.start"),
     params: z.looseObject({ id: testId }),
   });
 
   /**
-   * `TestReporter.end`: the final attempt of a test finished. `elapsed` is in
-   * **nanoseconds** and covers the final attempt only, as a signed 32-bit
-   * value on Bun 1.4.4: it wraps past 2^31 ns (about 2.15 s), so a test of
-   * 2.3 s sends a negative value and one of 5 s a small positive one. Any
-   * number is taken; the model corrects it against the runner's own clock
-   * (events/elapsed.ts), so a long test never loses its end. Skipped and todo tests
-   * get an `end` (elapsed 0) without any `start`. A failed attempt that is
-   * retried gets no `end`; the next `start` of the same id marks it.
+   * `TestReporter.end` of a final attempt; `elapsed`: ns, wrapping 32-bit (elapsed.ts corrects it). Skip and todo
+   * send it without `start`; a retried attempt sends none.
    */
   const EndEventSchema = z.object({
     method: z.literal("TestReporter.end"),
@@ -63,13 +45,7 @@ function buildSchemas() {
     }),
   });
 
-  /**
-   * `LifecycleReporter.error`: an error Bun printed, either a failing
-   * assertion inside a running test or an "unhandled error between tests"
-   * (e.g. a top-level `throw` in a test file). Carries no test id.
-   * `urls[i]` pairs with `lineColumns[2i]` (line) and `lineColumns[2i+1]`
-   * (column), both 1-based. A per-test timeout sends no error event.
-   */
+  /** `LifecycleReporter.error`: no test id; `urls[i]` pairs with `lineColumns[2i, 2i+1]`, 1-based. */
   const ErrorEventSchema = z.object({
     method: z.literal("LifecycleReporter.error"),
     params: z.looseObject({
@@ -81,7 +57,6 @@ function buildSchemas() {
     }),
   });
 
-  /** Any event shardguard consumes, discriminated by `method`. */
   const TestEventSchema = z.discriminatedUnion("method", [
     FoundEventSchema,
     StartEventSchema,
@@ -93,16 +68,13 @@ function buildSchemas() {
 
 let schemas: ReturnType<typeof buildSchemas> | null = null;
 
-/**
- * The schema of any event shardguard consumes, discriminated by `method`
- * (`TestReporter.found`, `.start`, `.end`, `LifecycleReporter.error`): the
- * authority for what an event is; unknown extra fields are kept.
- */
+/** The schema of any event shardguard consumes, by `method`: the authority for what an event is (extra fields kept). */
 export function testEventSchema(): ReturnType<typeof buildSchemas>["TestEventSchema"] {
   return (schemas ??= buildSchemas()).TestEventSchema;
 }
 
 type Schemas = ReturnType<typeof buildSchemas>;
+/** The events as the schema parses them. */
 export type TestEvent = z.infer<Schemas["TestEventSchema"]>;
 export type FoundEvent = z.infer<Schemas["FoundEventSchema"]>;
 export type StartEvent = z.infer<Schemas["StartEventSchema"]>;
@@ -119,11 +91,7 @@ const EVENT_METHODS: ReadonlySet<string> = new Set([
 /** What one inspector message turned out to be. */
 export type ParsedMessage =
   | { kind: "event"; event: TestEvent }
-  /**
-   * A JSON-RPC reply to one of our requests; `error` when the child refused
-   * it; `objectId` when it carries a remote object (`result.result.objectId`
-   * of `Runtime.evaluate`).
-   */
+  /** A reply to our request `id`: `error` when refused, `objectId` of a `Runtime.evaluate` result. */
   | { kind: "response"; id: number; error?: string; objectId?: string }
   /** Valid JSON with a method we do not consume (e.g. `Console.*`). */
   | { kind: "ignored"; method: string }
@@ -132,11 +100,7 @@ export type ParsedMessage =
   /** Not JSON, or JSON that is not an object. */
   | { kind: "malformed" };
 
-/**
- * The parser of one inspector message that is not in Bun's compact form
- * (compact.ts reads those): JSON.parse, then the schema
- * ({@link testEventSchema}) decides what an event is. Pure; never throws.
- */
+/** Parses one message not in compact form (compact.ts): JSON.parse, then the schema decides. Pure; never throws. */
 export function parseInspectorMessage(text: string): ParsedMessage {
   let value: unknown;
   try {
