@@ -1,36 +1,20 @@
-/**
- * The cgroup v2 side of the resource accounting (exec/resource-usage.ts):
- * where the runner's own cgroup is, the per-process group it makes shard
- * groups under, their removal, and reading their files. Reads and makes
- * directories only; nothing here signals a process except {@link killCgroup}
- * (the kernel's `cgroup.kill`), which resource-usage.ts and process.ts call.
- */
+/** cgroup v2 for resource accounting: finding, making, reading, removing groups; only {@link killCgroup} signals. */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Descendant } from "../child/proc-reader.ts";
 import { isAlive, liveProcess } from "./proc-inspect.ts";
 
-/**
- * Environment variable, for tests: the cgroup v2 directory to make shard
- * cgroups under instead of the runner's own; one that cannot be written
- * makes every shard fall back to /proc sampling.
- */
+/** For tests: the cgroup v2 directory to make shard cgroups under; an unwritable one means /proc sampling. */
 export const TEST_CGROUP_ENV = "SHARDGUARD_TEST_CGROUP";
 
-/** The runner's per-process cgroup under which shard cgroups are made, or why there is none; undefined: not made (yet, or again). */
+/** The runner's per-process cgroup, or why there is none; undefined: not made (yet, or again). */
 let parent: { dir: string } | { unusable: string } | undefined;
-/** True once the groups of dead runners were looked for (once per process). */
 let staleRemoved = false;
-/** Empty shard groups of finished shards, reused (their counters are read as differences). */
+/** Empty groups of finished shards, reused (their counters are read as differences). */
 const idle: string[] = [];
 let groupSeq = 0;
 
-/**
- * The runner's own cgroup v2 directory: the `0::PATH` line of
- * /proc/self/cgroup under the cgroup2 mount of /proc/self/mountinfo (at
- * /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid
- * one). Null without cgroup v2.
- */
+/** The runner's own cgroup v2 directory (/proc/self/cgroup under the cgroup2 mount); null without cgroup v2. */
 export function ownCgroupDir(): string | null {
   try {
     const line = readFileSync("/proc/self/cgroup", "utf8")
@@ -44,7 +28,7 @@ export function ownCgroupDir(): string | null {
       const fields = left!.split(" ");
       const root = fields[3]!;
       const mount = fields[4]!.replace(/\\040/g, " ");
-      // A mount of a sub-tree (root other than "/") holds only the cgroups below it.
+      // A mount of a sub-tree holds only the cgroups below it.
       if (root !== "/" && own !== root && !own.startsWith(`${root}/`)) continue;
       return path.join(mount, root === "/" ? own : own.slice(root.length));
     }
@@ -54,10 +38,7 @@ export function ownCgroupDir(): string | null {
   return null;
 }
 
-/**
- * The runner's per-process cgroup (`<own cgroup>/shardguard-<pid>`, made on
- * first use and again after {@link removeCgroups}), or why there is none.
- */
+/** The runner's per-process cgroup (`<own cgroup>/shardguard-<pid>`, made on first use), or why there is none. */
 export function cgroupParent(): { dir: string } | { unusable: string } {
   if (parent !== undefined) return parent;
   if (process.platform !== "linux") return (parent = { unusable: "not Linux" });
@@ -76,20 +57,14 @@ export function cgroupParent(): { dir: string } | { unusable: string } {
   }
   if (!staleRemoved) {
     removeStaleParents(own);
-    // Also on a natural exit, where signal-exit's hook (process.ts) does not run under Bun 1.4.4.
+    // Also on a natural exit, where signal-exit's hook does not run under Bun 1.4.4.
     process.once("exit", removeCgroups);
   }
   staleRemoved = true;
   return (parent = { dir });
 }
 
-/**
- * The shard cgroups, with their live members, beside this runner's own
- * per-process cgroup, of runners that died (`shardguard-<pid>`, that pid gone) and that still hold
- * processes: left when a runner and its guardian were both SIGKILLed. Their
- * members are the stale-run sweep's (process.ts `sweepStaleRuns`), which
- * finds those without a cookie here.
- */
+/** Dead runners' shard cgroups with live members, beside this one's: left when runner and guardian were SIGKILLed. */
 export function staleShardCgroups(): { dir: string; members: Descendant[] }[] {
   if (process.platform !== "linux") return [];
   const own = process.env[TEST_CGROUP_ENV] || ownCgroupDir();
@@ -115,7 +90,7 @@ export function staleShardCgroups(): { dir: string; members: Descendant[] }[] {
   return found;
 }
 
-/** Empty cgroups left by runners that died before removing theirs (their processes are the stale-run sweep's). */
+/** Removes empty cgroups left by runners that died before removing theirs. */
 function removeStaleParents(own: string): void {
   let names: string[];
   try {
@@ -129,7 +104,7 @@ function removeStaleParents(own: string): void {
   }
 }
 
-/** Writes `1` to `dir`'s `cgroup.kill` (SIGKILL to everything in it, forks included); false when that failed (no such group, Linux before 5.14). */
+/** Writes `1` to `dir`'s `cgroup.kill` (forks included); false when that failed (no group, Linux before 5.14). */
 export function killCgroup(dir: string): boolean {
   try {
     writeFileSync(path.join(dir, "cgroup.kill"), "1", { flag: "r+" });
@@ -139,7 +114,7 @@ export function killCgroup(dir: string): boolean {
   }
 }
 
-/** Removes a cgroup and its child cgroups, deepest first; false when one is still busy (has processes). */
+/** Removes a cgroup and its child cgroups, deepest first; false when one still has processes. */
 export function removeCgroupTree(dir: string): boolean {
   try {
     for (const entry of readdirSync(dir, { withFileTypes: true }))
@@ -151,12 +126,7 @@ export function removeCgroupTree(dir: string): boolean {
   }
 }
 
-/**
- * An empty group for one shard under `parentDir`: an idle one, or a new one
- * (`shard-<n>`).
- *
- * @throws the mkdir error when a new one cannot be made
- */
+/** An empty group for one shard under `parentDir`, idle or new; throws the mkdir error. */
 export function takeGroup(parentDir: string): string {
   const reused = idle.pop();
   if (reused !== undefined) return reused;
@@ -165,42 +135,33 @@ export function takeGroup(parentDir: string): string {
   return dir;
 }
 
-/**
- * A shard's group after its figures were read: kept for the next shard when
- * empty and `reuse` (no `memory.peak` in it, which cannot be read as a
- * difference), else removed (a busy one is tried again at exit).
- */
+/** Keeps a shard's group for the next when empty and `reuse` (no `memory.peak`, not a difference), else removes it. */
 export function returnGroup(dir: string, empty: boolean, reuse: boolean): void {
   if (empty && reuse) idle.push(dir);
   else if (!removeCgroupTree(dir)) leftBusy.add(dir);
 }
 
-/** Marks cgroups unusable for the rest of the process (moving a child failed: every later one would) and removes the runner's. */
+/** Marks cgroups unusable for the process (one failed move means every later one would) and removes the runner's. */
 export function giveUpCgroups(reason: string): void {
   removeCgroups();
   parent = { unusable: reason };
 }
 
-/** Shard cgroups that still had processes when their figures were read. */
 const leftBusy = new Set<string>();
 
-/**
- * Removes the runner's cgroups: when no shard is running (a process that
- * ends without an exit event, as under `bun test`, leaves none behind) and
- * at exit. The next shard makes them again.
- */
+/** Removes the runner's cgroups when no shard runs and at exit; the next shard makes them again. */
 export function removeCgroups(): void {
   for (const dir of leftBusy) if (removeCgroupTree(dir)) leftBusy.delete(dir);
   idle.length = 0;
   if (parent !== undefined && "dir" in parent && removeCgroupTree(parent.dir)) parent = undefined;
 }
 
-/** True when the cgroup's `cgroup.events` says it or a group below it has a process. */
+/** `cgroup.events` says the group or one below it has a process. */
 export function cgroupPopulated(dir: string): boolean {
   return readKeyed(path.join(dir, "cgroup.events")).get("populated") === 1;
 }
 
-/** A cgroup file's text, trimmed; "" when it cannot be read (the group is gone, no such controller). */
+/** A cgroup file's text, trimmed; "" when it cannot be read. */
 export function readText(file: string): string {
   try {
     return readFileSync(file, "latin1").trim();

@@ -19,14 +19,8 @@ export interface DetachedSpec {
 }
 
 /**
- * Starts `spec.argv` in its own session (setsid: its own process group, no
- * controlling terminal, so closing the terminal does not send it SIGHUP),
- * stdin from /dev/null, stdout and stderr appended to `spec.logPath`, and
- * does not wait for it. A debugger's `BUN_INSPECT` and `BUN_INSPECT_NOTIFY`
- * are left out of its environment (bun-command.ts `withoutDebuggerEnv`).
- *
- * @returns the pid of the new process (also its process group id and session id)
- * @throws Error when the log cannot be opened or the process cannot be started
+ * Starts `spec.argv` in its own session (no SIGHUP when the terminal closes), stdin /dev/null, output appended
+ * to `spec.logPath`, debugger variables left out; does not wait. Returns its pid; throws when it cannot start.
  */
 export function startDetached(spec: DetachedSpec): number {
   const fd = openSync(spec.logPath, "a", 0o600);
@@ -53,12 +47,7 @@ export interface ToolResult {
   stderr: string;
 }
 
-/**
- * Runs a helper command (git, gh) to completion, without a shell.
- *
- * @param timeoutMs wall-clock limit, ms (default 60 000); past it the command is killed and `status` is null
- * @returns its exit status and output; never throws (a missing executable gives status null)
- */
+/** Runs a helper command (git, gh) without a shell; past `timeoutMs` it is killed, `status` null. Never throws. */
 export function runTool(
   command: string,
   args: readonly string[],

@@ -1,23 +1,10 @@
 /**
  * The guardian program (started by exec/guardian.ts, never imported):
  * `bun guardian-main.ts <cookie name> <cookie value prefix> <runner pid> <runner start time>`.
- * The cookie comes in two arguments, never as one `NAME=value` word: on
- * macOS the sweeps read `ps eww`, where such an argument would look like an
- * environment entry and make the guardian a target of other runs' sweeps.
- *
- * It runs in a session of its own, holds the read end of a pipe whose write
- * end only the runner holds, and waits, reading lines: "+ <pgid> <cgroup
- * dir>" (a shard's process group started; the directory may be empty) and
- * "- <pgid>" (it and its cgroup were killed by the runner). Two endings:
- *  - the runner writes "done" (its run ended and its own end-of-run sweep
- *    ran): exit at once, touching nothing;
- *  - the pipe reaches end-of-file without "done", or the runner's pid is
- *    gone (checked every 250 ms, in case a stray copy of the pipe's write
- *    end keeps it open): the runner died without cleaning up (kill -9, OOM
- *    killer). Then every process carrying the run's cookie, and every
- *    process group and cgroup still listed, is SIGKILLed, again until two
- *    rounds in a row find nothing (a process may fork while it is being
- *    killed), for at most 2 s, and the guardian exits.
+ * The cookie comes in two words: on macOS `ps eww` would read a `NAME=value` argument as an environment entry.
+ * It reads "+ <pgid> <cgroup dir>", "- <pgid>" and "done" from a pipe only the runner writes to; at the pipe's
+ * end without "done", or the runner gone, it kills the cookie's carriers and the listed groups (docs/architecture.md,
+ * "Runner death").
  */
 import { readProcStat } from "./proc-inspect.ts";
 import { killLeftGroups, sweepCookie } from "./process.ts";
@@ -27,11 +14,8 @@ const cookiePrefix = `${cookieName}=${cookieValue}`;
 const runnerPid = Number(runnerPidText);
 const badArguments = !cookieName || !cookieValue || !Number.isInteger(runnerPid) || runnerPid <= 1;
 
-/** Between liveness probes of the runner, ms. */
 const PROBE_MS = 250;
-/** Between sweeps of one clean-up, ms. */
 const SWEEP_GAP_MS = 50;
-/** Longest clean-up, ms. */
 const SWEEP_BUDGET_MS = 2_000;
 
 let finished = false;
@@ -39,11 +23,7 @@ let probe: ReturnType<typeof setInterval> | undefined;
 /** The shards' process groups the runner has not reported gone, with their cgroup directories (null: none). */
 const groups = new Map<number, string | null>();
 
-/**
- * Ends the guardian with `code` by leaving nothing on the event loop (the
- * probe timer, the pipe): exit codes, not process.exit, as everywhere but
- * the program entries (docs/architecture.md).
- */
+/** Ends the guardian by leaving nothing on the event loop: exit codes, not process.exit, outside program entries. */
 function finish(code: number): void {
   finished = true;
   process.exitCode = code;
@@ -52,7 +32,7 @@ function finish(code: number): void {
   void pipe.cancel().catch(() => {});
 }
 
-/** True while the runner's pid is the runner (not dead, not a zombie, not recycled). */
+/** The runner's pid is still the runner (not dead, not a zombie, not recycled). */
 function runnerAlive(): boolean {
   const stat = readProcStat(runnerPid);
   if (stat === null) {
@@ -86,11 +66,7 @@ async function cleanUp(): Promise<never> {
   return new Promise<never>(() => {});
 }
 
-/**
- * The pipe from the runner, read through Bun's own stdin stream: Node's
- * `process.stdin` cost the guardian ~10 ms of CPU to set up, in the
- * moments its run spawns its first shards (bench/README.md).
- */
+// Bun's own stdin stream: Node's `process.stdin` costs setup CPU just as the run spawns (bench/README.md).
 const pipe = Bun.stdin.stream().getReader();
 
 /** Reads the pipe until "done" (the run ended) or its end (the runner died). */

@@ -1,25 +1,6 @@
 /**
- * The run's guardian: a small process that outlives a runner killed with
- * SIGKILL just long enough to kill what the runner left (docs/architecture.md, "Runner death").
- *
- * Without it, a process that left its shard's group (setsid, double fork)
- * survives the runner's death: `--no-orphans` takes the shard child and its
- * group down, but not such a process, and only a later run's stale-run
- * sweep found it (if a later run came). The guardian runs in a session of
- * its own (so a signal to the runner's group or terminal does not reach it),
- * watches the runner through a pipe only the runner writes to and by its
- * pid, and when the runner dies without saying "done" sweeps the run's
- * cookie and kills the shards' process groups and cgroups the runner told
- * it of (so a process that cleared its environment but stayed in its
- * group or cgroup dies too). It costs one small Bun process per run, asleep on a pipe read.
- *
- * A sibling of exec/process.ts, which stays the only module that kills
- * (the guardian program calls its `sweepCookie`).
- *
- * Out of reach: a process that cleared or rewrote its environment (the
- * cookie) and also left its shard's process group, where the shard has no
- * cgroup (cgroup v2 not writable); and anything the guardian cannot signal
- * (another user's process).
+ * The run's guardian: a process in its own session that outlives a SIGKILLed runner just long enough to
+ * sweep the run's cookie and kill the groups and cgroups it was told of (docs/architecture.md, "Runner death").
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
@@ -28,45 +9,25 @@ import type { GroupWatcher } from "./process.ts";
 import { readProcStat } from "./proc-inspect.ts";
 import { PACKAGE_ROOT } from "../util/package-root.ts";
 
-/** The guardian program. */
 const GUARDIAN_MAIN = path.join(PACKAGE_ROOT, "runner", "exec", "guardian-main.ts");
 
 /** How long {@link Guardian.release} waits for the guardian to exit before SIGKILLing it, ms. */
 const RELEASE_WAIT_MS = 1_000;
 
-/**
- * A started guardian. As a {@link GroupWatcher} it is told of each shard's
- * process group and cgroup while they may hold processes (exec/process.ts
- * `watchGroups`), and kills those too when the runner dies.
- */
+/** A started guardian; as a {@link GroupWatcher} it is told of each shard's group and cgroup, and kills those too. */
 export interface Guardian extends GroupWatcher {
   /** Pid of the guardian process; null when it could not be started. */
   readonly pid: number | null;
-  /**
-   * The run ended and its own sweeps ran: the guardian exits without
-   * touching anything. Resolves once it has exited (SIGKILLed after 1 s if
-   * it has not), so it never outlives a run that ended normally. Idempotent.
-   */
+  /** The run ended and swept: the guardian exits touching nothing; resolves once it is gone. Idempotent. */
   release(): Promise<void>;
-  /**
-   * The run is being abandoned (the runner is failing): the guardian sweeps
-   * the cookie now, as if the runner had died, and exits.
-   */
+  /** The runner is failing: the guardian sweeps the cookie now, as if the runner had died, and exits. */
   abandon(): void;
 }
 
 /**
- * Starts the guardian of a run: it SIGKILLs every process whose environment
- * has an entry starting with `cookiePrefix` (`SHARDGUARD_RUN=<run id>:`), and
- * the process groups and cgroups of the shards it was told of and not yet
- * told were gone, as soon as this process dies without calling
- * {@link Guardian.release}.
- *
- * Never throws: a guardian that cannot start leaves the run as it was
- * before guardians (the next run's stale-run sweep), with `pid` null.
- *
- * @param bun the Bun executable to run the guardian with (the runner's own)
- * @param env environment for the guardian (the runner's; it must not hold the cookie)
+ * Starts a run's guardian, which kills what carries `cookiePrefix` and the groups it was told of once this
+ * process dies without {@link Guardian.release}. Never throws: one that cannot start has `pid` null.
+ * `bun`: the runner's Bun; `env`: the guardian's environment, which must not hold the cookie.
  */
 export function startGuardian(
   cookiePrefix: string,
@@ -92,7 +53,6 @@ export function startGuardian(
     });
     child.on("error", () => {});
     child.stdin?.on("error", () => {});
-    // Neither the process nor the pipe may keep the runner's event loop alive.
     child.unref();
     (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
   } catch {

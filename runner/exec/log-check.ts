@@ -1,31 +1,19 @@
-/**
- * After a shard's child exited: did its log take every byte it was given?
- * Judged from the file and its file system, never from the log's text.
- */
+/** After a shard's child exited: did its log take every byte? Judged from the file and its file system only. */
 import { closeSync, fstatSync, readFileSync, statfsSync, statSync } from "node:fs";
 import path from "node:path";
 import { openAppendRegularSync } from "../util/regular-file.ts";
 import { isUnlinked, restoreUnlinked } from "../util/unlinked.ts";
 
-/**
- * A shard's log as the runner opened it for the child's stdout and stderr:
- * the runner keeps its descriptor until the child ends (it never reads
- * through it), so a log deleted under the run (a test that removed OUT)
- * can be put back whole.
- */
+/** A shard's log as opened for the child; its descriptor is kept so a log deleted under the run can be put back. */
 export interface ShardLog {
   /** Null when the log could not be opened (the output then goes to /dev/null). */
   fd: number | null;
   /** The log's size when opened, bytes (a retried shard appends to its log). */
   sizeAtOpen: number;
-  /** Why it could not be opened. */
   error: string | null;
 }
 
-/**
- * Opens the shard's log for appending, mode 0600; never blocks (a test may
- * have put a FIFO at a later shard's log path).
- */
+/** Opens the shard's log for appending, mode 0600; never blocks (a test may have put a FIFO there). */
 export function openShardLog(logPath: string): ShardLog {
   try {
     const fd = openAppendRegularSync(logPath, 0o600);
@@ -43,11 +31,7 @@ export function closeShardLog(log: ShardLog): void {
 
 const DELETED_LOG = "the shard's log was deleted while it ran (a test removed the output directory?)";
 
-/**
- * After the child ended: the log put back if it was deleted while the
- * shard ran (with a note saying so), the runner's descriptor closed, and
- * {@link logProblem}'s judgement of it.
- */
+/** After the child ended: puts a deleted log back (with a note), closes it, and judges it ({@link logProblem}). */
 export function settleShardLog(
   logPath: string,
   log: ShardLog,
@@ -69,23 +53,9 @@ export function settleShardLog(
 }
 
 /**
- * How much a shard's log grew, and whether it may miss output, judged by the
- * runner after the child ended (it never sees the output itself).
- *
- * A child whose stdout is a file sees a write error itself: on a full disk
- * (ENOSPC) or past the file size limit (EFBIG, or SIGXFSZ for a process that
- * does not ignore it) Bun's console output is dropped silently, and a test's
- * own `process.stdout.write` fails (Bun 1.4.4 fails that test with the
- * ENOSPC error, as it would under `bun test > file`). What the runner can
- * tell afterwards: the child died of SIGXFSZ; the log reached the soft
- * RLIMIT_FSIZE, which the child inherited from the runner; the log's file
- * system has no block left for the writer (`bavail`, or `bfree` for root,
- * who may use the reserved blocks). What it cannot: a disk that was full
- * for a moment and had room again by the end, an I/O error (EIO), a log
- * that is not a regular file (/dev/full).
- *
- * @param sizeAtOpen the log's size in bytes when it was opened
- * @returns the bytes added, and a one-line problem or null
+ * Bytes the log grew by since `sizeAtOpen`, and a one-line problem or null. Bun drops output silently on
+ * ENOSPC or EFBIG, so the runner judges afterwards: death by SIGXFSZ, the log at the soft RLIMIT_FSIZE, or
+ * no free block left. A disk full only for a moment, EIO or a non-regular log go unseen.
  */
 export function logProblem(
   logPath: string,
@@ -123,7 +93,7 @@ export function logProblem(
 
 let fsizeLimit: number | null | undefined;
 
-/** The soft RLIMIT_FSIZE of this process in bytes (children inherit it); null when unlimited or unknown (no /proc). */
+/** The soft RLIMIT_FSIZE of this process in bytes (children inherit it); null when unlimited or unknown. */
 function fileSizeLimit(): number | null {
   if (fsizeLimit !== undefined) return fsizeLimit;
   fsizeLimit = null;

@@ -1,31 +1,9 @@
 /**
- * Reader for the marks file the child preload writes
- * (runner/child/shard-preload.ts):
- *
- *     e                   when Bun reached the end of the run
- *     f<absolute path>\0  before the first test of each test file (Bun.main)
- *     l                   as each file of an `--isolate` batch begins to load
- *     s                   one per test start, only when the count file could not be mapped
- *     \nP <pid> <pgid> <command>   one line per descendant alive at that end
- *
- * and the start count next to it, `<marks file>.count`
- * ({@link startCountPath}): {@link COUNT_FILE_BYTES} bytes, three
- * little-endian u32, created as zeros by the runner before the spawn
- * ({@link prepareMarks}) and mapped shared by the preload (`Bun.mmap`): it
- * increments the first per test start, which survives a SIGKILL of the
- * child; the second is the runner's reply to the preload's plan barrier
- * (exec/start-acks.ts); the preload waits at the end of the run until the
- * runner stores {@link END_ACK} in the third ({@link acknowledgeEndOfRun}).
- * Tests started = the first + the "s" bytes (the preload's fallback when
- * mapping failed).
- *
- * The file lives where the test process can write (its path is in the
- * child's environment), so it is read as a stream with bounded memory
- * whatever its size: the marks are counted, at most {@link MAX_DESCENDANTS}
- * descendant lines of at most 300 characters are kept, and at most
- * {@link MAX_MARKS_BYTES} bytes are read, so that a test that grows the file
- * (a sparse 20 GiB file took 88 s to read) cannot hold the runner past its
- * wall-clock timeout.
+ * Reader of the child preload's marks file: `e` (end of run), `f<path>\0` (a file's first test),
+ * `l` (an `--isolate` file begins to load), `s` (a start, when the count could not be mapped),
+ * `\nP <pid> <pgid> <command>` (a descendant alive at the end). Beside it `<marks>.count`: three
+ * u32 (starts, which survive a SIGKILL; plan-barrier reply; end-of-run ack). Tests write where it
+ * lives, so it is read streamed with bounds: a file a test grows cannot hold the runner past its timeout.
  */
 import {
   closeSync,
@@ -49,44 +27,27 @@ export const MAX_DESCENDANTS = 100;
 /** A process the child preload saw alive when the run ended. */
 export interface ListedDescendant {
   pid: number;
-  /** Its process group id; null when the line did not say. */
   pgid: number | null;
-  /** Command line, cut to 200 characters. */
   command: string;
 }
 
 /** What the marks file says. */
 export interface ShardMarks {
-  /** Tests started (retries count again): the mapped count plus the "s" marks, at most 2^32 - 1 + the "s" bytes read. */
+  /** Tests started, retries counting again: the mapped count plus the "s" marks. */
   testsStarted: number;
-  /** True when the "e" mark is present: Bun reached the normal end of the run. */
+  /** The "e" mark is present: Bun reached the normal end of the run. */
   finishedNormally: boolean;
-  /** Descendants alive at the end of the run, in the preload's order. */
   descendants: ListedDescendant[];
-  /**
-   * Absolute paths of the files in which at least one test started, in
-   * order (at most {@link MAX_FILES}); a path cut short by a kill counts.
-   * A killed batched shard re-runs its other files (engine/run.ts).
-   */
+  /** Files in which a test started, in order (at most {@link MAX_FILES}); a path cut short counts. */
   filesStarted: string[];
-  /**
-   * Files of an `--isolate` batch that began to load (the preload's "l"
-   * marks, one per file as Bun loads it, in the order given); 0 in any
-   * other shard. The last of them was loading or running when the child ended.
-   */
+  /** Files of an `--isolate` batch that began to load; the last was loading or running at the end. */
   filesLoaded: number;
 }
 
-/**
- * Bytes of the marks file read, at most: 256 MiB, one "s" per test start
- * (far beyond any real run's starts, whose JUnit limit stops growing at
- * about 245,000 starts anyway). Past it the rest is not read: the end mark
- * and descendant lines that follow read as missing, which can only make the
- * shard's verdict stricter (no normal end), never a pass.
- */
+/** Marks bytes read at most; what is cut off reads as missing, which can only make a verdict stricter. */
 export const MAX_MARKS_BYTES = 256 * 1024 * 1024;
 
-/** File records kept; a shard has at most --files-per-shard (≤ 10000) files. */
+/** File records kept: the most files a shard can have. */
 export const MAX_FILES = 10_000;
 const F = 0x66;
 /** Longest path kept, bytes (PATH_MAX). */
@@ -98,14 +59,8 @@ const E = 0x65;
 const MAX_LINE = 300;
 
 /**
- * Reads a marks file. A missing or unreadable file reads as no marks at all
- * (no test started, no normal end, no descendants).
- *
- * With `held` (the runner's descriptors, {@link prepareMarks}) the files
- * the child wrote are read through them, so a marks file deleted under the
- * run still counts; whatever the paths name now, when that is another file
- * (made again after a deletion: an `--isolate` batch appends by path), is
- * read too, as it would be without them.
+ * Reads a marks file; missing or unreadable reads as no marks at all. With `held` ({@link prepareMarks})
+ * the files are read through the runner's descriptors, so one deleted under the run still counts.
  */
 export async function readMarks(file: string, held: HeldMarks | null = null): Promise<ShardMarks> {
   const marks: ShardMarks = {
@@ -122,7 +77,7 @@ export async function readMarks(file: string, held: HeldMarks | null = null): Pr
     try {
       fd = openRegularSync(file);
     } catch {
-      // Missing (no test started) or not a regular file (a FIFO a test put there): no marks.
+      // Missing, or a FIFO a test put there: no marks.
     }
     if (fd !== null) await scanMarks(fd, marks).finally(() => closeSync(fd));
   }
@@ -133,10 +88,7 @@ export async function readMarks(file: string, held: HeldMarks | null = null): Pr
   return marks;
 }
 
-/**
- * True when `file` now names a file other than the one open at `fd` (it was
- * deleted and made again, or replaced); false when it names none.
- */
+/** `file` now names a file other than the one open at `fd`; false when it names none. */
 function namesAnother(file: string, fd: number): boolean {
   try {
     const [now, held] = [statSync(file), fstatSync(fd)];
@@ -146,13 +98,12 @@ function namesAnother(file: string, fd: number): boolean {
   }
 }
 
-/** Adds the marks in the regular file open at `fd` (read from its start; the caller closes it) to `marks`. */
+/** Adds the marks in the regular file open at `fd` to `marks`; the caller closes it. */
 async function scanMarks(fd: number, marks: ShardMarks): Promise<void> {
   const scanner = marksScanner(marks);
   try {
-    // The usual file (a few bytes per test) in one synchronous read: the
-    // stream cost the runner ~0.1 ms of CPU per shard in thread-pool round
-    // trips (bench/README.md). Anything larger is streamed.
+    // The usual small file in one synchronous read: streaming costs thread-pool round trips
+    // (bench/README.md, "Where the time goes").
     const small = readSmallFd(fd);
     if (small) scanner.scan(small);
     else {
@@ -239,7 +190,7 @@ export function startCountPath(marksFile: string): string {
   return marksFile + START_COUNT_SUFFIX;
 }
 
-/** Size of a start-count file in bytes: the start count, the plan-barrier reply (exec/start-acks.ts), the end-of-run acknowledgement (the preload's COUNT_FILE_BYTES). */
+/** Size of a start-count file in bytes (the preload's COUNT_FILE_BYTES). */
 export const COUNT_FILE_BYTES = 12;
 
 /** Byte offset of the end-of-run acknowledgement in the start-count file. */
@@ -248,35 +199,18 @@ export const END_ACK_OFFSET = 8;
 /** The acknowledgement's value (the preload's END_ACK). */
 export const END_ACK = 1;
 
-/**
- * Creates (or empties) the start-count file of `marksFile`: {@link COUNT_FILE_BYTES} zero bytes,
- * which the child preload maps. Synchronous, like the unlinks before the
- * spawn (exec/shard.ts). Throws what writeFileSync throws; the caller may
- * ignore it, the preload then appends "s" marks instead.
- */
+/** Creates (or empties) the start-count file; throws what writeFileSync throws (the preload then appends "s"). */
 export function prepareStartCount(marksFile: string): void {
   writeFileSync(startCountPath(marksFile), new Uint8Array(COUNT_FILE_BYTES));
 }
 
-/**
- * The runner's descriptors of a shard's marks and start-count files, made
- * by {@link prepareMarks} before the spawn. The child preload opens both as
- * it loads (a file sink, a shared mapping), so what it writes stays readable
- * through these when a test deletes the files, or the whole output
- * directory, while the shard runs. Null where a file could not be made.
- */
+/** The runner's descriptors of a shard's marks and count files: a test deleting them loses nothing. */
 export interface HeldMarks {
   marks: number | null;
   count: number | null;
 }
 
-/**
- * Makes the shard's marks file (empty) and start count (four zero bytes)
- * afresh and keeps a descriptor of each ({@link HeldMarks}); whatever was
- * at the paths (an earlier attempt's files, something a test put there) is
- * removed first. Never throws: without a count file the preload appends
- * "s" marks, without a held marks file {@link readMarks} reads the path.
- */
+/** Makes the marks and count files afresh (removing what was there) and holds them open. Never throws. */
 export function prepareMarks(marksFile: string): HeldMarks {
   const make = (file: string, bytes: Uint8Array | null): number | null => {
     try {
@@ -291,7 +225,7 @@ export function prepareMarks(marksFile: string): HeldMarks {
   return { marks: make(marksFile, null), count: make(startCountPath(marksFile), new Uint8Array(COUNT_FILE_BYTES)) };
 }
 
-/** True when the held marks file was deleted while the shard ran (a test removed the output directory). */
+/** The held marks file was deleted while the shard ran (a test removed the output directory). */
 export function marksDeleted(held: HeldMarks): boolean {
   return held.marks !== null && isUnlinked(held.marks);
 }
@@ -303,12 +237,8 @@ export function releaseMarks(held: HeldMarks): void {
 }
 
 /**
- * Stores {@link END_ACK} in the third word of `marksFile`'s start-count
- * file: the preload, which polls its mapping of it, lets its child exit.
- * Written through `held` (the runner's descriptor, {@link prepareMarks})
- * when there is one, so a deleted or replaced path cannot take the write;
- * else by path, where a file a test removed or replaced by something else
- * is left alone (the preload then stops waiting at its bound). Never throws.
+ * Stores {@link END_ACK} in the count file so the waiting preload lets its child exit. Through `held`
+ * when there is one, so a replaced path cannot take the write; never throws.
  */
 export function acknowledgeEndOfRun(marksFile: string, held: HeldMarks | null = null): void {
   const word = Buffer.alloc(4);
@@ -337,12 +267,7 @@ export function acknowledgeEndOfRun(marksFile: string, held: HeldMarks | null = 
   }
 }
 
-/**
- * The u32 (little-endian) in the first four bytes of a start-count file;
- * 0 when it is missing, not a regular file or shorter. Reads at most four
- * bytes whatever a test made of the file (O_NONBLOCK: a FIFO put there must
- * not block).
- */
+/** The first u32 of a start-count file; 0 when missing, not a regular file or shorter. */
 function readStartCount(file: string): number {
   let fd: number;
   try {
@@ -357,10 +282,7 @@ function readStartCount(file: string): number {
   }
 }
 
-/**
- * The count in the start-count file open at `fd` (its first four bytes); 0
- * when it is not a regular file, shorter, or unreadable.
- */
+/** The count in the start-count file open at `fd`; 0 when not a regular file, shorter, or unreadable. */
 function startCountAt(fd: number): number {
   try {
     if (!fstatSync(fd).isFile()) return 0;
@@ -371,14 +293,9 @@ function startCountAt(fd: number): number {
   }
 }
 
-/** Files up to this size are read in one synchronous call, bytes. */
 const SMALL_FILE_BYTES = 64 * 1024;
 
-/**
- * The whole content of the file open at `fd` (read from its start) when it
- * is a regular file of at most {@link SMALL_FILE_BYTES}; null when it is
- * larger or not a regular file. Throws what read throws.
- */
+/** The regular file at `fd` when at most {@link SMALL_FILE_BYTES} bytes; else null. Throws what read throws. */
 function readSmallFd(fd: number): Buffer | null {
   const stat = fstatSync(fd);
   if (!stat.isFile() || stat.size > SMALL_FILE_BYTES) return null;

@@ -1,14 +1,7 @@
 /**
- * Whether the kernel's OOM killer ended a process of a shard: the `oom_kill`
- * counter of a memory cgroup, read when the shard starts and when it exits.
- * A SIGKILL shardguard did not send is otherwise indistinguishable from one a
- * test sent. Reads only; nothing here signals a process.
- *
- * Where the counter comes from, best first:
- *  1. the shard's own cgroup v2 group (`memory.events`, where the memory
- *     controller is enabled there): exact for this shard;
- *  2. the runner's memory cgroup, v2 `memory.events` or v1
- *     `memory.oom_control`: shared by every shard running at that moment.
+ * Whether the kernel's OOM killer ended a process of a shard, from a memory cgroup's `oom_kill` counter read
+ * at start and exit: the shard's own cgroup v2 group (exact) or else the runner's (shared with running shards).
+ * Otherwise a SIGKILL we did not send looks like one a test sent. Reads only.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -30,12 +23,7 @@ interface Counter {
 /** The runner's memory cgroup counter, looked up once per process (undefined: not yet). */
 let runnerCounter: Counter | null | undefined;
 
-/**
- * The runner's own memory cgroup counter: v2 `memory.events` of its cgroup
- * when that has one, else the v1 memory hierarchy's `memory.oom_control`
- * (the `N:memory:PATH` line of /proc/self/cgroup under its mount). Null
- * where neither is readable.
- */
+/** The runner's memory cgroup counter: v2 `memory.events` of its cgroup, else v1 `memory.oom_control`; or null. */
 function runnerOomCounter(): Counter | null {
   if (runnerCounter !== undefined) return runnerCounter;
   runnerCounter = null;
@@ -80,13 +68,7 @@ export function readOomKills(file: string): number | null {
   return readKeyed(file).get("oom_kill") ?? null;
 }
 
-/**
- * Starts watching for OOM kills of one shard: reads the counter now
- * (`shardCgroup`'s own when it has the memory controller, else the
- * runner's) and returns the function that reads it again at the shard's
- * exit. That function gives null when no counter is readable or nothing
- * was killed.
- */
+/** Reads the shard's (else the runner's) counter now; the call returned reads it at exit (null: unreadable or none). */
 export function watchOomKills(shardCgroup: string | null): () => OomKills | null {
   const own = shardCgroup === null ? null : path.join(shardCgroup, "memory.events");
   const counter: Counter | null =

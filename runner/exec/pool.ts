@@ -1,31 +1,13 @@
 /**
- * A fixed-size job pool with cancellation and a queue that may grow.
- *
- * `jobs` workers take items in queue order; an item's work may add items
- * (re-dispatched files of a killed batched shard), which join the end of
- * the queue. Once `stopped()` is true no new item starts.
- *
- * An item holds one of the `jobs` slots until its work resolves or calls
- * `release()`: a shard gives its slot back as soon as its process group is
- * gone, so the next shard starts while the finished one's JUnit and marks
- * are read (engine/run.ts). Released work still counts as running for the end
- * of the pool and may still add items.
+ * A fixed-size job pool with cancellation and a queue that may grow (a killed batched shard's files come
+ * back). A slot is held until the work resolves or calls `release()`, so the next shard starts while the
+ * last one's verdict is read; released work still counts as running.
  */
 
 /**
- * Runs `work` over `items`, and over every item `work` adds with `enqueue`,
- * with at most `jobs` holding a slot at once. Items are taken in order; a
- * worker with an empty queue waits while other items still run (they may
- * add more).
- *
- * @param work gets the item, `enqueue`, and `release` (idempotent) to free
- *   the item's slot before its work resolves
- * @returns for each item, in the order it was queued (the given ones first),
- *   its result or `undefined` when it never started; resolves once every
- *   started item's work has resolved
- * @param gate which pending item may start (exec/resource-gate.ts); without one, the next in order
- * @throws the first error a work function throws while it holds its slot;
- *   one thrown after its release, once every other item has finished
+ * Runs `work` over `items` and what it `enqueue`s, at most `jobs` holding a slot; `gate` picks the next
+ * (default: in order). Resolves to each item's result in queue order (`undefined`: never started).
+ * Throws the first error of work holding its slot; one after its release, once all others finished.
  */
 export async function runPool<T, R>(
   items: readonly T[],
@@ -37,14 +19,11 @@ export async function runPool<T, R>(
   const queue = [...items];
   const results: (R | undefined)[] = new Array(queue.length).fill(undefined);
   const started: Promise<void>[] = [];
-  // Without a gate the next item is the one at `next`; with one, `pending`
-  // holds the queue positions not started yet, in order (a gate may start a
-  // later one first) and `waiting` their items, what the gate picks from.
+  // With a gate, `pending` holds the queue positions not started yet, since it may start a later one first.
   let next = 0;
   const pending: number[] = gate ? queue.map((_, i) => i) : [];
   const waiting: T[] = gate ? [...queue] : [];
   let active = 0;
-  // Wakes idle workers when an item is queued or a running one ends.
   let wake: () => void = () => {};
   let changed = new Promise<void>((r) => (wake = r));
   const signal = () => {
@@ -108,11 +87,7 @@ export async function runPool<T, R>(
   return results;
 }
 
-/**
- * Decides which pending item may start (exec/resource-gate.ts). `pick` gets
- * the pending items in queue order and returns the index of the one to
- * start, or -1 for none now; `start` and `end` bracket each item's slot.
- */
+/** Which pending item may start: `pick` returns an index in queue order or -1; `start` and `end` bracket a slot. */
 export interface PoolGate<T> {
   pick(pending: readonly T[]): number;
   start(item: T): void;

@@ -1,10 +1,7 @@
 /**
- * Looking at processes without touching them: liveness, /proc/<pid>/stat,
- * descendants, and the environment scan behind the cookie sweeps. Signals
- * are sent by exec/process.ts (and the guardian it starts); this module only
- * reads. /proc is parsed by child/proc-reader.ts, the one parser, which the
- * child preload shares; this module gives it node:fs. The one liveness probe
- * of the runner (engine/lock.ts uses it too).
+ * Looks at processes without touching them: liveness, /proc/<pid>/stat, descendants, and the
+ * environment scan behind the cookie sweeps. Signals go out from exec/process.ts; /proc is parsed by
+ * child/proc-reader.ts, shared with the child preload.
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -23,7 +20,6 @@ import {
 
 export type { Descendant, ProcStat };
 
-/** /proc through node:fs, synchronously. */
 const FILES = procFilesOf({ readdirSync, readFileSync });
 
 /** Reads /proc/<pid>/stat (Linux). Null when there is no such process or no /proc. */
@@ -31,11 +27,7 @@ export function readProcStat(pid: number): ProcStat | null {
   return procStat(FILES, pid);
 }
 
-/**
- * True when a process with this pid exists (signal 0 probe; EPERM, a
- * process of another user, counts as alive). A zombie counts as alive
- * here; callers that care read {@link readProcStat}.
- */
+/** A process with this pid exists (signal 0; EPERM counts as alive, so does a zombie). */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -46,15 +38,9 @@ export function isAlive(pid: number): boolean {
 }
 
 /**
- * The live descendants of `pid` (a zombie leader with a live thread counts
- * as live), breadth first, at most `max` (child/proc-reader.ts
- * `walkDescendants`). Linux only; empty elsewhere, or when `pid` is gone.
- * Synchronous, so the tree cannot move under a caller that holds the
- * process still (exec/shard.ts calls it while the shard child waits for the
- * end-of-run acknowledgement): about 0.1 ms for a child without
- * descendants, where the child preload's own listing costs the child about
- * 3 ms of CPU. Read then, the child's reap later costs the runner nothing
- * measurable (docs/bun-behaviour.md, "The child preload").
+ * Live descendants of `pid`, breadth first, at most `max`; empty off Linux or when `pid` is gone.
+ * Synchronous, so the tree cannot move under a caller holding the process still (docs/bun-behaviour.md,
+ * "The child preload").
  */
 export function listDescendants(pid: number, max: number): Descendant[] {
   if (process.platform !== "linux") return [];
@@ -64,42 +50,27 @@ export function listDescendants(pid: number, max: number): Descendant[] {
 /** A live process and one of its environment entries. */
 export interface EnvProcess {
   pid: number;
-  /** Command line, cut to 200 characters. */
   command: string;
   /** Its process group id; null when unknown. */
   pgid: number | null;
   /** The first environment entry that matched. */
   entry: string;
-  /** Every `NAME=value` entry of the process. */
   env: Map<string, string>;
 }
 
 /**
- * Lists live processes (excluding this one and its ancestors) with an
- * environment entry equal to, or starting with, `needle`; a process whose
- * leader thread is a zombie while another thread runs is live, and read
- * through that thread. Newest pid first. Linux
- * reads /proc/<pid>/environ; macOS reads `ps eww`. Processes that cannot be
- * read (other users) are skipped.
- *
- * @param forkedSince pid of a process that is an ancestor of every process
- *   sought (a shard child): on Linux only pids allocated since it are read,
- *   see {@link pidsSince}. Undefined reads every process.
+ * Live processes, other than this one and its ancestors, with an environment entry equal to or starting
+ * with `needle`, newest pid first; unreadable ones are skipped. Linux reads /proc, macOS `ps eww`.
+ * `forkedSince`: an ancestor of every process sought, so on Linux only pids since it are read.
  */
 export function processesWithEnv(needle: string, match: "exact" | "prefix", forkedSince?: number): EnvProcess[] {
   const spared = ancestry();
   const hits: EnvProcess[] = [];
   const test = (entry: string) => (match === "exact" ? entry === needle : entry.startsWith(needle));
   if (process.platform === "linux") {
-    // This runs after every shard, so only the processes started since the
-    // shard child are read. They are taken from the listing of /proc (live
-    // processes only), never probed pid by pid: a probe also looks up the
-    // ids of the shard child's threads, dead by now, and on Linux 6.x the
-    // lookup of a dead id whose /proc entries were cached (Bun's
-    // --no-orphans reads its threads' `children` files as it exits) makes
-    // the kernel walk and drop those entries under a spinlock: ~1-2 ms of
-    // system time per shard on a busy 2-core machine, where one listing of
-    // ~100 processes costs ~0.1-0.3 ms (bench/README.md).
+    // Only processes started since the shard child, taken from the /proc listing and never probed pid by
+    // pid: looking up a dead thread id with cached /proc entries costs kernel time (bench/README.md,
+    // "Where the time goes").
     const before = lastPid();
     const names = readdirSync("/proc");
     // Read after the listing, so every listed pid was allocated by then.
@@ -108,8 +79,7 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
       .filter((n) => /^\d+$/.test(n))
       .map(Number)
       .filter((pid) => !since || (pid >= since.first && pid <= since.last));
-    // Newest first: a process that lives a few hundred microseconds (a fork
-    // relay) is then read moments after the listing, while it still exists.
+    // Newest first: a short-lived fork relay is then read moments after the listing, while it still exists.
     pids.sort((a, b) => b - a);
     const found = new Set<number>();
     const look = (pid: number) => {
@@ -120,11 +90,7 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
       hits.push(hit);
     };
     for (const pid of pids) look(pid);
-    // A fork relay outruns a scan: each pid it had when listed is gone by
-    // the time it is read. While pids were allocated since the last look,
-    // the newest few are read by number at once (a few rounds; never the
-    // dead thread ids of a shard child, which were allocated before the
-    // listing, when nothing forked since).
+    // A fork relay outruns a scan, so while pids were allocated since the last look the newest few are read by number.
     let seen = before;
     for (let round = 0; round < PROBE_ROUNDS && seen !== null; round++) {
       const last = lastPid();
@@ -159,11 +125,11 @@ export function processesWithEnv(needle: string, match: "exact" | "prefix", fork
   return hits;
 }
 
-/** Pids read by number per round after a scan that saw new forks, and the rounds (see processesWithEnv). */
+/** Pids read by number per round after a scan that saw new forks, and the rounds. */
 const NEWEST_PROBES = 8;
 const PROBE_ROUNDS = 4;
 
-/** `/proc/sys/kernel/ns_last_pid`: the pid allocated last; null when unreadable. */
+/** The pid allocated last (`ns_last_pid`); null when unreadable. */
 function lastPid(): number | null {
   try {
     const last = Number(readFileSync("/proc/sys/kernel/ns_last_pid", "utf8"));
@@ -173,24 +139,17 @@ function lastPid(): number | null {
   }
 }
 
-/**
- * The process `pid` when its environment has an entry that passes `test`
- * (`needle` is a substring of that entry, the cheap first check), else null
- * (no such process, not ours to read, dead, or no such entry).
- */
+/** The process `pid` when an environment entry passes `test` (`needle` a cheap substring check), else null. */
 function cookieProcess(pid: number, needle: string, test: (entry: string) => boolean): EnvProcess | null {
   try {
-    // environ first: most processes do not match, so stat and cmdline
-    // are read only for the few that do (this scan runs after every shard).
+    // environ first: most processes do not match, so stat and cmdline are read only for the few that do.
     let source = pid;
     let raw: string;
     let stat: ProcStat | null = null;
     try {
       raw = readFileSync(`/proc/${pid}/environ`, "utf8");
     } catch (error) {
-      // ESRCH for a process whose leader thread exited (pthread_exit)
-      // while others run (state Z, "Zl" in ps): its memory is read
-      // through a live thread instead.
+      // ESRCH for a process whose leader thread exited while others run: read through a live thread.
       if ((error as NodeJS.ErrnoException).code !== "ESRCH") return null;
       stat = readProcStat(pid);
       const thread = stat?.state === "Z" ? liveThread(pid) : null;
@@ -205,7 +164,7 @@ function cookieProcess(pid: number, needle: string, test: (entry: string) => boo
     stat ??= readProcStat(pid);
     if (stat === null || stat.state === "X" || (stat.state === "Z" && source === pid)) return null;
     let command = readFileSync(`/proc/${source}/cmdline`, "utf8").split("\0").join(" ").trim().slice(0, 200);
-    // Empty for a process caught as it exits (a fork relay's member): its name, as ps shows it.
+    // Empty for a process caught as it exits: its name, as ps shows it.
     if (command === "") command = `[${readFileSync(`/proc/${pid}/comm`, "utf8").trim()}]`;
     return { pid, command, pgid: stat.pgid, entry, env: toEnvMap(entries) };
   } catch {
@@ -220,13 +179,8 @@ export function liveThread(pid: number): number | null {
 }
 
 /**
- * Linux hands out pids in increasing order and wraps at pid_max, so a
- * process forked after `first` has a pid in [first, last allocated] unless
- * the counter wrapped since. Returns that range, or null (read everything)
- * when `/proc/sys/kernel/ns_last_pid` cannot be read or shows a wrap. The
- * sweep after every shard then reads the environment of the few processes
- * started since the shard, not of every process on the machine (bench/README.md:
- * the full scan was the largest cost of a short shard).
+ * Pids allocated since `first` (Linux allocates upward and wraps at pid_max), or null to read everything
+ * when `ns_last_pid` is unreadable or wrapped: a full scan is the largest cost of a short shard (bench/README.md).
  */
 function pidsSince(first: number): { first: number; last: number } | null {
   try {
@@ -247,22 +201,14 @@ function toEnvMap(entries: string[]): Map<string, string> {
   return env;
 }
 
-/**
- * This process and its ancestors: never swept, even when they carry a
- * cookie (nested runs). Read once per process: ancestors can only go away,
- * never be added.
- */
+/** This process and its ancestors, never swept (nested runs); ancestors can only go away, so read once. */
 function ancestry(): Set<number> {
   ancestors ??= readAncestry();
   return ancestors;
 }
 let ancestors: Set<number> | undefined;
 
-/**
- * The process groups of this process and its ancestors (Linux; empty
- * elsewhere): a sweep never signals them as a group, whatever a process
- * in them carries.
- */
+/** The process groups of this process and its ancestors (Linux), never signalled by a sweep. */
 export function sparedGroups(): Set<number> {
   if (spareGroups === undefined) {
     spareGroups = new Set<number>();
@@ -287,33 +233,26 @@ function readAncestry(): Set<number> {
   return pids;
 }
 
-/** The CPU fields of /proc/<pid>/stat with state, parent and start time (child/proc-reader.ts parses them). */
+/** The CPU fields of /proc/<pid>/stat with state, parent and start time. */
 export type ProcUsage = ProcStat;
 
-/** {@link readProcStat}, named for the accounting's reads of a process's CPU ticks (exec/resource-usage.ts). */
+/** {@link readProcStat}, named for the accounting's reads of CPU ticks. */
 export function readProcUsage(pid: number): ProcUsage | null {
   return procStat(FILES, pid);
 }
 
-/**
- * Resident set size now and its high-water mark (VmRSS, VmHWM of
- * /proc/<pid>/status), bytes; null when the process is gone or has no
- * memory (a zombie, a kernel thread).
- */
+/** Resident set size now and its high-water mark (VmRSS, VmHWM), bytes; null when gone or without memory. */
 export function readProcMemory(pid: number): { rssBytes: number; hwmBytes: number } | null {
   const text = FILES.read(`/proc/${pid}/status`);
   return text === null ? null : parseProcMemory(text);
 }
 
-/** Child pids of every thread of `pid` (empty when it is gone), read as {@link listDescendants} reads them. */
+/** Child pids of every thread of `pid` (empty when it is gone). */
 export function childPids(pid: number): number[] {
   return childrenOf(FILES, pid);
 }
 
-/**
- * CPU time every thread of `pid` has run, ns (the first field of each
- * `/proc/<tid>/schedstat`), or null when unreadable (no schedstats, gone).
- */
+/** CPU time all threads of `pid` have run, ns (schedstat), or null when unreadable. */
 export function runtimeNs(pid: number): number | null {
   const tids = FILES.list(`/proc/${pid}/task`);
   if (tids === null) return null;
@@ -325,7 +264,7 @@ export function runtimeNs(pid: number): number | null {
   return sum;
 }
 
-/** A live process (not a zombie) with its group and command line; null when it is gone or a zombie. */
+/** A live process (not a zombie) with its group and command line; null otherwise. */
 export function liveProcess(pid: number): Descendant | null {
   const stat = procStat(FILES, pid);
   if (stat === null || stat.state === "Z" || stat.state === "X") return null;

@@ -1,36 +1,16 @@
 /**
- * Which pending shard may start next, given the resources the running ones
- * hold (the `resources` and `exclusive` settings, docs/configuration.md).
- *
- * The rule, applied each time the pool has a free slot:
- *
- * - Pending shards are considered in queue order (plan order, or longest
- *   first with `--timings`; exclusive shards last, plan/resources.ts).
- * - A shard starts when each of its resources is held by fewer shards than
- *   its capacity, no exclusive shard runs, and no earlier waiting shard
- *   reserved any of them. It takes all its resources at once or none, so no
- *   shard holds one while waiting for another: no deadlock by construction.
- * - A shard that cannot start reserves the resources it lacks: later shards
- *   needing none of them keep the pool busy (as CTest does for
- *   RESOURCE_LOCK), but none may take a reserved one, so a waiting shard
- *   gets its resources as soon as they are free and never starves.
- * - An exclusive shard reserves everything once it is the first pending
- *   shard that cannot start: nothing new starts, the running shards drain,
- *   it runs alone, then the pool refills (CTest's RUN_SERIAL, Bazel's
- *   `exclusive`). Stopping new starts only then, not as soon as one is
- *   queued, keeps the pool full until it is its turn.
- *
- * A shard holds its resources until its process group is gone (the pool's
- * `release`), the moment its slot is handed on. Pure: the clock is injected.
+ * Which pending shard may start next, given the resources the running ones hold: all-or-none takes and
+ * reservations, so no deadlock and no starvation (docs/configuration.md, "Resource locks and exclusive
+ * files"). A shard holds its resources until its process group is gone. Pure: the clock is injected.
  */
 import type { ShardNeeds } from "../plan/resources.ts";
 import type { PoolGate } from "./pool.ts";
 
 /** How long a shard waited for resources before it started (or has waited so far), and for what. */
 export interface ResourceWait {
-  /** Milliseconds from the first time a free slot passed it over to its start (or to now). */
+  /** Ms from the first time a free slot passed it over to its start (or to now). */
   ms: number;
-  /** What it waited for, in the order first seen: `resource NAME`, `the running shards to finish (exclusive)`, `an exclusive shard to finish`. */
+  /** What it waited for, in the order first seen ({@link DRAIN}, {@link EXCLUSIVE_RUNNING}, `resource NAME`). */
   for: string[];
 }
 
@@ -39,11 +19,7 @@ export const DRAIN = "the running shards to finish (exclusive)";
 /** What a shard waits for while an exclusive one runs. */
 export const EXCLUSIVE_RUNNING = "an exclusive shard to finish";
 
-/**
- * The gate of one run; pass it to `runPool` (exec/pool.ts).
- *
- * @typeParam T the pool's items (planned shards); identity is the key
- */
+/** The gate of one run, for `runPool` (exec/pool.ts); items (planned shards) are keyed by identity. */
 export class ResourceGate<T> implements PoolGate<T> {
   private readonly held = new Map<string, number>();
   private readonly holders = new Set<T>();
@@ -52,18 +28,14 @@ export class ResourceGate<T> implements PoolGate<T> {
   private readonly waitFor = new Map<T, Set<string>>();
   private readonly waits = new Map<T, ResourceWait>();
 
-  /**
-   * @param needsOf what an item holds while it runs
-   * @param capacity resource name → shards that may hold it at once (a name not listed: 1)
-   * @param now clock in ms (performance.now by default)
-   */
+  /** `capacity`: resource name → shards that may hold it at once (unlisted: 1); `now`: clock in ms. */
   constructor(
     private readonly needsOf: (item: T) => ShardNeeds,
     private readonly capacity: ReadonlyMap<string, number>,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** The index in `pending` (queue order) of the item to start now, or -1 when none may; records the waits of those passed over. */
+  /** The index in `pending` of the item to start now, or -1; records the waits of those passed over. */
   pick(pending: readonly T[]): number {
     const reserved = new Set<string>();
     for (let i = 0; i < pending.length; i++) {
@@ -101,7 +73,7 @@ export class ResourceGate<T> implements PoolGate<T> {
     for (const lock of needs.locks) this.held.set(lock, (this.held.get(lock) ?? 1) - 1);
   }
 
-  /** Shards holding resources now (started, process group not yet gone). */
+  /** Shards holding resources now. */
   get running(): number {
     return this.holders.size;
   }
@@ -138,22 +110,17 @@ export class ResourceGate<T> implements PoolGate<T> {
   }
 }
 
-/** Waits shorter than this, ms, are left off the START line (they would read "waited 0.0 s"); report.json keeps them. */
+/** Shorter waits are left off the START line (they would read "waited 0.0 s"); report.json keeps them. */
 export const NOTED_WAIT_MS = 50;
 
-/** "waited 41.2 s for resource skill-docs" (one decimal); "" for no wait or one under {@link NOTED_WAIT_MS}. */
+/** "waited 41.2 s for resource skill-docs"; "" for no wait or one under {@link NOTED_WAIT_MS}. */
 export function describeWait(wait: ResourceWait | null): string {
   return wait === null || wait.ms < NOTED_WAIT_MS
     ? ""
     : `waited ${(wait.ms / 1000).toFixed(1)} s for ${wait.for.join(", ")}`;
 }
 
-/**
- * The makespan (ms) the plan predicts: the pool of `jobs` slots run with
- * this gate on a simulated clock, each item taking `durationOf(item)` ms.
- * What `list` says with `--timings`, and what bench/resource-locks.ts
- * measures against.
- */
+/** The makespan (ms) the plan predicts: `jobs` slots with this gate on a simulated clock (`list --timings`). */
 export function simulateMakespan<T>(
   items: readonly T[],
   jobs: number,

@@ -1,28 +1,7 @@
 /**
- * What one shard's process tree cost: CPU user and system time, peak
- * resident memory, wall time (docs/architecture.md, "Resource accounting").
- *
- * Two methods, chosen per shard:
- *
- * - `cgroup`: the child is moved into a cgroup v2 group of its own
- *   (`<the runner's cgroup>/shardguard-<runner pid>/shard-<n>`) right after
- *   the spawn, while Bun is still loading (it forks nothing then), by a
- *   write on the thread pool (a move waits for an RCU grace period, 5-9 ms),
- *   and by the child preload itself when it starts first; every
- *   descendant is born in it and cannot leave it without write access to
- *   the hierarchy, so `cpu.stat` counts the child, its grandchildren and
- *   escapees exactly. The CPU the child ran before the move (0.1-4 ms
- *   measured) is read from its schedstat and added to user time.
- *   `cgroup.kill` kills what is left after the sweeps; the group is read
- *   once empty and removed. Peak memory is `memory.peak` when the memory
- *   controller is enabled there, else sampled from /proc.
- * - `proc-sampling`, where no cgroup can be made (cgroup v1 only, no write
- *   access): the tree is sampled from /proc at a bounded rate (first after
- *   100 ms, then every 250 ms), each process's utime and stime plus the
- *   cutime and cstime of the children it reaped; what dies unseen between
- *   two samples is counted by its last reading.
- *
- * Elsewhere (not Linux) nothing is measured but the wall time (`none`).
+ * What one shard's process tree cost (CPU user and system, peak RSS, wall time), by `cgroup` (the child
+ * moved into a cgroup v2 group of its own, which descendants cannot leave), `proc-sampling` where no
+ * cgroup can be made, or `none` off Linux (docs/architecture.md, "Resource accounting").
  */
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
@@ -56,13 +35,12 @@ export const SAMPLE_MS = 250;
 /** Linux reports /proc times in USER_HZ ticks, 100 per second on every architecture Bun runs on. */
 const MS_PER_TICK = 10;
 
-/** Most processes one sample reads (a fork bomb must not make sampling unbounded). */
+/** Most processes one sample reads: a fork bomb must not make sampling unbounded. */
 const MAX_SAMPLED = 200;
 
 /** The longest the figures wait for the cgroup to empty after the kill, ms. */
 const EMPTY_WAIT_MS = 2_000;
 
-/** Meters of shards whose process may be alive: the exit hook kills their cgroups. */
 const live = new Set<ShardMeter>();
 
 /** Writes `1` to `cgroup.kill` of every live shard cgroup: the runner's exit hook. */
@@ -70,13 +48,12 @@ export function killAllCgroups(): void {
   for (const meter of live) meter.killRest();
 }
 
-/** CPU clock ticks, user and system. */
 interface Ticks {
   user: number;
   system: number;
 }
 
-/** One process as the sampler last saw it: CPU ticks (self plus reaped children; the children's part alone) and its parent. */
+/** One process as the sampler last saw it: CPU ticks (self plus reaped children; the children's part) and parent. */
 interface Seen extends Ticks {
   start: string;
   ppid: number;
@@ -84,33 +61,24 @@ interface Seen extends Ticks {
   childSystem: number;
 }
 
-/**
- * Measures one shard's process tree. Create before the spawn
- * ({@link startMeter}), {@link attach} the child's pid right after it,
- * {@link finish} once the tree was swept.
- */
+/** Measures one shard's tree: create before the spawn, {@link attach} the child right after, then {@link finish}. */
 export class ShardMeter {
   private method: ShardResources["method"];
   private cgroup: string | null = null;
   private why = "";
   private root: number | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
-  /** finish or discard ran: no sampling starts any more. */
   private finished = false;
-  /** The move into the cgroup on the thread pool, until it settles; null without one. */
   private moving: Promise<void> | null = null;
   /** CPU before the move into the cgroup, ms (counted as user time). */
   private preMoveMs = 0;
-  /** Proc sampling: every process seen and alive at the last sample, by pid. */
   private seen = new Map<number, Seen>();
-  /** CPU ticks of processes that died unseen by a parent in the tree. */
   private lost: Ticks = { user: 0, system: 0 };
-  /** Ticks of dead children counted in `lost` that their parent (by pid) has not yet taken into its cutime/cstime. */
+  /** Ticks of dead children in `lost` that their parent (by pid) has not yet taken into its cutime/cstime. */
   private owed = new Map<number, Ticks>();
   private cpu = { user: 0, system: 0 };
   private peakRss: number | null = null;
   private memoryPeakFile = false;
-  /** `cpu.stat` of the (empty) group before the child moved in. */
   private baseline = new Map<string, number>();
 
   constructor() {
@@ -120,7 +88,7 @@ export class ShardMeter {
       return;
     }
     this.method = "proc-sampling";
-    // Counted as live from here: the per-process cgroup must not be removed under a shard's new group.
+    // Live from here: the per-process cgroup must not be removed under a shard's new group.
     live.add(this);
     const at = cgroupParent();
     if ("dir" in at) {
@@ -137,11 +105,7 @@ export class ShardMeter {
     } else this.why = `no cgroup (${at.unusable})`;
   }
 
-  /**
-   * The child exists: move it into its cgroup (a failure falls back to
-   * sampling) and start sampling. Synchronous, so it runs before the child
-   * gets far in loading Bun.
-   */
+  /** Moves the child into its cgroup (a failure falls back to sampling); synchronous, before Bun gets far loading. */
   attach(pid: number): void {
     if (this.method === "none") return;
     this.root = pid;
@@ -149,10 +113,8 @@ export class ShardMeter {
       // Read first: the CPU run before the move is not in the cgroup's counters.
       const before = runtimeNs(pid);
       const dir = this.cgroup;
-      // Off the runner's thread: a move waits for the kernel's RCU grace
-      // period, 5-9 ms of wall time on a 2-core VM (bench/README.md, P1),
-      // during which a synchronous write held every other shard's handshake.
-      // The child preload joins the group itself if it gets there first.
+      // Off the runner's thread: a move waits for an RCU grace period, which held other shards' handshakes
+      // (bench/README.md, "Where the time goes"). The preload joins the group itself if it gets there first.
       this.moving = writeFile(path.join(dir, "cgroup.procs"), String(pid), { flag: "r+" }).then(
         () => {
           this.preMoveMs = (before ?? 0) / 1e6;
@@ -175,12 +137,7 @@ export class ShardMeter {
     this.timer.unref?.();
   }
 
-  /**
-   * The move into the cgroup failed. A child already gone (ESRCH) ended
-   * before it: its CPU is the reading taken at the spawn and whatever the
-   * preload's own move let the group count. Any other error gives up
-   * cgroups for the run and samples /proc.
-   */
+  /** A child gone (ESRCH) before the move keeps its spawn-time reading; other errors give up cgroups for the run. */
   private moveFailed(dir: string, before: number | null, error: NodeJS.ErrnoException): void {
     // Discarded (the spawn failed): the group was returned already.
     if (this.finished) return;
@@ -200,15 +157,12 @@ export class ShardMeter {
     this.startSampling();
   }
 
-  /**
-   * The shard's cgroup directory, for the child preload to join itself
-   * when it starts before the runner's move lands; null without one.
-   */
+  /** The shard's cgroup, for the child preload to join if it starts before the move lands; null without one. */
   get cgroupDir(): string | null {
     return this.cgroup;
   }
 
-  /** A process the sweep is about to kill: its CPU so far is the shard's (proc sampling; a cgroup counts it anyway). */
+  /** A process the sweep is about to kill: its CPU so far is the shard's. */
   noteEscapee(pid: number): void {
     if (this.method !== "proc-sampling") return;
     const usage = readProcUsage(pid);
@@ -217,11 +171,7 @@ export class ShardMeter {
     this.observeMemory([pid]);
   }
 
-  /**
-   * Kills every process still in the shard's cgroup (after the sweeps, which
-   * name what they kill first) and returns the live ones it found there:
-   * processes that left the group and the cookie, which nothing else finds.
-   */
+  /** Kills what is still in the shard's cgroup after the sweeps and returns it: what left both group and cookie. */
   killRest(): Descendant[] {
     if (this.cgroup === null) return [];
     const found: Descendant[] = [];
@@ -234,14 +184,9 @@ export class ShardMeter {
     return found;
   }
 
-  /**
-   * Stops sampling and returns the figures: for a cgroup once it is empty
-   * (at most 2 s after the kill), which is then removed.
-   *
-   * @param sinceSpawnMs the time since the spawn, ms: read once the tree is gone (`wallMs`)
-   */
+  /** Stops sampling and returns the figures (a cgroup's once it is empty, then removed); `sinceSpawnMs`: wall time. */
   async finish(sinceSpawnMs: () => number): Promise<ShardResources> {
-    // The move's outcome decides the method (a failed one falls back to sampling).
+    // The move's outcome decides the method.
     if (this.moving !== null) await this.moving;
     this.finished = true;
     if (this.timer !== null) clearTimeout(this.timer);
@@ -275,7 +220,6 @@ export class ShardMeter {
       await new Promise((r) => setTimeout(r, 2));
       populated = cgroupPopulated(dir);
     }
-    // An empty group has nothing left to sample.
     if (populated && !this.memoryPeakFile) this.sample();
     const stat = readKeyed(path.join(dir, "cpu.stat"));
     if (this.memoryPeakFile) {
@@ -323,12 +267,11 @@ export class ShardMeter {
     return `sampled from /proc ${sampling}, in 10 ms clock ticks: CPU a process ran in its last interval, or in a life shorter than one, is missed unless a parent in the tree reaped it; ${peak}${why}`;
   }
 
-  /** One sample: the tree's members, their CPU (proc sampling) and their summed RSS. */
   private sample(): void {
     this.observeMemory(this.members());
   }
 
-  /** The cgroup's processes, or (proc sampling) the tree below the child plus processes seen before that are still alive (orphans). */
+  /** The cgroup's processes, or (sampling) the tree below the child plus still-alive orphans seen before. */
   private members(): number[] {
     if (this.cgroup !== null) {
       return readText(path.join(this.cgroup, "cgroup.procs"))
@@ -355,13 +298,8 @@ export class ShardMeter {
   }
 
   /**
-   * Proc sampling: the tree's CPU from this sample's readings `now` and the
-   * previous ones. The tree's total is every live process's own and reaped
-   * children's time, plus `lost`: the last reading of each process that
-   * died since, unless its parent (still in the tree) now carries it in its
-   * cutime/cstime. What a parent has not taken in yet (it was read just
-   * before the reap, or it ignores SIGCHLD) is counted in `lost` and owed
-   * by the parent: its later growth pays it back.
+   * Proc sampling: each live process's own and reaped children's time, plus `lost` for the dead unless a
+   * parent in the tree now carries them; what a parent has not yet reaped it owes, paid from later growth.
    */
   private countCpu(now: Map<number, Seen>): void {
     const growth = new Map<number, Ticks>();

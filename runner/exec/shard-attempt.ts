@@ -1,10 +1,4 @@
-/**
- * One attempt at a shard: its files reset, its event channel opened (events
- * on), its child spawned under supervision, the handshake, the exit, the
- * channel drained and the marks read; what it saw is handed over as an
- * {@link AttemptRecord} (exec/shard-evidence.ts). exec/shard.ts runs one,
- * and a second one without events when the channel failed before any test ran.
- */
+/** An attempt at a shard: files reset to its {@link AttemptRecord} (docs/architecture.md, "One shard end to end"). */
 import { rmSync } from "node:fs";
 import { toEventEvidence } from "../events/event-evidence.ts";
 import { channelNotes, listenForTestEvents, type EventChannel } from "../events/inspector.ts";
@@ -24,18 +18,13 @@ import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
 import type { RunningShard, ShardContext, ShardHooks, ShardPaths } from "./shard-context.ts";
 import type { AttemptRecord } from "./shard-evidence.ts";
 
-/**
- * Thrown when an attempt cannot even be prepared (the run's directories
- * cannot be made again): no test of this attempt ran, so the shard is
- * never-started, also when an earlier attempt's child was spawned (it ran
- * no test: a second attempt follows only a channel that failed first).
- */
+/** The attempt could not be prepared (run directories not made again): the shard never started. */
 export class ShardNotStartedError extends Error {}
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
-/** The longest the runner waits for the child's side of the channel to close once its group is gone, ms. */
+/** The longest wait for the child's side of the channel to close once its group is gone, ms. */
 const CHANNEL_CLOSE_WAIT_MS = 1_000;
 
 /** What a {@link ShardAttempt} needs. */
@@ -43,37 +32,16 @@ export interface AttemptOptions {
   ctx: ShardContext;
   shard: PlannedShard;
   paths: ShardPaths;
-  /** Open an event channel for the child (only when `ctx.socketDir` is set). */
   withEvents: boolean;
   hooks: ShardHooks;
   /** The cancelling signal's name once the run is cancelled, else null. */
   cancelled: () => string | null;
 }
 
-/**
- * How an attempt ended: its child ran (its record is evidence), or it was
- * stopped before any test ran, with why the event channel failed (null
- * when the run was cancelled before the spawn).
- */
+/** The child ran (its record is evidence), or it stopped before any test, with why the channel failed. */
 export type AttemptEnd = { kind: "ran"; record: AttemptRecord } | { kind: "stopped"; problem: string | null };
 
-/**
- * Where an attempt is, in order. It moves forward only and may skip a state
- * (without events there is no channel; a child that exits before its
- * handshake is never `tests-running`).
- *
- * - `preparing`: stale JUnit and marks removed, the start count and journal created.
- * - `channel-open`: listening on the shard's socket (events on); the child is not spawned yet.
- * - `spawned`: the child runs under supervision, registered with the run; with
- *   events its preload holds the tests until the handshake.
- * - `tests-running`: the handshake is done and the tests released (without events: from the spawn).
- * - `child-exited`: the child exited; its group is being swept.
- * - `group-gone`: the outcome is final and the group gone: the shard's job slot is free.
- * - `evidence-collected`: the channel drained and closed, the marks read: the
- *   record is complete, and the attempt holds none of its events any more.
- * - `stopped`: ended before any test ran (cancelled before the spawn, a failed
- *   channel or handshake, the child then killed); nothing of it is evidence.
- */
+/** Where an attempt is; it moves forward only and may skip (docs/architecture.md, "One shard end to end"). */
 export type AttemptState =
   | "preparing"
   | "channel-open"
@@ -107,45 +75,28 @@ interface ChannelSummary {
   channelNotes: string[];
   flushed: boolean;
   requestProblem: string | null;
-  /** Frames too large to read (ChannelStats.oversized). */
   unreadFrames: number;
 }
 
-/** The summary of an attempt without a channel. */
 const NO_CHANNEL: ChannelSummary = { channelNotes: [], flushed: false, requestProblem: null, unreadFrames: 0 };
 
-/**
- * One attempt at a shard's child. Call {@link run} once. It never throws
- * for anything the child does; our own failures (the journal's disk, a
- * spawn that throws) reject.
- */
+/** One attempt at a shard's child; call {@link run} once. Rejects only on our own failures (disk, spawn). */
 export class ShardAttempt {
   private current: AttemptState = "preparing";
   private events: AttemptEvents | null = null;
   private proc: ShardProcess | null = null;
   private unregister: () => void = () => {};
-  /** Ends this attempt's pending handshake in the run's gate (exec/handshake-gate.ts); idempotent. */
+  /** Ends this attempt's pending handshake in the run's gate; idempotent. */
   private leaveGate: () => void = () => {};
-  /**
-   * The child's descendants when its run ended, listed at the end-of-run
-   * barrier (events on); the preload then skips its own, slower listing
-   * (runner/child/shard-preload.ts, 3.).
-   */
+  /** Descendants listed at the end-of-run barrier; the preload then skips its own, slower listing. */
   private listedAtEnd: ListedDescendant[] = [];
-  /**
-   * The model's clock: one reading per socket read, taken as it arrives.
-   * The events of one read arrived together, so this is their arrival time,
-   * with no reading per event.
-   */
+  /** The model's clock: one reading per socket read, since the events of one read arrived together. */
   private arrivedAtMs = performance.now();
-  /** The runner's descriptors of the marks files (exec/marks.ts), closed when the attempt ends. */
   private held: HeldMarks = { marks: null, count: null };
-  /** Answers the preload's plan barrier (start-acks.ts); null without events. */
   private acks: StartAcks | null = null;
 
   constructor(private readonly o: AttemptOptions) {}
 
-  /** Where the attempt is now. */
   get state(): AttemptState {
     return this.current;
   }
@@ -155,8 +106,7 @@ export class ShardAttempt {
     try {
       return await this.steps();
     } finally {
-      // Also when the attempt throws (a spawn that fails outright, a full disk):
-      // a handshake left pending would hold every later verdict of the run.
+      // Also when the attempt throws: a handshake left pending would hold every later verdict.
       this.leaveGate();
       releaseMarks(this.held);
       this.acks?.close();
@@ -165,11 +115,9 @@ export class ShardAttempt {
 
   private async steps(): Promise<AttemptEnd> {
     const socketPath = this.prepare();
-    // From here until its handshake ends the child counts as about to dial in
-    // (exec/handshake-gate.ts); the run's first report waits for the first wave's.
+    // Until its handshake ends the child counts as about to dial in; the first report waits for the first wave.
     if (socketPath) this.leaveGate = this.o.ctx.handshakes?.enter() ?? this.leaveGate;
     if (socketPath) await this.openEvents();
-    // Cancelled while we prepared: spawn nothing (the shard never started).
     if (this.o.cancelled()) return this.stop(null);
     if (socketPath && this.events) {
       const problem = this.listen(socketPath, this.events);
@@ -188,11 +136,7 @@ export class ShardAttempt {
     return { kind: "ran", record: await this.collect(outcome) };
   }
 
-  /**
-   * Makes again the run's directories a test may have deleted, resets the
-   * shard's files; returns the socket path the child dials, or null without events.
-   * @throws when the directories cannot be made (the shard then never starts)
-   */
+  /** Remakes run directories a test may have deleted and resets the shard's files. Throws if they cannot be made. */
   private prepare(): string | null {
     const { paths, ctx, shard } = this.o;
     try {
@@ -200,28 +144,21 @@ export class ShardAttempt {
     } catch (error) {
       throw new ShardNotStartedError((error as Error).message ?? String(error));
     }
-    // Synchronous: unlinks (usually of nothing) through the thread pool
-    // cost more than the calls themselves (bench/README.md).
+    // Synchronous: thread-pool unlinks cost more than the calls (bench/README.md, "Where the time goes").
     rmSync(paths.junit, { force: true });
-    // An empty marks file and zero bytes the preload maps, counts test starts in and waits on
-    // (exec/marks.ts), held open by the runner; without the count it appends "s" marks.
+    // Held open by the runner so a test deleting them loses nothing; without the count the preload appends "s".
     releaseMarks(this.held);
     this.held = prepareMarks(paths.marks);
     return this.o.withEvents && ctx.socketDir ? socketPathFor(ctx.socketDir, shard.index) : null;
   }
 
-  /** The model the events fold into and the journal they are logged to. */
   private async openEvents(): Promise<void> {
     const { ctx, shard, paths } = this.o;
     const model = new TestEventModel({ root: ctx.root, now: () => this.arrivedAtMs, files: shard.files });
     this.events = { model, journal: await openJournal(journalPathFor(paths.log)), channel: null };
   }
 
-  /**
-   * Listens on the socket before the spawn: the child dials it as soon as
-   * its inspector is up, then holds its tests until the handshake.
-   * @returns null once listening, else why the channel could not be opened
-   */
+  /** Listens before the spawn; the child dials in once its inspector is up. Null once listening, else why not. */
   private listen(socketPath: string, events: AttemptEvents): string | null {
     const { model, journal } = events;
     const { shard, hooks, ctx } = this.o;
@@ -267,11 +204,8 @@ export class ShardAttempt {
   }
 
   /**
-   * The end-of-run barrier's reply arrived: lists the waiting child's
-   * descendants, then releases it through its count file (the preload's
-   * wait blocks its thread, so no inspector request could reach it). Never
-   * throws (the channel calls it from its socket handler): a /proc that
-   * cannot be read lists nothing.
+   * Lists the waiting child's descendants, then releases it through its count file: the preload's wait
+   * blocks its thread, so no inspector request could reach it. Never throws (a socket handler calls it).
    */
   private atEndOfRun(): void {
     try {
@@ -290,7 +224,6 @@ export class ShardAttempt {
     }
   }
 
-  /** Starts the child under supervision and registers it with the run. */
   private spawn(socketPath: string | null): ShardProcess {
     const { ctx, shard, paths, hooks } = this.o;
     const cookie = `${ctx.runId}:${shard.index}`;
@@ -301,10 +234,9 @@ export class ShardAttempt {
       [SHARD_ENV.inShard]: "1",
       [SHARD_ENV.runnerPid]: String(process.pid),
       [SHARD_ENV.marks]: paths.marks,
-      // With --bail Bun ends the run right after the failing test, without the
-      // afterAll flush: the preload then waits once before the first test.
+      // With --bail Bun ends the run without the afterAll flush: the preload then waits once before the first test.
       [SHARD_ENV.yieldEvents]: socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0",
-      // Reverse connect: the runner listens there first and the child dials in (events/inspector.ts).
+      // Reverse connect: the runner listens first and the child dials in (events/inspector.ts).
       ...inspectorEnv(socketPath),
     };
     const caps = ctx.capabilities ?? PINNED_CAPABILITIES;
@@ -338,12 +270,8 @@ export class ShardAttempt {
   }
 
   /**
-   * Waits for the handshake, which only the child's exit races: once the
-   * tests are released the channel stays open until the child's side
-   * closes (its last frames can still be unread when the exit is seen, and
-   * cutting the socket then drops them: every event of a short shard,
-   * measured by bench/event-loss.ts).
-   * @returns null once the tests run, else why the handshake failed
+   * Waits for the handshake, which only the child's exit races; after it the channel stays open until the
+   * child's side closes, since cutting it drops its last frames. Null once the tests run, else why not.
    */
   private async handshake(channel: EventChannel, proc: ShardProcess): Promise<string | null> {
     let exitedFirst: () => void = () => {};
@@ -363,12 +291,7 @@ export class ShardAttempt {
     return null;
   }
 
-  /**
-   * The handshake failed. The child preload holds the tests until the
-   * handshake releases it, so no test has run yet: the child is stopped,
-   * and the shard runs again without events rather than being lost
-   * (docs/architecture.md, "The inspector event channel").
-   */
+  /** The preload still holds the tests, so the child is stopped and the shard runs again without events. */
   private async stopChild(proc: ShardProcess, channel: EventChannel, problem: string): Promise<AttemptEnd> {
     channel.close();
     proc.killNow("cancel");
@@ -388,10 +311,8 @@ export class ShardAttempt {
   private async collect(outcome: ProcessOutcome): Promise<AttemptRecord> {
     const channel = this.events?.channel ? await this.drain(this.events.channel) : NO_CHANNEL;
     await this.events?.journal.close();
-    // Other shards' children waiting for their handshake go first: this
-    // shard's slot is already free, and its evidence and verdict would hold them.
+    // Other shards' children waiting for their handshake go first: this shard's slot is already free.
     await this.o.ctx.handshakes?.settled(VERDICT_WAIT_MS);
-    // The preload's global afterAll writes "e": Bun reached the end of the run.
     const marks = await readMarks(this.o.paths.marks, this.held);
     const model = this.events?.model ?? null;
     // Tests defined through helper modules: mapped to their files by the preload's file records.
@@ -407,8 +328,7 @@ export class ShardAttempt {
       listedAtEnd: this.listedAtEnd,
       marksDeleted: marksDeleted(this.held),
     };
-    // The model's records are no longer needed: the collector may have them
-    // before the verdict builds the result entries (bench/README.md, P8).
+    // Let the collector have the model's records before the verdict builds its entries.
     this.events = null;
     this.advance("evidence-collected");
     return record;
@@ -425,7 +345,6 @@ export class ShardAttempt {
     channel.close();
     const stats = channel.stats();
     const notes = channelNotes(stats);
-    // Once per shard, however many messages it concerns.
     if (notes.length > 0) this.o.hooks.onWarning?.(this.o.shard, notes.join("; "));
     return {
       channelNotes: notes,
@@ -435,7 +354,6 @@ export class ShardAttempt {
     };
   }
 
-  /** The live view of this attempt's child. */
   private view(proc: ShardProcess): RunningShard {
     return {
       shard: this.o.shard,

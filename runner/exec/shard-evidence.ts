@@ -1,10 +1,4 @@
-/**
- * A shard's evidence once its last attempt is over: what the attempt saw
- * (exec/shard-attempt.ts, an {@link AttemptRecord}), what is left on disk
- * (Bun's JUnit, the log's tail, the files marked started), and the pure
- * step from all of it to the decided {@link ShardResult}
- * ({@link decideShardResult}, through results/verdict.ts `decideShard`).
- */
+/** A shard's evidence once its last attempt is over, and the pure step from it to its {@link ShardResult}. */
 import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { KEPT_ERRORS_AT_EACH_END } from "../events/test-model.ts";
@@ -22,26 +16,21 @@ import type { ProcessOutcome } from "./process.ts";
 /** What one attempt whose child ran saw, from its spawn to its channel's close. */
 export interface AttemptRecord {
   outcome: ProcessOutcome;
-  /** The child preload's marks, read once the group was gone. */
   marks: ShardMarks;
-  /** The inspector events reduced for the verdict (events/event-evidence.ts); null when the attempt ran without them. */
+  /** The inspector events reduced for the verdict; null when the attempt ran without them. */
   events: EventEvidence | null;
   /** Test attempts the events saw fail: the JUnit read limit grows with them. */
   failedEnds: number;
-  /** Error events left out of the failure texts (events/test-model.ts keeps the first and last of each attempt). */
+  /** Error events left out of the failure texts. */
   errorsLeftOut: number;
-  /** The channel's own notes (events/channel.ts `channelNotes`), already said as one warning. */
+  /** The channel's own notes, already said as one warning. */
   channelNotes: string[];
-  /** The end-of-run barrier's reply arrived (ChannelStats.flushed). */
   flushed: boolean;
   /** A request the child's inspector failed (its events are then incomplete); null when none. */
   requestProblem: string | null;
   /** The child's descendants listed at the end-of-run barrier; empty when it was not reached. */
   listedAtEnd: ListedDescendant[];
-  /**
-   * The marks file was deleted while the child ran (a test removed the
-   * output directory); it was read through the runner's descriptor.
-   */
+  /** The marks file was deleted while the child ran, and read through the runner's descriptor. */
   marksDeleted?: boolean;
 }
 
@@ -49,17 +38,11 @@ export interface AttemptRecord {
 export interface JUnitReading {
   /** Null when there was none, or it could not be read. */
   files: BunJUnitFile[] | null;
-  /** Why `files` is null. */
   problem?: string;
-  /** It was there but past its read limit. */
   overLimit?: boolean;
 }
 
-/**
- * Reads Bun's JUnit of a shard, streamed with long texts cut (the file is
- * test-controlled and may be huge). Its limit grows with the tests that
- * started: a passing file of 100,000 tests writes about 19 MB. Never throws.
- */
+/** Reads a shard's JUnit streamed, long texts cut (test-controlled); its limit grows with starts. Never throws. */
 export async function readShardJUnit(
   junitPath: string,
   shard: PlannedShard,
@@ -74,7 +57,7 @@ export async function readShardJUnit(
   } catch (error) {
     const message = (error as Error).message;
     const code = (error as NodeJS.ErrnoException).code;
-    // Its directory gone (or a file in its place) under a deleted output directory: nowhere to write it.
+    // Its directory gone under a deleted output directory: nowhere to write it.
     if (record.marksDeleted && (code === "ENOENT" || code === "ENOTDIR")) {
       return { files: null, problem: `Bun wrote no JUnit report: ${DELETED_DIR}` };
     }
@@ -94,10 +77,7 @@ export async function readShardJUnit(
 const DELETED_DIR =
   "the run's directory under the output directory was deleted while the shard ran (a test removed it?)";
 
-/**
- * The message of a load failure from the last 64 KiB of a shard's log
- * (results/bun-console.ts), read only when Bun wrote no JUnit and exited 1.
- */
+/** A load failure's message from the tail of a shard's log, read only when Bun wrote no JUnit and exited 1. */
 export async function consoleErrorOf(
   logPath: string,
   record: AttemptRecord,
@@ -107,11 +87,7 @@ export async function consoleErrorOf(
   return unhandledErrorMessage((await readFileTail(logPath, 64 * 1024)).text);
 }
 
-/**
- * Planned files (relative to root) in which the child preload marked a test
- * start, by absolute or real path (Bun reports a file by its real path when
- * the root is reached through a symlink), in plan order.
- */
+/** Planned files with a start mark, by absolute or real path (Bun reports real paths under a symlinked root). */
 export async function filesMarkedStarted(root: string, files: readonly string[], record: AttemptRecord) {
   const seen = new Set(record.marks.filesStarted);
   const out: string[] = [];
@@ -123,18 +99,12 @@ export async function filesMarkedStarted(root: string, files: readonly string[],
   return out;
 }
 
-/**
- * Planned files without a start mark (`marked`: {@link filesMarkedStarted}),
- * but for the files of an `--isolate` batch that had begun to load when the
- * child ended: the last of them (it was in flight), and with events the ones
- * before it. Empty when the child never spawned.
- */
+/** Planned files without a start mark, but for the `--isolate` files that had begun to load (the last, in flight). */
 export function filesNotStarted(files: readonly string[], record: AttemptRecord, marked: readonly string[]): string[] {
   if (record.outcome.spawnError !== null) return [];
   const seen = new Set(marked);
-  // In an --isolate batch ("l" marks) the file loading when the child ended, the last begun,
-  // keeps the shard's verdict: running it again would spend another timeout on the same hang.
-  // With events, the files before it had ended and their entries are known (results/verdict.ts).
+  // The file loading when an --isolate batch ended keeps the shard's verdict: running it again would
+  // spend another timeout on the same hang. With events, the files before it are known too.
   const begun = Math.min(record.marks.filesLoaded, files.length);
   const known = record.events?.connected === true && record.events.tests.length > 0 ? begun : 0;
   return files.filter((file, at) => !(at < known || (begun > 0 && at === begun - 1)) && !seen.has(file));
@@ -160,22 +130,15 @@ export interface ShardSeen {
   record: AttemptRecord;
   junit: JUnitReading;
   consoleError?: string;
-  /** Planned files with a start mark ({@link filesMarkedStarted}). */
   filesStarted: readonly string[];
   /** Why the shard has no (or incomplete) per-test events; null when it has them, or events were off. */
   eventsProblem: string | null;
-  /** The signal that cancelled the run; null when it was not cancelled. */
   cancelSignal: string | null;
   logPath: string;
   settings: VerdictSettings;
 }
 
-/**
- * The shard's result from what was seen: the verdict of results/verdict.ts,
- * its notes (the channel's, missing or lost events, error events left out),
- * the leftovers, and the missing per-test data named in a reason that is
- * not a pass. Pure.
- */
+/** The shard's result from what was seen: results/verdict.ts's verdict plus notes and leftovers. Pure. */
 export function decideShardResult(seen: ShardSeen): ShardResult {
   const { shard, record, junit, settings } = seen;
   const { outcome, marks } = record;
@@ -226,7 +189,7 @@ export function decideShardResult(seen: ShardSeen): ShardResult {
   return decided;
 }
 
-/** The shard's notes (ShardResult.notes), in the order they were learnt. */
+/** The shard's notes, in the order they were learnt. */
 function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
   const notes = [...record.channelNotes];
   const fromMemory = record.events ? ", its events from memory" : "";
@@ -236,7 +199,7 @@ function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
   // Said even when the shard passes: its report has none of what only events carry.
   if (eventsProblem)
     notes.push(`no inspector events (${eventsProblem}): retries, flakiness and the test in flight are unknown`);
-  // An --isolate batch (its "l" marks) ends with a short sleep, never the end-of-run barrier (child/shard-preload.ts, 4.).
+  // An --isolate batch ends with a short sleep, never the end-of-run barrier.
   const barrier = record.marks.filesLoaded === 0;
   const lost = record.events
     ? lostEventsNote(
@@ -257,12 +220,8 @@ function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
 }
 
 /**
- * The shard's leftovers: what the cookie sweep killed, plus what was alive
- * when the run ended (listed by the runner at the end-of-run barrier, or by
- * the child preload). Bun's `--no-orphans` kills the latter as the child
- * exits (and the group SIGKILL after it), before any sweep can look, so
- * without that list a process leaked inside the group would go unreported.
- * One entry per pid; the sweep's wins.
+ * What the sweep killed plus what was alive when the run ended: `--no-orphans` kills the latter before
+ * any sweep can look, so a leak inside the group would go unreported. One entry per pid; the sweep's wins.
  */
 function leftoversOf(outcome: ProcessOutcome, listed: readonly ListedDescendant[]): ShardResult["leftovers"] {
   const leftovers = outcome.leftovers.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));

@@ -1,9 +1,4 @@
-/**
- * Runs one planned shard end to end: one attempt under supervision
- * (exec/shard-attempt.ts), a second one without events when the event
- * channel failed before any test ran, then the evidence read and the
- * verdict decided (exec/shard-evidence.ts).
- */
+/** Runs one planned shard end to end: an attempt, a second without events if the channel failed first, the verdict. */
 import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
 import type { ShardResult } from "../results/report-model.ts";
@@ -27,11 +22,7 @@ export type { RunningShard, ShardContext, ShardHooks } from "./shard-context.ts"
 /** A shard's result, and the planned files in which no test started. */
 export interface ShardOutcome {
   result: ShardResult;
-  /**
-   * Planned files (relative to root) of a started shard in which the child
-   * preload marked no test start: never reached (or without tests, or wedged
-   * while loading). Empty when the shard never started.
-   */
+  /** Planned files of a started shard with no test start marked; empty when the shard never started. */
   filesNotStarted: string[];
 }
 
@@ -44,12 +35,7 @@ export interface RunShardOptions {
   cancelled: () => string | null;
 }
 
-/**
- * Runs one shard and returns its final result, with the files in which no
- * test started. Never throws for anything the child does; a spawn failure
- * becomes a never-started result. Rejects on our own failures (a full disk
- * for the journal, a bad socket path); the caller decides that shard then.
- */
+/** Runs one shard to its final result; a spawn failure is never-started. Rejects on our own failures (disk, socket). */
 export function runShard(options: RunShardOptions): Promise<ShardOutcome> {
   return new ShardRun(options).run();
 }
@@ -80,11 +66,7 @@ class ShardRun {
     return this.decide(record);
   }
 
-  /**
-   * The shard's attempt with events (when the run has them), and again
-   * without when its channel failed before any test ran and the run goes on.
-   * @returns the record of the attempt whose child ran; null when none did (cancelled)
-   */
+  /** The attempt with events, again without if its channel failed first; the record of the one that ran, or null. */
   private async attempts(): Promise<AttemptRecord | null> {
     const first = await this.attempt(this.o.ctx.socketDir !== null);
     if (first.kind === "ran") return first.record;

@@ -1,18 +1,8 @@
 /**
- * The runner's half of the plan barrier (runner/child/shard-preload.ts, 2.):
- * at the first test of each file the preload waits, synchronously, until
- * the runner says it has received that test's `start` event, and with it
- * every event Bun sent before it: the file's `found` plan. Bun loses the
- * tail of its event queue when the process dies, and a test that kills its
- * process group within milliseconds of loading otherwise takes the names of
- * every test it ran with it (the start count still counts them).
- *
- * The reply is the second little-endian u32 of the start-count file
- * (exec/marks.ts): the number of `start` events received so far, written
- * through a descriptor the runner opened before the spawn (a test that
- * replaces the path cannot redirect the write), once per file: at the first
- * `start` after a `found` event. Never a mapping: a test that truncates the
- * file would make a store into one fault the runner.
+ * The runner's half of the plan barrier: at each file's first test the preload waits until the runner has
+ * received that `start` event, and with it the file's `found` plan, which Bun loses if the process dies at once.
+ * The reply is the count file's second u32, written through a descriptor held since before the spawn; never a
+ * mapping, since a test truncating the file would make a store fault the runner.
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { startCountPath } from "./marks.ts";
