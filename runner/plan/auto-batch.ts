@@ -1,14 +1,10 @@
-/**
- * `--files-per-shard auto`: the plan's files grouped into batches of a useful
- * amount of work, from Bun's per-file timings when there are any
- * (docs/sharding.md, "Batches of many small files"). Pure: no file is read.
- */
+/** `--files-per-shard auto` batches (docs/sharding.md, "Batches of many small files"). Pure: no file is read. */
 
 /** The constants of the batch rule, in ms of recorded (or assumed) file duration. */
 export const AUTO_BATCH = {
   /** Batches per job the rule aims at, so the pool stays busy to the end (longest first). */
   batchesPerJob: 4,
-  /** Least work per batch: below it a shard's start-up (~0.1-0.2 s) would dominate. */
+  /** Least work per batch: below it a shard's start-up dominates (bench/README.md, "Where the time goes"). */
   minBatchMs: 500,
   /** Most work per batch: caps what one wedged file's re-dispatch and one timeout cover. */
   maxBatchMs: 5000,
@@ -22,7 +18,6 @@ export const AUTO_BATCH = {
 export interface AutoBatchInputs {
   /** Recorded per-file durations (ms), keyed like the plan's files (root-relative, forward slashes). */
   durations: ReadonlyMap<string, number>;
-  /** Shard processes at once (`--jobs`). */
   jobs: number;
 }
 
@@ -30,24 +25,12 @@ export interface AutoBatchInputs {
 export interface AutoBatchPlan {
   /** Groups of files, each one shard, in plan order of their first file; each group in plan order. */
   groups: string[][];
-  /** Work aimed at per batch, ms. */
   targetMs: number;
   /** Files alone in their shard because their recorded duration is at least {@link targetMs}. */
   alone: string[];
 }
 
-/**
- * Groups `files` (in plan order) into batches.
- *
- * The rule: a file's cost is its recorded duration, else the median of the
- * recorded ones, else {@link AUTO_BATCH.defaultFileMs}. The target work per
- * batch is the total cost over `jobs × batchesPerJob`, clamped to
- * [minBatchMs, maxBatchMs]. A file whose recorded duration reaches the target
- * is a shard of its own. The rest fill ⌈rest / target⌉ batches: with no
- * record at all, contiguous runs of the plan of near-equal length; otherwise
- * longest first, each file into the least-loaded batch (LPT). Empty batches
- * are dropped.
- */
+/** Groups `files` (plan order) into batches by the rule of docs/sharding.md, "Batches of many small files". */
 export function autoBatches(files: readonly string[], inputs: AutoBatchInputs): AutoBatchPlan {
   const recorded = files.filter((f) => inputs.durations.has(f)).map((f) => inputs.durations.get(f)!);
   const fallback = recorded.length > 0 ? median(recorded) : AUTO_BATCH.defaultFileMs;

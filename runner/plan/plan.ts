@@ -1,8 +1,4 @@
-/**
- * Planning: which test files run, and how they are grouped into shards.
- *
- * Pure apart from reading the file tree; no process is started here.
- */
+/** Planning: which test files run, and how they are grouped into shards. Pure apart from reading the file tree. */
 import { statSync } from "node:fs";
 import path from "node:path";
 import type FastGlob from "fast-glob";
@@ -16,10 +12,7 @@ import { isPlainPath, TEST_EXTENSIONS, TEST_SUFFIXES, toRealPaths, walkTestFiles
 let fastGlob: typeof FastGlob | null = null;
 const fg = (): typeof FastGlob => (fastGlob ??= require("fast-glob") as typeof FastGlob);
 
-/**
- * Bun's own test-file naming (`bun test` docs: `*.test.*`, `*_test.*`,
- * `*.spec.*`, `*_spec.*` with a JS/TS extension).
- */
+/** Bun's own test-file naming (the `bun test` docs). */
 export const DEFAULT_PATTERN = `**/*{${TEST_SUFFIXES.join(",")}}.{${TEST_EXTENSIONS.join(",")}}`;
 
 /** Directories never searched: dependencies, VCS data and shardguard's own output. */
@@ -62,26 +55,14 @@ export interface PlanOptions {
   batching?: AutoBatchInputs;
   /** Extra ignore globs, relative to the root. */
   ignore?: readonly string[];
-  /**
-   * The output directory (absolute): searched like any other, and a plan
-   * with a file in it (or that is it) is refused ({@link refuseOutAmongTests}).
-   */
+  /** The output directory (absolute): a plan with a file in it is refused ({@link refuseOutAmongTests}). */
   out?: string;
   /** Globs of exclusive files (the `exclusive` setting): each gets a shard of its own whatever `filesPerShard` says. */
   exclusive?: readonly string[];
 }
 
-/**
- * Discovers files matching the patterns, dedupes, sorts them and groups them
- * into shards of at most `filesPerShard` files.
- *
- * A pattern naming an existing directory means "the default pattern inside
- * it"; a pattern naming an existing file means that file.
- *
- * @throws ConfigError "no test files matched" when nothing matches: a run that
- *   executes nothing must never look like a pass (docs/reports.md); also when a
- *   pattern without glob characters names no existing file (a typo)
- */
+/** Discovers, dedupes, sorts and shards the matching files (docs/configuration.md, "Patterns").
+ * @throws ConfigError when nothing matches (a run of nothing must never pass) or a plain path names no file */
 export function planRun(options: PlanOptions): Plan {
   const patterns = options.patterns.length > 0 ? [...options.patterns] : [DEFAULT_PATTERN];
   const included = new Map<string, string>();
@@ -115,8 +96,7 @@ export function planRun(options: PlanOptions): Plan {
       });
     }
     if (matches.length === 0) {
-      // A path written out (no glob characters) that matches nothing is a
-      // typo, not an empty selection: say so instead of running less.
+      // A path written out (no glob characters) that matches nothing is a typo, not an empty selection.
       if (!fg().isDynamicPattern(pattern.replace(/\\/g, "/"))) {
         if (found.length > 0)
           throw new ConfigError(
@@ -156,15 +136,8 @@ export function planRun(options: PlanOptions): Plan {
   };
 }
 
-/**
- * Refuses an output directory that is a planned test file or holds some:
- * reports and logs would be written among the tests, and a search that
- * skipped OUT would silently run fewer files than asked for.
- *
- * @param root absolute root; `files` are relative to it (forward slashes)
- * @param out absolute output directory (`--out`)
- * @throws ConfigError naming `--out` and the planned files it holds
- */
+/** Refuses an absolute `out` that is or holds a planned file (`files` root-relative): reports would land among tests.
+ * @throws ConfigError naming `--out` and the planned files it holds */
 export function refuseOutAmongTests(root: string, out: string, files: Iterable<string>): void {
   const inside = (f: string) => {
     const abs = path.resolve(root, f);
@@ -182,14 +155,8 @@ export function refuseOutAmongTests(root: string, out: string, files: Iterable<s
   );
 }
 
-/**
- * Runs a search of the tree, turning a directory it cannot read (EACCES,
- * ENOTDIR, ELOOP, ...) into a ConfigError naming that directory: a tree the
- * user's account cannot read is their input, and a run that skipped it would
- * plan fewer files than exist.
- *
- * @throws ConfigError for an fs error carrying a path; anything else as it is
- */
+/** Runs a tree search, turning an fs error with a path (EACCES, ELOOP, ...) into a ConfigError naming it:
+ * a run that skipped an unreadable directory would plan fewer files than exist. */
 export function readingTree<T>(root: string, search: () => T): T {
   try {
     return search();
@@ -209,11 +176,7 @@ function compareStable(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/**
- * The directory to walk (root-relative, "" for the root) when `glob` is the
- * default pattern under a directory fast-glob would read as a plain path,
- * outside anything never searched; null when fast-glob must decide.
- */
+/** The directory to walk ("" for the root) when `glob` is the default pattern under a plain one; else null. */
 function walkableDir(glob: string): string | null {
   if (glob === DEFAULT_PATTERN) return "";
   if (!glob.endsWith(`/${DEFAULT_PATTERN}`)) return null;
@@ -236,22 +199,20 @@ function walkableIgnores(ignore: readonly string[]): string[] | null {
 
 function expandPattern(root: string, pattern: string): string {
   const clean = pattern.replace(/\\/g, "/").replace(/^\.\//, "");
-  // Files outside the root would reach Bun (and its JUnit) under another
-  // name than the plan's, so a test there could not be matched to its file.
+  // Bun would name a file outside the root unlike the plan, so its tests could not be matched to it.
   const relative = path.relative(root, path.resolve(root, clean.split(/[*?{[]/)[0] ?? clean));
   if (relative === ".." || relative.startsWith(`..${path.sep}`)) {
     throw new ConfigError(
       `pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test file`,
     );
   }
-  // An existing file or directory is meant as written, glob characters and all (`[id].test.ts`,
-  // a route file name): read as a glob it selected other files, or none.
+  // An existing path is meant as written, glob characters and all (`[id].test.ts`, a route file name).
   const full = path.resolve(root, clean);
   let stat: ReturnType<typeof statSync> | undefined;
   try {
     stat = statSync(full, { throwIfNoEntry: false });
   } catch {
-    // Not reachable (EACCES, ENAMETOOLONG): read as a glob, as before.
+    // Not reachable (EACCES, ENAMETOOLONG): read as a glob.
   }
   if (stat?.isDirectory()) {
     const rel = path.relative(root, full).split(path.sep).join("/");
@@ -273,17 +234,8 @@ function exclusiveMatcher(globs: readonly string[] | undefined): ((file: string)
   return (require("../util/glob-match.ts") as typeof import("../util/glob-match.ts")).globMatcher(globs);
 }
 
-/**
- * Groups sorted files into shards of `size` files, in order, or with
- * `size` "auto" into batches by the rule of plan/auto-batch.ts.
- *
- * @param files relative paths, already deduplicated and sorted
- * @param size files per shard, at least 1, or "auto" (plan/auto-batch.ts)
- * @param options.batching recorded durations (ms) and jobs for "auto"; none recorded and 1 job when absent
- * @param options.alone files that get a shard of their own (exclusive files): never
- *   batched with another; the other files are batched as if they were absent,
- *   and every shard takes its place in the plan by its first file
- */
+/** Groups sorted, deduplicated files into shards of `size` files, or "auto" batches (plan/auto-batch.ts);
+ * `options.alone` files (exclusive) get a shard each, the rest batch as if absent, all in first-file order. */
 export function groupIntoShards(
   files: readonly string[],
   size: number | "auto",
@@ -301,9 +253,7 @@ export function groupIntoShards(
   }
   if (single.length > 0) groups.sort((a, b) => compareStable(a[0]!, b[0]!));
   const shards: PlannedShard[] = groups.map((group, i) => ({ index: i + 1, slug: shardSlug(group), files: group }));
-  // Slugs name per-shard directories (a preset's eval dir): two shards must
-  // never share one. Colliding slugs (Foo_bar vs foo-bar) get a hash of their
-  // exact paths, which is the same in every run that plans the same files.
+  // Slugs name per-shard directories, so colliding ones (Foo_bar, foo-bar) get a stable hash of their paths.
   const count = new Map<string, number>();
   for (const shard of shards) count.set(shard.slug, (count.get(shard.slug) ?? 0) + 1);
   for (const shard of shards) {
@@ -319,12 +269,7 @@ function pathHash(files: readonly string[]): string {
 
 const TEST_SUFFIX = /([._](test|spec))?\.(ts|tsx|js|jsx|mjs|cjs)$/;
 
-/**
- * A stable, filesystem-safe name for a shard: the first file's path without
- * its test suffix, non-alphanumerics as "-", plus "-and-N-more" for
- * multi-file shards. Long names are cut and given a short hash so two shards
- * never share a slug.
- */
+/** A stable, filesystem-safe shard name from its first file (+ "-and-N-more"); long ones are cut and hashed. */
 export function shardSlug(files: readonly string[]): string {
   const first = (files[0] ?? "shard").replace(TEST_SUFFIX, "");
   let slug =

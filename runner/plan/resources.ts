@@ -1,19 +1,9 @@
-/**
- * Named resource locks and exclusive files, as the plan sees them: which
- * resources a shard holds (the union of its files'), whether it must run
- * alone, the order exclusive shards are dispatched in, and the one note for
- * a resource glob that matches no file at all. The scheduling rule itself
- * is exec/resource-gate.ts. Pure apart from the one tree search of
- * {@link unmatchedGlobNotes}.
- */
+/** Resource locks and exclusive files as the plan sees them; the scheduling rule is exec/resource-gate.ts. */
 import type FastGlob from "fast-glob";
 import type { RunSettings } from "../config/settings-schema.ts";
 import { ALWAYS_IGNORED } from "./plan.ts";
 
-/**
- * A glob of `exclusive` or `resources` as the plan's patterns read it: a plain path (no glob
- * character) also means every file under it, as a pattern naming a directory does.
- */
+/** `exclusive` and `resources` globs read like patterns: a plain path also means every file under it. */
 function withDirectories(globs: readonly string[]): string[] {
   return globs.flatMap((g) => (/[*?[\]{}()!]/.test(g) ? [g] : [g, `${g.replace(/\/+$/, "")}/**`]));
 }
@@ -67,27 +57,15 @@ export function resourcePlan(settings: Pick<RunSettings, "exclusive" | "resource
   };
 }
 
-/**
- * Dispatch order with the exclusive shards moved after all others, each
- * group keeping its order (plan order, or longest first with `--timings`).
- * At the end of a run the pool drains anyway, so running alone there costs
- * the shard's own time only; in the middle a drain would idle the other
- * slots until the longest running shard ended (as Bazel runs its exclusive
- * tests after the others, and gstack its tree-mutating ones).
- */
+/** Dispatch order with exclusive shards last, each group in order: a drain mid-run would idle the other slots,
+ * at the end the pool drains anyway (as Bazel runs its exclusive tests last). */
 export function exclusiveLast<T extends { files: readonly string[] }>(shards: readonly T[], plan: ResourcePlan): T[] {
   if (!plan.active) return [...shards];
   const alone = shards.filter((s) => s.files.some(plan.isExclusive));
   return alone.length === 0 ? [...shards] : [...shards.filter((s) => !alone.includes(s)), ...alone];
 }
 
-/**
- * One note per `exclusive` or resource glob that matches no planned file and
- * no test file under the root either (a likely typo; not an error: a glob
- * naming a file another slice or tier plans is fine).
- *
- * @param planned every planned file, root-relative
- */
+/** One note per `exclusive` or resource glob matching no planned file and no test file under the root (a typo?). */
 export function unmatchedGlobNotes(
   root: string,
   settings: Pick<RunSettings, "exclusive" | "resources">,

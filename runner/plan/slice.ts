@@ -1,11 +1,6 @@
 /**
- * Slicing a plan for several machines (`--shard I/N`, after Playwright's
- * `--shard`): every machine computes the same plan (same files, same order,
- * same shards), splits it the same way into N disjoint slices of whole
- * shards, and runs only its own. Slices are sets of shards; a shard (one
- * `bun test` process group) is never split across machines.
- *
- * Pure: no file is read here; durations come in as a map.
+ * Slicing a plan for several machines (`--shard I/N`, docs/sharding.md): each computes the same plan and runs its
+ * own slice of whole shards. Pure: durations come in as a map.
  */
 import { ConfigError } from "../config/settings-schema.ts";
 import { sha256Hex } from "../util/random.ts";
@@ -38,11 +33,7 @@ export interface SliceManifest {
 /** Largest N accepted by `--shard I/N`. */
 export const MAX_SLICES = 10_000;
 
-/**
- * Parses `I/N`.
- *
- * @throws ConfigError naming the value and what is accepted
- */
+/** Parses `I/N`. @throws ConfigError naming the value and what is accepted */
 export function parseSliceSpec(raw: string): SliceSpec {
   const m = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(raw);
   const index = m ? Number(m[1]) : NaN;
@@ -56,18 +47,8 @@ export function parseSliceSpec(raw: string): SliceSpec {
 }
 
 /**
- * Splits shards into `count` disjoint slices that together hold every shard.
- *
- * Greedy longest-first (LPT): shards by weight, heaviest first (ties in plan
- * order), each into the lightest slice so far (ties: the slice with fewer
- * shards, then the lower number). The weight of a shard is the sum of its
- * files' recorded durations in ms when `durations` knows any planned file (a
- * file without a record counts as the mean of the recorded ones), else its
- * number of files. An empty slice always weighs least, so no slice is empty
- * while `count` is at most the number of shards. Each slice keeps plan order.
- *
- * @param durations file (relative to the root, as in the plan) → ms, e.g. from Bun's timings file
- * @returns `count` arrays of shards, slice 1 first
+ * Splits shards into `count` disjoint slices, greedy longest first (LPT) by recorded ms (unrecorded at the mean),
+ * else by file count; ties to the slice with fewer shards. No slice is empty while shards suffice; plan order kept.
  */
 export function sliceShards(
   shards: readonly PlannedShard[],
@@ -98,11 +79,7 @@ export function sliceShards(
   return slices.map((s) => s.items.sort((a, b) => a.position - b.position).map((i) => i.shard));
 }
 
-/**
- * The manifest of a sliced plan: every shard in plan order with its slice,
- * and the plan hash. Two machines get the same hash exactly when they
- * planned the same files into the same shards and slices.
- */
+/** Every shard in plan order with its slice, and a hash equal on two machines exactly when their slicing is. */
 export function sliceManifest(
   shards: readonly PlannedShard[],
   slices: readonly (readonly PlannedShard[])[],
@@ -129,10 +106,7 @@ export interface SlicedPlan {
   spec: SliceSpec;
 }
 
-/**
- * Slices `plan` and keeps slice `spec.index`. The slice's plan may have no
- * shard (N larger than the number of shards); the caller says so and runs nothing.
- */
+/** Slices `plan`, keeping slice `spec.index`: empty when N exceeds the shard count (the caller runs nothing). */
 export function slicePlan(plan: Plan, spec: SliceSpec, durations?: ReadonlyMap<string, number>): SlicedPlan {
   const slices = sliceShards(plan.shards, spec.count, durations);
   const mine = slices[spec.index - 1] ?? [];

@@ -1,13 +1,6 @@
 /**
- * Per-file durations in Bun's own timings format, for duration-aware
- * scheduling (`--timings`, `--update-timings`).
- *
- * The format is the one `bun test --timings F --update-timings` reads and
- * writes (Bun 1.4.4): `{"version": 1, "files": {"<path>": <ms>}}`, paths
- * relative to the working directory of `bun test`. Shard children run in the
- * root, so shardguard's keys are relative to the root, with forward slashes;
- * a file written by `bun test --update-timings` run from the root is
- * interchangeable with ours.
+ * Per-file durations in Bun's own timings format (docs/configuration.md, "Timings"): keys relative to the root with
+ * forward slashes, so a file `bun test --update-timings` wrote from the root is interchangeable with ours.
  */
 import { existsSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
@@ -30,14 +23,8 @@ export interface Timings {
   missing: string[];
 }
 
-/**
- * Reads and merges timings files (later ones win for the same path).
- *
- * @param files absolute paths
- * @throws ConfigError when a file exists but is not valid JSON in Bun's
- *   timings format (a file given on purpose that we cannot read must not be
- *   silently ignored), or cannot be read
- */
+/** Reads and merges timings files (absolute paths; later ones win).
+ * @throws ConfigError for a file that exists but is unreadable or not Bun's format: one given on purpose */
 export function readTimings(files: readonly string[]): Timings {
   const timings: Timings = { durations: new Map(), missing: [] };
   for (const file of files) {
@@ -51,12 +38,8 @@ export function readTimings(files: readonly string[]): Timings {
   return timings;
 }
 
-/**
- * One timings file, or null when it does not exist.
- *
- * @param what the setting named in the error line (`--timings`, `--update-timings`)
- * @throws ConfigError when it exists but is unreadable or malformed
- */
+/** One timings file, or null when it does not exist; `what` is the flag named in the error line.
+ * @throws ConfigError when it exists but is unreadable or malformed */
 export function readTimingsFile(file: string, what: string): TimingsFile | null {
   if (!existsSync(file)) return null;
   let text: string;
@@ -84,13 +67,7 @@ export function readTimingsFile(file: string, what: string): TimingsFile | null 
   return result.data;
 }
 
-/**
- * Orders shards longest first (LPT, longest-processing-time: the classic
- * greedy rule for makespan on identical machines, within 4/3 of optimal).
- * A shard's estimate is the sum of its files' recorded durations; a file
- * with no record counts as the mean of the recorded ones. Ties, and every
- * shard when nothing is recorded, keep plan order. Returns a new array.
- */
+/** Shards longest first (LPT) by their files' recorded durations, unrecorded at the mean; ties keep plan order. */
 export function orderByTimings(
   shards: readonly PlannedShard[],
   durations: ReadonlyMap<string, number>,
@@ -105,10 +82,7 @@ export function orderByTimings(
     .map((e) => e.shard);
 }
 
-/**
- * Renders a timings file: the entries already in `previous` (if any) with
- * `measured` merged over them, keys sorted so the file diffs well.
- */
+/** A timings file: `measured` merged over `previous`, keys sorted so the file diffs well. */
 export function renderTimings(previous: TimingsFile | null, measured: ReadonlyMap<string, number>): string {
   const files: Record<string, number> = { ...(previous?.files ?? {}) };
   for (const [rel, ms] of measured) files[rel] = Math.round(ms);

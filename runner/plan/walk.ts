@@ -1,12 +1,7 @@
 /**
- * The common case of test discovery without a glob engine: every file with
- * Bun's test-file naming under one directory, crawled by fdir. fast-glob
- * (plan/plan.ts) costs a run about 20 ms to load and 10-20 ms for its first
- * walk, on the critical path of every suite (bench/README.md, start-up);
- * fdir loads in about 5 ms and crawls gstack's tree (550 test files) in 3-5 ms. Anything else a pattern can say goes
- * to fast-glob, and test/plan-walk.test.ts checks on a tree of edge cases
- * that both find the same files, and on a tree of links that the plan holds
- * what a real `bun test` runs.
+ * Test discovery without a glob engine for the common case, Bun's test-file naming under one directory: fdir loads
+ * and walks faster than fast-glob (bench/README.md, "Where the time goes"). Anything else goes to fast-glob;
+ * test/plan-walk.test.ts checks both find the same files, and the files `bun test` runs through links.
  */
 import fs, { lstatSync, realpathSync, statSync } from "node:fs";
 import { fdir } from "fdir";
@@ -17,11 +12,7 @@ export const TEST_SUFFIXES = [".test", "_test", ".spec", "_spec"] as const;
 /** The extensions `bun test` runs. */
 export const TEST_EXTENSIONS = ["ts", "tsx", "js", "jsx", "mjs", "cjs"] as const;
 
-/**
- * A file name `*{.test,_test,.spec,_spec}.{ts,...}` matches in fast-glob's
- * dialect with `dot: false`: any name not starting with "." that ends with
- * a suffix and an extension (case-sensitive).
- */
+/** A file name the default pattern matches in fast-glob's dialect with `dot: false` (case-sensitive). */
 const TEST_NAME = new RegExp(
   `^(?!\\.)[^/]*(?:${TEST_SUFFIXES.map((s) => s.replace(".", "\\.")).join("|")})\\.(?:${TEST_EXTENSIONS.join("|")})$`,
 );
@@ -29,11 +20,7 @@ const TEST_NAME = new RegExp(
 /** Directory names never entered at any depth (`**\/NAME/**` in plan.ts's ALWAYS_IGNORED). */
 const SKIPPED_NAMES = new Set(["node_modules", ".git", ".shardguard"]);
 
-/**
- * Glob characters in fast-glob's dialect (`*?`, classes, groups, extglobs,
- * braces, escapes). A path without any of them is static for fast-glob, so
- * the walk may stand in for it.
- */
+/** Glob characters in fast-glob's dialect: a path with none is static for fast-glob, so the walk may stand in. */
 const GLOB_CHARS = /[*?!()[\]{}|+@\\]/;
 
 /** True when `text` has no character fast-glob could read as glob syntax. */
@@ -42,24 +29,10 @@ export function isPlainPath(text: string): boolean {
 }
 
 /**
- * The test files `bun test` finds under `dir`, as root-relative real paths
- * (forward slashes): what fast-glob returns for `DIR/**\/*{.test,...}.{ts,...}`
- * with `dot: false`, `onlyFiles: true`, `followSymbolicLinks: true` and
- * plan.ts's ignore list, each resolved by {@link toRealPaths}. Dot
- * directories and node_modules are never entered by name, and `skipDirs`
- * (root-relative, forward slashes, no glob characters) are not entered.
- *
- * Symbolic links are followed as Bun 1.4.4's scan follows them
- * (docs/bun-behaviour.md): a link with a test file's name to a file is that
- * file, a link to a directory is searched, and each file is planned once,
- * under its real path (the name Bun's JUnit and events give it). A file
- * reached through a link that lies outside the root comes back as
- * `../...`, for the plan to leave out and say so. A dangling link is nothing.
- *
- * @param root absolute root directory
- * @param dir root-relative directory to search ("" for the root)
- * @throws the fs error of a directory that cannot be read (EACCES), as fast-glob does;
- *   a directory gone while walking is skipped
+ * The test files `bun test` finds under root-relative `dir` ("" for the root), as root-relative real paths: what
+ * fast-glob returns for the default pattern there with plan.ts's options, never entering `skipDirs` (plain paths).
+ * Links are followed as Bun's scan follows them (docs/bun-behaviour.md); a file reached outside the root is `../...`.
+ * @throws the fs error of an unreadable directory (EACCES), as fast-glob does
  */
 export function walkTestFiles(root: string, dir: string, skipDirs: readonly string[]): string[] {
   const base = dir === "" ? root : path.join(root, dir);
@@ -71,8 +44,7 @@ export function walkTestFiles(root: string, dir: string, skipDirs: readonly stri
       .withErrors()
       .withFullPaths()
       .withDirs()
-      // fdir follows links to directories (and stops at a loop); LINK_TOLERANT_FS keeps a
-      // dangling link from ending the crawl, as it ends nothing in Bun's scan.
+      // LINK_TOLERANT_FS: a dangling link must not end the crawl, as it ends nothing in Bun's scan.
       .withSymlinks({ resolvePaths: false })
       // fdir hands directories over with a trailing separator.
       .exclude((name, dirPath) => name.startsWith(".") || SKIPPED_NAMES.has(name) || skip.has(dirPath))
@@ -83,9 +55,7 @@ export function walkTestFiles(root: string, dir: string, skipDirs: readonly stri
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;
   }
-  // Directories entered through a link, longest first: a file under one is named by the link's real path.
-  // fdir lists the directories it entered by their own names, never one reached through a
-  // link: a file with an unlisted directory above it was found through a link.
+  // fdir lists the directories it entered by their own names only: one unlisted above a file means a link.
   const dirs = new Set(entries.filter((e) => e.endsWith(path.sep)));
   dirs.add(base + path.sep);
   // The directory asked for may itself be (or lie under) a link.
@@ -113,12 +83,7 @@ export function walkTestFiles(root: string, dir: string, skipDirs: readonly stri
 const NOT_A_DIRECTORY = { isDirectory: () => false, isFile: () => false } as fs.Stats;
 const isDangling = (error: unknown) => ["ENOENT", "ELOOP"].includes((error as NodeJS.ErrnoException).code ?? "");
 
-/**
- * The file system fdir crawls through (its `fs` option): node:fs, except that
- * resolving a link to nothing (or a loop of links) gives the link itself as
- * a non-directory instead of an error. Every other error (EACCES on a
- * directory, EIO) still ends the crawl. Looked up on each call, as fdir's own default.
- */
+/** node:fs for fdir (looked up per call, as fdir's default), but a dangling link or loop is a non-directory. */
 const LINK_TOLERANT_FS = {
   readdir: fs.readdir,
   readdirSync: ((...args: Parameters<typeof fs.readdirSync>) => fs.readdirSync(...args)) as typeof fs.readdirSync,
@@ -142,12 +107,7 @@ const LINK_TOLERANT_FS = {
   }) as typeof fs.statSync,
 };
 
-/**
- * The real path of a test file the crawl found: a regular file as it is
- * (resolved when it was found through a linked directory), a link to a
- * regular file as its target; null for anything else (a FIFO, a link to
- * nothing, a file gone meanwhile).
- */
+/** A found file's real path (a link to a regular file: its target); null for a FIFO, dangling link or gone file. */
 function realFile(entry: string, throughLink: boolean): string | null {
   let stat: ReturnType<typeof lstatSync>;
   try {
@@ -174,12 +134,7 @@ function realOrNull(file: string): string | null {
   }
 }
 
-/**
- * `matches` (root-relative, as fast-glob returns them, links followed) as
- * root-relative real paths, deduplicated, in order: the names Bun gives the
- * files it runs. A match gone meanwhile is dropped; one outside the root
- * comes back as `../...`.
- */
+/** Root-relative fast-glob `matches` as root-relative real paths (the names Bun gives them), deduped, in order. */
 export function toRealPaths(root: string, matches: readonly string[]): string[] {
   const realRoot = realOrNull(root) ?? root;
   const out = new Set<string>();

@@ -1,12 +1,7 @@
 /**
- * Atomic replacement of report files whose text is streamed: the pieces of
- * a document are written as they are rendered to a temp file next to each
- * target, which is fsynced and renamed over the target only once the whole
- * document is on disk. A reader sees the old complete file or the new
- * complete file, never half of one (as with util/atomic.ts's
- * writeFileAtomic, whose rules these are), and the document is never held
- * as one string: 100,000 testcases are ~15-30 MB of text per format, and
- * holding them set the runner's peak memory (bench/README.md).
+ * Atomic replacement of report files whose text is streamed: pieces go to a temp file beside each target, fsynced
+ * and renamed over it once whole (util/atomic.ts's rules), so a reader never sees half a file and the document is
+ * never held as one string (bench/README.md, "Where the time goes").
  */
 import { closeSync, constants, fsync, linkSync, mkdirSync, openSync, renameSync, write } from "node:fs";
 import { copyFile, open, rm } from "node:fs/promises";
@@ -17,18 +12,10 @@ import { randomHex } from "../util/random.ts";
 /** Bytes collected per document before one write to its temp file: few system calls, bounded memory. */
 export const FLUSH_BYTES = 1024 * 1024;
 
-/**
- * Size of a document's first buffer: most writes are interim reports of a
- * few KiB, which should not cost two 1 MiB buffers per document each; a
- * document that outgrows it continues in buffers of {@link FLUSH_BYTES}.
- */
+/** A document's first buffer: most writes are small interim reports; one that outgrows it goes on in FLUSH_BYTES. */
 const FIRST_BUFFER_BYTES = 64 * 1024;
 
-/**
- * Longest stretch, ms, that rendering holds the event loop before letting
- * it turn: an interim write of a large report must not hold back a running
- * shard's pipes, events or wall-clock timeout by its whole render.
- */
+/** Longest stretch (ms) rendering holds the event loop, so a large interim write cannot delay a shard's timeout. */
 export const YIELD_EVERY_MS = 10;
 
 /** One document to write: its text in pieces, and the paths it replaces. */
@@ -39,12 +26,8 @@ export interface StreamedDocument {
   chunks: Iterable<string>;
 }
 
-/**
- * Writes the concatenation of `chunks` (as UTF-8) to every path of
- * `targets`, each atomically: {@link writeDocumentsAtomic} with one document.
- *
- * @throws whatever pulling `chunks` throws, or the fs error (EACCES, ENOSPC, EISDIR, …)
- */
+/** {@link writeDocumentsAtomic} with one document.
+ * @throws whatever pulling `chunks` throws, or the fs error (EACCES, ENOSPC, EISDIR, …) */
 export async function writeChunksAtomic(
   targets: readonly string[],
   chunks: Iterable<string>,
@@ -73,70 +56,33 @@ interface Writing {
   done: boolean;
 }
 
-/**
- * Bytes of a document written after which an fsync is started while the
- * rendering goes on: the disk then takes most of a large report (three
- * documents of 10-28 MB for 100,000 tests) on libuv's threads, leaving the
- * final fsync, which the run waits for, only the last few MiB (~45 ms at
- * the end of a P8 run before, bench/README.md). Never reached by small reports.
- */
+/** Bytes after which an fsync starts while rendering goes on: the final, awaited fsync then has little left to do. */
 const EARLY_SYNC_BYTES = 4 * 1024 * 1024;
 
 const fsyncFd = promisify(fsync);
 const writeFd = promisify(write);
 
 /**
- * Writes several documents, each to every path of its `targets`
- * atomically: a unique temp file next to each target
- * (`.<name>.<pid>.<random>.tmp`, parent directories created) that is
- * renamed over it once every document is complete, documents in the given
- * order and each one's targets in their order.
- *
- * The documents are rendered side by side, one piece of each in turn (so
- * renderers sharing work per test, such as one schema check for JSON and
- * CTRF, stay in step), and written about {@link FLUSH_BYTES} bytes at a
- * time to the first temp file of each: while one buffer is written (on
- * libuv's threads, so the disk's time overlaps the rendering), the pieces
- * that follow fill the other. A large document also gets an fsync every
- * {@link EARLY_SYNC_BYTES} while it is written, so the disk keeps pace. The
- * first temp files are then fsynced together (one wait for the disk
- * instead of three in a row, as when each report was written on its own). Every other target's temp file is a
- * hard link to its document's first (one file on disk under several names:
- * the names are only ever replaced by a rename, never written in place), or
- * a copy when a link is impossible (another filesystem), fsynced too.
- *
- * When pulling a piece throws (a report that fails its schema half way) or
- * a write fails, every temp file is removed and the error is rethrown:
- * every target of every document is then left as it was. A failure while
- * renaming leaves the targets renamed before it replaced.
- *
- * The event loop gets a turn (setImmediate) at a flush once
- * {@link YIELD_EVERY_MS} have passed since the last one.
- *
- * @param mode permission bits for a newly created file (default 0o666, reduced by the umask)
- * @returns the time, ms, spent rendering and encoding while holding the
- *   event loop (not the waits for the disk): what the write cost the run
+ * Writes each document atomically to every path of its `targets` (temp files `.<name>.<pid>.<random>.tmp`, parent
+ * directories created), renamed in order once every document is complete. Documents render side by side, a piece
+ * of each in turn (renderers sharing per-test work stay in step), double-buffered so the disk overlaps rendering.
+ * The first temp files are fsynced together; other targets' are hard links to them (fsynced copies across
+ * filesystems). On a failure every temp file is removed and the targets stay as they were.
+ * @param mode permission bits for a new file (default 0o666, less the umask)
+ * @returns ms spent rendering while holding the event loop (not the disk waits): what the write cost the run
  * @throws whatever pulling the chunks throws, or the fs error (EACCES, ENOSPC, EISDIR, …)
  */
 export async function writeDocumentsAtomic(documents: readonly StreamedDocument[], mode = 0o666): Promise<number> {
   const writing: Writing[] = [];
   const made: string[] = [];
   try {
-    // 1. Each document's first temp file, created and open.
     for (const doc of documents) writing.push(openDocument(doc, mode, made));
-    // 2. The documents rendered side by side into them.
     const busyMs = await renderDocuments(writing);
-    // 3. Every write and fsync settled, each file closed.
     await syncAndClose(writing);
-    // 4. Every other target's temp file: a link to (or a copy of) its document's first.
     for (const w of writing) {
       for (const temp of w.temps.slice(1)) await linkOrCopy(w.temps[0]!, temp, made);
     }
-    // 5. Every temp file renamed over its target.
-    // Links and renames are synchronous: nine metadata calls through the
-    // thread pool, one after another, held the end of a run back by 5-12 ms
-    // on a busy machine, several times what the calls themselves cost
-    // (bench/README.md).
+    // Synchronous: metadata calls through the thread pool, one after another, delay a busy run's end (bench/README.md).
     for (const w of writing) for (let i = 0; i < w.temps.length; i++) renameSync(w.temps[i]!, w.doc.targets[i]!);
     return busyMs;
   } catch (error) {
@@ -169,11 +115,7 @@ function openDocument(doc: StreamedDocument, mode: number, made: string[]): Writ
   };
 }
 
-/**
- * Pulls the documents' pieces, one of each in turn, into their buffers and
- * flushes them (see {@link writeDocumentsAtomic}); returns the ms spent
- * holding the event loop.
- */
+/** Pulls the documents' pieces, one of each in turn, into their buffers and flushes them; returns ms busy. */
 async function renderDocuments(writing: Writing[]): Promise<number> {
   let busyMs = 0;
   let open = writing.length;
@@ -257,8 +199,7 @@ async function linkOrCopy(first: string, temp: string, made: string[]): Promise<
   try {
     await copyFile(first, temp, constants.COPYFILE_EXCL);
   } catch (error) {
-    // A copy cut short (ENOSPC) leaves a partial temp file: not ours to
-    // keep when it is not there because another writer holds the name.
+    // A copy cut short leaves a partial temp file, ours to remove unless another writer holds the name (EEXIST).
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") await rm(temp, { force: true });
     throw error;
   }
@@ -271,13 +212,8 @@ async function linkOrCopy(first: string, temp: string, made: string[]): Promise<
   }
 }
 
-/**
- * Starts writing the document's filled buffer (and then `extra`, a piece
- * too large for a buffer) after the file's earlier writes, and hands the
- * other buffer over for filling once the write that used it has finished.
- *
- * @throws the error of an earlier write of this file
- */
+/** Starts writing the filled buffer (then `extra`, a piece too large for one) after the file's earlier writes,
+ * and swaps in the spare buffer. @throws the error of an earlier write of this file */
 async function flush(w: Writing, extra: Buffer | null = null): Promise<void> {
   // The spare buffer is the one the previous write used.
   await w.writing;

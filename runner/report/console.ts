@@ -1,7 +1,4 @@
-/**
- * Console reporter: plain lines, one per event that matters, so a CI log
- * reads as a timeline. Consumes the result model only.
- */
+/** Console reporter: plain lines, one per event that matters, so a CI log reads as a timeline. */
 import type { PlannedShard } from "../plan/plan.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import path from "node:path";
@@ -38,10 +35,7 @@ const MAX_NAMED = 5;
 const MESSAGE_WIDTH = 160;
 const NAME_WIDTH = 200;
 
-/**
- * `text` with at most `width` code points (a surrogate pair is never split),
- * and "…" at the end when anything was left out.
- */
+/** `text` cut to `width` code points (never splitting a surrogate pair), "…" marking a cut. */
 function cutTo(text: string, width: number): { text: string; cut: boolean } {
   if (text.length <= width) return { text, cut: false };
   // 2 * width + 2 code units hold more than `width` code points whenever the text is longer.
@@ -50,12 +44,7 @@ function cutTo(text: string, width: number): { text: string; cut: boolean } {
   return { text: `${points.slice(0, width).join("")}…`, cut: true };
 }
 
-/**
- * `   timed-out  outer > spins forever (6.0s): in flight when …` (one line).
- * A message shown in part (cut at {@link MESSAGE_WIDTH}, or lines after its
- * first left out) ends with "…", and with `fullTextIn` (the shard's log)
- * when that is given: a cut message must never read as a whole one.
- */
+/** A test's console line; a message shown in part ends with "…" and names `fullTextIn`: never read as whole. */
 function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTextIn?: string | null): string {
   const where = withFile ? `${test.file} > ` : "";
   // Split at line feeds only: a carriage return is shown (oneLine), never obeyed.
@@ -65,19 +54,15 @@ function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTex
   const cut = shown.cut || linesLeftOut;
   const message = `${shown.text}${linesLeftOut && !shown.cut ? " …" : ""}${cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : ""}`;
   const flaky = test.flaky ? " (flaky)" : "";
-  // A name with a line break or a carriage return would start a console line of its
-  // own, which CI log readers (GitHub's workflow commands) may take for an instruction.
+  // A line break in a name would start a console line of its own, which CI log readers may obey.
   const name = cutTo(oneLine(test.name), NAME_WIDTH).text;
   return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${first ? `: ${message}` : ""}`;
 }
 
-/** A shard at least this long (wall time, ms) shows what it cost on its end line: 5 s, Jest's default slow-test threshold. */
+/** A shard at least this long (wall time, ms) shows its cost on its end line: Jest's default slow-test threshold. */
 export const SLOW_SHARD_MS = 5_000;
 
-/**
- * ` (cpu 12.3 s, peak 412 MiB)` for a slow shard (at least {@link SLOW_SHARD_MS})
- * with figures (report.json `resources`: CPU is user plus system); "" otherwise.
- */
+/** ` (cpu 12.3 s, peak 412 MiB)` for a slow shard with figures (report.json `resources`); "" otherwise. */
 export function costText(result: ShardResult): string {
   const r = result.resources;
   if (r === undefined || result.durationMs < SLOW_SHARD_MS) return "";
@@ -87,12 +72,8 @@ export function costText(result: ShardResult): string {
   return parts.length > 0 ? ` (${parts.join(", ")})` : "";
 }
 
-/**
- * `[2/7] TIMED-OUT 6.0s test/x.test.ts: killed after 6 s wall-clock timeout (cpu 5.9 s, peak 412 MiB)`
- * (the figures for a slow shard, {@link costText}),
- * followed, for a shard that did not pass, by its non-passing tests (the
- * test in flight first among them) and the path of its full log.
- */
+/** A shard's end line (`[2/7] TIMED-OUT 6.0s test/x.test.ts: killed after …`), followed for a shard that did not
+ * pass by its non-passing tests and the path of its full log. */
 export function endLine(result: ShardResult, total: number): string {
   const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}${costText(result)}`;
   if (result.status === "passed" || result.status === "skipped-by-diff") return head;
@@ -109,32 +90,18 @@ export function endLine(result: ShardResult, total: number): string {
   return lines.join("\n");
 }
 
-/**
- * Reads at most `maxBytes` from the end of a log file, cut to whole lines,
- * without Bun's inspector banner, safe to print (util/terminal.ts
- * `consoleLines`: escape sequences removed, a carriage return or any other
- * control character shown, so no line of it can overwrite or pass for one of
- * ours). Returns "" when the file cannot be read: a lost tail must never
- * turn a verdict into an exception.
- */
+/** The last `maxBytes` of a log in whole lines, without Bun's inspector banner, printable (util/terminal.ts);
+ * "" when it cannot be read: a lost tail must never turn a verdict into an exception. */
 export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): Promise<string> {
   const tail = await readFileTail(logPath, maxBytes);
   let text = consoleLines(tail.text);
   if (tail.cut) text = text.slice(text.indexOf("\n") + 1);
-  // Bun prints this banner when its inspector is started by a flag (shardguard's
-  // children dial through BUN_INSPECT_CONNECT_TO and print none; a user's
-  // own --inspect still does); it is noise next to the test's output (the log keeps it).
+  // Bun's banner when a flag starts its inspector (a user's own --inspect): noise beside the test's output.
   text = text.replace(INSPECTOR_BANNER, "");
   return text.split("\n").slice(-maxLines).join("\n").trimEnd();
 }
 
-/**
- * Bun 1.4.4's three-line inspector banner: two `--- Bun Inspector ---` lines
- * and `Listening on unix:…`. Through pipes the listening line came between
- * the two; with the log as the child's own stdout and stderr it lands after
- * both (Bun writes it through another buffer), so any order of the three
- * adjacent lines is the banner.
- */
+/** Bun's three-line inspector banner, in any order: its listening line goes through another buffer than the dashes. */
 const DASHES = "-+ Bun Inspector -+\\n";
 const LISTENING = "Listening on unix:[^\\n]*\\n";
 const INSPECTOR_BANNER = new RegExp(
@@ -142,11 +109,7 @@ const INSPECTOR_BANNER = new RegExp(
   "gm",
 );
 
-/**
- * The closing summary: counts, one line per non-passing shard, report paths.
- * `paths` null: the reports could not be written; `runCopy` names the run's
- * own report.json when it holds the final report all the same.
- */
+/** The closing summary; `paths` null: reports not written (`runCopy`: the run's own report.json, when final). */
 export function summaryLines(
   report: RunReport,
   paths: { junit: string; json: string; ctrf: string; html?: string } | null,

@@ -1,17 +1,6 @@
 /**
- * CTRF report writer: the run report as a Common Test Report Format document
- * (ctrf.io, `reportFormat: "CTRF"`), for dashboards and CI tools that read
- * CTRF instead of JUnit.
- *
- * Only fields that the CTRF schema defines are written; everything of ours
- * that CTRF has no field for (shard index, synthetic entries, failure type,
- * run id, completion, exit code, shard verdicts) goes under `extra`, the
- * schema's extension point. The status mapping is docs/reports.md's CTRF column,
- * restated in docs/reports.md ("CTRF").
- *
- * The document is checked in test/report-ctrf.test.ts against the JSON
- * Schema shipped by the `ctrf` reference implementation (a devDependency;
- * nothing here imports it at run time).
+ * CTRF report writer (ctrf.io): only fields the CTRF schema defines, everything else of ours under `extra`; the
+ * status mapping is docs/reports.md, "CTRF". test/report-ctrf.test.ts checks it against the `ctrf` package's schema.
  */
 import {
   validReport,
@@ -26,22 +15,13 @@ import {
 import { entryChars, failureNote, reportText } from "./json.ts";
 import { JsonBatch, jsonWithStreamedArray } from "./json-stream.ts";
 
-/**
- * The CTRF specification version written to `specVersion`: the current one
- * per ctrf.io's root-object spec and the `ctrf` reference implementation's
- * `CURRENT_SPEC_VERSION` (a test keeps the two equal).
- */
+/** The CTRF spec version: the `ctrf` reference implementation's `CURRENT_SPEC_VERSION` (a test keeps them equal). */
 export const CTRF_SPEC_VERSION = "0.0.0";
 
 /** The five test statuses CTRF allows. */
 export type CtrfStatus = "passed" | "failed" | "skipped" | "pending" | "other";
 
-/**
- * Our test status → CTRF status (docs/reports.md): `todo` is `pending`,
- * `skipped-by-diff` is `skipped`, what shardguard killed or saw die
- * (`timed-out`, `crashed`) is `failed`, and `never-started` is `other`.
- * The original status always travels along as `rawStatus`.
- */
+/** Our test status → CTRF status (docs/reports.md, "CTRF"); the original travels along as `rawStatus`. */
 export const CTRF_STATUS: Readonly<Record<TestStatus, CtrfStatus>> = {
   passed: "passed",
   failed: "failed",
@@ -76,7 +56,7 @@ export interface CtrfTest {
     shard: number;
     /** True for a "(whole file)" stand-in without per-test data. */
     synthetic: boolean;
-    /** The failure's `errorName` (e.g. "AssertionError") where Bun gave one, else its `type` (e.g. "timeout", "crash", "load-error"), as in the JUnit report; absent without a failure. */
+    /** The failure's `errorName` where Bun gave one, else its `type` (as in JUnit); absent without a failure. */
     failureType?: string;
   };
 }
@@ -134,18 +114,8 @@ export interface CtrfReport {
   };
 }
 
-/**
- * Builds the CTRF document for `report`: one entry in `results.tests` per
- * test entry of every shard, in plan order. Units: `duration` in whole
- * milliseconds, `start`/`stop` in milliseconds since the Unix epoch (from
- * `startedAt`, and `finishedAt` or `startedAt + durationMs` while the run is
- * going). Failure texts lose terminal escape sequences and are capped as in report.json;
- * names and paths are kept as they are.
- *
- * Pure: the same report always gives the same document.
- *
- * @throws ZodError when the report does not match {@link RunReportSchema}.
- */
+/** The CTRF document of `report`: one entry per test entry, in plan order; failure texts cleaned and capped as in
+ * report.json. Pure. @throws ZodError when the report does not match {@link RunReportSchema} */
 export function buildCtrf(report: RunReport): CtrfReport {
   const valid = validReport(report); // RunReportSchema.parse, unless already checked
   const tests = valid.shards.flatMap((shard) =>
@@ -154,10 +124,7 @@ export function buildCtrf(report: RunReport): CtrfReport {
   return ctrfDocument(valid, tests);
 }
 
-/**
- * The document around `tests`, its summary counted from `valid`'s entries
- * (so the streamed writer, which passes no tests, counts the same).
- */
+/** The document around `tests`, its summary counted from `valid`'s entries (so the streamed writer counts the same). */
 function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
   const start = Date.parse(valid.startedAt);
   const duration = Math.round(valid.durationMs);
@@ -204,27 +171,13 @@ function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
   };
 }
 
-/**
- * {@link buildCtrf} as JSON text with 2-space indentation and a trailing
- * newline: the content of `ctrf.json` ({@link ctrfChunks} joined).
- *
- * @throws ZodError when the report does not match {@link RunReportSchema}.
- */
+/** {@link buildCtrf} as the text of `ctrf.json` ({@link ctrfChunks} joined). @throws ZodError as buildCtrf does */
 export function renderCtrf(report: RunReport): string {
   return [...ctrfChunks(report)].join("");
 }
 
-/**
- * The text of {@link renderCtrf} in pieces, up to 512 test entries at a
- * time (ENTRY_BATCH), for a writer that streams it to a file: the report is checked part by part
- * (validReportShell, then each test as it is rendered), so neither a
- * checked copy of the report nor the document is ever held whole.
- *
- * @param check the check of each test entry: {@link validTest}, or one of
- *   `sharedTestChecks` when JSON renders the same entries side by side
- * @throws ZodError (on the pull that reaches the bad part) when the report
- *   does not match {@link RunReportSchema}.
- */
+/** {@link renderCtrf} in pieces, checked part by part as json.ts's jsonChunks is (`check`: shared when JSON renders
+ * beside it). @throws ZodError on the pull that reaches a bad part */
 export function* ctrfChunks(report: RunReport, check: TestCheck = validTest): Generator<string, void, undefined> {
   const valid = validReportShell(report);
   const tests = function* () {

@@ -1,19 +1,7 @@
 /**
- * GitHub Actions reporter: workflow commands (annotations) and a Markdown
- * step summary, rendered from the result model. It decides nothing: which
- * tests did not pass, which were flaky and why comes from the report; the
- * caller (cli/execute.ts) decides whether GitHub Actions is on and where the
- * repository root is, prints the lines and appends the summary.
- *
- * Escaping follows GitHub's workflow command format ("Workflow commands for
- * GitHub Actions"): in the data after `::`, `%`, CR and LF become `%25`,
- * `%0D`, `%0A`; in a property value (`file=…,title=…`) `:` and `,` also
- * become `%3A` and `%2C`. So no test name, path or message can end the
- * command early, add a property or start a second command on a new line.
- * Before that, every text is made printable (util/terminal.ts): escape
- * sequences removed, a lone carriage return and every other control
- * character shown, never obeyed (the runner reads a CR as a line end, the
- * log viewer a NEL or U+2028 as a line break).
+ * GitHub Actions reporter: annotations and a Markdown step summary rendered from the report; it decides nothing
+ * (cli/execute.ts decides, prints, appends). Text is made printable (util/terminal.ts), then escaped per GitHub's
+ * "Workflow commands" format, so no test text can end a command early, add a property or start another command.
  */
 import path from "node:path";
 import type { RunReport, ShardResult, TestResult, TestStatus } from "../results/report-model.ts";
@@ -23,12 +11,8 @@ import { consoleLine, consoleLines } from "../util/terminal.ts";
 
 /** What {@link githubAnnotations} and {@link githubStepSummary} need beyond the report. */
 export interface GithubOptions {
-  /**
-   * Absolute path of the repository root (GITHUB_WORKSPACE, else the git
-   * top level, else the run root): `file=` properties and the paths in the
-   * summary are relative to it, as GitHub needs them to place annotations.
-   * Default: the report's root.
-   */
+  /** Absolute repository root (GITHUB_WORKSPACE, else git's top level, else the run root): annotation and summary
+   * paths are relative to it, as GitHub places them. Default: the report's root. */
   repoRoot?: string;
   /** The run's secret redactor, applied to every text taken from a test. Default: none. */
   redact?: (text: string) => string;
@@ -62,11 +46,7 @@ export function escapeProperty(text: string): string {
   return escapeData(text).replace(/:/g, "%3A").replace(/,/g, "%2C");
 }
 
-/**
- * One workflow command line, e.g. `::error file=a.ts,line=3,title=x::message`:
- * property values on one line (util/terminal.ts `consoleLine`), the message
- * keeping its line feeds (`consoleLines`), then escaped.
- */
+/** One workflow command line, `::error file=a.ts,line=3::message`: properties on one line, message line feeds kept. */
 export function workflowCommand(
   command: "error" | "warning" | "notice",
   properties: Record<string, string | number | undefined>,
@@ -79,11 +59,7 @@ export function workflowCommand(
   return `::${command}${props ? ` ${props}` : ""}::${escapeData(consoleLines(message))}`;
 }
 
-/**
- * Cuts `text` to one screen ({@link SCREEN_LINES} lines, {@link SCREEN_CHARS}
- * characters), keeping the start (an assertion's message comes first) and
- * saying what was cut. Never splits a surrogate pair.
- */
+/** `text` cut to one screen, keeping the start (an assertion's message comes first) and saying what was cut. */
 export function oneScreen(text: string): string {
   const lines = text.split("\n");
   let kept = lines.slice(0, SCREEN_LINES).join("\n");
@@ -106,12 +82,7 @@ function shown(repoRoot: string, abs: string): string {
   return inside(repoRoot, abs) ?? abs;
 }
 
-/**
- * The test's failure text, safe to print (util/terminal.ts `consoleLines`):
- * the message, then what the details add to it. Bun's details repeat the message (`AssertionError: <message>`
- * and the stack), so only the part after it is kept: a short assertion fits
- * one screen instead of showing twice.
- */
+/** The failure text, printable: message, then what Bun's details add (they repeat it): a short one shows once. */
 export function failureText(test: TestResult): string {
   const f = test.failure;
   if (!f) return test.status;
@@ -128,17 +99,8 @@ function notPassed(report: RunReport): { test: TestResult; shard: ShardResult }[
   return NOT_PASSED.flatMap((status) => all.filter((e) => e.test.status === status));
 }
 
-/**
- * The workflow command lines for a finished run: one `::error` per test
- * that did not pass (failed, timed-out, crashed, never-started) and one
- * `::warning` per flaky test, each with `file` (relative to the repository
- * root, left out when the file lies outside it), `line` when known and a
- * `title`; the message is the failure text, redacted and cut to one screen,
- * and names the shard's log. At most {@link MAX_ANNOTATIONS}; past that one
- * more `::error` says how many were left out.
- *
- * Pure.
- */
+/** The workflow command lines of a finished run: an `::error` per test that did not pass, a `::warning` per flaky
+ * one, each redacted, cut to one screen and naming the log; at most {@link MAX_ANNOTATIONS}. Pure. */
 export function githubAnnotations(report: RunReport, options: GithubOptions = {}): string[] {
   const safe = options.redact ? redactReport(report, options.redact) : report;
   const repoRoot = options.repoRoot ?? report.root;
@@ -179,27 +141,15 @@ export function githubAnnotations(report: RunReport, options: GithubOptions = {}
   return lines;
 }
 
-/**
- * Escapes text for one Markdown table cell: escape sequences are removed and
- * line breaks and other control characters shown (util/terminal.ts
- * `consoleLine`), whitespace runs become one space, and every ASCII
- * punctuation character is backslash-escaped (CommonMark allows that for
- * each of them), so a test name can neither end the cell (`|`) or the line,
- * open HTML (`<`), an entity (`&`), a link, code or emphasis.
- */
+/** Text for one Markdown table cell: printable, on one line, every ASCII punctuation backslash-escaped (CommonMark
+ * allows it), so a test name cannot end the cell or open HTML, an entity, a link, code or emphasis. */
 export function markdownCell(text: string, max = 300): string {
   let flat = consoleLine(text).replace(/\s+/g, " ").trim();
   if (flat.length > max) flat = `${flat.slice(0, max).replace(/[\uD800-\uDBFF]$/, "")}…`;
   return flat.replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
 }
 
-/**
- * The Markdown step summary of a finished run: the verdict, counts of shards
- * and tests by status, a table of the tests that did not pass with their
- * reasons (at most {@link MAX_SUMMARY_ROWS} rows), the slowest shards with
- * their logs, and the report paths. Paths are relative to the repository
- * root. Pure.
- */
+/** The Markdown step summary of a finished run (docs/ci.md, "GitHub Actions"), paths relative to the repo root. */
 export function githubStepSummary(report: RunReport, options: GithubOptions = {}): string {
   const safe = options.redact ? redactReport(report, options.redact) : report;
   const repoRoot = options.repoRoot ?? report.root;
@@ -336,11 +286,7 @@ function reportPaths(repoRoot: string, reports: GithubOptions["reports"]): strin
   ];
 }
 
-/**
- * The annotation and summary of a run shardguard refused (exit 2, no shard
- * ran): one `::error` with the reason, and a short summary saying that no
- * report stands for it. `reason` must already be redacted.
- */
+/** Annotation and summary of a refused run (exit 2, no shard ran); `reason` must already be redacted. */
 export function githubRefusal(reason: string): { annotation: string; summary: string } {
   return {
     annotation: workflowCommand("error", { title: "shardguard refused the run (exit 2)" }, oneScreen(reason)),

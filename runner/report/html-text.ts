@@ -12,14 +12,8 @@ export function escapeHtml(text: string): string {
 
 const SCRIPT_ESCAPES: Record<string, string> = { "<": "\\u003c", "\u2028": "\\u2028", "\u2029": "\\u2029" };
 
-/**
- * JSON text (as JSON.stringify writes it) made safe as the content of a
- * `<script type="application/json">` element: every `<` becomes `\u003c`, so
- * neither `</script>` nor `<!--` in a test's name can end or change the
- * element, and U+2028/U+2029 are escaped too (valid in JSON, but line
- * breaks to older JavaScript parsers). JSON only has `<` inside strings,
- * where the escape reads back as the same character.
- */
+/** JSON text made safe inside `<script type="application/json">`: `<` (so no `</script>` or `<!--` from a test
+ * name), U+2028 and U+2029 escaped, each reading back as the same character inside a JSON string. */
 export function jsonForScript(json: string): string {
   return json.replace(/[<\u2028\u2029]/g, (c) => SCRIPT_ESCAPES[c]!);
 }

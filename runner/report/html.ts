@@ -45,11 +45,8 @@ export function renderHtml(report: RunReport, extras: HtmlExtras = {}): string {
 }
 
 /**
- * The text of report.html in pieces. The report is read as it is (the
- * writer checks it for report.json beside this one); failure texts are
- * cleaned and capped as in report.json (64 KiB of their tail, naming the
- * log). Every string of the model reaches the page as escaped HTML or as
- * JSON inside the data element, escaped by {@link jsonForScript}.
+ * report.html in pieces. The report is read as it is (the writer checks it for report.json beside it); failure texts
+ * are cleaned and capped as in report.json; every model string reaches the page escaped ({@link jsonForScript}).
  */
 export function* htmlChunks(report: RunReport, extras: HtmlExtras = {}): Generator<string, void, undefined> {
   const title = `shardguard ${report.merged ? "merged report" : "report"} ${report.runId}`;

@@ -1,11 +1,6 @@
 /**
- * The JSON Schema of the JSON report, generated from the zod schema that
- * the code itself validates with, so the document cannot drift from the
- * code (a test compares the committed file with a fresh generation).
- *
- * Regenerate docs/report.schema.json with:
- *
- *     bun runner/report/json-schema.ts
+ * The JSON Schema of report.json, generated from the zod schema the code validates with (a test compares the
+ * committed file with a fresh one). Regenerate it: `bun runner/report/json-schema.ts`.
  */
 import { join } from "node:path";
 import { z } from "zod";
@@ -15,10 +10,7 @@ import { writeFileAtomic } from "../util/atomic.ts";
 /** Where the generated schema is committed, relative to the repository root. */
 export const REPORT_SCHEMA_PATH = "docs/report.schema.json";
 
-/**
- * JSON Schema (draft 2020-12) of the report as written by renderJson: the
- * schema's output side, so fields with defaults are required.
- */
+/** JSON Schema (draft 2020-12) of renderJson's output: the output side, so fields with defaults are required. */
 export function reportJsonSchema(): Record<string, unknown> {
   return {
     ...z.toJSONSchema(RunReportSchema, { target: "draft-2020-12", io: "output" }),

@@ -1,9 +1,6 @@
 /**
- * Pieces of `JSON.stringify(value, null, 2)` for documents too large to
- * hold as one string: the document's shell is stringified whole, and one
- * array in it is produced item by item, each item stringified on its own.
- * The joined pieces are byte for byte what one `JSON.stringify` of the
- * whole document gives (test/report-stream.test.ts compares them).
+ * `JSON.stringify(value, null, 2)` in pieces, for documents too large to hold: the shell whole, one array in it item
+ * by item; joined, byte for byte the one-call text (test/report-stream.test.ts compares them).
  */
 
 /** Stands for the streamed array in the shell while the shell is stringified. */
@@ -15,13 +12,7 @@ const indent = (depth: number) => "  ".repeat(depth);
 /** The text around a value nested `depth` arrays deep, by depth: what {@link nestedJson} cuts off. */
 const wrappers: { before: number; after: number }[] = [];
 
-/**
- * `JSON.stringify(value, null, 2)` as it appears nested `depth` levels deep
- * in a larger document: every line after the first indented by `depth`
- * levels. It is exactly that: the value is stringified inside `depth`
- * one-item arrays and the arrays' own text is cut off (faster than
- * re-indenting the text, and indented by JSON.stringify itself).
- */
+/** `JSON.stringify(value, null, 2)` as nested `depth` levels deep: stringified inside one-item arrays, cut out. */
 export function nestedJson(value: unknown, depth: number): string {
   if (depth === 0) return JSON.stringify(value, null, 2);
   let wrapped: unknown = value;
@@ -37,19 +28,10 @@ export function nestedJson(value: unknown, depth: number): string {
   return text.slice(cut.before, text.length - cut.after);
 }
 
-/**
- * Entries stringified together by the streamed renderers: one
- * JSON.stringify of a batch gives one flat string for all of them, where
- * one call per entry (plus the separator joined to each) left ~300,000
- * small strings for 100,000 tests to join and encode (bench/README.md).
- */
+/** Entries stringified per call by the streamed renderers: one flat string per batch, not many small ones. */
 export const ENTRY_BATCH = 512;
 
-/**
- * Characters of text (names, failure texts) after which a batch is full
- * before ENTRY_BATCH: 512 failing entries with capped 64 KiB texts would
- * otherwise be tens of MiB in one string.
- */
+/** Characters of text after which a batch is full before ENTRY_BATCH: capped failure texts add up fast. */
 export const BATCH_CHARS = 256 * 1024;
 
 /** Items collected for {@link jsonItems} at one depth, a batch at a time. */
@@ -59,10 +41,7 @@ export class JsonBatch {
 
   constructor(private readonly depth: number) {}
 
-  /**
-   * Adds an item holding about `chars` characters of text.
-   * @returns the batch's text when it is now full (ENTRY_BATCH items or BATCH_CHARS), else null
-   */
+  /** Adds an item of about `chars` characters; returns the batch's text when it is now full, else null. */
   add(item: unknown, chars: number): string | null {
     this.items.push(item);
     this.chars += chars;
@@ -80,14 +59,8 @@ export class JsonBatch {
 }
 
 /**
- * `items` as consecutive items of an array whose items sit `depth` (≥ 1)
- * levels deep: `nestedJson(item, depth)` of each, joined by the line break
- * and indentation JSON.stringify puts between array items. It is exactly
- * that: the items stringified as one array one level up, its brackets cut
- * off. One such text can stand for several items among the `items` of
- * {@link jsonWithStreamedArray}, which puts the same separator between them.
- * Items must be JSON values (an `undefined` would become `null`); `items`
- * must not be empty.
+ * `items` (JSON values, at least one) as consecutive items of an array whose items sit `depth` (≥ 1) levels deep,
+ * joined as JSON.stringify joins them: one text can stand for several items of {@link jsonWithStreamedArray}.
  */
 export function jsonItems(items: readonly unknown[], depth: number): string {
   const text = nestedJson(items, depth - 1);
@@ -96,13 +69,8 @@ export function jsonItems(items: readonly unknown[], depth: number): string {
 }
 
 /**
- * The pieces of `nestedJson(shell, depth)` with the array at `path` (keys
- * from the shell down; the last one must be a key of its object, whose key
- * order places it) made of `items`. The array's owner sits at
- * `owner = depth + path.length - 1`; `items` yields each array item
- * already as `nestedJson(item, owner + 2)`, either as one string or as the
- * pieces of one (an item that streams an array of its own), or several
- * consecutive items as one string ({@link jsonItems}).
+ * The pieces of `nestedJson(shell, depth)` with the array at `path` (keys from the shell down) made of `items`, each
+ * already `nestedJson(item, depth + path.length + 1)`: one string, pieces of one, or several ({@link jsonItems}).
  */
 export function* jsonWithStreamedArray(
   shell: object,
@@ -117,8 +85,7 @@ export function* jsonWithStreamedArray(
       : { ...value, [rest[0]!]: withPlaceholder((value as Record<string, object>)[rest[0]!]!, rest.slice(1)) };
   const text = nestedJson(withPlaceholder(shell, path), depth);
   depth += path.length - 1;
-  // Keys are the model's own, and a string value's quotes are escaped, so
-  // the member `"key": "<placeholder>"` cannot occur anywhere else.
+  // Keys are the model's own and string quotes are escaped, so this member occurs nowhere else.
   const member = `${JSON.stringify(key)}: ${JSON.stringify(PLACEHOLDER)}`;
   const at = text.indexOf(member);
   if (at === -1) throw new Error(`jsonWithStreamedArray: no member ${JSON.stringify(key)} in the shell`);

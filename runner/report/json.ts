@@ -1,8 +1,4 @@
-/**
- * JSON report writer: the run report as our own documented layout
- * (docs/report.schema.json, generated from the zod schema in
- * runner/results/report-model.ts).
- */
+/** JSON report writer: our own documented layout (docs/report.schema.json, from results/report-model.ts's schema). */
 import {
   validReportShell,
   validTest,
@@ -15,34 +11,16 @@ import { capText, stripAnsi } from "./sanitize.ts";
 import { MAX_TEXT_BYTES } from "../util/text-cap.ts";
 
 /**
- * Validates `report` against {@link RunReportSchema} (defaults filled in),
- * removes terminal escape sequences from failure texts (`failure.message`,
- * `failure.details`, `attemptFailures[].message`), caps each at 64 KiB of
- * its tail with a marker naming the shard's log (as in JUnit), and returns
- * the report as JSON with 2-space indentation and a trailing newline.
- *
- * Nothing else is changed: JSON can carry any string (controls become
- * `\u00XX`, lone surrogates `\udXXX`), so names and paths stay exactly as the
- * tests wrote them. Colour codes are dropped because readers of failure
- * messages are people and dashboards, not terminals.
- *
- * @throws ZodError when the report does not match the schema.
+ * The report validated, failure texts without terminal escapes and tail-capped (docs/reports.md, "JSON"), as
+ * 2-space JSON with a trailing newline. @throws ZodError when the report does not match the schema
  */
 export function renderJson(report: RunReport): string {
   return [...jsonChunks(report)].join("");
 }
 
 /**
- * The text of {@link renderJson} in pieces, up to 512 test entries at a
- * time (ENTRY_BATCH), for a writer that streams it to a file: the report is
- * checked part by part (validReportShell first, then each test as it is
- * rendered), so neither a checked copy of the report nor its text is ever
- * held whole.
- *
- * @param check the check of each test entry: {@link validTest}, or one of
- *   `sharedTestChecks` when CTRF renders the same entries side by side
- * @throws ZodError (on the pull that reaches the bad part; earlier pieces
- *   were already yielded) when the report does not match the schema.
+ * {@link renderJson} in pieces, checked part by part (the shell, then each test by `check`), so neither a checked
+ * copy nor the text is held whole. @throws ZodError on the pull that reaches a bad part
  */
 export function* jsonChunks(report: RunReport, check: TestCheck = validTest): Generator<string, void, undefined> {
   const valid = validReportShell(report);
@@ -80,7 +58,7 @@ export function failureNote(logPath: string | null): string {
   return logPath === null ? "no log was written" : `full log: ${logPath}`;
 }
 
-/** Failure text as reports show it: without terminal escapes, its tail capped at 64 KiB naming the log (as in JUnit). */
+/** Failure text as reports show it: without terminal escapes, its tail capped naming the log (as in JUnit). */
 export function reportText(text: string, note: string): string {
   return capText(stripAnsi(text), MAX_TEXT_BYTES, note);
 }

@@ -1,39 +1,18 @@
 /**
- * JUnit XML writer: a {@link RunReport} → one document that validates
- * against docs/schemas/junit-10-extended.xsd and that the CI consumers
- * listed in docs/reports.md read the same way.
- *
- * Layout rules and why:
- * - One flat `<testsuite>` per test file, even when the file ran in several
- *   shards: some consumers read only top-level suites, so describe blocks go
- *   into the testcase name (`outer > inner > test`), never into nesting.
- * - Every suite has at least one `<testcase>`: consumers count testcases and
- *   some drop empty suites, which would hide a file that never ran. A planned
- *   file without any test entry gets one synthetic testcase carrying the
- *   shard's verdict.
- * - Suite counts are computed from the elements written, so they cannot
- *   disagree with what a consumer counts.
- * - A testcase never holds both `<skipped>` and `<failure>`/`<error>`
- *   (consumers disagree on what that means).
- * - Names are unique per suite (a repeat gets " (2)", " (3)", …) because
- *   GitLab merges testcases that share suite, classname and name.
- * - `time` is seconds with exactly 3 decimals: the XSD's SUREFIRE_TIME
- *   pattern allows neither exponents nor NaN.
+ * JUnit XML writer: a {@link RunReport} → one document valid against docs/schemas/junit-10-extended.xsd that the CI
+ * consumers of docs/ci.md read alike. The layout rules and why: docs/reports.md, "JUnit XML".
  */
 import type { FailureKind, RunReport, ShardResult, TestResult } from "../results/report-model.ts";
 import { standInsFor, WHOLE_FILE } from "../results/verdict.ts";
 import { BATCH_CHARS } from "./json-stream.ts";
 import { capText, xmlAttr, xmlSafe, xmlText } from "./sanitize.ts";
 
-/** Default cap for a failure's message and details text: 64 KiB of UTF-8. */
+/** Default cap for a failure's message and details text, in bytes of UTF-8. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024;
 
 /** Options of {@link renderJUnit}. */
 export interface JUnitOptions {
-  /**
-   * Bytes (UTF-8, after sanitizing) kept of each failure/error message and
-   * body; the tail is kept and the cut names the shard's log. Default 64 KiB.
-   */
+  /** Bytes (UTF-8, sanitized) kept of each failure message and body: the tail, the cut naming the shard's log. */
   maxOutputBytes?: number;
 }
 
@@ -49,35 +28,17 @@ interface Outcome {
 }
 
 /**
- * Renders the report as a JUnit XML document (UTF-8 text with XML
- * declaration, trailing newline): {@link junitChunks} joined.
- *
- * Root `<testsuites name="shardguard">` (a slice: `"shardguard slice I/N"`) carries the totals, the run's
- * duration (seconds) and start time. Status → testcase content:
- * passed → nothing (plus one `<flakyFailure>` per failed attempt when flaky);
- * failed → `<failure>`; skipped → `<skipped/>` (with the kind and message when
- * it has a reason, e.g. an empty file: `type="no-tests"`); todo → `<skipped type="todo"/>`;
- * skipped-by-diff → `<skipped type="skipped-by-diff" message=reason/>`;
- * timed-out / crashed / never-started → `<error type="timeout" | "crash" |
- * "never-started">`. All text is sanitized (see sanitize.ts).
- *
- * Pure; does not validate the report.
- * @throws RangeError when `maxOutputBytes` is not a non-negative integer.
+ * The report as a JUnit XML document ({@link junitChunks} joined); statuses map as docs/reports.md's table, all text
+ * sanitized (sanitize.ts). Pure; does not validate the report. @throws RangeError for a bad `maxOutputBytes`
  */
 export function renderJUnit(report: RunReport, options: JUnitOptions = {}): string {
   return [...junitChunks(report, options)].join("");
 }
 
 /**
- * The document of {@link renderJUnit} in pieces (a suite's start tag, then
- * its testcases up to 256 at a time, the last batch with the end tag), so a
- * writer can stream it to a file without ever holding it whole (100,000
- * testcases are ~15 MB of text). Suite and root counts come from a counting
- * pass over the statuses first (their attributes precede the testcases);
- * the testcases are rendered as the caller pulls them. The report must not
- * change while the generator runs.
- *
- * @throws RangeError (on the first pull) when `maxOutputBytes` is not a non-negative integer.
+ * {@link renderJUnit} in pieces (a suite's start tag, then its testcases in batches), so a writer can stream it
+ * without holding it whole; counts come from a first pass, as attributes precede the testcases. The report must
+ * not change while the generator runs. @throws RangeError (on the first pull) for a bad `maxOutputBytes`
  */
 export function* junitChunks(report: RunReport, options: JUnitOptions = {}): Generator<string, void, undefined> {
   const maxBytes = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
@@ -170,11 +131,7 @@ function countInto(
   }
 }
 
-/**
- * `<properties>` of a file's suite in a sliced, merged or rerun report:
- * `shardguard.slice` (the slice that ran the file, "I/N"), `shardguard.plan-hash`,
- * `shardguard.rerun-of` (run id). Empty for a plain run, whose XML stays as it was.
- */
+/** `<properties>` of a suite in a sliced, merged or rerun report (docs/reports.md, "JUnit XML"); "" for a plain run. */
 function suiteProperties(report: RunReport, slice: number | undefined): string {
   const props: [string, string][] = [];
   if (report.plan) {
@@ -186,14 +143,9 @@ function suiteProperties(report: RunReport, slice: number | undefined): string {
   return `    <properties>\n${props.map(([name, value]) => `      <property${attrs({ name, value })}/>\n`).join("")}    </properties>\n`;
 }
 
-/**
- * Milliseconds → seconds with exactly 3 decimals ("1.234"). Anything that is
- * not a finite non-negative number becomes "0.000"; values are capped well
- * below the point where `toFixed` switches to exponent notation.
- */
+/** ms → seconds with exactly 3 decimals, "0.000" for non-finite or negative; capped below toFixed's exponent form. */
 export function formatSeconds(ms: number): string {
-  // Most unit tests: well under half a millisecond is "0.000" (toFixed
-  // would round 0.0005 s up, hence the margin), without toFixed's cost.
+  // Well under half a millisecond is "0.000" without toFixed's cost (the margin: toFixed rounds 0.0005 s up).
   if (ms >= 0 && ms < 0.49) return "0.000";
   if (!Number.isFinite(ms) || ms < 0) return "0.000";
   return (Math.min(ms, 1e15) / 1000).toFixed(3);
@@ -205,11 +157,7 @@ interface Suite {
   shards: ShardResult[];
 }
 
-/**
- * Test entries by file, files in order of first appearance. A planned file
- * that has no test entry in its shard gets a synthetic one built from the
- * shard's status, so that it still shows up as a suite.
- */
+/** Test entries by file, in order of first appearance; a planned file without entries gets its stand-ins. */
 function groupByFile(shards: readonly ShardResult[]): Map<string, Suite> {
   const byFile = new Map<string, Suite>();
   const add = (test: TestResult, shard: ShardResult) => {
@@ -231,12 +179,7 @@ function groupByFile(shards: readonly ShardResult[]): Map<string, Suite> {
   return byFile;
 }
 
-/**
- * Sanitized testcase names, unique within a suite. Names are compared after
- * sanitizing (two raw names may differ only in colour codes). A repeat gets
- * the first free " (n)" suffix, n ≥ 2, that no other test in the suite
- * already uses as its own name.
- */
+/** Sanitized names made unique per suite (GitLab merges equal ones): a repeat gets the first free " (n)", n ≥ 2. */
 function uniqueNames(tests: readonly TestResult[]): string[] {
   const safe = tests.map((t) => xmlSafe(t.name));
   const taken = new Set(safe);
@@ -258,11 +201,7 @@ function uniqueNames(tests: readonly TestResult[]): string[] {
 /** Testcases rendered into one piece of {@link junitChunks}, unless their text reaches BATCH_CHARS first. */
 const TESTCASE_BATCH = 256;
 
-/**
- * One `<testcase>` element with its children, indented, with a trailing
- * newline. `name` is already sanitized (uniqueNames); `fileAttrs` is the
- * suite's escaped ` classname="…" file="…"`.
- */
+/** One indented `<testcase>`; `name` is sanitized, `fileAttrs` the suite's escaped ` classname="…" file="…"`. */
 function renderTestcase(
   test: TestResult,
   shard: ShardResult,
@@ -270,8 +209,7 @@ function renderTestcase(
   fileAttrs: string,
   maxBytes: number,
 ): string {
-  // Attribute order: name, classname, file, line, time. A number (the line)
-  // and a time are digits, signs and points: nothing to escape.
+  // A line number and a time are digits, signs and points: nothing to escape.
   const line =
     test.line === undefined ? "" : ` line="${typeof test.line === "number" ? test.line : xmlAttr(String(test.line))}"`;
   const open = `    <testcase name="${xmlAttr(name)}"${fileAttrs}${line} time="${formatSeconds(test.durationMs)}"`;

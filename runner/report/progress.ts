@@ -1,12 +1,6 @@
 /**
- * Live progress while shards run.
- *
- * On a TTY: a status area under the log lines, redrawn at most
- * {@link REDRAW_MS} apart, with shards done/running/queued and, per running
- * shard, its file, the test in flight and for how long.
- * Without a TTY (CI): plain lines only; every `heartbeatMs` a line per shard
- * that has run longer than that, naming the test in flight and its elapsed
- * time, so a wedge can be diagnosed from a CI log alone.
+ * Live progress while shards run: on a TTY a status area redrawn under the log lines; without one (CI) a heartbeat
+ * line per long-running shard naming its test in flight, so a wedge can be diagnosed from a CI log alone.
  */
 import type { ConsoleOut } from "./console.ts";
 import { oneLine, secs } from "../util/format.ts";
@@ -60,10 +54,7 @@ function flightText(shard: ProgressShard, redact: (text: string) => string = (t)
   return flight ? `in flight: ${oneLine(redact(flight.name))} (${secs(flight.forMs)})` : "no test in flight reported";
 }
 
-/**
- * Starts the progress display. Call {@link Progress.stop} before printing
- * the final summary.
- */
+/** Starts the progress display; call {@link Progress.stop} before printing the final summary. */
 export function startProgress(options: ProgressOptions): Progress {
   return options.isTTY ? ttyProgress(options) : ciProgress(options);
 }
