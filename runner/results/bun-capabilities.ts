@@ -1,54 +1,28 @@
-/**
- * What each supported Bun can do, by the version read before the run
- * (commands/preflight-checks.ts). The one place that knows which Bun behaves how: the
- * rest of the runner asks these fields, never compares versions itself.
- * Every entry was measured (docs/bun-behaviour.md, "Per Bun version").
- */
+/** What each supported Bun can do (docs/bun-behaviour.md, "Per Bun version"): nothing else compares versions. */
 
 /** Oldest Bun shardguard supports: gstack's pinned 1.3.13. */
 export const OLDEST_SUPPORTED_BUN = "1.3.13";
 
-/** Newest Bun whose behaviour was measured: the newest release on the npm registry when it was. */
+/** Newest Bun whose behaviour was measured. */
 export const NEWEST_MEASURED_BUN = "1.4.5";
 
-/**
- * The facts of one Bun version that change what shardguard passes, reads or reports.
- * Every supported Bun has `bun test --isolate`, which `--files-per-shard auto`
- * adds (a Bun older than {@link OLDEST_SUPPORTED_BUN} is refused before
- * anything runs); what differs under it is {@link BunCapabilities.isolateWithEvents}.
- */
+/** The facts of one Bun version that change what shardguard passes, reads or reports. */
 export interface BunCapabilities {
   /** The version read, e.g. "1.3.13". */
   version: string;
-  /**
-   * Bun's JUnit lists every attempt of a retried test (`--retry`, a test's
-   * `retry` option, bunfig `[test] retry`) as its own testcase, in order,
-   * the last one final (1.3.x). From 1.4.0 it lists the final one only.
-   */
+  /** Bun's JUnit lists every attempt of a retried test as its own testcase, the last final (1.3.x). */
   junitListsAttempts: boolean;
-  /**
-   * Bun's JUnit `<failure>` has a `message` and the error as text (1.4.0 on).
-   * Before, every failure is `<failure type="AssertionError" />`, whatever was thrown.
-   */
+  /** Bun's JUnit `<failure>` has a message and the error text (1.4.0 on); before, only a type. */
   junitFailureText: boolean;
   /** `bun --no-orphans` exists (1.3.14 on): a shard child exits when the runner dies. */
   noOrphans: boolean;
   /** The version is past {@link NEWEST_MEASURED_BUN}: taken to behave as that one. */
   newerThanMeasured: boolean;
-  /**
-   * `--isolate` works with the event channel (Bun's connect mode). On 1.3.14
-   * every such child ended (exit 0) inside the preload's global afterAll
-   * without its end-of-run mark, so every shard read as crashed; 1.3.13,
-   * 1.4.4 and 1.4.5 run it (test/files-per-shard-auto.test.ts).
-   */
+  /** `--isolate` works with the event channel: 1.3.14 ends such children without the end mark. */
   isolateWithEvents: boolean;
 }
 
-/**
- * Order of two versions ("1.3.13" < "1.4.0"), negative when a < b; a
- * pre-release or build suffix is ignored (Bun's canaries carry the base
- * version's behaviour).
- */
+/** Order of two versions, negative when a < b; a pre-release or build suffix is ignored (canaries behave as base). */
 function order(a: string, b: string): number {
   const parts = (v: string) =>
     v
@@ -72,7 +46,7 @@ export function bunCapabilities(version: string): BunCapabilities {
   };
 }
 
-/** The capabilities of the Bun shardguard was measured on first, for callers that read no version (tests, embedders). */
+/** The capabilities of the first measured Bun, for callers that read no version (tests, embedders). */
 export const PINNED_CAPABILITIES: BunCapabilities = bunCapabilities("1.4.4");
 
 /** Why Bun `version` is refused, or null when it is in the supported range (1.3.13 and later). */
@@ -83,13 +57,7 @@ export function unsupportedBun(version: string): string | null {
   return null;
 }
 
-/**
- * What this Bun lacks that the run would use, one sentence each naming the
- * version and what the run does instead (the run prints them once and
- * records them in report.json). Empty for a measured Bun that lacks nothing.
- *
- * @param events whether the run has inspector test events (not `--no-test-events`)
- */
+/** What this Bun lacks that the run would use, one sentence each; `events`: the run has inspector events. */
 export function missingFeatures(caps: BunCapabilities, events: boolean): string[] {
   const out: string[] = [];
   const v = `Bun ${caps.version}`;

@@ -1,18 +1,10 @@
-/**
- * The one thing read from Bun's console text: the message of an error Bun
- * reports between tests (a file that fails to load sends no inspector
- * event for it). It only ever fills in a failure's message; a verdict never
- * comes from console text, which a test can print itself.
- */
+/** Bun's console text only ever fills a load error's message (no event is sent for it), never a verdict. */
 import { stripAnsi } from "./text.ts";
 
 /** Bun frames errors outside tests between these lines (Bun 1.4.4 console reporter). */
 const UNHANDLED_HEADER = "# Unhandled error between tests";
 
-/**
- * The first "error: …" line (at most 500 characters) of the last "Unhandled
- * error between tests" block of `consoleText`; undefined when there is none.
- */
+/** The first "error: …" line (capped) of the last "Unhandled error between tests" block; undefined when none. */
 export function unhandledErrorMessage(consoleText: string): string | undefined {
   const text = stripAnsi(consoleText);
   const block = text.slice(text.lastIndexOf(UNHANDLED_HEADER));

@@ -1,19 +1,6 @@
 /**
- * Reader for the JUnit file that `bun test --reporter=junit
- * --reporter-outfile=F` writes (layout measured on Bun 1.4.4):
- *
- *     <testsuites>                       the run
- *       <testsuite name=FILE file=FILE>  one per test file
- *         <testsuite name=DESCRIBE>      one per describe block, nested
- *           <testcase name=TEST …>       `time` in seconds, `line`, `file`
- *             <failure type message>text</failure> | <skipped/> | <skipped message="TODO"/>
- *
- * Tests and describe blocks are interleaved in definition order, so the
- * document is read in one pass in document order (results/xml-scan.ts),
- * building each test's entry as its testcase closes; no DOM is built.
- *
- * Bun writes no retry information here; `retries`, `flaky` and
- * `attemptFailures` come from elsewhere (inspector events).
+ * Reader for the JUnit file of `bun test --reporter=junit` (docs/bun-behaviour.md, "Bun's JUnit reporter"), read
+ * in one pass in document order (xml-scan.ts), no DOM. Bun writes no retry information here: events have it.
  */
 import { scanXml, XmlScanError, XmlScanner } from "./xml-scan.ts";
 import { readJUnitPieces } from "./junit-read.ts";
@@ -21,11 +8,7 @@ import type { Failure, TestResult } from "./report-model.ts";
 
 /** The tests of one file in Bun's JUnit output. */
 export interface BunJUnitFile {
-  /**
-   * The file as Bun names it (the top-level suite's `file`, else `name`
-   * attribute): relative to the child's cwd when inside it, absolute
-   * otherwise; always with forward slashes.
-   */
+  /** As Bun names it: relative to the child's cwd when inside it, else absolute; forward slashes. */
   file: string;
   /** In Bun's order; `name` is the describe path joined with " > ". */
   tests: TestResult[];
@@ -39,25 +22,15 @@ export class BunJUnitParseError extends Error {
 /** Joins describe blocks and the test name, as in the model (`outer > inner > test`). */
 const NAME_SEPARATOR = " > ";
 
-/** Deeper than any real describe nesting, but bounded (a hostile file must not exhaust the stack of whoever walks it). */
+/** Deeper than any real nesting, but bounded: a hostile file must not exhaust the walker's stack. */
 const MAX_DEPTH = 1000;
 
 /**
- * Parses the text of Bun's JUnit file into one entry per test file.
- *
- * Status mapping: `<failure>` or `<error>` → `failed` (with failure
- * {type, message, details = element text}); `<skipped message="TODO"/>` →
- * `todo`; other `<skipped>` → `skipped`; no child → `passed`. `time`
- * (seconds) becomes `durationMs`; a missing or unreadable time becomes 0.
- *
- * @param known the tests the inspector events saw, in event order: a
- *   testcase whose full name equals the next one's of its file (compared in
- *   parts, describe prefix and own name, so it is never built) gets that
- *   very string as its name. Names are the same either way; for 100,000
- *   tests of 200-character names and describes a second copy of every name
- *   was 40 MB of the runner's peak.
- * @throws BunJUnitParseError (one-line message) when the text is not
- *   well-formed XML or its root is not `<testsuites>`.
+ * Parses Bun's JUnit text into one entry per test file: `<failure>`/`<error>` failed, `<skipped message="TODO"/>`
+ * todo, other `<skipped>` skipped, else passed; `time` seconds to `durationMs` (unreadable: 0).
+ * @param known the tests the events saw, in event order: a testcase whose full name equals the next one's
+ *   reuses that string, so names are not held twice (bench/README.md).
+ * @throws BunJUnitParseError (one-line message) when the text is not well-formed XML or its root is not `<testsuites>`.
  */
 export function readBunJUnit(xmlText: string, known?: readonly KnownTest[]): BunJUnitFile[] {
   const reader = new JUnitReader(known);
@@ -77,14 +50,10 @@ export function readBunJUnit(xmlText: string, known?: readonly KnownTest[]): Bun
 }
 
 /**
- * Reads Bun's JUnit file at `file` as {@link readBunJUnit} reads its text,
- * scanning it piece by piece as it is read (results/junit-read.ts
- * `readJUnitPieces`): a large file's bytes and text are never held whole.
- *
+ * {@link readBunJUnit} on the file at `file`, scanned piece by piece (junit-read.ts), never held whole.
  * @param maxBytes the limit after the cuts (`junitByteLimit` for a shard)
  * @param known as for {@link readBunJUnit}
- * @throws what `readJUnitPieces` throws (file system errors, NotARegularFileError, JUnitTooLargeError)
- * @throws BunJUnitParseError as {@link readBunJUnit}
+ * @throws what `readJUnitPieces` throws, and BunJUnitParseError as {@link readBunJUnit}
  */
 export async function readBunJUnitFile(
   file: string,
@@ -93,8 +62,7 @@ export async function readBunJUnitFile(
 ): Promise<BunJUnitFile[]> {
   const reader = new JUnitReader(known);
   const scanner = new XmlScanner(reader, MAX_DEPTH);
-  // Lines before the current piece, and the offset just past the last newline: an error's line
-  // and column. A piece's lines are counted only once the next one comes (one piece: never).
+  // For an error's line and column; a piece's lines are counted once the next one comes.
   let lines = 0;
   let lineStart = 0;
   let before = 0;
@@ -136,10 +104,7 @@ export interface KnownTest {
   readonly name: string;
 }
 
-/**
- * The names of {@link KnownTest}s by file, each file's in event order, with
- * a cursor at the next one not yet given to a testcase.
- */
+/** The names of {@link KnownTest}s by file, in event order, with a cursor at the next one not yet given. */
 class KnownNames {
   private readonly byFile = new Map<string, string[]>();
   private names: string[] = [];
@@ -159,11 +124,7 @@ class KnownNames {
     this.next = 0;
   }
 
-  /**
-   * The next known name when it is `prefix` followed by `own` (equal
-   * lengths and both ends match, so it is that text exactly), which is then
-   * passed; undefined otherwise (a hook, another order), and nothing passes.
-   */
+  /** The next known name when it is exactly `prefix` + `own` (then passed); undefined otherwise. */
   take(prefix: string, own: string): string | undefined {
     const name = this.names[this.next];
     if (
@@ -178,31 +139,20 @@ class KnownNames {
   }
 }
 
-/**
- * What an open element is to the walk: the root, a file's suite, a describe
- * block, a testcase, a testcase's failure (or error) or skip marker, or
- * anything else (ignored, with everything inside it).
- */
+/** What an open element is to the walk; "other" is ignored with everything inside it. */
 type Role = "root" | "file" | "describe" | "case" | "failure" | "skipped" | "other";
 
 /**
- * Builds the entries of Bun's JUnit from scanner events. The rules of the
- * former DOM walk, unchanged: the root's `<testsuite>` children are files;
- * a `<testsuite>` inside one is a describe block; a `<testcase>` directly
- * inside either is a test; of a testcase's direct children the first
- * `<failure>`/`<error>` and the first `<skipped>` count, a failure's direct
- * text is its details.
+ * Builds the entries from scanner events: the root's suites are files, nested suites describe blocks, a
+ * testcase's first failure/error and first skip marker count, a failure's direct text is its details.
  */
 class JUnitReader {
   rootName = "";
   readonly files: BunJUnitFile[] = [];
   private readonly roles: Role[] = [];
   /**
-   * `outer > inner > ` of each open describe block, innermost last: a
-   * testcase's name is the innermost prefix and its own name, one
-   * concatenation whatever the depth (a join of the whole path per testcase
-   * grew with the nesting). Joined, not `+`: flat strings, so a name holds
-   * no rope over a slice of the whole document (which would keep it alive).
+   * `outer > inner > ` of each open describe block, innermost last: one concatenation per testcase; joined,
+   * not `+`, so a name holds no rope over a slice of the document.
    */
   private readonly prefixes: string[] = [];
   private readonly known: KnownNames | null;
@@ -224,7 +174,7 @@ class JUnitReader {
       this.rootName = name;
       role = "root";
     } else if (name === "testsuite" && parent === "root") {
-      // A copy: a slice of the document would keep all of it alive as long as any entry (each holds `file`).
+      // A copy: a slice of the document would keep all of it alive.
       const file = ownCopy((decoded(attrs.file) ?? decoded(attrs.name) ?? "").replaceAll("\\", "/"));
       this.file = { file, tests: [] };
       this.known?.startFile(file);
@@ -265,7 +215,7 @@ class JUnitReader {
     if (this.failure && this.roles[this.roles.length - 1] === "failure") this.failure.text += raw;
   }
 
-  /** Status from the testcase's children: a failure outranks a skip marker (a failed test must never read as skipped). */
+  /** A failure outranks a skip marker: a failed test must never read as skipped. */
   private finishTest(): void {
     const result = this.test!;
     this.test = null;
@@ -284,12 +234,7 @@ class JUnitReader {
   }
 }
 
-/**
- * `text` in memory of its own, every UTF-16 unit kept (a lone surrogate
- * too). JavaScriptCore's slices share the memory of the string they were
- * cut from (measured: a 20-character slice kept a 50 MB string alive), so
- * one slice kept for the run (a file name) held Bun's whole document.
- */
+/** `text` in memory of its own: JavaScriptCore's slices keep the string they were cut from alive. */
 function ownCopy(text: string): string {
   return JSON.parse(JSON.stringify(text)) as string;
 }
@@ -297,7 +242,7 @@ function ownCopy(text: string): string {
 /** An attribute value, entity-decoded; undefined when absent. */
 const decoded = (value: string | undefined) => (value === undefined ? undefined : decodeXmlEntities(value));
 
-/** A testcase's entry, passed until its children say otherwise; `prefix` is its describe blocks' `outer > inner > ` ("" at the top), `known` the events' names to reuse. */
+/** A testcase's entry, passed until its children say otherwise; `prefix` its describe path, `known` names to reuse. */
 function testcaseOf(attrs: Record<string, string>, prefix: string, file: string, known: KnownNames | null): TestResult {
   const own = decoded(attrs.name) ?? "";
   const name = known?.take(prefix, own) ?? (prefix === "" ? own : [prefix, own].join(""));
@@ -323,7 +268,7 @@ function lineAndColumn(text: string, offset: number): { line: number; col: numbe
   return { line: before.split("\n").length, col: offset - lastNewline };
 }
 
-/** Seconds as Bun writes them ("0.000012") → milliseconds, rounded to 1 µs; bad values → 0. */
+/** Seconds as Bun writes them → milliseconds, rounded to 1 µs; bad values → 0. */
 function secondsToMs(seconds: string | undefined): number {
   const value = seconds === undefined ? NaN : Number(seconds);
   if (!Number.isFinite(value) || value < 0) return 0;
@@ -332,11 +277,7 @@ function secondsToMs(seconds: string | undefined): number {
 
 const PREDEFINED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
 
-/**
- * Decodes XML's five predefined entities and numeric character references.
- * Every code point is kept as is, even ones XML 1.0 forbids; references to
- * values beyond U+10FFFF and unknown named entities stay as written.
- */
+/** Decodes XML's five entities and numeric references; out-of-range and unknown ones stay as written. */
 function decodeXmlEntities(text: string): string {
   if (!text.includes("&")) return text;
   return text.replace(
@@ -354,13 +295,8 @@ function oneLine(text: string): string {
 }
 
 /**
- * Renames Bun's JUnit file entries to the planned names. Bun writes paths
- * relative to the process's working directory when it writes the report, so
- * a test that called `process.chdir` moves them (measured: after a chdir to
- * "/", "tmp/x/a.test.ts" instead of "a.test.ts"). An entry that is not a
- * planned name is matched to the one planned file whose absolute path ends
- * with it; anything ambiguous is left as it is.
- *
+ * Renames Bun's entries to planned names: Bun writes paths relative to the cwd at report time, which
+ * `process.chdir` moves; an entry matches the one planned file whose absolute path ends with it, else stays.
  * @param planned the shard's files, relative to `root`
  * @param root absolute run root
  */

@@ -1,20 +1,12 @@
-/**
- * The ways a shard ends without a verdict of Bun's own, or has no process:
- * one table of their statuses, failure kinds and reasons (docs/reports.md,
- * "Verdict rules").
- */
+/** The ways a shard ends without a verdict of Bun's own, or has no process (docs/reports.md, "Verdict rules"). */
 import type { FailureKind, ShardStatus, TestStatus } from "./report-model.ts";
 import { seconds } from "../util/format.ts";
 
-/**
- * How a shard ended without a verdict of Bun's own, or why it has no
- * process: each kind maps to its statuses and failure kind through
- * {@link ENDINGS}, the one table of them.
- */
+/** How a shard ended without Bun's verdict, or why it has no process; {@link ENDINGS} maps each kind. */
 export type Interruption =
-  /** Killed at the wall-clock deadline (ms); `sigkilled`: SIGKILL after the grace period; `stopped`: it was stopped (SIGSTOP) at SIGTERM. */
+  /** Killed at the deadline; `sigkilled`: after the grace period; `stopped`: it was SIGSTOPped at SIGTERM. */
   | { kind: "timeout"; timeoutMs: number; graceMs: number; sigkilled: boolean; stopped: boolean }
-  /** Killed because the run was cancelled (SIGINT/SIGTERM to the run, or a failed event handshake); `signal` the run's, when known. */
+  /** Killed because the run was cancelled (or a failed event handshake); `signal` the run's, when known. */
   | { kind: "cancelled"; signal: string | null }
   /** Ended by a signal shardguard did not send; `oom`: the kernel's OOM killer ended processes meanwhile. */
   | { kind: "foreign-signal"; signal: string; oom: { count: number; scope: "shard" | "runner" } | null }
@@ -22,9 +14,9 @@ export type Interruption =
   | { kind: "junit-over-limit"; exitCode: number; problem: string }
   /** Exited after reaching the end of the run, its JUnit unusable otherwise (missing, malformed). */
   | { kind: "junit-unusable"; exitCode: number; problem: string }
-  /** Exited 0 or 1 before the end of the run (e.g. a test called process.exit); `noJUnit` says what became of Bun's JUnit. */
+  /** Exited 0 or 1 before the end of the run (e.g. `process.exit`); `noJUnit` says what became of Bun's JUnit. */
   | { kind: "early-exit"; exitCode: 0 | 1; noJUnit: string }
-  /** Exited 0 or 1 without the end mark, which may have gone with the run's directory (deleted under it). */
+  /** Exited 0 or 1 without the end mark, which may have gone with a deleted run directory. */
   | { kind: "end-unknown"; exitCode: 0 | 1; problem: string }
   /** Exited with another code. */
   | { kind: "exit-code"; exitCode: number; noJUnit: string }
@@ -70,7 +62,7 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
     reachedEnd: false,
     reason: (i) => `killed by ${i.signal}, a signal shardguard did not send${i.oom ? `: ${oomSentence(i.oom)}` : ""}`,
   },
-  // Bun finished and wrote a report too large to read: a failure to read it, not a crash.
+  // Too large to read is a failure to read it, not a crash.
   "junit-over-limit": { status: "failed", failure: "junit-unreadable", reachedEnd: true, reason: afterTheEnd },
   "junit-unusable": { status: "crashed", failure: "crash", reachedEnd: true, reason: afterTheEnd },
   "early-exit": {
@@ -110,7 +102,7 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
   },
 };
 
-/** What followed the deadline's SIGTERM, for the timeout reason: "" when the group exited within the grace period. */
+/** What followed the deadline's SIGTERM; "" when the group exited within the grace period. */
 function killDetail(i: Extract<Interruption, { kind: "timeout" }>): string {
   const grace = `SIGKILL after ${seconds(i.graceMs)} grace period`;
   if (i.stopped)
@@ -118,10 +110,7 @@ function killDetail(i: Extract<Interruption, { kind: "timeout" }>): string {
   return i.sigkilled ? ` (${grace}: SIGTERM was ignored)` : "";
 }
 
-/**
- * The OOM killer's part, one clause (exec/oom.ts). A count of the runner's
- * memory cgroup is shared with the shards that ran at the same time.
- */
+/** The OOM killer's clause (exec/oom.ts); the runner cgroup's count is shared with concurrent shards. */
 export function oomSentence(oom: { count: number; scope: "shard" | "runner" }): string {
   const where =
     oom.scope === "shard" ? "in its cgroup" : "in the runner's memory cgroup (shared with any shard running then)";

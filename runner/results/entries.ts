@@ -1,8 +1,4 @@
-/**
- * Builders of test entries shared by the verdict rules (verdict.ts for
- * shards that did not end normally, from-junit.ts for shards with Bun's
- * JUnit). Pure; every duration in ms.
- */
+/** Builders of test entries shared by verdict.ts and from-junit.ts. Pure; durations in ms. */
 import type { Failure, ShardResult, TestResult, TestStatus } from "./report-model.ts";
 import { cleanEventName } from "./text.ts";
 import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
@@ -34,13 +30,7 @@ export function synthetic(file: string, status: TestStatus, failure?: Failure, d
   };
 }
 
-/**
- * An entry for a hook (or code outside any test) rather than a test: the
- * hook in flight when a shard was killed, or an entry standing for what is
- * missing. `name` is the hook and its describe path ("off > beforeAll hook");
- * a failed hook of Bun's JUnit keeps Bun's own entry and name instead.
- * Not synthetic: it stands beside the file's tests, not for the whole file.
- */
+/** An entry for a hook or code outside tests, beside the file's tests (not synthetic), e.g. "off > beforeAll hook". */
 export function hookEntry(
   file: string,
   name: string,
@@ -51,11 +41,7 @@ export function hookEntry(
   return { ...synthetic(file, status, failure, durationMs), name, synthetic: false };
 }
 
-/**
- * Where a failed empty file's reason points: the `empty-files` setting, not
- * Bun's `--pass-with-no-tests`, which changes nothing for a file of a run
- * (every supported Bun exits 0 for a file that registers no tests).
- */
+/** A failed empty file's hint names `empty-files`, not `--pass-with-no-tests` (Bun exits 0 for an empty file). */
 export const EMPTY_FILES_HINT = 'empty-files = "fail"; --empty-files pass allows it';
 
 /** What the empty-file rule reads of a shard's evidence. */
@@ -66,12 +52,7 @@ export function emptyFilesPass(ev: EmptyRule): boolean {
   return ev.emptyFiles !== "fail" || ev.passWithNoTests;
 }
 
-/**
- * The "(whole file)" entry of a file that registered no tests in a run that
- * reached its end: `skipped` (an empty file, as plain `bun test` counts it),
- * or `failed` under `empty-files = "fail"`; type `no-tests` either way.
- * `why` adds how the file was seen to be empty.
- */
+/** The "(whole file)" entry of an empty file at a normal end: `skipped`, `failed` under `empty-files = "fail"`. */
 export function emptyFile(ev: EmptyRule, file: string, why?: string): TestResult {
   const seen = why ? `; ${why}` : "";
   if (!emptyFilesPass(ev)) {
@@ -81,7 +62,7 @@ export function emptyFile(ev: EmptyRule, file: string, why?: string): TestResult
   return synthetic(file, "skipped", { type: "no-tests", message: `registers no tests${allowed}${seen}` });
 }
 
-/** The reason part naming a shard's empty files: `no tests in a, b (empty files)`, with the hint when they fail. */
+/** The reason part naming a shard's empty files, with the hint when they fail. */
 export function emptyFilesNote(ev: EmptyRule, files: readonly string[]): string {
   const list = files.join(", ");
   if (!emptyFilesPass(ev)) return `no tests found in ${list} (${EMPTY_FILES_HINT})`;

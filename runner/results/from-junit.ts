@@ -1,22 +1,6 @@
 /**
- * The verdict of a shard that ended normally: Bun's JUnit file gives the
- * final statuses, inspector events add retries, flakiness, lines and exact
- * names, and the events' `found` list (the plan of each file) makes the
- * entries complete. Rules (docs/reports.md, "Hooks, .only and --bail"):
- *
- * - Bun writes hooks as "(unnamed)" testcases without a `line` (measured on
- *   Bun 1.3.13 to 1.4.5). A hook is never an entry of its own unless it failed;
- *   a failed one keeps Bun's name ("off > (unnamed)"), so the failed count is
- *   Bun's. It is a beforeAll when nothing of its describe block precedes it in
- *   Bun's document order, else an afterAll.
- * - A found test Bun's JUnit leaves out is listed: `never-started` ("its
- *   beforeAll hook failed: …") when a beforeAll of its describe path failed,
- *   since Bun never ran it, or when `--bail` stopped the run; `skipped` when
- *   the file ran other tests and nothing else explains it (another test is `.only`).
- * - A planned file Bun's JUnit does not list, in a run that exited 0, registered
- *   no tests: an empty file (`skipped`, `failed` under `empty-files = "fail"`).
- * - With `--bail`, a planned file missing from Bun's JUnit after a failure is
- *   `never-started`, not a load error.
+ * The verdict of a shard that ended normally: Bun's JUnit gives final statuses, events add retries, flakiness,
+ * lines and exact names, their `found` list makes entries complete (docs/reports.md, "Hooks, .only and --bail").
  */
 import type { Failure, ShardResult, ShardStatus, TestResult } from "./report-model.ts";
 import type { BunJUnitFile } from "./bun-junit.ts";
@@ -36,17 +20,12 @@ const SEP = " > ";
 const CONTROLS = /[\u0000-\u001f\u007f]/;
 const CONTROLS_ALL = /[\u0000-\u001f\u007f]/g;
 
-/** A name as matched between a JUnit testcase and an event test (Bun's JUnit drops control characters). */
+/** A name as matched between a JUnit testcase and an event test. */
 const matchName = (name: string) => (CONTROLS.test(name) ? name.replace(CONTROLS_ALL, "") : name);
 
 /**
- * Event tests by file, in event order, taken by matched name: the first
- * test left under that file and name (with --rerun-each the same test
- * appears several times, in order). Bun's JUnit lists a file's tests in the
- * order their events came, so the test asked for is nearly always the
- * first one left: that is checked first, and an index by name is built only
- * when a file's order differs (a map of 100,000 names cost a third of the
- * decision, bench/README.md).
+ * Event tests by file, taken by matched name, first left first (--rerun-each repeats a name). Bun lists a
+ * file's tests in event order, so an index by name is built only when it differs (bench/README.md).
  */
 class EventIndex {
   private readonly byFile = new Map<string, FileEvents>();
@@ -91,8 +70,7 @@ class FileEvents {
   /** Takes the first test left whose matched name is `name`'s. */
   take(name: string): EventTest | undefined {
     while (this.first < this.tests.length && this.taken[this.first]) this.first++;
-    // The first test left has this name: it is the first left under it
-    // (the same text needs no matching: nearly every test, in Bun's order).
+    // The usual case: Bun's order, the same text, no matching needed.
     if (this.first < this.tests.length) {
       const next = this.tests[this.first]!.name;
       if (next === name || matchName(next) === matchName(name)) return this.takeAt(this.first);
@@ -154,8 +132,7 @@ interface FailedScope {
 const bunFailed = (junit: BunJUnitFile[]) => junit.some((f) => f.tests.some((t) => t.status === "failed"));
 
 /**
- * The entries of `junit` are taken over, not copied: most become the
- * result's entries (renamed, enriched), so `junit` must not be read again.
+ * Takes over `junit`'s entries (not copied): do not read `junit` again.
  * @param code the child's exit code (0 or 1 lead to passed/failed; anything else is crashed)
  */
 export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitFile[]): ShardResult {
@@ -163,16 +140,14 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   // Before the entries are renamed: a proof by name counts Bun's names.
   const sources = eventSources(ev, junit);
   const bailed = ev.bail === true && bunFailed(junit);
-  // --bail and exit 1 with no failure in Bun's JUnit: a file failed to load
-  // and Bun stopped there, so the planned files after it never started.
+  // --bail, exit 1, no failure in Bun's JUnit: a file failed to load and the files after it never started.
   const bailedOnLoad = ev.bail === true && code === 1 && !bailed;
   let loadFailed = false;
-  // Exit 1 that failed tests of Bun's JUnit account for: a file of the batch
-  // with nothing in it may then be empty as well as one that failed to load.
+  // Exit 1 explained by failed tests: a batch file with nothing in it may be empty, not only a load error.
   const exitExplained = code === 1 && !bailed && bunFailed(junit);
   const tests: TestResult[] = [];
   const missing: string[] = [];
-  /** Files of {@link exitExplained} shards that registered no test: empty, or a load error Bun sent no event for. */
+  /** Files of {@link exitExplained} shards that registered no test. */
   const unregistered: string[] = [];
   let enriched = false;
   /** Found tests Bun never ran because a beforeAll of theirs failed. */
@@ -181,7 +156,6 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
   for (const file of ev.files) {
     const listed = junitEntriesOf(ev, file, byFile.get(file) ?? [], sources);
     if (listed.enriched) enriched = true;
-    // Events of this file that no JUnit testcase took, in event order.
     const left = sources.queues.left(file);
 
     if (listed.out.length === 0) {
@@ -196,7 +170,6 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
     }
 
     for (const entry of listed.out) tests.push(entry);
-    // The plan of the file (events' found list) against what Bun's JUnit holds.
     for (const e of left) {
       enriched = true;
       const { entry, underFailedHook } = unreportedEntry(e, listed.scopes, bailed);
@@ -204,8 +177,7 @@ export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: Bu
       tests.push(entry);
     }
   }
-  // Bun 1.3.x's JUnit failures have no message; one the events could not fill (no events, or
-  // an error of concurrent tests no one test could claim) says so instead of being empty.
+  // Bun 1.3.x's JUnit failures have no message; one the events could not fill says so rather than stay empty.
   for (const t of tests) if (t.failure !== undefined && t.failure.message === "") t.failure.message = NO_MESSAGE;
   const gaps = { missing, unregistered, underFailedHooks, bailed: bailed || loadFailed };
   const verdict = shardVerdict(ev, code, tests, gaps);
@@ -222,15 +194,11 @@ interface EventSources {
   uniqueUnplaced(name: string): EventTest | undefined;
 }
 
-/**
- * The shard's event tests, by file where the events prove a planned file.
- * Called before any entry of `junit` is renamed: a proof counts Bun's names.
- */
+/** The shard's event tests, by file where the events prove a planned file; call before renaming `junit`'s entries. */
 function eventSources(ev: ShardEvidence, junit: readonly BunJUnitFile[]): EventSources {
   const planned = new Set(ev.files);
   const queues = new EventIndex();
-  // Tests whose planned file the events could not prove (defined through a
-  // helper module, events/attribution.ts), by name: Bun's JUnit names their file.
+  // Tests whose file the events could not prove (helper modules, events/attribution.ts): Bun's JUnit names it.
   const unplaced = new EventIndex();
   let unplacedCount = 0;
   for (const t of ev.events?.tests ?? []) {
@@ -240,8 +208,7 @@ function eventSources(ev: ShardEvidence, junit: readonly BunJUnitFile[]): EventS
       unplacedCount += 1;
     }
   }
-  // Only a name that one unplaced event and one JUnit testcase of the shard
-  // carry is a proof (counted only when there are unplaced events at all).
+  // A proof: a name one unplaced event and one JUnit testcase of the shard carry.
   const junitNames = new Map<string, number>();
   if (unplacedCount > 0)
     for (const f of junit)
@@ -253,12 +220,7 @@ function eventSources(ev: ShardEvidence, junit: readonly BunJUnitFile[]): EventS
   return { queues, unplaced, uniqueUnplaced };
 }
 
-/**
- * The entries of one file's testcases in Bun's JUnit, in Bun's order
- * (docs/reports.md, "Hooks, `.only`, `--bail`"): a hook only when it failed,
- * under Bun's name, a failed beforeAll's describe path kept in `scopes`; a
- * test with what its events add when they are found (`enriched`).
- */
+/** One file's testcases in Bun's order: a hook only when it failed (docs/reports.md, "Hooks, `.only`, `--bail`"). */
 function junitEntriesOf(
   ev: ShardEvidence,
   file: string,
@@ -290,11 +252,7 @@ function junitEntriesOf(
   return { out, scopes, enriched };
 }
 
-/**
- * Whether each failed hook of a file's testcases (by position) is an
- * afterAll: something of its describe block precedes it in Bun's document
- * order, by Bun's names (docs/reports.md, "Hooks, `.only`, `--bail`").
- */
+/** Which failed hooks of a file's testcases are afterAlls (docs/reports.md, "Hooks, `.only`, `--bail`"). */
 function afterAllHooks(entries: readonly TestResult[]): Map<number, boolean> {
   const afterAll = new Map<number, boolean>();
   entries.forEach((t, i) => {
@@ -315,7 +273,6 @@ function withoutEvents(t: TestResult, unplaced: EventIndex): TestResult {
     const { line: _helperLine, ...rest } = t;
     return { ...rest, name: cleanJUnitName(t.name) };
   }
-  // Bun's entry is this shard's own (readBunJUnit): reused, not copied.
   t.name = cleanJUnitName(t.name);
   return t;
 }
@@ -338,7 +295,7 @@ function withEvents(t: TestResult, e: EventTest): TestResult {
   );
 }
 
-/** A planned file Bun's JUnit does not list: which rule of {@link missingFile} matched, its entry, its found tests' message. */
+/** A planned file Bun's JUnit does not list: the rule of {@link missingFile} that matched, and its entry. */
 interface MissingFile {
   kind: "bailed" | "load-error" | "unregistered" | "empty";
   entry: TestResult;
@@ -346,17 +303,7 @@ interface MissingFile {
   why: string;
 }
 
-/**
- * Why a planned file Bun's JUnit does not list did not run, first match wins
- * (docs/reports.md, "Hooks, `.only`, `--bail`" and "Verdict rules", empty files):
- *  1. `--bail` stopped the run (after a failure, or after a file that failed
- *     to load) and no error outside tests was the file's: `never-started`;
- *  2. an error outside tests was the file's, tests were found in it, or a
- *     nonzero exit that failed tests do not explain: a load error;
- *  3. any other nonzero exit: no test registered (empty, or a load error Bun
- *     sent no event for), `failed` with type `no-tests`;
- *  4. exit 0: an empty file.
- */
+/** Why a planned file Bun's JUnit does not list did not run, first match wins (docs/reports.md, "Verdict rules"). */
 function missingFile(
   ev: ShardEvidence,
   file: string,
@@ -378,16 +325,7 @@ function missingFile(
   return { kind: "empty", entry: emptyFile(ev, file), why: "" };
 }
 
-/**
- * The entry of a found test no JUnit testcase took, in a file Bun's JUnit
- * lists, first match wins (docs/reports.md, "Hooks, `.only`, `--bail`"):
- *  1. its end event arrived: the event's status;
- *  2. it was running: `crashed`;
- *  3. a failed beforeAll's describe path covers it: `never-started`, and it
- *     counts among the tests under failed hooks;
- *  4. `--bail` stopped the run: `never-started`;
- *  5. otherwise another test of the file is `.only`: `skipped`.
- */
+/** The entry of a found test no testcase took, first match wins (docs/reports.md, "Hooks, `.only`, `--bail`"). */
 function unreportedEntry(
   e: EventTest,
   scopes: readonly FailedScope[],
@@ -403,7 +341,7 @@ function unreportedEntry(
   }
   const scope = scopes.find((s) => e.name.startsWith(s.prefix));
   if (scope) {
-    // Bun never ran it: neither passed nor failed (its console and JUnit count only the hook).
+    // Bun never ran it: neither passed nor failed.
     const message = `its beforeAll hook failed: ${scope.failure.message}`;
     return { entry: fromEvent(e, "never-started", { type: "never-started", message }), underFailedHook: true };
   }
@@ -416,11 +354,7 @@ function unreportedEntry(
   return { entry: fromEvent(e, "skipped", { type: "not-selected", message }), underFailedHook: false };
 }
 
-/**
- * The events' errors outside tests of `file`, one per failed hook of Bun's
- * JUnit that has no message (Bun 1.3.x writes none), in order; null unless
- * their counts are equal (an error between tests would shift them).
- */
+/** The events' errors outside tests of `file`, one per messageless failed hook; null unless the counts match. */
 function hookErrorsOf(ev: ShardEvidence, file: string, entries: readonly TestResult[]): Failure[] | null {
   const bare = entries.filter((t) => isHook(t) && t.status === "failed" && !t.failure?.message).length;
   if (bare === 0) return null;
@@ -429,12 +363,8 @@ function hookErrorsOf(ev: ShardEvidence, file: string, entries: readonly TestRes
 }
 
 /**
- * A JUnit entry (as readBunJUnit builds it, owned by this shard's decision)
- * with what its events add: exact name, line, retries, flakiness, failed
- * attempts. The entry itself is updated and returned, not copied (one
- * object per test less: 100,000 tests, bench/README.md); only a line to be
- * dropped (a helper's) takes a new object. Reports never depend on key
- * order (report.json is rendered from its zod-checked copy).
+ * A JUnit entry with what its events add (name, line, retries, flakiness, attempts), updated in place, not
+ * copied (bench/README.md); only a dropped helper line takes a new object.
  */
 function enrichedEntry(
   t: TestResult,
@@ -463,14 +393,14 @@ const NOT_FAILING = new Set(["passed", "skipped", "todo"]);
 interface Gaps {
   /** Planned files Bun's JUnit does not list. */
   missing: string[];
-  /** Of those, files of a shard that exited 1 that registered no test: empty, or a load error with no event. */
+  /** Of those, files of an exit-1 shard that registered no test. */
   unregistered: string[];
   /** Found tests never started because a beforeAll of theirs failed. */
   underFailedHooks: number;
   bailed: boolean;
 }
 
-/** Status and reason of a shard that ended normally; may append a synthetic entry so a failed shard shows a failing testcase. */
+/** Status and reason of a shard that ended normally; a failed shard gets a failing synthetic entry if it lacks one. */
 function shardVerdict(
   ev: ShardEvidence,
   code: number,
@@ -481,8 +411,7 @@ function shardVerdict(
   const anyFailed = tests.some((t) => !NOT_FAILING.has(t.status));
   const allSkipped = tests.length > 0 && tests.every((t) => t.status === "skipped" || t.status === "todo");
   if (code === 1 && ev.nameFilter && missing.length === 0 && allSkipped) {
-    // Bun's exit 1 here is "no test matched" (and, with a threshold, coverage
-    // of a shard that ran nothing): not judged (docs/reports.md).
+    // Exit 1 here is Bun's "no test matched": not judged (docs/reports.md).
     const coverage = ev.coverageThreshold ? "; coverage not judged where no test ran" : "";
     return { status: "passed", reason: `no test in this shard matches the -t filter (all skipped)${coverage}` };
   }
@@ -496,8 +425,7 @@ function shardVerdict(
     const empty = noTestFiles.filter((f) => !unregistered.includes(f));
     const failedTests = tests.filter((t) => t.status === "failed").length - noTestFiles.length;
     const loose = ev.events?.looseErrors[0]?.message;
-    // Bun's one other exit 1 after a complete run with every test passed and
-    // no error between tests: the coverage threshold (exec/coverage.ts).
+    // Bun's one other exit 1 after a complete all-passed run: the coverage threshold (exec/coverage.ts).
     const coverage =
       code === 1 &&
       !anyFailed &&

@@ -1,19 +1,7 @@
 /**
- * Bun 1.3.x writes every attempt of a retried test into its JUnit as a
- * testcase of its own: same name, file and line, one after the other, the
- * last one final (results/bun-capabilities.ts `junitListsAttempts`). 1.4
- * writes the final one only. This folds each test's attempts back into one
- * entry, as the later JUnit has it, with `retries`, `flaky` and the failed
- * attempts, so one test is one testcase whatever Bun ran it.
- *
- * How many testcases are one test's attempts, exactly:
- * - with events, the event test of that name (the k-th such group of a file
- *   is the file's k-th event test of that name) counted its `start`s;
- * - else, with the retry count known (`--retry N`, bunfig `[test] retry`),
- *   a failed testcase is followed by its next attempt until N + 1 attempts;
- * - else, when Bun exited 0 (no test's final attempt failed), every failed
- *   testcase followed by a testcase of the same test was an attempt.
- * Otherwise nothing is folded: a failed entry stays a failure (never a pass).
+ * Bun 1.3.x lists each attempt of a retried test as its own testcase (bun-capabilities.ts); this folds them into
+ * one entry as 1.4 has it. Counted by the events' starts, else the retry count, else (exit 0) each failed
+ * testcase before one of the same test; otherwise nothing is folded, so a failure never turns into a pass.
  */
 import type { BunJUnitFile } from "./bun-junit.ts";
 import type { EventTest } from "./verdict-evidence.ts";
@@ -29,7 +17,7 @@ export interface AttemptHints {
   exitedZero: boolean;
 }
 
-/** Control characters: Bun's JUnit and events may disagree on them (results/from-junit.ts). */
+/** Control characters: Bun's JUnit and events may disagree on them (from-junit.ts). */
 const CONTROLS_ALL = /[\u0000-\u001f\u007f]/g;
 const key = (name: string) => name.replace(CONTROLS_ALL, "");
 
@@ -38,10 +26,7 @@ const sameTest = (a: TestResult, b: TestResult) => a.name === b.name && a.line =
 /** A hook's testcase (no line): never retried by Bun. */
 const isHook = (t: TestResult) => t.line === undefined;
 
-/**
- * The files of `junit` with each test's attempts folded into its final
- * entry (reused, not copied). Files without repeated testcases come back as they were.
- */
+/** `junit` with each test's attempts folded into its final entry (reused); unrepeated files come back as they were. */
 export function foldJUnitAttempts(junit: BunJUnitFile[], hints: AttemptHints): BunJUnitFile[] {
   return junit.map((f) => {
     let repeated = false;

@@ -1,53 +1,26 @@
 /**
- * Reads Bun's JUnit file as a stream and cuts every long text node and
- * attribute value to its tail on the way in, so the runner never holds the
- * file whole: a test that throws a 20 MiB message makes Bun write it twice
- * (the `message` attribute and the element text, 42 MB), and a test can
- * write anything to that path (it is test-controlled input).
- *
- * Only what the XML grammar makes unambiguous is cut: character data
- * between tags and quoted attribute values inside tags. A cut never splits
- * an entity reference (`&#10;`) or a UTF-8 code point, and is marked like
- * every other cut (runner/util/text-cap.ts). A tag whose own text (outside
- * quotes; also comments and CDATA, which Bun never writes) runs past the cap,
- * or a document still too large after the cuts, is refused: the caller then
- * treats the JUnit as unreadable, never as a pass. The file is read by
- * results/junit-read.ts.
+ * Reads Bun's JUnit (test-controlled input) as a stream, cutting every long text node and attribute value to its
+ * tail on the way in, so the file is never held whole. Only what the XML grammar makes unambiguous is cut, never
+ * inside an entity or code point, marked as in util/text-cap.ts; what still does not fit is refused, never a pass.
  */
 import { NotARegularFileError } from "../util/regular-file.ts";
 import { cutMarker, INGEST_NOTE, MAX_TEXT_BYTES } from "../util/text-cap.ts";
 import { AMP, APOS, GT, LT, QUOTE, SEMI } from "../util/bytes.ts";
 
-/** Largest JUnit text handed to the XML parser after the cuts, bytes, whatever the test count: 16 MiB (tens of thousands of tests). */
+/** Largest JUnit text handed to the XML parser after the cuts, bytes, whatever the test count. */
 export const MAX_JUNIT_BYTES = 16 * 1024 * 1024;
 
-/**
- * Bytes of JUnit allowed per test the child preload counted as started, on
- * top of {@link MAX_JUNIT_BYTES}: 1 KiB. A passing file of 100,000 tests
- * with long describe and test names makes Bun write about 19 MB (about 190
- * bytes a testcase), which a fixed 16 MiB refused as unreadable.
- */
+/** Extra JUnit bytes per test the preload counted as started: long names of many passing tests (bench/README.md). */
 export const JUNIT_BYTES_PER_STARTED_TEST = 1024;
 
-/** The most a JUnit may ever take after the cuts, bytes: 256 MiB (the start count is test-controlled too). */
+/** The most a JUnit may ever take after the cuts, bytes (the start count is test-controlled too). */
 export const MAX_JUNIT_BYTES_CEILING = 256 * 1024 * 1024;
 
-/**
- * Bytes of JUnit allowed per failed test end the inspector events reported,
- * on top of the per-test allowance: Bun writes a failure's message twice
- * (the `message` attribute and the element's text), each cut to
- * MAX_TEXT_BYTES with a marker. 1,000 tests failing with 12 KB messages
- * made a 24 MB JUnit that the per-test allowance alone refused as
- * unreadable, so the shard read as crashed instead of failed.
- */
+/** Extra bytes per failed test end: Bun writes each failure's message twice, each cut with a marker. */
 export const JUNIT_BYTES_PER_FAILED_TEST = 2 * (MAX_TEXT_BYTES + 1024);
 
 /**
- * The byte limit of a shard's JUnit after the cuts: {@link MAX_JUNIT_BYTES}
- * plus {@link JUNIT_BYTES_PER_STARTED_TEST} per started test and
- * {@link JUNIT_BYTES_PER_FAILED_TEST} per failed test end, at most
- * {@link MAX_JUNIT_BYTES_CEILING}.
- *
+ * The byte limit of a shard's JUnit after the cuts: the base plus the per-started and per-failed allowances.
  * @param testsStarted test starts the child preload counted (exec/marks.ts)
  * @param failedEnds test ends with a failure the events reported (0 without events)
  */
@@ -59,11 +32,7 @@ export function junitByteLimit(testsStarted: number, failedEnds = 0): number {
   return Math.min(MAX_JUNIT_BYTES_CEILING, allowed);
 }
 
-/**
- * The read limit of {@link junitByteLimit} in words, for a shard's reason:
- * e.g. `16.3 MiB: 16 MiB + 1 KiB per test started + 130 KiB per failed test
- * end, at most 256 MiB, with every text and attribute cut to 64 KiB; one tag at most 64 KiB`.
- */
+/** The read limit of {@link junitByteLimit} in words, for a shard's reason. */
 export function junitLimitText(limitBytes: number): string {
   const mib = (n: number) => `${Math.round((n / (1024 * 1024)) * 10) / 10} MiB`;
   return (
@@ -82,13 +51,8 @@ export class JUnitTooLargeError extends Error {
 }
 
 /**
- * Where the cutter is: character data, a tag outside quotes, a quoted
- * attribute value, the first bytes after a `<` (which tell a processing
- * instruction, comment or CDATA section from a tag), or inside one of those
- * three, where a quote is only a character: read as an attribute's, a
- * quote in `<?xml version="?>` or a comment put every later quote out of
- * step, and a run of tags could be cut as one value (a failing testcase
- * dropped from a document that still parsed).
+ * Where the cutter is. Inside a processing instruction, comment or CDATA a quote is only a character: read as
+ * an attribute's, it would put later quotes out of step and a run of tags could be cut as one value.
  */
 type State = "text" | "tag" | "attr" | "open" | "special";
 
@@ -102,11 +66,7 @@ const SPECIALS: readonly { opening: string; end: Buffer }[] = [
   { opening: "![CDATA[", end: Buffer.from("]]>") },
 ];
 
-/**
- * The streaming cutter: feed chunks with {@link JUnitShrinker.push}, then
- * {@link JUnitShrinker.end}. Memory: the output plus at most about twice
- * `maxRunBytes` for the run being read.
- */
+/** The streaming cutter: {@link JUnitShrinker.push} chunks, then {@link JUnitShrinker.end}; holds the output. */
 export class JUnitShrinker {
   private state: State = "text";
   private quote = 0;
@@ -115,16 +75,12 @@ export class JUnitShrinker {
   /** In "special": its end, and how many of its bytes were just seen. */
   private closing: Buffer = SPECIALS[0]!.end;
   private closingMatched = 0;
-  /**
-   * The cut document so far, in one buffer grown by doubling: a copy per
-   * token (a Buffer each for ~10 tokens per testcase) made 100,000 testcases
-   * cost hundreds of MiB of small objects (bench/README.md).
-   */
+  /** The cut document so far, one buffer grown by doubling (not a copy per token, bench/README.md). */
   private out: Buffer = Buffer.allocUnsafe(64 * 1024);
   private outBytes = 0;
   /** Bytes of output already handed over by {@link JUnitShrinker.take}. */
   private takenBytes = 0;
-  /** Where in `out` the markup being read (a tag, comment, …) begins: `take` hands over only what precedes it. */
+  /** Where in `out` the markup being read begins: `take` hands over only what precedes it. */
   private markupStart = 0;
   /** The current text run or attribute value (only its last bytes once long). */
   private run: Buffer[] = [];
@@ -133,7 +89,7 @@ export class JUnitShrinker {
   private dropped = 0;
   private tagBytes = 0;
 
-  /** @param expectedBytes the input's size when known: the output buffer starts that large (capped at `maxTotalBytes`). */
+  /** @param expectedBytes the input's size when known: the initial buffer size (capped at `maxTotalBytes`). */
   constructor(
     private readonly maxRunBytes = MAX_TEXT_BYTES,
     private readonly maxTotalBytes = MAX_JUNIT_BYTES,
@@ -142,21 +98,14 @@ export class JUnitShrinker {
     if (expectedBytes > this.out.length) this.out = Buffer.allocUnsafe(Math.min(maxTotalBytes, expectedBytes));
   }
 
-  /**
-   * Start, in the chunk being pushed, of the bytes that go to the output as
-   * they are and have not been copied yet: every tag and every short run
-   * (nearly the whole document), copied in one piece when a long run needs
-   * cutting or the chunk ends. A copy per token (~10 per testcase) was the
-   * largest cost of reading 100,000 testcases (bench/README.md).
-   */
+  /** Start, in the chunk, of bytes not yet copied that go out as they are: copied in one piece (bench/README.md). */
   private spanStart = 0;
 
-  /** Consumes one chunk (only read during the call: it may be reused afterwards). @throws JUnitTooLargeError past the bounds. */
+  /** Consumes one chunk (only read during the call). @throws JUnitTooLargeError past the bounds. */
   push(chunk: Buffer): void {
     let from = 0;
     this.spanStart = 0;
-    // Text and quoted values are skipped with indexOf (a native byte search);
-    // only the bytes of tags outside quotes are looked at one by one.
+    // Text and quoted values are skipped with indexOf; only tag bytes outside quotes are read one by one.
     for (let i = 0; i < chunk.length; i++) {
       if (this.state === "text") {
         i = chunk.indexOf(LT, i);
@@ -171,7 +120,6 @@ export class JUnitShrinker {
       } else if (this.state === "open") {
         const byte = chunk[i]!;
         if (this.opening === "" && byte !== QMARK && byte !== BANG) {
-          // Nearly every tag: an element's start or end tag.
           this.state = "tag";
           i -= 1;
           continue;
@@ -236,12 +184,8 @@ export class JUnitShrinker {
   }
 
   /**
-   * The output so far that ends where character data may end (the markup
-   * being read, and a text run or attribute value still gathered, stay), as
-   * text, and drops it from the output; "" when there is none. The piece
-   * ends just before a `<` or at the end of character data, so it never
-   * splits a UTF-8 code point. Taken after each push, the output never grows
-   * past about a chunk and the current tag.
+   * Hands over and drops the output up to where character data may end (never splitting a code point);
+   * "" when none. Taken after each push, the output stays about a chunk and the current tag.
    */
   take(): string {
     const cut = this.state === "text" ? this.outBytes : this.markupStart;
@@ -262,11 +206,7 @@ export class JUnitShrinker {
     }
   }
 
-  /**
-   * Ends the run whose last bytes are `chunk[from, to)`. A short run that
-   * lies wholly in this chunk (nearly every one) stays in the span that goes
-   * to the output as it is; any other is gathered and cut.
-   */
+  /** Ends the run `chunk[from, to)`: a short run wholly in this chunk stays in the span; any other is cut. */
   private endRun(chunk: Buffer, from: number, to: number, inAttribute: boolean): void {
     if (this.runBytes === 0 && this.dropped === 0 && to - from <= this.maxRunBytes) return;
     this.emit(chunk, this.spanStart, from);
@@ -297,7 +237,7 @@ export class JUnitShrinker {
     if (bytes.length === 0) return;
     this.run.push(Buffer.from(bytes));
     this.runBytes += bytes.length;
-    // Keep only the last maxRunBytes (plus slack for a safe cut point).
+    // Keep the last maxRunBytes, plus slack for a safe cut point.
     if (this.runBytes > 2 * this.maxRunBytes + 64) {
       const all = Buffer.concat(this.run);
       const keep = this.maxRunBytes + 64;
@@ -335,10 +275,7 @@ export class JUnitShrinker {
 }
 
 /**
- * The text of a JUnit document held whole, as {@link JUnitShrinker} cuts
- * it: the document itself when {@link hasNothingToCut} says so, else
- * through the cutter.
- *
+ * A JUnit document held whole, cut as {@link JUnitShrinker} would (unchanged when {@link hasNothingToCut}).
  * @param maxBytes the limit after the cuts
  * @throws JUnitTooLargeError when it is too large even after the cuts
  */
@@ -349,27 +286,13 @@ export function cutJUnitText(whole: Buffer, maxBytes = MAX_JUNIT_BYTES): string 
   return shrinker.end();
 }
 
-/**
- * Room kept below the cut length by {@link hasNothingToCut}, bytes: more
- * than the cutter may move its cut point forward (past an entity
- * reference, at most 12 bytes, and a UTF-8 code point, at most 3).
- */
+/** Room below the cut length: more than the cutter may move a cut point (past an entity and a code point). */
 const CUT_SLACK_BYTES = 64;
 
 /**
- * Whether {@link JUnitShrinker} would hand `bytes` over unchanged, checked
- * without running it: true when no stretch of the document without a `<`
- * is longer than `maxRunBytes` less CUT_SLACK_BYTES and it holds no
- * comment, CDATA section or DOCTYPE (`<!`, which Bun never writes) and no
- * processing instruction but an XML declaration at the start. A text node
- * then is shorter than the cut length; so is a tag (outside its values);
- * an attribute value longer than the cut length holds a `<` in the tail the
- * cutter would keep, which the XML reader refuses either way. A true answer
- * is therefore never more lenient than the cutter: the reader gets the
- * cutter's text, or a text it refuses as the cutter's would have been
- * (test/text-cap.test.ts compares them on generated documents).
- *
- * One backward search per `maxRunBytes` stretch: ~0.2 ms for 10 MB.
+ * Whether {@link JUnitShrinker} would return `bytes` unchanged: no `<`-free stretch past the cut length, no `<!`,
+ * no processing instruction but a leading XML declaration. Never more lenient than the cutter
+ * (test/text-cap.test.ts compares them).
  */
 export function hasNothingToCut(bytes: Buffer, maxRunBytes = MAX_TEXT_BYTES): boolean {
   if (bytes.indexOf("<!") !== -1) return false;

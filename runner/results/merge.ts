@@ -1,11 +1,4 @@
-/**
- * Merging the reports of the slices of one plan (`shardguard merge`,
- * docs/sharding.md) into one report of the whole plan, and the completeness
- * rule: every planned file is in the merged report, the files of a slice
- * that reported nothing are `never-started`, and no file is taken from two
- * reports. Pure: reports in, report out; reading and writing is the app's.
- * The exit rule is a run's (run-verdict.ts) over the whole plan.
- */
+/** Merging slice reports of one plan (docs/sharding.md, "Merging"): every planned file once. Pure. */
 import {
   EXIT,
   REPORT_SCHEMA_VERSION,
@@ -41,25 +34,14 @@ export interface MergeOptions {
 const label = (s: SliceReport) => `slice ${s.report.slice?.index}/${s.report.slice?.count} (${s.source})`;
 
 /**
- * Merges slice reports into one report of the whole plan.
- *
- * Shards come in plan order, renumbered 1..k (a slice numbers its shards
- * within itself). Exit code: 0 only when every planned shard passed (or was
- * skipped by diff) and every slice run itself exited 0; else 1.
- *
- * @throws MergeError (exit 2) when there is no input, an input is not a
- *   slice report, the inputs carry different plan hashes (the message names
- *   the slices and their hashes), two inputs are the same slice, or a file is
- *   reported twice or by a slice the plan did not give it to
+ * Merges slice reports into one report of the whole plan, shards in plan order renumbered 1..k.
+ * @throws MergeError (exit 2) when inputs are missing, not slice reports, of different plans, repeat a slice, or
+ *   report a file twice or from the wrong slice
  */
 export function mergeSlices(inputs: readonly SliceReport[], options: MergeOptions): RunReport {
-  // 1. The inputs: slices of one plan, each given once.
   const { plan, bySlice } = sliceInputs(inputs);
-  // 2. Their shards, each file from the one slice the plan gives it to.
   const { shards, reportedBy } = reportedShards(inputs, plan);
-  // 3. Every planned file not reported, never-started.
   shards.push(...unreportedShards(plan, bySlice, reportedBy));
-  // 4. Plan order, and the run's values over every slice.
   const ordered = inPlanOrder(shards, plan);
   const reports = [...bySlice.values()].map((i) => i.report);
   const first = [...bySlice.entries()].sort((a, b) => a[0] - b[0])[0]![1].report;
@@ -98,10 +80,7 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
 }
 
 /**
- * The plan of the inputs and each input by slice index (docs/sharding.md
- * "Merging"): at least one input, every input a slice report, one plan hash
- * among them, and no slice given twice.
- *
+ * The plan of the inputs and each input by slice index (docs/sharding.md, "Merging").
  * @throws MergeError naming the input (and for hashes every slice and its hash)
  */
 function sliceInputs(inputs: readonly SliceReport[]): { plan: PlanManifest; bySlice: Map<number, SliceReport> } {
@@ -134,9 +113,7 @@ function sliceInputs(inputs: readonly SliceReport[]): { plan: PlanManifest; bySl
 }
 
 /**
- * Every shard of every input, in input order, and which input reported each
- * file (docs/sharding.md "Merging"): a file belongs to one slice, the one the plan gives it to.
- *
+ * Every shard of every input and which input reported each file (docs/sharding.md, "Merging").
  * @throws MergeError for a file reported twice, not in the plan, or by another slice than its own
  */
 function reportedShards(
@@ -169,11 +146,7 @@ function reportedShards(
   return { shards, reportedBy };
 }
 
-/**
- * A never-started shard per planned shard with files no input reported
- * (docs/sharding.md "Merging"): `slice I/N reported nothing` when its slice is
- * missing, `slice I/N did not report this file` when its slice left them out.
- */
+/** A never-started shard per planned shard with files no input reported (docs/sharding.md, "Merging"). */
 function unreportedShards(
   plan: PlanManifest,
   bySlice: ReadonlyMap<number, SliceReport>,
@@ -200,11 +173,7 @@ function inPlanOrder(shards: readonly ShardResult[], plan: PlanManifest): ShardR
     .map(({ s }, i) => ({ ...s, index: i + 1 }));
 }
 
-/**
- * Whether the merge exits 0 (docs/sharding.md "Merging"): a run's verdict over
- * the whole plan, and no slice run that itself did not exit 0 (cancelled,
- * unfinished, or a -t filter that matched nothing there); a slice the plan gave no file needs no report.
- */
+/** Whether the merge exits 0: the run's verdict over the whole plan, every reporting slice run exited 0. */
 function mergedExitOk(
   ordered: readonly ShardResult[],
   summary: Summary,
@@ -221,7 +190,7 @@ function mergedExitOk(
   );
 }
 
-/** One entry of `merged.slices`: the slice's run id, exit code and source, null for a slice that reported nothing. */
+/** One entry of `merged.slices`; nulls for a slice that reported nothing. */
 function mergedSlice(index: number, input: SliceReport | undefined): MergedFrom["slices"][number] {
   return {
     index,

@@ -1,20 +1,6 @@
 /**
- * Secrets out of reports (docs/configuration.md, redaction).
- *
- * A failing test can print an API key into its failure message, and the
- * JUnit file that carries the message gets published by CI. Before anything
- * is written, every value of an environment variable whose *name* looks
- * secret is replaced with `[redacted:NAME]`.
- *
- * Which names look secret (case-insensitive globs, `*` = any run of
- * characters, `?` = one character): {@link SECRET_NAME_PATTERNS}, plus the
- * caller's extra names or globs. Values shorter than
- * {@link MIN_SECRET_LENGTH} characters are left alone: a 3-character value
- * such as `yes` would redact every occurrence of that word and protect
- * nothing.
- *
- * Only exact occurrences of a value are found; the value JSON-escaped,
- * base64-encoded or split across a line wrap is not.
+ * Secrets out of reports (docs/configuration.md, "Redaction"): a failure message can carry an API key into a
+ * JUnit CI publishes. Only exact occurrences (and the encodings below) are found, not a value split by a wrap.
  */
 import type { RunReport, ShardResult, TestResult } from "./report-model.ts";
 
@@ -26,26 +12,16 @@ export const MIN_SECRET_LENGTH = 8;
 
 /** Options of {@link makeRedactor}. */
 export interface RedactOptions {
-  /**
-   * More variable names or globs to treat as secret, e.g. `["DATABASE_URL",
-   * "AWS_*"]`. Matched like {@link SECRET_NAME_PATTERNS}: whole name,
-   * case-insensitive, `*` and `?` as wildcards.
-   */
+  /** More variable names or globs to treat as secret, matched like {@link SECRET_NAME_PATTERNS}. */
   extraNames?: readonly string[];
 }
 
-/**
- * Replaces secret values in a text. `names` lists the variables whose values
- * it redacts (sorted), so a caller can say what is being hidden without
- * showing it.
- */
+/** Replaces secret values in a text; `names` (sorted) say what is hidden without showing it. */
 export type Redactor = ((text: string) => string) & { readonly names: readonly string[] };
 
 /**
  * Compiles one name glob to an anchored, case-insensitive RegExp.
- *
- * @throws Error (one line) when the glob is empty or contains `=`, NUL or
- *   whitespace, none of which can be part of an environment variable name.
+ * @throws Error (one line) when the glob is empty or holds `=`, NUL or whitespace (never in a variable name).
  */
 export function compileNameGlob(glob: string): RegExp {
   if (glob === "" || /[=\s\0]/.test(glob)) {
@@ -61,7 +37,6 @@ export function compileNameGlob(glob: string): RegExp {
 
 /**
  * True when `name` matches one of {@link SECRET_NAME_PATTERNS} or `extra`.
- *
  * @throws Error when one of `extra` is not a valid glob (see {@link compileNameGlob}).
  */
 export function isSecretName(name: string, extra: readonly string[] = []): boolean {
@@ -82,23 +57,8 @@ interface Hit {
 }
 
 /**
- * Builds a redactor from an environment (usually the one given to the
- * shard children, i.e. the runner's own `process.env` plus preset
- * additions).
- *
- * A variable is redacted when its name matches a secret glob and its value
- * has at least {@link MIN_SECRET_LENGTH} code points. If the value has
- * leading or trailing whitespace, the trimmed value is redacted too (a token
- * read from a file often ends in a newline the test does not print).
- *
- * Every occurrence of every value is found, overlapping ones included; each
- * maximal run of overlapping occurrences becomes one marker, so no fragment
- * of a longer value survives next to a shorter one. The marker is
- * `[redacted:NAME]`, or `[redacted:A+B]` when the values of several
- * variables overlap partly (a value inside a longer one is named after the
- * longer one). Two variables with the same value are reported under the
- * alphabetically first name. Pure: the returned function never throws.
- *
+ * Builds a never-throwing redactor from an environment (usually the shard children's). Each maximal run of
+ * overlapping occurrences becomes one marker, `[redacted:NAME]` or `[redacted:A+B]`, so no fragment survives.
  * @throws Error when an extra name is not a valid glob (see {@link compileNameGlob}).
  */
 export function makeRedactor(env: Record<string, string | undefined>, options: RedactOptions = {}): Redactor {
@@ -107,10 +67,8 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
   for (const name of Object.keys(env).sort()) {
     const raw = env[name];
     if (raw === undefined || !globs.some((g) => g.test(name))) continue;
-    // As written, trimmed, and in the two encodings a secret most often
-    // reaches a message in: inside a JSON string (a test that JSON.stringify's
-    // a request: `"` and `\` escaped) and in a URL (percent-encoded).
-    // The length rule is the value's own: an encoding only lengthens it.
+    // Trimmed too (a token read from a file ends in a newline), JSON-escaped and percent-encoded, as
+    // secrets reach messages; the length rule is the value's own.
     const values = [raw, raw.trim()].filter((v) => [...v].length >= MIN_SECRET_LENGTH);
     const forms = values.flatMap((v) => [v, JSON.stringify(v).slice(1, -1), encodeURIComponent(v)]);
     for (const value of new Set(forms)) {
@@ -123,7 +81,7 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
     .sort((a, b) => b.value.length - a.value.length);
   const names = [...new Set(secrets.map((s) => s.name))].sort();
 
-  // A text shorter than every value holds none (most test names of a large run).
+  // A text shorter than every value holds none (most test names).
   const shortest = secrets.length === 0 ? Infinity : secrets[secrets.length - 1]!.value.length;
   const redact = (text: string): string => {
     if (text.length < shortest) return text;
@@ -160,25 +118,9 @@ export function makeRedactor(env: Record<string, string | undefined>, options: R
 }
 
 /**
- * A copy of `report` with `redact` applied to every string a test can put
- * text into:
- *
- * - `shards[].reason` and `shards[].notes[]`
- * - `shards[].leftovers[].command` and `sweeps.*[].command` (command lines
- *   of killed processes can hold a token passed as an argument)
- * - `shards[].tests[].name`
- * - `shards[].tests[].failure.errorName`, `.message`, `.details`
- * - `shards[].tests[].attemptFailures[].errorName`, `.message`
- *
- * A failure's `type` is one of shardguard's kinds (codes.ts FAILURE_KINDS), never test text.
- *
- * Paths, ids, statuses, timestamps and settings (`root`, `files`, `file`,
- * `logPath`, `slug`, `runId`, `bun.path`, `settings.bunArgs`) are left as
- * they are, so report consumers can still find files. Fields added to the
- * model later are copied unchanged: list them here if a test can write them.
- * Pure; `report` is not modified. A test entry, escapee or shard in which
- * nothing was redacted is the input's own object, not a copy (a report of
- * 100,000 tests without secrets costs no copy of each, bench/README.md).
+ * A copy of `report` with `redact` applied to every string a test can put text into (docs/reports.md,
+ * "Redaction"); paths, ids and settings stay so consumers find files. A new test-writable field must be added
+ * here. Unchanged parts are the input's own objects, not copies (bench/README.md).
  */
 export function redactReport(report: RunReport, redact: (text: string) => string): RunReport {
   return {
@@ -197,7 +139,7 @@ const commands = <T extends { command: string }>(list: readonly T[], redact: (te
     return command === p.command ? p : { ...p, command };
   });
 
-/** One shard's part of {@link redactReport}, for console lines built before any cutting; the shard itself when nothing changed. */
+/** One shard's part of {@link redactReport}; the shard itself when nothing changed. */
 export function redactShard(shard: ShardResult, redact: (text: string) => string): ShardResult {
   const reason = redact(shard.reason);
   const notes = shard.notes?.map(redact);

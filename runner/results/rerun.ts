@@ -1,18 +1,10 @@
-/**
- * `--last-failed`: which files of an earlier run to run again. Pure.
- */
+/** `--last-failed`: which files of an earlier run to run again. Pure. */
 import type { RunReport, TestStatus } from "./report-model.ts";
 
-/** Test statuses that make a file worth rerunning: everything that is neither a pass nor a planned skip. */
+/** Statuses that make a file worth rerunning: neither a pass nor a planned skip. */
 export const RERUN_STATUSES: ReadonlySet<TestStatus> = new Set(["failed", "timed-out", "crashed", "never-started"]);
 
-/**
- * The planned files of `report` (relative to its root, in plan order) with
- * at least one test that failed, timed out, crashed or never started. A file
- * without test entries takes its shard's status, as in the JUnit report
- * (a load failure, a killed shard without per-test data). A file whose own
- * tests all passed stays out even when another file of its shard failed.
- */
+/** Planned files of `report` with an own test that did not pass (an entry-less file takes its shard's status). */
 export function filesToRerun(report: RunReport): string[] {
   const files: string[] = [];
   for (const shard of report.shards) {

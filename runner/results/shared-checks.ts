@@ -1,21 +1,9 @@
-/**
- * One schema check per test entry for renderers that walk the same report
- * side by side (engine/report-writer.ts renders report.json and ctrf.json
- * together; each used to check every entry on its own, bench/README.md).
- */
+/** One schema check per test entry for renderers walking one report side by side (engine/report-writer.ts). */
 import { validTest, type TestCheck, type TestResult } from "./report-model.ts";
 
 /**
- * `readers` functions that each behave as {@link validTest} but share the
- * work: renderers that walk the same report's entries in the same order
- * (JSON and CTRF, rendered side by side) check each entry once, the first
- * to reach it running the schema and the others taking its checked copy.
- * A copy is kept only until every reader has passed it (a reader that runs
- * ahead holds as many as it is ahead). A reader that asks for an entry
- * other than the one the leader checked at that position (another report,
- * another order) gets it checked on its own, so sharing never hands over a
- * copy of a different entry.
- *
+ * `readers` functions that behave as {@link validTest} but check each entry once, the first to reach it running
+ * the schema. A copy is kept until every reader passed it; a different entry at that position is checked anew.
  * @throws ZodError (paths from `shards`), from whichever reader reaches a bad entry first
  */
 export function sharedTestChecks(readers: number): TestCheck[] {
@@ -38,7 +26,7 @@ export function sharedTestChecks(readers: number): TestCheck[] {
     }
     let slowest = positions[0]!;
     for (const p of positions) if (p < slowest) slowest = p;
-    // Dropped in batches (a shift per entry costs what the reader ahead is ahead).
+    // Dropped in batches: a shift per entry costs what the reader ahead is ahead.
     if (slowest - base >= 1024) {
       kept.splice(0, slowest - base);
       base = slowest;

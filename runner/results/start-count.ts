@@ -1,26 +1,8 @@
 /**
- * The child preload's start count against a shard's inspector events, when
- * the shard did not end normally: which tests started, which one was in
- * flight, which never started. Pure; decideShard (verdict.ts) turns the
- * answer into statuses and messages.
- *
- * The events that arrive are a prefix of those Bun sent: it sends them in
- * order from one queue and loses the tail of the queue when the process dies
- * (docs/bun-behaviour.md). The count (exec/marks.ts) is a shared mapping a
- * kill cannot lose, one per test attempt, taken before the test body runs;
- * the file marks name every planned file in which a test started. Bun runs a
- * shard's files in the order given, and a file's tests in the order they
- * were declared (events/run-order.ts), `--concurrent` included; a retried
- * test starts again at once. So the starts the events lack (`counted` −
- * `carried`) are those of the next tests in run order after the last test
- * the events saw, in the last file whose `found` events arrived, and then of
- * the files after it that have a file mark (whose events, `found` included,
- * were all lost).
- *
- * Each lost start is taken to be a new test: that marks every test that may
- * have started, so none of them is called never-started; a retry among the
- * lost starts, or a skipped test whose `end` was lost, moves the true test
- * in flight one place earlier. Nothing here can make a test passed.
+ * The preload's start count against a shard's events when it did not end normally: which tests started, which
+ * was in flight (docs/reports.md, "When the last events are lost"). Events are a prefix of what Bun sent; the
+ * count cannot lose a start, so the missing starts are the next tests in run order. Each lost start is taken as
+ * a new test, so nothing that may have started is called never-started; nothing here makes a test passed.
  */
 import { count, fromEvent, hookEntry, seconds, synthetic } from "./entries.ts";
 import type { Failure, FailureKind, TestResult, TestStatus } from "./report-model.ts";
@@ -50,11 +32,7 @@ export interface StartReading {
   inFlight: Set<EventTest>;
   /** Tests that started and did not end by their events, not in flight: they finished, their outcome is unknown. */
   endLost: Set<EventTest>;
-  /**
-   * Planned files with starts that no received `found` event names (their
-   * events were lost): how many, null when the count cannot be split
-   * between several such files.
-   */
+  /** Planned files with starts no received `found` names: how many, null when the count cannot be split. */
   unnamed: Map<string, number | null>;
   /** The file of {@link unnamed} that holds the test in flight; null when a named test (or nothing) was. */
   unnamedInFlight: string | null;
@@ -64,12 +42,8 @@ export interface StartReading {
 }
 
 /**
- * True for a test whose `end` says it passed though no `start` of it came:
- * Bun sends an `end` without a `start` only for skipped and todo tests
- * (measured on Bun 1.3.13 and 1.4.4, `--todo`, `test.if`, a failed
- * beforeAll included), so that event is not Bun's: a test in the process
- * wrote it on the inspector connection (docs/reports.md, "What a test can
- * forge"). It counts as never started.
+ * A passing `end` without a `start`: Bun sends that only for skipped and todo tests, so a test wrote it
+ * (docs/reports.md, "What a test can forge"). It counts as never started.
  */
 export function endWithoutStart(t: EventTest): boolean {
   return t.state === "ended" && t.status === "passed" && t.attempts === 0;
@@ -78,7 +52,7 @@ export function endWithoutStart(t: EventTest): boolean {
 /** The test has a `start` or `end` event that counts. */
 const seen = (t: EventTest) => t.state !== "found" && !endWithoutStart(t);
 
-/** Reads the start count against the events: see the module comment. */
+/** Reads the start count against the events (module comment). */
 export function readStarts(facts: StartFacts): StartReading {
   let carried = 0;
   for (const t of facts.tests) carried += t.attempts;
@@ -195,11 +169,8 @@ export interface EndingFacts {
 }
 
 /**
- * The entry of a test that started (by its events or by the count) and has
- * no `end` event: in flight (the ending's status), or finished with its
- * outcome unknown (`crashed`, never passed: its `end` was lost when the
- * process died; under an end mark, the ending's status). Undefined for any
- * other test.
+ * The entry of a started test without an `end`: in flight (the ending's status), or finished with its outcome
+ * unknown (`crashed`, or the ending's status under an end mark). Undefined for any other test.
  */
 export function startedEntry(t: EventTest, reading: StartReading, ending: EndingFacts): TestResult | undefined {
   const inFlight = reading.inFlight.has(t);
@@ -228,21 +199,15 @@ export function startedEntry(t: EventTest, reading: StartReading, ending: Ending
   return fromEvent(t, "crashed", { type: "crash", message, ...details });
 }
 
-/**
- * The entry of a test whose `pass` came from events that claim more starts
- * than the child preload counted: a test forged events (docs/reports.md,
- * "What a test can forge"), so no pass of that shard stands on them.
- */
+/** A passing entry from events claiming more starts than counted: forged (docs/reports.md), so not a pass. */
 export function untrustedPass(t: EventTest, reading: StartReading): TestResult {
   const message = `its pass came from inspector events that carried more test starts than the child preload counted (${countedText(reading)}): events were forged, so the pass is not trusted`;
   return fromEvent(t, "crashed", { type: "crash", message });
 }
 
 /**
- * The entry for the starts in `file` that no received `found` event names:
- * the whole file (`synthetic`) when none of its tests was found, else one
- * entry beside them. The ending's status when the test in flight is among
- * them, else `crashed` (they finished, their outcome unknown).
+ * The entry for the starts in `file` no received `found` names: the whole file when none was found, else one beside
+ * them; the ending's status when the one in flight is among them, else `crashed`.
  */
 export function unnamedEntry(
   file: string,

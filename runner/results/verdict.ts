@@ -1,28 +1,7 @@
 /**
- * Verdict and merge rules: turns what is known about one shard into its
- * {@link ShardResult}.
- *
- * Evidence, in order of authority:
- *  1. what shardguard itself did (never started it, killed it at the deadline,
- *     killed it on cancel) and how the process ended (exit code, signal);
- *  2. Bun's own JUnit file, which Bun writes only when a run ends normally,
- *     so its presence proves the run finished;
- *  3. inspector test events (found/start/end/error), which survive a kill but
- *     may lose their tail when a process exits.
- * Console text is never evidence: a test can print anything.
- *
- * Rules (docs/reports.md):
- *  - killed at the deadline → `timed-out`; tests that ended keep their status,
- *    the one in flight is `timed-out`, the rest found but not started are
- *    `never-started`;
- *  - cancelled → `crashed` ("run cancelled"), same per-test split;
- *  - ended by a signal we did not send, or exit 0/1 without the JUnit proof of
- *    a finished run while tests had started → `crashed`;
- *  - exit 1 with no test found and no JUnit → `failed` (the file did not load);
- *  - ended normally → Bun's JUnit is the authority for final statuses, events
- *    add retries, flakiness and lines; a planned file missing from it had no
- *    tests (an empty file, `failed` under `empty-files = "fail"`) or failed to load;
- *  - nothing shardguard killed is ever `passed`.
+ * Verdict rules (docs/reports.md, "Verdict rules"): one shard's evidence to its {@link ShardResult}.
+ * Authority: what shardguard did and how the process ended, then Bun's JUnit (written only at a normal end),
+ * then inspector events (survive a kill, may lose their tail); console text is never evidence.
  */
 import type { BunJUnitFile } from "./bun-junit.ts";
 import { emptyFile, emptyFilesNote, emptyFilesPass, type Base } from "./entries.ts";
@@ -39,18 +18,13 @@ export { oomSentence, WHOLE_FILE };
 export type { EventEvidence, EventTest, Interruption, ProcessFacts, ShardEvidence };
 
 /**
- * Decides one shard's status, reason and per-test entries.
- *
- * No I/O. Every planned file gets at least one test entry, so every
- * planned file appears in every report. The test entries of `ev.junit` and
- * the event tests' failed-attempt lists become the result's own (reused,
- * not copied: 100,000 tests, bench/README.md): do not read `ev.junit` again.
+ * Decides one shard's status, reason and per-test entries; no I/O; every planned file gets an entry.
+ * `ev.junit`'s entries become the result's own, not copied (bench/README.md): do not read it again.
  */
 export function decideShard(ev: ShardEvidence): ShardResult {
   const p = ev.process;
   const base = shardBase(ev);
-  // The rules of docs/reports.md's "Verdict rules", first match wins.
-  // 1. Never spawned.
+  // docs/reports.md's "Verdict rules", first match wins; 1. never spawned.
   if (!p.started) return neverStarted(ev, p.notStartedReason ?? "never started", ev.logPath);
   // 2-4. Killed at the deadline, on cancel, or by a signal shardguard did not send.
   const killed = killedBy(p, ev);
@@ -63,8 +37,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
   // 6-7. No JUnit (not an untrusted one), exit 1, no test ran: a file failed to load.
   const loadFailed = distrust ? null : loadFailedShard(ev, base, code);
   if (loadFailed) return loadFailed;
-  // 8. "No tests" needs proof that the run ended normally: exit 0 without JUnit
-  // is also what a `process.exit` with code 0 before any test looks like.
+  // 8. "No tests" needs the end mark: exit 0 without JUnit is also an early `process.exit(0)`.
   if (code === 0 && !anyFound(ev) && ev.finishedNormally === true) {
     return noTests(ev, base);
   }
@@ -91,11 +64,7 @@ function shardBase(ev: ShardEvidence): Base {
   };
 }
 
-/**
- * How a shard shardguard killed, or a signal it did not send, ended; null
- * when it exited by itself. First match wins (docs/reports.md, "Verdict
- * rules"): the deadline, then a cancel, then a foreign signal.
- */
+/** How a kill, or a signal shardguard did not send, ended the shard; null when it exited by itself. */
 function killedBy(p: ProcessFacts, ev: ShardEvidence): Interruption | null {
   if (p.killedBy === "timeout") {
     const sigkilled = p.escalated && p.signal === "SIGKILL";
@@ -126,21 +95,11 @@ function foldedJUnit(ev: ShardEvidence, code: number): BunJUnitFile[] | null {
 /** A test that started proves tests were registered, even if its events were lost. */
 const anyFound = (ev: ShardEvidence) => (ev.events?.tests ?? []).length > 0 || (ev.testsStarted ?? 0) > 0;
 
-/**
- * A shard without Bun's JUnit whose exit 1 came before any test ran: a
- * file failed to load; null otherwise. First match wins (docs/reports.md,
- * "Verdict rules"):
- *  1. no test registered or started: each file a load error (under --bail,
- *     the files after the first never started);
- *  2. the end-of-run mark, tests registered, none ran: each file a load
- *     error, its registered tests never-started.
- */
+/** Exit 1 without Bun's JUnit before any test ran: a file failed to load; null otherwise (docs/reports.md). */
 function loadFailedShard(ev: ShardEvidence, base: Base, code: number): ShardResult | null {
   const eventTests = ev.events?.tests ?? [];
   if (code === 1 && !anyFound(ev)) {
-    // Exit 1 with no test found and no JUnit: the file threw or failed to
-    // import before any test. Under --bail Bun stopped at the first file
-    // (files run in plan order), so the others never started.
+    // Under --bail Bun stopped at the first file (plan order), so the others never started.
     const stopped: Failure = {
       type: "never-started",
       message: "never started: --bail stopped the run after a file failed to load",
@@ -157,10 +116,7 @@ function loadFailedShard(ev: ShardEvidence, base: Base, code: number): ShardResu
     };
   }
   if (code === 1 && ev.finishedNormally === true && !eventTests.some((t) => t.state !== "found")) {
-    // Bun reached the normal end (end mark) with exit 1 and no JUnit, no test
-    // having run: a file threw after registering tests (measured on Bun 1.4.4:
-    // a top-level throw after test(), or test.only under CI). Its found tests
-    // never started; they are not a crash.
+    // End mark, exit 1, no JUnit, no test run: a file threw after registering tests (docs/reports.md).
     const tests = ev.files.flatMap((file) => [
       loadFailure(ev, file),
       ...eventTests
@@ -180,26 +136,18 @@ function loadFailedShard(ev: ShardEvidence, base: Base, code: number): ShardResu
   return null;
 }
 
-/**
- * How a shard without a usable JUnit ended, when no rule before it matched.
- * First match wins (docs/reports.md, "Verdict rules", the last rows):
- *  1. the end mark, Bun's JUnit unusable (past the read limit, exit 0 or 1:
- *     junit-over-limit; otherwise junit-unusable);
- *  2. exit 0 or 1, the end mark missing with the deleted run directory: end-unknown;
- *  3. exit 0 or 1: early-exit;
- *  4. any other code: exit-code.
- */
+/** How a shard without a usable JUnit ended when nothing earlier matched (docs/reports.md, "Verdict rules"). */
 function endingWithoutJUnit(ev: ShardEvidence, code: number, distrust: string | null): Interruption {
   const noJUnit = distrust
     ? `Bun's JUnit report was not trusted: ${distrust}`
     : (ev.junitProblem ?? "Bun wrote no JUnit report");
-  // With the end mark, the run did reach its end: what is missing is a usable JUnit (too large, malformed, forged).
+  // The end mark proves the run reached its end: what is missing is a usable JUnit.
   if (ev.finishedNormally === true && !distrust && ev.junitProblem !== undefined) {
-    // Bun finished and wrote a report too large to read: a failure to read it, not a crash; the events say what they saw.
+    // Too large to read is a failure to read it, not a crash.
     const kind = ev.junitOverLimit === true && (code === 0 || code === 1) ? "junit-over-limit" : "junit-unusable";
     return { kind, exitCode: code, problem: ev.junitProblem };
   }
-  // The end mark may have gone with a run directory a test deleted: no early exit, no hook in flight, is made up.
+  // The end mark may have gone with a deleted run directory: no early exit is made up.
   if (ev.marksDeleted === true && ev.finishedNormally !== true && (code === 0 || code === 1)) {
     return { kind: "end-unknown", exitCode: code, problem: noJUnit };
   }
@@ -208,20 +156,9 @@ function endingWithoutJUnit(ev: ShardEvidence, code: number, distrust: string | 
 }
 
 /**
- * Why Bun's JUnit cannot be taken as proof of a finished run, or null when
- * the rest of the evidence agrees with it. The file lies where the test
- * process can write, so a test can forge it and exit 0 (docs/reports.md). It is
- * trusted only when
- *  1. the child preload's end-of-run mark is there (Bun reached the normal
- *     end; `--bail` after a failure skips that hook, measured, and so does
- *     `--bail` after a later file failed to load, which Bun's JUnit does not
- *     list but exits 1 for: a shard that exits 1 cannot pass), and
- *  2. it lists no more tests as run (passed or failed, hooks aside) than the
- *     preload counted test starts (a mapped counter or synchronous appends, never lost).
- * Events are no evidence against it: under load Bun 1.4.4 loses the tail of a
- * normal run's events (measured: the `end` of a 2.6 s last test; the `start`
- * of a file's second test, though the run finished and wrote the end mark),
- * and a lost tail looks the same as a test that stopped the process.
+ * Why Bun's JUnit cannot prove a finished run, or null. A test can forge it (docs/reports.md), so it needs the
+ * end mark and no more tests run than the preload counted. Events are no evidence against it: Bun loses
+ * a normal run's event tail under load (docs/bun-behaviour.md).
  */
 function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: number): string | null {
   const ran = junit.flatMap((f) =>
@@ -237,17 +174,8 @@ function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: numbe
 }
 
 /**
- * A shard that did not end normally: per-test data from events where there is
- * some, one synthetic entry per file where there is none.
- *
- * Something was in flight when it ended: a test (phase `running`), or, when
- * no test was running, code outside tests. Bun runs files in plan order, so
- * that code belongs to the last file with found tests (a hook: "afterAll
- * hook" once all its tests ended, "beforeAll hook" before its first, "hook
- * between tests" otherwise) or, when that file had not registered a test
- * yet, to the first file without found tests (it was loading). The entry in
- * flight gets the ending's status and the time since the shard's last test
- * ended (or the shard's whole time); the files after it are `never-started`.
+ * A shard that did not end normally: events' per-test data where there is some, one synthetic entry per file
+ * elsewhere; the entry in flight gets the ending's status (docs/reports.md, "What was in flight when a shard ended").
  */
 function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardResult {
   const ending = endingOf(how);
@@ -267,11 +195,11 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
     }
     usedEvents = true;
     for (const t of found) tests.push(eventEntry(t, flight.reading, ending, flight.overclaimed));
-    // Starts beyond the file's received `found` events (the rest of its plan was lost).
+    // Starts beyond the file's received `found` events: the rest of its plan was lost.
     if (flight.reading.unnamed.has(file)) tests.push(unnamedEntry(file, flight.reading, ending, false, flight.idleMs));
     if (!inFlightAssigned && !flight.loadingInFlight && file === flight.lastLoaded) {
       inFlightAssigned = true;
-      // The end mark says Bun finished: no hook was in flight. The entry stands for the missing report.
+      // The end mark says Bun finished: no hook was in flight; the entry stands for the missing report.
       if (ending.reachedEnd)
         tests.push(hookEntry(file, "(Bun's JUnit report)", status, { type: ending.failure, message: reason }, 0));
       else tests.push(hookInFlight(file, found, status, ending.failure, reason, flight.idleMs));
@@ -282,7 +210,7 @@ function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardRes
   return { ...base, status, reason, testSource: usedEvents ? "events" : "synthetic", tests };
 }
 
-/** Each file's event tests in event order, grouped once (one filter per file was files × tests). */
+/** Each file's event tests in event order, grouped once. */
 function eventsByFile(eventTests: readonly EventTest[]): Map<string, EventTest[]> {
   const byFile = new Map<string, EventTest[]>();
   for (const t of eventTests) {
@@ -297,15 +225,15 @@ function eventsByFile(eventTests: readonly EventTest[]): Map<string, EventTest[]
 interface Flight {
   /** The event channel was connected and carried tests. */
   haveEvents: boolean;
-  /** How long the code in flight (not a test) had run: since the last test ended, or the whole shard. */
+  /** How long the code in flight had run: since the last test ended, or the whole shard. */
   idleMs: number;
   /** The last planned file with found tests. */
   lastLoaded: string | undefined;
-  /** The start count against the events (start-count.ts): the tests whose events were lost, the one in flight. */
+  /** The start count against the events (start-count.ts). */
   reading: StartReading;
   /** The events claim more starts than the count, which cannot lose one: a test wrote them. */
   overclaimed: boolean;
-  /** A test (or starts of lost events) was in flight, so no file's code outside tests was. */
+  /** A test (or lost starts) was in flight, so no file's code outside tests was. */
   assigned: boolean;
   /** The position of the file that was loading when the shard ended, or -1. */
   loadingAt: number;
@@ -313,7 +241,7 @@ interface Flight {
   loadingInFlight: boolean;
 }
 
-/** The {@link Flight} of a shard that did not end normally: the start count, the last loaded file, the file loading. */
+/** The {@link Flight} of a shard that did not end normally. */
 function flightOf(ev: ShardEvidence, base: Base, ending: EndingFacts, byFile: ReadonlyMap<string, unknown>): Flight {
   const eventTests = ev.events?.tests ?? [];
   // A loop, not Math.min(...ends): a spread of a million arguments overflows the stack.
@@ -329,13 +257,12 @@ function flightOf(ev: ShardEvidence, base: Base, ending: EndingFacts, byFile: Re
     concurrent: ev.events?.concurrent === true,
     reachedEnd: ending.reachedEnd,
   });
-  // The count cannot lose a start; events that claim more than it (beyond the tests still running,
-  // whose start Bun sends before the preload's beforeEach counts it) were written by a test.
+  // Events claiming more starts than the count (beyond tests still running, whose start precedes the
+  // preload's count) were written by a test.
   const runningNow = eventTests.filter((t) => t.state === "running").length;
   const overclaimed = connected && reading.counted > 0 && reading.carried - runningNow > reading.counted;
   const assigned = reading.inFlight.size > 0 || reading.endLost.size > 0 || reading.unnamed.size > 0;
-  // In an --isolate batch the preload marks each file as it begins to load: when the last one
-  // begun found no test, its top-level code was in flight, not a hook of the file before it.
+  // In an --isolate batch: the last file begun with no test found had its top-level code in flight.
   const loading = ev.filesLoaded ? ev.files[Math.min(ev.filesLoaded, ev.files.length) - 1]! : undefined;
   const loadingAt = loading === undefined || byFile.has(loading) || assigned ? -1 : ev.files.indexOf(loading);
   const loadingInFlight = loadingAt >= 0 && (lastLoaded === undefined || ev.files.indexOf(lastLoaded) < loadingAt);
@@ -343,16 +270,7 @@ function flightOf(ev: ShardEvidence, base: Base, ending: EndingFacts, byFile: Re
   return { haveEvents, idleMs, lastLoaded, reading, overclaimed, assigned, loadingAt, loadingInFlight };
 }
 
-/**
- * The entry of a planned file with no received `found` event, first match
- * wins (docs/reports.md, "What was in flight when a shard ended" and "When
- * the last events are lost"):
- *  1. tests started in it (its file mark, the count) and every event of it was lost: one entry for them;
- *  2. it registered no test before the next file of the batch began to load: an empty file;
- *  3. with events, once something else was in flight: `never-started` (it had not loaded);
- *  4. otherwise it was in flight (loading, or no events to say): the ending's status, and
- *     `takesFlight`; the time since the last test ended when nothing was in flight before.
- */
+/** A planned file with no received `found`, first match wins (docs/reports.md, "When the last events are lost"). */
 function fileWithoutEvents(
   ev: ShardEvidence,
   file: string,
@@ -362,11 +280,10 @@ function fileWithoutEvents(
   assigned: boolean,
 ): { entry: TestResult; takesFlight: boolean } {
   if (flight.reading.unnamed.has(file)) {
-    // Tests started here (its file mark, the count), and every event of the file was lost.
     return { entry: unnamedEntry(file, flight.reading, ending, true, flight.idleMs), takesFlight: false };
   }
   if (flight.loadingInFlight && at < flight.loadingAt && flight.haveEvents) {
-    // Loaded and registered no test before the next file began: as at a normal end.
+    // Loaded and registered no test before the next file began: empty, as at a normal end.
     return { entry: emptyFile(ev, file, "the next file of the batch had begun to load"), takesFlight: false };
   }
   if (flight.haveEvents && assigned) {
@@ -382,14 +299,7 @@ function fileWithoutEvents(
   return { entry: synthetic(file, ending.status, failure, assigned ? 0 : flight.idleMs), takesFlight: true };
 }
 
-/**
- * The entry of an event test of a shard that did not end normally, first
- * match wins (docs/reports.md, "When the last events are lost" and "What a test can forge"):
- *  1. a passing end with its start, events claiming more starts than the count: not a pass;
- *  2. an end with its start: Bun's status;
- *  3. it started (by its event or the count): in flight, or its outcome unknown (start-count.ts);
- *  4. otherwise `never-started`, saying so when its passing end came without a start.
- */
+/** An event test of a shard that did not end normally, first match wins (docs/reports.md, "What a test can forge"). */
 function eventEntry(t: EventTest, reading: StartReading, ending: EndingFacts, overclaimed: boolean): TestResult {
   const forged = endWithoutStart(t);
   const started = t.state === "ended" && !forged ? undefined : startedEntry(t, reading, ending);
@@ -400,7 +310,7 @@ function eventEntry(t: EventTest, reading: StartReading, ending: EndingFacts, ov
   return fromEvent(t, "never-started", { type: "never-started", message });
 }
 
-/** A frame too large to read may have been a test's found: an entry says a test may be missing, never passes it over. */
+/** A frame too large to read may have been a found: the entry says a test may be missing. */
 function unreadEntry(ev: ShardEvidence, lastLoaded: string | undefined, reason: string): TestResult | null {
   const unread = ev.events?.unreadFrames ?? 0;
   if (!(unread > 0)) return null;
@@ -480,11 +390,7 @@ function withoutProcess(
   };
 }
 
-/**
- * The result of a shard shardguard itself failed to supervise (an error of
- * ours, not of the child): `crashed`, never `passed`, one synthetic entry per
- * file naming the error.
- */
+/** A shard whose supervision failed (our error, not the child's): `crashed`, one entry per file naming it. */
 export function supervisionFailed(
   shard: { index: number; slug: string; files: string[] },
   message: string,
@@ -492,11 +398,7 @@ export function supervisionFailed(
   return withoutProcess(shard, { kind: "unsupervised", error: message });
 }
 
-/**
- * The result of a shard that never started (queued, still starting, or the
- * run was cancelled first): `never-started`, one synthetic entry per file
- * naming `reason`. `logPath` when a log was opened before the start failed.
- */
+/** A shard that never started: `never-started`, one entry per file naming `reason`; `logPath` if one was opened. */
 export function neverStarted(
   shard: { index: number; slug: string; files: string[] },
   reason: string,
@@ -505,21 +407,14 @@ export function neverStarted(
   return { ...withoutProcess(shard, { kind: "never-started", reason }), logPath };
 }
 
-/**
- * The result of a shard a preset's diff selection left out: never spawned,
- * a success for the exit code (docs/reports.md), never conflated with never-started.
- */
+/** A shard a preset's diff selection left out: a success for the exit code, never never-started (docs/reports.md). */
 export function skippedByDiff(shard: { index: number; slug: string; files: string[] }, reason: string): ShardResult {
   return withoutProcess(shard, { kind: "skipped-by-diff", reason });
 }
 
 /**
- * Stand-in entries for the planned files of `shard` that have no test entry
- * (`covered` lists the files that do), so every planned file appears in
- * every report even for a result built outside {@link decideShard} (an
- * embedder's, an older report's). Each carries the shard's status; a
- * `failed` shard's stand-in is a "no-tests" failure: the file had no tests
- * or did not load (ShardResult.status in report-model.ts).
+ * Stand-in entries for the files of `shard` missing from `covered`, so every planned file is reported even for
+ * results built elsewhere; each has the shard's status, a `failed` one a "no-tests" failure.
  */
 export function standInsFor(shard: ShardResult, covered: ReadonlySet<string>): TestResult[] {
   return shard.files

@@ -1,25 +1,8 @@
 /**
- * A one-pass, event-driven scanner for the XML that `bun test
- * --reporter=junit` writes, with the well-formedness checks that tell a
- * complete report from a truncated or foreign one.
- *
- * Why not a DOM: Bun's JUnit of 100,000 tests is ~10 MB, and parsing it into
- * fast-xml-parser's ordered DOM (after a separate validation pass) took
- * ~1 s and over 200 MiB of short-lived objects in the runner, the largest
- * part of its peak (bench/README.md). The callers need one walk in document
- * order, so events are enough. Why not a SAX library (sax, saxes): both
- * refuse, in strict mode, what Bun really writes and we must keep (character
- * references to control characters such as `&#27;` and raw control
- * characters in failure messages), and their lenient modes stop checking
- * the structure we rely on.
- *
- * Checked: one root element and nothing but whitespace, comments,
- * processing instructions or a DOCTYPE outside it; element and attribute
- * names; attribute syntax, quoting and uniqueness (no `<` in a value);
- * every start tag closed by a matching end tag; comments, CDATA sections and
- * processing instructions terminated. Not checked: which characters appear
- * (control characters are kept on purpose) and entity references (decoded,
- * or left as written, by the caller).
+ * A one-pass, event-driven scanner for the XML Bun's JUnit reporter writes, with the well-formedness checks that
+ * tell a complete report from a truncated or foreign one. Not a DOM: too costly at scale (bench/README.md). Not a
+ * SAX library: strict modes refuse what Bun writes (control-character references), lenient ones stop checking.
+ * Not checked: which characters appear (control characters are kept on purpose) and entity references.
  */
 import { APOS, EQUALS, GT, LT, QUOTE, SLASH } from "../util/bytes.ts";
 import { SCAN_ELEMENTS_PER_YOUNG_COLLECTION, youngCollection } from "../util/tuning.ts";
@@ -46,9 +29,7 @@ export interface XmlHandler {
 const NAME = /^[A-Za-z_:][-\w.:]*$/;
 
 /**
- * Scans `text` and calls `handler` for each element and text run inside
- * the root. Nesting depth is bounded by `maxDepth`.
- *
+ * Scans `text` and calls `handler` for each element and text run inside the root, nesting at most `maxDepth`.
  * @throws XmlScanError at the first well-formedness problem
  */
 export function scanXml(text: string, handler: XmlHandler, maxDepth = 1000): void {
@@ -58,12 +39,8 @@ export function scanXml(text: string, handler: XmlHandler, maxDepth = 1000): voi
 }
 
 /**
- * {@link scanXml} over a document given in pieces, in order, so that no
- * one string holds it whole (Bun's JUnit of 100,000 long names is 50 MB).
- * Each piece must end where character data may end: after a tag's `>`, a
- * comment's, CDATA section's or processing instruction's end, or inside
- * character data (a text run split there reaches the handler in two
- * calls). Offsets of errors count from the start of the first piece.
+ * {@link scanXml} over a document in pieces, so no one string holds it whole. Each piece must end where character
+ * data may end (after a `>` of markup, or inside text); error offsets count from the first piece.
  */
 export class XmlScanner {
   private readonly stack: string[] = [];
@@ -99,7 +76,6 @@ export class XmlScanner {
 
   private scan(text: string): void {
     const { stack, tag, handler, maxDepth } = this;
-    // Counters in locals for the loop, stored back at the end of the piece.
     let roots = this.roots;
     let elements = this.elements;
     let i = 0;
@@ -122,7 +98,7 @@ export class XmlScanner {
       } else if (text.startsWith("<?", lt)) {
         i = after(text, "?>", lt + 2, "processing instruction");
       } else if (text.startsWith("<!DOCTYPE", lt) && stack.length === 0 && roots === 0) {
-        // Without an internal subset (Bun never writes one, nor a DOCTYPE at all).
+        // Without an internal subset: Bun never writes a DOCTYPE.
         i = after(text, ">", lt + 9, "DOCTYPE");
       } else if (text[lt + 1] === "/") {
         const gt = text.indexOf(">", lt);
@@ -139,9 +115,7 @@ export class XmlScanner {
         handler.close(name);
         i = gt + 1;
       } else {
-        // A plainly well-formed start tag (nearly all) is read in one pass;
-        // anything else goes the long way, which finds the same tags and
-        // reports each problem as it always did.
+        // A plainly well-formed start tag (nearly all) is read in one pass; anything else goes the long way.
         let gt = bunTestcaseTag(text, lt, tag);
         if (gt === -1) gt = wellFormedStartTag(text, lt, tag);
         let name = tag.name;
@@ -161,8 +135,7 @@ export class XmlScanner {
           if (roots > 1) throw new XmlScanError("more than one root element", lt);
         }
         handler.open(name, attributes, selfClosing);
-        // Each tag leaves a little garbage (its name, attributes, text runs);
-        // collected now and then, it keeps the runner's peak lower (util/tuning.ts).
+        // Collecting each tag's little garbage now and then keeps the runner's peak lower (util/tuning.ts).
         if (++elements % SCAN_ELEMENTS_PER_YOUNG_COLLECTION === 0) youngCollection();
         if (selfClosing) handler.close(name);
         else {
@@ -192,21 +165,12 @@ interface StartTag {
 
 const EMPTY: Record<string, string> = Object.freeze(Object.create(null));
 
-/**
- * A `<testcase>` start tag exactly as Bun 1.4.4 writes one for a test: six
- * attributes in this order, one space apart, values in double quotes with
- * no `<` (Bun escapes it), self-closing or not. Each such tag is plainly
- * well formed, so what this reads is what {@link wellFormedStartTag} would.
- */
+/** A `<testcase>` start tag exactly as Bun writes one for a test (six attributes, fixed order); plainly well formed. */
 const BUN_TESTCASE =
   /<testcase name="([^"<]*)" classname="([^"<]*)" time="([^"<]*)" file="([^"<]*)" line="([^"<]*)" assertions="([^"<]*)" ?\/?>/y;
 
 /**
- * Reads the start tag at `lt` when it is a test's `<testcase>` as Bun
- * writes it (BUN_TESTCASE): one match of a compiled expression instead of a
- * look at each character, for the tag that is nearly every tag of a large
- * file (what it buys: util/tuning.ts).
- *
+ * Reads the start tag at `lt` when it matches BUN_TESTCASE, in one regex match (util/tuning.ts).
  * @returns the index of the tag's `>` (name and attributes in `tag`), or -1 for any other tag
  */
 function bunTestcaseTag(text: string, lt: number, tag: StartTag): number {
@@ -228,14 +192,8 @@ function bunTestcaseTag(text: string, lt: number, tag: StartTag): number {
 }
 
 /**
- * Reads the start tag at `lt` in one pass when it is plainly well formed:
- * a name of NAME's characters, then attributes (whitespace, a name, `=`, a
- * value in either quote without `<`), each name once, then optional
- * whitespace and `>` or `/>`, with no `<` anywhere before the end. What it
- * accepts the long way (tagEnd, elementName, parseAttributes) accepts with
- * the same end, name and attributes, and it is the long way that reports
- * anything else, which looks at the tag twice (what it buys: util/tuning.ts).
- *
+ * Reads the start tag at `lt` in one pass when it is plainly well formed; it accepts exactly what the long way
+ * (tagEnd, elementName, parseAttributes) accepts, which reports anything else (util/tuning.ts).
  * @returns the index of the tag's `>` (name and attributes in `tag`), or -1 to take the long way
  */
 function wellFormedStartTag(text: string, lt: number, tag: StartTag): number {
@@ -290,7 +248,7 @@ function tagEnd(text: string, lt: number): number {
   throw new XmlScanError("unterminated start tag", lt);
 }
 
-/** JavaScript's `\s`: the whitespace the former regular expressions skipped (Unicode spaces included). */
+/** JavaScript's `\s` (Unicode spaces included). */
 function isSpace(c: number): boolean {
   return (
     c === 0x20 ||
@@ -315,7 +273,7 @@ const isNameChar = (c: number) => isNameStart(c) || (c >= 0x30 && c <= 0x39) || 
 /** Element names seen so far (checked against NAME when first seen), each one string. */
 const seenElements: string[] = [];
 
-/** `text.slice(start, end)` as an element name, checked; the one string kept for it, as attributeName does. */
+/** `text.slice(start, end)` as an element name, checked; the one string kept for it. */
 function elementName(text: string, start: number, end: number, lt: number): string {
   const length = end - start;
   for (let i = 0; i < seenElements.length; i++) {
@@ -332,12 +290,7 @@ function elementName(text: string, start: number, end: number, lt: number): stri
 const seenNames: string[] = [];
 const MAX_SEEN_NAMES = 64;
 
-/**
- * `text.slice(start, end)` for an attribute name, as the one string kept
- * for that name: looking up and storing a property by a string the engine
- * already knows is much cheaper than by a fresh slice (700,000 attributes
- * in Bun's JUnit of 100,000 tests, bench/README.md).
- */
+/** The one kept string for the attribute name at `text[start, end)`: known strings are cheaper keys. */
 function attributeName(text: string, start: number, end: number): string {
   const length = end - start;
   for (let i = 0; i < seenNames.length; i++) {
@@ -349,22 +302,12 @@ function attributeName(text: string, start: number, end: number): string {
   return name;
 }
 
-/**
- * The attributes of the start tag at `lt`, read from `text[from, end)`
- * (after the element name, before `/>` or `>`). Every character must belong
- * to one: whitespace, a name, optional whitespace, `=`, optional whitespace,
- * a value in double or single quotes without `<` (what the former regular
- * expression `\s+name\s*=\s*"value"` accepted, read without slicing the
- * tag or building a match per attribute).
- */
+/** The attributes of the start tag at `lt`, read from `text[from, end)` without slicing the tag. */
 function parseAttributes(text: string, from: number, end: number, lt: number): Record<string, string> {
-  // No prototype: an attribute named "__proto__" is kept like any other,
-  // and a name already read is one whose value is not undefined.
+  // No prototype: an attribute named "__proto__" is kept like any other.
   const out = Object.create(null) as Record<string, string>;
   const bad = () => new XmlScanError("bad attribute syntax", lt);
-  // Whether the tag holds a "<" at all (inside a value, the only place
-  // tagEnd lets one through): nearly never, so values are found with one
-  // indexOf each instead of a look at every character.
+  // Values hold a "<" nearly never, so each is found with one indexOf.
   const nextLt = text.indexOf("<", from);
   const ltInside = nextLt !== -1 && nextLt < end;
   for (let at = from; ; ) {
