@@ -1,7 +1,4 @@
-/**
- * `npm run build` (and npm's `prepare`): builds the compiled CLI,
- * dist/shardguard.cjs and its bytecode (runner/cli/compiled.ts).
- */
+/** `npm run build` (and npm's `prepare`): builds the compiled CLI (runner/cli/compiled.ts). */
 import { buildCompiledCli } from "./cli/compiled.ts";
 import { PACKAGE_ROOT } from "./util/package-root.ts";
 

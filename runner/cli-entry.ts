@@ -1,15 +1,7 @@
 #!/usr/bin/env bun
 /**
- * The `shardguard` command. The only place that calls `process.exit`.
- *
- * Exit codes (docs/reports.md): 0 every planned shard passed (skipped-by-diff counts
- * as passed); 1 anything failed, timed out, crashed or never started, or
- * shardguard itself failed (an internal error: one line naming the file with
- * its stack trace, cli/internal-error.ts); 2 usage or configuration error,
- * nothing ran; 130 / 143 cancelled by SIGINT / SIGTERM.
- *
- * No top-level await: the compiled CLI (runner/cli/compiled.ts) is this
- * file bundled as CommonJS.
+ * The `shardguard` command, the only place that calls `process.exit` (exit codes: docs/configuration.md, "Exit
+ * codes"). No top-level await: the compiled CLI is this file bundled as CommonJS.
  */
 import { internalError } from "./cli/internal-error.ts";
 import { main } from "./cli/main.ts";

@@ -1,22 +1,11 @@
 /**
- * shardguard's public API (`import … from "shardguard"`), for the preset
- * preload and for programs that embed the runner: run a plan, render and
- * validate reports. Everything here returns exit codes; nothing exits the
- * process.
- *
- * - Run: {@link main} (the whole CLI, argv in, exit code out; the host defaults
- *   to the real process, {@link processHost}), or
- *   {@link resolveSettings} → {@link planRun} → {@link preflight} →
+ * shardguard's public API (`import … from "shardguard"`); everything returns exit codes, nothing exits the process.
+ * - Run: {@link main} (argv in, exit code out), or {@link resolveSettings} → {@link planRun} → {@link preflight} →
  *   {@link executeRun} (or {@link Run} without console handling).
- * - Result model: {@link RunReport} and its parts, validated by
- *   {@link RunReportSchema} (zod; docs/report.schema.json is generated from it).
- * - Renderers, pure functions of a RunReport: {@link renderJUnit} (JUnit
- *   XML), {@link renderJson} (report.json), {@link renderCtrf} (CTRF), and
- *   {@link githubAnnotations} / {@link githubStepSummary} (GitHub Actions).
- * - Across machines: {@link slicePlan} (`--shard I/N`), {@link mergeSlices}
- *   (`shardguard merge`, pure), {@link filesToRerun} (`--last-failed`).
- * - Redaction: {@link makeRedactor} and {@link redactReport}, applied to a
- *   report before rendering it for anyone else.
+ * - Model and renderers: {@link RunReport}, {@link RunReportSchema}, {@link renderJUnit}, {@link renderJson},
+ *   {@link renderCtrf}, {@link githubAnnotations} / {@link githubStepSummary}.
+ * - Across machines: {@link slicePlan}, {@link mergeSlices}, {@link filesToRerun}; redaction: {@link makeRedactor},
+ *   {@link redactReport}.
  */
 export { main } from "./cli/main.ts";
 export { processHost } from "./cli/process-host.ts";

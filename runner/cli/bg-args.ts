@@ -1,8 +1,4 @@
-/**
- * argv of `shardguard bg` and `shardguard status`. `bg` takes its own flags
- * out and hands the rest to `shardguard run` unchanged (parsed here too, so
- * a bad run flag is refused before anything starts).
- */
+/** argv of `shardguard bg` and `status`; `bg` hands the rest to `run`, parsed here too to refuse it up front. */
 import { parseArgs, readArgv } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
 import { ConfigError } from "../config/settings-schema.ts";

@@ -1,17 +1,7 @@
 /**
- * The compiled CLI: `runner/cli-entry.ts` and everything it imports (zod
- * included) bundled into one CommonJS file with Bun's bytecode beside it,
- * `dist/shardguard.cjs` and `dist/shardguard.cjs.jsc`. Bun then neither
- * transpiles nor parses the runner's ~110 modules at each start: `shardguard
- * list` on 300 files took 27 instead of 50 ms, which every run pays before
- * its first shard can spawn (bench/README.md, P3).
- *
- * It is built by `npm run build`, which npm runs as `prepare` on `npm
- * install` in a checkout and before `npm pack`; the `shardguard` command
- * (runner/cli-bin.ts) runs it only while the sources are those it was built
- * from (a fingerprint beside it), and runs the sources otherwise, so an
- * edited checkout never runs stale code. The child preload, the guardian and `bg`'s detached run
- * stay source files: other processes start them by path.
+ * The compiled CLI: `runner/cli-entry.ts` bundled to `dist/shardguard.cjs` with Bun's bytecode, so no start
+ * transpiles the runner's modules (bench/README.md, "Where the time goes"). Built by `npm run build`; the command
+ * runs it only while its fingerprint matches the sources. The preload, the guardian and `bg`'s worker stay sources.
  */
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -19,11 +9,7 @@ import path from "node:path";
 /** The compiled CLI relative to the package root. Bun looks for its bytecode at the same path plus `.jsc`. */
 export const COMPILED_CLI = path.join("dist", "shardguard.cjs");
 
-/**
- * Its first line: where the package root is, from the file's own place
- * (util/package-root.ts), since the bundler inlines `import.meta.dir` as
- * the build machine's path.
- */
+/** Its first line: the package root from the file's own place, since the bundler inlines `import.meta.dir`. */
 const BANNER = 'globalThis.__shardguardPackageRoot ??= require("node:path").resolve(__dirname, "..");';
 
 /** The files the bundle is built from: TypeScript, and report.html's script and style sheet (imported as text). */
@@ -33,12 +19,8 @@ const SOURCE_FILE = /\.(ts|js|css)$/;
 const STAMP_SUFFIX = ".sources";
 
 /**
- * A fingerprint of the package's sources at `root`: a 64-bit hash (wyhash)
- * over the path and content of every {@link SOURCE_FILE} under `runner/`, in
- * sorted order, and of `package.json`. Contents, not times: an installer sets
- * every file's time to when it unpacked it, in no set order. ~1-2 ms (~120
- * files, ~0.8 MB).
- *
+ * A wyhash fingerprint of every {@link SOURCE_FILE} under `runner/` and `package.json` (paths and contents, sorted):
+ * contents, since installers reset file times.
  * @throws the file system error when a source cannot be read
  */
 export function sourcesFingerprint(root: string): string {
@@ -61,12 +43,7 @@ export function sourcesFingerprint(root: string): string {
   return hash.toString(16);
 }
 
-/**
- * The compiled CLI of the package at `root` when it exists with its
- * bytecode and was built from the sources as they are now (its stamp holds
- * their {@link sourcesFingerprint}); else null, and the caller runs the
- * sources.
- */
+/** The compiled CLI at `root` when it and its bytecode match the sources now (its stamp); else null. */
 export function freshCompiledCli(root: string): string | null {
   const compiled = path.join(root, COMPILED_CLI);
   try {

@@ -1,10 +1,6 @@
 /**
- * What the `shardguard` command prints when shardguard itself fails (a bug,
- * not the user's input): one line with the error's message and the path of
- * a file holding its stack trace, never the trace of the compiled CLI
- * (minified code means nothing to a user). The exit code is
- * {@link EXIT.failed} (docs/reports.md, "Exit codes"): an unfinished run
- * must never read as a pass, nor as a refusal that started nothing.
+ * What `shardguard` prints when it fails itself: one line and the path of its stack trace, exit 1, so an
+ * unfinished run never reads as a pass nor as a refusal (docs/reports.md, "Exit codes").
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -13,11 +9,7 @@ import { EXIT } from "../results/codes.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 
 /**
- * Writes `error`'s stack trace to a new file under the system temp
- * directory (mode 0600) and returns the one line to print, and the exit code.
- * A trace that cannot be written is named as lost, never thrown.
- *
- * @param error anything thrown or rejected
+ * Writes `error`'s stack trace to a new temp file (mode 0600); a trace that cannot be written is named as lost.
  * @param argv the command line (without the executable and script), recorded with the trace
  * @returns `{ line, code }`: the line for stderr (no newline), code 1
  */

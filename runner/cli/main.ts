@@ -1,12 +1,6 @@
 /**
- * The `shardguard` command line: parses argv, hands each command to the
- * commands (commands/), prints usage errors, and returns the exit code.
- * Never exits the process itself (cli-entry.ts does), so tests and
- * embedders can call it.
- *
- * Each command's modules are imported when that command runs: a plain `run`
- * pays for neither bg, status, merge and init nor their dependencies (the
- * runner's start-up is paid by every suite; bench/README.md).
+ * The `shardguard` command line: argv to commands/, usage errors, the exit code; never exits (cli-entry.ts does).
+ * Each command's modules load only when it runs: every suite pays the runner's start-up.
  */
 import path from "node:path";
 import { parseArgs } from "../config/args.ts";

@@ -1,17 +1,7 @@
-/**
- * The {@link Host} of a real process: its environment, working directory,
- * stdout/stderr and signals. Shared by the `shardguard` entry and the preset
- * preload; kept free of heavy imports because the preload loads it in every
- * plain `bun test` run.
- */
+/** The {@link Host} of a real process, light: the preload loads it in every plain `bun test` run. */
 import type { Host } from "../engine/host.ts";
 
-/**
- * A write to `stream` that stops writing once the stream has failed: a
- * reader that went away (`shardguard run | head -1`: EPIPE, thrown by the
- * write in Bun 1.4.4, or emitted later) must cost the run its console
- * output, never its shards or its reports.
- */
+/** A write that stops once `stream` failed (EPIPE thrown or emitted): a gone reader costs the console only. */
 function writerTo(stream: NodeJS.WriteStream): (text: string) => void {
   let broken = false;
   stream.on("error", () => {

@@ -1,34 +1,15 @@
 /**
- * `bun test` flags that mean, for a whole suite, what a shardguard run flag
- * means, taken over when the preset preload runs `bun test --preset NAME`
- * instead of being refused (Bun 1.4.4's `bun test --help`):
- *
- * - `--timings=FILE` (repeatable; "several are merged") reads Bun's per-file
- *   durations: shardguard's `--timings`, which reads the same format and
- *   starts the longest shards first;
- * - `--update-timings` writes the measured durations "to the first --timings
- *   file": shardguard's `--update-timings FILE` with that file. (Bun itself
- *   never gets to write it: the preload ends the process before any test.)
- *
- * `--shard=I/N` is not among them: Bun slices its test files before any
- * preload runs, so only the slice holding the entry file ever reaches
- * shardguard; it stays refused (presets/flags.ts, docs/sharding.md).
- * Everything else stays a flag of every shard (or is refused by
- * presets/session.ts `checkShardFlags`).
+ * `bun test` flags that mean for a whole suite what a shardguard run flag means (`--timings=FILE`,
+ * `--update-timings`), taken over on `bun test --preset NAME` instead of refused. `--shard` is not: Bun slices
+ * its files before any preload runs, so it stays refused (presets/flags.ts, docs/sharding.md).
  */
 import { RUN_FLAGS } from "../config/args.ts";
 import { BOOLEAN_FLAGS, ConfigError, SETTINGS } from "../config/settings-schema.ts";
 import { bunFlagConflict, splitBunTestArgs, type CommandFlag } from "../presets/flags.ts";
 
 /**
- * Flags of `shardguard run` that `bun test` (1.4.4, `bun test --help`) does
- * not have. Bun ignores an unknown flag, and shardguard would pass it to
- * every shard, which ignores it too: `bun test --preset NAME --last-failed`
- * reran the whole tier and `--jobs=1` still ran 4 shards at once, with only
- * the header's "shard flags" line showing it. They are refused instead.
- * Names Bun shares are left out: `--timeout` (the shard timeout),
- * `--timings` and `--update-timings` (taken over below), `--bun` (Bun's own
- * runtime flag) and `--shard` (refused with its own reason, presets/flags.ts).
+ * Flags of `shardguard run` that `bun test` lacks. Bun ignores an unknown flag and so would every shard
+ * (`--last-failed` reran the whole tier), so they are refused; names Bun shares are left out.
  */
 const SHARDGUARD_ONLY_FLAGS: ReadonlySet<string> = new Set(
   [...SETTINGS.map((s) => s.flag), ...Object.keys(BOOLEAN_FLAGS), ...RUN_FLAGS.valued, ...RUN_FLAGS.boolean].filter(
@@ -48,13 +29,10 @@ export interface TakenPlanFlags {
 const BOOLEAN_RUN_FLAGS: ReadonlySet<string> = new Set([...Object.keys(BOOLEAN_FLAGS), ...RUN_FLAGS.boolean]);
 
 /**
- * Takes `--timings` and `--update-timings` out of a `bun test` command
- * line's flags.
+ * Takes `--timings` and `--update-timings` out of a `bun test` command line's flags.
  *
- * @throws ConfigError (exit 2, nothing started) for a `--timings` without a
- *   file, `--update-timings` with a value or without a `--timings` file
- *   (Bun would have nowhere to write either), or a flag only `shardguard run`
- *   has ({@link SHARDGUARD_ONLY_FLAGS})
+ * @throws ConfigError (exit 2, nothing started) for a `--timings` without a file, `--update-timings` with a value
+ *   or without a `--timings` file, or a flag only `shardguard run` has ({@link SHARDGUARD_ONLY_FLAGS})
  */
 export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFlags {
   const shardFlags: CommandFlag[] = [];
@@ -86,16 +64,8 @@ export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFl
 }
 
 /**
- * Refuses, in the `bun test` flags after "--" of `shardguard run|list|bg`,
- * the flags that are shardguard's own or that slice the whole run: every
- * shard would get them, and `bun test` ignores an unknown flag
- * (`-- --last-failed` reran everything) or applies `--shard` to each
- * shard's own files (every shard but one ran nothing).
- *
- * Also refuses a file or filter there (each shard would run it beside its
- * own files) and a combination `bun test` itself refuses (presets/flags.ts
- * {@link bunFlagConflict}).
- *
+ * Refuses, after "--" of `shardguard run|list|bg`, our own flags and `--shard` (every shard would get them), a
+ * file or filter (each shard would run it too), and a combination Bun refuses ({@link bunFlagConflict}).
  * @throws ConfigError (exit 2, nothing started) naming the flag and where it belongs
  */
 export function refuseRunFlagsAfterDash(bunArgs: readonly string[]): void {

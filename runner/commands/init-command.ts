@@ -1,8 +1,4 @@
-/**
- * `shardguard init`: adds the preset preload to bunfig.toml, `.shardguard/`
- * to .gitignore and, with a preset, its entry test file and package.json
- * script (presets/init.ts plans and applies the edits).
- */
+/** `shardguard init`: plans and applies presets/init.ts's edits. */
 import { applyInit, planInit } from "../presets/init.ts";
 import { EXIT } from "../results/codes.ts";
 import type { Host } from "../engine/host.ts";
@@ -18,9 +14,7 @@ export interface InitRequest {
 }
 
 /**
- * Plans and applies the edits, printing one line per file.
- *
- * @returns 0
+ * Plans and applies the edits, one line per file; returns 0.
  * @throws ConfigError for an unknown preset or files it cannot edit safely
  */
 export function initCommand(req: InitRequest, host: Host): number {

@@ -1,9 +1,4 @@
-/**
- * `shardguard run|list --last-failed`: the plan of a rerun of the files that
- * did not pass in the newest run under OUT/runs (after Playwright's
- * `--last-failed`, which keeps its last run's failures in a file of its own;
- * ours are the run's own report).
- */
+/** `shardguard run|list --last-failed`: a rerun of the files the newest run under OUT/runs did not pass. */
 import { existsSync, readdirSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
 import path from "node:path";
@@ -18,16 +13,11 @@ import { filesToRerun } from "../results/rerun.ts";
 const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]+$/;
 
 /**
- * The newest run's report under `out/runs/<run id>/report.json`, with its
- * path; null when no run is there. A run id names its start to the second,
- * then a random part (engine/run.ts newRunId), so ids of runs started in the
- * same second do not sort by start: among those, the report's own
- * `startedAt` (ms) decides.
+ * The newest run's report under `out/runs/<run id>/report.json`, with its path; null when none. Ids sort to the
+ * second only, so within it `startedAt` decides.
  *
- * @throws ConfigError naming the run when a run of that newest second left
- *   no report that parses (its reports could not be written, e.g. a full
- *   disk, or it is still starting): an older run's report would rerun less
- *   than the newest run left to rerun
+ * @throws ConfigError naming the run when a run of that newest second left no report that parses: an older
+ *   run's report would rerun less than the newest left
  */
 export function lastReport(out: string): { report: RunReport; file: string } | null {
   let names: string[];
@@ -64,7 +54,6 @@ export function lastReport(out: string): { report: RunReport; file: string } | n
 
 /**
  * `--last-failed` takes no PATTERN.
- *
  * @throws ConfigError naming the first pattern
  */
 export function refusePatterns(patterns: readonly string[]): void {
@@ -81,15 +70,11 @@ export type LastFailedFiles =
   | { kind: "nothing"; message: string };
 
 /**
- * The files of the newest run's report under `out/runs` that failed, timed
- * out, crashed or never started (results/rerun.ts), in that report's order.
- * Files deleted since, or not accepted by `keep` (e.g. no longer one of a
- * preset's files), are left out and listed in `gone` with why.
+ * The files of the newest report that did not pass (results/rerun.ts), in its order; files gone since, or that
+ * `keep` refuses (it says why), go to `gone`.
  *
- * @param keep says why a file cannot be rerun now (null when it can)
- * @throws ConfigError when there is no earlier report under OUT/runs, the newest run left
- *   none ({@link lastReport}), PATTERNs were given, or files did not pass there and none of
- *   them can run now
+ * @throws ConfigError when there is no earlier report, the newest run left none ({@link lastReport}), PATTERNs
+ *   were given, or files did not pass there and none can run now
  */
 export function lastFailedFiles(
   settings: RunSettings,
@@ -114,9 +99,7 @@ export function lastFailedFiles(
     };
   }
   if (present.length === 0) {
-    // Exit 2 ("nothing left to run"), never 0: these files did not pass and
-    // nothing has shown otherwise since (e.g. a periodic run's failures,
-    // reran in the default tier that leaves them out).
+    // Exit 2, never 0: these files did not pass and nothing has shown otherwise since.
     throw new ConfigError(
       `--last-failed: nothing left to run: none of the ${wanted.length} files that did not pass in run ${last.report.runId} can run now (${gone.join("; ")})`,
     );
@@ -136,9 +119,7 @@ export type LastFailed =
   | { kind: "nothing"; message: string };
 
 /**
- * Plans the rerun of {@link lastFailedFiles}, grouped by this run's
- * --files-per-shard.
- *
+ * Plans the rerun of {@link lastFailedFiles}, grouped by this run's --files-per-shard.
  * @throws ConfigError when there is no earlier report under OUT/runs, or PATTERNs were given
  */
 export function planLastFailed(settings: RunSettings, patterns: readonly string[]): LastFailed {

@@ -1,9 +1,4 @@
-/**
- * `shardguard merge DIR... [--out DIR] [--update-timings FILE]`: reads the
- * report.json of each slice's output directory, merges them against the plan
- * (results/merge.ts) and writes the merged JUnit, JSON, CTRF and HTML reports,
- * each rendered from the merged model (never concatenated).
- */
+/** `shardguard merge DIR...`: the slices' report.json merged against the plan (results/merge.ts), all re-rendered. */
 import { existsSync, statSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
 import { mkdir } from "node:fs/promises";
@@ -40,12 +35,10 @@ export const DEFAULT_MERGE_OUT = path.join(".shardguard", "merged");
 
 /**
  * Merges, writes and prints the summary.
+ * @returns 0 when every planned file passed and every slice exited 0
  *
- * @returns 0 when every planned file passed (and every slice exited 0), else 1
- * @throws ConfigError (exit 2; nothing written, and an earlier merge's reports
- *   at --out removed) when no report is found, a
- *   report cannot be read, the slices' plan hashes differ, a slice is given
- *   twice, a file is reported twice, or the timings file is malformed
+ * @throws ConfigError (exit 2; nothing written, an earlier merge's reports removed) for a missing or unreadable
+ *   report, differing plan hashes, a slice given twice, a file reported twice, or a malformed timings file
  */
 export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Promise<number> {
   const paths = {
@@ -57,8 +50,7 @@ export async function mergeCommand(inputs: MergeCommandInputs, host: Host): Prom
   try {
     return await merge(inputs, paths, host);
   } catch (error) {
-    // As for a refused run (docs/reports.md): an earlier merge's reports
-    // must not be published as this one's.
+    // As for a refused run (docs/reports.md): an earlier merge's reports must not pass for this one's.
     if (error instanceof ConfigError) removeStaleReports({ out: inputs.out, ...paths });
     throw error;
   }
@@ -73,8 +65,7 @@ async function merge(
   for (const source of inputs.sources) {
     const file = existsSync(source) && statSync(source).isDirectory() ? path.join(source, "report.json") : source;
     if (!existsSync(file)) {
-      // A slice whose runner died before its first report uploads an empty
-      // directory: its files count as never-started, not as a usage error.
+      // A slice whose runner died before its first report: its files count as never-started, not a usage error.
       host.stderr(
         `shardguard: warning: ${source} holds no report.json; skipped (its slice counts as reporting nothing)`,
       );

@@ -1,7 +1,4 @@
-/**
- * Checks made before any shard starts. Each failure is a ConfigError, so the
- * CLI exits 2 with one line and nothing is spent.
- */
+/** Checks made before any shard starts; each failure is a ConfigError (exit 2, nothing spent). */
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -18,11 +15,8 @@ export interface PreflightResult {
 }
 
 /**
- * Reports are written to a temporary file that is then renamed over the
- * target, which would silently replace whatever is there. So each report
- * path must be absent or a regular file, and never one of the planned test
- * files (a device, a FIFO or a symlink would be replaced, not written to).
- *
+ * Report paths must be absent or regular files, never planned test files: a report is renamed over its target,
+ * which would replace a device, FIFO or symlink.
  * @param plannedFiles absolute paths of the planned test files
  * @throws ConfigError naming the flag and what the path is
  */
@@ -53,10 +47,7 @@ export function checkReportPaths(settings: RunSettings, plannedFiles: readonly s
   }
 }
 
-/**
- * Compares versions with Bun's own semver ordering; negative when a < b.
- * A version Bun cannot parse sorts first, so it fails the minimum check.
- */
+/** Compares versions by Bun's semver order (negative when a < b); an unparsable one sorts first and fails. */
 export function compareVersions(a: string, b: string): number {
   try {
     return Bun.semver.order(a, b);
@@ -66,10 +57,8 @@ export function compareVersions(a: string, b: string): number {
 }
 
 /**
- * Verifies that the output locations are writable and that Bun runs and is
- * recent enough.
- *
- * @throws ConfigError naming what is wrong and what is accepted
+ * Verifies that the output is writable and Bun runs and is recent enough.
+ * @throws ConfigError naming what is wrong
  */
 export async function preflight(settings: RunSettings, plannedFiles: readonly string[] = []): Promise<PreflightResult> {
   checkReportPaths(settings, plannedFiles);
@@ -111,12 +100,9 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
 }
 
 /**
- * The version of the Bun at `bun`. The runner's own executable (the default
- * `--bun`) is the Bun running this code, whose version is `Bun.version`:
- * asking it with a `bun --version` child cost ~4 ms before the first
- * shard could start (bench/README.md). Any other path is asked.
- *
- * @throws ConfigError when `bun` does not answer `--version` like Bun does
+ * The version of the Bun at `bun`: `Bun.version` for our own executable, no child before the first shard
+ * (bench/README.md, "Where the time goes").
+ * @throws ConfigError when `bun` does not answer `--version` like Bun
  */
 function bunVersionOf(bun: string): string {
   if (bun === process.execPath) return Bun.version;

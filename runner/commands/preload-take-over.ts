@@ -1,11 +1,6 @@
 /**
- * The preset preload's take-over (preset/preload.ts): decide with
- * presets/intercept-decision.ts whether this `bun test` process belongs to
- * shardguard, and if so run the preset and return its exit code.
- *
- * Only the decision module is imported up front: the plain `bun test` path
- * and every shard child pay for reading it, nothing more. The runner is
- * loaded only on take-over.
+ * The preset preload's take-over: decides (presets/intercept-decision.ts) whether this `bun test` is ours and runs
+ * the preset. Only the decision module loads up front; the runner only on take-over.
  */
 import { decideInterception, readCommandLine } from "../presets/intercept-decision.ts";
 import type { Host } from "../engine/host.ts";
@@ -18,11 +13,9 @@ export interface InterceptHost extends Host {
 }
 
 /**
- * Entry point of the preload: decides, and on take-over runs the preset.
- *
- * @returns null when `bun test` should go on as usual; otherwise the exit
- *   code for the process (2 for any usage or configuration error, with one
- *   line on stderr and no child started)
+ * Entry point of the preload.
+ * @returns null when `bun test` goes on as usual; else the exit code (2 for any
+ * usage or configuration error, one line on stderr, no child started)
  */
 export async function interceptBunTest(host: InterceptHost): Promise<number | null> {
   const read = host.readCommandLine ?? ((pid: number) => readCommandLine(pid));
@@ -58,9 +51,7 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
       flagsWhere: "bun test",
     });
     if (decision.tierSplit) {
-      // Bun does not know --tier: it took the value for a test path filter
-      // and printed the header of the first file matching it before this
-      // preload ran. No test of that file runs.
+      // Bun does not know --tier: it took the value for a path filter and printed that file's header already.
       host.stdout(
         `shardguard: note: Bun read "${decision.tier}" after --tier as a test path filter, so the file name Bun printed above may be unrelated (no test of it ran); write --tier=${decision.tier}`,
       );

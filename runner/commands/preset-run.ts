@@ -1,10 +1,4 @@
-/**
- * Preset runs, the application side: `shardguard run|list --preset`, the
- * preset preload's take-over (commands/preload-take-over.ts) and the preset's preflight
- * check. presets/ decides what to run (settings, tier, diff selection,
- * plan); this module runs it with the same execution and reporting as
- * `shardguard run`.
- */
+/** Preset runs, the application side: presets/ decides what to run; this runs it as `shardguard run` does. */
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { ParsedWithExtras } from "../config/args.ts";
@@ -37,7 +31,6 @@ import { sliceHeader, sliceProvenance } from "./slice-run.ts";
 
 /**
  * `shardguard run|list --preset NAME [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]`.
- *
  * @throws ConfigError for any usage or configuration error (nothing started)
  */
 export async function presetCommand(
@@ -53,12 +46,8 @@ export async function presetCommand(
 }
 
 /**
- * `run|list --preset NAME --last-failed`: the files of the newest run under
- * OUT/runs that did not pass, run with the preset's settings, environment
- * and tier, whole (diff selection off: the rerun asked for these files).
- * A file that is no longer one of the preset's files in this tier is not
- * rerun (a warning names it).
- *
+ * `run|list --preset NAME --last-failed`: the newest run's failed files, whole (no diff selection), with the
+ * preset's settings; a file no longer the preset's in this tier is not rerun (a warning names it).
  * @throws ConfigError as {@link preparePresetRun}, and when there is no earlier report
  */
 async function lastFailedPreset(command: "run" | "list", request: PresetRequest, host: Host): Promise<number> {
@@ -92,11 +81,8 @@ async function lastFailedPreset(command: "run" | "list", request: PresetRequest,
 const LAST_FAILED_SELECTION_OFF = "--last-failed reruns whole files";
 
 /**
- * What a `--preset --last-failed` rerun may rerun: the preset's whole plan
- * (no diff selection) in the tier asked for or, when none is named, in the
- * tier of the run being rerun (a periodic run's failures are periodic files;
- * the default tier would leave them out). Shared with `bg`, which sizes its
- * cap from it.
+ * What a `--preset --last-failed` rerun may rerun: the whole plan in the tier asked for, else the rerun run's tier
+ * (its failures may be periodic files). Shared with `bg`, which sizes its cap from it.
  *
  * @returns the prepared whole plan and the request with that tier
  * @throws ConfigError as {@link preparePresetRun}
@@ -122,11 +108,9 @@ export async function lastFailedScope(
 }
 
 /**
- * Lists or runs a prepared preset run, or one slice of it (`--shard I/N`,
- * also `bun test --preset NAME --shard=I/N`): the slice's shards and its
- * share of the skipped-by-diff ones, so every machine slices the same plan.
- *
- * @throws ConfigError for any configuration error found before a shard starts
+ * Lists or runs a prepared preset run, or one slice of it (`--shard I/N`): its shards and its share of the
+ * skipped-by-diff ones, so every machine slices the same plan.
+ * @throws ConfigError before a shard starts
  */
 export async function runPreparedPreset(
   command: "run" | "list",
@@ -143,8 +127,7 @@ export async function runPreparedPreset(
     }
     return executePresetRun(prepared, host);
   }
-  // One slice of the preset's plan (skipped-by-diff shards included, so every
-  // machine slices the same shards): its shards, and its share of the skipped.
+  // Skipped-by-diff shards included, so every machine slices the same shards.
   const sliced = slicePlan(prepared.plan, slice, readTimings(prepared.settings.timings).durations);
   const renumbered = new Map(sliced.plan.shards.map((s) => [s.files.join("\n"), s.index]));
   const skipped = prepared.skipped.flatMap((r) => {
@@ -161,9 +144,7 @@ export async function runPreparedPreset(
 }
 
 /**
- * Runs a prepared preset run: runner preflight (Bun, writable output), the
- * preset's preflight command when a shard is runnable, then every shard not
- * skipped by diff.
+ * Runs a prepared preset run: runner preflight, the preset's preflight when a shard is runnable, then the shards.
  *
  * @returns the run's exit code (0 all passed or skipped by diff, 1 otherwise, 130/143 cancelled)
  * @throws ConfigError (exit 2, no shard started) when nothing is runnable or a preflight fails
@@ -175,14 +156,13 @@ export async function executePresetRun(
 ): Promise<number> {
   // Before the run's first child (the shard directory's module, the preflights): see engine/run.ts.
   removeStaleReports(p.settings);
-  // A run that executes nothing must never look like a pass (as "no test files matched");
-  // an empty slice of a plan that has files runs nothing and reports so for the merge.
+  // A run that executes nothing must never look like a pass; an empty slice reports so for the merge.
   if (p.plan.shards.length === 0 && !provenance?.slice) {
     throw new ConfigError(
       `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
     );
   }
-  // The project's own base for the shards' directories (gstack: where its eval tools read), before anything is spent or written.
+  // The project's own base for the shards' directories, before anything is spent or written.
   const shardDir =
     p.shardDir && p.shardDir.from === "preset"
       ? {
@@ -239,9 +219,8 @@ export async function executePresetRun(
 }
 
 /**
- * Runs the preflight under supervision, logging to `OUT/preflight.log`.
- *
- * @throws ConfigError when it does not exit 0 within its timeout (no shard has started)
+ * Runs the preflight supervised, logged to `OUT/preflight.log`.
+ * @throws ConfigError unless it exits 0 in time
  */
 export async function runPreflight(
   plan: Extract<PreflightPlan, { argv: string[] }>,
@@ -249,8 +228,7 @@ export async function runPreflight(
   env: Record<string, string | undefined>,
   out: ConsoleOut,
 ): Promise<void> {
-  // Not under OUT/logs: that is a link to the newest run's logs, and a real
-  // directory there would stop later runs from updating it.
+  // Not under OUT/logs: a link to the newest run's logs, which a real directory there would freeze.
   await mkdir(where.out, { recursive: true });
   const logPath = path.join(where.out, "preflight.log");
   await rm(logPath, { force: true });

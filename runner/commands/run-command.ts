@@ -1,7 +1,4 @@
-/**
- * `shardguard run` and `shardguard list` without a preset: settings, plan,
- * preflight, then the run (engine/execute.ts) or the printed plan.
- */
+/** `shardguard run` and `list` without a preset: settings, plan, preflight, then the run or the printed plan. */
 import path from "node:path";
 import type { ParsedWithExtras } from "../config/args.ts";
 import { resolveSettings } from "../config/load.ts";
@@ -26,9 +23,7 @@ import { plannedMakespan } from "../engine/run-resources.ts";
 import { removeStaleReports } from "../engine/refused.ts";
 
 /**
- * Runs or lists what `args` (already parsed by cli/) asks for; `--preset`
- * goes to {@link presetCommand}.
- *
+ * Runs or lists what `args` asks for; `--preset` goes to {@link presetCommand}.
  * @returns the exit code (0, 1, 130 or 143; docs/reports.md)
  * @throws ConfigError (exit 2) for any usage or configuration error, before any child starts
  */
@@ -36,9 +31,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   const { spec, lastFailed } = planFlags(args);
   if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec, lastFailed);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
-  // Malformed timings files are exit 2 before anything runs; a missing one is
-  // the first run of a suite (then --update-timings creates it). They order
-  // the shards and, with --shard, balance the slices.
+  // Malformed timings are exit 2 before anything runs; a missing file is a suite's first run.
   const timings = readTimings(settings.timings);
   if (settings.updateTimings) readTimingsFile(settings.updateTimings, "--update-timings");
   let plan: Plan;
@@ -86,8 +79,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   const checked = await preflight(settings, planned);
   for (const file of timings.missing)
     host.stderr(`shardguard: warning: --timings ${file} does not exist; shards start in plan order`);
-  // An empty slice still runs (nothing) and writes reports naming the whole
-  // plan, so the merge sees that this slice reported.
+  // An empty slice still runs (nothing) and reports the whole plan, so the merge sees it reported.
   // Batches under --isolate (--files-per-shard auto adds it) tell the preload their size.
   const shardEnv = isolates(settings.bunArgs)
     ? { shardEnv: (shard: PlannedShard) => isolateEnv(settings.bunArgs, shard.files.length) }
@@ -108,12 +100,10 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
 }
 
 /**
- * The flags that change what a run plans (`--shard I/N`, `--last-failed`,
- * `--tier`), checked together; shared by run, list and bg so a background
- * run refuses exactly what a run refuses, before it starts.
- *
- * @throws ConfigError (exit 2) for a bad `--shard`, a combination the run cannot honour, or
- *   a flag of shardguard's (or `--shard`) among the `bun test` flags after "--"
+ * The flags that change what a run plans (`--shard`, `--last-failed`, `--tier`), shared by run, list and bg so a
+ * background run refuses what a run refuses.
+ * @throws ConfigError (exit 2) for a bad `--shard`, a combination
+ *   the run cannot honour, or our own flag (or `--shard`) after "--"
  */
 export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; lastFailed: boolean } {
   refuseRunFlagsAfterDash(args.bunArgs);
@@ -126,11 +116,7 @@ export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; las
   return { spec, lastFailed };
 }
 
-/**
- * Human-readable plan: shards with their files, why each file is in, what
- * was left out; each shard's resource locks and exclusive flag, and with
- * recorded durations the makespan the resource settings predict.
- */
+/** Human-readable plan: shards, their files and locks, what was left out, and the predicted makespan. */
 export function planLines(
   plan: Plan,
   settings: RunSettings,

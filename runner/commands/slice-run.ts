@@ -1,7 +1,4 @@
-/**
- * What `run|list --shard I/N` adds to a run, plain or preset: the header
- * line naming the slice, and what the slice's reports record.
- */
+/** What `run|list --shard I/N` adds to a run: the slice's header line and what its reports record. */
 import type { SlicedPlan } from "../plan/slice.ts";
 import { plural } from "../util/format.ts";
 import type { RunInputs } from "../engine/run.ts";

@@ -1,9 +1,6 @@
 /**
- * Command-line parsing for `shardguard run` and `shardguard list`.
- *
- * Strict by design: an unknown flag is a usage error, never silently ignored
- * (Bun ignores unknown `bun test` flags, which is how `--preset` typos turn
- * into filters; we do not repeat that).
+ * Command-line parsing for `shardguard run` and `list`. Strict: an unknown flag is a usage error, never ignored
+ * as Bun ignores it (how `--preset` typos become filters).
  */
 import { parseArgs as nodeParseArgs } from "node:util";
 import { BOOLEAN_FLAGS, ConfigError, SETTINGS, type SettingSpec } from "./settings-schema.ts";
@@ -29,11 +26,7 @@ export interface ExtraFlags {
   boolean?: readonly string[];
 }
 
-/**
- * Flags `run` and `list` take beyond the settings table: a preset and its
- * tier, one slice of the plan for a CI matrix (`--shard I/N`), and a rerun
- * of the last report's non-passing files (`--last-failed`).
- */
+/** Flags `run` and `list` take beyond the settings table: `--preset`, `--tier`, `--shard I/N`, `--last-failed`. */
 export const RUN_FLAGS = {
   valued: ["--preset", "--tier", "--shard"],
   boolean: ["--last-failed"],
@@ -47,10 +40,8 @@ export interface ParsedWithExtras extends ParsedArgs {
 /** One argument of an argv as {@link readArgv} reads it. */
 export type ArgvToken =
   /**
-   * A flag. `flag` is how it was written up to any `=` (`"--jobs"`, `"-x"`), or
-   * `"--help"` for `-h`; `known` says it is one of the flags asked for (a short
-   * group such as `-hx` is one unknown token). `value`: the `=` part or, for a
-   * valued flag, the next argument whatever it says (undefined at the end).
+   * A flag as written up to any `=` (`"--help"` for `-h`); `known`: one of the flags asked for (a group such as
+   * `-hx` is one unknown token). `value`: the `=` part or, for a valued flag, the next argument.
    */
   | { kind: "flag"; flag: string; arg: string; known: boolean; value: string | undefined; inline: boolean }
   | { kind: "positional"; value: string }
@@ -58,11 +49,8 @@ export type ArgvToken =
   | { kind: "end"; rest: string[] };
 
 /**
- * Reads argv with `node:util` `parseArgs` (its `tokens`), one token per
- * argument. Not `strict: true`: that refuses values starting with `-`
- * (`--root -x`), allows a flag twice, and words errors its own way (Bun's
- * drop the dash of a short flag); each parser here applies its own rules
- * to the tokens and words its errors itself.
+ * Reads argv with `node:util` `parseArgs` tokens, one per argument; not `strict`, which refuses values starting
+ * with `-`, allows repeats and words errors its own way: each parser applies and words its own rules.
  *
  * @param valued long flags that take a value, e.g. `["--jobs"]`
  * @param boolean long flags without a value; `"--help"` here also reads `-h`

@@ -1,12 +1,6 @@
 /**
- * Resolves run settings from their sources, in one place.
- *
- * Precedence (docs/configuration.md): flag > layers above the environment
- * (a preset's knob variables, e.g. EVALS_JOBS, and the taken-over `bun test
- * --timeout`) > SHARDGUARD_* > bunfig.toml `[shardguard]` > layers below it
- * (a preset's own values) > default. Everything is validated here, before
- * planning, so that a bad value exits 2 without a single child process
- * having started.
+ * Resolves run settings from their sources in one place, in the precedence of docs/configuration.md, "Where
+ * settings come from, and precedence"; everything is validated before planning, so a bad value spends nothing.
  */
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { readRegularTextSync } from "../util/regular-file.ts";
@@ -32,10 +26,8 @@ const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
 export type SettingKey = SettingSpec["key"];
 
 /**
- * A source of settings besides flags, SHARDGUARD_* and bunfig.toml: a
- * preset's knob variables or its own values. Values are already parsed and
- * validated, in the units of the parsed setting (ms for `timeout` and
- * `grace`, counts for `jobs` and `filesPerShard`).
+ * A source of settings besides flags, SHARDGUARD_* and bunfig.toml (a preset's knobs or values), already parsed
+ * in the parsed setting's units (ms for `timeout` and `grace`).
  */
 export interface SettingLayer {
   /** Where the values come from, e.g. "EVALS_JOBS" or "preset gstack-paid"; reported as the source. */
@@ -111,11 +103,8 @@ export function readBunfigTable(root: string): BunfigTable {
 }
 
 /**
- * `FILE:LINE:COLUMN` of the first TOML error in `text` (1-based), or `FILE`
- * when it cannot be placed. Bun.TOML's error names no position (its
- * SyntaxError's line and column are those of the JavaScript caller), so
- * smol-toml parses the same text once more, only to find where it breaks;
- * it is loaded only then.
+ * `FILE:LINE:COLUMN` of the first TOML error in `text`, or `FILE`. Bun.TOML's error names no position, so
+ * smol-toml, loaded only then, parses the text again to find it.
  */
 function tomlPosition(file: string, text: string): string {
   try {
@@ -131,10 +120,8 @@ const isTable = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
- * The text of `key = value` in the `[shardguard]` table of a TOML file, as
- * written (comment and spaces cut), or undefined when not found on one line.
- * Only used to quote a value in an error: Bun.TOML reads `1e400` and `inf`
- * as Infinity, which JSON would print as null.
+ * The text of `key = value` in `[shardguard]` as written, or undefined when not on one line: for error lines,
+ * since Bun.TOML reads `1e400` and `inf` as Infinity, which JSON prints as null.
  */
 export function writtenTomlValue(text: string, key: string): string | undefined {
   let inTable = false;
@@ -159,21 +146,16 @@ function stringList(value: unknown, where: string): string[] {
 }
 
 /**
- * Merges flags, environment, bunfig.toml and defaults into {@link RunSettings}.
- *
- * Relative paths from flags and the environment are resolved against `cwd`;
- * relative paths from bunfig.toml against the root it was read from.
- *
- * @throws ConfigError with one line naming the key, the value and what is accepted
+ * Merges flags, environment, bunfig.toml and defaults into {@link RunSettings}; relative paths resolve against
+ * `cwd`, bunfig.toml's against its root.
+ * @throws ConfigError naming the key, the value and what is accepted
  */
 export function resolveSettings(inputs: ResolveInputs): RunSettings {
   return resolveSettingsWithSources(inputs).settings;
 }
 
 /**
- * The run root from `--root`, SHARDGUARD_ROOT or the current directory
- * (bunfig.toml cannot set it: it is read from the root).
- *
+ * The run root from `--root`, SHARDGUARD_ROOT or cwd (bunfig.toml is read from it, so cannot set it).
  * @throws ConfigError when it is not an existing, readable directory
  */
 export function resolveRoot(args: ParsedArgs, env: Record<string, string | undefined>, cwd: string): string {
@@ -193,13 +175,9 @@ export function resolveRoot(args: ParsedArgs, env: Record<string, string | undef
 }
 
 /**
- * {@link resolveSettings}, also telling where each value came from.
- *
- * Steps: (1) the root and its bunfig.toml, whose keys are checked; (2) each
- * setting through {@link pickSetting}, in a fixed order, so the first bad
- * value is the one reported; (3) the report paths, which must differ.
- *
- * @throws ConfigError with one line naming the key, the value and what is accepted
+ * {@link resolveSettings}, also telling where each value came from; settings go in a fixed order, so the first
+ * bad value is the one reported.
+ * @throws ConfigError naming the key, the value and what is accepted
  */
 export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSettings {
   const { args, env, cwd } = inputs;
@@ -256,11 +234,8 @@ interface Resolution {
 type Picked = { value: SettingValue; from: "flag" | "layer" | "env" | "toml"; source: string };
 
 /**
- * The highest-precedence value of a setting, recording its source in `r.sources`
- * (docs/configuration.md "Where settings come from, and precedence"): flag >
- * layers above > SHARDGUARD_* > `[shardguard]` > layers below > default.
- * Every source that sets it is parsed, not only the winner: a bad value hidden
- * under a flag today becomes the value the day the flag is dropped, so it is reported now.
+ * The highest-precedence value of a setting, its source recorded (docs/configuration.md, "Where settings come
+ * from, and precedence"). Every source is parsed: a bad value under a flag is the value once the flag goes.
  */
 function pickSetting(r: Resolution, key: SettingKey): Picked | undefined {
   const spec = settingSpec(key);
@@ -355,11 +330,7 @@ function tomlWhere(bunfig: BunfigTable, key: string): string {
   return `${bunfig.file ? path.basename(bunfig.file) : "bunfig.toml"} [shardguard] ${key}`;
 }
 
-/**
- * Every `[shardguard]` key must be known, and `presets` a table of tables
- * (docs/configuration.md "Validation"). Its contents are checked when a preset is
- * used (presets/resolve.ts); its shape on every run, so a typo is not silent.
- */
+/** Every `[shardguard]` key must be known and `presets` a table of tables (docs/configuration.md, "Validation"). */
 function checkBunfigKeys(bunfig: BunfigTable): void {
   const known = new Set<string>([
     ...SETTINGS.flatMap((s) => (s.toml ? [s.toml] : [])),
@@ -381,10 +352,7 @@ function checkBunfigKeys(bunfig: BunfigTable): void {
   }
 }
 
-/**
- * The Bun the shards run: the picked one (a bare name looked up on PATH), or
- * the running Bun; it must be an executable file.
- */
+/** The Bun the shards run: the picked one (a bare name on PATH) or the running Bun; an executable file. */
 function resolveBunSetting(r: Resolution): string {
   const { inputs, bunfig } = r;
   const bunPicked = pickSetting(r, "bun");
@@ -403,9 +371,8 @@ function resolveBunSetting(r: Resolution): string {
 }
 
 /**
- * Patterns and `bun test` flags: the command line's, else bunfig's lists, else
- * (patterns only) Bun's own `[test] root` (docs/configuration.md "Patterns",
- * "What goes after `--`"). bunfig's lists are checked even when the command line overrides them.
+ * Patterns and `bun test` flags: the command line's, else bunfig's, else Bun's `[test] root` (docs/configuration.md,
+ * "Patterns"); bunfig's lists are checked even when overridden.
  */
 function listSettings(args: ParsedArgs, bunfig: BunfigTable, root: string): { patterns: string[]; bunArgs: string[] } {
   const tomlPatterns =
@@ -464,10 +431,8 @@ function checkDistinctReports(settings: RunSettings): void {
 }
 
 /**
- * The `bun test` flags of the shards: with `--files-per-shard auto`, the
- * user's flags plus `--isolate` (every supported Bun has it, 1.3.13 on), so
- * each file of a batch gets a fresh global object; otherwise unchanged.
- *
+ * The shards' `bun test` flags: with `--files-per-shard auto` plus `--isolate`, so each file of a batch gets a fresh
+ * global object.
  * @param source where the auto came from, for the error line
  * @throws ConfigError when the flags hold `--no-isolate`, which auto cannot honour
  */

@@ -1,9 +1,6 @@
 /**
- * Run settings: their names, their sources and the rules each value must meet.
- *
- * One table ({@link SETTINGS}) drives the flag parser, the environment reader,
- * the bunfig.toml reader and the error messages, so a setting cannot be
- * accepted in one place and rejected in another.
+ * Run settings: one table ({@link SETTINGS}) drives the flag parser, the environment and bunfig.toml readers and
+ * the messages, so a setting cannot be accepted in one place and rejected in another.
  */
 import { z } from "zod";
 import { splitGlobList } from "../util/glob-list.ts";
@@ -384,7 +381,10 @@ export function parseSettingValue(spec: SettingSpec, raw: unknown, source: strin
   return result.data as number | string | string[];
 }
 
-/** Globs of a flag, variable or TOML array, each checked for syntax. @throws ConfigError naming the source and the bad glob */
+/**
+ * Globs of a flag, variable or TOML array, each checked for syntax.
+ * @throws ConfigError naming the source and the bad glob
+ */
 function parseGlobs(raw: unknown, source: string): string[] {
   const list =
     typeof raw === "string"
@@ -456,21 +456,13 @@ function parseResources(raw: unknown, source: string): ResourceTable {
   return table;
 }
 
-/**
- * A raw setting value for an error line: JSON, except the numbers JSON
- * cannot write (TOML's `inf`, `nan`, and literals such as `1e400` that
- * Bun.TOML reads as Infinity), which are spelled as TOML spells them
- * instead of JSON's `null`.
- */
+/** A raw value for an error line: JSON, but numbers JSON cannot write (`inf`, `nan`, `1e400`) spelled as TOML does. */
 export function showValue(raw: unknown): string {
   if (typeof raw === "number" && !Number.isFinite(raw)) return Number.isNaN(raw) ? "nan" : raw > 0 ? "inf" : "-inf";
   return JSON.stringify(raw) ?? String(raw);
 }
 
-/**
- * A usage or configuration error: the CLI prints its message as one line and
- * exits 2 before any child process starts (docs/reports.md).
- */
+/** A usage or configuration error: one line, exit 2 before any child starts (docs/reports.md). */
 export class ConfigError extends Error {
   override name = "ConfigError";
 }

@@ -1,7 +1,4 @@
-/**
- * Runs a plan with live progress, signal handling, secret redaction and the
- * optional machine-wide lock: shared by `shardguard run` and the presets.
- */
+/** Runs a plan with live progress, signals, redaction and the optional lock: shared by `run` and the presets. */
 import { ConfigError } from "../config/settings-schema.ts";
 import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "./lock.ts";
 import { makeRedactor } from "../results/redact.ts";
@@ -24,9 +21,7 @@ export interface RedactingOutput {
 }
 
 /**
- * Wraps `host`'s output so secret-looking environment values (and
- * `settings.redact` names) never reach the console.
- *
+ * Wraps `host`'s output so secret-looking environment values (and `settings.redact` names) never reach the console.
  * @throws ConfigError when `settings.redact` holds an invalid name
  */
 export function redactingOutput(
@@ -54,11 +49,8 @@ export interface ExecuteResult {
 }
 
 /**
- * Takes the run's lock (when `settings.lock` is set), starts a {@link Run} of
- * `inputs`, shows progress on `host`, wires SIGINT / SIGTERM to cancellation
- * and resolves with the exit code. Everything printed and every report is
- * passed through the secret redactor; shard logs on disk stay raw.
- *
+ * Takes the lock (`settings.lock`), starts a {@link Run} of `inputs` with progress on `host` and SIGINT / SIGTERM
+ * as cancellation, and resolves with the exit code. Console and reports are redacted; shard logs stay raw.
  * @throws ConfigError when `--redact` names are invalid or the lock cannot be used
  */
 export async function executeRun(
@@ -105,9 +97,7 @@ export async function executeRun(
   }
 
   let progress: Progress | null = null;
-  // While shards run, the console carries text tests control (names, log
-  // tails); GitHub must not read a line of it as a workflow command. Our own
-  // annotations come after commands are resumed.
+  // The console carries text tests control: GitHub must not read it as workflow commands until they resume.
   const github = githubActive(inputs.settings, inputs.env);
   const resumeToken = randomHex(16);
   if (github) stdout(`::stop-commands::${resumeToken}`);

@@ -1,8 +1,4 @@
-/**
- * Publishing to GitHub Actions: decides whether it is on, finds the
- * repository root, prints the workflow commands and appends the step
- * summary. What is written is rendered by runner/report/github-render.ts.
- */
+/** Publishing to GitHub Actions (workflow commands, step summary), rendered by report/github-render.ts. */
 import { spawnSync } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import path from "node:path";
@@ -18,10 +14,7 @@ export function githubActive(
   return settings.annotations && env.GITHUB_ACTIONS === "true";
 }
 
-/**
- * The repository root annotations are relative to: GITHUB_WORKSPACE, else
- * the git top level of `root`, else `root` itself.
- */
+/** The root annotations are relative to: GITHUB_WORKSPACE, else the git top level of `root`, else `root`. */
 export function repositoryRoot(root: string, env: Record<string, string | undefined>): string {
   if (env.GITHUB_WORKSPACE) return path.resolve(env.GITHUB_WORKSPACE);
   const git = spawnSync("git", ["rev-parse", "--show-toplevel"], { cwd: root, encoding: "utf8", timeout: 5000 });
@@ -45,9 +38,8 @@ function appendSummary(
 }
 
 /**
- * Prints one workflow command per test that did not pass and per flaky test,
- * and appends the step summary, when {@link githubActive}.
- *
+ * Prints a workflow command per test that did not pass or was flaky and appends the step summary, when
+ * {@link githubActive}.
  * @param redact the run's redactor (messages and names pass through it)
  */
 export function publishToGithub(

@@ -1,8 +1,6 @@
 /**
- * What a command needs from the process it runs in: environment,
- * working directory, output and signals. The `shardguard` command and the
- * preset preload pass the real process (cli/process-host.ts); tests and
- * embedders pass their own.
+ * What a command needs from its process: environment, cwd, output, signals. The CLI and the preset preload pass
+ * the real process (cli/process-host.ts); tests and embedders their own.
  */
 export interface Host {
   env: Record<string, string | undefined>;

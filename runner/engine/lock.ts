@@ -1,35 +1,11 @@
 /**
- * `--lock NAME`: a machine-wide advisory lock, so that runs of the same lane
- * started from different worktrees run one after another (docs/configuration.md, --lock).
+ * `--lock NAME`: a machine-wide advisory lock (docs/configuration.md, "Lock (`--lock`)"). Not `proper-lockfile`:
+ * it records no holder and judges death by a heartbeat's age, so a SIGKILLed holder blocks and a stalled one loses.
  *
- * Why not the `proper-lockfile` package: it records no holder, so a waiter
- * could not say who it waits for, and it detects a dead holder by the age of
- * a heartbeat mtime: a SIGKILLed holder blocks everyone for the stale period,
- * and a live holder whose event loop stalls past it (laptop sleep, a long
- * synchronous step) loses its lock to a second run. The lock is only ever
- * machine-wide, so the exact test is available: is the holder's pid alive?
- *
- * Layout, under `dir` (default `os.tmpdir()/shardguard-locks`, mode 0700):
- *
- *     <NAME>/<gen>.holder     JSON {pid, since, procStart, token}, one per acquisition
- *     <NAME>/<gen>.released   written by release()
- *
- * The lock is held by the highest generation `g` whose holder file exists,
- * has no `.released` marker and names a live process. To acquire, a process
- * links a complete holder file to `<g+1>.holder` (`link` fails if the name
- * exists, so of all contenders exactly one gets each generation, and readers
- * never see a half-written file). No holder file is ever rewritten, and the
- * highest generation is never deleted, so a dead holder is simply
- * superseded; nobody has to break its lock. The new holder deletes the lower
- * generations. A contender that was slow enough to re-create a deleted lower
- * generation sees the higher one when it checks right after its link, and
- * backs off.
- *
- * Liveness: `kill(pid, 0)` (EPERM counts as alive); on Linux also the
- * process start time from /proc/<pid>/stat, so a recycled pid or a zombie is
- * not mistaken for the holder. Limits: holders in another pid namespace that
- * shares the directory look dead; on other systems a recycled pid looks
- * alive until that process ends.
+ * Under `dir`, `<NAME>/<gen>.holder` (JSON, linked complete: `link` lets one contender win each generation) and
+ * `<gen>.released`. The holder is the highest generation not released whose pid lives (with its /proc start time
+ * on Linux, so a recycled pid is not it); a dead holder is superseded, never broken, and a contender that
+ * re-created a deleted lower generation sees the higher one and backs off. Another pid namespace looks dead.
  */
 import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
@@ -59,11 +35,7 @@ export interface LockHolder {
 
 /** Options of {@link acquireRunLock}. */
 export interface AcquireLockOptions {
-  /**
-   * Called once, the first time the lock is found held by another live
-   * process, with that holder. Not called again if the holder changes while
-   * this process waits, nor when the lock is free at once.
-   */
+  /** Called once, the first time another live process is found holding the lock, with that holder. */
   onWait: (holder: LockHolder) => void;
   /** Lock directory; default {@link defaultLockDir}. Created with mode 0700. */
   dir?: string;
@@ -78,10 +50,7 @@ export interface RunLock {
   readonly name: string;
   /** When this process acquired it. */
   readonly since: Date;
-  /**
-   * Releases the lock; idempotent. A process that ends without calling it
-   * (crash, SIGKILL, plain exit) releases the lock by dying.
-   */
+  /** Releases the lock; idempotent. A process that ends without it releases the lock by dying. */
   release(): Promise<void>;
 }
 
@@ -107,9 +76,7 @@ const heldTokens = new Set<string>();
 const heldNames = new Set<string>();
 
 /**
- * Checks a lock name: 1–100 characters from letters, digits, `.`, `_`, `-`
- * and not `.` or `..` (the name becomes a directory name).
- *
+ * Checks a lock name (it becomes a directory name): see {@link LOCK_NAME_PATTERN}.
  * @throws Error with a one-line message naming the problem
  */
 export function validateLockName(name: string): void {
@@ -126,14 +93,10 @@ export function lockWaitMessage(name: string, holder: LockHolder): string {
 }
 
 /**
- * Takes the machine-wide lock `name`, waiting as long as another live
- * process holds it. See the module comment for the protocol.
+ * Takes the machine-wide lock `name`, waiting while another live process holds it.
  *
- * @throws Error (one line) when the name is invalid, when this process
- *   already holds the lock, or when the lock directory is not a private
- *   directory of the current user (a symlink, or owned by someone else);
- *   {@link LockAbortedError} when `signal` aborts; file system errors
- *   (e.g. EACCES) as they come.
+ * @throws Error (one line) for an invalid name, a lock this process holds, or a lock directory that is not the
+ *   user's own private directory; {@link LockAbortedError} when `signal` aborts; file system errors as they come
  */
 export async function acquireRunLock(name: string, options: AcquireLockOptions): Promise<RunLock> {
   validateLockName(name);
@@ -204,10 +167,7 @@ export async function acquireRunLock(name: string, options: AcquireLockOptions):
 }
 
 /**
- * The live holder of lock `name` right now, null when it is free (or was
- * never taken). Reads only; a waiter that must not wait (`--no-wait`) asks
- * this first.
- *
+ * The live holder of lock `name` now, null when free; reads only (`--no-wait` asks this first).
  * @throws Error when the name is invalid
  */
 export async function lockHolderNow(name: string, dir: string = defaultLockDir()): Promise<LockHolder | null> {
@@ -256,11 +216,7 @@ async function generations(lane: string): Promise<number[]> {
 
 const maxOf = (values: number[]) => values.reduce((a, b) => Math.max(a, b), -1);
 
-/**
- * The live holder of generation `gen`, null when that generation is free
- * (released, holder dead, or unreadable), "vanished" when its file was
- * deleted while we looked (look again).
- */
+/** The live holder of `gen`; null when free (released, dead, unreadable), "vanished" when deleted meanwhile. */
 async function liveHolder(lane: string, gen: number): Promise<HolderRecord | null | "vanished"> {
   let text: string;
   try {
@@ -316,10 +272,7 @@ function procStartOf(pid: number): string | null {
   return readProcStat(pid)?.start ?? null;
 }
 
-/**
- * Writes `record` to a temporary file and hard-links it to `<gen>.holder`.
- * False when that generation exists already.
- */
+/** Writes `record` to a temporary file and hard-links it to `<gen>.holder`; false when that generation exists. */
 async function linkHolder(lane: string, gen: number, record: HolderRecord): Promise<boolean> {
   const tmp = path.join(lane, `.tmp-${process.pid}-${record.token}`);
   await writeFile(tmp, `${JSON.stringify(record)}\n`, { mode: 0o600 });

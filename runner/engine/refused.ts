@@ -1,15 +1,7 @@
 /**
- * A run refused after its settings were valid (exit 2: no test file matched,
- * a failed preflight, a preset's preflight command that failed, …) must not
- * leave an earlier run's reports at the stable paths, where CI would upload
- * and publish them as this run's. So the stable reports (`--junit`,
- * `--json`, `--ctrf`, `--html`) are removed; the earlier run's own copies under
- * `OUT/runs/<run id>/` and the `OUT/logs` link (the newest run that ran)
- * stay. docs/reports.md.
- *
- * Only files that hold a shardguard report are removed: a report path can
- * be refused precisely because it names something else (a test file, a
- * directory), and that must never be deleted.
+ * A run refused after its settings were valid must not leave an earlier run's reports at the stable paths, where
+ * CI would publish them as its own (docs/reports.md, "A refused run"). Only files holding our report go: a report
+ * path can be refused precisely because it names something else.
  */
 import { lstatSync, rmSync } from "node:fs";
 import { readRegularFileSync } from "../util/regular-file.ts";
@@ -22,10 +14,7 @@ import { EXIT } from "../results/codes.ts";
 import { publishRefusal } from "./github-publish.ts";
 import type { Host } from "./host.ts";
 
-/**
- * Bytes of a report read to recognize it: every run checks its stable paths
- * before its first spawn, and a report of 100,000 tests is ~30 MB.
- */
+/** Bytes of a report read to recognize it: every run checks its stable paths before its first spawn. */
 const HEAD_BYTES = 64 * 1024;
 
 /** The head of a JSON report or CTRF document as our renderers write it (report/json.ts, report/ctrf.ts). */
@@ -33,11 +22,7 @@ const OUR_JSON_HEAD =
   /^\{\s*"schemaVersion":\s*\d+,\s*"runId":\s*"[^"]*",[\s\S]*?\n {2}"tool":\s*\{\s*"name":\s*"shardguard",/;
 const OUR_CTRF_HEAD = /^\{\s*"reportFormat":\s*"CTRF",[^{]*"generatedBy":\s*"shardguard",/;
 
-/**
- * True when `file` is a regular file holding a report shardguard wrote
- * (`kind` says which). A file of at most 64 KiB is parsed whole; a larger
- * one is judged by its head as our renderers lay it out.
- */
+/** True when `file` is a regular file holding our report of `kind`: small ones parsed whole, larger by their head. */
 export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf" | "html"): boolean {
   try {
     if (!lstatSync(file).isFile()) return false;
@@ -55,11 +40,7 @@ export function holdsOurReport(file: string, kind: "junit" | "json" | "ctrf" | "
   }
 }
 
-/**
- * Removes the stable reports of an earlier run.
- *
- * @returns the paths removed
- */
+/** Removes the stable reports of an earlier run; returns the paths removed. */
 export function removeStaleReports(
   settings: Pick<RunSettings, "out" | "junit" | "json" | "ctrf"> & { html?: string },
 ): string[] {
@@ -83,14 +64,9 @@ export function removeStaleReports(
 }
 
 /**
- * A run whose final report write failed: what the stable paths hold is an
- * older snapshot, this run's interim one (an earlier run's were removed
- * before the first spawn), and it must not stand for the final report, as
- * after a refused run; the run's own directory keeps whatever it got. A run
- * whose shards all passed exits 1: a CI step that reads the files must not
- * be told it passed (docs/reports.md, "A run that cannot write its reports").
- *
- * @returns the report with the exit code the run ends with
+ * After a failed final write the stable paths hold an older snapshot, so a run whose shards all passed exits 1
+ * (docs/reports.md, "A run that cannot write its reports").
+ * @returns the report with the exit code it ends with
  */
 export function afterFailedFinalWrite<R extends { exitCode: number | null }>(
   report: R,
@@ -107,12 +83,8 @@ export function afterFailedFinalWrite<R extends { exitCode: number | null }>(
 }
 
 /**
- * What happens after `shardguard run` (or the preset preload) refused a run
- * with exit 2: when the run's settings are valid (resolved again from the
- * same command line, environment and bunfig.toml), the stable reports of
- * an earlier run are removed and, under GitHub Actions, the reason becomes
- * an `::error` annotation and a step summary. A usage error found before
- * any setting was valid leaves every file alone. Never throws.
+ * After a refused run (exit 2) whose settings are valid: removes the earlier run's stable reports and, under
+ * GitHub Actions, annotates the reason. A usage error before valid settings leaves every file alone. Never throws.
  *
  * @param argv the command line after `run` ([] for the preset preload)
  * @param message the refusal, as printed

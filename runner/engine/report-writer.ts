@@ -1,8 +1,6 @@
 /**
- * Writing a run's reports (JUnit, JSON, CTRF, HTML) atomically, as often as
- * the run changes but never so often that writing slows the run: interim
- * writes coalesce and are spaced apart, the final write is never delayed,
- * and writes land in order so an older snapshot never lands last.
+ * Writes a run's reports atomically, as often as the run changes but never so often it slows the run: interim
+ * writes coalesce and are spaced, the final one is never delayed, and they land in order.
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
@@ -18,16 +16,10 @@ import { redactReport } from "../results/redact.ts";
 import { readRegularFileSync } from "../util/regular-file.ts";
 import { fullCollection } from "../util/tuning.ts";
 
-/**
- * Minimum time between two interim report writes, ms. Reports on disk are
- * then at most this much behind the run, and always valid.
- */
+/** Minimum time between two interim report writes, ms: reports on disk lag at most this much, always valid. */
 export const INTERIM_WRITE_GAP_MS = 200;
 
-/**
- * Interim writes are spaced by at least this many times their CPU cost
- * (see {@link INTERIM_WRITE_GAP_MS}): at most 1/20 of the runner's CPU.
- */
+/** Interim writes are spaced by at least this many times their CPU cost, bounding their share of the runner. */
 export const INTERIM_WRITE_COST_FACTOR = 20;
 
 /** Tests in a report from which a write starts with a full garbage collection (see writeNow). */
@@ -44,40 +36,23 @@ export interface ReportTargets {
   runDir: () => string | null;
 }
 
-/**
- * Serialized, coalescing report writer. {@link write} takes a function that
- * builds the report, called when the write actually runs, so a coalesced
- * write shows every change made while it waited.
- */
+/** Serialized, coalescing report writer: {@link write}'s builder runs when the write does, so it shows every change. */
 export class ReportWriter {
   /** Report writes run one after another. */
   private writing: Promise<unknown> = Promise.resolve();
   private queuedInterim: Promise<RunReport | null> | null = null;
   private lastInterimAt = -Infinity;
   /**
-   * The runner's CPU time during the last write, ms (process.cpuUsage, user
-   * and system): building, rendering and the file calls, the kernel's work
-   * for them on libuv's threads included, but not the wait for the disk.
-   * Work of other shards interleaved with the write's awaits is counted too,
-   * so the spacing errs towards fewer writes. Counting only the rendering
-   * (3-5 ms on P1's 200 shards, against 15-25 ms in all) let interim writes
-   * take about a third of the runner's CPU there (bench/README.md, P1).
+   * The runner's CPU time during the last write, ms: building, rendering and the kernel's file work, not the disk
+   * wait; rendering alone undercounts it (bench/README.md, "Where the time goes").
    */
   private lastWriteCpuMs = 0;
   private finalRequested = false;
   /** Ends the spacing wait of a queued interim write early (the final write was requested). */
   private wakeInterim: (() => void) | null = null;
-  /**
-   * Why the final write failed (the fs error), or null. The files on disk
-   * are then an older snapshot or missing, so the run must not exit 0
-   * (engine/run.ts).
-   */
+  /** Why the final write failed, or null: the files are then stale or missing, so the run must not exit 0. */
   finalWriteError: string | null = null;
-  /**
-   * After a failed final write, this run's own `report.json` when it holds
-   * the final report (the run's copy is renamed before the stable path, so
-   * a stable path that cannot be replaced leaves it complete); else null.
-   */
+  /** After a failed final write, this run's own `report.json` when it holds the final report (it lands first). */
   finalRunCopy: string | null = null;
   /** Redacted log tails for report.html, by log path: a decided shard's log is read once. */
   private readonly tails = new Map<string, string>();
@@ -93,18 +68,10 @@ export class ReportWriter {
   ) {}
 
   /**
-   * Writes the reports: the run's own copies, then the stable paths (last
-   * finisher wins). An interim write joins one already queued; it waits
-   * until INTERIM_WRITE_GAP_MS (or INTERIM_WRITE_COST_FACTOR times the last
-   * write's CPU cost, since rendering is O(tests); the wait for the disk is
-   * not counted) after the previous one. A final write cuts that
-   * wait short and the waiting interim write is dropped: the final one,
-   * queued right behind it, shows everything it would have shown (waiting
-   * out the gap at the end of a run cost up to ten report writes of wall
-   * time, bench/README.md).
+   * Writes the run's own copies, then the stable paths. An interim write joins one queued and waits out the gap
+   * (INTERIM_WRITE_GAP_MS or the cost factor); a final write cuts the wait and drops the waiting interim write.
    *
-   * @returns the report as built (before redaction); null for an interim
-   *   write dropped in favour of the final one
+   * @returns the report as built (before redaction); null for an interim write dropped for the final one
    */
   write(final: true, build: () => RunReport): Promise<RunReport>;
   write(final: boolean, build: () => RunReport): Promise<RunReport | null>;
@@ -148,11 +115,7 @@ export class ReportWriter {
     return next;
   }
 
-  /**
-   * report.html's log tails (by shard index): the last 4 KiB / 30 lines of
-   * each decided shard that did not pass or has a test that did not pass or
-   * was flaky, as the console shows them, redacted. Read once per log.
-   */
+  /** report.html's log tails by shard index: shards that did not pass or hold a failing or flaky test; read once. */
   private async logTails(report: RunReport): Promise<Map<number, string>> {
     const out = new Map<number, string>();
     for (const shard of report.shards) {
@@ -172,10 +135,7 @@ export class ReportWriter {
     return out;
   }
 
-  /**
-   * The run's own report.json when its head names `report`'s run and end
-   * time (only a final report has one); else null.
-   */
+  /** The run's own report.json when its head names `report`'s run and end time (final only); else null. */
   private landedRunCopy(report: RunReport): string | null {
     const runDir = this.targets.runDir();
     if (runDir === null || report.finishedAt === null) return null;
@@ -194,25 +154,14 @@ export class ReportWriter {
     try {
       // Redaction copies only the entries it changes (results/redact.ts).
       const safe = this.redact ? redactReport(report, this.redact) : report;
-      // A large run's heap is mostly garbage by now; collected before
-      // rendering, it is reused instead of growing the process (util/tuning.ts).
+      // A large run's heap is mostly garbage by now: collected, it is reused instead of grown (util/tuning.ts).
       if (safe.shards.reduce((n, shard) => n + shard.tests.length, 0) >= LARGE_REPORT_TESTS) fullCollection();
       const logTails = this.targets.html !== undefined ? await this.logTails(safe) : new Map<number, string>();
       const runDir = this.targets.runDir();
       // Private like the rest of it (engine/run-dirs.ts), when a test deleted it.
       if (runDir) mkdirSync(runDir, { recursive: true, mode: 0o700 });
-      // Each report is streamed to its files as it is rendered, a few hundred
-      // testcases at a time, and never held whole (report/atomic-stream.ts): for
-      // 100,000 tests the three texts are ~75 MB together and holding them
-      // set the runner's peak (bench/README.md). The run's own copy and the
-      // stable path get the same pieces; the run's copy lands first.
-      //
-      // The three are rendered side by side and none is renamed into place
-      // before all three are complete. report.json and ctrf.json check the
-      // report against the schema entry by entry as they render (no checked
-      // copy of the whole report is held; the two walk the same entries in
-      // step and share one check of each), so a report that fails the check
-      // is written nowhere, as when the whole report was parsed up front.
+      // Streamed as rendered, never held whole (report/atomic-stream.ts; bench/README.md). None lands before all
+      // three are complete, and the schema check runs entry by entry as they render, so a bad report lands nowhere.
       const [jsonCheck, ctrfCheck] = sharedTestChecks(2);
       const reports: [name: string, target: string, chunks: () => Iterable<string>][] = [
         ["report.json", this.targets.json, () => jsonChunks(safe, jsonCheck)],

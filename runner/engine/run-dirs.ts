@@ -1,15 +1,4 @@
-/**
- * On-disk layout of the output directory, safe for concurrent runs:
- *
- *   OUT/runs/<runId>/logs/shard-<n>-<slug>.log   every byte a shard printed
- *   OUT/runs/<runId>/logs/shard-<n>-<slug>.events.jsonl
- *   OUT/runs/<runId>/junit/shard-<n>.xml         Bun's own JUnit per shard
- *   OUT/runs/<runId>/junit.xml, report.json      this run's own copy
- *   OUT/logs -> runs/<runId>/logs                the newest run's logs
- *   OUT/junit.xml, OUT/report.json               written by whichever run finishes
- *
- * Run ids are unique, so two runs never write the same log.
- */
+/** The output directory's layout (docs/architecture.md, "On-disk layout under OUT"); run ids are unique. */
 import { existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
@@ -30,17 +19,14 @@ export const KEEP_RUNS = 10;
 const PRUNE_MIN_AGE_MS = 6 * 60 * 60 * 1000;
 
 /**
- * Creates the run's directories and points OUT/logs at its logs. Pruning
- * old runs is {@link pruneRuns}, done while the shards run.
- *
+ * Creates the run's directories and points OUT/logs at its logs ({@link pruneRuns} runs later).
  * @throws the file system's error when OUT cannot be written (preflight checks it first)
  */
 export async function prepareRunDirs(out: string, runId: string): Promise<RunDirs> {
   const runDir = path.join(out, "runs", runId);
   const logDir = path.join(runDir, "logs");
   const junitDir = path.join(runDir, "junit");
-  // Synchronous, like the rest of the way to the first spawn: six thread-pool
-  // round trips in a row cost more than the calls (bench/README.md).
+  // Synchronous, like the rest of the way to the first spawn (bench/README.md, "Where the time goes").
   mkdirSync(logDir, { recursive: true, mode: 0o700 });
   mkdirSync(junitDir, { recursive: true, mode: 0o700 });
   pointLatest(path.join(out, "logs"), path.relative(out, logDir));
@@ -51,19 +37,14 @@ export async function prepareRunDirs(out: string, runId: string): Promise<RunDir
 export const LOG_DELETED_AFTER =
   "the shard's log was deleted after it ended (a test removed the output directory?): its output is lost";
 
-/**
- * What the run keeps of its directories under OUT while a test may delete
- * or replace them (`rm -rf .shardguard`): {@link ensure}, checked before
- * each spawn (ShardContext.ensureDirs), and {@link noteLostLogs} at the end.
- */
+/** What the run keeps of its directories while a test may delete them: {@link ensure} before each spawn. */
 export class RunDirsKeeper {
   /** The logs directory's identity when the run made it; null when it could not be read. */
   private readonly logDirAtStart: string | null;
   private readonly copiedPreload: string | null;
 
   /**
-   * @param preload the child preload the shards load: made again when it is
-   *   a copy under the run's directory (exec/coverage.ts)
+   * @param preload the child preload: made again when it is a copy under the run's directory (exec/coverage.ts)
    * @param console told in a line each time something had to be made again
    */
   constructor(
@@ -77,9 +58,7 @@ export class RunDirsKeeper {
   }
 
   /**
-   * Makes again what the shards need when it is gone: the log and JUnit
-   * directories (mode 0700), the OUT/logs link, the preload's copy.
-   *
+   * Makes again what the shards need when it is gone (directories, OUT/logs link, the preload's copy).
    * @throws the file system's error when they cannot be made (a file in their place)
    */
   readonly ensure = (): void => {
@@ -96,12 +75,7 @@ export class RunDirsKeeper {
     this.console.line(`shardguard: WARNING ${this.dirs.runDir} ${why}`);
   };
 
-  /**
-   * When the logs directory is no longer the one the run made: each decided
-   * shard whose log is gone (it ended before the deletion, and nothing holds
-   * the file any more) gets `logIncomplete` and a note, so its `logPath`
-   * does not name a missing file silently. One stat when nothing was deleted.
-   */
+  /** When the logs directory was replaced: each decided shard whose log is gone gets `logIncomplete` and a note. */
   noteLostLogs(results: Map<number, ShardResult>): void {
     if (this.logDirAtStart !== null && identity(this.dirs.logDir) === this.logDirAtStart) return;
     for (const [index, r] of results) {
@@ -123,11 +97,8 @@ function identity(file: string): string | null {
 }
 
 /**
- * Removes finished runs under OUT/runs beyond {@link KEEP_RUNS} (never
- * `current`, never one touched in the last 6 hours). Never rejects: pruning
- * is housekeeping, and a run must not fail for it. It costs a `stat` per
- * excess run and the removal of whole run directories, so the run starts it
- * once its first shards are spawned rather than before (bench/README.md).
+ * Removes finished runs beyond {@link KEEP_RUNS} (never `current`, never a recent one). Never rejects; started
+ * once the first shards are spawned (bench/README.md, "Where the time goes").
  */
 export async function pruneRuns(out: string, current: string): Promise<void> {
   try {

@@ -1,10 +1,6 @@
 /**
- * What the `resources` and `exclusive` settings add to one run (engine/run.ts):
- * the dispatch order (exclusive shards last), the pool's gate, the size of
- * the first wave, the START line's wait, the reason of a shard that never
- * started while it waited, and the fields each shard carries in the reports.
- * The scheduling rule is exec/resource-gate.ts; a run without either
- * setting gets no gate and reports exactly as before.
+ * What `resources` and `exclusive` add to a run: the dispatch order, the pool's gate (exec/resource-gate.ts), and
+ * what the console and reports say of waits. A run without either gets no gate.
  */
 import type { RunSettings } from "../config/settings-schema.ts";
 import { describeWait, ResourceGate, simulateMakespan } from "../exec/resource-gate.ts";
@@ -43,12 +39,12 @@ export class RunResources {
     return exclusiveLast(shards, this.plan);
   }
 
-  /** For the START line: "waited 41.2 s for resource skill-docs", or "" when the shard did not wait. */
+  /** For the START line: the wait for resources, or "" when the shard did not wait. */
   startNote(shard: PlannedShard): string {
     return this.gate ? describeWait(this.gate.waited(shard)) : "";
   }
 
-  /** Appended to the reason of a shard that never started: "; it was waiting 3.0 s for resource X", or "". */
+  /** Appended to the reason of a shard that never started: its wait for a resource, or "". */
   notStartedNote(shard: PlannedShard): string {
     const wait = this.gate?.waiting(shard) ?? null;
     return wait === null ? "" : `; it was waiting ${(wait.ms / 1000).toFixed(1)} s for ${wait.for.join(", ")}`;
@@ -70,10 +66,8 @@ export class RunResources {
 }
 
 /**
- * The makespan (ms) the plan predicts from recorded durations (`--timings`),
- * with the resource settings and without them: the pool run on a simulated
- * clock (exec/resource-gate.ts), a shard taking the sum of its files'
- * durations (a file without a record: their mean). Null without durations.
+ * The makespan (ms) the plan predicts from `--timings`, with the resource settings and without, on a simulated
+ * pool clock (a file without a record: the mean). Null without durations.
  */
 export function plannedMakespan(
   shards: readonly PlannedShard[],

@@ -1,11 +1,6 @@
 /**
- * The run: plan in, reports out. Dispatches shards to the job pool (and
- * re-dispatches the unstarted files of killed batches), handles
- * cancellation and the run-level sweeps, and tells the reporters: the
- * console (report/console-reporter.ts) and the report files
- * (engine/report-writer.ts). Spawning and killing stay in exec/process.ts,
- * per-shard verdicts in results/verdict.ts, the exit code in
- * results/run-verdict.ts.
+ * The run: plan in, reports out (docs/architecture.md, "The flow of one run"). Dispatches and re-dispatches
+ * shards, handles cancellation and sweeps, and tells the console and the report writer.
  */
 import { rm } from "node:fs/promises";
 import type { RunSettings } from "../config/settings-schema.ts";
@@ -78,9 +73,8 @@ export function newRunId(now = new Date()): string {
 }
 
 /**
- * One run of a plan. Call {@link Run.start} once; {@link Run.cancel} from a
- * signal handler stops it (no new shard starts, running groups get SIGTERM
- * then SIGKILL after the grace period); a second cancel kills at once.
+ * One run of a plan. Call {@link Run.start} once; {@link Run.cancel} stops it (SIGTERM, SIGKILL after the grace);
+ * a second cancel kills at once.
  */
 export class Run {
   readonly runId = newRunId();
@@ -165,9 +159,8 @@ export class Run {
   /** Runs every planned shard and writes both reports. Never throws for what a child does. */
   async start(): Promise<RunResult> {
     const { settings, out } = this.inputs;
-    // Before any spawn: a runner killed before its first write must not leave an earlier run's
-    // reports where CI reads this run's (docs/reports.md, "Reports written while the run is going").
-    // The commands did so before their preflight; an embedder's run, or one that waited for its lock, here.
+    // Before any spawn: a runner killed before its first write must not leave an earlier run's reports in place
+    // (docs/reports.md, "Reports written while the run is going").
     removeStaleReports(settings);
     const { runDir, logDir, junitDir } = await prepareRunDirs(settings.out, this.runId);
     this.runDir = runDir;
@@ -250,13 +243,8 @@ export class Run {
       () => this.cancelledBy !== null,
       this.locks.gate,
     );
-    // The first report write (every shard queued or running), once the first
-    // wave's children are past their handshakes (the pool started them all
-    // above, each counted from its start: exec/handshake-gate.ts): its CPU
-    // work would hold them, and its files would land after them anyway. Not
-    // awaited: the writes (six files, each fsynced) go on while the shards
-    // run; every later write queues behind this one, so the files on disk
-    // move forward in order. Pruning old runs waits for the same moment.
+    // The first write waits for the first wave's handshakes (exec/handshake-gate.ts): its CPU would hold them.
+    // Not awaited; every later write queues behind it, so files move forward in order.
     const firstWrite = handshakes.settled(FIRST_REPORT_WAIT_MS).then(() => {
       this.firstWriteAsked = true;
       void this.writeReports(false);
@@ -268,8 +256,7 @@ export class Run {
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
     this.sweeps.endOfRun = sweepCookie(`${SHARD_ENV.cookie}=${this.runId}:`, "prefix");
     this.console.onSweep("end-of-run", this.sweeps.endOfRun);
-    // The guardian has nothing left to guard once the end-of-run sweep ran;
-    // its exit (a few ms) is awaited beside the final write, not before it.
+    // The guardian has nothing left to guard once the end-of-run sweep ran; its exit is awaited beside the write.
     const released = guardian.release();
     dirs.noteLostLogs(this.results);
     let report = await this.writeReports(true);
@@ -288,10 +275,7 @@ export class Run {
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 
-  /**
-   * One shard, from the moment the pool starts it (its resources free: the
-   * pool's gate, engine/run-resources.ts) to its verdict on the console, in steps.
-   */
+  /** One shard, from the pool's start (its resources free) to its verdict on the console, in steps. */
   private async dispatch(
     shard: PlannedShard,
     ctx: ShardContext,
@@ -328,10 +312,8 @@ export class Run {
     this.running.delete(shard.index);
     this.results.set(shard.index, result);
     await this.console.onShardEnd(result, this.shardTotal());
-    // Not awaited: the next shard need not wait for the disk; the final
-    // write is queued behind this one. None after the last shard: the
-    // final write follows at once, and a whole report rendered twice
-    // cost 1.5 s on a file of 100,000 tests (bench/README.md).
+    // Not awaited: the next shard need not wait for the disk. None after the last shard: the final write
+    // follows at once (bench/README.md, "Where the time goes").
     if (this.results.size < this.allShards().length) void this.writeReports(false);
     return result;
   }
@@ -362,8 +344,7 @@ export class Run {
           running.logPath,
           this.locks.startNote(shard),
         );
-        // So a runner killed soon after leaves reports naming this shard as running
-        // (a shard of the first wave: once the first write lands).
+        // A runner killed soon after leaves reports naming this shard as running.
         if (this.firstWriteAsked) void this.writeReports(false);
       },
       onWarning: (s, message) => this.console.onShardWarning(s, this.shardTotal(), message),
@@ -374,17 +355,12 @@ export class Run {
         if (this.cancelledBy) proc.terminate("cancel");
         return () => this.live.delete(proc);
       },
-      // The shard's last child and its group are gone: the slot goes to the
-      // next shard while this one's JUnit and marks are read and its
-      // verdict decided (10-25 ms per batched shard, bench/README.md).
+      // The slot goes to the next shard while this one's JUnit and marks are read (bench/README.md).
       onSlotFree: release,
     };
   }
 
-  /**
-   * Our own failure (a full disk for the journal, a bad socket path, directories that cannot be
-   * made again) must cost this shard, not the run: kill what it started, say why.
-   */
+  /** Our own failure (full disk, bad socket path) costs this shard, not the run: kill what it started, say why. */
   private ownFailure(shard: PlannedShard, error: unknown, lastProc: ShardProcess | null): ShardResult {
     this.running.get(shard.index)?.process?.killNow("cancel");
     const message = (error as Error).message ?? String(error);
@@ -428,11 +404,7 @@ export class Run {
     });
   }
 
-  /**
-   * Writes the reports (engine/report-writer.ts). Called at start, when shards
-   * start and end, and at the end, so the files on disk are valid and honest
-   * whenever the runner dies.
-   */
+  /** Writes the reports (engine/report-writer.ts) at start, as shards start and end, and at the end. */
   private writeReports(final: true): Promise<RunReport>;
   private writeReports(final: false): Promise<RunReport | null>;
   private writeReports(final: boolean): Promise<RunReport | null> {
@@ -440,12 +412,7 @@ export class Run {
     return this.reportWriter().then((writer) => writer.write(final, () => this.buildReport(final)));
   }
 
-  /**
-   * The run's report writer. Its modules (the three renderers, the streamed
-   * writer) are imported on the first write, which comes after the first
-   * shards are spawned: loading them first held back every first spawn
-   * (~8 ms of CPU, bench/README.md).
-   */
+  /** The report writer, its modules imported on the first write, after the first spawns (bench/README.md). */
   private reportWriter(): Promise<ReportWriter> {
     this.writerLoaded ??= import("./report-writer.ts").then(({ ReportWriter }) => {
       const { junit, json, ctrf, html } = this.inputs.settings;

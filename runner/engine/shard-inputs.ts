@@ -1,8 +1,4 @@
-/**
- * What a run gives every one of its shards (exec/shard-context.ts's
- * `ShardContext`): the run's paths and settings, and what the root's
- * bunfig.toml and coverage settings add.
- */
+/** What a run gives each shard (exec/shard-context.ts `ShardContext`): paths, settings, bunfig.toml, coverage. */
 import { readBunfigTable } from "../config/load.ts";
 import type { RunSettings } from "../config/settings-schema.ts";
 import { coverageThreshold } from "../exec/coverage.ts";

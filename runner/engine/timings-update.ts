@@ -1,19 +1,12 @@
-/**
- * `--update-timings`: this run's per-file durations merged into a Bun
- * timings file (format in plan/timings.ts).
- */
+/** `--update-timings`: this run's per-file durations merged into a Bun timings file (plan/timings.ts). */
 import { readTimingsFile, renderTimings } from "../plan/timings.ts";
 import type { ConsoleOut } from "../report/console.ts";
 import type { ShardResult } from "../results/report-model.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
 
 /**
- * Per-file wall time (ms) of the shards that ran: a one-file shard's whole
- * duration (start-up included, which is what scheduling needs); a shard of
- * several files split in proportion to its files' test durations (evenly
- * when those are all 0). Shards that never started contribute nothing. A
- * shard cut short (killed at its timeout, cancelled, crashed) measured a
- * lower bound: it never lowers what `previous` (path → ms) records.
+ * Per-file wall time (ms) of the shards that ran, start-up included; a batch split by its files' test durations.
+ * A shard cut short measured a lower bound: it never lowers what `previous` (path → ms) records.
  */
 export function measuredDurations(
   shards: readonly ShardResult[],
@@ -37,11 +30,7 @@ export function measuredDurations(
   return out;
 }
 
-/**
- * Merges the measured durations over what `file` holds and replaces it
- * atomically. A failure (unreadable, malformed since the run started, disk
- * full) is one console line, never a failed run: the tests already ran.
- */
+/** Merges the measured durations into `file` atomically; a failure is one console line (the tests already ran). */
 export async function updateTimingsFile(file: string, shards: readonly ShardResult[], out: ConsoleOut): Promise<void> {
   try {
     const previous = readTimingsFile(file, "--update-timings");

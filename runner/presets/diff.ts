@@ -1,18 +1,6 @@
 /**
- * Diff-based selection: which test names the current change touches, and
- * which shards therefore have nothing selected and can be skipped.
- *
- * Two directions, two policies:
- * - git failures fail CLOSED (ConfigError, exit 2, before anything runs): a
- *   broken git must never pass for "nothing changed" and silently run, or
- *   skip, the paid tier;
- * - the shard skip decision fails OPEN: a shard is skipped only when every
- *   file in it is provably unselected; anything unclear keeps it, so a bug
- *   here can only run extra work, never drop work.
- *
- * Behaviour follows the reference paid-tier runner (see docs/presets.md),
- * including the map diff when the touchfiles data itself changed
- * (touchfiles.ts).
+ * Diff-based selection (docs/presets.md, "Diff-based selection"). git failures fail closed (exit 2), so a broken
+ * git never passes for "nothing changed"; the shard skip fails open, so a bug here can only add work.
  */
 import { spawnSync } from "node:child_process";
 
@@ -36,12 +24,7 @@ export interface DiffSelection {
   reason: string;
   /** Number of names in the touchfiles map. */
   total: number;
-  /**
-   * Every changed file (root-relative), those that selected something
-   * first (a global touchfile, a test's glob, a touchfiles source whose
-   * map diff changed an entry), then the rest, each group sorted; absent
-   * when no diff was taken.
-   */
+  /** Every changed file (root-relative), the selecting ones first, each group sorted; absent without a diff. */
   changed?: string[];
 }
 
@@ -76,10 +59,8 @@ export function detectBase(root: string, candidates: readonly string[]): string 
 }
 
 /**
- * Files changed relative to `base`: committed since the merge base
- * (`git diff base...HEAD`), staged and unstaged (`git diff HEAD`), and
- * untracked (not ignored). Root-relative, deduplicated, sorted.
- *
+ * Files changed relative to `base` (committed since the merge base, staged, unstaged, untracked), root-relative,
+ * sorted.
  * @throws ConfigError on any git failure
  */
 export function changedFiles(root: string, base: string): string[] {
@@ -95,14 +76,8 @@ export function changedFiles(root: string, base: string): string[] {
 }
 
 /**
- * Computes the selection. Order of the rules (reference paid-tier runner):
- * the "run all" variable set → everything; base = base variable, else the
- * first existing candidate ref, else the default base; no changed file →
- * everything; a changed global touchfile → everything; otherwise the names
- * whose globs match a changed file, plus, when a file the touchfiles data is
- * built from changed (`touchfiles.sources`), the names whose entries differ
- * between the data at the base and now (map diff). When the data at the
- * base cannot be loaded, or its global globs changed, everything runs.
+ * Computes the selection, in the reference runner's rule order (docs/presets.md, "Diff-based selection"),
+ * with the map diff when a touchfiles source changed; anything unclear runs everything.
  *
  * @param ignore root-relative directory prefixes whose files never count as changes (shardguard's output directory)
  * @param loadAt loads the data at a ref (injectable for tests; default {@link loadTouchfilesAt})
@@ -190,11 +165,7 @@ function selectingFirst(changed: readonly string[], first: readonly string[]): s
   return [...changed.filter((f) => lead.has(f)).sort(), ...changed.filter((f) => !lead.has(f))];
 }
 
-/**
- * The selection as children receive it (JSON in the selection variable):
- * `{"version":1,"selected":[…sorted names…] | null,"reason":"…"}`; null
- * means run everything.
- */
+/** The selection as children get it: `{"version":1,"selected":[…sorted…] | null,"reason":"…"}`; null runs all. */
 export function serializeSelection(selection: DiffSelection): string {
   return JSON.stringify({
     version: 1,
@@ -229,10 +200,8 @@ export interface DecideContext {
 }
 
 /**
- * Decides one file. Its mapped names are the known names quoted in its
- * source plus the map entries that list the file itself (exact path). It
- * is skippable only when it matches the preset's skippable pattern, its
- * source is readable, it has at least one mapped name, and none is selected.
+ * Decides one file: its mapped names are the known names quoted in its source plus the entries that list it. It is
+ * skippable only when it matches the skippable pattern, is readable, has a mapped name, and none is selected.
  */
 export function decideFile(file: string, selected: Set<string> | null, ctx: DecideContext): FileDecision {
   if (selected === null) return { file, kept: true, reason: "everything runs" };
@@ -260,11 +229,7 @@ export function decideFile(file: string, selected: Set<string> | null, ctx: Deci
   };
 }
 
-/**
- * Splits shards into those that run and those skipped by diff. A shard is
- * skipped only when every one of its files is skippable. `decisions` holds
- * each file's decision (empty when everything runs).
- */
+/** Splits shards into those that run and those skipped by diff (every file skippable); `decisions` per file. */
 export function partitionShards(
   shards: readonly PlannedShard[],
   selection: DiffSelection,

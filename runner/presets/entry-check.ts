@@ -1,7 +1,4 @@
-/**
- * The check behind the entry test file of a preset (see init.ts): plain
- * `bun test` runs it as an ordinary, cheap test.
- */
+/** The check behind a preset's entry test file (init.ts); plain `bun test` runs it as a cheap test. */
 import { ConfigError } from "../config/settings-schema.ts";
 import { readCommandLine } from "./intercept-decision.ts";
 import { getPreset, loadPresets, presetFiles } from "./resolve.ts";
@@ -14,16 +11,10 @@ export interface EntryCheck {
 }
 
 /**
- * Resolves preset `name` in `root` (built-in or bunfig.toml) and lists its files.
+ * Resolves preset `name` in `root` and lists its files. Fails too inside `bun test --preset NAME`: reaching this
+ * test means the preload did not take over (Bun did not read its bunfig.toml), and passing would hide a run of nothing.
  *
- * Also fails when this test runs inside `bun test --preset NAME`: the preload
- * would have taken such a run over before any test file loaded, so reaching
- * this test means it did not (bun test started where Bun does not read the
- * bunfig.toml holding the preload, e.g. a subdirectory). Passing here would
- * turn a paid run that ran nothing into a green one.
- *
- * @throws ConfigError when the preset is unknown or invalid, no file matches
- *   its globs, or the preset was requested but the preload did not take over
+ * @throws ConfigError for an unknown or invalid preset, no matching file, or a preset run the preload missed
  */
 export function checkPresetEntry(
   name: string,

@@ -1,13 +1,6 @@
 /**
- * `bun test` flags as shardguard reads them from a command line, and how they
- * become the flags of each shard.
- *
- * Parsing mirrors what Bun 1.4.4 does (measured, see docs/bun-behaviour.md): flags listed
- * in {@link VALUE_FLAGS} take the next argument as their value; every other
- * flag takes a value only in `--flag=value` form, so with unknown flags the
- * next argument stays a positional (a filter, for Bun).
- *
- * Imports nothing heavy: the preload loads this module on every `bun test`.
+ * `bun test` flags as shardguard reads them, and how they become each shard's flags. Parsing mirrors Bun's
+ * (docs/bun-behaviour.md, "Command line"). Imports nothing heavy: the preload loads it on every `bun test`.
  */
 /** One flag from a command line, with the tokens it was written as. */
 export interface CommandFlag {
@@ -32,10 +25,8 @@ const ALIASES: Readonly<Record<string, string>> = {
 };
 
 /**
- * Flags that take the next argument as their value (`--retry 1`), as Bun
- * 1.4.4 parses them for `bun test` (test flags and the runtime flags it
- * accepts). Checked by hand: `--bail`, `--parallel`, `--changed`,
- * `--config`, `--inspect*` take a value only after "=".
+ * Flags that take the next argument as their value (`--retry 1`), as Bun parses `bun test`; `--bail`,
+ * `--parallel`, `--changed`, `--config`, `--inspect*` take one only after "=".
  */
 export const VALUE_FLAGS: ReadonlySet<string> = new Set([
   "--timeout",
@@ -80,13 +71,8 @@ export const VALUE_FLAGS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Flags shardguard cannot pass to shards, with the reason shown to the user.
- * `--timings` and `--update-timings` mean something for the whole run: on
- * `bun test --preset` they are taken over as the run's own flags before this
- * check (commands/bun-plan-flags.ts); after "--" of `shardguard run --preset` they
- * are refused here. `--shard` is refused everywhere: each shard would run
- * part of its files, and Bun applies it to its own file list before the
- * preload runs (docs/sharding.md).
+ * Flags shardguard cannot pass to shards, with the reason shown. `--shard`: Bun applies it before the preload runs
+ * (docs/sharding.md); `--timings` flags are the run's own (commands/bun-plan-flags.ts), refused after "--".
  */
 export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
   "--parallel": "shardguard runs its own process pool (the preset's jobs setting sets its size)",
@@ -107,11 +93,8 @@ export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
 };
 
 /**
- * Why Bun would refuse this combination of `bun test` flags before running
- * anything, or null. Bun 1.4.4 exits 1 at once on `--retry` with
- * `--rerun-each` ("--retry cannot be used with --rerun-each"; measured,
- * docs/bun-behaviour.md); every shard would then end as a load error of its
- * files. Checked before any child starts, so it is exit 2 instead.
+ * Why Bun would refuse these flags before running anything (`--retry` with `--rerun-each`), or null: every shard
+ * would end as a load error, so it is exit 2 instead (docs/bun-behaviour.md, "Command line").
  */
 export function bunFlagConflict(flags: readonly CommandFlag[]): string | null {
   const retry = flags.find((f) => f.name === "--retry");
@@ -130,11 +113,7 @@ export interface SplitArgs {
   positionals: string[];
 }
 
-/**
- * Splits `bun test` arguments (everything after `test`) into flags and
- * positionals. `extraValued` names further flags that take a value (the
- * ones shardguard adds to `bun test`, e.g. "--preset").
- */
+/** Splits `bun test` arguments (after `test`) into flags and positionals; `extraValued`: our own valued flags. */
 export function splitBunTestArgs(args: readonly string[], extraValued: readonly string[] = []): SplitArgs {
   const flags: CommandFlag[] = [];
   const positionals: string[] = [];
@@ -167,13 +146,9 @@ export function splitBunTestArgs(args: readonly string[], extraValued: readonly 
 }
 
 /**
- * The flags of every shard: the preset's flags, each one replaced in place
- * by the command line's flag of the same name, then the command line's
- * other flags in their order; each written as one `--name=value` (or
- * `--name`) token, so `--retry 1`, `--retry=1` give the same shard flags. `--timeout` and `--max-concurrency` from the
- * command line are not in `overrides` (the caller turned them into the
- * preset's timeout and concurrency values); `--no-orphans` is dropped
- * (shardguard always sets it).
+ * The flags of every shard: the preset's, each replaced in place by the line's flag of that name, then the line's
+ * others, each as one `--name=value` token. `--no-orphans` is dropped (always set); `--timeout` and
+ * `--max-concurrency` are not in `overrides` (they became settings).
  */
 export function mergeShardFlags(presetFlags: readonly string[], overrides: readonly CommandFlag[]): string[] {
   const base = splitBunTestArgs(presetFlags).flags;

@@ -1,20 +1,6 @@
 /**
- * `shardguard init [--preset NAME] [--dry-run]`: sets a project up so that
- * `bun test --preset NAME` (and the preset's legacy command line) runs
- * through shardguard.
- *
- * Three edits, each idempotent and each reported:
- * 1. bunfig.toml: our preload added to `[test] preload`, keeping the other
- *    preloads, keys and comments (a text edit, checked by re-parsing);
- * 2. with a preset: the entry test file `<test root>/shardguard.NAME.test.ts`.
- *    Bun treats `NAME` after `--preset` as a path filter and stops before
- *    any preload when no test file path contains it; this file is that
- *    match. Run without the preset it is a real, cheap test;
- * 3. with a preset: a package.json script (the preset's `script`, e.g.
- *    `"test:gate": "bun test --preset gstack-paid"`); an existing script
- *    of that name is never overwritten;
- * 4. `.shardguard/` (reports, logs) added to .gitignore, which is created
- *    when missing.
+ * `shardguard init [--preset NAME] [--dry-run]`: the idempotent, reported edits of docs/presets.md,
+ * "What `shardguard init` does" (preload, entry test file, package.json script, .gitignore).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -95,8 +81,7 @@ function skipString(text: string, i: number): number {
 }
 
 /**
- * Adds `spec` to `[test] preload` in bunfig.toml text, keeping everything
- * else byte for byte, and checks the result by parsing it.
+ * Adds `spec` to `[test] preload` in bunfig.toml text, keeping everything else byte for byte (checked by parsing).
  *
  * @param text the current file, or null when there is none
  * @returns the new text, or null when `spec` (or another form of our preload) is already there
@@ -254,8 +239,7 @@ export function addScript(
 }
 
 /**
- * Works out what init would change in `root`. Reads only.
- *
+ * Works out what init would change in `root`; reads only.
  * @throws ConfigError for an unknown preset, an unusable preset name, or files init cannot edit safely
  */
 export function planInit(root: string, presetName: string | null): { changes: InitChange[]; ref: ShardguardRef } {
@@ -265,8 +249,7 @@ export function planInit(root: string, presetName: string | null): { changes: In
   const changes: InitChange[] = [bunfig.change, gitignoreChange(root)];
   if (presetName === null) return { changes, ref };
 
-  // 2. The preset: its name must be usable in a file name; validate against the presets as they
-  // will be (bunfig.toml may not exist yet).
+  // 2. The preset name must be usable in a file name; presets as they will be (bunfig.toml may not exist yet).
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(presetName)) {
     throw new ConfigError(
       `invalid --preset ${JSON.stringify(presetName)}: init needs a name of letters, digits, ".", "_" and "-"`,
@@ -280,10 +263,7 @@ export function planInit(root: string, presetName: string | null): { changes: In
   return { changes, ref };
 }
 
-/**
- * Step 1 of docs/presets.md "What `shardguard init` does": shardguard's preload in
- * `[test] preload`, and the bunfig.toml text as it will be (for its `[test] root`).
- */
+/** Step 1 of docs/presets.md "What `shardguard init` does", and the bunfig.toml text as it will be. */
 function bunfigChange(root: string, ref: ShardguardRef): { change: InitChange; text: string | null } {
   const bunfigPath = path.join(root, "bunfig.toml");
   const bunfigText = existsSync(bunfigPath) ? readFileSync(bunfigPath, "utf8") : null;
@@ -309,10 +289,7 @@ function bunfigChange(root: string, ref: ShardguardRef): { change: InitChange; t
   };
 }
 
-/**
- * Step 2 of docs/presets.md "What `shardguard init` does": the entry test file under the
- * test root, created, rewritten when shardguard wrote it, kept when someone else did.
- */
+/** Step 2 of docs/presets.md "What `shardguard init` does": kept when someone else wrote the file. */
 function entryChange(root: string, presetName: string, testRoot: string, ref: ShardguardRef): InitChange {
   const entryRel = `${testRoot === "." ? "" : `${testRoot}/`}shardguard.${presetName}.test.ts`;
   const entryPath = path.join(root, entryRel);
@@ -337,10 +314,7 @@ function entryChange(root: string, presetName: string, testRoot: string, ref: Sh
   };
 }
 
-/**
- * Step 3 of docs/presets.md "What `shardguard init` does": the preset's script in
- * package.json, never replacing an existing script of that name.
- */
+/** Step 3 of docs/presets.md "What `shardguard init` does": never replaces an existing script. */
 function scriptChange(root: string, script: string, command: string): InitChange {
   const pkgPath = path.join(root, "package.json");
   if (!existsSync(pkgPath)) {
@@ -373,11 +347,8 @@ function scriptChange(root: string, script: string, command: string): InitChange
 export const GITIGNORE_ENTRY = ".shardguard/";
 
 /**
- * .gitignore text with {@link GITIGNORE_ENTRY} appended, or null when a line
- * already ignores it (`.shardguard`, `.shardguard/`, `/.shardguard`,
- * `/.shardguard/`, surrounding spaces allowed).
- *
- * @param text the current file, or null when there is none
+ * .gitignore text with {@link GITIGNORE_ENTRY} appended, or null when a line already ignores it (with or without
+ * leading or trailing "/"); `text` is null when there is no file.
  */
 export function addGitignoreEntry(text: string | null): string | null {
   if (text === null) return `${GITIGNORE_ENTRY}\n`;
@@ -414,11 +385,7 @@ function addedLines(prev: string | null, next: string): string {
     .join("\n");
 }
 
-/**
- * Applies (or, with `dryRun`, only describes) the changes. Writes each file whole.
- *
- * @returns the lines to print
- */
+/** Applies (or, with `dryRun`, only describes) the changes, writing each file whole; returns the lines to print. */
 export function applyInit(root: string, changes: readonly InitChange[], dryRun: boolean): string[] {
   const lines: string[] = [];
   const verb = (a: InitChange["action"]) =>

@@ -1,27 +1,7 @@
 /**
- * Interception of `bun test` by the preset preload: read the real command
- * line, decide whether shardguard takes the run over, and if so run it.
- *
- * Rules (docs/presets.md, "Interception"):
- * - never inside a shard child (SHARDGUARD_SHARD=1), never when
- *   SHARDGUARD_INTERCEPT=0, never when the command line cannot be read;
- * - `--preset NAME` / `--preset=NAME` → run preset NAME;
- * - otherwise, positional arguments that are all existing files of one
- *   preset (the legacy command line after the shell expanded its globs) →
- *   run exactly those files under that preset, with no tier unless the
- *   line names one; only when the environment already holds the preset's
- *   own variables (gstack: EVALS=1), without which the files ran switched
- *   off; and not when it carries the preset's selection or preflight-ok
- *   variable: then another sharded runner (gstack's
- *   scripts/test-paid-shards.ts) started this `bun test` as one of its
- *   shards, and taking it over would nest a second runner inside it;
- * - either of those together with `--parallel` → refuse (exit 2), in the
- *   top-level process and in Bun's `--parallel` workers (which never take
- *   over themselves);
- * - anything else → do nothing; plain `bun test` runs as before.
- *
- * Only light modules are imported up front: the plain `bun test` path and
- * every shard child pay for reading one small file, nothing more.
+ * Interception of `bun test` by the preset preload: read the real command line, decide whether shardguard takes
+ * the run over (docs/presets.md, "Interception: when the preload takes over"), and if so run it. Only light
+ * modules load up front: plain `bun test` and every shard child pay for one small file.
  */
 import { spawnSync } from "node:child_process";
 import { statSync } from "node:fs";
@@ -35,10 +15,8 @@ import { splitBunTestArgs, VALUE_FLAGS, type CommandFlag } from "./flags.ts";
 export const INTERCEPT_ENV = "SHARDGUARD_INTERCEPT";
 
 /**
- * The command line of process `pid` as an argument list: Linux reads
- * `/proc/<pid>/cmdline` (exact); macOS asks `ps -o args=` (arguments split
- * on whitespace, so an argument containing a space is split too).
- *
+ * The command line of process `pid`: `/proc/<pid>/cmdline` on Linux (exact), `ps -o args=` on macOS (split on
+ * whitespace).
  * @returns null on other platforms or when it cannot be read
  */
 export function readCommandLine(pid: number, platform: NodeJS.Platform = process.platform): string[] | null {
@@ -77,12 +55,7 @@ export interface BunTestCommand {
   repeated: string | null;
 }
 
-/**
- * Finds `test` after the executable (skipping Bun's global flags before it)
- * and splits what follows.
- *
- * @returns null when the command line is not a `bun … test …` invocation
- */
+/** Finds `test` after the executable and its global flags and splits what follows; null if not `bun … test …`. */
 export function parseBunTestCommand(argv: readonly string[]): BunTestCommand | null {
   let at = -1;
   for (let i = 1; i < argv.length; i++) {
@@ -157,10 +130,8 @@ function fileArguments(cwd: string, positionals: readonly string[]): string[] | 
 }
 
 /**
- * Names of the presets whose globs, read without validation (Bun's TOML
- * parser, built-in data), match every file, in the plan's glob dialect: a cheap first pass so that
- * `bun test some.test.ts` in a project with the preload does not load the
- * validating modules. Order: user presets (bunfig.toml order), then built-ins.
+ * Presets whose unvalidated globs match every file: a cheap first pass, so `bun test some.test.ts` does not load
+ * the validating modules. User presets (bunfig.toml order), then built-ins.
  */
 function quickCandidates(
   cwd: string,
@@ -193,10 +164,7 @@ function quickCandidates(
   });
 }
 
-/**
- * The preset whose files include every file argument (user presets first,
- * then built-ins; presets with `intercept-files = false` never match).
- */
+/** The preset whose files include every file argument (user presets first; `intercept-files = false` never). */
 async function legacyMatch(
   cwd: string,
   positionals: readonly string[],
@@ -216,8 +184,7 @@ async function legacyMatch(
     if (!preset?.interceptFiles) continue;
     const own = new Set(presetFiles(preset, cwd));
     if (!files.every((f) => own.has(f))) continue;
-    // A variable only a sharded runner sets for its shards: this process is
-    // one of them (the preset's own shards are caught by SHARDGUARD_SHARD).
+    // A variable only a sharded runner sets for its shards: this process is one of them, so no nesting.
     const marker = [preset.selection?.selectionEnv, preset.preflight?.okEnv].find((v) => v && nonEmpty(env[v]));
     // The preset's environment (gstack: EVALS=1) is what turned these files on: a line
     // without it ran them switched off, and a take-over would switch them on.
@@ -245,9 +212,7 @@ async function parallelMessage(cwd: string, name: string): Promise<string> {
 }
 
 /**
- * Decides what the preload does. Reads bunfig.toml only when the command
- * line has a preset or file arguments.
- *
+ * Decides what the preload does; reads bunfig.toml only for a preset or file arguments.
  * @throws ConfigError when bunfig.toml's presets are invalid and are needed to decide
  */
 export async function decideInterception(inputs: DecideInputs): Promise<Interception> {

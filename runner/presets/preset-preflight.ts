@@ -1,14 +1,6 @@
 /**
- * The preset's preflight check: one check before any shard starts (an API
- * ping, a login check), so a dead dependency fails the run once, before
- * money is spent, instead of in every shard. After it passes, every child
- * gets the preset's ok variable (gstack: EVALS_PREFLIGHT_OK=1) and skips its
- * own check.
- *
- * Two forms: a command (argv), or a function export of a project module
- * (gstack's test/helpers/anthropic-preflight.ts exports
- * `preflightAnthropicApi(env)`), called in its own Bun process so it runs
- * under the same process-group supervision and timeout as a shard.
+ * The preset's preflight: one check before any shard, so a dead dependency fails the run once, before money is
+ * spent. A command, or a project module's function run in its own Bun process under shard supervision.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -20,12 +12,7 @@ export type PreflightPlan =
   | { argv: string[]; label: string; timeoutMs: number; okEnv: string | null }
   | { none: string };
 
-/**
- * Decides the preflight of a run. A configured `command` wins; otherwise a
- * configured module that exists in `root` is called through `bun -e`.
- *
- * @param bun the Bun executable of the run (absolute path)
- */
+/** Decides the preflight: a configured `command` wins, else an existing module via `bun -e`; `bun` is absolute. */
 export function planPreflight(preset: Preset, root: string, bun: string): PreflightPlan {
   const pre = preset.preflight;
   if (pre?.command)

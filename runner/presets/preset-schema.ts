@@ -1,15 +1,6 @@
 /**
- * Presets as data: the zod schema of a preset, the TypeScript shape the rest
- * of runner/presets/ works with, and the one-line error messages a bad
- * preset produces.
- *
- * A preset is written in TOML (`[shardguard.presets.NAME]` in bunfig.toml)
- * or as a built-in object (builtin.ts) with the same kebab-case keys. The
- * schema validates that raw form and converts it to {@link Preset}
- * (camelCase). Every field is documented in docs/presets.md.
- *
- * Units: `timeout` and `grace` are seconds (as in `[shardguard]`);
- * `timeoutMs` in the converted shape is milliseconds.
+ * Presets as data: the zod schema of the raw kebab-case form (TOML or builtin.ts), the camelCase {@link Preset},
+ * and one-line errors. Fields: docs/presets.md, "Fields". `timeout`/`grace` are seconds; `timeoutMs` ms.
  */
 import { z } from "zod";
 import { ConfigError, parseSettingValue, SETTINGS, showValue, type ResourceTable } from "../config/settings-schema.ts";
@@ -43,11 +34,7 @@ const TierSchema = z.strictObject({
   values: z.array(name).min(1),
   /** Tier used when neither `--tier` nor the environment variable names one. */
   default: name,
-  /**
-   * Regular expressions with a `{tier}` placeholder. A file whose source
-   * matches one of them for tier T declares T. A file is left out of the
-   * chosen tier only when it declares another tier and not the chosen one.
-   */
+  /** `{tier}` patterns; a file is left out only when it declares another tier and not the chosen one. */
   guards: z
     .array(
       z
@@ -70,45 +57,27 @@ const KnobsSchema = z.strictObject({
 const ShardDirSchema = z.strictObject({
   /** Environment variable each shard gets, set to `<base>/shards/<slug>`. */
   env: envName,
-  /**
-   * Base directory when the parent environment does not set `env` itself.
-   * `{out}` is the run's output directory, `{root}` the project root;
-   * relative paths are resolved against the root.
-   */
+  /** Base when the parent environment does not set `env`; `{out}`, `{root}`; relative to the root. */
   base: z.string().min(1),
   /**
-   * A project module (root-relative) whose function export {@link export}
-   * returns the base directory, called once per run in a Bun process in the
-   * root when the parent environment does not set `env` (gstack:
-   * test/helpers/eval-store.ts `getProjectEvalDir`, where its eval tools
-   * look). `base` stands when the module does not exist in the project.
+   * Project module (root-relative) whose `export` returns the base, called once per run in a Bun process when the
+   * parent does not set `env` (gstack: `getProjectEvalDir`); `base` stands when the module does not exist.
    */
   module: z.string().min(1).optional(),
   /** The function export of `module`. */
   export: name.default("default"),
-  /**
-   * Each shard's directory name under `<base>/shards/`: `plan`, the shard's
-   * slug (`test-skill-e2e-x`), or `file-stem`, its files' names without the
-   * `.test.ts` ending joined by "+" (gstack's own sharded runner).
-   */
+  /** Each shard's directory name: `plan` (its slug) or `file-stem` (its files' stems joined by "+", as gstack). */
   slug: z.enum(["plan", "file-stem"]).default("plan"),
 });
 
 const SelectionSchema = z.strictObject({
-  /**
-   * Module (`.ts`/`.js`, imported) or JSON file (`.json`, read), relative to
-   * the root, holding the touchfiles map, the global touchfiles and any
-   * extra name maps under the export / property names below.
-   */
+  /** Module (imported) or JSON file (read), root-relative, holding the map, the globals and extra name maps. */
   touchfiles: z.string().min(1),
   "touchfiles-export": name.default("E2E_TOUCHFILES"),
   "global-export": name.default("GLOBAL_TOUCHFILES"),
   /** Further exports whose keys are test names too (gstack: E2E_TIERS). */
   "names-exports": z.array(name).default([]),
-  /**
-   * Regular expression over a file's root-relative path: only matching files
-   * may be skipped by diff; all others always run (fail open).
-   */
+  /** Regular expression over a root-relative path: only matching files may be skipped by diff (fail open). */
   skippable: z.string().min(1),
   /** Environment variable that, when set to anything, turns selection off (run everything). */
   "all-env": envName.default("EVALS_ALL"),
@@ -126,10 +95,8 @@ const PreflightSchema = z.strictObject({
   /** Command (argv, no shell) run once in the root before any shard; wins over `module`. */
   command: z.array(z.string().min(1)).min(1).optional(),
   /**
-   * Module (root-relative) whose export `export` is called once, in its own
-   * Bun process in the root, with the children's environment; a throw or a
-   * rejected promise fails the preflight. Used when `command` is unset; a
-   * module that does not exist means no preflight (the project has none).
+   * Module (root-relative) whose `export` is called once in its own Bun process with the children's environment;
+   * a throw fails the preflight. Used without `command`; a missing module means no preflight.
    */
   module: z.string().min(1).optional(),
   /** The function export of `module` to call. */
@@ -172,10 +139,7 @@ export const PresetSchema = z
       .default(5),
     /** `--max-concurrency` inside each shard, unless a knob or the command line says otherwise. */
     "max-concurrency": posint.default(4),
-    /**
-     * `bun test` flags for every shard. `{max-concurrency}` and `{timeout-ms}`
-     * are replaced by the values of the run.
-     */
+    /** `bun test` flags for every shard; `{max-concurrency}` and `{timeout-ms}` take the run's values. */
     "shard-flags": z.array(z.string().min(1)).default([]),
     /** Environment added to every child. */
     env: z.record(envName, z.string()).default({}),
@@ -186,10 +150,7 @@ export const PresetSchema = z
     preflight: PreflightSchema.optional(),
     /** package.json script `shardguard init` adds; default `test:<name>`. */
     script: name.optional(),
-    /**
-     * Environment variable that carries the run id of a background run
-     * (`shardguard bg`) to the tests, besides SHARDGUARD_RUN_ID (gstack: EVALS_RUN_ID).
-     */
+    /** Variable carrying a background run's id to the tests, besides SHARDGUARD_RUN_ID (gstack: EVALS_RUN_ID). */
     "run-id-env": envName.optional(),
     /** Where `shardguard bg` dispatches this preset on CI (docs/background.md). */
     dispatch: DispatchSchema.optional(),
@@ -258,7 +219,6 @@ export interface SelectionSpec {
   selectionEnv: string;
 }
 
-/** A validated preset. Times: `timeoutMs`/`graceMs` in ms, `preflight.timeoutMs` in ms. */
 /** Where each shard's own directory variable points (the `shard-dir` table). */
 export interface ShardDirSpec {
   env: string;
@@ -269,6 +229,7 @@ export interface ShardDirSpec {
   slug: "plan" | "file-stem";
 }
 
+/** A validated preset. Times: `timeoutMs`/`graceMs` in ms, `preflight.timeoutMs` in ms. */
 export interface Preset {
   name: string;
   description: string;
@@ -374,8 +335,7 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
 }
 
 /**
- * Validates a complete raw preset (built-in object, or a bunfig.toml table
- * already merged over what it extends) and converts it.
+ * Validates a complete raw preset (built-in, or a bunfig.toml table merged over what it extends) and converts it.
  *
  * @param where how to name the table in messages, e.g. `bunfig.toml [shardguard.presets.my-paid]`
  * @param source where the preset came from, for the run's header (default: `where`)

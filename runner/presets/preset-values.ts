@@ -1,9 +1,4 @@
-/**
- * The values of a preset run and where each comes from (docs/presets.md
- * "Where values come from"): the setting layers a preset adds to the one
- * precedence rule (config/load.ts), the within-shard `--max-concurrency`,
- * and the shard flags. Pure: reads only the values it is given.
- */
+/** The values of a preset run and where each comes from (docs/presets.md, "Where values come from"). Pure. */
 import type { SettingLayer } from "../config/load.ts";
 import { ConfigError, parseSettingValue, SETTINGS, type SettingSpec } from "../config/settings-schema.ts";
 import { expandFlagTemplates, mergeShardFlags, splitBunTestArgs, type CommandFlag } from "./flags.ts";
@@ -62,9 +57,7 @@ export function splitLineFlags(flags: readonly CommandFlag[]): LineFlags {
 }
 
 /**
- * The layers above `SHARDGUARD_*` (docs/presets.md "Where values come from"): the bun test
- * line's `--timeout`, then the knob variables of jobs and timeout, parsed in that order.
- *
+ * The layers above `SHARDGUARD_*` (docs/presets.md, "Where values come from").
  * @throws ConfigError for a value that is not a valid count or millisecond figure
  */
 export function layersAbove(preset: Preset, req: LineRequest, line: LineFlags): SettingLayer[] {
@@ -104,9 +97,8 @@ export function layersBelow(preset: Preset): SettingLayer[] {
 }
 
 /**
- * Parses the concurrency knob variable, then the line's `--max-concurrency` budget.
- *
- * @throws ConfigError for a value that is not a valid count
+ * Parses the concurrency knob variable, then the line's budget.
+ * @throws ConfigError for an invalid count
  */
 export function concurrencyInputs(preset: Preset, req: LineRequest, line: LineFlags): ConcurrencyInputs {
   const concKnob = preset.knobs.maxConcurrency;
@@ -120,11 +112,7 @@ export function concurrencyInputs(preset: Preset, req: LineRequest, line: LineFl
   return { knob: concKnob, fromEnv, lineBudget };
 }
 
-/**
- * Within-shard `--max-concurrency` (docs/presets.md "Where values come from"): the knob
- * variable > the line's `--max-concurrency N` as ceil(N / jobs) > the preset's value; none
- * for a taken-over line that set none.
- */
+/** Within-shard `--max-concurrency` (docs/presets.md, "Where values come from"); none for a line that set none. */
 export function maxConcurrencyOf(
   preset: Preset,
   req: LineRequest,
@@ -144,10 +132,8 @@ export function maxConcurrencyOf(
 }
 
 /**
- * The shard flags (docs/presets.md "Where values come from"). A taken-over line: its own
- * flags in its order, `--timeout` and `--max-concurrency` as their rules read them (one of
- * each, where the line last gave it). Else the preset's `shard-flags` < `[shardguard]
- * bun-args` < the command line's flags, same name replacing.
+ * The shard flags (docs/presets.md, "Where values come from"): a taken-over line's own, else `shard-flags` <
+ * `bun-args` < the command line's, same name replacing.
  */
 export function shardFlagsOf(
   preset: Preset,

@@ -1,12 +1,6 @@
 /**
- * The presets a project can use: the built-in ones, plus the tables under
- * `[shardguard.presets]` in the root's bunfig.toml.
- *
- * A user table extends another preset with `extends = "NAME"`; a table named
- * like a built-in preset (e.g. `[shardguard.presets.gstack-paid]`) extends
- * that built-in implicitly. Extending merges tables key by key (nested
- * tables too); arrays and plain values replace what they extend. The merged
- * result is validated as a whole by preset-schema.ts.
+ * The presets of a project: built-ins plus `[shardguard.presets]` tables of bunfig.toml. `extends` (implicit for
+ * a built-in's name) merges tables key by key; arrays and plain values replace. The result is validated whole.
  */
 import path from "node:path";
 import fg from "fast-glob";
@@ -41,10 +35,8 @@ export function mergeTables(base: Table, over: Table): Table {
 
 /**
  * Loads the built-in presets and the user presets of `root`'s bunfig.toml.
- *
- * @throws ConfigError (one line) for unreadable TOML, a `presets` value that
- *   is not a table of tables, an unknown or cyclic `extends`, or a preset
- *   that fails the schema
+ * @throws ConfigError (one line) for unreadable TOML, a bad `presets` table, an unknown or cyclic `extends`,
+ *   or a schema failure
  */
 export function loadPresets(root: string): PresetCatalog {
   const bunfig = readBunfigTable(root);
@@ -106,7 +98,6 @@ export function loadPresets(root: string): PresetCatalog {
 
 /**
  * The preset called `name`.
- *
  * @throws ConfigError naming the accepted presets when there is none by that name
  */
 export function getPreset(catalog: PresetCatalog, name: string, source = "--preset"): Preset {
@@ -120,11 +111,9 @@ export function getPreset(catalog: PresetCatalog, name: string, source = "--pres
 }
 
 /**
- * Files of a preset under `root`: its globs expanded (node_modules, .git and
- * .shardguard never searched), relative paths with forward slashes, sorted
- * byte-wise.
- *
- * @throws ConfigError when a directory under `root` cannot be read
+ * Files of a preset under `root`: its globs expanded (never node_modules, .git, .shardguard), root-relative with
+ * forward slashes, sorted byte-wise.
+ * @throws ConfigError when a directory cannot be read
  */
 export function presetFiles(preset: Preset, root: string, ignore: readonly string[] = []): string[] {
   const found = readingTree(root, () =>

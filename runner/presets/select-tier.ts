@@ -1,11 +1,6 @@
 /**
- * Tiers: which tier a run is for, and which files have anything to run in it.
- *
- * File-level tier filtering only saves near-instant shards; the tests
- * themselves still filter by tier at run time (children get the tier in the
- * environment). So the dangerous direction is exclusion: a file is left out
- * only on explicit evidence (a whole-file guard naming another tier and not
- * this one). Anything else, including an unreadable source, is kept.
+ * Tiers: which tier a run is for, and which files have anything to run in it. Tests still filter by tier at run
+ * time, so a file is left out only on explicit evidence; anything unclear, an unreadable source too, is kept.
  */
 
 import { readRegularTextSync } from "../util/regular-file.ts";
@@ -27,17 +22,12 @@ export interface ChosenTier {
 }
 
 /**
- * Picks the tier: `--tier` beats the tier environment variable, which beats
- * the preset's default. An empty environment value counts as unset.
+ * Picks the tier: `--tier` > the tier variable (empty counts as unset) > the preset's default.
  *
- * @param useDefault false for a command line that had a meaning before the
- *   preset existed (`bun test FILE...`): naming no tier there means no tier
- *   (children do not get the variable, no file is left out), as under plain
- *   `bun test`; a default would turn it into a narrower run that can pass
- *   where plain `bun test` fails
+ * @param useDefault false for `bun test FILE...`, which keeps its tierless meaning: a default would narrow it into
+ *   a run that can pass where plain `bun test` fails
  * @returns null when no tier is named and no default applies
- * @throws ConfigError when the value is not one of the preset's tiers: a typo
- *   would otherwise match no runtime tier filter, self-skip every test and pass
+ * @throws ConfigError when the value is not one of the preset's tiers (a typo would self-skip every test and pass)
  */
 export function chooseTier(
   spec: TierSpec,
@@ -61,13 +51,7 @@ export function chooseTier(
   return { name: raw, from };
 }
 
-/**
- * Classifies one file's source for `tier`.
- *
- * Rule (from the reference paid-tier runner): declares this tier → in;
- * declares only other tiers → out; no whole-file guard → in, and the tests
- * decide at run time.
- */
+/** Classifies one file for `tier` (the reference runner's rule): declares it → in; only others → out; else in. */
 export function classifyTier(source: string, tier: string, spec: TierSpec): TierDecision {
   const declares = (t: string) => spec.guards.some((g) => guardRegex(g, t).test(source));
   if (declares(tier)) return { included: true, reason: `declares tier ${tier}` };
@@ -76,10 +60,7 @@ export function classifyTier(source: string, tier: string, spec: TierSpec): Tier
   return { included: true, reason: "no whole-file tier guard: its tests decide at run time" };
 }
 
-/**
- * Splits files (relative to `root`) into those in the tier and those left
- * out, with reasons. A file that cannot be read is kept.
- */
+/** Splits files (relative to `root`) into in the tier and left out, with reasons; an unreadable file is kept. */
 export function filterByTier(
   root: string,
   files: readonly string[],

@@ -1,11 +1,6 @@
 /**
- * A preset run, from request to exit code: resolve the preset, settle every
- * value, plan, apply tiers and diff selection ({@link preparePresetRun});
- * then run the preflight command and the shards ({@link executePresetRun}).
- *
- * Everything that can be wrong with the request is found in the prepare
- * step, which starts no process except git (for the diff): a bad value
- * exits 2 before any child, the preflight command included, has started.
+ * A preset run from request to exit code: {@link preparePresetRun} finds every fault before any child but git
+ * starts (exit 2), then {@link executePresetRun} runs the preflight and the shards.
  */
 import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
@@ -53,35 +48,24 @@ export interface PresetRequest {
   args: ParsedArgs;
   /** `--tier` value, when given. */
   tier?: string;
-  /**
-   * Whether the preset's default tier applies when no tier is named (default
-   * true). False for a taken-over `bun test FILE...` line: it had a tierless
-   * meaning before the preset existed and keeps it (see chooseTier).
-   */
+  /** Whether the preset's default tier applies (default true); false for `bun test FILE...` (see chooseTier). */
   tierDefault?: boolean;
   /**
-   * The tier to use where the preset's default would apply (no `--tier`, no
-   * tier variable), and where it came from, e.g. the tier of the run a
-   * `--last-failed` rerun reruns. Ignored when it is not one of the preset's tiers.
+   * The tier where the preset's default would apply, and where it came from (e.g. the rerun run's tier);
+   * ignored when not one of the preset's tiers.
    */
   defaultTier?: { name: string; from: string };
   /** Files (root-relative or absolute) limiting the run; each must be a file of the preset. */
   files?: string[];
   /** Globs (root-relative) limiting the run (`shardguard run --preset X PATTERN...`). */
   patterns?: string[];
-  /**
-   * Turns diff-based selection off, with the reason the selection line shows
-   * (e.g. a `--last-failed` rerun runs its files whole). Nothing is loaded or diffed.
-   */
+  /** Turns diff selection off, with the reason the selection line shows (e.g. a `--last-failed` rerun). */
   selectionOff?: string;
   /** `bun test` flags from the command line, for every shard. */
   commandFlags: CommandFlag[];
   /**
-   * True for a taken-over `bun test FILE...` line: its own flags are the
-   * shard flags, without the preset's `shard-flags` (a line that had no
-   * `--retry` or `--concurrent` must not gain them: a failing paid test
-   * would run twice). Its `--max-concurrency` and `--timeout` keep the
-   * rules below.
+   * True for a taken-over `bun test FILE...` line: its own flags are the shard flags, without `shard-flags` (a
+   * line without `--retry` must not gain it: a failing paid test would run twice).
    */
   lineFlagsOnly?: boolean;
   /** Where `commandFlags` came from, for messages, e.g. "bun test command line". */
@@ -116,9 +100,8 @@ export interface PreparedPresetRun {
   /** Environment of every child (before the preflight's ok variable). */
   childEnv: Record<string, string | undefined>;
   /**
-   * The per-shard directory variable and its base, when the preset has one;
-   * `from` says where the base came from. A base still to be asked of the
-   * spec's module (presets/shard-dir.ts `baseFromModule`) has `from` "preset".
+   * The per-shard directory variable and its base, when the preset has one; a base still to be asked of the
+   * spec's module (shard-dir.ts `baseFromModule`) has `from` "preset".
    */
   shardDir: { env: string; base: string; from: "environment" | "preset"; spec: ShardDirSpec } | null;
   /** The preflight check run once before the shards, or why there is none. */
@@ -127,8 +110,7 @@ export interface PreparedPresetRun {
 
 /**
  * Checks command-line flags meant for shards.
- *
- * @throws ConfigError naming the first flag shardguard cannot pass on, and why
+ * @throws ConfigError naming the first refused flag, and why
  */
 export function checkShardFlags(flags: readonly CommandFlag[], where: string): void {
   for (const flag of flags) {
@@ -138,11 +120,8 @@ export function checkShardFlags(flags: readonly CommandFlag[], where: string): v
 }
 
 /**
- * The request of `shardguard run|list|bg --preset NAME [PATTERN...] [-- FLAGS]`
- * from its parsed command line: the preset, tier and patterns from the
- * flags, the bun test flags after `--` for every shard.
- *
- * @throws ConfigError when --preset has no value (a file or filter after `--` was refused before: commands/bun-plan-flags.ts `refuseRunFlagsAfterDash`)
+ * The request of `shardguard run|list|bg --preset NAME [PATTERN...] [-- FLAGS]` from its parsed command line.
+ * @throws ConfigError when --preset has no value (files after `--`: bun-plan-flags.ts `refuseRunFlagsAfterDash`)
  */
 export function presetRequestFromArgs(
   args: ParsedWithExtras,
@@ -166,21 +145,11 @@ export function presetRequestFromArgs(
 }
 
 /**
- * Settles every value of a preset run and plans it. Starts no process
- * except git (diff selection), writes nothing.
+ * Settles every value of a preset run and plans it, in the precedence of docs/presets.md, "Where values come
+ * from"; starts no process but git, writes nothing.
  *
- * Precedence of jobs / shard timeout / grace / files per shard: shardguard
- * flag > `bun test --timeout` (timeout only) > the preset's knob variable
- * (e.g. EVALS_JOBS) > SHARDGUARD_* variable > `[shardguard]` in bunfig.toml
- * > the preset's value. Within-shard `--max-concurrency`: the knob variable
- * (EVALS_CONCURRENCY) > the command line's `--max-concurrency N` read as
- * the in-flight budget of the whole run, i.e. ceil(N / jobs) per shard >
- * the preset's value. Shard processes and within-shard concurrency are
- * never derived from each other's variables.
- *
- * @throws ConfigError (exit 2) for any invalid value, an unknown preset or
- *   tier, files outside the preset, refused `bun test` flags, a broken
- *   touchfiles source, or a git failure
+ * @throws ConfigError (exit 2) for an invalid value, an unknown preset or tier, files outside the preset, refused
+ *   flags, a broken touchfiles source, or a git failure
  */
 export async function preparePresetRun(req: PresetRequest): Promise<PreparedPresetRun> {
   const { env } = req;
@@ -222,9 +191,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
 }
 
 /**
- * The tier (docs/presets.md "Where values come from"): `--tier` > tier variable > the
- * request's default tier (e.g. the rerun run's) when one of the preset's > `tier.default`.
- *
+ * The tier (docs/presets.md, "Where values come from").
  * @throws ConfigError for an unknown tier, or `--tier` for a preset without tiers
  */
 function runTier(preset: Preset, req: PresetRequest): ChosenTier | null {
@@ -238,9 +205,7 @@ function runTier(preset: Preset, req: PresetRequest): ChosenTier | null {
 }
 
 /**
- * Settles jobs, timeout, grace, files per shard and the within-shard concurrency through the
- * one precedence rule (config/load.ts) with the preset's layers, and the shard flags.
- *
+ * Settles the run's values through the one precedence rule (config/load.ts) with the preset's layers.
  * @throws ConfigError for an invalid value or conflicting shard flags
  */
 function settleValues(
@@ -278,9 +243,7 @@ function settleValues(
 }
 
 /**
- * The files of the run: the preset's, limited to the files or patterns asked for; each must
- * be one of the preset's (docs/presets.md "Order of checks, and exit codes").
- *
+ * The preset's files, limited to those asked for (docs/presets.md, "Order of checks, and exit codes").
  * @throws ConfigError when the globs match nothing, or a file or pattern match is not the preset's
  */
 function presetRunFiles(preset: Preset, root: string, req: PresetRequest, out: string): string[] {
@@ -339,10 +302,7 @@ function planPresetShards(
 }
 
 /**
- * Diff-based selection (docs/presets.md "Diff-based selection"): none without a selection
- * spec or shards; "run all" for the all variable, a caller's reason or no touchfiles module;
- * else the diff's selection, and the shards it skips.
- *
+ * Diff-based selection (docs/presets.md, "Diff-based selection"): the selection and the shards it skips.
  * @throws ConfigError for a broken touchfiles source or a git failure
  */
 async function diffSelection(

@@ -1,10 +1,6 @@
 /**
- * A preset's per-shard directory (the `shard-dir` table): each shard gets
- * `<env>=<base>/shards/<name>`, so results a test writes there (gstack's
- * eval JSON) stay per file instead of the last shard's flush winning. The
- * base comes from the parent environment, else a project module's function
- * (gstack: `getProjectEvalDir()`, where its eval tools read), else the
- * preset's `base`; the name is the shard's slug or its files' stems.
+ * A preset's per-shard directory (`shard-dir`): each shard gets `<env>=<base>/shards/<name>`, so what a test
+ * writes there stays per file instead of the last shard's flush winning.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -18,11 +14,8 @@ import type { ShardDirSpec } from "./preset-schema.ts";
 export const SHARD_DIR_MODULE_TIMEOUT_MS = 10_000;
 
 /**
- * A shard's directory name under `<base>/shards/`. `file-stem`: each file's
- * name without its `.test.ts`-style ending, joined by "+", every character
- * outside `[A-Za-z0-9._+-]` replaced by "-" (the rule of gstack's
- * scripts/test-paid-shards.ts, so its baselines line up); `plan`: the
- * shard's own slug.
+ * A shard's directory name under `<base>/shards/`: `plan`, its slug; `file-stem`, its files' stems joined by "+",
+ * other than `[A-Za-z0-9._+-]` as "-" (gstack's scripts/test-paid-shards.ts rule, so baselines line up).
  */
 export function shardDirName(
   spec: Pick<ShardDirSpec, "slug">,
@@ -38,14 +31,11 @@ export function shardDirName(
 }
 
 /**
- * The base directory from the spec's project module, when it has one and the
- * module exists in `root`: its function export called (awaited) in a Bun
- * process in the root with `env`, which prints the returned string.
+ * The base from the spec's project module (when it exists in `root`): its export's string, from a Bun process.
  *
  * @param bun the run's Bun executable (absolute)
  * @returns the absolute base, or null when the spec names no module or the project has none
- * @throws ConfigError (exit 2, before any shard or preflight) when the call
- *   fails, times out, or returns anything but a non-empty string
+ * @throws ConfigError (exit 2, before any shard) when the call fails, times out or returns no non-empty string
  */
 export function baseFromModule(
   spec: ShardDirSpec,

@@ -1,16 +1,7 @@
 /**
- * The touchfiles data of diff-based selection: loading it (now, and as it
- * was at the base ref), the local files its module is built from, and the
- * per-test difference between two versions of it (the "map diff").
- *
- * Why the map diff: a project keeps its test → dependency map in a module
- * (gstack: test/helpers/touchfiles.ts re-exporting the literals of
- * test/helpers/touchfiles-data.ts). An edit to that data changes which files
- * a test depends on, or its tier, and names no dependency glob itself, so
- * plain glob matching selects nothing for it. The reference paid-tier runner
- * loads the old data from git and selects the tests whose entries changed;
- * this does the same for the module and everything it imports locally, and
- * runs everything when the old version cannot be loaded (never less work).
+ * The touchfiles data of diff-based selection: loading it (now and at the base), its local sources, and the map
+ * diff. An edit to the data names no dependency glob itself, so the tests whose entries changed are selected;
+ * an old version that cannot load runs everything.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -33,16 +24,11 @@ export interface Touchfiles {
   names: string[];
   /** Root-relative path of the file the data came from. */
   file: string;
-  /**
-   * The per-test tables compared by the map diff: the touchfiles export and
-   * each extra name export present (gstack: E2E_TOUCHFILES, E2E_TIERS), by
-   * export name.
-   */
+  /** The per-test tables the map diff compares, by export name (gstack: E2E_TOUCHFILES, E2E_TIERS). */
   tables: Record<string, Record<string, unknown>>;
   /**
-   * Root-relative files the data is built from: `file` first, then every
-   * local module it imports, directly or not (relative specifiers only;
-   * packages are not followed). An edit to any of them goes through the map diff.
+   * Root-relative files the data is built from: `file`, then every local module it imports (relative specifiers
+   * only); an edit to any of them goes through the map diff.
    */
   sources: string[];
 }
@@ -78,23 +64,18 @@ function extract(
 /** Wall-clock limit of loading one version of a touchfiles module, ms. */
 export const TOUCHFILES_LOAD_TIMEOUT_MS = 30_000;
 
-/** Largest JSON a touchfiles module may export, bytes (64 MiB; gstack's is about 40 KiB). */
+/** Largest JSON a touchfiles module may export, bytes: far above a real map, a bound on a runaway export. */
 const MAX_EXPORT_BYTES = 64 * 1024 * 1024;
 
 /**
- * Prints a module's exports as JSON. Run by a separate Bun process, so a
- * module that hangs (a top-level await on the network), exits or leaves
- * side effects cannot stall or change the run that plans: it is killed
- * after the timeout. Functions and other non-JSON exports drop out, which
- * only the configured exports' shape checks can notice.
+ * Prints a module's exports as JSON, in its own Bun process: a module that hangs, exits or has side effects
+ * cannot stall or change the planning run. Non-JSON exports drop out.
  */
 const LOADER = `const m = await import(process.env.SHARDGUARD_TOUCHFILES_URL); process.stdout.write(JSON.stringify({ ...m }));`;
 
 /**
- * The exports of a touchfiles module (or a parsed JSON file), as JSON values.
- *
- * @param timeoutMs wall-clock limit of the loading process, ms
- * @throws Error with one line saying why: the module threw or exited, timed out, or exported no JSON
+ * The exports of a touchfiles module (or parsed JSON); `timeoutMs` bounds the loading process.
+ * @throws Error with one line: the module threw or exited, timed out, or exported no JSON
  */
 function importData(abs: string, timeoutMs: number): Record<string, unknown> {
   if (abs.endsWith(".json")) return JSON.parse(readRegularTextSync(abs)) as Record<string, unknown>;
@@ -129,12 +110,8 @@ function importData(abs: string, timeoutMs: number): Record<string, unknown> {
 const toPosix = (p: string) => p.split(path.sep).join("/");
 
 /**
- * The module `file` (root-relative) and the local modules it imports,
- * transitively: relative specifiers resolved by Bun from each importer,
- * kept when they resolve to a file inside `root` outside node_modules.
- * Type-only imports are not followed (they are erased). A JSON file is its
- * own closure.
- *
+ * The module `file` and the local modules it imports transitively (resolved by Bun, inside `root`, not
+ * node_modules, type-only imports erased).
  * @returns root-relative paths, `file` first, the rest sorted
  */
 export function moduleClosure(root: string, file: string): string[] {
@@ -171,13 +148,9 @@ export function moduleClosure(root: string, file: string): string[] {
 }
 
 /**
- * Loads the touchfiles data as it is in the working tree: imports a module
- * (`.ts`, `.js`, …) in a separate Bun process killed after `timeoutMs`, or
- * reads a JSON file, and takes the configured exports.
- *
+ * Loads the touchfiles data of the working tree (a module in a Bun process killed after `timeoutMs`, or JSON).
  * @returns null when there is no such file (the caller then runs everything)
- * @throws ConfigError when the file cannot be loaded, or the map or global
- *   export is missing or not of the expected shape (extra name exports are optional)
+ * @throws ConfigError when it cannot load, or the map or global export is missing or misshapen
  */
 export async function loadTouchfiles(
   root: string,
@@ -186,8 +159,7 @@ export async function loadTouchfiles(
 ): Promise<Touchfiles | null> {
   const abs = path.resolve(root, spec.touchfiles);
   const where = `selection touchfiles ${JSON.stringify(spec.touchfiles)}`;
-  // No module at all: selection is simply not set up in this repository.
-  // Running everything is the fail-open direction (extra work, never less).
+  // No module: selection is not set up here; running everything is the fail-open direction.
   if (!existsSync(abs)) return null;
   let mod: Record<string, unknown>;
   try {
@@ -200,13 +172,8 @@ export async function loadTouchfiles(
 }
 
 /**
- * Loads the touchfiles data as it was at git ref `ref`: every file of
- * `now.sources` that exists at `ref` is written, at its root-relative path,
- * into a temp directory (removed afterwards), and the module is imported
- * from there. A file the old module imports but the current one does not is
- * missing there, so the import fails; packages do not resolve from the temp
- * directory either. Both end in "cannot load", and the caller runs everything.
- *
+ * Loads the data at git ref `ref`: `now.sources` as they were, in a temp directory, and the module imported from
+ * there. What does not resolve there ends in "cannot load", and the caller runs everything.
  * @returns the old data, or a phrase saying why it could not be loaded
  */
 export async function loadTouchfilesAt(
@@ -247,11 +214,8 @@ export async function loadTouchfilesAt(
 }
 
 /**
- * Compares two versions of the touchfiles data, test by test (the rule of
- * the reference runner): a name is changed when it was added to a table,
- * its value in a table differs, or it left one table but is still in
- * another; a name gone from every table is removed (there is no test left
- * to run). The global globs are compared as a set.
+ * Compares two versions test by test (the reference runner's rule): added, changed, or left one table but still
+ * in another is changed; gone from every table is removed. The global globs compare as a set.
  */
 export function diffTouchfiles(
   before: Touchfiles,

@@ -1,10 +1,6 @@
 /**
- * `shardguard bg`: start a run (or a CI dispatch and its follower) in the
- * background and return at once. Everything that can be refused is refused
- * here, before anything starts (exit 2): bad flags, an empty plan, a held
- * lane with --no-wait, a checkout --dispatch cannot send. The detached
- * worker (worker.ts) then takes the lane lock, runs, and ends the log with
- * the sentinel.
+ * `shardguard bg`: start a run (or a CI dispatch and its follower) in the background and return at once. Every
+ * refusal happens here, before anything starts (exit 2); the detached worker (worker.ts) does the rest.
  */
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -53,8 +49,7 @@ const ENTRY = path.join(PACKAGE_ROOT, "runner", "cli-entry.ts");
 
 /**
  * Starts the background run and prints its id and log.
- *
- * @param follow when `--follow` is given: follows the log to its end and returns the run's code
+ * @param follow with `--follow`: follows the log to its end and returns the run's code
  * @returns 0 once started (or the followed run's code)
  * @throws ConfigError (exit 2, nothing started) for every refusal
  */

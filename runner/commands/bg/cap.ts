@@ -1,22 +1,15 @@
 /**
- * The wall-clock cap of a local background run: long enough for the planned
- * work at the planned parallelism with room to spare, short enough that a
- * wedged run ends the same day. Rule (as the paid-tier tooling we replace):
- *
- *     cap = ceil(1.5 × planned serial seconds / jobs) + 20 min set-up, at most 4 h
- *
- * Planned serial seconds sum the recorded duration of every planned file,
- * from the run's timings files (`--timings`, plan/timings.ts); a file
- * without a record counts {@link UNRECORDED_FILE_MS}.
+ * The wall-clock cap of a local background run: room for the planned work, short enough that a wedged run ends
+ * the same day (docs/background.md, "The cap"): ceil(CAP_FACTOR × serial / jobs) + SETUP_SECONDS, capped.
  */
 
-/** Longest cap, seconds (4 h). */
+/** Longest cap, seconds. */
 export const MAX_CAP_SECONDS = 4 * 60 * 60;
-/** Set-up allowance added to every computed cap, seconds (20 min). */
+/** Set-up allowance added to every computed cap, seconds. */
 export const SETUP_SECONDS = 20 * 60;
 /** Head-room factor over the planned work. */
 export const CAP_FACTOR = 1.5;
-/** Planned duration of a file with no recorded duration, ms (10 min: a long paid file). */
+/** Planned duration of a file with no recorded duration, ms: a long paid file. */
 export const UNRECORDED_FILE_MS = 10 * 60 * 1000;
 
 /** A computed cap. */
@@ -35,7 +28,6 @@ export interface BgRunCap {
 
 /**
  * The cap for `files` (root-relative) run `jobs` at a time.
- *
  * @param timings recorded durations (ms) by root-relative path; files without one count {@link UNRECORDED_FILE_MS}
  */
 export function computeCap(files: readonly string[], jobs: number, timings: ReadonlyMap<string, number>): BgRunCap {

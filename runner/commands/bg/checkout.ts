@@ -1,11 +1,6 @@
 /**
- * Can this checkout be dispatched to CI? A dispatched run tests what is on
- * GitHub, so the checkout must be exactly that: gh installed and
- * authenticated, origin the configured repository with push rights, HEAD on
- * a branch whose remote head (read with `gh api`, never a git fetch) is
- * HEAD, and a clean tree (no staged, unstaged or untracked file). Each rule
- * that fails is one reason; any reason means the run stays local (or, with
- * `--dispatch`, is refused).
+ * Can this checkout be dispatched? A dispatched run tests what is on GitHub, so the checkout must be exactly that
+ * (docs/background.md, "Dispatch"); each failing rule is a reason, and any reason keeps the run local.
  */
 import path from "node:path";
 import { runTool } from "../../exec/detach.ts";
@@ -37,8 +32,7 @@ export function githubRepoOf(url: string): string | null {
 }
 
 /**
- * Gathers the facts with git (local state) and gh (remote state). Asks gh
- * nothing more once it is known not to be ready.
+ * Gathers the facts with git and gh, asking gh nothing more once it is not ready.
  *
  * @param gh null to ask gh nothing (a `--local` run needs only the local facts)
  * @param configured the repository dispatches go to (--repo or the preset's); null: origin's

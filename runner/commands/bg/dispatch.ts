@@ -1,12 +1,6 @@
 /**
- * The dispatch backend's follower: dispatch the workflow (or adopt a
- * duplicate), find the run it started by its nonce, follow it to its
- * conclusion and map that to an exit code. Runs inside the detached worker,
- * so its lines go to the run's log.
- *
- * The nonce is `<dedupe key><random>`, the dedupe key `<lane>-<sha12>-<base12>-`;
- * the workflow puts `[shardguard NONCE]` in its run-name (examples/github/),
- * which is how a run is found again without trusting timing or order.
+ * The dispatch follower: dispatch the workflow (or adopt a duplicate), find its run by the nonce in its run-name
+ * (`[shardguard NONCE]`, never by timing or order), follow it and map its conclusion to an exit code.
  */
 import { randomBytes } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
@@ -34,11 +28,7 @@ export function conclusionCode(conclusion: string | null | undefined): number {
   return BG_EXIT.other;
 }
 
-/**
- * A dispatch of the same key that is queued, running or completed with
- * success: following it gives the same answer as a new dispatch. A failed
- * or cancelled run is never reused (the point of dispatching again).
- */
+/** A same-key dispatch queued, running or succeeded: following it answers the same; failed ones are never reused. */
 export function findDuplicate(runs: readonly CiRun[], key: string): CiRun | null {
   return (
     runs.find(
@@ -91,7 +81,6 @@ export function conclusionState(conclusion: string | null | undefined): BgEnding
 
 /**
  * Dispatches (or adopts a duplicate) and follows to the conclusion.
- *
  * @returns the mapped exit code; 2 when gh refused the dispatch or the run never appeared
  * @throws the abort reason when `signal` aborts (cap reached, cancelled)
  */

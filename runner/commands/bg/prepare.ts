@@ -1,9 +1,6 @@
 /**
- * What a background run needs to know before it starts: the run's settings
- * and the files it will run (for the cap), its preset (for the run-id
- * variable and the dispatch settings) and the base of a diff-selected run
- * (for the dedupe key). Validates the run's flags the way `shardguard run`
- * will, so a usage error is refused here, before anything is started.
+ * What a background run must know before it starts (files for the cap, preset, diff base for the dedupe key),
+ * validating its flags as `shardguard run` will, so a usage error is refused before anything starts.
  */
 import { createHash } from "node:crypto";
 import type { ParsedWithExtras } from "../../config/args.ts";
@@ -33,14 +30,12 @@ export interface BgPlan {
 }
 
 /**
- * Plans the run `args` describe without starting anything.
- *
- * @throws ConfigError (exit 2) for anything `shardguard run` would refuse, and for a run with no file
+ * Plans the run `args` describe, starting nothing.
+ * @throws ConfigError (exit 2) as `run` would, or for no file
  */
 export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Promise<BgPlan> {
   const name = args.extras.get("--preset");
-  // What `run` refuses, refused here before anything starts; with --shard,
-  // the cap and the log's count are this slice's.
+  // What `run` refuses, refused before anything starts; with --shard, the cap and the count are this slice's.
   const { spec, lastFailed } = planFlags(args);
   if (name === undefined) {
     const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
@@ -76,8 +71,7 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
   const skippedFiles = new Set(p.skipped.flatMap((s) => s.files));
   let files = shards.flatMap((s) => s.files).filter((f) => !skippedFiles.has(f));
   if (lastFailed) {
-    // The rerun's files, as commands/preset-run.ts picks them (every file passed: the run says so and ends with EXIT=0;
-    // none that did not pass can run now: refused here, exit 2).
+    // The rerun's files, as commands/preset-run.ts picks them.
     const tierWord = p.tier ? ` in tier ${p.tier.name}` : "";
     const found = lastFailedFiles(p.settings, args.patterns, (f) =>
       files.includes(f) ? null : `is not one of preset ${p.preset.name}'s files${tierWord}`,

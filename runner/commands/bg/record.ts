@@ -1,13 +1,7 @@
 /**
- * The files of a background run, under the run's output directory:
- *
- *     OUT/bg/<id>.log    everything the run printed; first line the header,
- *                        last line the sentinel `### shardguard EXIT=<code> ###`
- *     OUT/bg/<id>.json   its record (below), rewritten atomically
- *
- * `<id>` starts with a UTC time stamp, so names sort oldest first. The
- * sentinel is written on every way the run ends except being killed
- * outright; a log without one whose process is gone is "incomplete".
+ * The files of a background run: `OUT/bg/<id>.log` (header first, the sentinel last) and `OUT/bg/<id>.json`, its
+ * record (docs/background.md, "The log and the sentinel"). A log without a sentinel whose process is gone is
+ * "incomplete".
  */
 import { readdirSync } from "node:fs";
 import { readRegularTextSync } from "../../util/regular-file.ts";
@@ -19,12 +13,7 @@ import { writeFileAtomic } from "../../util/atomic.ts";
 /** Exit codes of a background run, as its sentinel carries them. */
 export const BG_EXIT = { passed: 0, failed: 1, other: 2, cancelled: 130 } as const;
 
-/**
- * What `status` calls a background run. `timed-out`: its wall-clock cap was
- * reached and the run was cancelled (exit 2); `error`: it ended with exit 2
- * for any other reason (refused, lane busy with --no-wait, CI concluded
- * otherwise); `incomplete`: its process is gone without a sentinel.
- */
+/** What `status` calls a background run (docs/background.md, "`status`"). */
 export type BgState = "running" | "passed" | "failed" | "cancelled" | "timed-out" | "error" | "incomplete";
 
 /** How a run ended, written by the worker just before its sentinel. */
@@ -65,11 +54,8 @@ export function sentinelLine(code: number): string {
 }
 
 /**
- * The code of the last sentinel in a log's text, null when there is none. A
- * sentinel is a whole line between LFs (as the worker writes it): JavaScript's
- * multiline `^`/`$` would also break at CR, U+2028 and U+2029, which a test
- * name printed on the console may hold, so a failing test could forge an
- * `EXIT=0` line while the run goes on.
+ * The code of the last sentinel in a log's text, or null. Only LF ends a line: multiline `^`/`$` also break at
+ * CR, U+2028 and U+2029, which a printed test name may hold to forge `EXIT=0`.
  */
 export function sentinelCode(logText: string): number | null {
   let code: number | null = null;
@@ -112,8 +98,7 @@ export async function writeRecord(record: BgRecord): Promise<void> {
 
 /**
  * Reads the record of a log (or of a record path).
- *
- * @throws Error naming the file when it is missing or not a record
+ * @throws Error naming the file when missing or not a record
  */
 export function readRecord(logOrRecord: string): BgRecord {
   const file = logOrRecord.endsWith(".json") ? logOrRecord : recordPathFor(logOrRecord);
@@ -124,11 +109,8 @@ export function readRecord(logOrRecord: string): BgRecord {
 }
 
 /**
- * Record paths under OUT/bg, oldest first. An id names its start only to the
- * second, then a random part ({@link newBgId}), so records of the same second
- * are ordered by their `startedAt` (ms): `status` without an id, and
- * `status --follow`'s exit code, must be the run started last. A file that
- * is not a record is left out.
+ * Record paths under OUT/bg, oldest first; same-second ids by `startedAt`, so `status` picks the run started last.
+ * A file that is not a record is left out.
  */
 export function listRecords(out: string): string[] {
   let names: string[];
@@ -169,11 +151,8 @@ export function procStartOf(pid: number): string | null {
 }
 
 /**
- * The state of a background run from its log and record: the sentinel's
- * code when there is one (named by the record's ending when that carries the
- * same code, so a reached cap reads "timed-out"); else running while its
- * process lives (or has not started yet, within `startGraceMs` of the
- * record's start); else incomplete.
+ * The state of a run: the sentinel's code (named by the record's ending for the same code: "timed-out"); else
+ * running while its process lives or within `startGraceMs` of its start; else incomplete.
  */
 export function bgState(
   record: BgRecord,

@@ -1,11 +1,6 @@
 /**
- * `shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow]`: the state of a
- * background run (running / passed / failed / cancelled / incomplete), its
- * counts so far from the run's own report copy (OUT/runs/<run>/report.json,
- * written atomically, so valid at every instant), and the test in flight
- * in each running shard (from the shard's event journal). With --follow it
- * streams the log until the sentinel and exits with the run's code.
- * A CI run id (digits) is asked of gh.
+ * `shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow]`: a background run's state, counts from its own report
+ * copy (atomic, so always valid) and the test in flight per shard; --follow streams the log (docs/background.md).
  */
 import { existsSync, statSync } from "node:fs";
 import { readRegularTextSync, readRegularFileSync } from "../../util/regular-file.ts";
@@ -36,9 +31,8 @@ export interface StatusOptions {
 
 /**
  * Prints the state; with `follow`, streams until the run ends.
- *
+ * @throws ConfigError (exit 2) for no such run
  * @returns 0 (without --follow), else the run's code (2 when it ended incomplete)
- * @throws ConfigError (exit 2) when the target names no run
  */
 export async function statusCommand(o: StatusOptions, host: Host): Promise<number> {
   const recordFile = findRecord(o);
@@ -112,12 +106,7 @@ function readReportCopy(record: BgRecord): RunReport | null {
   }
 }
 
-/**
- * Counts of the shards that ended, and each running shard with its test in
- * flight. When the run is no longer running (its process was killed before
- * the report's final write), the shards its report still shows open are not
- * running either: they are named as in flight when the run died.
- */
+/** Ended shards' counts and each running shard's test in flight; a dead run's open shards were in flight then. */
 async function progressLines(record: BgRecord, report: RunReport, running: boolean): Promise<string[]> {
   const logDir = path.join(record.out, "runs", record.runId!, "logs");
   const ended = report.shards.filter(
@@ -128,8 +117,7 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
   const t = sum.tests;
   const lines = [
     `  shards: ${ended.length} of ${report.shards.length} ended (${sum.shards.passed} passed, ${sum.shards.failed} failed, ${sum.shards["timed-out"]} timed out, ${sum.shards.crashed} crashed, ${sum.shards["never-started"]} never started${sum.shards["skipped-by-diff"] ? `, ${sum.shards["skipped-by-diff"]} skipped by diff` : ""})`,
-    // Every status counted (never-started too: a killed batch leaves some; todo apart from skipped, as
-    // in the run's own summary), "so far" only while it runs.
+    // Every status counted (todo apart from skipped, as the run's summary); "so far" only while it runs.
     `  tests${running ? " so far" : ""}: ${t.passed} passed, ${t.failed} failed, ${t["timed-out"]} timed out, ${t.crashed} crashed, ${t["never-started"]} never started, ${t.skipped} skipped, ${t.todo} todo${t["skipped-by-diff"] ? `, ${t["skipped-by-diff"]} skipped by diff` : ""}${t.flaky ? `, ${t.flaky} flaky` : ""}`,
   ];
   for (const shard of open) {
@@ -166,9 +154,7 @@ async function inFlight(shardLog: string, root: string): Promise<string> {
 async function followLog(record: BgRecord, host: Host): Promise<number> {
   let offset = readRegularFileSync(record.log).length;
   const write = (text: string) => (host.write ? host.write(text) : host.stdout(text.replace(/\n$/, "")));
-  // The log is read before the process is looked at; a worker that wrote its
-  // sentinel and exited in between would look incomplete. Its death is only
-  // conclusive for a log read after it was seen.
+  // The log is read before the process is looked at: a death is conclusive only for a log read after it.
   let goneSeen = false;
   for (;;) {
     const buf = readRegularFileSync(record.log);

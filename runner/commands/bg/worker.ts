@@ -1,14 +1,7 @@
 /**
- * The detached side of `shardguard bg` (`shardguard __bg-worker SPEC`):
- * takes the lane lock, runs the run in this process (local) or dispatches
- * and follows the CI run (dispatch), enforces the cap, and ends the log with
- * `### shardguard EXIT=<code> ###` whichever way that ends: 0 passed,
- * 1 failed, 130 cancelled (SIGINT / SIGTERM), 2 cap reached or anything else.
- * Only a SIGKILL (or a machine crash) leaves a log without the sentinel;
- * `status` then calls the run incomplete.
- *
- * Every line is appended to the log with a synchronous write, so the log is
- * on disk as the run goes and the sentinel is always its last line.
+ * The detached side of `shardguard bg`: holds the lane, runs here or follows the CI run, enforces the cap, and ends
+ * the log with the sentinel however it ends (docs/background.md). Lines are appended synchronously, so the
+ * sentinel is always the last line; only a SIGKILL leaves a log without it.
  */
 import { appendFileSync } from "node:fs";
 import { ghRunner } from "../../exec/gh.ts";
@@ -27,7 +20,7 @@ export interface WorkerSpec {
   noWait: boolean;
   /** Wall-clock cap from the moment the lock is held, seconds. */
   capSeconds: number;
-  /** The run's grace period, ms: a cancel that has not ended the run by cap + grace + 30 s kills at once. */
+  /** The run's grace period, ms: a cancel that has not ended the run by cap + grace and a margin kills at once. */
   graceMs: number;
   runArgv: string[];
   dispatch: DispatchSpec | null;
@@ -36,7 +29,7 @@ export interface WorkerSpec {
 /** Runs `shardguard run ARGV` in this process with `host`; returns its exit code. */
 export type RunCommandFn = (argv: readonly string[], host: Host) => Promise<number>;
 
-/** Poll interval of the dispatch follower, ms: SHARDGUARD_BG_POLL_MS, default 15 s. */
+/** Poll interval of the dispatch follower, ms: SHARDGUARD_BG_POLL_MS, else the default. */
 export function pollMsFrom(env: Record<string, string | undefined>): number {
   const n = Number(env.SHARDGUARD_BG_POLL_MS);
   return Number.isFinite(n) && n >= 10 ? n : 15_000;
@@ -54,9 +47,7 @@ async function recordEnding(log: string, ending: BgEnding): Promise<void> {
 }
 
 /**
- * The worker's body. Never throws: anything unexpected is logged and ends
- * as exit 2, with the sentinel.
- *
+ * The worker's body. Never throws: anything unexpected is logged and ends as exit 2, with the sentinel.
  * @param host the worker process (its signals cancel the run)
  * @returns the code the sentinel carries
  */
