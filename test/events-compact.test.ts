@@ -7,6 +7,7 @@
  * and, recorded on the way, by the parser alone: the same model and the
  * same journal.
  */
+import { acknowledgeEndOfRun, prepareStartCount } from "../runner/exec/marks.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -231,9 +232,14 @@ async function runFixture() {
   const journalPath = join(root, `run-${counter}.events.jsonl`);
   const journal = await openJournal(journalPath);
   const sinkCalls = { found: 0, start: 0, end: 0 };
+  // The marks and count file the runner gives every shard: the preload waits for the runner's
+  // end-of-run acknowledgement there, so the barrier's reply arrives before the child exits.
+  const marksPath = join(root, `run-${counter}.marks`);
+  prepareStartCount(marksPath);
   const channel = listenForTestEvents({
     socketPath,
     connectTimeoutMs: 10_000,
+    onEndOfRun: () => acknowledgeEndOfRun(marksPath),
     onEvent: (event, message) => {
       model.apply(event);
       journal.append(event, message);
@@ -271,7 +277,7 @@ async function runFixture() {
     ],
     {
       cwd: root,
-      env: { ...process.env, SHARDGUARD_YIELD: "1" },
+      env: { ...process.env, SHARDGUARD_YIELD: "1", SHARDGUARD_MARKS: marksPath },
       stdio: "ignore",
     },
   );
