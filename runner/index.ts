@@ -1,7 +1,7 @@
 /**
  * shardguard's public API (`import … from "shardguard"`); everything returns exit codes, nothing exits the process.
- * - Run: {@link main} (argv in, exit code out), or {@link resolveSettings} → {@link planRun} → {@link preflight} →
- *   {@link executeRun} (or {@link Run} without console handling).
+ * - Run: {@link main} (argv in, exit code out), or {@link resolveSettings} → {@link planRun} →
+ *   {@link preflight} → {@link executeRun} (or {@link Run} without console handling).
  * - Model and renderers: {@link RunReport}, {@link RunReportSchema}, {@link renderJUnit}, {@link renderJson},
  *   {@link renderCtrf}, {@link githubAnnotations} / {@link githubStepSummary}.
  * - Across machines: {@link slicePlan}, {@link mergeSlices}, {@link filesToRerun}; redaction: {@link makeRedactor},

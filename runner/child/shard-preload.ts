@@ -161,7 +161,8 @@ if (process.env.BUN_INSPECT_CONNECT_TO !== undefined) {
     realClearTimeout(timer);
     if (first === expired) {
       process.stderr.write(
-        `shardguard: the runner never released this shard's tests within ${HOLD_MAX_MS / 1000} s (its inspector connection went elsewhere); no test ran\n`,
+        `shardguard: the runner never released this shard's tests within ${HOLD_MAX_MS / 1000} s (its inspector ` +
+          `connection went elsewhere); no test ran\n`,
       );
       process.exit(HOLD_EXPIRED_EXIT);
     }

@@ -11,13 +11,17 @@ export const PRESET_FLAGS = RUN_FLAGS;
 
 /** Help rows for the preset flags of `run` / `list`. */
 const PRESET_FLAG_HELP = [
-  `  ${"--preset NAME".padEnd(24)} run or list preset NAME (built-in gstack-paid, or [shardguard.presets.NAME] in bunfig.toml); PATTERNs then limit it to some of its files`,
+  `  ${"--preset NAME".padEnd(24)} run or list preset NAME (built-in gstack-paid, or [shardguard.presets.NAME] in ` +
+    `bunfig.toml); PATTERNs then limit it to some of its files`,
   `  ${"--tier NAME".padEnd(24)} the preset's tier (gstack-paid: gate or periodic; default from EVALS_TIER, else gate)`,
-  `  ${"--shard I/N".padEnd(24)} CI matrix: plan everything, run only slice I of N (a slice is a set of whole shards; not --files-per-shard); merge with shardguard merge (docs/sharding.md)`,
+  `  ${"--shard I/N".padEnd(24)} CI matrix: plan everything, run only slice I of N (a slice is a set of whole ` +
+    `shards; not --files-per-shard); merge with shardguard merge (docs/sharding.md)`,
 ];
 
 /** Help row of --last-failed (run and list). */
-const LAST_FAILED_HELP = `  ${"--last-failed".padEnd(24)} only the files that failed, timed out, crashed or never started in the newest run under OUT/runs`;
+const LAST_FAILED_HELP =
+  `  ${"--last-failed".padEnd(24)} only the files that failed, timed out, crashed or never ` +
+  `started in the newest run under OUT/runs`;
 
 export const INIT_HELP = `shardguard init [--preset NAME] [--dry-run] [--root DIR]
 
@@ -56,7 +60,9 @@ unless --local; otherwise every reason is printed and it runs here (--dispatch r
 Tests see SHARDGUARD_RUN_ID (and the preset's run-id variable) set to the id unless exported.
 docs/background.md has the details.`;
 
-export const STATUS_HELP = `shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow] [--repo OWNER/NAME] [--root DIR] [--out DIR]
+export const STATUS_HELP =
+  `shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow] [--repo OWNER/NAME] [--root DIR] ` +
+  `[--out DIR]
 
 Prints the state of a background run (running, passed, failed, cancelled, incomplete), its
 counts so far and the test in flight per running shard; without an argument, the newest run
@@ -75,7 +81,9 @@ Exit codes: 0 every planned file passed, 1 otherwise (a missing slice
 included), 2 the slices come from different plans (plan hash), a slice or a
 file is reported twice, or no report was found.`;
 
-export const USAGE = `shardguard ${TOOL_VERSION}: run expensive bun test tiers one shard per process, under a wall-clock timeout
+export const USAGE =
+  `shardguard ${TOOL_VERSION}: run expensive bun test tiers one shard per process, under a ` +
+  `wall-clock timeout
 
 Usage:
   shardguard run  [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]   plan and run
@@ -83,7 +91,8 @@ Usage:
   shardguard run|list --preset NAME [--tier T] [PATTERN...]     run or list a preset (docs/presets.md)
   shardguard bg [RUN FLAGS...] [bg flags]                       start a run in the background (or on CI), return at once
   shardguard status [RUN_ID | LOG | CI_RUN_ID] [--follow]       state of a background run (default: the newest)
-  shardguard run|list --shard I/N [PATTERN...] [flags]          one slice of the plan, for a CI matrix (docs/sharding.md)
+  shardguard run|list --shard I/N [PATTERN...] [flags]          one slice of the plan, for a CI matrix ` +
+  `(docs/sharding.md)
   shardguard merge DIR... [--out DIR] [--update-timings FILE]   merge the slices' reports, checked against the plan
   shardguard init [--preset NAME] [--dry-run]                   add the bun test preload (and a preset's entry file)
   shardguard help | --help | --version
@@ -93,22 +102,42 @@ Run "shardguard run --help" for the flags.`;
 export function flagHelp(command: "run" | "list"): string {
   const rows = SETTINGS.map(
     (s) =>
-      `  ${(`${s.flag} ${({ path: "PATH", posint: "N", filesPerShard: "N|auto", names: "NAMES", name: "NAME", onoff: "on|off", passfail: "pass|fail", paths: "PATHS", globs: "GLOBS", resources: "SPEC" } as Record<string, string>)[s.kind] ?? "SECONDS"}`).padEnd(24)} ${s.help}  [env ${s.env}]`,
+      `  ${`${s.flag} ${
+        (
+          {
+            path: "PATH",
+            posint: "N",
+            filesPerShard: "N|auto",
+            names: "NAMES",
+            name: "NAME",
+            onoff: "on|off",
+            passfail: "pass|fail",
+            paths: "PATHS",
+            globs: "GLOBS",
+            resources: "SPEC",
+          } as Record<string, string>
+        )[s.kind] ?? "SECONDS"
+      }`.padEnd(24)} ${s.help}  [env ${s.env}]`,
   );
   const extra =
     command === "run"
       ? [
-          `  ${"--no-test-events".padEnd(24)} run without the inspector event channel (no per-test data in killed shards)`,
+          `  ${"--no-test-events".padEnd(24)} run without the inspector event channel ` +
+            `(no per-test data in killed shards)`,
         ]
       : [];
   const what =
     command === "run"
-      ? "shardguard run [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]\n\nPlans test files into shards and runs each shard as its own `bun test` process group.\nFlags after -- go to every bun test child unchanged (e.g. -- --retry 1 --concurrent)."
-      : "shardguard list [PATTERN...] [flags]\n\nPrints the plan (shards, files, why each file is in or out) and runs nothing.";
+      ? "shardguard run [PATTERN...] [flags] [-- BUN_TEST_FLAGS...]\n\nPlans test files into shards and runs each " +
+        "shard as its own `bun test` process group.\nFlags after -- go to every bun test child unchanged (e.g. -- " +
+        "--retry 1 --concurrent)."
+      : "shardguard list [PATTERN...] [flags]\n\nPrints the plan (shards, files, why each file is in or out) and " +
+        "runs nothing.";
   return [
     what,
     "",
-    "PATTERN: globs relative to --root (default: Bun's test naming, **/*{.test,_test,.spec,_spec}.{ts,tsx,js,jsx,mjs,cjs}).",
+    "PATTERN: globs relative to --root (default: Bun's test naming, " +
+      "**/*{.test,_test,.spec,_spec}.{ts,tsx,js,jsx,mjs,cjs}).",
     "",
     "Flags (precedence: flag > environment > bunfig.toml [shardguard] > default):",
     ...rows,

@@ -24,7 +24,9 @@ export function internalError(
   try {
     const dir = mkdtempSync(path.join(tmp, "shardguard-error-"));
     where = path.join(dir, "trace.txt");
-    const header = `shardguard ${TOOL_VERSION}, Bun ${process.versions.bun ?? "?"}, ${process.platform}-${process.arch}\nargv: ${JSON.stringify(argv)}\n\n`;
+    const header =
+      `shardguard ${TOOL_VERSION}, Bun ${process.versions.bun ?? "?"}, ` +
+      `${process.platform}-${process.arch}\nargv: ${JSON.stringify(argv)}\n\n`;
     writeFileSync(where, `${header + trace}\n`, { mode: 0o600 });
   } catch {
     where = "(could not be written)";

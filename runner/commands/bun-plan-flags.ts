@@ -41,7 +41,9 @@ export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFl
   for (const flag of flags) {
     if (SHARDGUARD_ONLY_FLAGS.has(flag.name)) {
       throw new ConfigError(
-        `bun test: ${flag.tokens.join(" ")} is a flag of shardguard run, not of bun test (Bun and every shard would ignore it); use shardguard run --preset NAME ${flag.name}${BOOLEAN_RUN_FLAGS.has(flag.name) ? "" : " VALUE"}`,
+        `bun test: ${flag.tokens.join(" ")} is a flag of shardguard run, not of bun test (Bun and every shard would ` +
+          `ignore it); use shardguard run --preset NAME ` +
+          `${flag.name}${BOOLEAN_RUN_FLAGS.has(flag.name) ? "" : " VALUE"}`,
       );
     }
     if (flag.name === "--timings") {
@@ -73,7 +75,8 @@ export function refuseRunFlagsAfterDash(bunArgs: readonly string[]): void {
   // Every shard would run what a path or filter there names beside its own files, and blame its tests on them.
   if (positionals.length > 0) {
     throw new ConfigError(
-      `bun test flags after "--" cannot include files or filters (${JSON.stringify(positionals[0])}); put PATTERNs before "--" (a flag's value: write --flag=VALUE)`,
+      `bun test flags after "--" cannot include files or filters (${JSON.stringify(positionals[0])}); put PATTERNs ` +
+        `before "--" (a flag's value: write --flag=VALUE)`,
     );
   }
   const conflict = bunFlagConflict(flags);
@@ -81,12 +84,14 @@ export function refuseRunFlagsAfterDash(bunArgs: readonly string[]): void {
   for (const flag of flags) {
     if (flag.name === "--shard") {
       throw new ConfigError(
-        `${flag.tokens.join(" ")} after "--" would slice each shard's own files (the other slices of every shard run nothing); give shardguard's --shard I/N before "--"`,
+        `${flag.tokens.join(" ")} after "--" would slice each shard's own files (the other slices of every shard run ` +
+          `nothing); give shardguard's --shard I/N before "--"`,
       );
     }
     if (SHARDGUARD_ONLY_FLAGS.has(flag.name) || flag.name === "--preset" || flag.name === "--tier") {
       throw new ConfigError(
-        `${flag.tokens.join(" ")} after "--" is a flag of shardguard run, not of bun test (every shard would ignore it); put it before "--"`,
+        `${flag.tokens.join(" ")} after "--" is a flag of shardguard run, not of bun test (every shard would ignore ` +
+          `it); put it before "--"`,
       );
     }
   }

@@ -23,7 +23,8 @@ export function initCommand(req: InitRequest, host: Host): number {
   for (const line of applyInit(root, changes, dryRun)) host.stdout(line);
   if (!ref.installed) {
     host.stdout(
-      `shardguard init: note: ${root}/node_modules has no shardguard, so bunfig.toml points at ${ref.preload} (this copy of shardguard); after \`bun add -d shardguard\`, change it to "shardguard/preset/preload.ts"`,
+      `shardguard init: note: ${root}/node_modules has no shardguard, so bunfig.toml points at ${ref.preload} (this ` +
+        `copy of shardguard); after \`bun add -d shardguard\`, change it to "shardguard/preset/preload.ts"`,
     );
   }
   const changed = changes.some((c) => c.action === "create" || c.action === "update");

@@ -42,7 +42,8 @@ export function lastReport(out: string): { report: RunReport; file: string } | n
     }
     if (!parsed?.success) {
       throw new ConfigError(
-        `--last-failed: run ${name} left no report (${file} is missing or unreadable: its reports could not be written, or it is still starting); ` +
+        `--last-failed: run ${name} left no report (${file} is missing or unreadable: its reports could not be ` +
+          `written, or it is still starting); ` +
           "rerun the whole plan without --last-failed",
       );
     }
@@ -101,7 +102,8 @@ export function lastFailedFiles(
   if (present.length === 0) {
     // Exit 2, never 0: these files did not pass and nothing has shown otherwise since.
     throw new ConfigError(
-      `--last-failed: nothing left to run: none of the ${wanted.length} files that did not pass in run ${last.report.runId} can run now (${gone.join("; ")})`,
+      `--last-failed: nothing left to run: none of the ${wanted.length} files that did not pass in run ` +
+        `${last.report.runId} can run now (${gone.join("; ")})`,
     );
   }
   return {

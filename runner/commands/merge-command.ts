@@ -91,8 +91,10 @@ async function merge(
     const count = report.plan!.shards.filter((x) => x.slice === s.index).reduce((n, x) => n + x.files.length, 0);
     host.stdout(
       s.runId === null
-        ? `shardguard: slice ${s.index}/${report.plan!.slices}: reported nothing; its ${plural(count, "file")} ${count === 1 ? "is" : "are"} never-started`
-        : `shardguard: slice ${s.index}/${report.plan!.slices}: run ${s.runId}, exit ${s.exitCode ?? "none (unfinished)"}, ${plural(count, "file")} (${s.source})`,
+        ? `shardguard: slice ${s.index}/${report.plan!.slices}: reported nothing; its ${plural(count, "file")} ` +
+            `${count === 1 ? "is" : "are"} never-started`
+        : `shardguard: slice ${s.index}/${report.plan!.slices}: run ${s.runId}, exit ` +
+            `${s.exitCode ?? "none (unfinished)"}, ${plural(count, "file")} (${s.source})`,
     );
   }
   await mkdir(inputs.out, { recursive: true });

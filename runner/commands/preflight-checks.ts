@@ -42,7 +42,8 @@ export function checkReportPaths(settings: RunSettings, plannedFiles: readonly s
     }
     if (kind)
       throw new ConfigError(
-        `invalid ${flag} ${JSON.stringify(file)}: it is ${kind}; expected a regular file path (reports replace the file atomically)`,
+        `invalid ${flag} ${JSON.stringify(file)}: it is ${kind}; expected a regular file path (reports replace the ` +
+          `file atomically)`,
       );
   }
 }
@@ -77,7 +78,8 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
       rmSync(probe);
     } catch (error) {
       throw new ConfigError(
-        `invalid ${what} ${JSON.stringify(dir)}: expected a writable directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+        `invalid ${what} ${JSON.stringify(dir)}: expected a writable directory ` +
+          `(${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
       );
     }
   }
@@ -93,7 +95,9 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
         ? "--files-per-shard auto runs its batches with --isolate"
         : "the bun test flags hold --isolate";
     throw new ConfigError(
-      `invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} loses the end of an --isolate run under the test events and ${why}; use --no-test-events, another Bun (1.3.13, 1.4.4 or later), or a number of files per shard without --isolate`,
+      `invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} loses the end of an --isolate run under the ` +
+        `test events and ${why}; use --no-test-events, another Bun (1.3.13, 1.4.4 or later), or a number of files ` +
+        `per shard without --isolate`,
     );
   }
   return { bunVersion: version };

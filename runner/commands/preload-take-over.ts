@@ -53,7 +53,8 @@ export async function interceptBunTest(host: InterceptHost): Promise<number | nu
     if (decision.tierSplit) {
       // Bun does not know --tier: it took the value for a path filter and printed that file's header already.
       host.stdout(
-        `shardguard: note: Bun read "${decision.tier}" after --tier as a test path filter, so the file name Bun printed above may be unrelated (no test of it ran); write --tier=${decision.tier}`,
+        `shardguard: note: Bun read "${decision.tier}" after --tier as a test path filter, so the file name Bun ` +
+          `printed above may be unrelated (no test of it ran); write --tier=${decision.tier}`,
       );
     }
     return await runPreparedPreset("run", prepared, host, null);

@@ -65,7 +65,8 @@ async function lastFailedPreset(command: "run" | "list", request: PresetRequest,
   }
   for (const f of found.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
   host.stdout(
-    `shardguard: --last-failed: rerunning ${plural(found.files.length, "file")} of run ${found.rerunOf.runId} (${found.from})`,
+    `shardguard: --last-failed: rerunning ${plural(found.files.length, "file")} of run ${found.rerunOf.runId} ` +
+      `(${found.from})`,
   );
   const prepared = await preparePresetRun({ ...request, files: found.files, selectionOff: LAST_FAILED_SELECTION_OFF });
   const reason = `did not pass in run ${found.rerunOf.runId}`;
@@ -159,7 +160,8 @@ export async function executePresetRun(
   // A run that executes nothing must never look like a pass; an empty slice reports so for the merge.
   if (p.plan.shards.length === 0 && !provenance?.slice) {
     throw new ConfigError(
-      `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded (shardguard list --preset ${p.preset.name} shows why)`,
+      `nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file of preset ${p.preset.name} is excluded ` +
+        `(shardguard list --preset ${p.preset.name} shows why)`,
     );
   }
   // The project's own base for the shards' directories, before anything is spent or written.
@@ -179,7 +181,10 @@ export async function executePresetRun(
   for (const line of presetHeaderLines(p)) out.line(line);
   if (shardDir)
     out.line(
-      `shardguard: shard directories: ${shardDir.env}=${path.join(shardDir.base, "shards")}/<${shardDir.spec.slug === "plan" ? "shard" : "file name"}>`,
+      `shardguard: shard directories: ` +
+        `${shardDir.env}=${path.join(shardDir.base, "shards")}/<${
+          shardDir.spec.slug === "plan" ? "shard" : "file name"
+        }>`,
     );
   const env = { ...p.childEnv };
   const runnable = p.plan.shards.length - p.skipped.length;

@@ -44,7 +44,8 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
     }
     for (const f of rerun.gone) host.stderr(`shardguard: warning: --last-failed: ${f}; not rerun`);
     host.stdout(
-      `shardguard: --last-failed: rerunning ${plural(rerun.plan.included.size, "file")} of run ${rerun.rerunOf.runId} (${rerun.from})`,
+      `shardguard: --last-failed: rerunning ${plural(rerun.plan.included.size, "file")} of run ` +
+        `${rerun.rerunOf.runId} (${rerun.from})`,
     );
     plan = rerun.plan;
     provenance = { rerunOf: rerun.rerunOf };
@@ -125,7 +126,8 @@ export function planLines(
   const resources = resourcePlan(settings);
   const lines = [
     `shardguard: ${plural(plan.shards.length, "shard")}, ${plural(plan.included.size, "file")} under ${plan.root}`,
-    `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per shard ${settings.filesPerShard}`,
+    `  jobs ${settings.jobs}, timeout ${settings.timeoutMs / 1000}s, grace ${settings.graceMs / 1000}s, files per ` +
+      `shard ${settings.filesPerShard}`,
   ];
   for (const shard of plan.shards) {
     lines.push(
@@ -136,7 +138,8 @@ export function planLines(
   const makespan = resources.active ? plannedMakespan(plan.shards, settings, durations) : null;
   if (makespan)
     lines.push(
-      `  planned makespan with ${settings.jobs} jobs (recorded durations): ${secs(makespan.withLocks)}, ${secs(makespan.without)} without exclusive and resources`,
+      `  planned makespan with ${settings.jobs} jobs (recorded durations): ${secs(makespan.withLocks)}, ` +
+        `${secs(makespan.without)} without exclusive and resources`,
     );
   if (plan.excluded.length > 0) {
     lines.push(`Excluded (${plan.excluded.length}):`);

@@ -15,7 +15,9 @@ export function sliceProvenance(sliced: SlicedPlan): NonNullable<RunInputs["prov
 /** `shardguard: slice 2/3: 4 shards of the plan's 12 (plan hash …)`, saying so when the slice is empty. */
 export function sliceHeader(sliced: SlicedPlan, planShards: number): string {
   const { spec, manifest } = sliced;
-  const head = `shardguard: slice ${spec.index}/${spec.count}: ${plural(sliced.plan.shards.length, "shard")} of the plan's ${planShards} (plan hash ${manifest.hash})`;
+  const head =
+    `shardguard: slice ${spec.index}/${spec.count}: ${plural(sliced.plan.shards.length, "shard")} of the ` +
+    `plan's ${planShards} (plan hash ${manifest.hash})`;
   return sliced.plan.shards.length === 0
     ? `${head}: this slice is empty (more slices than shards); nothing to run`
     : head;

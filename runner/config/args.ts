@@ -107,7 +107,8 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
   const booleans = ["--help", ...Object.keys(BOOLEAN_FLAGS), ...(extra.boolean ?? [])];
   const unknown = (flag: string) =>
     new ConfigError(
-      `unknown flag ${flag} for shardguard ${command}; flags for bun test go after "--" (shardguard ${command} --help lists the flags)`,
+      `unknown flag ${flag} for shardguard ${command}; flags for bun test go after "--" (shardguard ${command} ` +
+        `--help lists the flags)`,
     );
   for (const token of readArgv(argv, valued, booleans)) {
     if (token.kind === "end") parsed.bunArgs = token.rest;
@@ -118,7 +119,14 @@ export function parseArgs(argv: readonly string[], command: string, extra: Extra
       const spec = byFlag.get(flag);
       if (spec !== undefined && parsed.values.has(spec.key))
         throw new ConfigError(
-          `flag ${flag} was given twice${spec.kind === "globs" || spec.kind === "paths" || spec.kind === "names" ? ` (give several values once, comma-separated: ${flag} a,b)` : spec.kind === "resources" ? ` (give several resources once, separated by ";": ${flag} 'a=GLOB;b=GLOB')` : ""}`,
+          `flag ${flag} was given ` +
+            `twice${
+              spec.kind === "globs" || spec.kind === "paths" || spec.kind === "names"
+                ? ` (give several values once, comma-separated: ${flag} a,b)`
+                : spec.kind === "resources"
+                  ? ` (give several resources once, separated by ";": ${flag} 'a=GLOB;b=GLOB')`
+                  : ""
+            }`,
         );
       // A next argument such as "--jobs" is the next flag, not this one's value ("-x" and "--" are values).
       if (value === undefined || (!token.inline && value.startsWith("--") && value.length > 2)) {

@@ -48,7 +48,10 @@ export interface ResolveInputs {
   below?: readonly SettingLayer[];
 }
 
-/** Resolved settings and, per setting key, the source its value came from ("--jobs", "SHARDGUARD_JOBS", "default", a layer's `from`). */
+/**
+ * Resolved settings and, per setting key, the source its value came from ("--jobs", "SHARDGUARD_JOBS", "default", a
+ * layer's `from`).
+ */
 export interface ResolvedSettings {
   settings: RunSettings;
   sources: Partial<Record<SettingKey, string>>;
@@ -230,7 +233,10 @@ interface Resolution {
   sources: Partial<Record<SettingKey, string>>;
 }
 
-/** One source's value of a setting; `from` decides the base of a relative path (docs/configuration.md "Path resolution"). */
+/**
+ * One source's value of a setting; `from` decides the base of a relative path (docs/configuration.md "Path
+ * resolution").
+ */
 type Picked = { value: SettingValue; from: "flag" | "layer" | "env" | "toml"; source: string };
 
 /**
@@ -346,7 +352,8 @@ function checkBunfigKeys(bunfig: BunfigTable): void {
     const presets = bunfig.table.presets;
     if (!isTable(presets) || !Object.values(presets).every(isTable)) {
       throw new ConfigError(
-        `invalid ${tomlWhere(bunfig, "presets")} ${showValue(presets)}: expected a table of [shardguard.presets.NAME] tables`,
+        `invalid ${tomlWhere(bunfig, "presets")} ${showValue(presets)}: expected a table of ` +
+          `[shardguard.presets.NAME] tables`,
       );
     }
   }
@@ -423,7 +430,8 @@ function checkDistinctReports(settings: RunSettings): void {
     for (let j = i + 1; j < reports.length; j++) {
       if (reports[i]![1] === reports[j]![1]) {
         throw new ConfigError(
-          `invalid ${reports[j]![0]} ${JSON.stringify(reports[j]![1])}: it is also the ${reports[i]![0]} path; each report needs its own file`,
+          `invalid ${reports[j]![0]} ${JSON.stringify(reports[j]![1])}: it is also the ${reports[i]![0]} path; each ` +
+            `report needs its own file`,
         );
       }
     }
@@ -440,7 +448,8 @@ export function batchBunArgs(filesPerShard: number | "auto", bunArgs: readonly s
   if (filesPerShard !== "auto") return [...bunArgs];
   if (bunArgs.includes("--no-isolate")) {
     throw new ConfigError(
-      `invalid ${source} auto with the bun test flag --no-isolate: auto batches run with --isolate; drop --no-isolate or give a number of files per shard`,
+      `invalid ${source} auto with the bun test flag --no-isolate: auto batches run with --isolate; drop ` +
+        `--no-isolate or give a number of files per shard`,
     );
   }
   return bunArgs.includes("--isolate") ? [...bunArgs] : [...bunArgs, "--isolate"];

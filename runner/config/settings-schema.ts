@@ -66,7 +66,9 @@ export interface RunSettings {
   emptyFiles: "pass" | "fail";
 }
 
-/** One named resource: the globs (relative to root) of the files that hold it, and how many shards may hold it at once. */
+/**
+ * One named resource: the globs (relative to root) of the files that hold it, and how many shards may hold it at once.
+ */
 export interface ResourceSpec {
   files: string[];
   /** Shards holding it at once, at least 1. */
@@ -146,7 +148,11 @@ export const SETTINGS: readonly SettingSpec[] = [
     env: "SHARDGUARD_FILES_PER_SHARD",
     toml: "files-per-shard",
     kind: "filesPerShard",
-    help: "test files per shard, i.e. per bun test process on this machine (default 1), or auto: batches of 0.5-5 s of work (aiming at 4 per job: the total over jobs × 4, within 0.5-5 s, so a small suite may get fewer) sized from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; --shard I/N is another thing: a slice of the plan for one CI machine",
+    help:
+      "test files per shard, i.e. per bun test process on this machine (default 1), or auto: batches of 0.5-5 s " +
+      "of work (aiming at 4 per job: the total over jobs × 4, within 0.5-5 s, so a small suite may get fewer) sized " +
+      "from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; " +
+      "--shard I/N is another thing: a slice of the plan for one CI machine",
   },
   {
     key: "out",
@@ -202,7 +208,9 @@ export const SETTINGS: readonly SettingSpec[] = [
     env: "SHARDGUARD_REDACT",
     toml: "redact",
     kind: "names",
-    help: "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, *_TOKEN, *SECRET*, *PASSWORD*",
+    help:
+      "more variable names (comma-separated, * wildcards) whose values are redacted from reports, besides *_KEY, " +
+      "*_TOKEN, *SECRET*, *PASSWORD*",
   },
   {
     key: "lock",
@@ -218,7 +226,9 @@ export const SETTINGS: readonly SettingSpec[] = [
     env: "SHARDGUARD_ANNOTATIONS",
     toml: "annotations",
     kind: "onoff",
-    help: "on GitHub Actions (GITHUB_ACTIONS=true): an error annotation per test that did not pass, a warning per flaky test, and a step summary; off to turn them off (default on)",
+    help:
+      "on GitHub Actions (GITHUB_ACTIONS=true): an error annotation per test that did not pass, a warning per " +
+      "flaky test, and a step summary; off to turn them off (default on)",
   },
   {
     key: "timings",
@@ -226,7 +236,9 @@ export const SETTINGS: readonly SettingSpec[] = [
     env: "SHARDGUARD_TIMINGS",
     toml: "timings",
     kind: "paths",
-    help: "Bun timings files (comma-separated; bun test --timings format) whose per-file durations start the longest shards first; a missing file is a warning",
+    help:
+      "Bun timings files (comma-separated; bun test --timings format) whose per-file durations start the longest " +
+      "shards first; a missing file is a warning",
   },
   {
     key: "updateTimings",
@@ -242,7 +254,9 @@ export const SETTINGS: readonly SettingSpec[] = [
     env: "SHARDGUARD_EXCLUSIVE",
     toml: "exclusive",
     kind: "globs",
-    help: "globs (comma-separated) of files that run alone: the pool drains, the file runs with no other shard, the pool refills; such files are never batched and start after the others",
+    help:
+      "globs (comma-separated) of files that run alone: the pool drains, the file runs with no other shard, the " +
+      "pool refills; such files are never batched and start after the others",
   },
   {
     key: "resources",
@@ -250,7 +264,9 @@ export const SETTINGS: readonly SettingSpec[] = [
     env: "SHARDGUARD_RESOURCES",
     toml: "resources",
     kind: "resources",
-    help: "named resource locks, NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB: shards holding the same resource never run more than CAPACITY (default 1) at once; others keep running",
+    help:
+      "named resource locks, NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB: shards holding the same resource never run " +
+      "more than CAPACITY (default 1) at once; others keep running",
   },
   {
     key: "emptyFiles",
@@ -291,7 +307,8 @@ const MAX_MS = 2 ** 31 - 1;
 
 const GLOBS_ACCEPTED = "globs separated by commas (or a TOML array of globs), each with its [ ], { } and ( ) closed";
 const RESOURCES_ACCEPTED =
-  'NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB (NAME of letters, digits, ".", "_", "-"; CAPACITY a whole number from 1 to 10000), or in TOML a table NAME = ["GLOB", ...] or NAME = { files = ["GLOB", ...], capacity = N }';
+  'NAME[@CAPACITY]=GLOB,GLOB;NAME=GLOB (NAME of letters, digits, ".", "_", "-"; CAPACITY a whole number from 1 to ' +
+  '10000), or in TOML a table NAME = ["GLOB", ...] or NAME = { files = ["GLOB", ...], capacity = N }';
 const RESOURCE_NAME = /^[A-Za-z0-9._-]{1,100}$/;
 const MAX_CAPACITY = 10_000;
 

@@ -74,7 +74,8 @@ export async function executeRun(
   if (debuggerVars.length > 0) {
     const [them, are] = debuggerVars.length > 1 ? ["them", "are"] : ["it", "is"];
     stdout(
-      `shardguard: note: ${debuggerVars.join(" and ")} ${are} set (a debugger's, as an editor's debug terminal sets ${them}); shard children run without ${them}: each would listen at that address or wait for its debugger`,
+      `shardguard: note: ${debuggerVars.join(" and ")} ${are} set (a debugger's, as an editor's debug terminal sets ` +
+        `${them}); shard children run without ${them}: each would listen at that address or wait for its debugger`,
     );
   }
 

@@ -196,7 +196,8 @@ async function ensurePrivateDir(dir: string): Promise<void> {
   const uid = process.getuid?.();
   if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) {
     throw new Error(
-      `lock directory ${dir} is not a private directory of this user (${st.isDirectory() ? `owned by uid ${st.uid}` : "not a directory"}); choose another lock directory`,
+      `lock directory ${dir} is not a private directory of this user ` +
+        `(${st.isDirectory() ? `owned by uid ${st.uid}` : "not a directory"}); choose another lock directory`,
     );
   }
   if ((st.mode & 0o777) !== 0o700) await chmod(dir, 0o700);

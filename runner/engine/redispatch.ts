@@ -34,6 +34,8 @@ export function splitKilledBatch(
   result.tests = result.tests.filter((t) => !moved.has(t.file));
   const first = added[0]!.index;
   const last = added[added.length - 1]!.index;
-  result.reason += `; ${plural(added.length, "file")} in which no test started run again in shard${added.length > 1 ? `s ${first}-${last}` : ` ${first}`}`;
+  result.reason +=
+    `; ${plural(added.length, "file")} in which no test started run again in ` +
+    `shard${added.length > 1 ? `s ${first}-${last}` : ` ${first}`}`;
   return added;
 }

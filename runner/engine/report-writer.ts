@@ -149,7 +149,10 @@ export class ReportWriter {
     }
   }
 
-  /** Writes the four reports; returns the error's message when one could not be written (told to `onError` too), else null. */
+  /**
+   * Writes the four reports; returns the error's message when one could not be written (told to `onError` too), else
+   * null.
+   */
   private async writeNow(report: RunReport): Promise<string | null> {
     try {
       // Redaction copies only the entries it changes (results/redact.ts).

@@ -54,7 +54,10 @@ export interface RunInputs {
   preset?: RunReport["preset"];
   /** Recorded per-file durations (ms, paths relative to root): shards start longest first. */
   timings?: ReadonlyMap<string, number>;
-  /** Where this run's plan came from, recorded in the report: the sliced plan and this slice (`--shard`), the run it reruns (`--last-failed`). */
+  /**
+   * Where this run's plan came from, recorded in the report: the sliced plan and this slice (`--shard`), the run it
+   * reruns (`--last-failed`).
+   */
   provenance?: Partial<Pick<RunReport, "plan" | "slice" | "rerunOf">>;
 }
 
@@ -169,7 +172,8 @@ export class Run {
       this.preload = coverageSafePreload(runDir);
     } catch (error) {
       out.line(
-        `shardguard: WARNING the child preload counts toward the project's coverage in this run: ${(error as Error).message}`,
+        `shardguard: WARNING the child preload counts toward the project's coverage in this run: ` +
+          `${(error as Error).message}`,
       );
     }
     let socketDir: string | null = null;
@@ -226,7 +230,8 @@ export class Run {
   ): Promise<RunResult> {
     const { settings, plan, out } = this.inputs;
     const planned = plan.shards.filter((s) => !this.results.has(s.index));
-    const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned); // exclusive shards last
+    // exclusive shards last
+    const toRun = this.locks.order(this.inputs.timings ? orderByTimings(planned, this.inputs.timings) : planned);
     const handshakes = new HandshakeGate();
     const dirs = new RunDirsKeeper(settings.out, { runDir: this.runDir!, logDir, junitDir }, this.preload, out);
     let pruning: Promise<void> = Promise.resolve();

@@ -43,7 +43,10 @@ export function shardContextFor(
   };
 }
 
-/** `[test] retry` of the root's bunfig.toml, or null (also when it cannot be read: the settings were read from it already). */
+/**
+ * `[test] retry` of the root's bunfig.toml, or null (also when it cannot be read: the settings were read from it
+ * already).
+ */
 function bunfigRetryOf(root: string): number | null {
   try {
     return readBunfigTable(root).testRetry ?? null;

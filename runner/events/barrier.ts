@@ -17,7 +17,9 @@ export const REQUEST = {
   awaitEndOfRun: 5,
   /** The same, when Bun numbered the promise otherwise (never seen on 1.3.13 to 1.4.5). */
   awaitEndOfRunById: 6,
-  /** `Runtime.evaluate` of {@link RELEASE_EXPRESSION}: lets the preload load the test files. Its reply answers nothing. */
+  /**
+   * `Runtime.evaluate` of {@link RELEASE_EXPRESSION}: lets the preload load the test files. Its reply answers nothing.
+   */
   release: 7,
 } as const;
 

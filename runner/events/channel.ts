@@ -86,13 +86,15 @@ export function channelNotes(stats: ChannelStats): string[] {
   const n = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
   if (stats.invalid > 0) {
     notes.push(
-      `${n(stats.invalid, "inspector event", "inspector events")} did not match the event schema and ${stats.invalid === 1 ? "was" : "were"} not applied (first: ${stats.firstInvalid})`,
+      `${n(stats.invalid, "inspector event", "inspector events")} did not match the event schema and ` +
+        `${stats.invalid === 1 ? "was" : "were"} not applied (first: ${stats.firstInvalid})`,
     );
   }
   if (stats.oversized > 0) {
     const one = stats.oversized === 1;
     notes.push(
-      `${n(stats.oversized, "inspector frame was", "inspector frames were")} too large to read even with ${one ? "its" : "their"} strings cut; a test ${one ? "it" : "they"} described may be missing from the entries`,
+      `${n(stats.oversized, "inspector frame was", "inspector frames were")} too large to read even with ` +
+        `${one ? "its" : "their"} strings cut; a test ${one ? "it" : "they"} described may be missing from the entries`,
     );
   }
   if (stats.malformed > 0)

@@ -34,10 +34,17 @@ export function lostEventsNote(
   let starts = 0;
   for (const t of events.tests) starts += t.attempts;
   if (testsStarted !== undefined && testsStarted > starts) {
-    return `inspector events were lost: the child preload counted ${testsStarted} test starts, the events carried ${starts}${flushed ? "" : " (the end-of-run barrier was not answered)"}; what the missing events would add (retries, flakiness, lines, tests in flight) is unknown`;
+    return (
+      `inspector events were lost: the child preload counted ${testsStarted} test starts, the events carried ` +
+      `${starts}${flushed ? "" : " (the end-of-run barrier was not answered)"}; what the missing events would add ` +
+      `(retries, flakiness, lines, tests in flight) is unknown`
+    );
   }
   if (finishedNormally === true && !flushed) {
-    return "the end-of-run barrier was not answered though Bun reached the end of the run: the last inspector events may be lost";
+    return (
+      "the end-of-run barrier was not answered though Bun reached the end of the run: the last inspector events " +
+      "may be lost"
+    );
   }
   return null;
 }

@@ -110,7 +110,8 @@ class InspectorChannel implements EventChannel {
     const { socketPath } = options;
     if (!isAbsolute(socketPath) || !SAFE_SOCKET_PATH.test(socketPath)) {
       throw new InspectorConnectError(
-        `inspector socket path must be absolute and use only A-Z a-z 0-9 . _ / - (see socketPathFor): ${JSON.stringify(socketPath)}`,
+        `inspector socket path must be absolute and use only A-Z a-z 0-9 . _ / - (see socketPathFor): ` +
+          `${JSON.stringify(socketPath)}`,
         socketPath,
         0,
         "invalid-path",
@@ -187,7 +188,8 @@ class InspectorChannel implements EventChannel {
       });
     } catch (error) {
       throw new InspectorConnectError(
-        `could not listen on inspector socket ${this.options.socketPath}: ${error instanceof Error ? error.message : String(error)}`,
+        `could not listen on inspector socket ${this.options.socketPath}: ` +
+          `${error instanceof Error ? error.message : String(error)}`,
         this.options.socketPath,
         this.waited(),
         "listen",

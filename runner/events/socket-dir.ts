@@ -23,7 +23,8 @@ export class SocketPathTooLongError extends Error {
     readonly bytes: number,
   ) {
     super(
-      `unix socket path is ${bytes} bytes, over the ${MAX_SOCKET_PATH_BYTES}-byte limit of ${process.platform}: ${socketPath}`,
+      `unix socket path is ${bytes} bytes, over the ${MAX_SOCKET_PATH_BYTES}-byte limit of ${process.platform}: ` +
+        `${socketPath}`,
     );
   }
 }
@@ -65,7 +66,8 @@ export function socketDirFor(runDir: string): string {
 function assertSafeCharacters(path: string): void {
   if (!SAFE_SOCKET_PATH.test(path)) {
     throw new Error(
-      `unix socket path ${JSON.stringify(path)} contains characters outside the safe set for inspector sockets (only A-Z a-z 0-9 . _ / - are accepted)`,
+      `unix socket path ${JSON.stringify(path)} contains characters outside the safe set for inspector sockets (only ` +
+        `A-Z a-z 0-9 . _ / - are accepted)`,
     );
   }
 }

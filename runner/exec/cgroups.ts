@@ -52,7 +52,9 @@ export function cgroupParent(): { dir: string } | { unusable: string } {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return (parent = { dir });
     return (parent = {
-      unusable: `cannot create a cgroup under ${own}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      unusable:
+        `cannot create a cgroup under ${own}: ` +
+        `${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
     });
   }
   if (!staleRemoved) {

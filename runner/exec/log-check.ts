@@ -73,7 +73,9 @@ export function logProblem(
   if (signal === "SIGXFSZ" || (limit !== null && size >= limit)) {
     return {
       bytes,
-      problem: `EFBIG: the log reached the file size limit (RLIMIT_FSIZE${limit !== null ? ` ${limit} bytes` : ""}); output past it is lost`,
+      problem:
+        `EFBIG: the log reached the file size limit (RLIMIT_FSIZE${limit !== null ? ` ${limit} bytes` : ""}); ` +
+        `output past it is lost`,
     };
   }
   try {

@@ -145,7 +145,8 @@ export class ShardMeter {
     if (code === "ESRCH") {
       this.preMoveMs = (before ?? 0) / 1e6;
       this.why =
-        "the child ended before the runner moved it into its cgroup: CPU before the preload joined the group is its reading at the spawn";
+        "the child ended before the runner moved it into its cgroup: CPU before the preload joined the group is its " +
+        "reading at the spawn";
       return;
     }
     if (this.cgroup !== dir) return;
@@ -264,7 +265,10 @@ export class ShardMeter {
       this.peakRss === null
         ? "peak RSS unknown (the tree ended before the first sample)"
         : "peak RSS from the same samples";
-    return `sampled from /proc ${sampling}, in 10 ms clock ticks: CPU a process ran in its last interval, or in a life shorter than one, is missed unless a parent in the tree reaped it; ${peak}${why}`;
+    return (
+      `sampled from /proc ${sampling}, in 10 ms clock ticks: CPU a process ran in its last interval, or in a ` +
+      `life shorter than one, is missed unless a parent in the tree reaped it; ${peak}${why}`
+    );
   }
 
   private sample(): void {

@@ -213,7 +213,8 @@ function shardNotes({ record, eventsProblem }: ShardSeen): string[] {
   if (record.outcome.oomKills) notes.push(`${oomSentence(record.outcome.oomKills)} (memory cgroup oom_kill)`);
   if (record.errorsLeftOut > 0) {
     notes.push(
-      `${record.errorsLeftOut} error events left out of the failure texts (the first and last ${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`,
+      `${record.errorsLeftOut} error events left out of the failure texts (the first and last ` +
+        `${KEPT_ERRORS_AT_EACH_END} of each test attempt are kept, with a count); the full text is in the shard log`,
     );
   }
   return notes;

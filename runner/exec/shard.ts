@@ -117,7 +117,10 @@ class ShardRun {
     };
   }
 
-  /** Attempts a retried test gets (retry count + 1, flags over bunfig.toml, as in Bun), or null when no retry count is known. */
+  /**
+   * Attempts a retried test gets (retry count + 1, flags over bunfig.toml, as in Bun), or null when no retry count is
+   * known.
+   */
   private attemptsPerTest(): number | null {
     const retry = retryCount(this.o.ctx.bunArgs) ?? this.o.ctx.bunfigRetry ?? null;
     return retry === null ? null : retry + 1;

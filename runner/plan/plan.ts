@@ -92,7 +92,9 @@ export function planRun(options: PlanOptions): Plan {
       if (!f.startsWith("../") || excluded.some((e) => e.file === file)) continue;
       excluded.push({
         file,
-        reason: `reached through a symbolic link matching ${pattern}, outside --root (bun test would run it; shardguard plans only files under the root)`,
+        reason:
+          `reached through a symbolic link matching ${pattern}, outside --root (bun test would run it; ` +
+          `shardguard plans only files under the root)`,
       });
     }
     if (matches.length === 0) {
@@ -100,10 +102,12 @@ export function planRun(options: PlanOptions): Plan {
       if (!fg().isDynamicPattern(pattern.replace(/\\/g, "/"))) {
         if (found.length > 0)
           throw new ConfigError(
-            `${JSON.stringify(pattern)} leads through a symbolic link to ${path.resolve(options.root, found[0]!)}, outside --root ${options.root}; run from a root that contains it`,
+            `${JSON.stringify(pattern)} leads through a symbolic link to ${path.resolve(options.root, found[0]!)}, ` +
+              `outside --root ${options.root}; run from a root that contains it`,
           );
         throw new ConfigError(
-          `no test file at ${JSON.stringify(pattern)} under ${options.root} (a PATTERN is a path or a glob relative to --root)`,
+          `no test file at ${JSON.stringify(pattern)} under ${options.root} (a PATTERN is a path or a glob relative ` +
+            `to --root)`,
         );
       }
       excluded.push({
@@ -151,7 +155,8 @@ export function refuseOutAmongTests(root: string, out: string, files: Iterable<s
       ? "is the planned test file"
       : `holds ${plural(hidden.length, "planned test file")}:`;
   throw new ConfigError(
-    `--out ${out} ${what} ${named}; reports and logs go to --out, so it must hold no test file (choose another, e.g. the default .shardguard)`,
+    `--out ${out} ${what} ${named}; reports and logs go to --out, so it must hold no test file (choose another, e.g. ` +
+      `the default .shardguard)`,
   );
 }
 
@@ -166,7 +171,8 @@ export function readingTree<T>(root: string, search: () => T): T {
     const rel = path.relative(root, e.path.replace(/[\\/]+$/, "")) || ".";
     const where = rel.startsWith("..") || path.isAbsolute(rel) ? e.path : rel.split(path.sep).join("/");
     throw new ConfigError(
-      `cannot read ${JSON.stringify(where)} under --root ${root} while looking for test files: ${e.code} (${e.syscall ?? "read"}); make it readable, or name the test files or directories to run as PATTERNs`,
+      `cannot read ${JSON.stringify(where)} under --root ${root} while looking for test files: ${e.code} ` +
+        `(${e.syscall ?? "read"}); make it readable, or name the test files or directories to run as PATTERNs`,
     );
   }
 }
@@ -203,7 +209,8 @@ function expandPattern(root: string, pattern: string): string {
   const relative = path.relative(root, path.resolve(root, clean.split(/[*?{[]/)[0] ?? clean));
   if (relative === ".." || relative.startsWith(`..${path.sep}`)) {
     throw new ConfigError(
-      `pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test file`,
+      `pattern ${JSON.stringify(pattern)} reaches outside --root ${root}; run from a root that contains every test ` +
+        `file`,
     );
   }
   // An existing path is meant as written, glob characters and all (`[id].test.ts`, a route file name).

@@ -40,7 +40,8 @@ export function parseSliceSpec(raw: string): SliceSpec {
   const count = m ? Number(m[2]) : NaN;
   if (!m || index < 1 || count < 1 || index > count || count > MAX_SLICES) {
     throw new ConfigError(
-      `invalid --shard ${JSON.stringify(raw)}: expected I/N, the slice I of N machines, with 1 <= I <= N <= ${MAX_SLICES} (e.g. --shard 2/3)`,
+      `invalid --shard ${JSON.stringify(raw)}: expected I/N, the slice I of N machines, with 1 <= I <= N <= ` +
+        `${MAX_SLICES} (e.g. --shard 2/3)`,
     );
   }
   return { index, count };

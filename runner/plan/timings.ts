@@ -47,7 +47,8 @@ export function readTimingsFile(file: string, what: string): TimingsFile | null 
     text = readRegularTextSync(file);
   } catch (error) {
     throw new ConfigError(
-      `invalid ${what} ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      `invalid ${what} ${JSON.stringify(file)}: cannot read it ` +
+        `(${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
     );
   }
   let json: unknown;
@@ -55,7 +56,8 @@ export function readTimingsFile(file: string, what: string): TimingsFile | null 
     json = JSON.parse(text);
   } catch {
     throw new ConfigError(
-      `invalid ${what} ${JSON.stringify(file)}: not JSON; expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`,
+      `invalid ${what} ${JSON.stringify(file)}: not JSON; expected Bun's timings format ` +
+        `{"version":1,"files":{"<path>":<ms>}}`,
     );
   }
   const result = TimingsFileSchema.safeParse(json);

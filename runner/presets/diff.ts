@@ -39,7 +39,8 @@ function git(root: string, args: readonly string[]): string {
   if (result.error || result.status !== 0) {
     const why = (result.stderr ?? "").trim().split("\n")[0] || result.error?.message || `exit ${result.status}`;
     throw new ConfigError(
-      `git ${args.join(" ")} failed in ${root} (${why}); diff-based selection fails closed: fix git, or set EVALS_ALL=1 to run everything`,
+      `git ${args.join(" ")} failed in ${root} (${why}); diff-based selection fails closed: fix git, or set ` +
+        `EVALS_ALL=1 to run everything`,
     );
   }
   return result.stdout;
@@ -142,7 +143,9 @@ export async function computeSelection(inputs: {
     for (const name of d.changed) selected.add(name);
     if (d.changed.length > 0) for (const f of sources) selecting.add(f);
     const n = d.changed.length;
-    mapNote = `; map diff of ${sources.join(", ")}: ${n} entr${n === 1 ? "y" : "ies"} changed${n > 0 ? ` (${cut(d.changed)})` : ""}`;
+    mapNote =
+      `; map diff of ${sources.join(", ")}: ${n} entr${n === 1 ? "y" : "ies"} ` +
+      `changed${n > 0 ? ` (${cut(d.changed)})` : ""}`;
   }
   const ordered = selectingFirst(changed, [...selecting]);
   const n = changed.length;
@@ -225,7 +228,9 @@ export function decideFile(file: string, selected: Set<string> | null, ctx: Deci
   return {
     file,
     kept: false,
-    reason: `none of its ${mapped.length} mapped test${mapped.length === 1 ? "" : "s"} (${mapped.slice(0, 3).join(", ")}${mapped.length > 3 ? ", …" : ""}) selected`,
+    reason:
+      `none of its ${mapped.length} mapped test${mapped.length === 1 ? "" : "s"} ` +
+      `(${mapped.slice(0, 3).join(", ")}${mapped.length > 3 ? ", …" : ""}) selected`,
   };
 }
 

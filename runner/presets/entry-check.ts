@@ -23,7 +23,8 @@ export function checkPresetEntry(
 ): EntryCheck {
   if (argv?.some((a) => a === "--preset" || a.startsWith("--preset="))) {
     throw new ConfigError(
-      `bun test --preset ran without shardguard's preload, so no paid test ran: run it from ${root} (where bunfig.toml registers the preload)`,
+      `bun test --preset ran without shardguard's preload, so no paid test ran: run it from ${root} (where ` +
+        `bunfig.toml registers the preload)`,
     );
   }
   const preset = getPreset(loadPresets(root), name, "preset");

@@ -79,7 +79,8 @@ export const REFUSED_FLAGS: Readonly<Record<string, string>> = {
   "--test-worker": "it is Bun's internal worker flag",
   "--watch": "a shard run is not a watch session",
   "--shard":
-    "Bun applies it to its own file list before the preset's preload runs, so every other slice runs nothing and exits 0; use shardguard run --preset NAME --shard I/N",
+    "Bun applies it to its own file list before the preset's preload runs, so every other slice runs nothing and " +
+    "exits 0; use shardguard run --preset NAME --shard I/N",
   "--timings": 'it orders the whole run: give shardguard\'s own --timings FILE before "--"',
   "--update-timings": 'it records the whole run: give shardguard\'s own --update-timings FILE before "--"',
   "--hot": "a shard run is not a watch session",
@@ -100,7 +101,10 @@ export function bunFlagConflict(flags: readonly CommandFlag[]): string | null {
   const retry = flags.find((f) => f.name === "--retry");
   const rerun = flags.find((f) => f.name === "--rerun-each");
   if (retry && rerun)
-    return `${retry.tokens.join(" ")} and ${rerun.tokens.join(" ")} cannot be used together (bun test refuses --retry with --rerun-each)`;
+    return (
+      `${retry.tokens.join(" ")} and ${rerun.tokens.join(" ")} cannot be used together (bun test refuses ` +
+      `--retry with --rerun-each)`
+    );
   return null;
 }
 

@@ -101,7 +101,8 @@ export function addPreload(
   if (list.some((e) => typeof e === "string" && isOurs(e))) return null;
   if (current !== undefined && typeof current !== "string" && !Array.isArray(current)) {
     throw new ConfigError(
-      `bunfig.toml: [test] preload ${JSON.stringify(current)} is neither a string nor an array; add ${JSON.stringify(spec)} by hand`,
+      `bunfig.toml: [test] preload ${JSON.stringify(current)} is neither a string nor an array; add ` +
+        `${JSON.stringify(spec)} by hand`,
     );
   }
 
@@ -339,7 +340,9 @@ function scriptChange(root: string, script: string, command: string): InitChange
   return {
     file: "package.json",
     action: "kept",
-    detail: `script "${script}" exists and was kept (${JSON.stringify(added.existing)}); a command line naming only the preset's files is taken over anyway`,
+    detail:
+      `script "${script}" exists and was kept (${JSON.stringify(added.existing)}); a command line naming only ` +
+      `the preset's files is taken over anyway`,
   };
 }
 

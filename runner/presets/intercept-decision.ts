@@ -208,7 +208,10 @@ async function parallelMessage(cwd: string, name: string): Promise<string> {
   } catch {
     // The message stays useful without the variable's name.
   }
-  return `bun test --parallel cannot run preset ${name}: shardguard runs each shard in its own process and manages that pool itself${knob}; drop --parallel`;
+  return (
+    `bun test --parallel cannot run preset ${name}: shardguard runs each shard in its own process and manages ` +
+    `that pool itself${knob}; drop --parallel`
+  );
 }
 
 /**
@@ -266,7 +269,9 @@ export async function decideInterception(inputs: DecideInputs): Promise<Intercep
   if (legacy.unset !== null) {
     return {
       action: "none",
-      why: `preset ${legacy.preset}'s ${legacy.unset} is not in the environment: its files run as plain bun test runs them`,
+      why:
+        `preset ${legacy.preset}'s ${legacy.unset} is not in the environment: its files run as plain bun test ` +
+        `runs them`,
     };
   }
   if (repeated) return repeated;

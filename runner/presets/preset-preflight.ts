@@ -23,7 +23,9 @@ export function planPreflight(preset: Preset, root: string, bun: string): Prefli
   const fn = JSON.stringify(pre.module.export);
   const script = [
     `const m = await import(${JSON.stringify(pathToFileURL(abs).href)});`,
-    `if (typeof m[${fn}] !== "function") { console.error(${JSON.stringify(`${pre.module.path} has no function export ${pre.module.export}`)}); process.exitCode = 2; }`,
+    `if (typeof m[${fn}] !== "function") { ` +
+      `console.error(${JSON.stringify(`${pre.module.path} has no function export ${pre.module.export}`)}); ` +
+      `process.exitCode = 2; }`,
     `else await m[${fn}](process.env);`,
   ].join("\n");
   return {

@@ -65,7 +65,8 @@ export function loadPresets(root: string): PresetCatalog {
     if (!own) {
       if (builtin) return { ...builtin };
       throw new ConfigError(
-        `invalid ${file} [shardguard.presets.${chain[chain.length - 1]}] extends ${JSON.stringify(name)}: no such preset; accepted: ${allNames().join(", ")}`,
+        `invalid ${file} [shardguard.presets.${chain[chain.length - 1]}] extends ${JSON.stringify(name)}: no such ` +
+          `preset; accepted: ${allNames().join(", ")}`,
       );
     }
     const { extends: parent, ...rest } = own;

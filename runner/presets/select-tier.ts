@@ -45,7 +45,8 @@ export function chooseTier(
   if (from === "default" && !useDefault) return null;
   if (!spec.values.includes(raw)) {
     throw new ConfigError(
-      `invalid ${from} ${JSON.stringify(raw)}: expected one of ${spec.values.join(", ")} (an unknown tier would skip every test and still pass)`,
+      `invalid ${from} ${JSON.stringify(raw)}: expected one of ${spec.values.join(", ")} (an unknown tier would skip ` +
+        `every test and still pass)`,
     );
   }
   return { name: raw, from };

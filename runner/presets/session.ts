@@ -259,7 +259,8 @@ function presetRunFiles(preset: Preset, root: string, req: PresetRequest, out: s
     const stray = files.find((f) => !allowed.has(f));
     if (stray !== undefined) {
       throw new ConfigError(
-        `invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
+        `invalid file ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ` +
+          `${preset.globs.join(", ")})`,
       );
     }
     return files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -270,7 +271,8 @@ function presetRunFiles(preset: Preset, root: string, req: PresetRequest, out: s
     const stray = matched.find((f) => !allowed.has(f));
     if (stray !== undefined) {
       throw new ConfigError(
-        `invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ${preset.globs.join(", ")})`,
+        `invalid pattern match ${JSON.stringify(stray)}: not one of preset ${preset.name}'s files (globs: ` +
+          `${preset.globs.join(", ")})`,
       );
     }
     return all.filter((f) => matched.includes(f));
@@ -377,9 +379,22 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
   const s = p.settings;
   const total = p.plan.shards.length;
   const lines = [
-    `shardguard: preset ${p.preset.name} (${p.preset.source}, via ${p.via})${p.tier ? `, tier ${p.tier.name} (from ${p.tier.from})` : p.preset.tier ? `, no tier (none named: ${p.preset.tier.env} not set for shards, no file left out by tier)` : ""}`,
-    `shardguard: ${p.plan.included.size} of ${p.matchedFiles} files${p.tier ? ` in tier ${p.tier.name}` : ""}, ${total} shard${total === 1 ? "" : "s"}; ` +
-      `jobs ${p.jobs.value} (${p.jobs.from}), ${p.maxConcurrency ? `max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from})` : "no max-concurrency (the bun test line sets none)"}, ` +
+    `shardguard: preset ${p.preset.name} (${p.preset.source}, via ` +
+      `${p.via})${
+        p.tier
+          ? `, tier ${p.tier.name} (from ${p.tier.from})`
+          : p.preset.tier
+            ? `, no tier (none named: ${p.preset.tier.env} not set for shards, no file left out by tier)`
+            : ""
+      }`,
+    `shardguard: ${p.plan.included.size} of ${p.matchedFiles} files${p.tier ? ` in tier ${p.tier.name}` : ""}, ` +
+      `${total} shard${total === 1 ? "" : "s"}; ` +
+      `jobs ${p.jobs.value} (${p.jobs.from}), ` +
+      `${
+        p.maxConcurrency
+          ? `max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from})`
+          : "no max-concurrency (the bun test line sets none)"
+      }, ` +
       `timeout ${s.timeoutMs / 1000}s (${p.timeoutMs.from}), grace ${s.graceMs / 1000}s`,
   ];
   if (p.selection) {
@@ -390,7 +405,8 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
           : "all tests"
         : `${p.selection.selected.size} of ${p.selection.total} tests`;
     lines.push(
-      `shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ${plural(total, "shard")}`,
+      `shardguard: selection: ${counted} selected (${p.selection.reason}); running ${total - p.skipped.length} of ` +
+        `${plural(total, "shard")}`,
     );
   }
   lines.push(`shardguard: shard flags: ${s.bunArgs.join(" ") || "(none)"}`);
@@ -399,12 +415,14 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
       lines.push(`shardguard: preflight: none (${p.preflight.none}): each shard does its own check, if any`);
   } else {
     lines.push(
-      `shardguard: preflight: ${p.preflight.label}, once before the shards${p.preflight.okEnv ? `; shards get ${p.preflight.okEnv}=1` : ""}`,
+      `shardguard: preflight: ${p.preflight.label}, once before the ` +
+        `shards${p.preflight.okEnv ? `; shards get ${p.preflight.okEnv}=1` : ""}`,
     );
   }
   if (total === 0) {
     lines.push(
-      `shardguard: nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file is excluded (shardguard list --preset ${p.preset.name} shows why)`,
+      `shardguard: nothing to run${p.tier ? ` in tier ${p.tier.name}` : ""}: every file is excluded (shardguard list ` +
+        `--preset ${p.preset.name} shows why)`,
     );
   }
   return lines;
@@ -424,7 +442,8 @@ export function presetPlanLines(p: PreparedPresetRun): string[] {
   for (const shard of p.plan.shards) {
     const why = skip.get(shard.index);
     lines.push(
-      `  shard ${shard.index}/${total} [${shard.slug}]${needsTag(resources.needsOf(shard.files))}${why ? `  [would skip: ${why}]` : ""}`,
+      `  shard ${shard.index}/${total} ` +
+        `[${shard.slug}]${needsTag(resources.needsOf(shard.files))}${why ? `  [would skip: ${why}]` : ""}`,
     );
     for (const file of shard.files) {
       const d = p.decisions.get(file);

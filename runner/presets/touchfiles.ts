@@ -71,7 +71,8 @@ const MAX_EXPORT_BYTES = 64 * 1024 * 1024;
  * Prints a module's exports as JSON, in its own Bun process: a module that hangs, exits or has side effects
  * cannot stall or change the planning run. Non-JSON exports drop out.
  */
-const LOADER = `const m = await import(process.env.SHARDGUARD_TOUCHFILES_URL); process.stdout.write(JSON.stringify({ ...m }));`;
+const LOADER =
+  `const m = await import(process.env.SHARDGUARD_TOUCHFILES_URL); ` + `process.stdout.write(JSON.stringify({ ...m }));`;
 
 /**
  * The exports of a touchfiles module (or parsed JSON); `timeoutMs` bounds the loading process.

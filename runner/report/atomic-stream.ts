@@ -91,7 +91,9 @@ export async function writeDocumentsAtomic(documents: readonly StreamedDocument[
   }
 }
 
-/** Names the document's temp files, makes its targets' directories, creates its first temp file (recorded in `made`). */
+/**
+ * Names the document's temp files, makes its targets' directories, creates its first temp file (recorded in `made`).
+ */
 function openDocument(doc: StreamedDocument, mode: number, made: string[]): Writing {
   const temps = doc.targets.map((target) =>
     join(dirname(target), `.${basename(target)}.${process.pid}.${randomHex(6)}.tmp`),
@@ -189,7 +191,9 @@ async function discard(writing: Writing[], made: string[]): Promise<void> {
   for (const temp of made) await rm(temp, { force: true });
 }
 
-/** `temp` as a hard link to `first`, or a fsynced copy when linking is impossible; recorded in `made` once it exists. */
+/**
+ * `temp` as a hard link to `first`, or a fsynced copy when linking is impossible; recorded in `made` once it exists.
+ */
 async function linkOrCopy(first: string, temp: string, made: string[]): Promise<void> {
   try {
     linkSync(first, temp);

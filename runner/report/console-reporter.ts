@@ -80,8 +80,10 @@ export class ConsoleReporter implements RunReporter {
     if (killed.length === 0) return;
     this.out.line(
       kind === "stale-runs"
-        ? `shardguard: killed ${plural(killed.length, "process")} left by earlier runs whose runner died: ${describe(killed, this.redact)}`
-        : `shardguard: killed ${plural(killed.length, "leftover process")} of this run: ${describe(killed, this.redact)}`,
+        ? `shardguard: killed ${plural(killed.length, "process")} left by earlier runs whose runner died: ` +
+            `${describe(killed, this.redact)}`
+        : `shardguard: killed ${plural(killed.length, "leftover process")} of this run: ` +
+            `${describe(killed, this.redact)}`,
     );
   }
 
@@ -102,7 +104,8 @@ export class ConsoleReporter implements RunReporter {
     if (shown.leftovers.length > 0) {
       const left = shown.leftovers.filter((e) => e.leftGroup).length;
       block.push(
-        `[${shown.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after the shard's tests ended` +
+        `[${shown.index}/${total}] killed ${plural(shown.leftovers.length, "leftover process")} still running after ` +
+          `the shard's tests ended` +
           `${left > 0 ? ` (${left} had left the process group)` : ""}: ${describe(shown.leftovers, (t) => t)}`,
       );
     }

@@ -11,7 +11,9 @@ export interface ConsoleOut {
   line(text: string): void;
 }
 
-/** A path relative to the current directory when it lies inside it (shorter console lines); reports keep absolute paths. */
+/**
+ * A path relative to the current directory when it lies inside it (shorter console lines); reports keep absolute paths.
+ */
 export function shortPath(file: string, cwd = process.cwd()): string {
   const rel = path.relative(cwd, file);
   return rel && !rel.startsWith("..") && !path.isAbsolute(rel) ? rel : file;
@@ -20,9 +22,15 @@ export function shortPath(file: string, cwd = process.cwd()): string {
 /** "1 shard", "2 shards"; words ending in s, x, z, ch or sh take "es" ("2 leftover processes"). */
 export { plural } from "../util/format.ts";
 
-/** `[2/7] START test/x.test.ts (timeout 1800s) log: …`, with `(waited 41.2 s for resource X)` before the log when the shard waited. */
+/**
+ * `[2/7] START test/x.test.ts (timeout 1800s) log: …`, with `(waited 41.2 s for resource X)` before the log when the
+ * shard waited.
+ */
 export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string, waited = ""): string {
-  return `[${shard.index}/${total}] START ${oneLine(shard.files.join(" "))} (timeout ${secs(timeoutMs)})${waited ? ` (${waited})` : ""} log: ${shortPath(logPath)}`;
+  return (
+    `[${shard.index}/${total}] START ${oneLine(shard.files.join(" "))} (timeout ` +
+    `${secs(timeoutMs)})${waited ? ` (${waited})` : ""} log: ${shortPath(logPath)}`
+  );
 }
 
 /** Test statuses worth naming on the console: anything that is not a pass or a planned skip. */
@@ -52,7 +60,9 @@ function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTex
   const shown = cutTo(oneLine(first), MESSAGE_WIDTH);
   const linesLeftOut = rest.some((l) => l.trim() !== "");
   const cut = shown.cut || linesLeftOut;
-  const message = `${shown.text}${linesLeftOut && !shown.cut ? " …" : ""}${cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : ""}`;
+  const message = `${shown.text}${linesLeftOut && !shown.cut ? " …" : ""}${
+    cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : ""
+  }`;
   const flaky = test.flaky ? " (flaky)" : "";
   // A line break in a name would start a console line of its own, which CI log readers may obey.
   const name = cutTo(oneLine(test.name), NAME_WIDTH).text;
@@ -75,7 +85,9 @@ export function costText(result: ShardResult): string {
 /** A shard's end line (`[2/7] TIMED-OUT 6.0s test/x.test.ts: killed after …`), followed for a shard that did not
  * pass by its non-passing tests and the path of its full log. */
 export function endLine(result: ShardResult, total: number): string {
-  const head = `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}${costText(result)}`;
+  const head =
+    `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ` +
+    `${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}${costText(result)}`;
   if (result.status === "passed" || result.status === "skipped-by-diff") return head;
   const notable = result.tests.filter(
     (t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"),
@@ -129,7 +141,8 @@ export function summaryLines(
   const lines = [
     "",
     `shardguard: ${plural(s.shards.total, "shard")}: ${shardCounts || "none"}`,
-    `shardguard: ${plural(s.tests.total, "test")}: ${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
+    `shardguard: ${plural(s.tests.total, "test")}: ` +
+      `${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
   ];
   for (const shard of report.shards) {
     lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${oneLine(shard.files.join(" "))}`);

@@ -129,7 +129,8 @@ export function githubAnnotations(report: RunReport, options: GithubOptions = {}
   const flaky = safe.shards.flatMap((shard) => shard.tests.filter((t) => t.flaky).map((test) => ({ test, shard })));
   for (const { test, shard } of flaky.slice(0, MAX_ANNOTATIONS)) {
     const attempts = test.attemptFailures.map((a, i) => `attempt ${i + 1}: ${consoleLines(a.message)}`).join("\n");
-    const message = `passed after ${test.retries} ${test.retries === 1 ? "retry" : "retries"}${attempts ? `\n${attempts}` : ""}`;
+    const message =
+      `passed after ${test.retries} ${test.retries === 1 ? "retry" : "retries"}` + `${attempts ? `\n${attempts}` : ""}`;
     lines.push(
       workflowCommand(
         "warning",
@@ -181,7 +182,8 @@ function summaryHeading(safe: RunReport): string[] {
       "",
     );
   out.push(
-    `Run ${markdownCell(safe.runId)}: ${shards.total} shards, ${tests.total} tests${tests.flaky > 0 ? ` (${tests.flaky} flaky)` : ""}, ${secs(safe.durationMs)}.`,
+    `Run ${markdownCell(safe.runId)}: ${shards.total} shards, ${tests.total} ` +
+      `tests${tests.flaky > 0 ? ` (${tests.flaky} flaky)` : ""}, ${secs(safe.durationMs)}.`,
     "",
   );
   return out;
@@ -223,7 +225,8 @@ function notPassedTable(safe: RunReport, repoRoot: string): string[] {
     const file = shown(repoRoot, path.resolve(safe.root, test.file));
     const where = `${file}${test.line !== undefined ? `:${test.line}` : ""}`;
     out.push(
-      `| ${test.status} | ${markdownCell(test.name)} | ${markdownCell(where)} | ${markdownCell(test.failure?.message ?? test.status)} |`,
+      `| ${test.status} | ${markdownCell(test.name)} | ${markdownCell(where)} | ` +
+        `${markdownCell(test.failure?.message ?? test.status)} |`,
     );
   }
   if (failing.length > MAX_SUMMARY_ROWS)
@@ -239,7 +242,8 @@ function flakyList(safe: RunReport): string[] {
   const out = [`### Flaky tests (${flaky.length})`, ""];
   for (const t of flaky.slice(0, MAX_SUMMARY_ROWS))
     out.push(
-      `- ${markdownCell(t.name)} (${markdownCell(t.file)}): passed after ${t.retries} ${t.retries === 1 ? "retry" : "retries"}`,
+      `- ${markdownCell(t.name)} (${markdownCell(t.file)}): passed after ${t.retries} ` +
+        `${t.retries === 1 ? "retry" : "retries"}`,
     );
   out.push("");
   return out;
@@ -281,7 +285,9 @@ function failedShardLogs(safe: RunReport, repoRoot: string): string[] {
 function reportPaths(repoRoot: string, reports: GithubOptions["reports"]): string[] {
   if (!reports) return [];
   return [
-    `Reports: JUnit ${markdownCell(shown(repoRoot, reports.junit), 1000)}, JSON ${markdownCell(shown(repoRoot, reports.json), 1000)}, CTRF ${markdownCell(shown(repoRoot, reports.ctrf), 1000)}.`,
+    `Reports: JUnit ${markdownCell(shown(repoRoot, reports.junit), 1000)}, JSON ` +
+      `${markdownCell(shown(repoRoot, reports.json), 1000)}, CTRF ` +
+      `${markdownCell(shown(repoRoot, reports.ctrf), 1000)}.`,
     "",
   ];
 }
@@ -290,6 +296,8 @@ function reportPaths(repoRoot: string, reports: GithubOptions["reports"]): strin
 export function githubRefusal(reason: string): { annotation: string; summary: string } {
   return {
     annotation: workflowCommand("error", { title: "shardguard refused the run (exit 2)" }, oneScreen(reason)),
-    summary: `## shardguard: refused the run (exit 2)\n\nNo shard ran: ${markdownCell(reason, 2000)}\n\nNo report was written, and no earlier run's report was left at the report paths.\n`,
+    summary:
+      `## shardguard: refused the run (exit 2)\n\nNo shard ran: ${markdownCell(reason, 2000)}\n\nNo report ` +
+      `was written, and no earlier run's report was left at the report paths.\n`,
   };
 }

@@ -42,7 +42,10 @@ export interface TimelineLayout {
   /** Sum of every lane's busy and idle time, ms. */
   busyMs: number;
   idleMs: number;
-  /** The lane (index in `lanes`) whose last shard's group was gone last, and its shards in order; null when nothing started. */
+  /**
+   * The lane (index in `lanes`) whose last shard's group was gone last, and its shards in order; null when nothing
+   * started.
+   */
   chain: { lane: number; shards: number[]; busyMs: number } | null;
 }
 
@@ -170,8 +173,10 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
   const x = (ms: number) => LABEL_PX + (ms / layout.spanMs) * plot;
   const height = layout.lanes.length * LANE_PX + 24;
   const out: string[] = [
-    `<svg id="timeline" viewBox="0 0 ${WIDTH} ${height}" width="100%" role="img" aria-label="shard timeline: ${layout.lanes.length} lanes" xmlns="http://www.w3.org/2000/svg">`,
-    `<defs><pattern id="idle" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" class="idle-bg"/><line x1="0" y1="0" x2="0" y2="6" class="idle-line"/></pattern></defs>`,
+    `<svg id="timeline" viewBox="0 0 ${WIDTH} ${height}" width="100%" role="img" aria-label="shard timeline: ` +
+      `${layout.lanes.length} lanes" xmlns="http://www.w3.org/2000/svg">`,
+    `<defs><pattern id="idle" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect ` +
+      `width="6" height="6" class="idle-bg"/><line x1="0" y1="0" x2="0" y2="6" class="idle-line"/></pattern></defs>`,
   ];
   const chainSet = new Set(layout.chain?.shards ?? []);
   const spans = new Map<number, [number, number]>();
@@ -185,19 +190,23 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
     const [from, to] = spans.get(l.slice ?? 0)!;
     const chainMark = layout.chain?.lane === n ? ' class="lane-label chain-label"' : ' class="lane-label"';
     out.push(
-      `<g class="lane" data-lane="${n}"><text x="4" y="${y + LANE_PX / 2 + 4}"${chainMark}>${escapeHtml(laneLabel(l))}</text>`,
+      `<g class="lane" data-lane="${n}"><text x="4" ` +
+        `y="${y + LANE_PX / 2 + 4}"${chainMark}>${escapeHtml(laneLabel(l))}</text>`,
     );
     if (to > from)
       out.push(
-        `<rect class="idle" x="${x(from).toFixed(1)}" y="${y + 4}" width="${(x(to) - x(from)).toFixed(1)}" height="${BAR_PX}" fill="url(#idle)"><title>idle ${escapeHtml(secondsText(l.idleMs))}</title></rect>`,
+        `<rect class="idle" x="${x(from).toFixed(1)}" y="${y + 4}" width="${(x(to) - x(from)).toFixed(1)}" ` +
+          `height="${BAR_PX}" fill="url(#idle)"><title>idle ${escapeHtml(secondsText(l.idleMs))}</title></rect>`,
       );
     for (const b of l.bars) {
       const shard = report.shards[b.shard]!;
       const x0 = x(b.startMs);
       const w = Math.max(1.5, x(b.endMs) - x0);
-      const label = `shard ${shard.index}, ${shard.status}, ${secondsText(b.endMs - b.startMs)}: ${shard.files.join(", ")}`;
+      const label =
+        `shard ${shard.index}, ${shard.status}, ${secondsText(b.endMs - b.startMs)}: ` + `${shard.files.join(", ")}`;
       out.push(
-        `<g class="bar st-${shard.status}${chainSet.has(b.shard) ? " chain" : ""}" tabindex="0" role="button" data-shard="${b.shard}" aria-label="${escapeHtml(label.slice(0, 300))}">`,
+        `<g class="bar st-${shard.status}${chainSet.has(b.shard) ? " chain" : ""}" tabindex="0" role="button" ` +
+          `data-shard="${b.shard}" aria-label="${escapeHtml(label.slice(0, 300))}">`,
         `<rect x="${x0.toFixed(1)}" y="${y + 4}" width="${w.toFixed(1)}" height="${BAR_PX}" rx="2"/>`,
       );
       if (b.sigtermMs !== null) {
@@ -205,7 +214,8 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
         const graceEnd = x(b.sigkillMs ?? b.exitMs);
         if (graceEnd > t)
           out.push(
-            `<rect class="grace" x="${t.toFixed(1)}" y="${y + 4}" width="${(graceEnd - t).toFixed(1)}" height="${BAR_PX}"/>`,
+            `<rect class="grace" x="${t.toFixed(1)}" y="${y + 4}" width="${(graceEnd - t).toFixed(1)}" ` +
+              `height="${BAR_PX}"/>`,
           );
         out.push(
           `<line class="term" x1="${t.toFixed(1)}" x2="${t.toFixed(1)}" y1="${y + 1}" y2="${y + LANE_PX - 1}"/>`,
@@ -225,7 +235,8 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
   for (let t = 0; t <= layout.spanMs + 1e-9; t += step) {
     const tx = x(t).toFixed(1);
     out.push(
-      `<line x1="${tx}" x2="${tx}" y1="${axisY}" y2="${axisY + 4}"/><text x="${tx}" y="${axisY + 16}" text-anchor="middle">${escapeHtml(secondsText(t))}</text>`,
+      `<line x1="${tx}" x2="${tx}" y1="${axisY}" y2="${axisY + 4}"/><text x="${tx}" y="${axisY + 16}" ` +
+        `text-anchor="middle">${escapeHtml(secondsText(t))}</text>`,
     );
   }
   out.push("</g></svg>");
@@ -237,11 +248,16 @@ export function timelineCaption(report: RunReport, layout: TimelineLayout): stri
   const total = layout.busyMs + layout.idleMs;
   const idle =
     total > 0
-      ? `idle slot time ${secondsText(layout.idleMs)} of ${secondsText(total)} (${Math.round((100 * layout.idleMs) / total)}%)`
+      ? `idle slot time ${secondsText(layout.idleMs)} of ${secondsText(total)} ` +
+        `(${Math.round((100 * layout.idleMs) / total)}%)`
       : "no shard started";
   if (!layout.chain) return idle;
   const lane = layout.lanes[layout.chain.lane]!;
   const files = layout.chain.shards.map((i) => report.shards[i]!.files.join(" + "));
   const shown = files.length > 6 ? [...files.slice(0, 3), `… ${files.length - 5} more …`, ...files.slice(-2)] : files;
-  return `${idle}; longest chain: ${laneLabel(lane)}, ${layout.chain.shards.length} shard${layout.chain.shards.length === 1 ? "" : "s"}, ${secondsText(layout.chain.busyMs)} busy: ${shown.join(" → ")}`;
+  return (
+    `${idle}; longest chain: ${laneLabel(lane)}, ${layout.chain.shards.length} ` +
+    `shard${layout.chain.shards.length === 1 ? "" : "s"}, ${secondsText(layout.chain.busyMs)} busy: ` +
+    `${shown.join(" → ")}`
+  );
 }

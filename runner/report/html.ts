@@ -51,8 +51,10 @@ export function renderHtml(report: RunReport, extras: HtmlExtras = {}): string {
 export function* htmlChunks(report: RunReport, extras: HtmlExtras = {}): Generator<string, void, undefined> {
   const title = `shardguard ${report.merged ? "merged report" : "report"} ${report.runId}`;
   yield `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n${HTML_REPORT_MARK}\n`;
-  yield `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">\n`;
-  yield `<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>${escapeHtml(title)}</title>\n<style>${PAGE_CSS}</style>\n</head>\n<body>\n`;
+  yield `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; ` +
+    `style-src 'unsafe-inline'; img-src data:">\n`;
+  yield `<meta name="viewport" content="width=device-width, ` +
+    `initial-scale=1">\n<title>${escapeHtml(title)}</title>\n<style>${PAGE_CSS}</style>\n</head>\n<body>\n`;
   yield header(report);
   const layout = layoutTimeline(report);
   yield `<section id="timeline-section" aria-labelledby="timeline-h"><h2 id="timeline-h">Timeline</h2>`;
@@ -65,9 +67,14 @@ export function* htmlChunks(report: RunReport, extras: HtmlExtras = {}): Generat
       .slice(0, 50)
       .map(
         (s) =>
-          `<li><span class="badge st-${s.status}">${escapeHtml(s.status)}</span> ${escapeHtml(s.files.join(", "))}: ${escapeHtml(s.reason)}</li>`,
+          `<li><span class="badge st-${s.status}">${escapeHtml(s.status)}</span> ${escapeHtml(s.files.join(", "))}: ` +
+          `${escapeHtml(s.reason)}</li>`,
       );
-    yield `<details id="unstarted"><summary>${unstarted.length} shard${unstarted.length === 1 ? "" : "s"} without a bar (never started or skipped)</summary><ul>${shown.join("")}${unstarted.length > 50 ? `<li>… and ${unstarted.length - 50} more</li>` : ""}</ul></details>`;
+    yield `<details id="unstarted"><summary>${unstarted.length} shard${unstarted.length === 1 ? "" : "s"} without a ` +
+      `bar (never started or ` +
+      `skipped)</summary><ul>${shown.join("")}${
+        unstarted.length > 50 ? `<li>… and ${unstarted.length - 50} more</li>` : ""
+      }</ul></details>`;
   }
   yield `</section>\n`;
   yield tableSkeleton();
@@ -101,7 +108,9 @@ function header(report: RunReport): string {
     `<span id="exit-code" class="${report.exitCode === 0 ? "ok" : "bad"}">${escapeHtml(exit)}</span>`,
     escapeHtml(state),
     `${(report.durationMs / 1000).toFixed(1)} s`,
-    `${report.summary.shards.total} shard${report.summary.shards.total === 1 ? "" : "s"}, ${report.settings.jobs} job${report.settings.jobs === 1 ? "" : "s"}, timeout ${report.settings.timeoutMs / 1000} s, grace ${report.settings.graceMs / 1000} s`,
+    `${report.summary.shards.total} shard${report.summary.shards.total === 1 ? "" : "s"}, ${report.settings.jobs} ` +
+      `job${report.settings.jobs === 1 ? "" : "s"}, timeout ${report.settings.timeoutMs / 1000} s, grace ` +
+      `${report.settings.graceMs / 1000} s`,
     `started ${escapeHtml(report.startedAt)}`,
     `<span id="versions">shardguard ${escapeHtml(report.tool.version)} · Bun ${escapeHtml(report.bun.version)}</span>`,
   ];
@@ -109,7 +118,8 @@ function header(report: RunReport): string {
   if (report.merged) {
     const slices = report.merged.slices.map(
       (s) =>
-        `slice ${s.index}: ${s.runId === null ? "reported nothing" : `run ${escapeHtml(s.runId)}, exit ${s.exitCode ?? "none"}`}`,
+        `slice ${s.index}: ` +
+        `${s.runId === null ? "reported nothing" : `run ${escapeHtml(s.runId)}, exit ${s.exitCode ?? "none"}`}`,
     );
     facts.push(`<span id="merged">merged from ${report.merged.slices.length} slices (${slices.join("; ")})</span>`);
   }
@@ -123,33 +133,49 @@ function header(report: RunReport): string {
   const cells = counts
     .map(
       ([key, label, n]) =>
-        `<div class="count c-${key}" data-count="${key}"><b>${n.toLocaleString("en-US")}</b><span>${label}</span></div>`,
+        `<div class="count c-${key}" ` +
+        `data-count="${key}"><b>${n.toLocaleString("en-US")}</b><span>${label}</span></div>`,
     )
     .join("");
-  return `<header><h1>${escapeHtml(report.merged ? "shardguard · merged run" : "shardguard run")} <code>${escapeHtml(report.runId)}</code></h1><div id="counts">${cells}</div><p id="facts">${facts.join(" · ")}</p>${missing}</header>\n`;
+  return (
+    `<header><h1>${escapeHtml(report.merged ? "shardguard · merged run" : "shardguard run")} ` +
+    `<code>${escapeHtml(report.runId)}</code></h1><div id="counts">${cells}</div><p ` +
+    `id="facts">${facts.join(" · ")}</p>${missing}</header>\n`
+  );
 }
 
 function legend(): string {
   const statuses = ["passed", "failed", "timed-out", "crashed"].map(
     (s) => `<span class="key st-${s}"><i></i>${s}</span>`,
   );
-  return `${statuses.join("")}<span class="key"><i class="k-term"></i>SIGTERM</span><span class="key"><i class="k-grace"></i>grace</span><span class="key"><i class="k-kill"></i>SIGKILL</span><span class="key"><i class="k-idle"></i>idle slot</span><span class="key"><i class="k-chain"></i>longest chain</span>`;
+  return (
+    `${statuses.join("")}<span class="key"><i class="k-term"></i>SIGTERM</span><span class="key"><i ` +
+    `class="k-grace"></i>grace</span><span class="key"><i class="k-kill"></i>SIGKILL</span><span class="key"><i ` +
+    `class="k-idle"></i>idle slot</span><span class="key"><i class="k-chain"></i>longest chain</span>`
+  );
 }
 
 function tableSkeleton(): string {
   const filters = [...TEST_STATUSES, "flaky"]
     .map(
       (s) =>
-        `<button type="button" class="filter st-${s}" data-status="${s}" aria-pressed="false">${s} <span class="n"></span></button>`,
+        `<button type="button" class="filter st-${s}" data-status="${s}" aria-pressed="false">${s} <span ` +
+        `class="n"></span></button>`,
     )
     .join("");
   return (
     `<section id="tests-section" aria-labelledby="tests-h"><h2 id="tests-h">Tests</h2>` +
-    `<div id="controls"><div id="filters" role="group" aria-label="status filters"><button type="button" class="filter" data-status="all" aria-pressed="true">all <span class="n"></span></button>${filters}</div>` +
-    `<input id="search" type="search" placeholder="search file or test name" aria-label="search tests"><span id="shard-filter" hidden></span><span id="count" aria-live="polite"></span></div>` +
-    `<div id="table" role="table" aria-label="tests"><div class="row head" role="row"><span role="columnheader">file</span><span role="columnheader">describe</span><span role="columnheader">test</span><span role="columnheader">status</span><span role="columnheader" class="num">duration</span><span role="columnheader" class="num">retries</span></div>` +
+    `<div id="controls"><div id="filters" role="group" aria-label="status filters"><button type="button" ` +
+    `class="filter" data-status="all" aria-pressed="true">all <span class="n"></span></button>${filters}</div>` +
+    `<input id="search" type="search" placeholder="search file or test name" aria-label="search tests"><span ` +
+    `id="shard-filter" hidden></span><span id="count" aria-live="polite"></span></div>` +
+    `<div id="table" role="table" aria-label="tests"><div class="row head" role="row"><span ` +
+    `role="columnheader">file</span><span role="columnheader">describe</span><span ` +
+    `role="columnheader">test</span><span role="columnheader">status</span><span role="columnheader" ` +
+    `class="num">duration</span><span role="columnheader" class="num">retries</span></div>` +
     `<div id="rows" tabindex="-1"><div id="spacer"></div></div></div>` +
-    `<section id="detail" hidden aria-live="polite"></section><noscript>The test table needs JavaScript.</noscript></section>\n`
+    `<section id="detail" hidden aria-live="polite"></section><noscript>The test table needs ` +
+    `JavaScript.</noscript></section>\n`
   );
 }
 

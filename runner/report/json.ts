@@ -45,7 +45,9 @@ export function* jsonChunks(report: RunReport, check: TestCheck = validTest): Ge
   yield "\n";
 }
 
-/** About how many characters of text a checked entry holds (its name, path and failure texts): what fills a JsonBatch. */
+/**
+ * About how many characters of text a checked entry holds (its name, path and failure texts): what fills a JsonBatch.
+ */
 export function entryChars(test: TestResult): number {
   let chars = test.name.length + test.file.length;
   if (test.failure !== undefined) chars += test.failure.message.length + (test.failure.details?.length ?? 0);

@@ -106,7 +106,10 @@ export function* junitChunks(report: RunReport, options: JUnitOptions = {}): Gen
   yield "</testsuites>\n";
 }
 
-/** Adds one testcase to suite or root counts: which element its status yields (outcomesOf; flaky passes count as passes). */
+/**
+ * Adds one testcase to suite or root counts: which element its status yields (outcomesOf; flaky passes count as
+ * passes).
+ */
 function countInto(
   counts: { tests: number; failures: number; errors: number; skipped: number },
   test: TestResult,
@@ -140,7 +143,10 @@ function suiteProperties(report: RunReport, slice: number | undefined): string {
   }
   if (report.rerunOf) props.push(["shardguard.rerun-of", report.rerunOf.runId]);
   if (props.length === 0) return "";
-  return `    <properties>\n${props.map(([name, value]) => `      <property${attrs({ name, value })}/>\n`).join("")}    </properties>\n`;
+  return (
+    `    <properties>\n${props.map(([name, value]) => `      <property${attrs({ name, value })}/>\n`).join("")} ` +
+    `   </properties>\n`
+  );
 }
 
 /** ms → seconds with exactly 3 decimals, "0.000" for non-finite or negative; capped below toFixed's exponent form. */

@@ -69,7 +69,8 @@ function ciProgress(options: ProgressOptions): Progress {
       lastBeat.set(shard.index, beats);
       const label = shard.stopping?.() ? "STOPPING" : "RUNNING";
       options.write(
-        `[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${oneLine(shard.files.join(" "))}: ${flightText(shard, options.redact)}\n`,
+        `[${shard.index}/${options.source.total}] ${label} ${secs(elapsed)} ${oneLine(shard.files.join(" "))}: ` +
+          `${flightText(shard, options.redact)}\n`,
       );
     }
   };
@@ -101,7 +102,8 @@ function ttyProgress(options: ProgressOptions): Progress {
       const stopping = shard.stopping?.() ? color("33", " stopping") : "";
       lines.push(
         cut(
-          `  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${oneLine(shard.files.join(" "))}  ${color("2", flightText(shard, options.redact))}`,
+          `  [${shard.index}] ${secs(shard.elapsedMs()).padStart(7)}${stopping} ${oneLine(shard.files.join(" "))}  ` +
+            `${color("2", flightText(shard, options.redact))}`,
         ),
       );
     }

@@ -63,7 +63,8 @@ export function missingFeatures(caps: BunCapabilities, events: boolean): string[
   const v = `Bun ${caps.version}`;
   if (!caps.noOrphans) {
     out.push(
-      `${v} has no --no-orphans: a shard child does not exit by itself if the runner is killed with SIGKILL; the run's guardian ends it instead`,
+      `${v} has no --no-orphans: a shard child does not exit by itself if the runner is killed with SIGKILL; the ` +
+        `run's guardian ends it instead`,
     );
   }
   if (!caps.junitFailureText) {

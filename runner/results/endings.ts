@@ -40,7 +40,8 @@ interface Ending<I extends Interruption> {
 }
 
 const afterTheEnd = (i: { exitCode: number; problem: string }) =>
-  `exited ${i.exitCode} after reaching the end of the run, but ${i.problem}: per-test results are the events' where they have them`;
+  `exited ${i.exitCode} after reaching the end of the run, but ${i.problem}: per-test results are the events' where ` +
+  `they have them`;
 
 /** Every kind of {@link Interruption}: its statuses, failure kind and reason. */
 const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kind: K }>> } = {
@@ -106,7 +107,10 @@ const ENDINGS: { [K in Interruption["kind"]]: Ending<Extract<Interruption, { kin
 function killDetail(i: Extract<Interruption, { kind: "timeout" }>): string {
   const grace = `SIGKILL after ${seconds(i.graceMs)} grace period`;
   if (i.stopped)
-    return ` (it was stopped, e.g. by SIGSTOP, when SIGTERM was sent; SIGCONT followed${i.sigkilled ? `, then ${grace}` : ""})`;
+    return (
+      ` (it was stopped, e.g. by SIGSTOP, when SIGTERM was sent; SIGCONT ` +
+      `followed${i.sigkilled ? `, then ${grace}` : ""})`
+    );
   return i.sigkilled ? ` (${grace}: SIGTERM was ignored)` : "";
 }
 

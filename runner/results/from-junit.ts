@@ -447,7 +447,8 @@ function shardVerdict(
       (anyFailed
         ? "not every test ran"
         : coverage
-          ? `coverage below the project's ${ev.coverageThreshold} (bun test exited 1 with every test passed and no error between tests)`
+          ? `coverage below the project's ${ev.coverageThreshold} (bun test exited 1 with every test passed and no ` +
+            `error between tests)`
           : "bun test exited 1 though no test failed (an error between tests)");
     if (bailed) reason += "; --bail stopped the run";
     if (!anyFailed) {

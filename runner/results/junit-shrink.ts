@@ -37,7 +37,8 @@ export function junitLimitText(limitBytes: number): string {
   const mib = (n: number) => `${Math.round((n / (1024 * 1024)) * 10) / 10} MiB`;
   return (
     `${mib(limitBytes)}: ${mib(MAX_JUNIT_BYTES)} + ${JUNIT_BYTES_PER_STARTED_TEST / 1024} KiB per test started + ` +
-    `${JUNIT_BYTES_PER_FAILED_TEST / 1024} KiB per failed test end, at most ${mib(MAX_JUNIT_BYTES_CEILING)}, with every text and attribute cut to ` +
+    `${JUNIT_BYTES_PER_FAILED_TEST / 1024} KiB per failed test end, at most ${mib(MAX_JUNIT_BYTES_CEILING)}, with ` +
+    `every text and attribute cut to ` +
     `${MAX_TEXT_BYTES / 1024} KiB; one tag at most ${MAX_TEXT_BYTES / 1024} KiB`
   );
 }

@@ -95,7 +95,8 @@ function sliceInputs(inputs: readonly SliceReport[]): { plan: PlanManifest; bySl
   const hashes = new Set(inputs.map((i) => i.report.plan!.hash));
   if (hashes.size > 1) {
     throw new MergeError(
-      `the slices come from different plans: ${inputs.map((i) => `${label(i)} has plan hash ${i.report.plan!.hash}`).join(", ")}; ` +
+      `the slices come from different plans: ` +
+        `${inputs.map((i) => `${label(i)} has plan hash ${i.report.plan!.hash}`).join(", ")}; ` +
         "every slice must plan the same files the same way (same PATTERNs, --files-per-shard, N and timings)",
     );
   }

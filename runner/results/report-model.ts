@@ -35,7 +35,8 @@ export type FailureKind = z.infer<typeof FailureKindSchema>;
 const ErrorNameSchema = z
   .string()
   .describe(
-    'The error\'s name as Bun reported it (its JUnit failure type, its event\'s error name), e.g. "AssertionError", "TypeError"; free text a test can set. Absent when Bun named none.',
+    "The error's name as Bun reported it (its JUnit failure type, its event's error name), e.g. \"AssertionError\", " +
+      '"TypeError"; free text a test can set. Absent when Bun named none.',
   );
 
 /** Why a test did not pass: one human sentence or Bun's error text. */

@@ -201,7 +201,9 @@ export function startedEntry(t: EventTest, reading: StartReading, ending: Ending
 
 /** A passing entry from events claiming more starts than counted: forged (docs/reports.md), so not a pass. */
 export function untrustedPass(t: EventTest, reading: StartReading): TestResult {
-  const message = `its pass came from inspector events that carried more test starts than the child preload counted (${countedText(reading)}): events were forged, so the pass is not trusted`;
+  const message =
+    `its pass came from inspector events that carried more test starts than the child preload counted ` +
+    `(${countedText(reading)}): events were forged, so the pass is not trusted`;
   return fromEvent(t, "crashed", { type: "crash", message });
 }
 

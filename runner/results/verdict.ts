@@ -315,7 +315,9 @@ function unreadEntry(ev: ShardEvidence, lastLoaded: string | undefined, reason: 
   const unread = ev.events?.unreadFrames ?? 0;
   if (!(unread > 0)) return null;
   const file = lastLoaded ?? ev.files[0]!;
-  const message = `${unread === 1 ? "an inspector event was" : `${unread} inspector events were`} too large to read: a test of this shard may be missing from its entries (${reason})`;
+  const message =
+    `${unread === 1 ? "an inspector event was" : `${unread} inspector events were`} too large to read: ` +
+    `a test of this shard may be missing from its entries (${reason})`;
   return hookEntry(file, "(unreadable inspector event)", "failed", { type: "unreadable-event", message }, 0);
 }
 
@@ -336,7 +338,8 @@ function hookInFlight(
     ended === found.length
       ? [
           "afterAll hook",
-          "every test of the file had ended: an afterAll hook was running, or the next file was loading before it registered a test",
+          "every test of the file had ended: an afterAll hook was running, or the next file was loading before it " +
+            "registered a test",
         ]
       : ended === 0
         ? [

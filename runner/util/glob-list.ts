@@ -1,4 +1,6 @@
-/** Lists of globs as flags and variables write them. Imports nothing: config/ reads them before any matcher is loaded. */
+/**
+ * Lists of globs as flags and variables write them. Imports nothing: config/ reads them before any matcher is loaded.
+ */
 
 /**
  * Splits a comma-separated list of globs, keeping the commas inside `{…}`

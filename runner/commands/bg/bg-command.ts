@@ -83,7 +83,8 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   ];
   if (cap.exceeds) {
     lines.push(
-      `shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may not fit the ${cap.seconds}s cap; what is not done by then is cancelled`,
+      `shardguard bg: WARNING the plan (${Math.round(cap.serialMs / 1000)}s of files at ${settings.jobs} jobs) may ` +
+        `not fit the ${cap.seconds}s cap; what is not done by then is cancelled`,
     );
   }
   writeFileSync(log, `${lines.join("\n")}\n`, { mode: 0o600 });
@@ -213,8 +214,14 @@ function headerLine(h: {
   const { jobs } = plan.settings;
   const capText = `cap=${cap.seconds}s${cap.source === "--cap" ? " (--cap)" : ""}`;
   if (dispatch)
-    return `shardguard bg: backend=dispatch tested=${facts.sha} repo=${dispatch.repo} workflow=${dispatch.workflow} ref=${dispatch.ref} nonce=${dispatch.nonce} ${capText} jobs=${jobs} lane=${lock}`;
-  return `shardguard bg: backend=local tested=${testedRevision(facts)} ${capText} jobs=${jobs} files=${plan.files.length} lane=${lock}`;
+    return (
+      `shardguard bg: backend=dispatch tested=${facts.sha} repo=${dispatch.repo} workflow=${dispatch.workflow} ` +
+      `ref=${dispatch.ref} nonce=${dispatch.nonce} ${capText} jobs=${jobs} lane=${lock}`
+    );
+  return (
+    `shardguard bg: backend=local tested=${testedRevision(facts)} ${capText} jobs=${jobs} ` +
+    `files=${plan.files.length} lane=${lock}`
+  );
 }
 
 /** The record of a run about to start: no worker pid, run id or CI run yet. */

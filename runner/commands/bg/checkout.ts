@@ -81,7 +81,8 @@ export function dispatchBlockers(f: CheckoutFacts): string[] {
     );
   else if (f.origin !== f.repo)
     reasons.push(
-      `origin is ${f.origin ?? "not a GitHub repository"}, not ${f.repo} (a fork cannot dispatch the configured repository's workflows)`,
+      `origin is ${f.origin ?? "not a GitHub repository"}, not ${f.repo} (a fork cannot dispatch the configured ` +
+        `repository's workflows)`,
     );
   else if (f.ghReady && !f.canPush)
     reasons.push(`the gh account cannot push to ${f.repo}, so it cannot dispatch its workflows`);
@@ -97,7 +98,8 @@ export function dispatchBlockers(f: CheckoutFacts): string[] {
   }
   if (f.dirty.length > 0)
     reasons.push(
-      `${f.dirty.length} file${f.dirty.length === 1 ? " is" : "s are"} modified, staged or untracked; commit or stash ${f.dirty.length === 1 ? "it" : "them"}`,
+      `${f.dirty.length} file${f.dirty.length === 1 ? " is" : "s are"} modified, staged or untracked; commit or ` +
+        `stash ${f.dirty.length === 1 ? "it" : "them"}`,
     );
   return reasons;
 }

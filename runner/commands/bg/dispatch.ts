@@ -89,7 +89,8 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
   let target = findDuplicate(ghDispatchRuns(o.gh, spec.repo, spec.workflow) ?? [], spec.key);
   if (target) {
     o.line(
-      `shardguard bg: following existing run ${target.databaseId} ${target.url} (same lane, revision and base; not dispatching again)`,
+      `shardguard bg: following existing run ${target.databaseId} ${target.url} (same lane, revision and base; not ` +
+        `dispatching again)`,
     );
   } else {
     const inputs = { ...spec.inputs, expected_sha: spec.sha, nonce: spec.nonce };
@@ -106,7 +107,8 @@ export async function followDispatch(spec: DispatchSpec, o: FollowOptions): Prom
     }
     if (!target) {
       o.line(
-        `shardguard bg: no run named ${nonceMarker(spec.nonce)} appeared; does ${spec.workflow} set run-name with the nonce (examples/github/)?`,
+        `shardguard bg: no run named ${nonceMarker(spec.nonce)} appeared; does ${spec.workflow} set run-name with ` +
+          `the nonce (examples/github/)?`,
       );
       o.onEnding?.("error", `the dispatched run never appeared`);
       return BG_EXIT.other;

@@ -81,7 +81,10 @@ export async function describeRun(record: BgRecord, now = Date.now()): Promise<s
     );
   if (record.ci)
     lines.push(
-      `  CI ${record.ci.repo} ${record.ci.workflow} nonce ${record.ci.nonce}${record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"}`,
+      `  CI ${record.ci.repo} ${record.ci.workflow} nonce ` +
+        `${record.ci.nonce}${
+          record.ci.runId ? `: run ${record.ci.runId} ${record.ci.url ?? ""}` : ": run not found yet"
+        }`,
     );
   const report = record.runId ? readReportCopy(record) : null;
   if (report) lines.push(...(await progressLines(record, report, state === "running")));
@@ -116,9 +119,15 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
   const sum = summarize(ended);
   const t = sum.tests;
   const lines = [
-    `  shards: ${ended.length} of ${report.shards.length} ended (${sum.shards.passed} passed, ${sum.shards.failed} failed, ${sum.shards["timed-out"]} timed out, ${sum.shards.crashed} crashed, ${sum.shards["never-started"]} never started${sum.shards["skipped-by-diff"] ? `, ${sum.shards["skipped-by-diff"]} skipped by diff` : ""})`,
+    `  shards: ${ended.length} of ${report.shards.length} ended (${sum.shards.passed} passed, ${sum.shards.failed} ` +
+      `failed, ${sum.shards["timed-out"]} timed out, ${sum.shards.crashed} crashed, ${sum.shards["never-started"]} ` +
+      `never started${sum.shards["skipped-by-diff"] ? `, ${sum.shards["skipped-by-diff"]} skipped by diff` : ""})`,
     // Every status counted (todo apart from skipped, as the run's summary); "so far" only while it runs.
-    `  tests${running ? " so far" : ""}: ${t.passed} passed, ${t.failed} failed, ${t["timed-out"]} timed out, ${t.crashed} crashed, ${t["never-started"]} never started, ${t.skipped} skipped, ${t.todo} todo${t["skipped-by-diff"] ? `, ${t["skipped-by-diff"]} skipped by diff` : ""}${t.flaky ? `, ${t.flaky} flaky` : ""}`,
+    `  tests${running ? " so far" : ""}: ${t.passed} passed, ${t.failed} failed, ${t["timed-out"]} timed out, ` +
+      `${t.crashed} crashed, ${t["never-started"]} never started, ${t.skipped} skipped, ${t.todo} ` +
+      `todo${t["skipped-by-diff"] ? `, ${t["skipped-by-diff"]} skipped by diff` : ""}${
+        t.flaky ? `, ${t.flaky} flaky` : ""
+      }`,
   ];
   for (const shard of open) {
     const log = path.join(logDir, `shard-${shard.index}-${shard.slug}.log`);
@@ -127,11 +136,13 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
     const since = born > 0 ? ` (${Math.round((Date.now() - born) / 1000)}s)` : "";
     if (running)
       lines.push(
-        `  [${shard.index}/${report.shards.length}] running ${oneLine(shard.files.join(" "))}${since}: ${await inFlight(log, report.root)}`,
+        `  [${shard.index}/${report.shards.length}] running ${oneLine(shard.files.join(" "))}${since}: ` +
+          `${await inFlight(log, report.root)}`,
       );
     else
       lines.push(
-        `  [${shard.index}/${report.shards.length}] was running when the run died, ${oneLine(shard.files.join(" "))}: ${await inFlight(log, report.root)}`,
+        `  [${shard.index}/${report.shards.length}] was running when the run died, ` +
+          `${oneLine(shard.files.join(" "))}: ${await inFlight(log, report.root)}`,
       );
   }
   const queued = open.filter((s) => !existsSync(path.join(logDir, `shard-${s.index}-${s.slug}.log`))).length;
@@ -206,7 +217,11 @@ async function ciStatus(o: StatusOptions, host: Host, record: BgRecord | null): 
       const done = view.status === "completed";
       const code = conclusionCode(view.conclusion);
       host.stdout(
-        `CI run ${id} on ${repo}: ${done ? `${conclusionState(view.conclusion)} (${view.conclusion ?? "no conclusion"}, exit ${code})` : `running (${view.status})`} ${view.url ?? ""}`.trimEnd(),
+        `CI run ${id} on ${repo}: ${
+          done
+            ? `${conclusionState(view.conclusion)} (${view.conclusion ?? "no conclusion"}, exit ${code})`
+            : `running (${view.status})`
+        } ${view.url ?? ""}`.trimEnd(),
       );
       if (done) return o.follow ? code : EXIT.ok;
     }

@@ -35,7 +35,10 @@ export function pollMsFrom(env: Record<string, string | undefined>): number {
   return Number.isFinite(n) && n >= 10 ? n : 15_000;
 }
 
-/** Writes how the run ended into its record, before the sentinel; a record that cannot be written only loses the wording. */
+/**
+ * Writes how the run ended into its record, before the sentinel; a record that cannot be written only loses the
+ * wording.
+ */
 async function recordEnding(log: string, ending: BgEnding): Promise<void> {
   try {
     const record = readRecord(log);
