@@ -17,7 +17,8 @@ afterAll(removeSuites);
 const DOC = readFileSync(path.join(REPO, "docs", "api.md"), "utf8");
 
 describe("docs/api.md", () => {
-  test("the example runs under bun, importing shardguard through the package's exports, and prints the documented output", () => {
+  test("the example runs under bun, importing shardguard through " +
+    "the package's exports, and prints the documented output", () => {
     const { program, output } = apiExample();
     // A project whose node_modules/shardguard is this checkout: the import resolves as it does when installed.
     const dir = makeSuite(

@@ -40,7 +40,8 @@ describe("run and list", () => {
     for (const flag of ["--preset", "--tier", "--shard"])
       expect(() => run([flag, "a", `${flag}=b`])).toThrow(`flag ${flag} was given twice`);
     expect(() => run(["--test-events"])).toThrow(
-      'unknown flag --test-events for shardguard run; flags for bun test go after "--" (shardguard run --help lists the flags)',
+      "unknown flag --test-events for shardguard run; flags for " +
+        'bun test go after "--" (shardguard run --help lists the flags)',
     );
   });
 

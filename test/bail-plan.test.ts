@@ -17,7 +17,8 @@ test("60 bailing one-file shards, six at a time: every shard keeps its unreached
   const files: Record<string, string> = {};
   for (let i = 0; i < 60; i++) {
     files[`t/b${String(i).padStart(2, "0")}.test.ts`] =
-      `import { expect, test } from "bun:test";\ntest("ok", () => {});\ntest("bad", () => { expect(1).toBe(2); });\ntest("unreached", () => {});\n`;
+      `import { expect, test } from "bun:test";\ntest("ok", () => {});\n` +
+      `test("bad", () => { expect(1).toBe(2); });\ntest("unreached", () => {});\n`;
   }
   const dir = makeSuite(files);
   const r = await runCli(["run", "--root", dir, "--jobs", "6", "t", "--", "--bail"], { limitMs: 120_000 });
@@ -28,13 +29,15 @@ test("60 bailing one-file shards, six at a time: every shard keeps its unreached
   expect(statuses.filter((s) => s !== "ok=passed bad=failed unreached=never-started")).toEqual([]);
 }, 120_000);
 
-test("a batched shard under --bail: the file that bails keeps its unreached test, the files after it never started", async () => {
+test("a batched shard under --bail: the file that bails " +
+  "keeps its unreached test, the files after it never started", async () => {
   const files: Record<string, string> = {};
   const passing = `import { test } from "bun:test";\ntest("fine", () => {});\n`;
   for (let i = 0; i < 12; i++) {
     files[`t/b${String(i).padStart(2, "0")}.test.ts`] =
       i === 7
-        ? `import { expect, test } from "bun:test";\ntest("ok", () => {});\ntest("bad", () => { expect(1).toBe(2); });\ntest("unreached", () => {});\n`
+        ? `import { expect, test } from "bun:test";\ntest("ok", () => {});\n` +
+          `test("bad", () => { expect(1).toBe(2); });\ntest("unreached", () => {});\n`
         : passing;
   }
   const dir = makeSuite(files);

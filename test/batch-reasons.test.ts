@@ -12,7 +12,9 @@ afterAll(removeSuites);
 const PASSES = `import { expect, test } from "bun:test";\ntest("passes", () => expect(1).toBe(1));\n`;
 const FAILS = `import { expect, test } from "bun:test";\ntest("fails", () => expect(1).toBe(2));\n`;
 // Shaped like a real file whose tests were commented out for a while.
-const COMMENTED_OUT = `import { expect, test } from "bun:test";\n\n// test("flaky on CI", async () => {\n//   expect(await Promise.resolve(1)).toBe(1);\n// });\n`;
+const COMMENTED_OUT =
+  `import { expect, test } from "bun:test";\n\n// test("flaky on CI", async () => {\n` +
+  `//   expect(await Promise.resolve(1)).toBe(1);\n// });\n`;
 const HINT = '(empty-files = "fail"; --empty-files pass allows it)';
 
 describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mode) => {
@@ -57,20 +59,24 @@ describe.each([["on"], ["off"]])("a batch of 10 files per shard, events %s", (mo
 
   // Bun exits 1 for the failing test, and sends no event for an unresolvable
   // import either: the empty file cannot be told from one that failed to load.
-  test("an empty file beside a failing one: the failures are counted without it, then the file, not called a load error", async () => {
-    const { code, shard } = await runBatch({
-      "t/a.test.ts": PASSES,
-      "t/b-empty.test.ts": COMMENTED_OUT,
-      "t/c.test.ts": FAILS,
-    });
-    expect(code).toBe(1);
-    expect(shard.reason).toBe(
-      "1 test failed; no test registered in t/b-empty.test.ts (no tests, or a load error: see the log)",
-    );
-    const empty = shard.tests.find((t) => t.file === "t/b-empty.test.ts")!;
-    expect([empty.status, empty.failure?.type]).toEqual(["failed", "no-tests"]);
-    expect(empty.failure?.message).toContain("no tests found, or the file failed to load");
-  });
+  test(
+    "an empty file beside a failing one: the failures are " +
+      "counted without it, then the file, not called a load error",
+    async () => {
+      const { code, shard } = await runBatch({
+        "t/a.test.ts": PASSES,
+        "t/b-empty.test.ts": COMMENTED_OUT,
+        "t/c.test.ts": FAILS,
+      });
+      expect(code).toBe(1);
+      expect(shard.reason).toBe(
+        "1 test failed; no test registered in t/b-empty.test.ts (no tests, or a load error: see the log)",
+      );
+      const empty = shard.tests.find((t) => t.file === "t/b-empty.test.ts")!;
+      expect([empty.status, empty.failure?.type]).toEqual(["failed", "no-tests"]);
+      expect(empty.failure?.message).toContain("no tests found, or the file failed to load");
+    },
+  );
 
   test("a file that fails to load beside a failing one: failed, its own entry failed too", async () => {
     const broken = `import { test } from "bun:test";

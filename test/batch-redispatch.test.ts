@@ -15,7 +15,9 @@ afterAll(removeSuites);
 const passing = (i: number) =>
   `import { test, expect } from "bun:test";\ntest("ok ${i}", () => expect(${i}).toBe(${i}));\n`;
 const failing = `import { test, expect } from "bun:test";\ntest("fails", () => expect(1).toBe(2));\n`;
-const wedged = `import { test } from "bun:test";\ntest("before", () => {});\ntest("spins", () => { while (true) {} });\ntest("after", () => {});\n`;
+const wedged =
+  `import { test } from "bun:test";\ntest("before", () => {});\n` +
+  `test("spins", () => { while (true) {} });\ntest("after", () => {});\n`;
 
 /** 20 files f01..f20 in one shard; f05 wedges, f12 fails, the rest pass. */
 function suite(wedgedAt: (name: string) => string): Record<string, string> {
@@ -142,18 +144,21 @@ describe("without events the re-dispatch still works (it rests on the preload's 
 });
 
 describe("readMarks: file records", () => {
-  test("counts starts, sees the end mark, lists files (paths may hold s, e and newlines), keeps descendant lines", async () => {
-    const dir = makeSuite({});
-    const file = path.join(dir, "m.marks");
-    writeFileSync(file, "f/a/s e\n.test.ts\0ssf/b.test.ts\0sxe\nP 12 10 sleep 15");
-    expect(await readMarks(file)).toEqual({
-      testsStarted: 3,
-      finishedNormally: true,
-      descendants: [{ pid: 12, pgid: 10, command: "sleep 15" }],
-      filesStarted: ["/a/s e\n.test.ts", "/b.test.ts"],
-      filesLoaded: 0,
-    });
-  });
+  test(
+    "counts starts, sees the end mark, lists files (paths " + "may hold s, e and newlines), keeps descendant lines",
+    async () => {
+      const dir = makeSuite({});
+      const file = path.join(dir, "m.marks");
+      writeFileSync(file, "f/a/s e\n.test.ts\0ssf/b.test.ts\0sxe\nP 12 10 sleep 15");
+      expect(await readMarks(file)).toEqual({
+        testsStarted: 3,
+        finishedNormally: true,
+        descendants: [{ pid: 12, pgid: 10, command: "sleep 15" }],
+        filesStarted: ["/a/s e\n.test.ts", "/b.test.ts"],
+        filesLoaded: 0,
+      });
+    },
+  );
   test("a path cut short by a kill still counts as started", async () => {
     const dir = makeSuite({});
     const file = path.join(dir, "m.marks");
@@ -200,7 +205,8 @@ describe("a file that wedges while loading, first in its shard of 5", () => {
 });
 
 describe("a file whose beforeAll hangs, second in its shard of 3", () => {
-  test("it keeps its timed-out verdict (its tests were found, none started) and is not run again; the file after it is", async () => {
+  test("it keeps its timed-out verdict (its tests were found, " +
+    "none started) and is not run again; the file after it is", async () => {
     const hangs = `import { beforeAll, test } from "bun:test";\nbeforeAll(() => { while (true) {} });\ntest("never reached", () => {});\n`;
     const dir = makeSuite({ "t/g1.test.ts": passing(1), "t/g2.test.ts": hangs, "t/g3.test.ts": passing(3) });
     const run = await runCli([

@@ -148,7 +148,8 @@ describe("dispatch", () => {
     expect(c.readCalls().some((a) => a[0] === "api" && a[1] === "repos/acme/widgets/branches/main")).toBe(true);
   }, 120_000);
 
-  test("a queued, running or successful dispatch of the same lane, revision and base is followed, not dispatched again", async () => {
+  test("a queued, running or successful dispatch of the same " +
+    "lane, revision and base is followed, not dispatched again", async () => {
     const c = checkout();
     const key = `dedupe-lane-${c.sha.slice(0, 12)}-none-`;
     for (const [status, conclusion, reused] of [
@@ -193,7 +194,10 @@ describe("dispatch", () => {
 
   test("a preset's repository, workflow and inputs ({tier} replaced); the tier is part of the dedupe key", async () => {
     const c = checkout("acme/widgets", {
-      "bunfig.toml": `[shardguard.presets.paid]\nglobs = ["*.test.ts"]\ntier = { env = "PAID_TIER", values = ["gate", "periodic"], default = "gate" }\ndispatch = { repo = "acme/widgets", workflow = "paid.yml", inputs = { tier = "{tier}" } }\n`,
+      "bunfig.toml":
+        `[shardguard.presets.paid]\nglobs = ["*.test.ts"]\n` +
+        `tier = { env = "PAID_TIER", values = ["gate", "periodic"], default = "gate" }\n` +
+        `dispatch = { repo = "acme/widgets", workflow = "paid.yml", inputs = { tier = "{tier}" } }\n`,
     });
     const started = await bg(c, "--dispatch", "--preset", "paid", "--tier", "periodic", "--lock", "paid-lane");
     expect(started.stderr).toBe("");

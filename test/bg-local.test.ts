@@ -24,9 +24,11 @@ function readReportCopy(record: BgRecord): RunReport | null {
 
 afterAll(removeSuites);
 
-const ENV_PROBE = `import { test } from "bun:test";
+const ENV_PROBE =
+  `import { test } from "bun:test";
 import { writeFileSync } from "node:fs";
-test("records its run id", () => { writeFileSync(process.cwd() + "/run-id.txt", String(process.env.SHARDGUARD_RUN_ID)); });
+test("records its run id", () => { ` +
+  `writeFileSync(process.cwd() + "/run-id.txt", String(process.env.SHARDGUARD_RUN_ID)); });
 `;
 
 const logOf = (stdout: string) => /log (\/\S+\.log)/.exec(stdout)?.[1] ?? "";
@@ -76,7 +78,10 @@ describe("bg --local", () => {
 
   test("a preset's run-id variable (gstack-paid: EVALS_RUN_ID) gets the same id", async () => {
     const dir = makeSuite({
-      "test/skill-e2e-probe.test.ts": `import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\ntest("probe", () => { writeFileSync(process.cwd() + "/ids.txt", \`\${process.env.SHARDGUARD_RUN_ID} \${process.env.EVALS_RUN_ID}\`); });\n`,
+      "test/skill-e2e-probe.test.ts":
+        `import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n` +
+        `test("probe", () => { writeFileSync(process.cwd() + "/ids.txt", ` +
+        `\`\${process.env.SHARDGUARD_RUN_ID} \${process.env.EVALS_RUN_ID}\`); });\n`,
     });
     const started = await runCli(["bg", "--local", "--preset", "gstack-paid", "--follow"], {
       cwd: dir,
@@ -91,7 +96,8 @@ describe("bg --local", () => {
     );
   }, 60_000);
 
-  test("the cap cancels the run the normal way: shards killed, the rest never started, reports written, EXIT=2", async () => {
+  test("the cap cancels the run the normal way: shards " +
+    "killed, the rest never started, reports written, EXIT=2", async () => {
     const dir = makeSuite(fixtureFiles("spin", "slow-pass", "pass"));
     const started = await runCli(["bg", "--local", "--cap", "2", "--jobs", "1", "--grace", "1"], { cwd: dir });
     expect(started.code).toBe(0);
@@ -121,7 +127,9 @@ describe("bg --local", () => {
 
   test("status counts todo apart from skipped, as the run's own summary does", async () => {
     const dir = makeSuite({
-      "mixed.test.ts": `import { test } from "bun:test";\ntest("ok", () => {});\ntest.skip("later", () => {});\ntest.todo("someday");\ntest.todo("one day");\n`,
+      "mixed.test.ts":
+        `import { test } from "bun:test";\ntest("ok", () => {});\n` +
+        `test.skip("later", () => {});\ntest.todo("someday");\ntest.todo("one day");\n`,
     });
     const started = await runCli(["bg", "--local"], { cwd: dir });
     expect(started.code).toBe(0);
@@ -212,7 +220,8 @@ describe("bg --local", () => {
     expect(s.stderr).toContain("no background run");
   });
 
-  test("plan flags a run refuses are refused by bg before anything starts; a slice's cap counts its own files", async () => {
+  test("plan flags a run refuses are refused by bg before " +
+    "anything starts; a slice's cap counts its own files", async () => {
     const dir = makeSuite(fixtureFiles("pass", "fail", "exit0"));
     for (const args of [
       ["--shard", "3/2"],
@@ -232,55 +241,65 @@ describe("bg --local", () => {
     expect(sliced.stdout).toContain(`cap=${Math.ceil(1.5 * 600) + 1200}s jobs=1 files=1`);
   }, 60_000);
 
-  test("two runs started in the same second: status without an id, and --follow's exit code, are the run started last; a stray .json is no run", async () => {
-    const dir = makeSuite(fixtureFiles("pass"));
-    const bg = path.join(dir, ".shardguard", "bg");
-    mkdirSync(bg, { recursive: true });
-    // The later run gets the id that sorts first (ids name the second, then a random part).
-    const runs = [
-      { id: "20991231T000000Z-ffffff-run", startedAt: "2099-12-31T00:00:00.100Z", code: 0 },
-      { id: "20991231T000000Z-000000-run", startedAt: "2099-12-31T00:00:00.900Z", code: 1 },
-    ];
-    for (const r of runs) {
-      const log = path.join(bg, `${r.id}.log`);
-      writeFileSync(log, `shardguard bg: backend=local\n### shardguard EXIT=${r.code} ###\n`);
-      const record: BgRecord = {
-        id: r.id,
-        backend: "local",
-        log,
-        root: dir,
-        out: path.join(dir, ".shardguard"),
-        lock: "l",
-        pid: null,
-        procStart: null,
-        startedAt: r.startedAt,
-        runId: null,
-        ci: null,
-      };
-      writeFileSync(path.join(bg, `${r.id}.json`), JSON.stringify(record));
-    }
-    // A stray .json that is not a record (it sorts last by name) is left out, not a crash.
-    writeFileSync(path.join(bg, "zzz.json"), "not a record");
-    const st = await runCli(["status"], { cwd: dir });
-    expect(st.code).toBe(0);
-    expect(st.stdout.split("\n")[0]).toBe("20991231T000000Z-000000-run: failed (exit 1)");
-    expect((await runCli(["status", "--follow"], { cwd: dir })).code).toBe(1);
-  });
+  test(
+    "two runs started in the same second: status without an id, and " +
+      "--follow's exit code, are the run started last; a stray .json is no run",
+    async () => {
+      const dir = makeSuite(fixtureFiles("pass"));
+      const bg = path.join(dir, ".shardguard", "bg");
+      mkdirSync(bg, { recursive: true });
+      // The later run gets the id that sorts first (ids name the second, then a random part).
+      const runs = [
+        { id: "20991231T000000Z-ffffff-run", startedAt: "2099-12-31T00:00:00.100Z", code: 0 },
+        { id: "20991231T000000Z-000000-run", startedAt: "2099-12-31T00:00:00.900Z", code: 1 },
+      ];
+      for (const r of runs) {
+        const log = path.join(bg, `${r.id}.log`);
+        writeFileSync(log, `shardguard bg: backend=local\n### shardguard EXIT=${r.code} ###\n`);
+        const record: BgRecord = {
+          id: r.id,
+          backend: "local",
+          log,
+          root: dir,
+          out: path.join(dir, ".shardguard"),
+          lock: "l",
+          pid: null,
+          procStart: null,
+          startedAt: r.startedAt,
+          runId: null,
+          ci: null,
+        };
+        writeFileSync(path.join(bg, `${r.id}.json`), JSON.stringify(record));
+      }
+      // A stray .json that is not a record (it sorts last by name) is left out, not a crash.
+      writeFileSync(path.join(bg, "zzz.json"), "not a record");
+      const st = await runCli(["status"], { cwd: dir });
+      expect(st.code).toBe(0);
+      expect(st.stdout.split("\n")[0]).toBe("20991231T000000Z-000000-run: failed (exit 1)");
+      expect((await runCli(["status", "--follow"], { cwd: dir })).code).toBe(1);
+    },
+  );
 
-  test("a test whose name holds a line break and an EXIT=0 line cannot end the run early for status --follow", async () => {
+  test("a test whose name holds a line break and an EXIT=0 " +
+    "line cannot end the run early for status --follow", async () => {
     const forged = "### shardguard EXIT=0 ###";
     const dir = makeSuite({
       // Failing at once: its name reaches the shard's end line and the summary.
-      "a.test.ts": `import { test, expect } from "bun:test";\ntest("lf\\n${forged}\\n", () => { expect(1).toBe(2); });\ntest("ls\\u2028${forged}\\u2028", () => { expect(1).toBe(2); });\n`,
+      "a.test.ts":
+        `import { test, expect } from "bun:test";\ntest("lf\\n${forged}\\n", () => { expect(1).toBe(2); });\n` +
+        `test("ls\\u2028${forged}\\u2028", () => { expect(1).toBe(2); });\n`,
       // In flight for 3 s: its name reaches the heartbeat lines.
-      "b.test.ts": `import { test, expect } from "bun:test";\ntest("wait\\n${forged}\\nmore", async () => { await Bun.sleep(3000); expect(1).toBe(2); });\n`,
+      "b.test.ts":
+        `import { test, expect } from "bun:test";\n` +
+        `test("wait\\n${forged}\\nmore", async () => { await Bun.sleep(3000); expect(1).toBe(2); });\n`,
     });
     const started = await runCli(["bg", "--local", "--heartbeat", "1"], { cwd: dir });
     expect(started.code).toBe(0);
     const followed = await follow(path.basename(logOf(started.stdout), ".log"), dir);
     expect(followed.code).toBe(1);
     const lines = readFileSync(logOf(started.stdout), "utf8").split("\n");
-    // The names were printed (end lines, heartbeats, summary), on one line each; the worker's own sentinel is the only one.
+    // The names were printed (end lines, heartbeats, summary), on one line
+    // each; the worker's own sentinel is the only one.
     expect(lines.filter((l) => l.includes(forged)).length).toBeGreaterThan(2);
     expect(lines.filter((l) => /^### shardguard EXIT=\d+ ###$/.test(l))).toEqual(["### shardguard EXIT=1 ###"]);
   }, 60_000);

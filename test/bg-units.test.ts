@@ -150,19 +150,22 @@ describe("sentinel and state", () => {
     expect(bgState(record(null), "").state).toBe("running");
     expect(bgState(record(null, new Date(Date.now() - 60_000).toISOString()), "").state).toBe("incomplete");
   });
-  test("the record's ending names an exit 2 (a reached cap is timed-out) only when it carries the sentinel's code", () => {
-    const ended = (code: number): BgRecord => ({
-      ...record(null),
-      ending: { code, state: "timed-out", why: "cap of 5s reached; the run was cancelled" },
-    });
-    expect(bgState(ended(2), `${sentinelLine(2)}\n`)).toEqual({
-      state: "timed-out",
-      code: 2,
-      why: "cap of 5s reached; the run was cancelled",
-    });
-    // A later run's sentinel in the same log (or a stale record) does not borrow the wording.
-    expect(bgState(ended(2), `${sentinelLine(0)}\n`)).toEqual({ state: "passed", code: 0, why: null });
-  });
+  test(
+    "the record's ending names an exit 2 (a reached cap " + "is timed-out) only when it carries the sentinel's code",
+    () => {
+      const ended = (code: number): BgRecord => ({
+        ...record(null),
+        ending: { code, state: "timed-out", why: "cap of 5s reached; the run was cancelled" },
+      });
+      expect(bgState(ended(2), `${sentinelLine(2)}\n`)).toEqual({
+        state: "timed-out",
+        code: 2,
+        why: "cap of 5s reached; the run was cancelled",
+      });
+      // A later run's sentinel in the same log (or a stale record) does not borrow the wording.
+      expect(bgState(ended(2), `${sentinelLine(0)}\n`)).toEqual({ state: "passed", code: 0, why: null });
+    },
+  );
 });
 
 describe("preset keys", () => {

@@ -186,18 +186,23 @@ describe("readBunJUnit on hand-written input", () => {
     });
   });
 
-  test("Bun's failure type is the error's name, never a failure kind: an error named like one of ours stays a failure", () => {
-    // Bun 1.4.4 writes `type` = the thrown error's `name`, which a test sets (class E extends Error { name = "crash" }).
-    const xml = `<testsuites><testsuite name="k.test.ts" file="k.test.ts">
+  test(
+    "Bun's failure type is the error's name, never a failure " +
+      "kind: an error named like one of ours stays a failure",
+    () => {
+      // Bun 1.4.4 writes `type` = the thrown error's `name`, which a test
+      // sets (class E extends Error { name = "crash" }).
+      const xml = `<testsuites><testsuite name="k.test.ts" file="k.test.ts">
   <testcase name="forged" time="0.1" line="3"><failure type="crash" message="y">crash: y</failure></testcase>
   <testcase name="timeout" time="0.1" line="4"><failure type="timeout" message="z"/></testcase>
 </testsuite></testsuites>`;
-    const [file] = readBunJUnit(xml);
-    expect(file!.tests.map((t) => [t.status, t.failure])).toEqual([
-      ["failed", { type: "failure", errorName: "crash", message: "y", details: "crash: y" }],
-      ["failed", { type: "failure", errorName: "timeout", message: "z" }],
-    ]);
-  });
+      const [file] = readBunJUnit(xml);
+      expect(file!.tests.map((t) => [t.status, t.failure])).toEqual([
+        ["failed", { type: "failure", errorName: "crash", message: "y", details: "crash: y" }],
+        ["failed", { type: "failure", errorName: "timeout", message: "z" }],
+      ]);
+    },
+  );
 
   test("<error> counts as failed; a file with no tests and an empty run are fine", () => {
     const xml = `<testsuites>
@@ -281,7 +286,8 @@ describe("readBunJUnit on hand-written input", () => {
 
   test("attribute values: either quote, the other quote and > inside, names that start alike", () => {
     const [file] = readBunJUnit(
-      `<testsuites><testsuite name='a.test.ts' file="a.test.ts"><testcase name='say "hi" > 1' time="0.5" line='3' linex="9"/><testcase names="n" name="it's" timex="1" time = "0.25" /></testsuite></testsuites>`,
+      `<testsuites><testsuite name='a.test.ts' file="a.test.ts"><testcase name='say "hi" > 1' time="0.5" ` +
+        `line='3' linex="9"/><testcase names="n" name="it's" timex="1" time = "0.25" /></testsuite></testsuites>`,
     );
     expect(file?.file).toBe("a.test.ts");
     expect(file?.tests.map((t) => [t.name, t.line, t.durationMs])).toEqual([
@@ -308,15 +314,20 @@ describe("Bun's testcase tag read by its own pattern", () => {
   const tags = values.flatMap((name, i) => [
     `<testcase name="${name}" classname="" time="0.00${i}" file="t/a.test.ts" line="${i + 1}" assertions="1" />`,
     `<testcase name="${name}" classname="c" time="${i}" file="t/a.test.ts" line="x${i}" assertions="0"/>`,
-    `<testcase name="${name}" classname="" time="0.1" file="t/b.test.ts" line="${i}" assertions="2"><failure type="Error" message="m${i}">d&amp;${i}</failure></testcase>`,
-    `<testcase name="${name}" classname="" time="0.1" file="t/a.test.ts" line="${i}" assertions="2"><skipped message="TODO"/></testcase>`,
+    `<testcase name="${name}" classname="" time="0.1" file="t/b.test.ts" line="${i}" ` +
+      `assertions="2"><failure type="Error" message="m${i}">d&amp;${i}</failure></testcase>`,
+    `<testcase name="${name}" classname="" time="0.1" file="t/a.test.ts" ` +
+      `line="${i}" assertions="2"><skipped message="TODO"/></testcase>`,
     // Other shapes: a missing attribute, another order, a single quote.
     `<testcase name="${name}" classname="" time="0.2" file="t/a.test.ts" assertions="0" />`,
     `<testcase classname="" name="${name}" time="0.3" file="t/a.test.ts" line="4" assertions="0" />`,
   ]);
   const doc = (spaced: boolean) => {
     const body = tags.map((t) => (spaced ? t.replaceAll('" ', '"  ') : t)).join("\n    ");
-    return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test">\n  <testsuite name="t/a.test.ts" file="t/a.test.ts">\n    ${body}\n  </testsuite>\n</testsuites>\n`;
+    return (
+      `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="bun test">\n` +
+      `  <testsuite name="t/a.test.ts" file="t/a.test.ts">\n    ${body}\n  </testsuite>\n</testsuites>\n`
+    );
   };
 
   test("gives what the general reading of the same tags gives", () => {

@@ -107,7 +107,8 @@ describe("capabilities by version", () => {
     expect(missingFeatures(bunCapabilities("1.4.4"), true)).toEqual([]);
     expect(missingFeatures(bunCapabilities("1.4.5"), false)).toEqual([]);
     expect(missingFeatures(bunCapabilities("1.3.13"), true)).toEqual([
-      "Bun 1.3.13 has no --no-orphans: a shard child does not exit by itself if the runner is killed with SIGKILL; the run's guardian ends it instead",
+      "Bun 1.3.13 has no --no-orphans: a shard child does not exit by itself " +
+        "if the runner is killed with SIGKILL; the run's guardian ends it instead",
       "Bun 1.3.13's JUnit has no failure messages: they are taken from the inspector events",
     ]);
     expect(missingFeatures(bunCapabilities("1.3.14"), false)).toEqual([
@@ -303,7 +304,8 @@ describe("Bun outside the range", () => {
     const r = await runCli(["run", "--root", dir, "--bun", fake]);
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe(
-      `shardguard: invalid --bun ${JSON.stringify(fake)}: Bun 1.3.12 is older than 1.3.13, the oldest supported (supported: 1.3.13 and later)`,
+      `shardguard: invalid --bun ${JSON.stringify(fake)}: Bun 1.3.12 is ` +
+        `older than 1.3.13, the oldest supported (supported: 1.3.13 and later)`,
     );
   });
 });
@@ -365,16 +367,20 @@ describe("the child's command line by capability", () => {
     expect(shardArgv(inputs).slice(0, 3)).toEqual(["/b/bun", "--no-orphans", "test"]);
     expect(shardArgv({ ...inputs, noOrphans: false }).slice(0, 2)).toEqual(["/b/bun", "test"]);
   });
-  test("the retry count of the user's flags: --retry N, --retry=N, the last one wins; none or unreadable is null", () => {
-    expect(retryCount(["--retry", "2"])).toBe(2);
-    expect(retryCount(["--retry=1", "--bail"])).toBe(1);
-    expect(retryCount(["--retry=1", "--retry", "3"])).toBe(3);
-    expect(retryCount(["--bail"])).toBeNull();
-    expect(retryCount(["--retry=x"])).toBeNull();
-  });
+  test(
+    "the retry count of the user's flags: --retry N, " + "--retry=N, the last one wins; none or unreadable is null",
+    () => {
+      expect(retryCount(["--retry", "2"])).toBe(2);
+      expect(retryCount(["--retry=1", "--bail"])).toBe(1);
+      expect(retryCount(["--retry=1", "--retry", "3"])).toBe(3);
+      expect(retryCount(["--bail"])).toBeNull();
+      expect(retryCount(["--retry=x"])).toBeNull();
+    },
+  );
 });
 
-test("on a real Bun 1.3.13 (no --no-orphans): kill -9 of the runner, and the run's guardian ends the shard child within 3 s", async () => {
+test("on a real Bun 1.3.13 (no --no-orphans): kill -9 of the " +
+  "runner, and the run's guardian ends the shard child within 3 s", async () => {
   const bun = await bunBinary("1.3.13");
   const dir = makeSuite(
     { "spin.test.ts": 'import { test } from "bun:test";\ntest("spin", () => { while (true) {} });\n' },

@@ -30,7 +30,10 @@ const unifiedPath = (text: string) =>
     .find((l) => l.startsWith("0::"))
     ?.slice(3) ?? "";
 
-/** Runs `bun test` on a probe that records its own cgroup before anything else, with the shard preload and `env`; returns what it recorded. */
+/**
+ * Runs `bun test` on a probe that records its own cgroup before anything else, with the shard preload and `env`;
+ * returns what it recorded.
+ */
 function probeCgroup(env: Record<string, string>): string {
   const out = path.join(makeSuite({}, "sg-probe-out-"), "cgroup.txt");
   const dir = makeSuite({
@@ -67,7 +70,8 @@ describe.skipIf(testCgroup === null)("cgroup move", () => {
     }
   }, 120_000);
 
-  test("a child gone before its move keeps cgroup figures with the reason, and the next shard still gets a cgroup", async () => {
+  test("a child gone before its move keeps cgroup figures " +
+    "with the reason, and the next shard still gets a cgroup", async () => {
     // The meter reads the runner's cgroup from this variable on first use (exec/cgroups.ts).
     process.env[TEST_CGROUP_ENV] = testCgroup!;
     const { startMeter } = await import("../runner/exec/resource-usage.ts");

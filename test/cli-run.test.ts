@@ -283,24 +283,27 @@ describe("nothing runs when the input is wrong", () => {
 });
 
 describe("per-test events under awkward roots", () => {
-  test("a root with accented letters, reached through a symlink, still gets passed / timed-out / never-started", async () => {
-    const real = makeSuite(fixtureFiles("spin"), "sg-ré-");
-    const link = `${real}-lïnk`;
-    symlinkSync(real, link);
-    try {
-      const run = await runCli(["run", "--root", link, "--timeout", "2", "--grace", "1"]);
-      expect(run.code).toBe(1);
-      const shard = readReport(link).shards[0]!;
-      expect(shard.testSource).toBe("events");
-      expect(shard.tests.map((t) => [t.name, t.status])).toEqual([
-        ["before", "passed"],
-        ["spins forever", "timed-out"],
-        ["after", "never-started"],
-      ]);
-    } finally {
-      rmSync(link, { force: true });
-    }
-  });
+  test(
+    "a root with accented letters, reached through a " + "symlink, still gets passed / timed-out / never-started",
+    async () => {
+      const real = makeSuite(fixtureFiles("spin"), "sg-ré-");
+      const link = `${real}-lïnk`;
+      symlinkSync(real, link);
+      try {
+        const run = await runCli(["run", "--root", link, "--timeout", "2", "--grace", "1"]);
+        expect(run.code).toBe(1);
+        const shard = readReport(link).shards[0]!;
+        expect(shard.testSource).toBe("events");
+        expect(shard.tests.map((t) => [t.name, t.status])).toEqual([
+          ["before", "passed"],
+          ["spins forever", "timed-out"],
+          ["after", "never-started"],
+        ]);
+      } finally {
+        rmSync(link, { force: true });
+      }
+    },
+  );
 });
 
 describe("-t across a suite", () => {
@@ -324,7 +327,8 @@ describe("a test that changes the working directory", () => {
   test("keeps its file's results (Bun's JUnit then names files relative to the new cwd)", async () => {
     const dir = makeSuite({
       "cwd.test.ts":
-        'import { expect, test } from "bun:test";\ntest("moves to /", () => { process.chdir("/"); });\ntest("then fails", () => { expect(1).toBe(2); });\n',
+        'import { expect, test } from "bun:test";\ntest("moves to /", () => { process.chdir("/"); });\n' +
+        'test("then fails", () => { expect(1).toBe(2); });\n',
     });
     const run = await runCli(["run", "--root", dir]);
     expect(run.code).toBe(1);

@@ -79,7 +79,8 @@ describe("which CLI `shardguard` runs", () => {
 });
 
 describe("the compiled CLI of this checkout", () => {
-  test("decides what the sources decide: a pass, a failure and a killed spinning file, with events, leftovers swept", async () => {
+  test("decides what the sources decide: a pass, a failure " +
+    "and a killed spinning file, with events, leftovers swept", async () => {
     const compiled = freshCompiledCli(REPO) ?? (await buildCompiledCli(REPO));
     expect(freshCompiledCli(REPO)).toBe(compiled);
     const files = fixtureFiles("pass", "fail", "spin", "grandchild");

@@ -53,7 +53,10 @@ const HOSTILE: [string, string, string | null][] = [
 /** Characters no output may carry raw; a line feed only where the renderer itself breaks lines. */
 const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
-/** The console lines of `text` that text from a test could have started: one begins with the forged text or a workflow command. */
+/**
+ * The console lines of `text` that text from a test could have started: one
+ * begins with the forged text or a workflow command.
+ */
 const forgedLines = (text: string) =>
   text.split("\n").filter((l) => l.trimStart().startsWith(FORGED) || l.trimStart().startsWith("::error::forged"));
 
@@ -198,7 +201,8 @@ describe("a real child that prints and names hostile text", () => {
       "hostile.test.ts": [
         `import { expect, test } from "bun:test";`,
         `test(${JSON.stringify(name)}, async () => {`,
-        `  process.stdout.write("abc\\r${FORGED}\\n::error::forged\\nx\\r::warning::forged\\nnel\\u0085${FORGED}\\n\\x1b]0;title\\x07bell\\x07\\b\\b\\n");`,
+        `  process.stdout.write("abc\\r${FORGED}\\n::error::forged\\nx` +
+          `\\r::warning::forged\\nnel\\u0085${FORGED}\\n\\x1b]0;title\\x07bell\\x07\\b\\b\\n");`,
         `  await Bun.sleep(1_300);`,
         `  expect(1).toBe(2);`,
         `});`,

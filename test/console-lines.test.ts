@@ -71,7 +71,9 @@ describe("a failure message on the console", () => {
 
 test("a real run: a long single-line failure is cut and marked on the console", async () => {
   const dir = makeSuite({
-    "t/long.test.ts": `import { test } from "bun:test";\ntest("long", () => { throw new Error("bad value: " + "x".repeat(400) + " END"); });\n`,
+    "t/long.test.ts":
+      `import { test } from "bun:test";\n` +
+      `test("long", () => { throw new Error("bad value: " + "x".repeat(400) + " END"); });\n`,
   });
   const r = await runCli(["run", "--root", dir, "--out", `${dir}/.sg`, "t"]);
   expect(r.code).toBe(1);

@@ -21,7 +21,9 @@ test.each([
   ["listening after", DASHES + DASHES + LISTENING],
   ["listening before", LISTENING + DASHES + DASHES],
 ])("the tail leaves out Bun's three-line inspector banner (%s) and keeps every other line", async (_order, banner) => {
-  const log = `bun test v1.4.4 (38afee6c8)\n${banner}\ntest/a.test.ts:\n(fail) a [1.00ms]\n--- Bun Inspector --- printed by a test\n`;
+  const log =
+    `bun test v1.4.4 (38afee6c8)\n${banner}\ntest/a.test.ts:\n` +
+    `(fail) a [1.00ms]\n--- Bun Inspector --- printed by a test\n`;
   const dir = makeSuite({ "shard.log": log });
   const tail = await logTail(path.join(dir, "shard.log"));
   expect(tail).toBe(
@@ -33,7 +35,8 @@ test.each([
 test("a real shard's tail on the console and its log have the test's output and no inspector banner", async () => {
   const dir = makeSuite({
     "t/fails.test.ts":
-      'import { expect, test } from "bun:test";\ntest("fails on purpose", () => {\n  console.log("own line of the test");\n  expect(1).toBe(2);\n});\n',
+      'import { expect, test } from "bun:test";\ntest("fails on purpose", () => {\n' +
+      '  console.log("own line of the test");\n  expect(1).toBe(2);\n});\n',
   });
   const run = await runCli(["run", "--root", dir, "--out", path.join(dir, ".sg"), "--jobs", "1", "t"]);
   expect(run.code).toBe(1);

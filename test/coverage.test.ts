@@ -18,17 +18,20 @@ afterAll(removeSuites);
 const BUNFIG = "[test]\ncoverage = true\ncoverageThreshold = 0.9\n";
 const COVERED = {
   "src/math.ts":
-    "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport function twice(a: number): number {\n  return add(a, a);\n}\n",
+    "export function add(a: number, b: number): number {\n  return a + b;\n" +
+    "}\n\nexport function twice(a: number): number {\n  return add(a, a);\n}\n",
   "test/math.test.ts":
     'import { describe, expect, test } from "bun:test";\nimport { add, twice } from "../src/math.ts";\n' +
-    'describe("math", () => {\n  test.each([[1, 2, 3], [2, 2, 4]])("add(%d, %d)", (a, b, sum) => { expect(add(a, b)).toBe(sum); });\n' +
+    'describe("math", () => {\n' +
+    '  test.each([[1, 2, 3], [2, 2, 4]])("add(%d, %d)", (a, b, sum) => { expect(add(a, b)).toBe(sum); });\n' +
     '  test("twice", () => { expect(twice(4)).toBe(8); });\n});\n',
 };
 const HALF = {
   "src/half.ts":
     "export function used(): number {\n  return 1;\n}\n\nexport function unused(): number {\n  return 2;\n}\n",
   "test/half.test.ts":
-    'import { expect, test } from "bun:test";\nimport { used } from "../src/half.ts";\ntest("uses half", () => { expect(used()).toBe(1); });\n',
+    'import { expect, test } from "bun:test";\nimport { used } from "../src/half.ts";\n' +
+    'test("uses half", () => { expect(used()).toBe(1); });\n',
 };
 
 function reports(dir: string) {
@@ -54,7 +57,8 @@ function logs(dir: string): string {
 }
 
 describe("a project with [test] coverage = true and coverageThreshold = 0.9", () => {
-  test("fully covered: passes as under plain bun test, and the coverage table lists only the project's files", async () => {
+  test("fully covered: passes as under plain bun test, " +
+    "and the coverage table lists only the project's files", async () => {
     const dir = makeSuite({ "bunfig.toml": BUNFIG, ...COVERED });
     const plain = spawnSync(process.execPath, ["test"], { cwd: dir, encoding: "utf8" });
     expect(plain.status).toBe(0);
@@ -84,7 +88,8 @@ describe("a project with [test] coverage = true and coverageThreshold = 0.9", ()
     const half = shardOf(report, "test/half.test.ts");
     expect(half.status).toBe("failed");
     expect(half.reason).toBe(
-      "coverage below the project's coverageThreshold 0.9 (bun test exited 1 with every test passed and no error between tests)",
+      "coverage below the project's coverageThreshold 0.9 (bun test " +
+        "exited 1 with every test passed and no error between tests)",
     );
     expect(half.tests.find((t) => t.name === "uses half")!.status).toBe("passed");
     const whole = half.tests.find((t) => t.status === "failed")!;
@@ -98,12 +103,14 @@ describe("a project with [test] coverage = true and coverageThreshold = 0.9", ()
     expect(logs(dir)).not.toContain("shard-preload");
   }, 60_000);
 
-  test("a test that prints a coverage table and sets process.exitCode without a threshold is not called a coverage failure", async () => {
+  test("a test that prints a coverage table and sets process.exitCode " +
+    "without a threshold is not called a coverage failure", async () => {
     const dir = makeSuite({
       "bunfig.toml": "[test]\ncoverage = true\n",
       "fake.test.ts":
         'import { test } from "bun:test";\ntest("prints a failing table", () => {\n' +
-        '  console.log("All files | 10.00 | 10.00 |\\nerror: coverage threshold of 0.9 not met");\n  process.exitCode = 1;\n});\n',
+        '  console.log("All files | 10.00 | 10.00 |\\nerror: coverage ' +
+        'threshold of 0.9 not met");\n  process.exitCode = 1;\n});\n',
     });
     const run = await runCli(["run", "--root", dir]);
     expect(run.code).toBe(1);

@@ -90,7 +90,8 @@ function grandchildTest(command: string, spawnOptions: string, pidFile: string):
     'import { test } from "bun:test";',
     'import { writeFileSync } from "node:fs";',
     'test("spawns", async () => {',
-    `  const sh = Bun.spawn(["/bin/sh", "-c", ${JSON.stringify(`${command} > /dev/null 2>&1 & echo $!`)}], { ${spawnOptions}stdout: "pipe" });`,
+    `  const sh = Bun.spawn(["/bin/sh", "-c", ` +
+      `${JSON.stringify(`${command} > /dev/null 2>&1 & echo $!`)}], { ${spawnOptions}stdout: "pipe" });`,
     "  const pid = (await new Response(sh.stdout).text()).trim();",
     "  await Bun.sleep(100);",
     `  writeFileSync(\`\${import.meta.dir}/${pidFile}\`, pid);`,
@@ -100,7 +101,8 @@ function grandchildTest(command: string, spawnOptions: string, pidFile: string):
   ].join("\n");
 }
 
-test("kill -9 of the runner while a shard has a setsid'd grandchild: no process with the run's cookie alive 3 s later", async () => {
+test("kill -9 of the runner while a shard has a setsid'd " +
+  "grandchild: no process with the run's cookie alive 3 s later", async () => {
   const dir = makeSuite({
     "escape.test.ts":
       // A grandchild through a shell: Bun kills the processes it spawned itself when it exits.
@@ -164,7 +166,8 @@ async function killRunnerWithHermeticGrandchild(
       match: /START hermetic\.test\.ts/,
       act: (pid) =>
         void waitFor(() => existsSync(pidFile), 10_000).then(() => {
-          // The shard child (the runner's only child besides the guardian) is in a shardguard cgroup when cgroups are in use.
+          // The shard child (the runner's only child besides the guardian) is in
+          // a shardguard cgroup when cgroups are in use.
           const child = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).map(Number);
           cgroups = child.some((c) => {
             try {
@@ -187,18 +190,21 @@ async function killRunnerWithHermeticGrandchild(
   return { pid: grandchild, goneIn3s, cgroups };
 }
 
-test("kill -9 of the runner while a shard's grandchild has an empty environment but stays in the shard's group: the guardian kills the group", async () => {
+test("kill -9 of the runner while a shard's grandchild has an empty " +
+  "environment but stays in the shard's group: the guardian kills the group", async () => {
   const { goneIn3s } = await killRunnerWithHermeticGrandchild("/bin/sleep 60");
   expect(goneIn3s).toBe(true);
 }, 60_000);
 
-test("kill -9 of the runner while a shard's grandchild has an empty environment and left the group: the guardian kills the shard's cgroup (where cgroups are in use)", async () => {
+test("kill -9 of the runner while a shard's grandchild has an empty environment and " +
+  "left the group: the guardian kills the shard's cgroup (where cgroups are in use)", async () => {
   const { goneIn3s, cgroups } = await killRunnerWithHermeticGrandchild("/usr/bin/setsid /bin/sleep 60");
   // Without a cgroup nothing can find such a process (docs/architecture.md, "Runner death").
   expect(goneIn3s).toBe(cgroups);
 }, 60_000);
 
-test("kill -9 of the runner and its guardian: the next run's stale-run sweep kills what the dead run's shard cgroup still holds, cookie or not", async () => {
+test("kill -9 of the runner and its guardian: the next run's stale-run " +
+  "sweep kills what the dead run's shard cgroup still holds, cookie or not", async () => {
   const { pid, cgroups } = await killRunnerWithHermeticGrandchild("/usr/bin/setsid /bin/sleep 60", true);
   try {
     expect(alive(pid)).toBe(true);

@@ -15,7 +15,10 @@ import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 
 afterAll(removeSuites);
 
-/** A suite shaped like a project's: a describe with an each-table, and a test that records what the child's environment held. */
+/**
+ * A suite shaped like a project's: a describe with an each-table, and a
+ * test that records what the child's environment held.
+ */
 function suite(): string {
   return makeSuite({
     "env.test.ts":
@@ -23,14 +26,18 @@ function suite(): string {
       'describe("checkout", () => {\n' +
       '  test.each([[1, 2], [2, 4]])("doubles %i", (a, b) => expect(a * 2).toBe(b));\n' +
       '  test("sees its environment", () => {\n' +
-      '    const seen = ["BUN_INSPECT", "BUN_INSPECT_NOTIFY"].map((n) => `${n}=${process.env[n] ?? "(unset)"}`).join("\\n");\n' +
+      '    const seen = ["BUN_INSPECT", "BUN_INSPECT_NOTIFY"].map((n) ' +
+      '=> `${n}=${process.env[n] ?? "(unset)"}`).join("\\n");\n' +
       "    writeFileSync(`${import.meta.dir}/seen.txt`, seen);\n" +
       "  });\n});\n",
     "plain.test.ts": 'import { expect, test } from "bun:test";\ntest("plain", () => expect(1 + 1).toBe(2));\n',
   });
 }
 
-/** An editor's debugger settings: a socket in the suite, so nothing else on the machine is touched; nobody attaches, so nothing waits. */
+/**
+ * An editor's debugger settings: a socket in the suite, so nothing else on the
+ * machine is touched; nobody attaches, so nothing waits.
+ */
 const debuggerEnv = (dir: string) => ({
   BUN_INSPECT: `ws+unix://${path.join(dir, "debugger.sock")}`,
   BUN_INSPECT_NOTIFY: `unix://${path.join(dir, "notify.sock")}`,
@@ -49,7 +56,8 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
   });
 
   for (const events of [true, false]) {
-    test(`events ${events ? "on" : "off"}: every test passes, the children run without the variables, and one note says so`, async () => {
+    test(`events ${events ? "on" : "off"}: every test passes, the ` +
+      `children run without the variables, and one note says so`, async () => {
       const dir = suite();
       const run = await runCli(
         ["run", "--root", dir, "--jobs", "2", "--timeout", "30", ...(events ? [] : ["--no-test-events"])],
@@ -75,11 +83,13 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
   test("the run's guardian is alive while its shards run", async () => {
     // The shard's test looks for its run's guardian (runner/exec/guardian-main.ts, started with the run id) in /proc.
     const probe =
-      'import { expect, test } from "bun:test";\nimport { readdirSync, readFileSync, writeFileSync } from "node:fs";\n' +
+      'import { expect, test } from "bun:test";\n' +
+      'import { readdirSync, readFileSync, writeFileSync } from "node:fs";\n' +
       'test("finds the guardian", () => {\n' +
       '  const runId = process.env.SHARDGUARD_RUN!.split(":")[0]!;\n' +
       '  const alive = readdirSync("/proc").filter((p) => /^\\d+$/.test(p)).some((p) => {\n' +
-      '    try { const cmd = readFileSync(`/proc/${p}/cmdline`, "utf8"); return cmd.includes("guardian-main.ts") && cmd.includes(runId); } catch { return false; }\n' +
+      '    try { const cmd = readFileSync(`/proc/${p}/cmdline`, "utf8"); return ' +
+      'cmd.includes("guardian-main.ts") && cmd.includes(runId); } catch { return false; }\n' +
       "  });\n" +
       '  writeFileSync(`${import.meta.dir}/guardian.txt`, alive ? "alive" : "none");\n' +
       "});\n";
@@ -103,7 +113,8 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
     const repo = path.join(import.meta.dir, "..");
     const dir = makeSuite({
       "touchfiles.ts":
-        'export const E2E_TOUCHFILES = { checkout: ["src/cart/**"] };\nexport const GLOBAL_TOUCHFILES: string[] = [];\nexport const E2E_TIERS = { checkout: "gate" };\n',
+        'export const E2E_TOUCHFILES = { checkout: ["src/cart/**"] };\n' +
+        'export const GLOBAL_TOUCHFILES: string[] = [];\nexport const E2E_TIERS = { checkout: "gate" };\n',
       "load.ts":
         `import { loadTouchfiles } from ${JSON.stringify(path.join(repo, "runner/presets/diff.ts"))};\n` +
         `import { getPreset, loadPresets } from ${JSON.stringify(path.join(repo, "runner/presets/resolve.ts"))};\n` +
@@ -133,14 +144,17 @@ describe("a run whose environment names a debugger (BUN_INSPECT, BUN_INSPECT_NOT
 });
 
 describe("inspectorEnv", () => {
-  test("clears the debugger variables with events on and off, and sets the runner's own socket only with events on", () => {
-    for (const socket of ["/tmp/x/events.sock", null]) {
-      const env = inspectorEnv(socket);
-      for (const name of DEBUGGER_ENV) {
-        expect(Object.hasOwn(env, name)).toBe(true);
-        expect(env[name]).toBeUndefined();
+  test(
+    "clears the debugger variables with events on and off, " + "and sets the runner's own socket only with events on",
+    () => {
+      for (const socket of ["/tmp/x/events.sock", null]) {
+        const env = inspectorEnv(socket);
+        for (const name of DEBUGGER_ENV) {
+          expect(Object.hasOwn(env, name)).toBe(true);
+          expect(env[name]).toBeUndefined();
+        }
+        expect(env.BUN_INSPECT_CONNECT_TO).toBe(socket ? `unix://${socket}` : undefined);
       }
-      expect(env.BUN_INSPECT_CONNECT_TO).toBe(socket ? `unix://${socket}` : undefined);
-    }
-  });
+    },
+  );
 });

@@ -46,7 +46,10 @@ function expected(truth: Truth, version: string, mode: "on" | "off"): [string, T
   return (mode === "off" ? (over?.off ?? truth.off) : over?.on) ?? truth.on;
 }
 
-/** Bun 1.3.x writes each attempt of a retried test into its JUnit (docs/bun-behaviour.md): retries are known without events. */
+/**
+ * Bun 1.3.x writes each attempt of a retried test into its JUnit
+ * (docs/bun-behaviour.md): retries are known without events.
+ */
 const junitListsAttempts = (version: string) => version.startsWith("1.3.");
 
 /** The Buns the table runs on. */
@@ -253,7 +256,8 @@ const TRUTH: Record<string, Record<string, Truth>> = {
       off: [[WHOLE, "timed-out"]],
       shard: "timed-out",
     },
-    // Events must not change what a test observes: Bun's connect mode keeps plain `bun test`'s transpiler (docs/bun-behaviour.md).
+    // Events must not change what a test observes: Bun's connect mode keeps plain `bun test`'s transpiler
+    // (docs/bun-behaviour.md).
     "source-text.test.ts": {
       on: [
         ["source text > inlined as plain bun test prints it", "passed"],
@@ -270,7 +274,8 @@ const TRUTH: Record<string, Record<string, Truth>> = {
       off: [[WHOLE, "crashed"]],
       shard: "crashed",
     },
-    // Module code after the registrations forged the report: no test started, so the code in flight is named as a beforeAll would be.
+    // Module code after the registrations forged the report: no test started, so
+    // the code in flight is named as a beforeAll would be.
     "forge-at-load.test.ts": {
       on: [
         ["one", "never-started"],
@@ -280,7 +285,8 @@ const TRUTH: Record<string, Record<string, Truth>> = {
       off: [[WHOLE, "crashed"]],
       shard: "crashed",
     },
-    // A test's work still pending at the end: the preload's end of the run must not give it a turn plain bun test does not.
+    // A test's work still pending at the end: the preload's end of the run
+    // must not give it a turn plain bun test does not.
     "late-timeout-reject.test.ts": {
       on: [["late", "passed"]],
       shard: "passed",
@@ -569,12 +575,17 @@ for (const version of VERSIONS) {
       }
     });
 
-    test("retries: flaky with one retry under events; without them, only where Bun's JUnit lists attempts (1.3.x)", () => {
-      const flaky = (mode: string) =>
-        outcomes.get(`${version}/retry/${mode}`)!.report.shards[0]!.tests.find((t) => t.name === "flaky")!;
-      expect([flaky("on").retries, flaky("on").flaky, flaky("on").attemptFailures.length]).toEqual([1, true, 1]);
-      expect([flaky("off").retries, flaky("off").flaky]).toEqual(junitListsAttempts(version) ? [1, true] : [0, false]);
-      expect(outcomes.get(`${version}/retry/on`)!.junit).toContain("<flakyFailure");
-    });
+    test(
+      "retries: flaky with one retry under events; without " + "them, only where Bun's JUnit lists attempts (1.3.x)",
+      () => {
+        const flaky = (mode: string) =>
+          outcomes.get(`${version}/retry/${mode}`)!.report.shards[0]!.tests.find((t) => t.name === "flaky")!;
+        expect([flaky("on").retries, flaky("on").flaky, flaky("on").attemptFailures.length]).toEqual([1, true, 1]);
+        expect([flaky("off").retries, flaky("off").flaky]).toEqual(
+          junitListsAttempts(version) ? [1, true] : [0, false],
+        );
+        expect(outcomes.get(`${version}/retry/on`)!.junit).toContain("<flakyFailure");
+      },
+    );
   });
 }

@@ -105,7 +105,8 @@ function starter(program: string, idFile: string): string {
   return (
     'import { expect, test } from "bun:test";\n' +
     'test("starts a process that escapes", async () => {\n' +
-    `  const run = Bun.spawnSync([${JSON.stringify(path.join(bin, program))}, \`\${import.meta.dir}/${idFile}\`], { stdio: ["ignore", "ignore", "ignore"] });\n` +
+    `  const run = Bun.spawnSync([${JSON.stringify(path.join(bin, program))}, ` +
+    `\`\${import.meta.dir}/${idFile}\`], { stdio: ["ignore", "ignore", "ignore"] });\n` +
     "  expect(run.exitCode).toBe(0);\n" +
     "  await Bun.sleep(200);\n" +
     "});\n"
@@ -115,7 +116,8 @@ function starter(program: string, idFile: string): string {
 describe("processes that escaped the group and used to survive the sweeps", () => {
   // The relay survived 3 of 6 runs before: three runs here, each must kill it.
   for (const round of [1, 2, 3]) {
-    test(`run ${round}: a zombie leader with a live thread and a fork relay are gone 3 s after the run and listed in leftovers`, async () => {
+    test(`run ${round}: a zombie leader with a live thread and a ` +
+      `fork relay are gone 3 s after the run and listed in leftovers`, async () => {
       const dir = makeSuite({
         "leader.test.ts": starter("leader-exits", "leader.pid"),
         "relay.test.ts": starter("fork-relay", "relay.pgid"),
@@ -151,29 +153,32 @@ describe("processes that escaped the group and used to survive the sweeps", () =
 });
 
 describe("sweepCookie", () => {
-  test("kills a fork relay and a zombie leader's live thread carrying the cookie, in passes until none is new", async () => {
-    const dir = makeSuite({});
-    const cookie = `SG_ESCAPEE_TEST=${process.pid}-${Date.now()}`;
-    const env = { ...process.env, SG_ESCAPEE_TEST: cookie.split("=")[1] };
-    for (const [program, file] of [
-      ["leader-exits", "leader.pid"],
-      ["fork-relay", "relay.pgid"],
-    ] as const) {
-      expect(spawnSync(path.join(bin, program), [path.join(dir, file)], { env, stdio: "ignore" }).status).toBe(0);
-    }
-    const leader = Number(await waitFor(() => readOr(path.join(dir, "leader.pid")), 2_000));
-    const relay = Number(await waitFor(() => readOr(path.join(dir, "relay.pgid")), 2_000));
-    toKill.pids.push(leader);
-    toKill.groups.push(relay);
-    expect(processAlive(leader)).toBe(true);
-    expect(groupAlive(relay)).toBe(true);
+  test(
+    "kills a fork relay and a zombie leader's live thread " + "carrying the cookie, in passes until none is new",
+    async () => {
+      const dir = makeSuite({});
+      const cookie = `SG_ESCAPEE_TEST=${process.pid}-${Date.now()}`;
+      const env = { ...process.env, SG_ESCAPEE_TEST: cookie.split("=")[1] };
+      for (const [program, file] of [
+        ["leader-exits", "leader.pid"],
+        ["fork-relay", "relay.pgid"],
+      ] as const) {
+        expect(spawnSync(path.join(bin, program), [path.join(dir, file)], { env, stdio: "ignore" }).status).toBe(0);
+      }
+      const leader = Number(await waitFor(() => readOr(path.join(dir, "leader.pid")), 2_000));
+      const relay = Number(await waitFor(() => readOr(path.join(dir, "relay.pgid")), 2_000));
+      toKill.pids.push(leader);
+      toKill.groups.push(relay);
+      expect(processAlive(leader)).toBe(true);
+      expect(groupAlive(relay)).toBe(true);
 
-    const killed = sweepCookie(cookie, "exact");
-    expect(killed.map((e) => e.pid)).toContain(leader);
-    expect(killed.some((e) => e.command.includes("fork-relay"))).toBe(true);
-    expect(await waitFor(() => !processAlive(leader) && !groupAlive(relay), 3_000)).toBe(true);
-    expect(sweepCookie(cookie, "exact")).toEqual([]);
-  });
+      const killed = sweepCookie(cookie, "exact");
+      expect(killed.map((e) => e.pid)).toContain(leader);
+      expect(killed.some((e) => e.command.includes("fork-relay"))).toBe(true);
+      expect(await waitFor(() => !processAlive(leader) && !groupAlive(relay), 3_000)).toBe(true);
+      expect(sweepCookie(cookie, "exact")).toEqual([]);
+    },
+  );
 });
 
 function readOr(file: string): string {

@@ -107,7 +107,8 @@ describe("CompactReader against the full parser, byte by byte", () => {
     foundText(`"id":1,"url":"${URL}","line":2,"name":"t","type":"test","parentId":-3`),
     `${foundText(`"id":1,"url":"${URL}","line":2,"name":"t","type":"test"`)} `, // trailing bytes
     foundText(`"id":1,"url":"${URL}","line":2,"name":"t","type":"test"`).slice(0, -1), // cut short
-    foundText(`"id":1,"url":"${URL}","line":2,"name":"${"x".repeat(70 * 1024)}","type":"test"`), // over 64 KiB: cut by the parser
+    // over 64 KiB: cut by the parser
+    foundText(`"id":1,"url":"${URL}","line":2,"name":"${"x".repeat(70 * 1024)}","type":"test"`),
     '{"method":"TestReporter.start","params":{"id":7} }',
     '{"method":"TestReporter.start","params":{"id":"7"}}',
     '{"method":"TestReporter.end","params":{"id":7,"status":"passed","elapsed":1}}',
@@ -385,7 +386,8 @@ describe("a real bun child: the channel's reading and the parser's give the same
 });
 
 describe("read batching (a busy stream's reads pause for a moment)", () => {
-  test("a peer that trickles 1,200 events, then bursts the rest and dies at once: reading paused, and every event arrives", async () => {
+  test("a peer that trickles 1,200 events, then bursts the rest " +
+    "and dies at once: reading paused, and every event arrives", async () => {
     counter += 1;
     const socketPath = socketPathFor(sockDir, counter);
     const model = new TestEventModel({ root: "/r", now: () => 0 });
@@ -406,7 +408,8 @@ describe("read batching (a busy stream's reads pause for a moment)", () => {
       "const ends = []; for (let at = 0; at < frames.length; ) { at += 4 + frames.readUInt32BE(at); ends.push(at); }",
       `const socket = require("net").connect(${JSON.stringify(socketPath)}, async () => {`,
       // Past the 1,000th event, a timer between writes: each read is one small frame, so reading pauses.
-      `  for (let i = 0; i < ${trickled}; i++) { socket.write(frames.subarray(i ? ends[i - 1] : 0, ends[i])); await new Promise((r) => (i < 1000 ? setImmediate(r) : setTimeout(r, i % 100 === 0 ? 5 : 0))); }`,
+      `  for (let i = 0; i < ${trickled}; i++) { socket.write(frames.subarray(i ? ends[i - 1] : 0, ends[i])); ` +
+        `await new Promise((r) => (i < 1000 ? setImmediate(r) : setTimeout(r, i % 100 === 0 ? 5 : 0))); }`,
       `  socket.write(frames.subarray(ends[${trickled - 1}]), () => process.exit(0));`,
       "});",
       'socket.on("data", () => {});',

@@ -36,7 +36,8 @@ const OUTER =
   `test("fails after it", () => expect(1).toBe(2));\n`;
 
 describe("a test that starts its own bun test (it inherits BUN_INSPECT_CONNECT_TO)", () => {
-  test("the grandchild runs as plain bun test, the shard keeps its own events only, and no warning is printed", async () => {
+  test("the grandchild runs as plain bun test, the shard " +
+    "keeps its own events only, and no warning is printed", async () => {
     const dir = makeSuite({ "t/outer.test.ts": OUTER, "inner/inner.spec-only.ts": INNER });
     const r = await runCli(["run", "--root", dir, "--jobs", "1", "t"], { limitMs: 30_000 });
     expect(r.code).toBe(1);

@@ -73,18 +73,21 @@ describe("describe depth", () => {
     expect(gets.n).toBe(tests);
   });
 
-  test("a describe found after its child's test still names it; a loop of parent ids ends (nothing kept for either)", () => {
-    const model = new TestEventModel({ root: ROOT, now: () => 0 });
-    model.found(3, URL, 1, "inner", "describe", 2);
-    model.found(10, URL, 2, "leaf", "test", 3);
-    expect(model.eventTests(0)[0]!.name).toBe("inner > leaf");
-    model.found(2, URL, 3, "outer", "describe", undefined);
-    expect(model.eventTests(0)[0]!.name).toBe("outer > inner > leaf");
-    model.found(5, URL, 4, "a", "describe", 6);
-    model.found(6, URL, 5, "b", "describe", 5);
-    model.found(11, URL, 6, "looped", "test", 5);
-    expect(model.eventTests(0)[1]!.name).toBe("b > a > looped");
-  });
+  test(
+    "a describe found after its child's test still names " + "it; a loop of parent ids ends (nothing kept for either)",
+    () => {
+      const model = new TestEventModel({ root: ROOT, now: () => 0 });
+      model.found(3, URL, 1, "inner", "describe", 2);
+      model.found(10, URL, 2, "leaf", "test", 3);
+      expect(model.eventTests(0)[0]!.name).toBe("inner > leaf");
+      model.found(2, URL, 3, "outer", "describe", undefined);
+      expect(model.eventTests(0)[0]!.name).toBe("outer > inner > leaf");
+      model.found(5, URL, 4, "a", "describe", 6);
+      model.found(6, URL, 5, "b", "describe", 5);
+      model.found(11, URL, 6, "looped", "test", 5);
+      expect(model.eventTests(0)[1]!.name).toBe("b > a > looped");
+    },
+  );
 
   test("the test in flight at depth 200: its full name from the kept prefix", () => {
     const { model } = chain(200, 1);
@@ -173,7 +176,10 @@ describe("Bun's JUnit, nested", () => {
       { length: cases },
       (_, i) => `<testcase name="t${i}" time="0.001" line="${i + 1}" />`,
     ).join("\n");
-    return `<testsuites><testsuite name="t/a.test.ts" file="t/a.test.ts">${open}\n${testcases}\n${"</testsuite>".repeat(depth)}</testsuite></testsuites>`;
+    return (
+      `<testsuites><testsuite name="t/a.test.ts" file="t/a.test.ts">${open}\n` +
+      `${testcases}\n${"</testsuite>".repeat(depth)}</testsuite></testsuites>`
+    );
   }
   /** `fn()`, with the array elements Array#join was given meanwhile counted. */
   function joinedWhile<T>(fn: () => T): { value: T; joined: number } {
@@ -190,22 +196,28 @@ describe("Bun's JUnit, nested", () => {
     }
   }
 
-  test("a testcase's name is its describe path and its name, with no work per testcase that grows with the depth", () => {
-    const shallow = joinedWhile(() => readBunJUnit(nested(2, 2000)));
-    const deep = joinedWhile(() => readBunJUnit(nested(200, 2000)));
-    // The 198 more describes cost a few elements each; joining the describe
-    // path per testcase would add ~198 for each of the 2,000 testcases.
-    expect(deep.joined - shallow.joined).toBeLessThan(2000);
-    const path = Array.from({ length: 200 }, (_, i) => `d${i}`).join(" > ");
-    const tests = deep.value[0]!.tests;
-    expect(tests).toHaveLength(2000);
-    expect(tests[0]!.name).toBe(`${path} > t0`);
-    expect(tests[1999]!.name).toBe(`${path} > t1999`);
-    expect(shallow.value[0]!.tests[5]!.name).toBe("d0 > d1 > t5");
-  });
+  test(
+    "a testcase's name is its describe path and its name, " + "with no work per testcase that grows with the depth",
+    () => {
+      const shallow = joinedWhile(() => readBunJUnit(nested(2, 2000)));
+      const deep = joinedWhile(() => readBunJUnit(nested(200, 2000)));
+      // The 198 more describes cost a few elements each; joining the describe
+      // path per testcase would add ~198 for each of the 2,000 testcases.
+      expect(deep.joined - shallow.joined).toBeLessThan(2000);
+      const path = Array.from({ length: 200 }, (_, i) => `d${i}`).join(" > ");
+      const tests = deep.value[0]!.tests;
+      expect(tests).toHaveLength(2000);
+      expect(tests[0]!.name).toBe(`${path} > t0`);
+      expect(tests[1999]!.name).toBe(`${path} > t1999`);
+      expect(shallow.value[0]!.tests[5]!.name).toBe("d0 > d1 > t5");
+    },
+  );
 
   test("siblings after a nested block get their own path back", () => {
-    const xml = `<testsuites><testsuite name="f" file="f"><testsuite name="a"><testsuite name="b"><testcase name="x" line="1"/></testsuite><testcase name="y" line="2"/></testsuite><testcase name="z" line="3"/><testsuite name=""><testcase name="w" line="4"/></testsuite></testsuite></testsuites>`;
+    const xml =
+      `<testsuites><testsuite name="f" file="f"><testsuite name="a"><testsuite name="b"><testcase ` +
+      `name="x" line="1"/></testsuite><testcase name="y" line="2"/></testsuite><testcase name="z" ` +
+      `line="3"/><testsuite name=""><testcase name="w" line="4"/></testsuite></testsuite></testsuites>`;
     expect(readBunJUnit(xml)[0]!.tests.map((t) => t.name)).toEqual(["a > b > x", "a > y", "z", " > w"]);
   });
 });

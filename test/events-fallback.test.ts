@@ -18,7 +18,9 @@ import { makeSuite, readReport, removeSuites, runCli, shardOf } from "./helpers/
 afterAll(removeSuites);
 
 const SUITE = {
-  "t/mixed.test.ts": `import { expect, test } from "bun:test";\ntest("passes", () => expect(1).toBe(1));\ntest("fails", () => expect(1).toBe(2));\n`,
+  "t/mixed.test.ts":
+    `import { expect, test } from "bun:test";\n` +
+    `test("passes", () => expect(1).toBe(1));\ntest("fails", () => expect(1).toBe(2));\n`,
   "t/fine.test.ts": `import { expect, test } from "bun:test";\ntest("fine", () => expect(2).toBe(2));\n`,
 };
 
@@ -58,34 +60,41 @@ function journalSizes(out: string): number[] {
 }
 
 describe("a shard child that never dials the runner's inspector socket", () => {
-  test("its inspector fails to start (the child exits first): WARNING, run again without events, verdict from exit status and Bun's JUnit", async () => {
-    const dir = makeSuite(SUITE);
-    const out = path.join(dir, ".shardguard");
-    const r = await runCli(["run", "--root", dir, "--out", out, "--jobs", "2", "--bun", wrapper(dir, "fail"), "t"]);
-    expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(
-      /WARNING no per-test events \(the child exited before the inspector handshake completed\); running it again without them/,
-    );
-    const report = readReport(dir);
-    const mixed = shardOf(report, "t/mixed.test.ts");
-    expect(mixed.status).toBe("failed");
-    expect(mixed.tests.map((t) => [t.name, t.status])).toEqual([
-      ["passes", "passed"],
-      ["fails", "failed"],
-    ]);
-    expect(mixed.testSource).toBe("junit");
-    expect(mixed.reason).toContain("per-test data missing (the child exited before the inspector handshake completed)");
-    expect(mixed.notes).toEqual([
-      "no inspector events (the child exited before the inspector handshake completed): retries, flakiness and the test in flight are unknown",
-    ]);
-    const fine = shardOf(report, "t/fine.test.ts");
-    expect([fine.status, fine.tests.map((t) => t.status)]).toEqual(["passed", ["passed"]]);
-    // The failed attempt's output stays in the log, before the second run's.
-    const log = readFileSync(mixed.logPath!, "utf8");
-    expect(log).toContain("Failed to start inspector");
-    expect(log).toContain("(fail) fails");
-    expect(journalSizes(out)).toEqual([0, 0]);
-  });
+  test(
+    "its inspector fails to start (the child exits first): WARNING, " +
+      "run again without events, verdict from exit status and Bun's JUnit",
+    async () => {
+      const dir = makeSuite(SUITE);
+      const out = path.join(dir, ".shardguard");
+      const r = await runCli(["run", "--root", dir, "--out", out, "--jobs", "2", "--bun", wrapper(dir, "fail"), "t"]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(
+        /WARNING no per-test events \(the child exited before the inspector handshake completed\); running it again without them/,
+      );
+      const report = readReport(dir);
+      const mixed = shardOf(report, "t/mixed.test.ts");
+      expect(mixed.status).toBe("failed");
+      expect(mixed.tests.map((t) => [t.name, t.status])).toEqual([
+        ["passes", "passed"],
+        ["fails", "failed"],
+      ]);
+      expect(mixed.testSource).toBe("junit");
+      expect(mixed.reason).toContain(
+        "per-test data missing (the child exited before the inspector handshake completed)",
+      );
+      expect(mixed.notes).toEqual([
+        "no inspector events (the child exited before the inspector handshake " +
+          "completed): retries, flakiness and the test in flight are unknown",
+      ]);
+      const fine = shardOf(report, "t/fine.test.ts");
+      expect([fine.status, fine.tests.map((t) => t.status)]).toEqual(["passed", ["passed"]]);
+      // The failed attempt's output stays in the log, before the second run's.
+      const log = readFileSync(mixed.logPath!, "utf8");
+      expect(log).toContain("Failed to start inspector");
+      expect(log).toContain("(fail) fails");
+      expect(journalSizes(out)).toEqual([0, 0]);
+    },
+  );
 
   test("its inspector waits and never dials: stopped after the connect budget, run again without events", async () => {
     const dir = makeSuite({ "t/fine.test.ts": SUITE["t/fine.test.ts"] });
@@ -131,9 +140,11 @@ describe("a test that removes the run's socket directory (its path is in the tes
   test("later shards still get their events: the directory is made again, private, before each listen", async () => {
     // The preload deletes the variable from process.env; /proc/self/environ keeps the start's.
     const remover =
-      `import { expect, test } from "bun:test";\nimport { readFileSync, rmSync } from "node:fs";\nimport path from "node:path";\n` +
+      `import { expect, test } from "bun:test";\n` +
+      `import { readFileSync, rmSync } from "node:fs";\nimport path from "node:path";\n` +
       `test("removes the socket dir", () => {\n` +
-      `  const v = readFileSync("/proc/self/environ", "utf8").split("\\0").find((a) => a.startsWith("BUN_INSPECT_CONNECT_TO=unix://"))!;\n` +
+      `  const v = readFileSync("/proc/self/environ", "utf8").split("\\0").find((a) ` +
+      `=> a.startsWith("BUN_INSPECT_CONNECT_TO=unix://"))!;\n` +
       `  rmSync(path.dirname(v.slice("BUN_INSPECT_CONNECT_TO=unix://".length)), { recursive: true, force: true });\n` +
       `  expect(1).toBe(1);\n});\n`;
     const dir = makeSuite({ "t/a-remove.test.ts": remover, ...SUITE });

@@ -40,29 +40,40 @@ describe("testDurationNs", () => {
     expect(testDurationNs(0, undefined)).toBe(0);
   });
 
-  test("clocks that disagree past a quarter wrap: the larger of the runner's interval and Bun's smallest reading", () => {
-    // Runner saw 0.5 s where Bun's value says at least 3 s: its start was read late.
-    expect(testDurationNs(wrapped(3e9), 0.5e9)).toBe(3e9);
-    // Runner saw 3.2 s where Bun's value reads 1 s (or 5.29 s): the runner's interval.
-    expect(testDurationNs(1e9, 3.2e9)).toBe(3.2e9);
-  });
+  test(
+    "clocks that disagree past a quarter wrap: the larger " + "of the runner's interval and Bun's smallest reading",
+    () => {
+      // Runner saw 0.5 s where Bun's value says at least 3 s: its start was read late.
+      expect(testDurationNs(wrapped(3e9), 0.5e9)).toBe(3e9);
+      // Runner saw 3.2 s where Bun's value reads 1 s (or 5.29 s): the runner's interval.
+      expect(testDurationNs(1e9, 3.2e9)).toBe(3.2e9);
+    },
+  );
 
-  test("Bun 1.3.13's -2^31 for any test of 2^31 ns or more (2.3 s sent as -2147483648): the runner's interval, at least 2^31 ns", () => {
-    expect(testDurationNs(-(2 ** 31), 2.3e9)).toBe(2.3e9);
-    expect(testDurationNs(-(2 ** 31), 3.1e9)).toBe(3.1e9);
-    expect(testDurationNs(-(2 ** 31), 9e9)).toBe(9e9);
-    // A late-read start cannot make it shorter than Bun's bound; without an interval the bound itself.
-    expect(testDurationNs(-(2 ** 31), 1.9e9)).toBe(2 ** 31);
-    expect(testDurationNs(-(2 ** 31), undefined)).toBe(2 ** 31);
-  });
+  test(
+    "Bun 1.3.13's -2^31 for any test of 2^31 ns or more (2.3 s " +
+      "sent as -2147483648): the runner's interval, at least 2^31 ns",
+    () => {
+      expect(testDurationNs(-(2 ** 31), 2.3e9)).toBe(2.3e9);
+      expect(testDurationNs(-(2 ** 31), 3.1e9)).toBe(3.1e9);
+      expect(testDurationNs(-(2 ** 31), 9e9)).toBe(9e9);
+      // A late-read start cannot make it shorter than Bun's bound; without an interval the bound itself.
+      expect(testDurationNs(-(2 ** 31), 1.9e9)).toBe(2 ** 31);
+      expect(testDurationNs(-(2 ** 31), undefined)).toBe(2 ** 31);
+    },
+  );
 
-  test("a value outside the 32-bit range is a Bun that does not wrap: taken as it is; a negative one falls back to the runner", () => {
-    expect(testDurationNs(7e9, 7.01e9)).toBe(7e9);
-    expect(testDurationNs(2.5, 3)).toBe(2.5);
-    expect(testDurationNs(-5e9, 1e6)).toBe(1e6);
-    expect(testDurationNs(Number.NaN, 2e6)).toBe(2e6);
-    expect(testDurationNs(Number.NaN, undefined)).toBe(0);
-  });
+  test(
+    "a value outside the 32-bit range is a Bun that does not " +
+      "wrap: taken as it is; a negative one falls back to the runner",
+    () => {
+      expect(testDurationNs(7e9, 7.01e9)).toBe(7e9);
+      expect(testDurationNs(2.5, 3)).toBe(2.5);
+      expect(testDurationNs(-5e9, 1e6)).toBe(1e6);
+      expect(testDurationNs(Number.NaN, 2e6)).toBe(2e6);
+      expect(testDurationNs(Number.NaN, undefined)).toBe(0);
+    },
+  );
 });
 
 describe("the model with wrapped end events", () => {
@@ -80,7 +91,8 @@ describe("the model with wrapped end events", () => {
       [3, "spin"],
     ] as const) {
       apply(
-        `{"method":"TestReporter.found","params":{"id":${id},"url":"/p/a.test.ts","line":${id},"name":"${name}","type":"test"}}`,
+        `{"method":"TestReporter.found","params":{"id":${id},"url":"/p/a.test.ts",` +
+          `"line":${id},"name":"${name}","type":"test"}}`,
       );
     }
     apply('{"method":"TestReporter.start","params":{"id":1}}');
@@ -158,7 +170,9 @@ describe("lostEventsNote (events/event-evidence.ts): a shard whose events were l
   });
   test("fewer start events than the preload's start marks", () => {
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1), t(0)] }, 3, false, true)).toBe(
-      "inspector events were lost: the child preload counted 3 test starts, the events carried 1 (the end-of-run barrier was not answered); what the missing events would add (retries, flakiness, lines, tests in flight) is unknown",
+      "inspector events were lost: the child preload counted 3 test starts, the events carried 1 (the end-of-run " +
+        "barrier was not answered); what the missing events would " +
+        "add (retries, flakiness, lines, tests in flight) is unknown",
     );
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [] }, 1, true, true)).toContain(
       "counted 1 test starts, the events carried 0;",
@@ -166,7 +180,8 @@ describe("lostEventsNote (events/event-evidence.ts): a shard whose events were l
   });
   test("a normal end without the barrier's reply; nothing when all arrived, or without a channel", () => {
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, true)).toBe(
-      "the end-of-run barrier was not answered though Bun reached the end of the run: the last inspector events may be lost",
+      "the end-of-run barrier was not answered though Bun reached " +
+        "the end of the run: the last inspector events may be lost",
     );
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(2)] }, 2, true, true)).toBeNull();
     expect(lostEventsNote({ connected: true, looseErrors: [], tests: [t(1)] }, 1, false, false)).toBeNull();
@@ -198,7 +213,8 @@ describe("tests over 2^31 ns in a shard killed at its timeout (durations from th
       const tests = readReport(dir).shards[0]!.tests;
       const paid = tests.find((t) => t.name === "checkout > pays in 2.3 s")!;
       expect(paid.status).toBe("passed");
-      // On 1.3.13 the runner's receive interval is the duration; a start read late under load shortens it a little (2286 ms seen in CI), never to 2^31 ns (2147.48 ms).
+      // On 1.3.13 the runner's receive interval is the duration; a start read late under load shortens it a little
+      // (2286 ms seen in CI), never to 2^31 ns (2147.48 ms).
       expect(paid.durationMs).toBeGreaterThan(2200);
       expect(paid.durationMs).toBeLessThan(3300);
       expect(tests.find((t) => t.name === "checkout > hangs")!.status).toBe("timed-out");

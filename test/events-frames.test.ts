@@ -131,31 +131,38 @@ function parse(bytes: Buffer, size: number, limits?: FrameLimits) {
 }
 
 describe("FrameReader on a real child's bytes", () => {
-  test("the recording holds the replies, the non-ASCII name and the long error (the kernel split it into several reads)", () => {
-    const { frames, left } = parse(recorded, recorded.length);
-    expect(left).toBe(0);
-    const messages = frames.map(
-      (f) => JSON.parse(f) as { id?: number; method?: string; params?: { name?: string; message?: string } },
-    );
-    // The reply to 6 (the acknowledgement) may be lost as the child exits right after it.
-    expect(messages.filter((m) => m.id !== undefined && m.id !== 6).map((m) => m.id)).toEqual([1, 2, 3, 4, 7, 5]);
-    expect(messages.filter((m) => m.method === "TestReporter.end")).toHaveLength(2);
-    const found = messages.find((m) => m.method === "TestReporter.found" && m.params?.name === NAME);
-    expect(found).toBeDefined();
-    const error = messages.find((m) => m.method === "LifecycleReporter.error");
-    expect(error?.params?.message?.endsWith("üüEND")).toBe(true);
-    expect(recorded.length).toBeGreaterThan(100 * 1024);
-    expect(reads).toBeGreaterThan(1);
-  });
+  test(
+    "the recording holds the replies, the non-ASCII name and " +
+      "the long error (the kernel split it into several reads)",
+    () => {
+      const { frames, left } = parse(recorded, recorded.length);
+      expect(left).toBe(0);
+      const messages = frames.map(
+        (f) => JSON.parse(f) as { id?: number; method?: string; params?: { name?: string; message?: string } },
+      );
+      // The reply to 6 (the acknowledgement) may be lost as the child exits right after it.
+      expect(messages.filter((m) => m.id !== undefined && m.id !== 6).map((m) => m.id)).toEqual([1, 2, 3, 4, 7, 5]);
+      expect(messages.filter((m) => m.method === "TestReporter.end")).toHaveLength(2);
+      const found = messages.find((m) => m.method === "TestReporter.found" && m.params?.name === NAME);
+      expect(found).toBeDefined();
+      const error = messages.find((m) => m.method === "LifecycleReporter.error");
+      expect(error?.params?.message?.endsWith("üüEND")).toBe(true);
+      expect(recorded.length).toBeGreaterThan(100 * 1024);
+      expect(reads).toBeGreaterThan(1);
+    },
+  );
 
-  test("Bun reads our length prefix as UTF-8 bytes: a request with a non-ASCII expression is answered, not refused", () => {
-    const { frames } = parse(recorded, recorded.length);
-    const reply = frames
-      .map((f) => JSON.parse(f) as { id?: number; error?: unknown; result?: { result?: { value?: unknown } } })
-      .find((m) => m.id === 7);
-    expect(reply?.error).toBeUndefined();
-    expect(reply?.result?.result?.value).toBe(NAME.length);
-  });
+  test(
+    "Bun reads our length prefix as UTF-8 bytes: a request " + "with a non-ASCII expression is answered, not refused",
+    () => {
+      const { frames } = parse(recorded, recorded.length);
+      const reply = frames
+        .map((f) => JSON.parse(f) as { id?: number; error?: unknown; result?: { result?: { value?: unknown } } })
+        .find((m) => m.id === 7);
+      expect(reply?.error).toBeUndefined();
+      expect(reply?.result?.result?.value).toBe(NAME.length);
+    },
+  );
 
   test("Bun's length prefix counts UTF-8 bytes, not characters", () => {
     const { frames } = parse(recorded, recorded.length);
@@ -177,27 +184,34 @@ describe("FrameReader on a real child's bytes", () => {
     }
   });
 
-  test("with a whole-frame bound below the long error, that frame is streamed, never held, its strings cut, and the rest stays in step", () => {
-    const whole = parse(recorded, recorded.length);
-    expect(whole.streamed).toEqual([]);
-    const big = whole.frames.find((f) => f.includes("LifecycleReporter.error"))!;
-    const cap = 16 * 1024;
-    const { frames, streamed, oversized, peak } = parse(recorded, 1000, { wholeBytes: cap });
-    expect(oversized).toEqual([]);
-    expect(streamed).toEqual([capJsonStrings(Buffer.from(big))]);
-    expect(streamed[0]!).toContain("bytes cut; full text in the shard log");
-    expect(frames).toEqual(whole.frames.filter((f) => f !== big));
-    expect(peak).toBeLessThanOrEqual(cap + 4);
-  });
+  test(
+    "with a whole-frame bound below the long error, that frame is " +
+      "streamed, never held, its strings cut, and the rest stays in step",
+    () => {
+      const whole = parse(recorded, recorded.length);
+      expect(whole.streamed).toEqual([]);
+      const big = whole.frames.find((f) => f.includes("LifecycleReporter.error"))!;
+      const cap = 16 * 1024;
+      const { frames, streamed, oversized, peak } = parse(recorded, 1000, { wholeBytes: cap });
+      expect(oversized).toEqual([]);
+      expect(streamed).toEqual([capJsonStrings(Buffer.from(big))]);
+      expect(streamed[0]!).toContain("bytes cut; full text in the shard log");
+      expect(frames).toEqual(whole.frames.filter((f) => f !== big));
+      expect(peak).toBeLessThanOrEqual(cap + 4);
+    },
+  );
 
-  test("a streamed frame still over the kept bound once cut is counted, not delivered, and the rest stays in step", () => {
-    const whole = parse(recorded, recorded.length).frames;
-    const big = whole.find((f) => f.includes("LifecycleReporter.error"))!;
-    const { frames, streamed, oversized } = parse(recorded, 1000, { wholeBytes: 16 * 1024, maxKeptBytes: 1024 });
-    expect(oversized).toEqual([Buffer.byteLength(big)]);
-    expect(streamed).toEqual([]);
-    expect(frames).toEqual(whole.filter((f) => f !== big));
-  });
+  test(
+    "a streamed frame still over the kept bound once cut " + "is counted, not delivered, and the rest stays in step",
+    () => {
+      const whole = parse(recorded, recorded.length).frames;
+      const big = whole.find((f) => f.includes("LifecycleReporter.error"))!;
+      const { frames, streamed, oversized } = parse(recorded, 1000, { wholeBytes: 16 * 1024, maxKeptBytes: 1024 });
+      expect(oversized).toEqual([Buffer.byteLength(big)]);
+      expect(streamed).toEqual([]);
+      expect(frames).toEqual(whole.filter((f) => f !== big));
+    },
+  );
 });
 
 describe("FrameReader edge cases and encodeFrame", () => {

@@ -288,69 +288,72 @@ function unixSocketInodes(pid: number, path: string): string[] {
 // ---------------------------------------------------------------------------
 
 describe("listenForTestEvents with real bun children", () => {
-  test("pass / fail / skip / todo / retry-flaky / nested describes build the expected model; journal round-trips", async () => {
-    const journal = await openJournal(join(root, "main.events.jsonl"));
-    const started = performance.now();
-    const shard = spawnShard(["main.test.ts"], ["--retry", "1"], { onEvent: (event) => journal.append(event) });
-    const channel = await connect(shard);
-    const connectMs = performance.now() - started;
-    await channel.closed;
-    await journal.close();
-    const exit = await shard.exited;
-    expect(exit.code).toBe(1);
-    expect(connectMs).toBeLessThan(5_000);
+  test(
+    "pass / fail / skip / todo / retry-flaky / nested " + "describes build the expected model; journal round-trips",
+    async () => {
+      const journal = await openJournal(join(root, "main.events.jsonl"));
+      const started = performance.now();
+      const shard = spawnShard(["main.test.ts"], ["--retry", "1"], { onEvent: (event) => journal.append(event) });
+      const channel = await connect(shard);
+      const connectMs = performance.now() - started;
+      await channel.closed;
+      await journal.close();
+      const exit = await shard.exited;
+      expect(exit.code).toBe(1);
+      expect(connectMs).toBeLessThan(5_000);
 
-    const stats = channel.stats();
-    expect(stats.closedBy).toBe("peer");
-    expect(stats.refused).toBe(0);
-    expect(stats.requestError).toBeNull();
-    expect(stats.malformed).toBe(0);
-    expect(stats.invalid).toBe(0);
-    expect(stats.handlerErrors).toBe(0);
+      const stats = channel.stats();
+      expect(stats.closedBy).toBe("peer");
+      expect(stats.refused).toBe(0);
+      expect(stats.requestError).toBeNull();
+      expect(stats.malformed).toBe(0);
+      expect(stats.invalid).toBe(0);
+      expect(stats.handlerErrors).toBe(0);
 
-    const tests = testStates(shard.model);
-    expect(tests.map((t) => t.fullName).sort()).toEqual(
-      ["outer > inner > passes", "outer > flaky", "outer > fails", "outer > skipped", "outer > todo", "tail"].sort(),
-    );
-    expect(foundCount(shard.model, "main.test.ts")).toBe(6);
+      const tests = testStates(shard.model);
+      expect(tests.map((t) => t.fullName).sort()).toEqual(
+        ["outer > inner > passes", "outer > flaky", "outer > fails", "outer > skipped", "outer > todo", "tail"].sort(),
+      );
+      expect(foundCount(shard.model, "main.test.ts")).toBe(6);
 
-    const passes = byName(tests, "outer > inner > passes");
-    expect(passes.status).toBe("passed");
-    expect(passes.attempts).toBe(1);
-    expect(passes.file).toBe("main.test.ts");
-    expect(passes.line).toBe(6);
-    expect(passes.describePath).toEqual(["outer", "inner"]);
-    expect(passes.durationMs).toBeGreaterThanOrEqual(40);
+      const passes = byName(tests, "outer > inner > passes");
+      expect(passes.status).toBe("passed");
+      expect(passes.attempts).toBe(1);
+      expect(passes.file).toBe("main.test.ts");
+      expect(passes.line).toBe(6);
+      expect(passes.describePath).toEqual(["outer", "inner"]);
+      expect(passes.durationMs).toBeGreaterThanOrEqual(40);
 
-    const flaky = byName(tests, "outer > flaky");
-    expect(flaky.status).toBe("passed");
-    expect(flaky.flaky).toBe(true);
-    expect(flaky.attempts).toBe(2);
-    expect(flaky.attemptFailures).toHaveLength(1);
-    expect(flaky.attemptFailures[0]?.message).toContain("Expected: 2");
+      const flaky = byName(tests, "outer > flaky");
+      expect(flaky.status).toBe("passed");
+      expect(flaky.flaky).toBe(true);
+      expect(flaky.attempts).toBe(2);
+      expect(flaky.attemptFailures).toHaveLength(1);
+      expect(flaky.attemptFailures[0]?.message).toContain("Expected: 2");
 
-    const fails = byName(tests, "outer > fails");
-    expect(fails.status).toBe("failed");
-    expect(fails.attempts).toBe(2);
-    expect(fails.attemptFailures).toHaveLength(1);
-    expect(fails.failure?.message).toContain('Expected: "b"');
-    expect(fails.failure?.details).toContain("main.test.ts:10:");
+      const fails = byName(tests, "outer > fails");
+      expect(fails.status).toBe("failed");
+      expect(fails.attempts).toBe(2);
+      expect(fails.attemptFailures).toHaveLength(1);
+      expect(fails.failure?.message).toContain('Expected: "b"');
+      expect(fails.failure?.details).toContain("main.test.ts:10:");
 
-    const skipped = byName(tests, "outer > skipped");
-    expect([skipped.status, skipped.attempts]).toEqual(["skipped", 0]);
-    const todo = byName(tests, "outer > todo");
-    expect([todo.status, todo.attempts]).toEqual(["todo", 0]);
-    expectPassedOrUnfinished(byName(tests, "tail"));
-    expect(shard.model.errorsOutsideTests()).toEqual([]);
+      const skipped = byName(tests, "outer > skipped");
+      expect([skipped.status, skipped.attempts]).toEqual(["skipped", 0]);
+      const todo = byName(tests, "outer > todo");
+      expect([todo.status, todo.attempts]).toEqual(["todo", 0]);
+      expectPassedOrUnfinished(byName(tests, "tail"));
+      expect(shard.model.errorsOutsideTests()).toEqual([]);
 
-    // The journal holds the same events and rebuilds the same verdicts.
-    const replayed = testStates(
-      TestEventModel.fromEvents(await readJournal(join(root, "main.events.jsonl")), { root }),
-    );
-    expect(replayed.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky])).toEqual(
-      tests.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky]),
-    );
-  });
+      // The journal holds the same events and rebuilds the same verdicts.
+      const replayed = testStates(
+        TestEventModel.fromEvents(await readJournal(join(root, "main.events.jsonl")), { root }),
+      );
+      expect(replayed.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky])).toEqual(
+        tests.map((t) => [t.fullName, t.phase, t.status, t.attempts, t.flaky]),
+      );
+    },
+  );
 
   test.skipIf(process.platform !== "linux")(
     "a spinning test killed from outside: 1 passed, 2 running, 3 never started; the child has no TCP listener",
@@ -422,58 +425,64 @@ describe("listenForTestEvents with real bun children", () => {
     expectPassedOrUnfinished(byName(testStates(shard.model), "tail"));
   });
 
-  test("load errors (Bun 1.4.4): a top-level throw sends an error outside tests; a missing import sends nothing", async () => {
-    const shard = spawnShard(["top-level-throw.test.ts", "missing-import.test.ts", "later.test.ts"]);
-    const channel = await connect(shard);
-    await channel.closed;
-    await shard.exited;
-    const model = shard.model;
+  test(
+    "load errors (Bun 1.4.4): a top-level throw sends an " + "error outside tests; a missing import sends nothing",
+    async () => {
+      const shard = spawnShard(["top-level-throw.test.ts", "missing-import.test.ts", "later.test.ts"]);
+      const channel = await connect(shard);
+      await channel.closed;
+      await shard.exited;
+      const model = shard.model;
 
-    const outside = model.errorsOutsideTests();
-    expect(outside.map((e) => [e.file, e.message])).toEqual([["top-level-throw.test.ts", "top level boom"]]);
-    expect(outside[0]?.locations[0]).toEqual({ file: "top-level-throw.test.ts", line: 4, column: 7 });
+      const outside = model.errorsOutsideTests();
+      expect(outside.map((e) => [e.file, e.message])).toEqual([["top-level-throw.test.ts", "top level boom"]]);
+      expect(outside[0]?.locations[0]).toEqual({ file: "top-level-throw.test.ts", line: 4, column: 7 });
 
-    // The throwing file's tests were registered, then never started.
-    const neverRuns = byName(testStates(model), "never runs");
-    expect(neverRuns.phase).toBe("found");
-    expect(foundCount(model, "top-level-throw.test.ts")).toBe(1);
+      // The throwing file's tests were registered, then never started.
+      const neverRuns = byName(testStates(model), "never runs");
+      expect(neverRuns.phase).toBe("found");
+      expect(foundCount(model, "top-level-throw.test.ts")).toBe(1);
 
-    // An unresolvable import produces no event at all: no found, no error.
-    expect(foundCount(model, "missing-import.test.ts")).toBe(0);
-    expect(shard.events.some((e) => JSON.stringify(e).includes("does-not-exist"))).toBe(false);
-    // ...while Bun's console output does report it.
-    expect(readFileSync(shard.logPath, "utf8")).toContain("Cannot find module './does-not-exist.ts'");
+      // An unresolvable import produces no event at all: no found, no error.
+      expect(foundCount(model, "missing-import.test.ts")).toBe(0);
+      expect(shard.events.some((e) => JSON.stringify(e).includes("does-not-exist"))).toBe(false);
+      // ...while Bun's console output does report it.
+      expect(readFileSync(shard.logPath, "utf8")).toContain("Cannot find module './does-not-exist.ts'");
 
-    expect(byName(testStates(model), "later").status).toBe("passed");
-  });
+      expect(byName(testStates(model), "later").status).toBe("passed");
+    },
+  );
 });
 
 describe("the end-of-run barrier with the shard preload", () => {
-  test("short runs, four at a time: every run reaches the barrier and every event arrives, the retry included", async () => {
-    for (let batch = 0; batch < 3; batch++) {
-      const shards = Array.from({ length: 4 }, () =>
-        spawnShard(["short-flaky.test.ts"], ["--retry", "1"], { preload: true }),
-      );
-      for (const shard of shards) {
-        await shard.channel.ready;
-        await shard.channel.closed;
-        expect((await shard.exited).code).toBe(0);
-        const stats = shard.channel.stats();
-        expect(stats.flushed).toBe(true);
-        expect(stats.requestError).toBeNull();
-        expect(shard.events.map((e) => e.method)).toEqual([
-          "TestReporter.found",
-          "TestReporter.start",
-          "LifecycleReporter.error",
-          "TestReporter.start",
-          "TestReporter.end",
-        ]);
-        const flaky = byName(testStates(shard.model), "flaky");
-        expect([flaky.status, flaky.attempts, flaky.flaky]).toEqual(["passed", 2, true]);
-        shard.channel.close();
+  test(
+    "short runs, four at a time: every run reaches the " + "barrier and every event arrives, the retry included",
+    async () => {
+      for (let batch = 0; batch < 3; batch++) {
+        const shards = Array.from({ length: 4 }, () =>
+          spawnShard(["short-flaky.test.ts"], ["--retry", "1"], { preload: true }),
+        );
+        for (const shard of shards) {
+          await shard.channel.ready;
+          await shard.channel.closed;
+          expect((await shard.exited).code).toBe(0);
+          const stats = shard.channel.stats();
+          expect(stats.flushed).toBe(true);
+          expect(stats.requestError).toBeNull();
+          expect(shard.events.map((e) => e.method)).toEqual([
+            "TestReporter.found",
+            "TestReporter.start",
+            "LifecycleReporter.error",
+            "TestReporter.start",
+            "TestReporter.end",
+          ]);
+          const flaky = byName(testStates(shard.model), "flaky");
+          expect([flaky.status, flaky.attempts, flaky.flaky]).toEqual(["passed", 2, true]);
+          shard.channel.close();
+        }
       }
-    }
-  });
+    },
+  );
 
   test("without the runner's acknowledgement the preload waits at most 5 s, then the child ends", async () => {
     const socketPath = socketPathFor(sockDir, "no-ack");
@@ -523,80 +532,91 @@ describe("the end-of-run barrier with the shard preload", () => {
 });
 
 describe("listenForTestEvents failure paths", () => {
-  test("a child that never dials: ready rejects at the deadline naming the socket and the wait; no socket file is left", async () => {
-    const elsewhere = socketPathFor(sockDir, "elsewhere");
-    const started = performance.now();
-    const shard = spawnShard(["later.test.ts"], [], { connectTimeoutMs: 300, dialPath: elsewhere });
-    try {
-      const error = await shard.channel.ready.then(
-        () => undefined,
-        (e: unknown) => e,
+  test(
+    "a child that never dials: ready rejects at the deadline " +
+      "naming the socket and the wait; no socket file is left",
+    async () => {
+      const elsewhere = socketPathFor(sockDir, "elsewhere");
+      const started = performance.now();
+      const shard = spawnShard(["later.test.ts"], [], { connectTimeoutMs: 300, dialPath: elsewhere });
+      try {
+        const error = await shard.channel.ready.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        const waited = performance.now() - started;
+        expect(error).toBeInstanceOf(InspectorConnectError);
+        const connectError = error as InspectorConnectError;
+        expect(connectError.reason).toBe("timeout");
+        expect(connectError.socketPath).toBe(shard.socketPath);
+        expect(connectError.message).toContain(shard.socketPath);
+        expect(connectError.message).toContain("never connected");
+        expect(connectError.message).toContain("timeout 300 ms");
+        expect(connectError.waitedMs).toBeGreaterThanOrEqual(295);
+        expect(waited).toBeGreaterThanOrEqual(295);
+        expect(waited).toBeLessThan(2_000);
+        await shard.channel.closed;
+        expect(existsSync(shard.socketPath)).toBe(false);
+        // The child still waits for a debugger: with --inspect-wait it never runs a test alone.
+        expect([shard.child.exitCode, shard.child.signalCode]).toEqual([null, null]);
+        expect(shard.events).toEqual([]);
+      } finally {
+        process.kill(-shard.pid, "SIGKILL");
+        await shard.exited;
+      }
+    },
+  );
+
+  test(
+    "a socket directory removed meanwhile (a test can: it " +
+      "is in its argv) is made again, private, by socketPathFor",
+    () => {
+      const dir = socketDirFor(join(root, "run-removed"));
+      rmSync(dir, { recursive: true, force: true });
+      const path = socketPathFor(dir, "again");
+      expect(path).toBe(join(dir, "again.sock"));
+      const stat = lstatSync(dir);
+      expect(stat.isDirectory()).toBe(true);
+      expect(stat.mode & 0o777).toBe(0o700);
+    },
+  );
+
+  test(
+    "a leftover socket file (its owner died): listening " + "fails with reason listen; socketPathFor removes it",
+    async () => {
+      const path = socketPathFor(sockDir, "stale");
+      const owner = spawn(
+        BUN,
+        ["-e", `Bun.listen({ unix: ${JSON.stringify(path)}, socket: { data() {} } }); setInterval(() => {}, 1000);`],
+        {
+          detached: true,
+          stdio: "ignore",
+        },
       );
-      const waited = performance.now() - started;
+      children.add(owner);
+      expect(await waitFor(() => existsSync(path), 5_000)).toBe(true);
+      killGroup(owner);
+      await new Promise((resolve) => owner.once("exit", resolve));
+      expect(statSync(path).isSocket()).toBe(true);
+
+      let error: unknown;
+      try {
+        listenForAllEvents({ socketPath: path, connectTimeoutMs: 200, onEvent: () => {} });
+      } catch (e) {
+        error = e;
+      }
       expect(error).toBeInstanceOf(InspectorConnectError);
-      const connectError = error as InspectorConnectError;
-      expect(connectError.reason).toBe("timeout");
-      expect(connectError.socketPath).toBe(shard.socketPath);
-      expect(connectError.message).toContain(shard.socketPath);
-      expect(connectError.message).toContain("never connected");
-      expect(connectError.message).toContain("timeout 300 ms");
-      expect(connectError.waitedMs).toBeGreaterThanOrEqual(295);
-      expect(waited).toBeGreaterThanOrEqual(295);
-      expect(waited).toBeLessThan(2_000);
-      await shard.channel.closed;
-      expect(existsSync(shard.socketPath)).toBe(false);
-      // The child still waits for a debugger: with --inspect-wait it never runs a test alone.
-      expect([shard.child.exitCode, shard.child.signalCode]).toEqual([null, null]);
-      expect(shard.events).toEqual([]);
-    } finally {
-      process.kill(-shard.pid, "SIGKILL");
-      await shard.exited;
-    }
-  });
+      expect((error as InspectorConnectError).reason).toBe("listen");
+      expect((error as InspectorConnectError).message).toContain(path);
 
-  test("a socket directory removed meanwhile (a test can: it is in its argv) is made again, private, by socketPathFor", () => {
-    const dir = socketDirFor(join(root, "run-removed"));
-    rmSync(dir, { recursive: true, force: true });
-    const path = socketPathFor(dir, "again");
-    expect(path).toBe(join(dir, "again.sock"));
-    const stat = lstatSync(dir);
-    expect(stat.isDirectory()).toBe(true);
-    expect(stat.mode & 0o777).toBe(0o700);
-  });
-
-  test("a leftover socket file (its owner died): listening fails with reason listen; socketPathFor removes it", async () => {
-    const path = socketPathFor(sockDir, "stale");
-    const owner = spawn(
-      BUN,
-      ["-e", `Bun.listen({ unix: ${JSON.stringify(path)}, socket: { data() {} } }); setInterval(() => {}, 1000);`],
-      {
-        detached: true,
-        stdio: "ignore",
-      },
-    );
-    children.add(owner);
-    expect(await waitFor(() => existsSync(path), 5_000)).toBe(true);
-    killGroup(owner);
-    await new Promise((resolve) => owner.once("exit", resolve));
-    expect(statSync(path).isSocket()).toBe(true);
-
-    let error: unknown;
-    try {
-      listenForAllEvents({ socketPath: path, connectTimeoutMs: 200, onEvent: () => {} });
-    } catch (e) {
-      error = e;
-    }
-    expect(error).toBeInstanceOf(InspectorConnectError);
-    expect((error as InspectorConnectError).reason).toBe("listen");
-    expect((error as InspectorConnectError).message).toContain(path);
-
-    expect(socketPathFor(sockDir, "stale")).toBe(path);
-    expect(existsSync(path)).toBe(false);
-    const channel = listenForAllEvents({ socketPath: path, connectTimeoutMs: 5_000, onEvent: () => {} });
-    channel.close();
-    await channel.closed;
-    expect(existsSync(path)).toBe(false);
-  });
+      expect(socketPathFor(sockDir, "stale")).toBe(path);
+      expect(existsSync(path)).toBe(false);
+      const channel = listenForAllEvents({ socketPath: path, connectTimeoutMs: 5_000, onEvent: () => {} });
+      channel.close();
+      await channel.closed;
+      expect(existsSync(path)).toBe(false);
+    },
+  );
 
   test("an abort signal ends the wait at once", async () => {
     const controller = new AbortController();
@@ -722,88 +742,97 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
     channel.close();
   });
 
-  test("frames split across reads: a non-ASCII name and a 200 KiB message arrive whole, the message cut to its 64 KiB tail", async () => {
-    const socketPath = socketPathFor(sockDir, "fake-split");
-    const received: TestEvent[] = [];
-    const channel = listenForAllEvents({
-      socketPath,
-      connectTimeoutMs: 2_000,
-      onEvent: (event) => received.push(event),
-    });
-    const name = "héllo wörld ✓ 日本語 😀";
-    const found = frame(
-      JSON.stringify({
-        method: "TestReporter.found",
-        params: { id: 7, url: "/x/ü.test.ts", line: 3, name, type: "test" },
-      }),
-    );
-    const message = `${"é".repeat(100 * 1024)}THE-TAIL`;
-    const error = frame(
-      JSON.stringify({
-        method: "LifecycleReporter.error",
-        params: { message, name: "Error", urls: [], lineColumns: [] },
-      }),
-    );
-    // Cut inside the header (2 bytes), inside a multi-byte character of the
-    // name, and through the long message several times.
-    const nameAt = found.indexOf(Buffer.from("ö")) + 1;
-    const pieces = [
-      found.subarray(0, 2),
-      found.subarray(2, nameAt),
-      found.subarray(nameAt),
-      error.subarray(0, 3),
-      error.subarray(3, 70_000),
-      error.subarray(70_000, 150_001),
-      error.subarray(150_001),
-    ];
-    const fake = fakeChild(socketPath, { afterInit: pieces });
-    await channel.ready;
-    await channel.closed;
-    await fake.closed;
-    expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "LifecycleReporter.error"]);
-    expect(received[0]?.params).toMatchObject({ id: 7, name, url: "/x/ü.test.ts" });
-    const kept = (received[1] as { params: { message: string } }).params.message;
-    expect(kept.startsWith("[shardguard: first ")).toBe(true);
-    expect(kept.endsWith("ééTHE-TAIL")).toBe(true);
-    expect(Buffer.byteLength(kept)).toBeLessThanOrEqual(64 * 1024 + 100);
-    expect(channel.stats().malformed).toBe(0);
-    channel.close();
-  });
+  test(
+    "frames split across reads: a non-ASCII name and a 200 " +
+      "KiB message arrive whole, the message cut to its 64 KiB tail",
+    async () => {
+      const socketPath = socketPathFor(sockDir, "fake-split");
+      const received: TestEvent[] = [];
+      const channel = listenForAllEvents({
+        socketPath,
+        connectTimeoutMs: 2_000,
+        onEvent: (event) => received.push(event),
+      });
+      const name = "héllo wörld ✓ 日本語 😀";
+      const found = frame(
+        JSON.stringify({
+          method: "TestReporter.found",
+          params: { id: 7, url: "/x/ü.test.ts", line: 3, name, type: "test" },
+        }),
+      );
+      const message = `${"é".repeat(100 * 1024)}THE-TAIL`;
+      const error = frame(
+        JSON.stringify({
+          method: "LifecycleReporter.error",
+          params: { message, name: "Error", urls: [], lineColumns: [] },
+        }),
+      );
+      // Cut inside the header (2 bytes), inside a multi-byte character of the
+      // name, and through the long message several times.
+      const nameAt = found.indexOf(Buffer.from("ö")) + 1;
+      const pieces = [
+        found.subarray(0, 2),
+        found.subarray(2, nameAt),
+        found.subarray(nameAt),
+        error.subarray(0, 3),
+        error.subarray(3, 70_000),
+        error.subarray(70_000, 150_001),
+        error.subarray(150_001),
+      ];
+      const fake = fakeChild(socketPath, { afterInit: pieces });
+      await channel.ready;
+      await channel.closed;
+      await fake.closed;
+      expect(received.map((e) => e.method)).toEqual(["TestReporter.found", "LifecycleReporter.error"]);
+      expect(received[0]?.params).toMatchObject({ id: 7, name, url: "/x/ü.test.ts" });
+      const kept = (received[1] as { params: { message: string } }).params.message;
+      expect(kept.startsWith("[shardguard: first ")).toBe(true);
+      expect(kept.endsWith("ééTHE-TAIL")).toBe(true);
+      expect(Buffer.byteLength(kept)).toBeLessThanOrEqual(64 * 1024 + 100);
+      expect(channel.stats().malformed).toBe(0);
+      channel.close();
+    },
+  );
 
-  test("a 3 MiB message (over the 1 MiB whole-frame limit) is streamed through the capper: name kept, tail kept, events after it in step", async () => {
-    const socketPath = socketPathFor(sockDir, "fake-stream");
-    const received: TestEvent[] = [];
-    const channel = listenForAllEvents({
-      socketPath,
-      connectTimeoutMs: 2_000,
-      onEvent: (event) => received.push(event),
-    });
-    const message = `${'ü\\"x'.repeat(600 * 1024)}THE-TAIL`;
-    const error = frame(
-      JSON.stringify({
-        method: "LifecycleReporter.error",
-        params: { message, name: "TypeÉrror", urls: ["/x/a.test.ts"], lineColumns: [3, 7] },
-      }),
-    );
-    expect(error.length).toBeGreaterThan(3 * 1024 * 1024);
-    const pieces: Buffer[] = [];
-    for (let at = 0; at < error.length; at += 700_001) pieces.push(error.subarray(at, at + 700_001));
-    const fake = fakeChild(socketPath, {
-      afterInit: [...pieces, frame('{"method":"TestReporter.start","params":{"id":3}}')],
-    });
-    await channel.ready;
-    await channel.closed;
-    await fake.closed;
-    expect(received.map((e) => e.method)).toEqual(["LifecycleReporter.error", "TestReporter.start"]);
-    const params = (received[0] as { params: { message: string; name: string; urls: string[]; lineColumns: number[] } })
-      .params;
-    expect([params.name, params.urls, params.lineColumns]).toEqual(["TypeÉrror", ["/x/a.test.ts"], [3, 7]]);
-    expect(params.message).toMatch(/^\[shardguard: first \d+ bytes cut; full text in the shard log\]\n/);
-    expect(params.message.endsWith('ü\\"xTHE-TAIL')).toBe(true);
-    expect(Buffer.byteLength(params.message)).toBeLessThanOrEqual(64 * 1024 + 100);
-    expect(channel.stats().malformed).toBe(0);
-    channel.close();
-  });
+  test(
+    "a 3 MiB message (over the 1 MiB whole-frame limit) is streamed " +
+      "through the capper: name kept, tail kept, events after it in step",
+    async () => {
+      const socketPath = socketPathFor(sockDir, "fake-stream");
+      const received: TestEvent[] = [];
+      const channel = listenForAllEvents({
+        socketPath,
+        connectTimeoutMs: 2_000,
+        onEvent: (event) => received.push(event),
+      });
+      const message = `${'ü\\"x'.repeat(600 * 1024)}THE-TAIL`;
+      const error = frame(
+        JSON.stringify({
+          method: "LifecycleReporter.error",
+          params: { message, name: "TypeÉrror", urls: ["/x/a.test.ts"], lineColumns: [3, 7] },
+        }),
+      );
+      expect(error.length).toBeGreaterThan(3 * 1024 * 1024);
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < error.length; at += 700_001) pieces.push(error.subarray(at, at + 700_001));
+      const fake = fakeChild(socketPath, {
+        afterInit: [...pieces, frame('{"method":"TestReporter.start","params":{"id":3}}')],
+      });
+      await channel.ready;
+      await channel.closed;
+      await fake.closed;
+      expect(received.map((e) => e.method)).toEqual(["LifecycleReporter.error", "TestReporter.start"]);
+      const params = (
+        received[0] as { params: { message: string; name: string; urls: string[]; lineColumns: number[] } }
+      ).params;
+      expect([params.name, params.urls, params.lineColumns]).toEqual(["TypeÉrror", ["/x/a.test.ts"], [3, 7]]);
+      expect(params.message).toMatch(/^\[shardguard: first \d+ bytes cut; full text in the shard log\]\n/);
+      expect(params.message.endsWith('ü\\"xTHE-TAIL')).toBe(true);
+      expect(Buffer.byteLength(params.message)).toBeLessThanOrEqual(64 * 1024 + 100);
+      expect(channel.stats().malformed).toBe(0);
+      channel.close();
+    },
+  );
 
   test("a found frame of 40 MiB (its name) is read with the name cut to its tail, never held whole", async () => {
     const socketPath = socketPathFor(sockDir, "fake-40m");
@@ -836,26 +865,30 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
     channel.close();
   });
 
-  test("a frame that cut strings cannot bring under 8 MiB (33 MiB of no JSON) is dropped, counted, and the stream stays in step", async () => {
-    const socketPath = socketPathFor(sockDir, "fake-big");
-    const received: TestEvent[] = [];
-    const channel = listenForAllEvents({
-      socketPath,
-      connectTimeoutMs: 2_000,
-      onEvent: (event) => received.push(event),
-    });
-    const huge = Buffer.alloc(4 + 33 * 1024 * 1024, 0x78);
-    huge.writeUInt32BE(33 * 1024 * 1024, 0);
-    const fake = fakeChild(socketPath, {
-      afterInit: [huge, frame('{"method":"TestReporter.start","params":{"id":2}}')],
-    });
-    await channel.ready;
-    await channel.closed;
-    await fake.closed;
-    expect(channel.stats().oversized).toBe(1);
-    expect(received).toEqual([{ method: "TestReporter.start", params: { id: 2 } }]);
-    channel.close();
-  });
+  test(
+    "a frame that cut strings cannot bring under 8 MiB (33 MiB " +
+      "of no JSON) is dropped, counted, and the stream stays in step",
+    async () => {
+      const socketPath = socketPathFor(sockDir, "fake-big");
+      const received: TestEvent[] = [];
+      const channel = listenForAllEvents({
+        socketPath,
+        connectTimeoutMs: 2_000,
+        onEvent: (event) => received.push(event),
+      });
+      const huge = Buffer.alloc(4 + 33 * 1024 * 1024, 0x78);
+      huge.writeUInt32BE(33 * 1024 * 1024, 0);
+      const fake = fakeChild(socketPath, {
+        afterInit: [huge, frame('{"method":"TestReporter.start","params":{"id":2}}')],
+      });
+      await channel.ready;
+      await channel.closed;
+      await fake.closed;
+      expect(channel.stats().oversized).toBe(1);
+      expect(received).toEqual([{ method: "TestReporter.start", params: { id: 2 } }]);
+      channel.close();
+    },
+  );
 
   test("an error reply is recorded, not thrown; the channel stays open and released the child", async () => {
     const socketPath = socketPathFor(sockDir, "fake-refuse");
@@ -871,35 +904,39 @@ describe("listenForTestEvents against fake children (a raw unix socket client sp
     channel.close();
   });
 
-  test("one connection only: the socket file is gone once the first is accepted, so a second dial finds nothing; the first's events alone arrive", async () => {
-    const socketPath = socketPathFor(sockDir, "fake-second");
-    const received: TestEvent[] = [];
-    const noted: string[] = [];
-    const channel = listenForAllEvents({
-      socketPath,
-      connectTimeoutMs: 2_000,
-      onEvent: (event) => received.push(event),
-      onRefused: (detail) => noted.push(detail),
-    });
-    const first = fakeChild(socketPath, {
-      stayOpen: true,
-      afterInit: [frame('{"method":"TestReporter.start","params":{"id":1}}')],
-    });
-    await channel.ready;
-    expect(await waitFor(() => received.length === 1, 2_000)).toBe(true);
-    // A descendant of the child that inherited BUN_INSPECT_CONNECT_TO, or an intruder, dials while the first is open.
-    expect(existsSync(socketPath)).toBe(false);
-    const intruder = netConnect(socketPath);
-    const error = await new Promise<NodeJS.ErrnoException>((resolve) => intruder.once("error", resolve));
-    expect(error.code).toBe("ENOENT");
+  test(
+    "one connection only: the socket file is gone once the first is " +
+      "accepted, so a second dial finds nothing; the first's events alone arrive",
+    async () => {
+      const socketPath = socketPathFor(sockDir, "fake-second");
+      const received: TestEvent[] = [];
+      const noted: string[] = [];
+      const channel = listenForAllEvents({
+        socketPath,
+        connectTimeoutMs: 2_000,
+        onEvent: (event) => received.push(event),
+        onRefused: (detail) => noted.push(detail),
+      });
+      const first = fakeChild(socketPath, {
+        stayOpen: true,
+        afterInit: [frame('{"method":"TestReporter.start","params":{"id":1}}')],
+      });
+      await channel.ready;
+      expect(await waitFor(() => received.length === 1, 2_000)).toBe(true);
+      // A descendant of the child that inherited BUN_INSPECT_CONNECT_TO, or an intruder, dials while the first is open.
+      expect(existsSync(socketPath)).toBe(false);
+      const intruder = netConnect(socketPath);
+      const error = await new Promise<NodeJS.ErrnoException>((resolve) => intruder.once("error", resolve));
+      expect(error.code).toBe("ENOENT");
 
-    first.socket.end();
-    await channel.closed;
-    expect(received).toEqual([{ method: "TestReporter.start", params: { id: 1 } }]);
-    expect([channel.stats().refused, noted]).toEqual([0, []]);
-    channel.close();
-    expect(existsSync(socketPath)).toBe(false);
-  });
+      first.socket.end();
+      await channel.closed;
+      expect(received).toEqual([{ method: "TestReporter.start", params: { id: 1 } }]);
+      expect([channel.stats().refused, noted]).toEqual([0, []]);
+      channel.close();
+      expect(existsSync(socketPath)).toBe(false);
+    },
+  );
 });
 
 describe("socket paths", () => {

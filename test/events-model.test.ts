@@ -435,33 +435,36 @@ describe("journal", () => {
     expect(state?.flaky).toBe(true);
   });
 
-  test("writes a message's own text or bytes as the line, re-encodes one with a newline, and batches past 64 KiB", async () => {
-    const path = join(dir, "messages.events.jsonl");
-    const journal = EventJournal.open(path);
-    const spaced = '{"method":"TestReporter.start", "params":{"id":1}}';
-    journal.append(start(1), spaced);
-    journal.append(
-      end(1, "pass", 5),
-      Buffer.from('{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":5}}'),
-    );
-    journal.append(start(2), '{"method":"TestReporter.start",\n"params":{"id":2}}');
-    const long = found(3, "x".repeat(200_000));
-    journal.append(long, JSON.stringify(long));
-    for (let id = 4; id < 3004; id++) journal.append(start(id), Buffer.from(JSON.stringify(start(id))));
-    await journal.close();
-    const lines = readFileSync(path, "utf8").split("\n");
-    expect(lines[0]).toBe(spaced);
-    expect(lines[2]).toBe(JSON.stringify(start(2)));
-    expect(lines.length).toBe(3004 + 1);
-    const back = await readJournal(path);
-    expect(back).toEqual([
-      start(1),
-      end(1, "pass", 5),
-      start(2),
-      long,
-      ...Array.from({ length: 3000 }, (_, i) => start(i + 4)),
-    ]);
-  });
+  test(
+    "writes a message's own text or bytes as the line, " + "re-encodes one with a newline, and batches past 64 KiB",
+    async () => {
+      const path = join(dir, "messages.events.jsonl");
+      const journal = EventJournal.open(path);
+      const spaced = '{"method":"TestReporter.start", "params":{"id":1}}';
+      journal.append(start(1), spaced);
+      journal.append(
+        end(1, "pass", 5),
+        Buffer.from('{"method":"TestReporter.end","params":{"id":1,"status":"pass","elapsed":5}}'),
+      );
+      journal.append(start(2), '{"method":"TestReporter.start",\n"params":{"id":2}}');
+      const long = found(3, "x".repeat(200_000));
+      journal.append(long, JSON.stringify(long));
+      for (let id = 4; id < 3004; id++) journal.append(start(id), Buffer.from(JSON.stringify(start(id))));
+      await journal.close();
+      const lines = readFileSync(path, "utf8").split("\n");
+      expect(lines[0]).toBe(spaced);
+      expect(lines[2]).toBe(JSON.stringify(start(2)));
+      expect(lines.length).toBe(3004 + 1);
+      const back = await readJournal(path);
+      expect(back).toEqual([
+        start(1),
+        end(1, "pass", 5),
+        start(2),
+        long,
+        ...Array.from({ length: 3000 }, (_, i) => start(i + 4)),
+      ]);
+    },
+  );
 
   test("appends to an existing file and forces mode 0600", async () => {
     const path = join(dir, "append.events.jsonl");

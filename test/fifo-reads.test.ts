@@ -26,13 +26,16 @@ const mkfifo = (pathExpr: string) =>
   '  expect(Bun.spawnSync(["mkfifo", target]).exitCode).toBe(0);\n';
 
 const HEAD =
-  'import { expect, test } from "bun:test";\nimport { readlinkSync, unlinkSync } from "node:fs";\nimport path from "node:path";\n';
+  'import { expect, test } from "bun:test";\n' +
+  'import { readlinkSync, unlinkSync } from "node:fs";\nimport path from "node:path";\n';
 
 const CASES: { name: string; files: Record<string, string>; args?: string[]; failed: string[]; passed: string[] }[] = [
   {
     name: "its own shard log, then it fails",
     files: {
-      "own-log.test.ts": `${HEAD}test("replaces its log with a FIFO", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  expect(1).toBe(2);\n});\n`,
+      "own-log.test.ts":
+        `${HEAD}test("replaces its log with a FIFO", () => {\n` +
+        `${mkfifo('readlinkSync("/proc/self/fd/1")')}  expect(1).toBe(2);\n});\n`,
     },
     failed: ["replaces its log with a FIFO"],
     passed: [],
@@ -40,7 +43,9 @@ const CASES: { name: string; files: Record<string, string>; args?: string[]; fai
   {
     name: "its own shard log, then process.exit(1)",
     files: {
-      "own-log-exit.test.ts": `${HEAD}test("replaces its log with a FIFO and exits", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  process.exit(1);\n});\n`,
+      "own-log-exit.test.ts":
+        `${HEAD}test("replaces its log with a FIFO and exits", () => {\n` +
+        `${mkfifo('readlinkSync("/proc/self/fd/1")')}  process.exit(1);\n});\n`,
     },
     failed: [],
     passed: [],
@@ -48,7 +53,9 @@ const CASES: { name: string; files: Record<string, string>; args?: string[]; fai
   {
     name: "the marks file SHARDGUARD_MARKS names, then it fails",
     files: {
-      "marks.test.ts": `${HEAD}test("replaces the marks file with a FIFO", () => {\n${mkfifo("process.env.SHARDGUARD_MARKS!")}  expect(1).toBe(2);\n});\n`,
+      "marks.test.ts":
+        `${HEAD}test("replaces the marks file with a FIFO", () => {\n` +
+        `${mkfifo("process.env.SHARDGUARD_MARKS!")}  expect(1).toBe(2);\n});\n`,
     },
     failed: ["replaces the marks file with a FIFO"],
     passed: [],
@@ -56,7 +63,9 @@ const CASES: { name: string; files: Record<string, string>; args?: string[]; fai
   {
     name: "a later shard's log (opened for the next shard's output)",
     files: {
-      "a-first.test.ts": `${HEAD}test("plants a FIFO at the next shard's log", () => {\n${mkfifo('path.join(path.dirname(readlinkSync("/proc/self/fd/1")), "shard-2-b-second.log")')}});\n`,
+      "a-first.test.ts":
+        `${HEAD}test("plants a FIFO at the next shard's log", () => {\n` +
+        `${mkfifo('path.join(path.dirname(readlinkSync("/proc/self/fd/1")), "shard-2-b-second.log")')}});\n`,
       "b-second.test.ts":
         'import { expect, test } from "bun:test";\ntest("second passes", () => { expect(1).toBe(1); });\n',
     },
@@ -68,7 +77,9 @@ const CASES: { name: string; files: Record<string, string>; args?: string[]; fai
     name: "the --update-timings file, then it fails",
     files: {
       "timings.json": '{"version":1,"files":{}}',
-      "timings-fifo.test.ts": `${HEAD}test("replaces the timings file with a FIFO", () => {\n${mkfifo('path.join(import.meta.dir, "timings.json")')}  expect(1).toBe(2);\n});\n`,
+      "timings-fifo.test.ts":
+        `${HEAD}test("replaces the timings file with a FIFO", () => {\n` +
+        `${mkfifo('path.join(import.meta.dir, "timings.json")')}  expect(1).toBe(2);\n});\n`,
     },
     args: ["--update-timings", "timings.json"],
     failed: ["replaces the timings file with a FIFO"],
@@ -129,7 +140,9 @@ describe("a FIFO a test puts where the runner reads", () => {
 
   test("its own shard log, then it spins: SIGTERM ends the run at once, with every report", async () => {
     const dir = makeSuite({
-      "spins.test.ts": `${HEAD}test("replaces its log with a FIFO and spins", () => {\n${mkfifo('readlinkSync("/proc/self/fd/1")')}  while (true) {}\n});\n`,
+      "spins.test.ts":
+        `${HEAD}test("replaces its log with a FIFO and spins", () => {\n` +
+        `${mkfifo('readlinkSync("/proc/self/fd/1")')}  while (true) {}\n});\n`,
     });
     const run = await runCli(["run", "--root", dir, "--timeout", "60", "--grace", "1"], {
       onLine: { match: /START spins/, act: (pid) => setTimeout(() => process.kill(pid, "SIGTERM"), 1_000) },

@@ -27,7 +27,9 @@ const names = (n: number) => Array.from({ length: n }, (_, i) => `t/f${String(i 
 const passing = (i: number) =>
   `import { test, expect } from "bun:test";\ntest("ok ${i}", () => expect(${i}).toBe(${i}));\n`;
 const failing = `import { test, expect } from "bun:test";\ntest("fails", () => expect(1).toBe(2));\n`;
-const wedged = `import { test } from "bun:test";\ntest("before", () => {});\ntest("spins", () => { while (true) {} });\ntest("after", () => {});\n`;
+const wedged =
+  `import { test } from "bun:test";\ntest("before", () => {});\n` +
+  `test("spins", () => { while (true) {} });\ntest("after", () => {});\n`;
 
 describe("the batch rule (plan/auto-batch.ts)", () => {
   test("no timings: contiguous runs of the plan, as many as the assumed work needs, at least one", () => {
@@ -40,22 +42,26 @@ describe("the batch rule (plan/auto-batch.ts)", () => {
     expect(autoBatches(names(3), { durations: new Map(), jobs: 4 }).groups).toEqual([names(3)]);
   });
 
-  test("a file whose recorded duration reaches the target is alone; the rest are balanced longest first, each batch in plan order", () => {
-    const files = names(12);
-    const durations = new Map<string, number>([[files[3]!, 9000]]);
-    for (const [i, f] of files.entries()) if (i !== 3) durations.set(f, 100 * (i + 1));
-    const plan = autoBatches(files, { durations, jobs: 2 });
-    // Total 9000 + 7400 = 16.4 s over 8 → 2050 ms per batch: the 9 s file alone, 7.4 s in 4 batches.
-    expect(plan.targetMs).toBe(2050);
-    expect(plan.alone).toEqual([files[3]!]);
-    expect(plan.groups).toContainEqual([files[3]!]);
-    const others = plan.groups.filter((g) => g[0] !== files[3]);
-    expect(others).toHaveLength(4);
-    const loads = others.map((g) => g.reduce((s, f) => s + durations.get(f)!, 0));
-    expect(Math.max(...loads) - Math.min(...loads)).toBeLessThanOrEqual(300);
-    for (const g of others) expect([...g].sort()).toEqual(g);
-    expect(plan.groups.flat().sort()).toEqual(files);
-  });
+  test(
+    "a file whose recorded duration reaches the target is alone; " +
+      "the rest are balanced longest first, each batch in plan order",
+    () => {
+      const files = names(12);
+      const durations = new Map<string, number>([[files[3]!, 9000]]);
+      for (const [i, f] of files.entries()) if (i !== 3) durations.set(f, 100 * (i + 1));
+      const plan = autoBatches(files, { durations, jobs: 2 });
+      // Total 9000 + 7400 = 16.4 s over 8 → 2050 ms per batch: the 9 s file alone, 7.4 s in 4 batches.
+      expect(plan.targetMs).toBe(2050);
+      expect(plan.alone).toEqual([files[3]!]);
+      expect(plan.groups).toContainEqual([files[3]!]);
+      const others = plan.groups.filter((g) => g[0] !== files[3]);
+      expect(others).toHaveLength(4);
+      const loads = others.map((g) => g.reduce((s, f) => s + durations.get(f)!, 0));
+      expect(Math.max(...loads) - Math.min(...loads)).toBeLessThanOrEqual(300);
+      for (const g of others) expect([...g].sort()).toEqual(g);
+      expect(plan.groups.flat().sort()).toEqual(files);
+    },
+  );
 
   test("unrecorded files cost the median of the recorded ones; the target stays in [min, max]", () => {
     const files = names(40);
@@ -182,7 +188,8 @@ describe("a file of an auto batch that stops at its top level, before registerin
     ["waits for good (a top-level await)", "await new Promise(() => setInterval(() => {}, 1000));", "timed-out"],
     ["calls process.exit(0)", "process.exit(0);", "crashed"],
   ] as const) {
-    test(`${label}: it alone gets the ${status} verdict, once; the file before it keeps its passes; the file after it runs again`, async () => {
+    test(`${label}: it alone gets the ${status} verdict, once; the ` +
+      `file before it keeps its passes; the file after it runs again`, async () => {
       const dir = makeSuite(batch(stops));
       const run = await runCli([
         "run",
@@ -227,9 +234,17 @@ describe("a file of an auto batch that stops at its top level, before registerin
 
 /** Three files in one batch: the first changes process.env, the cwd and a global; the others report what they see. */
 const leaking = {
-  "t/a.test.ts": `import { test } from "bun:test";\nimport { mkdirSync } from "node:fs";\ntest("changes the process", () => {\n  process.env.SG_LEAK = "a";\n  mkdirSync("elsewhere", { recursive: true });\n  process.chdir("elsewhere");\n  (globalThis as any).sgLeak = 1;\n});\n`,
-  "t/b.test.ts": `import { test, expect } from "bun:test";\ntest("env unchanged", () => expect(process.env.SG_LEAK).toBeUndefined());\ntest("global unchanged", () => expect((globalThis as any).sgLeak).toBeUndefined());\n`,
-  "t/c.test.ts": `import { test, expect } from "bun:test";\ntest("cwd is the root", () => expect(process.cwd()).toBe(process.env.SG_ROOT));\n`,
+  "t/a.test.ts":
+    `import { test } from "bun:test";\nimport { mkdirSync } from "node:fs";\ntest("changes the ` +
+    `process", () => {\n  process.env.SG_LEAK = "a";\n  mkdirSync("elsewhere", { recursive: true });\n` +
+    `  process.chdir("elsewhere");\n  (globalThis as any).sgLeak = 1;\n});\n`,
+  "t/b.test.ts":
+    `import { test, expect } from "bun:test";\ntest("env unchanged", () => ` +
+    `expect(process.env.SG_LEAK).toBeUndefined());\n` +
+    `test("global unchanged", () => expect((globalThis as any).sgLeak).toBeUndefined());\n`,
+  "t/c.test.ts":
+    `import { test, expect } from "bun:test";\n` +
+    `test("cwd is the root", () => expect(process.cwd()).toBe(process.env.SG_ROOT));\n`,
 };
 
 describe("what a file that changes the process leaves to the next file of its batch", () => {
@@ -250,7 +265,8 @@ describe("what a file that changes the process leaves to the next file of its ba
     expect(run.code).toBe(0);
   }, 60_000);
 
-  test("auto on Bun 1.3.13: env and globals as the batch started, but the working directory stays changed", async () => {
+  test("auto on Bun 1.3.13: env and globals as the batch " +
+    "started, but the working directory stays changed", async () => {
     const dir = makeSuite(leaking);
     const bun = await bunBinary("1.3.13");
     await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], { env: { SG_ROOT: dir } });
@@ -262,7 +278,8 @@ describe("what a file that changes the process leaves to the next file of its ba
     });
   }, 120_000);
 
-  test("Bun 1.3.14: auto with test events is refused with one line (exit 2); with --no-test-events it runs", async () => {
+  test("Bun 1.3.14: auto with test events is refused with " +
+    "one line (exit 2); with --no-test-events it runs", async () => {
     const dir = makeSuite(leaking);
     const bun = await bunBinary("1.3.14");
     const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], {
@@ -381,7 +398,8 @@ describe("bad values: one line, exit 2, nothing started", () => {
     );
   }, 30_000);
 
-  test('SHARDGUARD_FILES_PER_SHARD=auto and a preset\'s files-per-shard = "auto" are accepted like the flag', async () => {
+  test("SHARDGUARD_FILES_PER_SHARD=auto and a preset's " +
+    'files-per-shard = "auto" are accepted like the flag', async () => {
     const dir = makeSuite({ "t/a.test.ts": passing(1), "t/b.test.ts": passing(2) });
     const viaEnv = await runCli(["list", "--root", dir, "t"], { env: { SHARDGUARD_FILES_PER_SHARD: "auto" } });
     expect(viaEnv.code).toBe(0);

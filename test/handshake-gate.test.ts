@@ -21,19 +21,22 @@ test("nothing pending: the wait ends at once", async () => {
   expect(await settledYet(new HandshakeGate().settled(10_000))).toBe(true);
 });
 
-test("the wait ends when the last pending handshake ends, not before; a second end of the same one counts nothing", async () => {
-  const gate = new HandshakeGate();
-  const first = gate.enter();
-  const second = gate.enter();
-  const waiting = gate.settled(10_000);
-  first();
-  first();
-  expect(await settledYet(waiting)).toBe(false);
-  second();
-  expect(await settledYet(waiting)).toBe(true);
-  // Every end was counted once: nothing is pending now.
-  expect(await settledYet(gate.settled(10_000))).toBe(true);
-});
+test(
+  "the wait ends when the last pending handshake ends, " + "not before; a second end of the same one counts nothing",
+  async () => {
+    const gate = new HandshakeGate();
+    const first = gate.enter();
+    const second = gate.enter();
+    const waiting = gate.settled(10_000);
+    first();
+    first();
+    expect(await settledYet(waiting)).toBe(false);
+    second();
+    expect(await settledYet(waiting)).toBe(true);
+    // Every end was counted once: nothing is pending now.
+    expect(await settledYet(gate.settled(10_000))).toBe(true);
+  },
+);
 
 test("a handshake that never ends holds a verdict no longer than the bound", async () => {
   const gate = new HandshakeGate();

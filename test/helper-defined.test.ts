@@ -31,42 +31,49 @@ const rows = (tests: { name: string; status: string; retries: number; flaky: boo
   tests.map((t) => [t.name, t.status, t.retries, t.flaky]);
 
 describe("a single-file shard of helper-defined tests", () => {
-  test("killed: ended tests keep their status and retries, the one in flight is timed-out, the rest never-started; no helper line", async () => {
-    const dir = makeSuite({ "test/helpers/h.ts": HELPER, "test/wrapped.test.ts": wrapped(true) });
-    const run = await runCli(["run", "--root", dir, "--timeout", "3", "--grace", "0.5", "--", "--retry=1"]);
-    expect(run.code).toBe(1);
-    const tests = shardOf(readReport(dir), "test/wrapped.test.ts").tests;
-    expect(rows(tests)).toEqual([
-      ["A > flaky", "passed", 1, true],
-      ["B > ok", "passed", 0, false],
-      ["B > spin", "timed-out", 0, false],
-      ["B > after", "never-started", 0, false],
-    ]);
-    expect(tests.every((t) => t.file === "test/wrapped.test.ts" && t.line === undefined)).toBe(true);
-  });
-
-  test("normal end: the retried test is flaky with retries 1, and Bun's JUnit helper line is not reported", async () => {
-    const dir = makeSuite({ "test/helpers/h.ts": HELPER, "test/wrapped.test.ts": wrapped(false) });
-    const run = await runCli(["run", "--root", dir, "--timeout", "30", "--", "--retry=1"]);
-    expect(run.code).toBe(0);
-    const tests = shardOf(readReport(dir), "test/wrapped.test.ts").tests;
-    expect(rows(tests).sort()).toEqual(
-      [
+  test(
+    "killed: ended tests keep their status and retries, the one " +
+      "in flight is timed-out, the rest never-started; no helper line",
+    async () => {
+      const dir = makeSuite({ "test/helpers/h.ts": HELPER, "test/wrapped.test.ts": wrapped(true) });
+      const run = await runCli(["run", "--root", dir, "--timeout", "3", "--grace", "0.5", "--", "--retry=1"]);
+      expect(run.code).toBe(1);
+      const tests = shardOf(readReport(dir), "test/wrapped.test.ts").tests;
+      expect(rows(tests)).toEqual([
         ["A > flaky", "passed", 1, true],
         ["B > ok", "passed", 0, false],
-        ["B > spin", "passed", 0, false],
-        ["B > after", "passed", 0, false],
-      ].sort(),
-    );
-    expect(tests.map((t) => t.line)).toEqual([undefined, undefined, undefined, undefined]);
-    const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
-    for (const line of HELPER_LINES) expect(xml).not.toContain(`line="${line}"`);
-    expect(xml).toContain("<flakyFailure");
-    // The assertion error of attempt 1 arrived while three concurrent tests ran; the retry claims it.
-    const flaky = tests.find((t) => t.name === "A > flaky")!;
-    expect(flaky.attemptFailures.map((f) => f.message)).toEqual([expect.stringContaining("Expected: 2")]);
-    expect(tests.find((t) => t.name === "B > ok")!.attemptFailures).toEqual([]);
-  });
+        ["B > spin", "timed-out", 0, false],
+        ["B > after", "never-started", 0, false],
+      ]);
+      expect(tests.every((t) => t.file === "test/wrapped.test.ts" && t.line === undefined)).toBe(true);
+    },
+  );
+
+  test(
+    "normal end: the retried test is flaky with retries " + "1, and Bun's JUnit helper line is not reported",
+    async () => {
+      const dir = makeSuite({ "test/helpers/h.ts": HELPER, "test/wrapped.test.ts": wrapped(false) });
+      const run = await runCli(["run", "--root", dir, "--timeout", "30", "--", "--retry=1"]);
+      expect(run.code).toBe(0);
+      const tests = shardOf(readReport(dir), "test/wrapped.test.ts").tests;
+      expect(rows(tests).sort()).toEqual(
+        [
+          ["A > flaky", "passed", 1, true],
+          ["B > ok", "passed", 0, false],
+          ["B > spin", "passed", 0, false],
+          ["B > after", "passed", 0, false],
+        ].sort(),
+      );
+      expect(tests.map((t) => t.line)).toEqual([undefined, undefined, undefined, undefined]);
+      const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+      for (const line of HELPER_LINES) expect(xml).not.toContain(`line="${line}"`);
+      expect(xml).toContain("<flakyFailure");
+      // The assertion error of attempt 1 arrived while three concurrent tests ran; the retry claims it.
+      const flaky = tests.find((t) => t.name === "A > flaky")!;
+      expect(flaky.attemptFailures.map((f) => f.message)).toEqual([expect.stringContaining("Expected: 2")]);
+      expect(tests.find((t) => t.name === "B > ok")!.attemptFailures).toEqual([]);
+    },
+  );
 });
 
 describe("a batched shard mixing direct and helper-defined tests", () => {

@@ -84,7 +84,9 @@ describe("a shard the kernel's OOM killer ended", () => {
       const group = (cgroup as { dir: string }).dir;
       try {
         // The runner itself starts inside the limited cgroup, so its shard (and only that) outgrows it.
-        const script = `echo $$ > '${group}/cgroup.procs' && exec '${process.execPath}' '${CLI}' run --root '${dir}' --timeout 60`;
+        const script =
+          `echo $$ > '${group}/cgroup.procs' && exec ` +
+          `'${process.execPath}' '${CLI}' run --root '${dir}' --timeout 60`;
         const child = spawn("sh", ["-c", script], {
           env: { ...withoutCiVariables(process.env), NO_COLOR: "1" },
           stdio: "ignore",

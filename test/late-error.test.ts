@@ -17,39 +17,43 @@ test("u2", async () => { await Bun.sleep(20); });
 
 describe("a late uncaught error", () => {
   for (const events of [true, false]) {
-    test(`fails the test running when it arrives, in report.json, junit.xml and ctrf.json (events ${events ? "on" : "off"})`, async () => {
-      const dir = makeSuite({ "late.test.ts": LATE });
-      const run = await runCli(["run", "--root", dir, "--timeout", "30", ...(events ? [] : ["--no-test-events"])]);
-      expect(run.code).toBe(1);
-      const shard = shardOf(readReport(dir), "late.test.ts");
-      expect(shard.status).toBe("failed");
-      expect(shard.tests.map((t) => [t.name, t.status, t.failure?.message])).toEqual([
-        ["u1", "passed", undefined],
-        ["u2", "failed", "late boom"],
-      ]);
-      const ctrf = JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8"));
-      expect(
-        ctrf.results.tests.map((t: { name: string; status: string; message?: string }) => [
-          t.name,
-          t.status,
-          t.message,
-        ]),
-      ).toEqual([
-        ["u1", "passed", undefined],
-        ["u2", "failed", "late boom"],
-      ]);
-      const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
-      const doc = parseJUnit(xml);
-      const cases = doc.testsuites.testsuite.flatMap((s: { testcase: unknown[] }) => s.testcase) as Record<
-        string,
-        unknown
-      >[];
-      expect(
-        cases.map((c) => [c["@_name"], c.failure ? (c.failure as Record<string, string>)["@_message"] : null]),
-      ).toEqual([
-        ["u1", null],
-        ["u2", "late boom"],
-      ]);
-    });
+    test(
+      `fails the test running when it arrives, in report.json, ` +
+        `junit.xml and ctrf.json (events ${events ? "on" : "off"})`,
+      async () => {
+        const dir = makeSuite({ "late.test.ts": LATE });
+        const run = await runCli(["run", "--root", dir, "--timeout", "30", ...(events ? [] : ["--no-test-events"])]);
+        expect(run.code).toBe(1);
+        const shard = shardOf(readReport(dir), "late.test.ts");
+        expect(shard.status).toBe("failed");
+        expect(shard.tests.map((t) => [t.name, t.status, t.failure?.message])).toEqual([
+          ["u1", "passed", undefined],
+          ["u2", "failed", "late boom"],
+        ]);
+        const ctrf = JSON.parse(readFileSync(path.join(dir, ".shardguard", "ctrf.json"), "utf8"));
+        expect(
+          ctrf.results.tests.map((t: { name: string; status: string; message?: string }) => [
+            t.name,
+            t.status,
+            t.message,
+          ]),
+        ).toEqual([
+          ["u1", "passed", undefined],
+          ["u2", "failed", "late boom"],
+        ]);
+        const xml = readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8");
+        const doc = parseJUnit(xml);
+        const cases = doc.testsuites.testsuite.flatMap((s: { testcase: unknown[] }) => s.testcase) as Record<
+          string,
+          unknown
+        >[];
+        expect(
+          cases.map((c) => [c["@_name"], c.failure ? (c.failure as Record<string, string>)["@_message"] : null]),
+        ).toEqual([
+          ["u1", null],
+          ["u2", "late boom"],
+        ]);
+      },
+    );
   }
 });

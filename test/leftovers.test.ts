@@ -13,7 +13,8 @@ import { makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/
 import { alive } from "./helpers/processes.ts";
 
 describe("a process leaked inside the group", () => {
-  test("is listed in the shard's leftovers and on the console, and is dead afterwards; the shard still passes", async () => {
+  test("is listed in the shard's leftovers and on the " +
+    "console, and is dead afterwards; the shard still passes", async () => {
     const dir = makeSuite({
       "leak.test.ts":
         'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +

@@ -126,25 +126,28 @@ function releaseChild(child: Child): void {
 }
 
 describe("between processes", () => {
-  test("a second process waits, says so once with the holder's pid and start, and gets the lock on release", async () => {
-    const dir = lockDir();
-    const a = startChild(dir, "lane", "hold");
-    await a.line(/^held /);
-    const b = startChild(dir, "lane", "hold", { POLL: "50" });
-    const waiting = await b.line(/^waiting for lock/);
-    expect(waiting).toMatch(
-      new RegExp(`^waiting for lock lane held by pid ${a.proc.pid} since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z$`),
-    );
-    // Several polls later: still one line, still not held.
-    await Bun.sleep(400);
-    expect(b.lines).toEqual([waiting]);
-    releaseChild(a);
-    await a.line(/^released$/);
-    await b.line(/^held /, 2_000);
-    expect(b.lines.filter((l) => l.startsWith("waiting"))).toHaveLength(1);
-    releaseChild(b);
-    expect(await b.proc.exited).toBe(0);
-  });
+  test(
+    "a second process waits, says so once with the " + "holder's pid and start, and gets the lock on release",
+    async () => {
+      const dir = lockDir();
+      const a = startChild(dir, "lane", "hold");
+      await a.line(/^held /);
+      const b = startChild(dir, "lane", "hold", { POLL: "50" });
+      const waiting = await b.line(/^waiting for lock/);
+      expect(waiting).toMatch(
+        new RegExp(`^waiting for lock lane held by pid ${a.proc.pid} since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z$`),
+      );
+      // Several polls later: still one line, still not held.
+      await Bun.sleep(400);
+      expect(b.lines).toEqual([waiting]);
+      releaseChild(a);
+      await a.line(/^released$/);
+      await b.line(/^held /, 2_000);
+      expect(b.lines.filter((l) => l.startsWith("waiting"))).toHaveLength(1);
+      releaseChild(b);
+      expect(await b.proc.exited).toBe(0);
+    },
+  );
 
   test("a SIGKILLed holder does not block: the waiter takes over within a poll or two", async () => {
     const dir = lockDir();

@@ -26,26 +26,30 @@ test("readMarks stops at MAX_MARKS_BYTES: marks past it are not read", async () 
   });
 });
 
-test("a marks file just under and just over the one-read size (64 KiB) reads the same: files, starts, end, descendants", async () => {
-  const dir = makeSuite({});
-  for (const starts of [64 * 1024 - 200, 64 * 1024 + 200]) {
-    const file = path.join(dir, `m${starts}.marks`);
-    writeFileSync(
-      file,
-      `f/r/a.test.ts\0s${"s".repeat(starts - 2)}f/r/b.test.ts\0se\nP 12 10 sleep 15\nP 13 13 sh -c x`,
-    );
-    expect(await readMarks(file)).toEqual({
-      testsStarted: starts,
-      finishedNormally: true,
-      descendants: [
-        { pid: 12, pgid: 10, command: "sleep 15" },
-        { pid: 13, pgid: 13, command: "sh -c x" },
-      ],
-      filesStarted: ["/r/a.test.ts", "/r/b.test.ts"],
-      filesLoaded: 0,
-    });
-  }
-});
+test(
+  "a marks file just under and just over the one-read size " +
+    "(64 KiB) reads the same: files, starts, end, descendants",
+  async () => {
+    const dir = makeSuite({});
+    for (const starts of [64 * 1024 - 200, 64 * 1024 + 200]) {
+      const file = path.join(dir, `m${starts}.marks`);
+      writeFileSync(
+        file,
+        `f/r/a.test.ts\0s${"s".repeat(starts - 2)}f/r/b.test.ts\0se\nP 12 10 sleep 15\nP 13 13 sh -c x`,
+      );
+      expect(await readMarks(file)).toEqual({
+        testsStarted: starts,
+        finishedNormally: true,
+        descendants: [
+          { pid: 12, pgid: 10, command: "sleep 15" },
+          { pid: 13, pgid: 13, command: "sh -c x" },
+        ],
+        filesStarted: ["/r/a.test.ts", "/r/b.test.ts"],
+        filesLoaded: 0,
+      });
+    }
+  },
+);
 
 test("a test that grows its marks file to 64 GiB does not hold the run past its timeout", async () => {
   const dir = makeSuite({

@@ -18,7 +18,10 @@ afterAll(removeSuites);
 const passing = (n: number) =>
   `import { test } from "bun:test";\nfor (let i = 0; i < ${n}; i++) test("t" + i, () => {});\n`;
 
-/** Runs `bun test --preload <the preload>` on `files` of `dir` with SHARDGUARD_MARKS=`marks`; resolves with the child once it has been spawned. */
+/**
+ * Runs `bun test --preload <the preload>` on `files` of `dir` with SHARDGUARD_MARKS=`marks`; resolves with the child
+ * once it has been spawned.
+ */
 function runChild(dir: string, files: string[], marks: string) {
   const env = withoutCiVariables(
     Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SHARDGUARD_"))),
@@ -46,7 +49,8 @@ test('a normal run: the mapped count holds every test start, retries included, a
   const dir = makeSuite({
     "a.test.ts": passing(30),
     "b.test.ts":
-      'import { test } from "bun:test";\nlet n = 0;\nfor (let i = 0; i < 19; i++) test("t" + i, () => {});\ntest("retried", () => { if (++n < 3) throw new Error("again"); }, { retry: 2 });\n',
+      'import { test } from "bun:test";\nlet n = 0;\nfor (let i = 0; i < 19; i++) test("t" + i, () => {});\n' +
+      'test("retried", () => { if (++n < 3) throw new Error("again"); }, { retry: 2 });\n',
   });
   const marks = path.join(dir, "m.marks");
   prepareStartCount(marks);
@@ -92,7 +96,8 @@ test("SIGKILL of the child mid-run: the starts before the kill survive in the ma
   expect(read.filesStarted).toEqual([path.join(dir, "k.test.ts")]);
 }, 30_000);
 
-test('the mapping fails (no count file, a 0-byte one, an 8-byte one): each start appends an "s", counted the same', async () => {
+test("the mapping fails (no count file, a 0-byte one, an " +
+  '8-byte one): each start appends an "s", counted the same', async () => {
   const dir = makeSuite({ "a.test.ts": passing(25), "b.test.ts": passing(5) });
   for (const countFile of [null, 0, 8]) {
     const marks = path.join(dir, `m${countFile}.marks`);
@@ -106,25 +111,28 @@ test('the mapping fails (no count file, a 0-byte one, an 8-byte one): each start
   }
 }, 60_000);
 
-test('readMarks adds the count and the "s" marks, and reads a count file a test replaced within its bounds', async () => {
-  const dir = makeSuite({});
-  const marks = path.join(dir, "m.marks");
-  writeFileSync(marks, "f/r/a.test.ts\0sse");
-  const count = Buffer.alloc(4);
-  count.writeUInt32LE(7);
-  writeFileSync(startCountPath(marks), count);
-  expect((await readMarks(marks)).testsStarted).toBe(9);
-  // Largest value a u32 holds, then garbage after it: only the first four bytes count.
-  writeFileSync(
-    startCountPath(marks),
-    Buffer.concat([Buffer.from([0xff, 0xff, 0xff, 0xff]), Buffer.alloc(1024, 0x41)]),
-  );
-  expect((await readMarks(marks)).testsStarted).toBe(2 ** 32 - 1 + 2);
-  // Too short, or not a regular file: no count.
-  writeFileSync(startCountPath(marks), Buffer.from([5, 0]));
-  expect((await readMarks(marks)).testsStarted).toBe(2);
-  const other = path.join(dir, "d.marks");
-  writeFileSync(other, "s");
-  mkdirSync(startCountPath(other));
-  expect((await readMarks(other)).testsStarted).toBe(1);
-});
+test(
+  'readMarks adds the count and the "s" marks, and ' + "reads a count file a test replaced within its bounds",
+  async () => {
+    const dir = makeSuite({});
+    const marks = path.join(dir, "m.marks");
+    writeFileSync(marks, "f/r/a.test.ts\0sse");
+    const count = Buffer.alloc(4);
+    count.writeUInt32LE(7);
+    writeFileSync(startCountPath(marks), count);
+    expect((await readMarks(marks)).testsStarted).toBe(9);
+    // Largest value a u32 holds, then garbage after it: only the first four bytes count.
+    writeFileSync(
+      startCountPath(marks),
+      Buffer.concat([Buffer.from([0xff, 0xff, 0xff, 0xff]), Buffer.alloc(1024, 0x41)]),
+    );
+    expect((await readMarks(marks)).testsStarted).toBe(2 ** 32 - 1 + 2);
+    // Too short, or not a regular file: no count.
+    writeFileSync(startCountPath(marks), Buffer.from([5, 0]));
+    expect((await readMarks(marks)).testsStarted).toBe(2);
+    const other = path.join(dir, "d.marks");
+    writeFileSync(other, "s");
+    mkdirSync(startCountPath(other));
+    expect((await readMarks(other)).testsStarted).toBe(1);
+  },
+);

@@ -27,7 +27,10 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
-/** An opened report page and what it did: console errors, uncaught errors, and every request that was not the file itself. */
+/**
+ * An opened report page and what it did: console errors, uncaught errors,
+ * and every request that was not the file itself.
+ */
 export interface OpenedReport {
   page: Page;
   errors: string[];

@@ -27,7 +27,10 @@ export const PINNED_BUN = "1.4.4";
  */
 export const SUPPORTED_BUNS = ["1.3.13", "1.3.14", PINNED_BUN, "1.4.5"] as const;
 
-/** Where installed versions live: `node_modules/.cache/shardguard-bun` (gone with node_modules), or `SHARDGUARD_BUN_CACHE`. */
+/**
+ * Where installed versions live: `node_modules/.cache/shardguard-bun` (gone with node_modules), or
+ * `SHARDGUARD_BUN_CACHE`.
+ */
 export const BUN_CACHE =
   process.env.SHARDGUARD_BUN_CACHE ?? path.join(REPO, "node_modules", ".cache", "shardguard-bun");
 
@@ -95,7 +98,8 @@ function install(version: string): string {
       }
     }
     throw new Error(
-      `bun-versions: no package of ${platformPackages().join(", ")}@${version} gave a Bun that answers --version ${version}`,
+      `bun-versions: no package of ${platformPackages().join(", ")}@${version} ` +
+        `gave a Bun that answers --version ${version}`,
     );
   } finally {
     rmSync(tmp, { recursive: true, force: true });

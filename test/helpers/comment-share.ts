@@ -22,5 +22,6 @@ rows.sort((a, b) => b[0] - a[0]);
 for (const [comments, nb, f] of rows.slice(0, 12))
   console.log(`${((100 * comments) / nb).toFixed(0)}%\t${comments}\t${f}`);
 console.log(
-  `${prefix}: ${(((nonBlank - code) / nonBlank) * 100).toFixed(1)}% comment lines (${nonBlank - code} of ${nonBlank}); at 20% at most ${Math.floor(0.25 * code)}`,
+  `${prefix}: ${(((nonBlank - code) / nonBlank) * 100).toFixed(1)}% comment lines ` +
+    `(${nonBlank - code} of ${nonBlank}); at 20% at most ${Math.floor(0.25 * code)}`,
 );

@@ -76,7 +76,9 @@ function records(model: TestEventModel): TestRecord[] {
   return [...model["tests_"].values()];
 }
 
-/** The names of the describes above `record`, outermost first: up the `parentId` chain until an unknown id or a repeat. */
+/**
+ * The names of the describes above `record`, outermost first: up the `parentId` chain until an unknown id or a repeat.
+ */
 function describesAbove(model: TestEventModel, record: TestRecord): string[] {
   const names: string[] = [];
   const seen = new Set<number>();
