@@ -111,7 +111,9 @@ function row(label: string, m: Measurement): string {
 
 await comparePeaks({
   ...OPTIONS,
-  title: `shardguard error-rss bench: ${COUNT} rejected promises with 60 KB messages, then a spin; limit ${OPTIONS.limitMib} MiB runner peak RSS`,
+  title:
+    `shardguard error-rss bench: ${COUNT} rejected promises with 60 KB messages, then a spin; limit ` +
+    `${OPTIONS.limitMib} MiB runner peak RSS`,
   baselineBytes: BASELINE_COUNT,
   bytes: COUNT,
   measure,

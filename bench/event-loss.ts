@@ -30,7 +30,8 @@ mkdirSync(path.join(dir, "t"));
 for (let i = 0; i < SHARDS; i++) {
   writeFileSync(
     path.join(dir, "t", `f${String(i).padStart(3, "0")}.test.ts`),
-    `import { expect, test } from "bun:test";\nlet attempt = 0;\ntest("flaky ${i}", () => { attempt += 1; expect(attempt).toBe(2); });\n`,
+    `import { expect, test } from "bun:test";\nlet attempt = 0;\ntest("flaky ${i}", () => { attempt += 1; ` +
+      `expect(attempt).toBe(2); });\n`,
   );
 }
 
@@ -76,7 +77,8 @@ for (let run = 0; run < RUNS; run++) {
   totalNoEvents += noEvents;
   totalNotFlaky += notFlaky;
   console.log(
-    `run ${run + 1}: exit ${r.status}, ${(ms / 1000).toFixed(2)} s, ${report.shards.length} shards, ${noEvents} without events${lost.length ? ` (${lost.join(", ")})` : ""}, ${notFlaky} without the retry`,
+    `run ${run + 1}: exit ${r.status}, ${(ms / 1000).toFixed(2)} s, ${report.shards.length} shards, ${noEvents} ` +
+      `without events${lost.length ? ` (${lost.join(", ")})` : ""}, ${notFlaky} without the retry`,
   );
   if (r.status !== 0) process.stderr.write(r.stderr.slice(-2000));
 }

@@ -73,7 +73,10 @@ interface Sample {
   cpuMs?: number;
   /** CPU time of the shardguard runner process alone, ms; 0 when not measured. */
   runnerCpuMs?: number;
-  /** For a floor: test ends its event channel received, over all its children (a child that exits first loses the rest). */
+  /**
+   * For a floor: test ends its event channel received, over all its children (a child that exits first loses the
+   * rest).
+   */
   ends?: number;
 }
 
@@ -98,7 +101,8 @@ function countingSink(): { sink: { found(): void; start(): void; end(): void }; 
  * exit. Written into a temp dir by {@link timedCpu}; bench only.
  */
 const CPU_SHIM =
-  'process.on("exit", () => { const u = process.cpuUsage(); require("fs").writeFileSync(process.env.SG_BENCH_CPU_OUT, String((u.user + u.system) / 1000)); });\n';
+  'process.on("exit", () => { const u = process.cpuUsage(); ' +
+  'require("fs").writeFileSync(process.env.SG_BENCH_CPU_OUT, String((u.user + u.system) / 1000)); });\n';
 
 /**
  * Runs a shardguard command line (`[BUN, CLI, ...args]`) to completion with
@@ -346,7 +350,8 @@ const sg = (dir: string, ...args: string[]) => [
 const other = (argv: string[]) => [BUN, COMPARE_CLI!, ...argv.slice(2)];
 /** Wall and CPU figures of a timedCpu variant, for the per-case CPU lines. */
 const cpuLine = (name: string, m: { ms: number; cpuMs: number; runnerCpuMs: number; all: number[] }) =>
-  `${name}: wall ${m.all.map((ms) => s(ms)).join(", ")}; median CPU ${s(m.cpuMs)} in all (runner ${s(m.runnerCpuMs)}, shard children and guardian ${s(m.cpuMs - m.runnerCpuMs)})\n`;
+  `${name}: wall ${m.all.map((ms) => s(ms)).join(", ")}; median CPU ${s(m.cpuMs)} in all (runner ` +
+  `${s(m.runnerCpuMs)}, shard children and guardian ${s(m.cpuMs - m.runnerCpuMs)})\n`;
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const rows: string[] = [];
 let failed = false;
@@ -477,7 +482,8 @@ const P8_SHAPES: Record<string, { label: string; body: () => string; tests: () =
       return [
         `function level(chain: number, depth: number) {`,
         `  describe(depth === 0 ? "chain " + chain : "level " + depth, () => {`,
-        `    for (let i = 0; i < 10; i++) test("t" + i, () => { expect(chain * 100 + depth * 10 + i).toBeGreaterThanOrEqual(0); });`,
+        `    for (let i = 0; i < 10; i++) test("t" + i, () => { expect(chain * 100 + depth * 10 + ` +
+          `i).toBeGreaterThanOrEqual(0); });`,
         `    if (depth < 9) level(chain, depth + 1);`,
         `  });`,
         `}`,
@@ -558,21 +564,28 @@ for (const [key, shape] of Object.entries(P8_SHAPES)) {
   const ends = (n: number) =>
     `${n.toLocaleString("en")} of ${tests.toLocaleString("en")} test ends arrived (fewest in a round)`;
   rows.push(
-    `| ${P} floor: the shard child alone, events on (the runner's command line, environment and event channel: preload hold, handshake, release, end-of-run barrier; JUnit), events parsed and discarded, no supervision | same | ${ratio(m.childFloorEvents!.ms)}, ${ends(m.childFloorEvents!.ends)} | (context) |`,
+    `| ${P} floor: the shard child alone, events on (the runner's command line, environment and event channel: ` +
+      `preload hold, handshake, release, end-of-run barrier; JUnit), events parsed and discarded, no ` +
+      `supervision | same | ${ratio(m.childFloorEvents!.ms)}, ${ends(m.childFloorEvents!.ends)} | (context) |`,
   );
   rows.push(
-    `| ${P} bare \`bun --inspect-wait=unix:\` child + handshake, events parsed and discarded: no floor, the child exits before Bun has sent most events | same | ${ratio(m.floor!.ms)}, ${ends(m.floor!.ends)} | (context) |`,
+    `| ${P} bare \`bun --inspect-wait=unix:\` child + handshake, events parsed and discarded: no floor, the child ` +
+      `exits before Bun has sent most events | same | ${ratio(m.floor!.ms)}, ${ends(m.floor!.ends)} | ` +
+      `(context) |`,
   );
   rows.push(
-    `| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`,
+    `| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ` +
+      `${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`,
   );
   if (m.other)
     rows.push(
-      `| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`,
+      `| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ` +
+        `${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`,
     );
   if (m.otherNoEvents)
     rows.push(
-      `| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`,
+      `| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ` +
+        `${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`,
     );
   rmSync(dir, { recursive: true, force: true });
 }

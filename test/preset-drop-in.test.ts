@@ -303,7 +303,8 @@ describe("gstack-paid with a preflight command", () => {
     before = repo.git("rev-parse", "HEAD").trim();
     appendFileSync(
       path.join(repo.dir, "bunfig.toml"),
-      `\n[shardguard.presets.gstack-paid.preflight]\ncommand = [${JSON.stringify(BUN)}, "scripts/preflight.ts"]\ntimeout = 30\n`,
+      `\n[shardguard.presets.gstack-paid.preflight]\ncommand = [${JSON.stringify(BUN)}, ` +
+        `"scripts/preflight.ts"]\ntimeout = 30\n`,
     );
     repo.commitAll("preflight");
   });
@@ -381,11 +382,13 @@ describe("gstack-paid diff-based selection", () => {
     const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
-      "shard 2/3 [test-skill-e2e-beta]  [would skip: not selected by the diff (diff vs main: 1 changed file (src/alpha.ts)): none of its 1 mapped test (beta-flow) selected]",
+      "shard 2/3 [test-skill-e2e-beta]  [would skip: not selected by the diff (diff vs main: 1 changed file " +
+        "(src/alpha.ts)): none of its 1 mapped test (beta-flow) selected]",
     );
     expect(r.stdout).toContain("test/skill-e2e-alpha.test.ts  (declares tier gate; selected: alpha-basic)");
     expect(r.stdout).toContain(
-      "test/skill-llm-eval.test.ts  (no whole-file tier guard: its tests decide at run time; outside the skippable naming pattern: always runs)",
+      "test/skill-llm-eval.test.ts  (no whole-file tier guard: its tests decide at run time; outside the " +
+        "skippable naming pattern: always runs)",
     );
   });
 
@@ -428,7 +431,8 @@ describe("gstack-paid diff-based selection", () => {
       const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain(
-        "selection: all tests selected (run all (no touchfiles module test/helpers/touchfiles.ts: diff-based selection is off)); running 3 of 3 shards",
+        "selection: all tests selected (run all (no touchfiles module test/helpers/touchfiles.ts: diff-based " +
+          "selection is off)); running 3 of 3 shards",
       );
     } finally {
       writeFileSync(module, saved);
@@ -444,7 +448,9 @@ describe("an intercepted run is cancellable", () => {
       mkdirSync(path.join(dir, "test"));
       writeFileSync(
         path.join(dir, "bunfig.toml"),
-        `[test]\npreload = [${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\ntimeout = 60\ngrace = 1\n`,
+        `[test]\npreload = ` +
+          `[${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs ` +
+          `= ["e2e/*.test.ts"]\ntimeout = 60\ngrace = 1\n`,
       );
       for (const n of ["a", "b"]) {
         writeFileSync(

@@ -42,7 +42,9 @@ test("at the deadline the whole group gets SIGTERM; one that ignores it gets SIG
   const states: ProcessState[] = [];
   const dir = tmp();
   // The shell ignores TERM and so does its grandchild; both must die.
-  const script = `trap '' TERM; sh -c "trap '' TERM; echo $$ > ${dir}/gc.pid; while :; do sleep 0.05; done" & while :; do sleep 0.05; done`;
+  const script =
+    `trap '' TERM; sh -c "trap '' TERM; echo $$ > ${dir}/gc.pid; while :; do sleep 0.05; done" & ` +
+    `while :; do sleep 0.05; done`;
   const proc = startProcess({
     argv: ["sh", "-c", script],
     cwd: dir,

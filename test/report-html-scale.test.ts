@@ -105,7 +105,8 @@ describe("report.html of a merged two-slice run", () => {
     const files: Record<string, string> = {};
     for (let i = 1; i <= 6; i++)
       files[`t${i}.test.ts`] =
-        `import { test, expect } from "bun:test";\ntest("t${i} a", () => { expect(${i}).toBe(${i === 4 ? 0 : i}); });\ntest("t${i} b", async () => { await Bun.sleep(${20 * i}); });\n`;
+        `import { test, expect } from "bun:test";\ntest("t${i} a", () => { expect(${i}).toBe(${i === 4 ? 0 : i}); ` +
+        `});\ntest("t${i} b", async () => { await Bun.sleep(${20 * i}); });\n`;
     dir = makeSuite(files, "sg-html-merge-");
     for (const slice of ["1/2", "2/2"]) {
       const run = await runCli([

@@ -228,31 +228,35 @@ describe("per-entry shortcuts are what they stand for", () => {
     expect(accepted).toBeGreaterThan(400);
   });
 
-  test("sharedTestChecks: readers in step get validTest's copy, checked once; a reader out of step checks on its own; a bad entry throws where validTest does", () => {
-    const report = variedReport(200);
-    const tests = report.shards.flatMap((shard, s) => shard.tests.map((test, t) => ({ test, s, t })));
-    const [a, b] = sharedTestChecks(2);
-    for (const { test, s, t } of tests) {
-      const first = a!(test, s, t);
-      expect(first).toEqual(validTest(test, s, t));
-      expect(b!(test, s, t)).toBe(first);
-    }
-    // Out of step: b asks for other entries than a checked at those positions.
-    const [c, d] = sharedTestChecks(2);
-    c!(tests[0]!.test, 0, 0);
-    c!(tests[1]!.test, 0, 1);
-    expect(d!(tests[1]!.test, 0, 1)).toEqual(validTest(tests[1]!.test, 0, 1));
-    expect(d!(tests[1]!.test, 0, 1)).not.toBe(c!(tests[2]!.test, 0, 2));
-    const bad = { ...tests[5]!.test, durationMs: -1 };
-    const [e] = sharedTestChecks(1);
-    let caught: unknown;
-    try {
-      e!(bad, 1, 7);
-    } catch (error) {
-      caught = error;
-    }
-    expect((caught as ZodError).issues.map((i) => i.path)).toEqual([["shards", 1, "tests", 7, "durationMs"]]);
-  });
+  test(
+    "sharedTestChecks: readers in step get validTest's copy, checked once; a reader out of step checks on its " +
+      "own; a bad entry throws where validTest does",
+    () => {
+      const report = variedReport(200);
+      const tests = report.shards.flatMap((shard, s) => shard.tests.map((test, t) => ({ test, s, t })));
+      const [a, b] = sharedTestChecks(2);
+      for (const { test, s, t } of tests) {
+        const first = a!(test, s, t);
+        expect(first).toEqual(validTest(test, s, t));
+        expect(b!(test, s, t)).toBe(first);
+      }
+      // Out of step: b asks for other entries than a checked at those positions.
+      const [c, d] = sharedTestChecks(2);
+      c!(tests[0]!.test, 0, 0);
+      c!(tests[1]!.test, 0, 1);
+      expect(d!(tests[1]!.test, 0, 1)).toEqual(validTest(tests[1]!.test, 0, 1));
+      expect(d!(tests[1]!.test, 0, 1)).not.toBe(c!(tests[2]!.test, 0, 2));
+      const bad = { ...tests[5]!.test, durationMs: -1 };
+      const [e] = sharedTestChecks(1);
+      let caught: unknown;
+      try {
+        e!(bad, 1, 7);
+      } catch (error) {
+        caught = error;
+      }
+      expect((caught as ZodError).issues.map((i) => i.path)).toEqual([["shards", 1, "tests", 7, "durationMs"]]);
+    },
+  );
 });
 
 describe("a failure half way leaves the previous reports intact", () => {
@@ -308,30 +312,34 @@ describe("a failure half way leaves the previous reports intact", () => {
     expect(readdirSync(dir).sort()).toEqual(["a.txt", "run"]);
     expect(readdirSync(join(dir, "run"))).toEqual(["a.txt"]);
   });
-  test("writeDocumentsAtomic: one document that throws after the others are complete leaves every document's targets as they were", async () => {
-    const dir = tempDir();
-    const names = ["a.json", "b.xml", "c.json"];
-    for (const name of names) writeFileSync(join(dir, name), "previous\n");
-    // Rendered side by side: "c" fails only once "a" and "b" have yielded everything.
-    function* failsLate(): Generator<string> {
-      for (let i = 0; i < 8; i++) yield "z".repeat(FLUSH_BYTES / 2);
-      throw new Error("schema check failed late");
-    }
-    const documents = [
-      { targets: [join(dir, "run", "a.json"), join(dir, "a.json")], chunks: ["x".repeat(FLUSH_BYTES), "y"] },
-      { targets: [join(dir, "b.xml")], chunks: ["<b/>\n"] },
-      { targets: [join(dir, "run", "c.json"), join(dir, "c.json")], chunks: failsLate() },
-    ];
-    await expect(writeDocumentsAtomic(documents)).rejects.toThrow("schema check failed late");
-    for (const name of names) expect(readFileSync(join(dir, name), "utf8")).toBe("previous\n");
-    expect(readdirSync(dir).sort()).toEqual([...names, "run"].sort());
-    expect(readdirSync(join(dir, "run"))).toEqual([]);
-    // And when nothing throws, every document lands whole.
-    await writeDocumentsAtomic(documents.slice(0, 2));
-    expect(readFileSync(join(dir, "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
-    expect(readFileSync(join(dir, "run", "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
-    expect(readFileSync(join(dir, "b.xml"), "utf8")).toBe("<b/>\n");
-  });
+  test(
+    "writeDocumentsAtomic: one document that throws after the others are complete leaves every document's " +
+      "targets as they were",
+    async () => {
+      const dir = tempDir();
+      const names = ["a.json", "b.xml", "c.json"];
+      for (const name of names) writeFileSync(join(dir, name), "previous\n");
+      // Rendered side by side: "c" fails only once "a" and "b" have yielded everything.
+      function* failsLate(): Generator<string> {
+        for (let i = 0; i < 8; i++) yield "z".repeat(FLUSH_BYTES / 2);
+        throw new Error("schema check failed late");
+      }
+      const documents = [
+        { targets: [join(dir, "run", "a.json"), join(dir, "a.json")], chunks: ["x".repeat(FLUSH_BYTES), "y"] },
+        { targets: [join(dir, "b.xml")], chunks: ["<b/>\n"] },
+        { targets: [join(dir, "run", "c.json"), join(dir, "c.json")], chunks: failsLate() },
+      ];
+      await expect(writeDocumentsAtomic(documents)).rejects.toThrow("schema check failed late");
+      for (const name of names) expect(readFileSync(join(dir, name), "utf8")).toBe("previous\n");
+      expect(readdirSync(dir).sort()).toEqual([...names, "run"].sort());
+      expect(readdirSync(join(dir, "run"))).toEqual([]);
+      // And when nothing throws, every document lands whole.
+      await writeDocumentsAtomic(documents.slice(0, 2));
+      expect(readFileSync(join(dir, "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
+      expect(readFileSync(join(dir, "run", "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
+      expect(readFileSync(join(dir, "b.xml"), "utf8")).toBe("<b/>\n");
+    },
+  );
 });
 
 describe("writeChunksAtomic", () => {

@@ -45,18 +45,22 @@ describe("ResourceGate.pick", () => {
     expect(gate.pick(items.slice(2))).toBe(0);
   });
 
-  test("a waiting shard reserves what it waits for: a later shard needing one of them may not take it (no starvation)", () => {
-    const gate = gateOf();
-    const holdsB = { name: "holdsB", locks: ["b"] };
-    const wantsAB = { name: "wantsAB", locks: ["a", "b"] };
-    const wantsA = { name: "wantsA", locks: ["a"] };
-    const free = { name: "free" };
-    gate.start(holdsB);
-    // "a" is free, but wantsAB (earlier) waits for it together with "b".
-    expect(gate.pick([wantsAB, wantsA, free])).toBe(2);
-    gate.end(holdsB);
-    expect(gate.pick([wantsAB, wantsA])).toBe(0);
-  });
+  test(
+    "a waiting shard reserves what it waits for: a later shard needing one of them may not take it (no " +
+      "starvation)",
+    () => {
+      const gate = gateOf();
+      const holdsB = { name: "holdsB", locks: ["b"] };
+      const wantsAB = { name: "wantsAB", locks: ["a", "b"] };
+      const wantsA = { name: "wantsA", locks: ["a"] };
+      const free = { name: "free" };
+      gate.start(holdsB);
+      // "a" is free, but wantsAB (earlier) waits for it together with "b".
+      expect(gate.pick([wantsAB, wantsA, free])).toBe(2);
+      gate.end(holdsB);
+      expect(gate.pick([wantsAB, wantsA])).toBe(0);
+    },
+  );
 
   test("an exclusive shard that is next waits for the drain and nothing new starts; then it runs alone", () => {
     const gate = gateOf();
@@ -139,18 +143,22 @@ describe("ResourceGate.pick", () => {
 });
 
 describe("simulateMakespan", () => {
-  test("an exclusive shard last adds its own duration to the parallel phase; two holders of one lock run one after the other", () => {
-    const ms = (i: Item) => ({ long: 10_000, ex: 3_000 })[i.name as "long" | "ex"] ?? 2_000;
-    const parallel: Item[] = [{ name: "long" }, { name: "s1" }, { name: "s2" }, { name: "s3" }];
-    expect(simulateMakespan(parallel, 4, ms, needs, new Map())).toBe(10_000);
-    expect(simulateMakespan([...parallel, { name: "ex", exclusive: true }], 4, ms, needs, new Map())).toBe(13_000);
-    const locked: Item[] = [
-      { name: "l1", locks: ["port"] },
-      { name: "l2", locks: ["port"] },
-    ];
-    expect(simulateMakespan(locked, 4, ms, needs, new Map())).toBe(4_000);
-    expect(simulateMakespan(locked, 4, ms, needs, new Map([["port", 2]]))).toBe(2_000);
-  });
+  test(
+    "an exclusive shard last adds its own duration to the parallel phase; two holders of one lock run one " +
+      "after the other",
+    () => {
+      const ms = (i: Item) => ({ long: 10_000, ex: 3_000 })[i.name as "long" | "ex"] ?? 2_000;
+      const parallel: Item[] = [{ name: "long" }, { name: "s1" }, { name: "s2" }, { name: "s3" }];
+      expect(simulateMakespan(parallel, 4, ms, needs, new Map())).toBe(10_000);
+      expect(simulateMakespan([...parallel, { name: "ex", exclusive: true }], 4, ms, needs, new Map())).toBe(13_000);
+      const locked: Item[] = [
+        { name: "l1", locks: ["port"] },
+        { name: "l2", locks: ["port"] },
+      ];
+      expect(simulateMakespan(locked, 4, ms, needs, new Map())).toBe(4_000);
+      expect(simulateMakespan(locked, 4, ms, needs, new Map([["port", 2]]))).toBe(2_000);
+    },
+  );
 });
 
 describe("runPool with a gate", () => {

@@ -331,7 +331,10 @@ describe("sources: flag > SHARDGUARD_* > [shardguard] > preset", () => {
   const dir = () =>
     makeSuite({
       ...Object.fromEntries(["a", "b", "c", "d"].map((n) => [`test/${n}.test.ts`, file(n, 1)])),
-      "bunfig.toml": `[shardguard]\nexclusive = ["test/b.test.ts"]\n\n[shardguard.presets.mine]\nglobs = ["test/*.test.ts"]\nexclusive = ["test/a.test.ts"]\nresources = { db = { files = ["test/c.test.ts", "test/d.test.ts"], capacity = 2 } }\n`,
+      "bunfig.toml":
+        `[shardguard]\nexclusive = ["test/b.test.ts"]\n\n[shardguard.presets.mine]\nglobs = ` +
+        `["test/*.test.ts"]\nexclusive = ["test/a.test.ts"]\nresources = { db = { files = ["test/c.test.ts", ` +
+        `"test/d.test.ts"], capacity = 2 } }\n`,
     });
   const exclusiveIn = (stdout: string) => [...stdout.matchAll(/\[(test-[a-d])\] {2}\(exclusive/g)].map((m) => m[1]);
 

@@ -38,37 +38,41 @@ function expectEveryLine(log: string): void {
 }
 
 for (const exitNow of [false, true]) {
-  test(`stdout and stderr of a bun test child are all in the log (mode 0600) ${exitNow ? "after process.exit(0)" : "on a normal exit"}`, async () => {
-    const dir = makeSuite({ "prints.test.ts": PRINTS }, "sg-log-");
-    const logPath = path.join(dir, "shard.log");
-    const proc = startProcess({
-      argv: [BUN, "test", path.join(dir, "prints.test.ts")],
-      cwd: dir,
-      env: { ...process.env, SG_EXIT_NOW: exitNow ? "1" : "" },
-      logPath,
-      timeoutMs: 30_000,
-      graceMs: 1_000,
-    });
-    // The runner holds one descriptor of the log while the child runs (to put back a log a
-    // test deleted, exec/log-check.ts), and none once the outcome is known.
-    const ours = () =>
-      readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          return readlinkSync(`/proc/self/fd/${fd}`) === logPath;
-        } catch {
-          return false;
-        }
+  test(
+    `stdout and stderr of a bun test child are all in the log (mode 0600) ` +
+      `${exitNow ? "after process.exit(0)" : "on a normal exit"}`,
+    async () => {
+      const dir = makeSuite({ "prints.test.ts": PRINTS }, "sg-log-");
+      const logPath = path.join(dir, "shard.log");
+      const proc = startProcess({
+        argv: [BUN, "test", path.join(dir, "prints.test.ts")],
+        cwd: dir,
+        env: { ...process.env, SG_EXIT_NOW: exitNow ? "1" : "" },
+        logPath,
+        timeoutMs: 30_000,
+        graceMs: 1_000,
       });
-    expect(ours()).toHaveLength(1);
-    const outcome = await proc.done;
-    expect(ours()).toEqual([]);
-    expect(outcome).toMatchObject({ exitCode: 0, signal: null, logError: null });
-    const log = readFileSync(logPath, "utf8");
-    expectEveryLine(log);
-    if (!exitNow) expect(log).toContain("1 pass");
-    expect(outcome.logBytes).toBe(statSync(logPath).size);
-    expect(statSync(logPath).mode & 0o777).toBe(0o600);
-  });
+      // The runner holds one descriptor of the log while the child runs (to put back a log a
+      // test deleted, exec/log-check.ts), and none once the outcome is known.
+      const ours = () =>
+        readdirSync("/proc/self/fd").filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`) === logPath;
+          } catch {
+            return false;
+          }
+        });
+      expect(ours()).toHaveLength(1);
+      const outcome = await proc.done;
+      expect(ours()).toEqual([]);
+      expect(outcome).toMatchObject({ exitCode: 0, signal: null, logError: null });
+      const log = readFileSync(logPath, "utf8");
+      expectEveryLine(log);
+      if (!exitNow) expect(log).toContain("1 pass");
+      expect(outcome.logBytes).toBe(statSync(logPath).size);
+      expect(statSync(logPath).mode & 0o777).toBe(0o600);
+    },
+  );
 }
 
 test("output written before a group kill is all in the log", async () => {
@@ -108,7 +112,8 @@ test("output written before a group kill is all in the log", async () => {
 const ESCAPES =
   'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
   'test("escapes", () => {\n' +
-  '  const p = Bun.spawn(["setsid", "sh", "-c", "echo $$ > \\"$SG_PID\\"; sleep 0.5; echo late-line; exec sleep 30"], { stdout: "inherit", stderr: "inherit" });\n' +
+  ('  const p = Bun.spawn(["setsid", "sh", "-c", "echo $$ > \\"$SG_PID\\"; sleep 0.5; echo late-line; exec sleep ' +
+    '30"], { stdout: "inherit", stderr: "inherit" });\n') +
   "  p.unref();\n" +
   '  while (!require("node:fs").existsSync(process.env.SG_PID!)) Bun.sleepSync(5);\n' +
   '  console.log("test-done");\n});\n';
@@ -175,12 +180,16 @@ function outcomeUnder(
   const dir = makeSuite(
     {
       "fills.test.ts":
-        'import { test } from "bun:test";\nconst line = "y".repeat(1023);\ntest("fills", () => { for (let i = 0; i < 2048; i++) console.log(line); });\n',
+        'import { test } from "bun:test";\nconst line = "y".repeat(1023);\ntest("fills", () => { for (let i = 0; ' +
+        "i < 2048; i++) console.log(line); });\n",
       "supervise.ts":
-        `import { statSync } from "node:fs";\nimport { startProcess } from ${JSON.stringify(path.join(REPO, "runner", "exec", "process.ts"))};\n` +
+        `import { statSync } from "node:fs";\nimport { startProcess } from ` +
+        `${JSON.stringify(path.join(REPO, "runner", "exec", "process.ts"))};\n` +
         "const [logPath, file] = process.argv.slice(2);\n" +
-        'const o = await startProcess({ argv: [process.execPath, "test", file!], cwd: import.meta.dir, env: process.env, logPath: logPath!, timeoutMs: 20_000, graceMs: 500 }).done;\n' +
-        "console.log(JSON.stringify({ exitCode: o.exitCode, signal: o.signal, logError: o.logError, logBytes: o.logBytes, size: statSync(logPath!).size }));\n",
+        ('const o = await startProcess({ argv: [process.execPath, "test", file!], cwd: import.meta.dir, env: ' +
+          "process.env, logPath: logPath!, timeoutMs: 20_000, graceMs: 500 }).done;\n") +
+        "console.log(JSON.stringify({ exitCode: o.exitCode, signal: o.signal, logError: o.logError, logBytes: " +
+        "o.logBytes, size: statSync(logPath!).size }));\n",
     },
     "sg-log-",
   );

@@ -318,7 +318,10 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
   /** A suite whose bunfig loads the preset preload, with preset "slow" over e2e/. */
   const presetSuite = () =>
     makeSuite({
-      "bunfig.toml": `[test]\npreload = [${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n`,
+      "bunfig.toml":
+        `[test]\npreload = ` +
+        `[${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ` +
+        `["e2e/*.test.ts"]\n`,
       "test/shardguard.slow.test.ts": pass,
       "e2e/a.test.ts": pass,
       "e2e/b.test.ts": pass,
@@ -336,7 +339,8 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     });
   };
 
-  test("--shard=I/N cannot be taken over: Bun slices its files before the preload, so slice 1 is refused (exit 2) naming shardguard's --shard and slice 2 never reaches shardguard", () => {
+  test("--shard=I/N cannot be taken over: Bun slices its files before the preload, so slice 1 is refused (exit 2) " +
+    "naming shardguard's --shard and slice 2 never reaches shardguard", () => {
     const dir = presetSuite();
     const first = bunTest(dir, ["--preset", "slow", "--shard=1/2"]);
     expect(first.status).toBe(2);
@@ -394,12 +398,14 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     const after = await runCli(["run", "--preset", "slow", "--", "--timings=t.json"], { cwd: dir });
     expect(after.code).toBe(2);
     expect(after.stderr).toContain(
-      `--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings FILE before "--"`,
+      `--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings ` +
+        `FILE before "--"`,
     );
     expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
   }, 60_000);
 
-  test("shardguard run's own flags on the bun test line (--last-failed, --jobs) exit 2 before anything runs, instead of a whole run that ignored them", () => {
+  test("shardguard run's own flags on the bun test line (--last-failed, --jobs) exit 2 before anything runs, " +
+    "instead of a whole run that ignored them", () => {
     const dir = presetSuite();
     for (const [args, said] of [
       [["--preset", "slow", "--last-failed"], "bun test: --last-failed is a flag of shardguard run, not of bun test"],
@@ -427,7 +433,8 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
 });
 
 describe("--last-failed", () => {
-  test("reruns exactly the failed, timed-out, crashed and never-started files of the newest run, and says of which run", async () => {
+  test("reruns exactly the failed, timed-out, crashed and never-started files of the newest run, and says of " +
+    "which run", async () => {
     const dir = makeSuite({
       ...fixtureFiles("pass", "fail", "spin", "exit0"),
       "skips.test.ts": 'import { test } from "bun:test";\ntest.skip("later", () => {});\n',
@@ -492,12 +499,15 @@ describe("--last-failed", () => {
     );
   }, 60_000);
 
-  test("with --preset: reruns the preset's failed files whole, with its settings; a file no longer in the preset is named and not rerun", async () => {
+  test("with --preset: reruns the preset's failed files whole, with its settings; a file no longer in the preset " +
+    "is named and not rerun", async () => {
     const dir = makeSuite({
       "bunfig.toml":
         '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.env]\nSLOW_MARK = "on"\n',
       "e2e/a.test.ts": pass,
-      "e2e/b.test.ts": `import { test, expect } from "bun:test";\ntest("needs the preset's env", () => { expect(process.env.SLOW_MARK).toBe("on"); });\ntest("fails", () => { expect(1).toBe(2); });\n`,
+      "e2e/b.test.ts":
+        `import { test, expect } from "bun:test";\ntest("needs the preset's env", () => { ` +
+        `expect(process.env.SLOW_MARK).toBe("on"); });\ntest("fails", () => { expect(1).toBe(2); });\n`,
       "e2e/c.test.ts": fail,
     });
     const first = await runCli(["run", "--preset", "slow"], { cwd: dir });
@@ -537,7 +547,8 @@ describe("--last-failed", () => {
       );
       expect(none.code).toBe(2);
       expect(none.stderr).toContain(
-        `--last-failed: nothing left to run: none of the 1 files that did not pass in run ${newest} can run now (e2e/b.test.ts is not one of preset slow's files)`,
+        `--last-failed: nothing left to run: none of the 1 files that did not pass in run ${newest} can run now ` +
+          `(e2e/b.test.ts is not one of preset slow's files)`,
       );
     }
     // Nothing started: no run directory was added (ids of one second do not sort by time, so compare the sets).
@@ -549,7 +560,8 @@ describe("--last-failed", () => {
       `// TIER=${tier}\nimport { test, expect } from "bun:test";\ntest("t", () => { ${body} });\n`;
     const dir = makeSuite({
       "bunfig.toml":
-        '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.tier]\nenv = "SLOW_TIER"\nvalues = ["gate", "periodic"]\ndefault = "gate"\nguards = ["TIER={tier}"]\n',
+        '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.tier]\nenv = "SLOW_TIER"\n' +
+        'values = ["gate", "periodic"]\ndefault = "gate"\nguards = ["TIER={tier}"]\n',
       "e2e/g.test.ts": tiered("gate", "expect(process.env.SLOW_TIER).toBe(process.env.SLOW_TIER);"),
       "e2e/p.test.ts": tiered("periodic", "expect(process.env.SLOW_TIER).toBe('gate');"),
     });
@@ -569,7 +581,8 @@ describe("--last-failed", () => {
     expect(gate.stderr).toContain("e2e/p.test.ts is not one of preset slow's files in tier gate");
   }, 60_000);
 
-  test("two runs started in the same second: the one that started last is the newest, whatever the random part of their ids", async () => {
+  test("two runs started in the same second: the one that started last is the newest, whatever the random part of " +
+    "their ids", async () => {
     const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": fail });
     const first = await runCli(["run", "--root", dir]);
     expect(first.code).toBe(1);

@@ -116,7 +116,8 @@ describe("a run that cannot write its reports (a full disk) after a passing one"
     () => {
       const dir = makeSuite({
         "a.test.ts":
-          'import { expect, test } from "bun:test";\ntest("a", () => { expect(process.env.SG_B === "1").toBe(false); });\n',
+          'import { expect, test } from "bun:test";\ntest("a", () => { expect(process.env.SG_B === ' +
+          '"1").toBe(false); });\n',
       });
       const host = makeSuite({}, "sg-enospc-host-");
       const out = path.join(dir, "out");

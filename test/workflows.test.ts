@@ -37,7 +37,10 @@ const FILES = readdirSync(DIR)
 const parse = (file: string) =>
   Bun.YAML.parse(readFileSync(path.join(DIR, file), "utf8")) as { jobs: Record<string, Job> };
 
-/** Minutes docs/ci.md budgets before the shardguard step (checkout, set-up, install) and after it (uploads, publishing). */
+/**
+ * Minutes docs/ci.md budgets before the shardguard step (checkout, set-up, install) and after it (uploads,
+ * publishing).
+ */
 const BEFORE_MINUTES = 10;
 const AFTER_MINUTES = 7;
 /** `shardguard bg --dispatch` follows a CI run for at most this long (its default cap, docs/background.md). */
