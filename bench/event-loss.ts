@@ -83,10 +83,11 @@ for (let run = 0; run < RUNS; run++) {
   if (r.status !== 0) process.stderr.write(r.stderr.slice(-2000));
 }
 console.log(
-  `total: ${totalNoEvents} of ${SHARDS * RUNS} shards without events, ${totalNotFlaky} without the retry, ${wrongStatus} with a wrong status (jobs ${JOBS}, load ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")})`,
+  `total: ${totalNoEvents} of ${SHARDS * RUNS} shards without events, ${totalNotFlaky} without the retry, ` +
+    `${wrongStatus} with a wrong status (jobs ${JOBS}, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")})`,
 );
 if (KEEP) console.log(`kept ${dir}`);
 else rmSync(dir, { recursive: true, force: true });

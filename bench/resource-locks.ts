@@ -67,7 +67,8 @@ const withExclusive = span();
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 console.log(
-  `suite: 1 × ${longMs} ms, ${shortCount} × ${shortMs} ms, 1 × ${exclusiveMs} ms exclusive; --jobs ${jobs}; load ${os.loadavg()[0]!.toFixed(2)}`,
+  `suite: 1 × ${longMs} ms, ${shortCount} × ${shortMs} ms, 1 × ${exclusiveMs} ms exclusive; --jobs ${jobs}; load ` +
+    `${os.loadavg()[0]!.toFixed(2)}`,
 );
 console.log(
   `planned makespan: ${s(plannedWith)} with --exclusive, ${s(plannedWithout)} without: cost ` +

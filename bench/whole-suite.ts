@@ -132,7 +132,9 @@ try {
       `with --timings (${recorded} files recorded) ${(median(timed) / 1000).toFixed(2)} s: ` +
       `${(median(timed) / median(base)).toFixed(2)}x; CPU ${(median(cpu.base) / 1000).toFixed(2)} s vs ` +
       `${(median(cpu.sg) / 1000).toFixed(2)} s (${(median(cpu.sg) / median(cpu.base)).toFixed(2)}x); wall ` +
-      `range ${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`,
+      `range ` +
+      `${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-` +
+      `${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`,
   );
   const timedDiffs = differences(baseStatuses!, timedStatuses!, stable);
   console.log(

@@ -172,35 +172,39 @@ describe("installed from the tarball into a fresh project", () => {
     expect(plain.stderr).toContain("shardguard preset gstack-paid resolves");
   });
 
-  test("bun test --preset refused after its settings are valid (preflight command fails): the earlier reports are removed", () => {
-    const out = path.join(project, ".shardguard");
-    expect(existsSync(path.join(out, "report.json"))).toBe(true);
-    // The file's path contains the preset name, so Bun's filter lets the preload run.
-    writeFileSync(
-      path.join(project, "test", "broken-check.test.ts"),
-      `import { test } from "bun:test";\ntest("never runs", () => {});\n`,
-    );
-    const bunfig = path.join(project, "bunfig.toml");
-    const before = readFileSync(bunfig, "utf8");
-    writeFileSync(
-      bunfig,
-      `${before}\n[shardguard.presets.broken]\nglobs = ` +
-        `["test/broken-check.test.ts"]\n[shardguard.presets.broken.preflight]\ncommand = ["sh", "-c", "exit 4"]\n`,
-    );
-    try {
-      const r = run(["bun", "test", "--preset", "broken"], project);
-      expect(r.code).toBe(2);
-      expect(r.stderr).toContain("exited 4; no shard started");
-      for (const f of ["junit.xml", "report.json", "ctrf.json"]) expect(existsSync(path.join(out, f))).toBe(false);
-    } finally {
-      writeFileSync(bunfig, before);
-      rmSync(path.join(project, "test", "broken-check.test.ts"));
-    }
-    // The next run writes them again.
-    expect(
-      run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project).code,
-    ).toBe(0);
-  });
+  test(
+    "bun test --preset refused after its settings are valid " +
+      "(preflight command fails): the earlier reports are removed",
+    () => {
+      const out = path.join(project, ".shardguard");
+      expect(existsSync(path.join(out, "report.json"))).toBe(true);
+      // The file's path contains the preset name, so Bun's filter lets the preload run.
+      writeFileSync(
+        path.join(project, "test", "broken-check.test.ts"),
+        `import { test } from "bun:test";\ntest("never runs", () => {});\n`,
+      );
+      const bunfig = path.join(project, "bunfig.toml");
+      const before = readFileSync(bunfig, "utf8");
+      writeFileSync(
+        bunfig,
+        `${before}\n[shardguard.presets.broken]\nglobs = ` +
+          `["test/broken-check.test.ts"]\n[shardguard.presets.broken.preflight]\ncommand = ["sh", "-c", "exit 4"]\n`,
+      );
+      try {
+        const r = run(["bun", "test", "--preset", "broken"], project);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toContain("exited 4; no shard started");
+        for (const f of ["junit.xml", "report.json", "ctrf.json"]) expect(existsSync(path.join(out, f))).toBe(false);
+      } finally {
+        writeFileSync(bunfig, before);
+        rmSync(path.join(project, "test", "broken-check.test.ts"));
+      }
+      // The next run writes them again.
+      expect(
+        run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project).code,
+      ).toBe(0);
+    },
+  );
 
   test('import { … } from "shardguard": run, render and validate', () => {
     writeFileSync(

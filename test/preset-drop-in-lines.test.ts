@@ -74,44 +74,50 @@ describe("command lines that name no tier keep their tierless meaning", () => {
     },
   );
 
-  test("`bun run test:evals` plans every paid file, the periodic-only ones included, and agrees with plain bun test", () => {
-    repo.clean();
-    const plain = repo.run([BUN, "run", "test:evals"], PLAIN);
-    const plainRan = repo
-      .ranTests()
-      .map((t) => t.name)
-      .sort();
-    repo.clean();
-    const r = repo.run([BUN, "run", "test:evals"]);
-    expect(r.code).toBe(plain.code);
-    expect(r.code).toBe(0);
-    expect(report().shards.map((s) => s.files[0])).toEqual([
-      "test/codex-e2e.test.ts",
-      "test/skill-e2e-alpha.test.ts",
-      "test/skill-e2e-beta.test.ts",
-      "test/skill-e2e-gamma.test.ts",
-      "test/skill-llm-eval.test.ts",
-    ]);
-    expect(
-      repo
+  test(
+    "`bun run test:evals` plans every paid file, the " + "periodic-only ones included, and agrees with plain bun test",
+    () => {
+      repo.clean();
+      const plain = repo.run([BUN, "run", "test:evals"], PLAIN);
+      const plainRan = repo
         .ranTests()
         .map((t) => t.name)
-        .sort(),
-    ).toEqual(plainRan);
-    expect(plainRan).toContain("gamma-nightly");
-  });
+        .sort();
+      repo.clean();
+      const r = repo.run([BUN, "run", "test:evals"]);
+      expect(r.code).toBe(plain.code);
+      expect(r.code).toBe(0);
+      expect(report().shards.map((s) => s.files[0])).toEqual([
+        "test/codex-e2e.test.ts",
+        "test/skill-e2e-alpha.test.ts",
+        "test/skill-e2e-beta.test.ts",
+        "test/skill-e2e-gamma.test.ts",
+        "test/skill-llm-eval.test.ts",
+      ]);
+      expect(
+        repo
+          .ranTests()
+          .map((t) => t.name)
+          .sort(),
+      ).toEqual(plainRan);
+      expect(plainRan).toContain("gamma-nightly");
+    },
+  );
 
-  test("`bun run test:codex` runs its file as before init (its tests skip themselves outside the periodic tier)", () => {
-    repo.clean();
-    const plain = repo.run([BUN, "run", "test:codex"], PLAIN);
-    repo.clean();
-    const r = repo.run([BUN, "run", "test:codex"]);
-    expect(r.code).toBe(plain.code);
-    expect(r.code).toBe(0);
-    const rep = report();
-    expect(rep.shards.map((s) => [s.files[0], s.status])).toEqual([["test/codex-e2e.test.ts", "passed"]]);
-    expect(rep.summary.tests).toMatchObject({ skipped: 1 });
-  });
+  test(
+    "`bun run test:codex` runs its file as before init " + "(its tests skip themselves outside the periodic tier)",
+    () => {
+      repo.clean();
+      const plain = repo.run([BUN, "run", "test:codex"], PLAIN);
+      repo.clean();
+      const r = repo.run([BUN, "run", "test:codex"]);
+      expect(r.code).toBe(plain.code);
+      expect(r.code).toBe(0);
+      const rep = report();
+      expect(rep.shards.map((s) => [s.files[0], s.status])).toEqual([["test/codex-e2e.test.ts", "passed"]]);
+      expect(rep.summary.tests).toMatchObject({ skipped: 1 });
+    },
+  );
 
   test(
     "naming the tier still narrows: EVALS_TIER=gate with only periodic files has nothing to run (exit 2, " +
@@ -154,7 +160,8 @@ describe("one agent preflight per run", () => {
     const r = repo.run([BUN, "test", "--preset", "gstack-paid"], { FIXTURE_AGENT_EXIT: "1" });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(
-      'shardguard: preflight "test/helpers/anthropic-preflight.ts preflightAnthropicApi(env)" exited 1; no shard started',
+      'shardguard: preflight "test/helpers/anthropic-preflight.ts ' +
+        'preflightAnthropicApi(env)" exited 1; no shard started',
     );
     expect(r.stdout).toContain("agent preflight failed: exit 1");
     expect(repo.agentPings()).toBe(1);

@@ -105,30 +105,33 @@ describe("shardguard init", () => {
     expect(plain.stderr).toContain("1 pass");
   });
 
-  test(".shardguard/ goes into .gitignore: created when missing, appended once, an existing entry in any form kept", () => {
-    const fresh = project({});
-    expect(init(fresh).stdout).toContain("shardguard init: .gitignore: created: ignores .shardguard/");
-    expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
-    expect(init(fresh).stdout).toContain("shardguard init: .gitignore: unchanged");
-    expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
+  test(
+    ".shardguard/ goes into .gitignore: created when missing, " + "appended once, an existing entry in any form kept",
+    () => {
+      const fresh = project({});
+      expect(init(fresh).stdout).toContain("shardguard init: .gitignore: created: ignores .shardguard/");
+      expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
+      expect(init(fresh).stdout).toContain("shardguard init: .gitignore: unchanged");
+      expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
 
-    const noNewline = project({ ".gitignore": "node_modules/\n# built\ndist" });
-    init(noNewline);
-    init(noNewline);
-    expect(readFileSync(path.join(noNewline, ".gitignore"), "utf8")).toBe(
-      "node_modules/\n# built\ndist\n.shardguard/\n",
-    );
+      const noNewline = project({ ".gitignore": "node_modules/\n# built\ndist" });
+      init(noNewline);
+      init(noNewline);
+      expect(readFileSync(path.join(noNewline, ".gitignore"), "utf8")).toBe(
+        "node_modules/\n# built\ndist\n.shardguard/\n",
+      );
 
-    for (const form of ["/.shardguard", ".shardguard", "  /.shardguard/  "]) {
-      const had = project({ ".gitignore": `dist\n${form}\n` });
-      expect(init(had).stdout).toContain(".gitignore: unchanged");
-      expect(readFileSync(path.join(had, ".gitignore"), "utf8")).toBe(`dist\n${form}\n`);
-    }
-    // A commented-out line does not count.
-    const commented = project({ ".gitignore": "# .shardguard/\n" });
-    init(commented);
-    expect(readFileSync(path.join(commented, ".gitignore"), "utf8")).toBe("# .shardguard/\n.shardguard/\n");
-  });
+      for (const form of ["/.shardguard", ".shardguard", "  /.shardguard/  "]) {
+        const had = project({ ".gitignore": `dist\n${form}\n` });
+        expect(init(had).stdout).toContain(".gitignore: unchanged");
+        expect(readFileSync(path.join(had, ".gitignore"), "utf8")).toBe(`dist\n${form}\n`);
+      }
+      // A commented-out line does not count.
+      const commented = project({ ".gitignore": "# .shardguard/\n" });
+      init(commented);
+      expect(readFileSync(path.join(commented, ".gitignore"), "utf8")).toBe("# .shardguard/\n.shardguard/\n");
+    },
+  );
 
   test("--dry-run prints the changes and writes nothing", () => {
     const dir = project({ "bunfig.toml": `[test]\nroot = "tests"\n`, "tests/skill-e2e-a.test.ts": "" });

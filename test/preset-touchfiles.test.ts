@@ -130,82 +130,88 @@ describe("touchfiles data and the map diff", () => {
     },
   );
 
-  test("map diff: an edit to a data module the touchfiles module imports selects the tests whose entries changed", async () => {
-    const data = (alpha: string, tier: string, extra = "") =>
-      `export const E2E_TOUCHFILES = { "alpha-basic": [${alpha}], "beta-flow": ["src/beta.ts"]${extra} };\n` +
-      `export const E2E_TIERS = { "alpha-basic": "gate", "beta-flow": "${tier}" };\nexport const ` +
-      `GLOBAL_TOUCHFILES = ["package.json"];\n`;
-    // One repository per case: a process imports a module once (Bun caches it by path).
-    const repo = () => {
-      const dir = tree({
-        "test/helpers/touchfiles.ts":
-          `export { E2E_TOUCHFILES, E2E_TIERS, GLOBAL_TOUCHFILES } from ` +
-          `"./touchfiles-data";\nexport * from "./select";\n`,
-        "test/helpers/select.ts": `import type { X } from "./types";\nexport const pick = 1;\n`,
-        "test/helpers/types.ts": "export type X = 1;\n",
-        "test/helpers/touchfiles-data.ts": data(`"src/alpha.ts"`, "gate"),
-        "src/other.ts": "1",
+  test(
+    "map diff: an edit to a data module the touchfiles " + "module imports selects the tests whose entries changed",
+    async () => {
+      const data = (alpha: string, tier: string, extra = "") =>
+        `export const E2E_TOUCHFILES = { "alpha-basic": [${alpha}], "beta-flow": ["src/beta.ts"]${extra} };\n` +
+        `export const E2E_TIERS = { "alpha-basic": "gate", "beta-flow": "${tier}" };\nexport const ` +
+        `GLOBAL_TOUCHFILES = ["package.json"];\n`;
+      // One repository per case: a process imports a module once (Bun caches it by path).
+      const repo = () => {
+        const dir = tree({
+          "test/helpers/touchfiles.ts":
+            `export { E2E_TOUCHFILES, E2E_TIERS, GLOBAL_TOUCHFILES } from ` +
+            `"./touchfiles-data";\nexport * from "./select";\n`,
+          "test/helpers/select.ts": `import type { X } from "./types";\nexport const pick = 1;\n`,
+          "test/helpers/types.ts": "export type X = 1;\n",
+          "test/helpers/touchfiles-data.ts": data(`"src/alpha.ts"`, "gate"),
+          "src/other.ts": "1",
+        });
+        for (const args of [
+          ["init", "-q", "-b", "main"],
+          ["add", "-A"],
+          ["commit", "-q", "-m", "x"],
+        ]) {
+          const env = {
+            ...process.env,
+            GIT_AUTHOR_NAME: "t",
+            GIT_AUTHOR_EMAIL: "t@x",
+            GIT_COMMITTER_NAME: "t",
+            GIT_COMMITTER_EMAIL: "t@x",
+            GIT_CONFIG_GLOBAL: "/dev/null",
+          };
+          const r = spawnSync("git", args, { cwd: dir, encoding: "utf8", env });
+          if (r.status !== 0) throw new Error(r.stderr);
+        }
+        return dir;
+      };
+      const dir = repo();
+      expect(moduleClosure(dir, "test/helpers/touchfiles.ts")).toEqual([
+        "test/helpers/touchfiles.ts",
+        "test/helpers/select.ts",
+        "test/helpers/touchfiles-data.ts",
+      ]);
+      // A new glob in one entry, a tier flip in another, plus an unrelated file.
+      writeFileSync(
+        path.join(dir, "test/helpers/touchfiles-data.ts"),
+        data(`"src/alpha.ts", "src/alpha2.ts"`, "periodic"),
+      );
+      writeFileSync(path.join(dir, "src/other.ts"), "2");
+      const now = (await loadTouchfiles(dir, spec))!;
+      expect(now.sources).toEqual([
+        "test/helpers/touchfiles.ts",
+        "test/helpers/select.ts",
+        "test/helpers/touchfiles-data.ts",
+      ]);
+      const sel = await computeSelection({ root: dir, env: {}, spec, touchfiles: now });
+      expect(sel.selected).toEqual(new Set(["alpha-basic", "beta-flow"]));
+      expect(sel.reason).toBe(
+        "diff vs main: 2 changed files (test/helpers/touchfiles-data.ts, src/other.ts); map diff of " +
+          "test/helpers/touchfiles-data.ts: 2 entries changed (alpha-basic, beta-flow)",
+      );
+      // A logic-only edit changes no entry: nothing is selected by it.
+      const other = repo();
+      writeFileSync(path.join(other, "test/helpers/select.ts"), "export const pick = 2;\n");
+      const logic = await computeSelection({
+        root: other,
+        env: {},
+        spec,
+        touchfiles: (await loadTouchfiles(other, spec))!,
       });
-      for (const args of [
-        ["init", "-q", "-b", "main"],
-        ["add", "-A"],
-        ["commit", "-q", "-m", "x"],
-      ]) {
-        const env = {
-          ...process.env,
-          GIT_AUTHOR_NAME: "t",
-          GIT_AUTHOR_EMAIL: "t@x",
-          GIT_COMMITTER_NAME: "t",
-          GIT_COMMITTER_EMAIL: "t@x",
-          GIT_CONFIG_GLOBAL: "/dev/null",
-        };
-        const r = spawnSync("git", args, { cwd: dir, encoding: "utf8", env });
-        if (r.status !== 0) throw new Error(r.stderr);
-      }
-      return dir;
-    };
-    const dir = repo();
-    expect(moduleClosure(dir, "test/helpers/touchfiles.ts")).toEqual([
-      "test/helpers/touchfiles.ts",
-      "test/helpers/select.ts",
-      "test/helpers/touchfiles-data.ts",
-    ]);
-    // A new glob in one entry, a tier flip in another, plus an unrelated file.
-    writeFileSync(
-      path.join(dir, "test/helpers/touchfiles-data.ts"),
-      data(`"src/alpha.ts", "src/alpha2.ts"`, "periodic"),
-    );
-    writeFileSync(path.join(dir, "src/other.ts"), "2");
-    const now = (await loadTouchfiles(dir, spec))!;
-    expect(now.sources).toEqual([
-      "test/helpers/touchfiles.ts",
-      "test/helpers/select.ts",
-      "test/helpers/touchfiles-data.ts",
-    ]);
-    const sel = await computeSelection({ root: dir, env: {}, spec, touchfiles: now });
-    expect(sel.selected).toEqual(new Set(["alpha-basic", "beta-flow"]));
-    expect(sel.reason).toBe(
-      "diff vs main: 2 changed files (test/helpers/touchfiles-data.ts, src/other.ts); map diff of " +
-        "test/helpers/touchfiles-data.ts: 2 entries changed (alpha-basic, beta-flow)",
-    );
-    // A logic-only edit changes no entry: nothing is selected by it.
-    const other = repo();
-    writeFileSync(path.join(other, "test/helpers/select.ts"), "export const pick = 2;\n");
-    const logic = await computeSelection({
-      root: other,
-      env: {},
-      spec,
-      touchfiles: (await loadTouchfiles(other, spec))!,
-    });
-    expect(logic.selected).toEqual(new Set());
-    expect(logic.reason).toContain("map diff of test/helpers/select.ts: 0 entries changed");
-    expect(
-      diffTouchfiles({ ...now, tables: { T: { a: 1, b: 2 }, U: { c: 1 } } }, { ...now, tables: { T: { a: 1, c: 1 } } }),
-    ).toEqual({
-      changed: ["c"],
-      removed: ["b"],
-      globalChanged: false,
-    });
-    expect(diffTouchfiles(now, { ...now, global: ["x"] }).globalChanged).toBe(true);
-  });
+      expect(logic.selected).toEqual(new Set());
+      expect(logic.reason).toContain("map diff of test/helpers/select.ts: 0 entries changed");
+      expect(
+        diffTouchfiles(
+          { ...now, tables: { T: { a: 1, b: 2 }, U: { c: 1 } } },
+          { ...now, tables: { T: { a: 1, c: 1 } } },
+        ),
+      ).toEqual({
+        changed: ["c"],
+        removed: ["b"],
+        globalChanged: false,
+      });
+      expect(diffTouchfiles(now, { ...now, global: ["x"] }).globalChanged).toBe(true);
+    },
+  );
 });

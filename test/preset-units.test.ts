@@ -333,25 +333,28 @@ describe("interception decisions", () => {
     expect(await decide(["bun", "test", "--preset"])).toMatchObject({ action: "refuse" });
   });
 
-  test("--preset or --tier given twice is refused, on the legacy command line too, never the last one taken", async () => {
-    const twice = (flag: string) => ({
-      action: "refuse" as const,
-      message: `bun test: flag ${flag} was given twice; give it once`,
-    });
-    expect(await decide(["bun", "test", "--preset", "gstack-paid", "--preset=other"])).toEqual(twice("--preset"));
-    expect(await decide(["bun", "test", "--preset=gstack-paid", "--preset=gstack-paid"])).toEqual(twice("--preset"));
-    expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate", "--tier=periodic"])).toEqual(
-      twice("--tier"),
-    );
-    expect(await decide(["bun", "test", "--tier=gate", "test/skill-e2e-a.test.ts", "--tier=periodic"], ON)).toEqual(
-      twice("--tier"),
-    );
-    // Once each still takes over.
-    expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate"])).toMatchObject({
-      action: "take-over",
-      tier: "gate",
-    });
-  });
+  test(
+    "--preset or --tier given twice is refused, on the " + "legacy command line too, never the last one taken",
+    async () => {
+      const twice = (flag: string) => ({
+        action: "refuse" as const,
+        message: `bun test: flag ${flag} was given twice; give it once`,
+      });
+      expect(await decide(["bun", "test", "--preset", "gstack-paid", "--preset=other"])).toEqual(twice("--preset"));
+      expect(await decide(["bun", "test", "--preset=gstack-paid", "--preset=gstack-paid"])).toEqual(twice("--preset"));
+      expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate", "--tier=periodic"])).toEqual(
+        twice("--tier"),
+      );
+      expect(await decide(["bun", "test", "--tier=gate", "test/skill-e2e-a.test.ts", "--tier=periodic"], ON)).toEqual(
+        twice("--tier"),
+      );
+      // Once each still takes over.
+      expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate"])).toMatchObject({
+        action: "take-over",
+        tier: "gate",
+      });
+    },
+  );
 
   test("file arguments that are all files of a preset take over (the legacy command line)", async () => {
     expect(

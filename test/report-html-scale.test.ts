@@ -61,7 +61,8 @@ describe(`report.html of a real run of ${TESTS.toLocaleString("en-US")} tests`, 
     expect(readFileSync(htmlPath, "utf8").match(/<\/script/gi)?.length).toBe(2);
   });
 
-  test("opens without an error, with only the rows in view in the DOM; the filters and the search reach every test", async () => {
+  test("opens without an error, with only the rows in view in " +
+    "the DOM; the filters and the search reach every test", async () => {
     const { page, errors, requests } = await openReport(browser, htmlPath);
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);

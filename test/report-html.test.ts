@@ -301,29 +301,32 @@ describe("report.html's text", () => {
     },
   );
 
-  test("the timeline draws the slots a plan could fill: an unused one among them, none past the number of shards", () => {
-    const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
-    const one = shard({
-      index: 1,
-      startedAt: at(0),
-      durationMs: 1000,
-      timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
-    });
-    const two = shard({
-      index: 2,
-      startedAt: at(2),
-      durationMs: 1000,
-      timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
-    });
-    const withJobs = (jobs: number, shards: ShardResult[]) =>
-      layoutTimeline({ ...reportOf(shards), settings: { ...reportOf(shards).settings, jobs } });
-    // Two shards, one after the other, with --jobs 4: slot 2 could have run one of them, slots 3 and 4 nothing.
-    expect(withJobs(4, [one, two]).lanes.map((l) => [l.slot, l.bars.length, l.idleMs])).toEqual([
-      [1, 2, 1000],
-      [2, 0, 3000],
-    ]);
-    expect(withJobs(1, [one, two]).lanes.map((l) => l.slot)).toEqual([1]);
-  });
+  test(
+    "the timeline draws the slots a plan could fill: an " + "unused one among them, none past the number of shards",
+    () => {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
+      const one = shard({
+        index: 1,
+        startedAt: at(0),
+        durationMs: 1000,
+        timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
+      });
+      const two = shard({
+        index: 2,
+        startedAt: at(2),
+        durationMs: 1000,
+        timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
+      });
+      const withJobs = (jobs: number, shards: ShardResult[]) =>
+        layoutTimeline({ ...reportOf(shards), settings: { ...reportOf(shards).settings, jobs } });
+      // Two shards, one after the other, with --jobs 4: slot 2 could have run one of them, slots 3 and 4 nothing.
+      expect(withJobs(4, [one, two]).lanes.map((l) => [l.slot, l.bars.length, l.idleMs])).toEqual([
+        [1, 2, 1000],
+        [2, 0, 3000],
+      ]);
+      expect(withJobs(1, [one, two]).lanes.map((l) => l.slot)).toEqual([1]);
+    },
+  );
 });
 
 describe("report.html of the hostile suite, in headless Chromium", () => {

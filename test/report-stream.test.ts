@@ -82,22 +82,25 @@ function writerIn(dir: string, errors: string[] = []): ReportWriter {
 }
 
 describe("streamed reports are the non-streamed reports, byte for byte", () => {
-  test("a varied report of 200 tests: the golden files; the run's copies are the same; secrets redacted; JUnit valid", async () => {
-    const dir = tempDir();
-    const errors: string[] = [];
-    await writerIn(dir, errors).write(true, () => variedReport(200));
-    expect(errors).toEqual([]);
-    for (const name of FORMATS) {
-      const written = readFileSync(join(dir, name), "utf8");
-      expect(written).toBe(readFileSync(join(GOLDEN, name), "utf8"));
-      expect(readFileSync(join(dir, "run", name), "utf8")).toBe(written);
-      expect(written).not.toContain(VARIED_SECRET.value);
-    }
-    const xsd = await validateJUnitXml(readFileSync(join(dir, "junit.xml"), "utf8"));
-    expect(xsd.errors).toEqual([]);
-    expect(xsd.valid).toBe(true);
-    expect(readdirSync(dir).sort()).toEqual(["ctrf.json", "junit.xml", "report.json", "run"]);
-  });
+  test(
+    "a varied report of 200 tests: the golden files; the " + "run's copies are the same; secrets redacted; JUnit valid",
+    async () => {
+      const dir = tempDir();
+      const errors: string[] = [];
+      await writerIn(dir, errors).write(true, () => variedReport(200));
+      expect(errors).toEqual([]);
+      for (const name of FORMATS) {
+        const written = readFileSync(join(dir, name), "utf8");
+        expect(written).toBe(readFileSync(join(GOLDEN, name), "utf8"));
+        expect(readFileSync(join(dir, "run", name), "utf8")).toBe(written);
+        expect(written).not.toContain(VARIED_SECRET.value);
+      }
+      const xsd = await validateJUnitXml(readFileSync(join(dir, "junit.xml"), "utf8"));
+      expect(xsd.errors).toEqual([]);
+      expect(xsd.valid).toBe(true);
+      expect(readdirSync(dir).sort()).toEqual(["ctrf.json", "junit.xml", "report.json", "run"]);
+    },
+  );
 
   test("a varied report of 20,000 tests: the same digests through the writer and the string renderers", async () => {
     const dir = tempDir();
@@ -260,7 +263,8 @@ describe("per-entry shortcuts are what they stand for", () => {
 });
 
 describe("a failure half way leaves the previous reports intact", () => {
-  test("a test entry that fails the schema in the middle of 20,000: no report changes, no temp file, the error is told", async () => {
+  test("a test entry that fails the schema in the middle of " +
+    "20,000: no report changes, no temp file, the error is told", async () => {
     const dir = tempDir();
     const errors: string[] = [];
     const writer = writerIn(dir, errors);
@@ -298,20 +302,23 @@ describe("a failure half way leaves the previous reports intact", () => {
     ).toThrow(ZodError);
   });
 
-  test("writeChunksAtomic: chunks that throw after several flushes leave every target as it was and no temp file", async () => {
-    const dir = tempDir();
-    const targets = [join(dir, "run", "a.txt"), join(dir, "a.txt")];
-    mkdirSync(join(dir, "run"));
-    for (const target of targets) writeFileSync(target, "previous\n");
-    function* chunks(): Generator<string> {
-      for (let i = 0; i < 5; i++) yield "x".repeat(FLUSH_BYTES);
-      throw new Error("render failed half way");
-    }
-    await expect(writeChunksAtomic(targets, chunks())).rejects.toThrow("render failed half way");
-    for (const target of targets) expect(readFileSync(target, "utf8")).toBe("previous\n");
-    expect(readdirSync(dir).sort()).toEqual(["a.txt", "run"]);
-    expect(readdirSync(join(dir, "run"))).toEqual(["a.txt"]);
-  });
+  test(
+    "writeChunksAtomic: chunks that throw after several " + "flushes leave every target as it was and no temp file",
+    async () => {
+      const dir = tempDir();
+      const targets = [join(dir, "run", "a.txt"), join(dir, "a.txt")];
+      mkdirSync(join(dir, "run"));
+      for (const target of targets) writeFileSync(target, "previous\n");
+      function* chunks(): Generator<string> {
+        for (let i = 0; i < 5; i++) yield "x".repeat(FLUSH_BYTES);
+        throw new Error("render failed half way");
+      }
+      await expect(writeChunksAtomic(targets, chunks())).rejects.toThrow("render failed half way");
+      for (const target of targets) expect(readFileSync(target, "utf8")).toBe("previous\n");
+      expect(readdirSync(dir).sort()).toEqual(["a.txt", "run"]);
+      expect(readdirSync(join(dir, "run"))).toEqual(["a.txt"]);
+    },
+  );
   test(
     "writeDocumentsAtomic: one document that throws after the others are complete leaves every document's " +
       "targets as they were",
@@ -382,29 +389,32 @@ describe("writeChunksAtomic", () => {
 });
 
 describe("redactReport copies only what it changes", () => {
-  test("entries without a secret are the input's own objects; entries with one are copies; the input is untouched", () => {
-    const report = variedReport(200);
-    const redact = makeRedactor({ [VARIED_SECRET.name]: VARIED_SECRET.value });
-    const safe = redactReport(report, redact);
-    let same = 0;
-    let copied = 0;
-    for (const [s, shard] of report.shards.entries()) {
-      for (const [t, test] of shard.tests.entries()) {
-        const out = safe.shards[s]!.tests[t]!;
-        if (JSON.stringify(test).includes(VARIED_SECRET.value)) {
-          expect(out).not.toBe(test);
-          expect(JSON.stringify(out)).not.toContain(VARIED_SECRET.value);
-          copied += 1;
-        } else {
-          expect(out).toBe(test);
-          same += 1;
+  test(
+    "entries without a secret are the input's own objects; " + "entries with one are copies; the input is untouched",
+    () => {
+      const report = variedReport(200);
+      const redact = makeRedactor({ [VARIED_SECRET.name]: VARIED_SECRET.value });
+      const safe = redactReport(report, redact);
+      let same = 0;
+      let copied = 0;
+      for (const [s, shard] of report.shards.entries()) {
+        for (const [t, test] of shard.tests.entries()) {
+          const out = safe.shards[s]!.tests[t]!;
+          if (JSON.stringify(test).includes(VARIED_SECRET.value)) {
+            expect(out).not.toBe(test);
+            expect(JSON.stringify(out)).not.toContain(VARIED_SECRET.value);
+            copied += 1;
+          } else {
+            expect(out).toBe(test);
+            same += 1;
+          }
         }
       }
-    }
-    expect(copied).toBeGreaterThan(0);
-    expect(same).toBeGreaterThan(copied);
-    expect(JSON.stringify(report)).toContain(VARIED_SECRET.value);
-    // A shard without any secret is handed back as it is.
-    expect(safe.shards[3]).toBe(report.shards[3]!);
-  });
+      expect(copied).toBeGreaterThan(0);
+      expect(same).toBeGreaterThan(copied);
+      expect(JSON.stringify(report)).toContain(VARIED_SECRET.value);
+      // A shard without any secret is handed back as it is.
+      expect(safe.shards[3]).toBe(report.shards[3]!);
+    },
+  );
 });

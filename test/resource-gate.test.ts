@@ -238,35 +238,44 @@ describe("plan side", () => {
     expect(resourcePlan({ exclusive: [], resources: {} }).active).toBe(false);
   });
 
-  test("a plain path naming a directory holds every file under it, as a pattern does; a file path only that file", () => {
-    const plan = resourcePlan({
-      exclusive: ["test/gen/"],
-      resources: { db: { files: ["test/db", "test/one.test.ts"], capacity: 1 } },
-    });
-    expect(plan.needsOf(["test/db/a.test.ts"])).toEqual({ locks: ["db"], exclusive: false });
-    expect(plan.needsOf(["test/db-other/a.test.ts", "test/one.test.ts.bak"])).toEqual({ locks: [], exclusive: false });
-    expect(plan.needsOf(["test/gen/deep/x.test.ts"])).toEqual({ locks: [], exclusive: true });
-  });
+  test(
+    "a plain path naming a directory holds every file " + "under it, as a pattern does; a file path only that file",
+    () => {
+      const plan = resourcePlan({
+        exclusive: ["test/gen/"],
+        resources: { db: { files: ["test/db", "test/one.test.ts"], capacity: 1 } },
+      });
+      expect(plan.needsOf(["test/db/a.test.ts"])).toEqual({ locks: ["db"], exclusive: false });
+      expect(plan.needsOf(["test/db-other/a.test.ts", "test/one.test.ts.bak"])).toEqual({
+        locks: [],
+        exclusive: false,
+      });
+      expect(plan.needsOf(["test/gen/deep/x.test.ts"])).toEqual({ locks: [], exclusive: true });
+    },
+  );
 
-  test("--files-per-shard never batches an exclusive file with another; the others are batched as if it were absent", () => {
-    const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
-    const alone = (f: string) => f.startsWith("c") || f.startsWith("gen");
-    const shards = groupIntoShards(files, 2, { alone });
-    expect(shards.map((s) => s.files)).toEqual([
-      ["a.test.ts", "b.test.ts"],
-      ["c.test.ts"],
-      ["d.test.ts", "z.test.ts"],
-      ["gen.test.ts"],
-    ]);
-    expect(shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
-    expect(groupIntoShards(files, 4).map((s) => s.files.length)).toEqual([4, 2]);
-    // --files-per-shard auto too: the exclusive files alone, the rest batched among themselves.
-    const auto = groupIntoShards(files, "auto", { alone, batching: { durations: new Map(), jobs: 2 } }).map(
-      (s) => s.files,
-    );
-    expect(auto.filter((g) => g.some(alone))).toEqual([["c.test.ts"], ["gen.test.ts"]]);
-    expect(auto.flat().sort()).toEqual([...files].sort());
-  });
+  test(
+    "--files-per-shard never batches an exclusive file with " + "another; the others are batched as if it were absent",
+    () => {
+      const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
+      const alone = (f: string) => f.startsWith("c") || f.startsWith("gen");
+      const shards = groupIntoShards(files, 2, { alone });
+      expect(shards.map((s) => s.files)).toEqual([
+        ["a.test.ts", "b.test.ts"],
+        ["c.test.ts"],
+        ["d.test.ts", "z.test.ts"],
+        ["gen.test.ts"],
+      ]);
+      expect(shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
+      expect(groupIntoShards(files, 4).map((s) => s.files.length)).toEqual([4, 2]);
+      // --files-per-shard auto too: the exclusive files alone, the rest batched among themselves.
+      const auto = groupIntoShards(files, "auto", { alone, batching: { durations: new Map(), jobs: 2 } }).map(
+        (s) => s.files,
+      );
+      expect(auto.filter((g) => g.some(alone))).toEqual([["c.test.ts"], ["gen.test.ts"]]);
+      expect(auto.flat().sort()).toEqual([...files].sort());
+    },
+  );
 
   test("exclusive shards are dispatched last, each group in its order", () => {
     const plan = resourcePlan({ exclusive: ["x*"], resources: {} });

@@ -118,36 +118,39 @@ const ESCAPES =
   '  while (!require("node:fs").existsSync(process.env.SG_PID!)) Bun.sleepSync(5);\n' +
   '  console.log("test-done");\n});\n';
 
-test("a grandchild that left the group holding the log does not delay the shard's end, and later writes still land", async () => {
-  const dir = makeSuite({ "escapes.test.ts": ESCAPES }, "sg-log-");
-  const logPath = path.join(dir, "shard.log");
-  const pidFile = path.join(dir, "gc.pid");
-  // No cookie: nothing sweeps this escapee, so it holds the log for 30 s.
-  const proc = startProcess({
-    argv: [BUN, "test", path.join(dir, "escapes.test.ts")],
-    cwd: dir,
-    env: { ...process.env, SG_PID: pidFile },
-    logPath,
-    timeoutMs: 20_000,
-    graceMs: 500,
-  });
-  const t0 = performance.now();
-  const outcome = await proc.done;
-  const took = performance.now() - t0;
-  const grandchild = Number(readFileSync(pidFile, "utf8"));
-  try {
-    expect(outcome.exitCode).toBe(0);
-    expect(alive(grandchild)).toBe(true);
-    expect(readlinkSync(`/proc/${grandchild}/fd/1`)).toBe(logPath);
-    // Exit to outcome without waiting for the descriptor's last holder (30 s
-    // away); the pipes of old waited up to 500 ms here.
-    expect(took - outcome.durationMs).toBeLessThan(250);
-    expect(readFileSync(logPath, "utf8")).toContain("test-done");
-    expect(await waitFor(() => readFileSync(logPath, "utf8").includes("late-line"), 3_000)).toBe(true);
-  } finally {
-    process.kill(grandchild, "SIGKILL");
-  }
-});
+test(
+  "a grandchild that left the group holding the log does " + "not delay the shard's end, and later writes still land",
+  async () => {
+    const dir = makeSuite({ "escapes.test.ts": ESCAPES }, "sg-log-");
+    const logPath = path.join(dir, "shard.log");
+    const pidFile = path.join(dir, "gc.pid");
+    // No cookie: nothing sweeps this escapee, so it holds the log for 30 s.
+    const proc = startProcess({
+      argv: [BUN, "test", path.join(dir, "escapes.test.ts")],
+      cwd: dir,
+      env: { ...process.env, SG_PID: pidFile },
+      logPath,
+      timeoutMs: 20_000,
+      graceMs: 500,
+    });
+    const t0 = performance.now();
+    const outcome = await proc.done;
+    const took = performance.now() - t0;
+    const grandchild = Number(readFileSync(pidFile, "utf8"));
+    try {
+      expect(outcome.exitCode).toBe(0);
+      expect(alive(grandchild)).toBe(true);
+      expect(readlinkSync(`/proc/${grandchild}/fd/1`)).toBe(logPath);
+      // Exit to outcome without waiting for the descriptor's last holder (30 s
+      // away); the pipes of old waited up to 500 ms here.
+      expect(took - outcome.durationMs).toBeLessThan(250);
+      expect(readFileSync(logPath, "utf8")).toContain("test-done");
+      expect(await waitFor(() => readFileSync(logPath, "utf8").includes("late-line"), 3_000)).toBe(true);
+    } finally {
+      process.kill(grandchild, "SIGKILL");
+    }
+  },
+);
 
 test("the same grandchild with the shard's cookie is found and killed by the sweep", async () => {
   const dir = makeSuite({ "escapes.test.ts": ESCAPES }, "sg-log-");
@@ -202,14 +205,17 @@ function outcomeUnder(
   return JSON.parse(run.stdout.trim().split("\n").pop()!);
 }
 
-test("a log that reaches the file size limit (RLIMIT_FSIZE) is marked incomplete; the outcome is still the child's", () => {
-  const logDir = makeSuite({}, "sg-log-");
-  // 1024 blocks of 512 or 1024 bytes, by shell: under the 2 MiB printed either way.
-  const o = outcomeUnder((command) => `ulimit -f 1024 && ${command}`, logDir);
-  expect(o.exitCode).toBe(0);
-  expect(o.size).toBeLessThan(2 * 1024 * 1024);
-  expect(o.logError).toMatch(/EFBIG: the log reached the file size limit/);
-});
+test(
+  "a log that reaches the file size limit (RLIMIT_FSIZE) " + "is marked incomplete; the outcome is still the child's",
+  () => {
+    const logDir = makeSuite({}, "sg-log-");
+    // 1024 blocks of 512 or 1024 bytes, by shell: under the 2 MiB printed either way.
+    const o = outcomeUnder((command) => `ulimit -f 1024 && ${command}`, logDir);
+    expect(o.exitCode).toBe(0);
+    expect(o.size).toBeLessThan(2 * 1024 * 1024);
+    expect(o.logError).toMatch(/EFBIG: the log reached the file size limit/);
+  },
+);
 
 /** True where this user may mount a tmpfs in a namespace of its own. */
 const canMountTmpfs =
@@ -229,17 +235,20 @@ test.skipIf(!canMountTmpfs)(
   },
 );
 
-test("a log that cannot be opened: the child still runs (output to /dev/null) and the log is marked incomplete", async () => {
-  const outcome = await startProcess({
-    argv: ["sh", "-c", "echo out; exit 4"],
-    cwd: "/",
-    env: process.env,
-    logPath: path.join(makeSuite({}, "sg-log-"), "no-such-dir", "x.log"),
-    timeoutMs: 5_000,
-    graceMs: 100,
-  }).done;
-  expect(outcome.exitCode).toBe(4);
-  expect(outcome.logError).toMatch(/ENOENT/);
-});
+test(
+  "a log that cannot be opened: the child still runs " + "(output to /dev/null) and the log is marked incomplete",
+  async () => {
+    const outcome = await startProcess({
+      argv: ["sh", "-c", "echo out; exit 4"],
+      cwd: "/",
+      env: process.env,
+      logPath: path.join(makeSuite({}, "sg-log-"), "no-such-dir", "x.log"),
+      timeoutMs: 5_000,
+      graceMs: 100,
+    }).done;
+    expect(outcome.exitCode).toBe(4);
+    expect(outcome.logError).toMatch(/ENOENT/);
+  },
+);
 
 afterAll(removeSuites);

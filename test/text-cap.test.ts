@@ -99,30 +99,36 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(shrink(long, 500, 1)).toBe(shrink(long, 500, 4096));
   });
 
-  test("many testcases with long and short texts: the same bytes whatever the chunking, also from one reused buffer", () => {
-    const cases = Array.from({ length: 60 }, (_, i) => {
-      const message = i % 3 === 0 ? `m${i}&amp;`.repeat(200 + i) : `short ${i} 'q'`;
-      const body = i % 4 === 0 ? `b${i}&#10;`.repeat(150 + i) : i % 4 === 1 ? "" : `line ${i}`;
-      return `    <testcase name='t${i}' time="0.${i}">\n      <failure type="E" message="${message}">${body}</failure>\n    </testcase>\n`;
-    });
-    const doc =
-      `<?xml version="1.0"?>\n<testsuites>\n  <testsuite name="a.test.ts">\n${cases.join("")}  ` +
-      `</testsuite>\n</testsuites>\n`;
-    const whole = shrink(doc, 400, doc.length);
-    expect(whole.length).toBeLessThan(doc.length);
-    for (const chunk of [1, 3, 13, 400, 4096]) expect(shrink(doc, 400, chunk)).toBe(whole);
-    // As readJUnitCapped feeds it: one buffer, refilled between pushes.
-    const shrinker = new JUnitShrinker(400);
-    const bytes = Buffer.from(doc);
-    const reused = Buffer.alloc(37);
-    for (let i = 0; i < bytes.length; i += reused.length) {
-      const n = bytes.copy(reused, 0, i, i + reused.length);
-      shrinker.push(reused.subarray(0, n));
-      reused.fill(0x3c);
-    }
-    expect(shrinker.end()).toBe(whole);
-    expect(readBunJUnit(whole)[0]!.tests).toHaveLength(60);
-  });
+  test(
+    "many testcases with long and short texts: the same " + "bytes whatever the chunking, also from one reused buffer",
+    () => {
+      const cases = Array.from({ length: 60 }, (_, i) => {
+        const message = i % 3 === 0 ? `m${i}&amp;`.repeat(200 + i) : `short ${i} 'q'`;
+        const body = i % 4 === 0 ? `b${i}&#10;`.repeat(150 + i) : i % 4 === 1 ? "" : `line ${i}`;
+        return (
+          `    <testcase name='t${i}' time="0.${i}">\n      <failure type="E" ` +
+          `message="${message}">${body}</failure>\n    </testcase>\n`
+        );
+      });
+      const doc =
+        `<?xml version="1.0"?>\n<testsuites>\n  <testsuite name="a.test.ts">\n${cases.join("")}  ` +
+        `</testsuite>\n</testsuites>\n`;
+      const whole = shrink(doc, 400, doc.length);
+      expect(whole.length).toBeLessThan(doc.length);
+      for (const chunk of [1, 3, 13, 400, 4096]) expect(shrink(doc, 400, chunk)).toBe(whole);
+      // As readJUnitCapped feeds it: one buffer, refilled between pushes.
+      const shrinker = new JUnitShrinker(400);
+      const bytes = Buffer.from(doc);
+      const reused = Buffer.alloc(37);
+      for (let i = 0; i < bytes.length; i += reused.length) {
+        const n = bytes.copy(reused, 0, i, i + reused.length);
+        shrinker.push(reused.subarray(0, n));
+        reused.fill(0x3c);
+      }
+      expect(shrinker.end()).toBe(whole);
+      expect(readBunJUnit(whole)[0]!.tests).toHaveLength(60);
+    },
+  );
 
   test("a tag longer than the cap, or a document too large after cuts, is refused", () => {
     expect(() => shrink(`<testsuites ${"a".repeat(2000)}="1"/>`, 500)).toThrow(JUnitTooLargeError);
@@ -170,68 +176,74 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
     expect(b!.tests[0]!.failure!.message.slice(-1000)).toBe(a!.tests[0]!.failure!.message.slice(-1000));
   });
 
-  test("hasNothingToCut: on generated documents the cutter's text is the document itself, or the reader refuses both", () => {
-    // Pieces around a cut length of 200 bytes: short and long text, values
-    // with and without "<", entities, multi-byte characters, comments,
-    // CDATA, processing instructions, tags with many attributes.
-    const cap = 200;
-    const random = seededRandom(2463534242);
-    const run = (length: number, alphabet: string[]) =>
-      Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
-    const plain = ["a", "b", " ", "&amp;", "\u00e9", "\u{1F600}", "\n", ">"];
-    const lengthOf = () => (random(3) === 0 ? random(150) : random(20));
-    // Well-formed pieces (and one in ten with a "<" in a value, which is not).
-    const piece = (depth: number): string => {
-      switch (random(10)) {
-        case 0:
-          return `<testcase name="${run(lengthOf(), [...plain, "<"])}" line="1"/>`;
-        case 1:
-          return run(lengthOf(), plain);
-        case 2:
-          return `<testcase name="t"><failure message='${run(lengthOf(), plain)}'>${run(lengthOf(), plain)}</failure></testcase>`;
-        case 3:
-          return `<!--${run(lengthOf(), [...plain, '"', "<"])}-->`;
-        case 4:
-          return `<![CDATA[${run(lengthOf(), [...plain, '"', "<"])}]]>`;
-        case 5:
-          return `<?pi ${run(lengthOf(), [...plain, '"', "<"])}?>`;
-        case 6:
-          return `<testcase ${Array.from({ length: random(30) }, (_, i) => `a${i}="1"`).join(" ")} line="2"/>`;
-        case 7:
-          return depth < 3
-            ? `<testsuite ` +
-                `name="s${depth}">${Array.from({ length: random(4) }, () => piece(depth + 1)).join("")}</testsuite>`
-            : "";
-        default:
-          return `<testcase name="${run(lengthOf(), plain)}" time="0.1" line="3"/>`;
+  test(
+    "hasNothingToCut: on generated documents the cutter's " + "text is the document itself, or the reader refuses both",
+    () => {
+      // Pieces around a cut length of 200 bytes: short and long text, values
+      // with and without "<", entities, multi-byte characters, comments,
+      // CDATA, processing instructions, tags with many attributes.
+      const cap = 200;
+      const random = seededRandom(2463534242);
+      const run = (length: number, alphabet: string[]) =>
+        Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
+      const plain = ["a", "b", " ", "&amp;", "\u00e9", "\u{1F600}", "\n", ">"];
+      const lengthOf = () => (random(3) === 0 ? random(150) : random(20));
+      // Well-formed pieces (and one in ten with a "<" in a value, which is not).
+      const piece = (depth: number): string => {
+        switch (random(10)) {
+          case 0:
+            return `<testcase name="${run(lengthOf(), [...plain, "<"])}" line="1"/>`;
+          case 1:
+            return run(lengthOf(), plain);
+          case 2:
+            return (
+              `<testcase name="t"><failure ` +
+              `message='${run(lengthOf(), plain)}'>${run(lengthOf(), plain)}</failure></testcase>`
+            );
+          case 3:
+            return `<!--${run(lengthOf(), [...plain, '"', "<"])}-->`;
+          case 4:
+            return `<![CDATA[${run(lengthOf(), [...plain, '"', "<"])}]]>`;
+          case 5:
+            return `<?pi ${run(lengthOf(), [...plain, '"', "<"])}?>`;
+          case 6:
+            return `<testcase ${Array.from({ length: random(30) }, (_, i) => `a${i}="1"`).join(" ")} line="2"/>`;
+          case 7:
+            return depth < 3
+              ? `<testsuite ` +
+                  `name="s${depth}">${Array.from({ length: random(4) }, () => piece(depth + 1)).join("")}</testsuite>`
+              : "";
+          default:
+            return `<testcase name="${run(lengthOf(), plain)}" time="0.1" line="3"/>`;
+        }
+      };
+      let taken = 0;
+      let refused = 0;
+      for (let d = 0; d < 20000; d++) {
+        const body = Array.from({ length: 1 + random(12) }, () => piece(0)).join("");
+        const doc =
+          `${random(4) === 0 ? "" : '<?xml version="1.0"?>\n'}<testsuites><testsuite ` +
+          `name="a.test.ts">${body}</testsuite></testsuites>`;
+        const bytes = Buffer.from(doc);
+        if (!hasNothingToCut(bytes, cap)) continue;
+        taken += 1;
+        let cut: string | null;
+        try {
+          cut = shrink(doc, cap, 16);
+        } catch {
+          cut = null;
+        }
+        if (cut === doc) continue;
+        // The cutter changed or refused it: the reader must refuse the document as it is too.
+        refused += 1;
+        expect(() => readBunJUnit(doc)).toThrow();
       }
-    };
-    let taken = 0;
-    let refused = 0;
-    for (let d = 0; d < 20000; d++) {
-      const body = Array.from({ length: 1 + random(12) }, () => piece(0)).join("");
-      const doc =
-        `${random(4) === 0 ? "" : '<?xml version="1.0"?>\n'}<testsuites><testsuite ` +
-        `name="a.test.ts">${body}</testsuite></testsuites>`;
-      const bytes = Buffer.from(doc);
-      if (!hasNothingToCut(bytes, cap)) continue;
-      taken += 1;
-      let cut: string | null;
-      try {
-        cut = shrink(doc, cap, 16);
-      } catch {
-        cut = null;
-      }
-      if (cut === doc) continue;
-      // The cutter changed or refused it: the reader must refuse the document as it is too.
-      refused += 1;
-      expect(() => readBunJUnit(doc)).toThrow();
-    }
-    // The generator reaches both sides of the check.
-    expect(taken).toBeGreaterThan(1000);
-    expect(taken).toBeLessThan(20000);
-    expect(refused).toBeGreaterThan(30);
-  });
+      // The generator reaches both sides of the check.
+      expect(taken).toBeGreaterThan(1000);
+      expect(taken).toBeLessThan(20000);
+      expect(refused).toBeGreaterThan(30);
+    },
+  );
 
   test(
     "quotes inside the XML declaration, a comment, a CDATA section or a processing instruction are only " +
@@ -277,21 +289,27 @@ describe("JUnitShrinker: Bun's JUnit read with long texts cut", () => {
         () => "<z/>",
       ];
       for (let d = 0; d < 2000; d++) {
-        const doc = `<?xml ${safe(run(random(10)), "?>")}?><testsuites>${Array.from({ length: 1 + random(8) }, () => pieces[random(pieces.length)]!()).join("")}</testsuites>`;
+        const doc =
+          `<?xml ` +
+          `${safe(run(random(10)), "?>")}?><testsuites>` +
+          `${Array.from({ length: 1 + random(8) }, () => pieces[random(pieces.length)]!()).join("")}</testsuites>`;
         for (const chunk of [1, 5, 4096]) expect(shrink(doc, 500, chunk)).toBe(doc);
       }
     },
   );
 
-  test("hasNothingToCut: Bun's own output passes; a long text, a comment or a late processing instruction does not", () => {
-    const doc = junit("short", "short body");
-    expect(hasNothingToCut(Buffer.from(doc))).toBe(true);
-    expect(hasNothingToCut(Buffer.from(junit("m".repeat(MAX_TEXT_BYTES), "short")))).toBe(false);
-    expect(hasNothingToCut(Buffer.from(junit("short", "b".repeat(MAX_TEXT_BYTES))))).toBe(false);
-    expect(hasNothingToCut(Buffer.from(doc.replace("<testsuites", "<!-- c --><testsuites")))).toBe(false);
-    expect(hasNothingToCut(Buffer.from(doc.replace("<testsuites", "<?pi x?><testsuites")))).toBe(false);
-    expect(hasNothingToCut(Buffer.from(doc.replace('encoding="UTF-8"?>', 'encoding="UTF-8"<x/>')))).toBe(false);
-  });
+  test(
+    "hasNothingToCut: Bun's own output passes; a long text, " + "a comment or a late processing instruction does not",
+    () => {
+      const doc = junit("short", "short body");
+      expect(hasNothingToCut(Buffer.from(doc))).toBe(true);
+      expect(hasNothingToCut(Buffer.from(junit("m".repeat(MAX_TEXT_BYTES), "short")))).toBe(false);
+      expect(hasNothingToCut(Buffer.from(junit("short", "b".repeat(MAX_TEXT_BYTES))))).toBe(false);
+      expect(hasNothingToCut(Buffer.from(doc.replace("<testsuites", "<!-- c --><testsuites")))).toBe(false);
+      expect(hasNothingToCut(Buffer.from(doc.replace("<testsuites", "<?pi x?><testsuites")))).toBe(false);
+      expect(hasNothingToCut(Buffer.from(doc.replace('encoding="UTF-8"?>', 'encoding="UTF-8"<x/>')))).toBe(false);
+    },
+  );
 
   test("the limit grows with the tests started: a passing file of 100,000 long-named tests (about 19 MB, as Bun " +
     "writes it) is read, not refused", async () => {
@@ -361,7 +379,8 @@ describe("capText: a text cut at ingestion is cut again as one in reports", () =
   });
 });
 
-test("a test failing with a 1 MiB message: every report keeps the tail, at most 64 KiB, and names the log", async () => {
+test("a test failing with a 1 MiB message: every report " +
+  "keeps the tail, at most 64 KiB, and names the log", async () => {
   const dir = makeSuite({
     "huge.test.ts":
       `import { test } from "bun:test";\ntest("huge", () => { throw new Error("x".repeat(1024 * ` +

@@ -181,7 +181,8 @@ test("${name} fails", async () => {
 test("waits", async () => { await Bun.sleep(Math.max(0, Number(process.env.END_AT) - Date.now())); });
 `;
 
-  test("end line, failing tests, log path and excerpt are contiguous for every failed shard, in several runs", async () => {
+  test("end line, failing tests, log path and excerpt are " +
+    "contiguous for every failed shard, in several runs", async () => {
     const files: Record<string, string> = {};
     const names = ["f0", "f1", "f2", "f3"];
     for (const n of names) files[`${n}.test.ts`] = failing(n);

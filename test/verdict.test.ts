@@ -185,12 +185,15 @@ describe("exit status without Bun's JUnit", () => {
       ).status,
     ).toBe("passed");
   });
-  test("exit 0, nothing found, no end mark: crashed even with --pass-with-no-tests (process.exit(0) before any test)", () => {
-    const events = { connected: true, looseErrors: [], tests: [] };
-    const result = decideShard(evidence({ events, testsStarted: 0, finishedNormally: false, passWithNoTests: true }));
-    expect(result.status).toBe("crashed");
-    expect(result.tests.every((t) => t.status === "crashed")).toBe(true);
-  });
+  test(
+    "exit 0, nothing found, no end mark: crashed even with " + "--pass-with-no-tests (process.exit(0) before any test)",
+    () => {
+      const events = { connected: true, looseErrors: [], tests: [] };
+      const result = decideShard(evidence({ events, testsStarted: 0, finishedNormally: false, passWithNoTests: true }));
+      expect(result.status).toBe("crashed");
+      expect(result.tests.every((t) => t.status === "crashed")).toBe(true);
+    },
+  );
   test("exit 0 with events lost but the preload's marks showing a test start: crashed, not 'no tests'", () => {
     const events = { connected: true, looseErrors: [], tests: [] };
     const result = decideShard(evidence({ events, testsStarted: 2, finishedNormally: false }));
@@ -473,29 +476,32 @@ describe("hooks, .only and the found plan (docs/reports.md)", () => {
       decideShard(evidence({ junit: bunFile(bunCase("p", "passed", 1), bunCase("s", "skipped", 2)) })).reason,
     ).toBe("all tests passed");
   });
-  test("names keep escape sequences, ESC shown: from events (ended or killed); without them, what Bun's JUnit kept", () => {
-    const raw = "\x1b[31mred\x1b[0m passes";
-    const fromJUnitOnly = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)) }));
-    const withEvents = decideShard(
-      evidence({
-        junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)),
-        events: connected(evTest(raw, "ended", "passed")),
-        testsStarted: 1,
-      }),
-    );
-    const killed = decideShard(
-      evidence({
-        process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
-        events: connected(evTest(raw, "running")),
-      }),
-    );
-    const shown = "\u241b[31mred\u241b[0m passes";
-    expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual([
-      "[31mred[0m passes",
-      shown,
-      shown,
-    ]);
-  });
+  test(
+    "names keep escape sequences, ESC shown: from events " + "(ended or killed); without them, what Bun's JUnit kept",
+    () => {
+      const raw = "\x1b[31mred\x1b[0m passes";
+      const fromJUnitOnly = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)) }));
+      const withEvents = decideShard(
+        evidence({
+          junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)),
+          events: connected(evTest(raw, "ended", "passed")),
+          testsStarted: 1,
+        }),
+      );
+      const killed = decideShard(
+        evidence({
+          process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
+          events: connected(evTest(raw, "running")),
+        }),
+      );
+      const shown = "\u241b[31mred\u241b[0m passes";
+      expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual([
+        "[31mred[0m passes",
+        shown,
+        shown,
+      ]);
+    },
+  );
 });
 
 test(
@@ -522,28 +528,32 @@ test(
   },
 );
 
-test("a killed shard whose in-flight test lost its start event: the preload's start count names it, no hook is blamed", () => {
-  // Found order as Bun sends it (declaration order); the run order (events/run-order.ts) decides, not the line.
-  const events = {
-    connected: true,
-    looseErrors: [],
-    tests: [
-      { ...evTest("forges", "found"), line: 16, runOrder: 0 },
-      { ...evTest("fails", "found"), line: 17, runOrder: 1 },
-    ],
-  };
-  const result = decideShard(evidence({ events, testsStarted: 1, finishedNormally: false }));
-  expect(names(result)).toEqual([
-    ["forges", "crashed"],
-    ["fails", "never-started"],
-  ]);
-  // With the counts agreeing, nothing had started: code outside tests was in flight.
-  expect(names(decideShard(evidence({ events, testsStarted: 0, finishedNormally: false })))).toEqual([
-    ["forges", "never-started"],
-    ["fails", "never-started"],
-    ["beforeAll hook", "crashed"],
-  ]);
-});
+test(
+  "a killed shard whose in-flight test lost its start event: " +
+    "the preload's start count names it, no hook is blamed",
+  () => {
+    // Found order as Bun sends it (declaration order); the run order (events/run-order.ts) decides, not the line.
+    const events = {
+      connected: true,
+      looseErrors: [],
+      tests: [
+        { ...evTest("forges", "found"), line: 16, runOrder: 0 },
+        { ...evTest("fails", "found"), line: 17, runOrder: 1 },
+      ],
+    };
+    const result = decideShard(evidence({ events, testsStarted: 1, finishedNormally: false }));
+    expect(names(result)).toEqual([
+      ["forges", "crashed"],
+      ["fails", "never-started"],
+    ]);
+    // With the counts agreeing, nothing had started: code outside tests was in flight.
+    expect(names(decideShard(evidence({ events, testsStarted: 0, finishedNormally: false })))).toEqual([
+      ["forges", "never-started"],
+      ["fails", "never-started"],
+      ["beforeAll hook", "crashed"],
+    ]);
+  },
+);
 
 test(
   "a killed shard whose channel could not read a frame says a test may be missing, failed, in the file in " +

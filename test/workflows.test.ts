@@ -67,26 +67,29 @@ describe.each(FILES)("examples/github/%s", (file) => {
     for (const [, job] of jobs) for (const step of job.steps) if (step.run) expect(step.run).not.toContain("${{");
   });
 
-  test("every job has a limit; a step that runs shardguard has a deadline below its step's and its job's limits", () => {
-    for (const [name, job] of jobs) {
-      const jobLimit = job["timeout-minutes"];
-      expect(jobLimit, `job ${name}`).toBeNumber();
-      for (const step of job.steps) {
-        if (!step.run || !RUNS_SHARDGUARD.test(step.run) || /shardguard merge/.test(step.run)) continue;
-        const m = DEADLINE.exec(step.run.trim());
-        expect(m, `${name}: ${step.run}`).not.toBeNull();
-        const [, killAfter, variable] = m!;
-        const deadline = Number(step.env?.[variable!]);
-        expect(deadline).toBeGreaterThan(0);
-        // After SIGTERM shardguard stops its shards within the grace period and writes the reports;
-        // `timeout` kills it kill-after minutes later at the latest, and the step's own limit backs that up.
-        const stepLimit = step["timeout-minutes"]!;
-        expect(stepLimit).toBeGreaterThanOrEqual(deadline + Number(killAfter));
-        expect(jobLimit!).toBeGreaterThanOrEqual(BEFORE_MINUTES + stepLimit + AFTER_MINUTES);
-        if (file === "shardguard-bg.yml") expect(jobLimit!).toBeLessThan(FOLLOWER_CAP_MINUTES);
+  test(
+    "every job has a limit; a step that runs shardguard " + "has a deadline below its step's and its job's limits",
+    () => {
+      for (const [name, job] of jobs) {
+        const jobLimit = job["timeout-minutes"];
+        expect(jobLimit, `job ${name}`).toBeNumber();
+        for (const step of job.steps) {
+          if (!step.run || !RUNS_SHARDGUARD.test(step.run) || /shardguard merge/.test(step.run)) continue;
+          const m = DEADLINE.exec(step.run.trim());
+          expect(m, `${name}: ${step.run}`).not.toBeNull();
+          const [, killAfter, variable] = m!;
+          const deadline = Number(step.env?.[variable!]);
+          expect(deadline).toBeGreaterThan(0);
+          // After SIGTERM shardguard stops its shards within the grace period and writes the reports;
+          // `timeout` kills it kill-after minutes later at the latest, and the step's own limit backs that up.
+          const stepLimit = step["timeout-minutes"]!;
+          expect(stepLimit).toBeGreaterThanOrEqual(deadline + Number(killAfter));
+          expect(jobLimit!).toBeGreaterThanOrEqual(BEFORE_MINUTES + stepLimit + AFTER_MINUTES);
+          if (file === "shardguard-bg.yml") expect(jobLimit!).toBeLessThan(FOLLOWER_CAP_MINUTES);
+        }
       }
-    }
-  });
+    },
+  );
 
   test("the reports and logs are uploaded whatever the outcome", () => {
     for (const [, job] of jobs) {
