@@ -56,7 +56,8 @@ const passed = logs.filter((l) => readFileSync(l, "utf8").trimEnd().endsWith("##
 const b = median(base);
 const m = median(bg);
 console.log(
-  `runs ${runs}: --version median ${b.toFixed(0)} ms; bg --local median ${m.toFixed(0)} ms (x${(m / b).toFixed(2)}), max ${Math.max(...bg).toFixed(0)} ms`,
+  `runs ${runs}: --version median ${b.toFixed(0)} ms; bg --local median ${m.toFixed(0)} ms ` +
+    `(x${(m / b).toFixed(2)}), max ${Math.max(...bg).toFixed(0)} ms`,
 );
 console.log(`still running when bg returned: ${stillRunning}/${runs}; ended EXIT=0: ${passed}/${runs}`);
 if (!argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });

@@ -39,15 +39,18 @@ const BASELINE_TIMEOUT_S = 15;
 const OPTIONS = rssBenchOptions("bench/error-rss.ts");
 
 function fixture(count: number): string {
-  return `import { test } from "bun:test";
+  return (
+    `import { test } from "bun:test";
 test("rejects ${count} promises", async () => {
-  for (let i = 0; i < ${count}; i++) void Promise.reject(new Error(\`rejection \${i} \` + "x".repeat(${MESSAGE_BYTES})));
+  for (let i = 0; i < ${count}; i++) void Promise.reject(new Error(\`rejection \${i} \` + ` +
+    `"x".repeat(${MESSAGE_BYTES})));
   await Bun.sleep(100);
 });
 test("then the thread spins", () => {
   while (true) {}
 });
-`;
+`
+  );
 }
 
 interface Measurement {
@@ -111,7 +114,9 @@ function row(label: string, m: Measurement): string {
 
 await comparePeaks({
   ...OPTIONS,
-  title: `shardguard error-rss bench: ${COUNT} rejected promises with 60 KB messages, then a spin; limit ${OPTIONS.limitMib} MiB runner peak RSS`,
+  title:
+    `shardguard error-rss bench: ${COUNT} rejected promises with 60 KB messages, then a spin; limit ` +
+    `${OPTIONS.limitMib} MiB runner peak RSS`,
   baselineBytes: BASELINE_COUNT,
   bytes: COUNT,
   measure,

@@ -30,7 +30,8 @@ mkdirSync(path.join(dir, "t"));
 for (let i = 0; i < SHARDS; i++) {
   writeFileSync(
     path.join(dir, "t", `f${String(i).padStart(3, "0")}.test.ts`),
-    `import { expect, test } from "bun:test";\nlet attempt = 0;\ntest("flaky ${i}", () => { attempt += 1; expect(attempt).toBe(2); });\n`,
+    `import { expect, test } from "bun:test";\nlet attempt = 0;\ntest("flaky ${i}", () => { attempt += 1; ` +
+      `expect(attempt).toBe(2); });\n`,
   );
 }
 
@@ -76,15 +77,17 @@ for (let run = 0; run < RUNS; run++) {
   totalNoEvents += noEvents;
   totalNotFlaky += notFlaky;
   console.log(
-    `run ${run + 1}: exit ${r.status}, ${(ms / 1000).toFixed(2)} s, ${report.shards.length} shards, ${noEvents} without events${lost.length ? ` (${lost.join(", ")})` : ""}, ${notFlaky} without the retry`,
+    `run ${run + 1}: exit ${r.status}, ${(ms / 1000).toFixed(2)} s, ${report.shards.length} shards, ${noEvents} ` +
+      `without events${lost.length ? ` (${lost.join(", ")})` : ""}, ${notFlaky} without the retry`,
   );
   if (r.status !== 0) process.stderr.write(r.stderr.slice(-2000));
 }
 console.log(
-  `total: ${totalNoEvents} of ${SHARDS * RUNS} shards without events, ${totalNotFlaky} without the retry, ${wrongStatus} with a wrong status (jobs ${JOBS}, load ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")})`,
+  `total: ${totalNoEvents} of ${SHARDS * RUNS} shards without events, ${totalNotFlaky} without the retry, ` +
+    `${wrongStatus} with a wrong status (jobs ${JOBS}, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")})`,
 );
 if (KEEP) console.log(`kept ${dir}`);
 else rmSync(dir, { recursive: true, force: true });

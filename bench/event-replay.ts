@@ -123,7 +123,8 @@ if (process.argv[2] === "--send") {
     await sender.exited;
     const { events } = channel.stats();
     process.stdout.write(
-      `round ${round + 1}: ${ms.toFixed(0)} ms wall, ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms CPU, ${events} events, RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB\n`,
+      `round ${round + 1}: ${ms.toFixed(0)} ms wall, ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms CPU, ` +
+        `${events} events, RSS ${(process.memoryUsage().rss / 1048576).toFixed(0)} MiB\n`,
     );
   }
   rmSync(dir, { recursive: true, force: true });

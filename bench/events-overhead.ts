@@ -94,7 +94,8 @@ const ratio = (a: string) => med[a]! / med.plain!;
 console.log(`files ${FILES}, jobs ${JOBS}, rounds ${ROUNDS}, test-ms ${TEST_MS}, bun ${Bun.version}`);
 for (const name of ["plain", "off", "events"]) {
   console.log(
-    `${name.padEnd(7)} median ${(med[name]! / 1000).toFixed(2)} s  (×${ratio(name).toFixed(3)} of plain)  samples ${samples[name]!.map((x) => (x / 1000).toFixed(2)).join(" ")}`,
+    `${name.padEnd(7)} median ${(med[name]! / 1000).toFixed(2)} s  (×${ratio(name).toFixed(3)} of plain)  samples ` +
+      `${samples[name]!.map((x) => (x / 1000).toFixed(2)).join(" ")}`,
   );
 }
 const verdict = ratio("events") <= TARGET;

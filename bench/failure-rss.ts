@@ -132,7 +132,9 @@ function row(label: string, m: Measurement): string {
 }
 
 await comparePeaks({
-  title: `shardguard failure-rss bench: one test throwing a ${mib(BYTES)} MiB message, events ${EVENTS ? "on" : "off"}; limit ${LIMIT_MIB} MiB runner peak RSS`,
+  title:
+    `shardguard failure-rss bench: one test throwing a ${mib(BYTES)} MiB message, events ` +
+    `${EVENTS ? "on" : "off"}; limit ${LIMIT_MIB} MiB runner peak RSS`,
   baselineBytes: BASELINE_BYTES,
   bytes: BYTES,
   limitMib: LIMIT_MIB,

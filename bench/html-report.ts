@@ -26,7 +26,9 @@ if (!Number.isInteger(rounds) || rounds < 1)
 const root = mkdtempSync(path.join(os.tmpdir(), "sg-bench-html-"));
 writeFileSync(
   path.join(root, "big.test.ts"),
-  `import { describe, expect, test } from "bun:test";\nfor (let d = 0; d < 100; d++) describe("block " + d, () => { for (let i = 0; i < 1000; i++) { const n = d * 1000 + i; test("case " + n, () => { if (n % 10000 === 9999) expect(n).toBe(-1); }); } });\n`,
+  `import { describe, expect, test } from "bun:test";\nfor (let d = 0; d < 100; d++) describe("block " + d, () => ` +
+    `{ for (let i = 0; i < 1000; i++) { const n = d * 1000 + i; test("case " + n, () => { if (n % 10000 === ` +
+    `9999) expect(n).toBe(-1); }); } });\n`,
 );
 const run = spawnSync(
   process.execPath,
@@ -87,7 +89,8 @@ for (let i = 0; i < rounds; i++) {
 const ms = (xs: number[]) =>
   `${median(xs).toFixed(0)} ms [${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}]`;
 console.log(
-  `report.html of 100,000 tests: ${(statSync(htmlPath).size / 1e6).toFixed(1)} MB; rendered from the report in ${ms(renderMs)}`,
+  `report.html of 100,000 tests: ${(statSync(htmlPath).size / 1e6).toFixed(1)} MB; rendered from the report in ` +
+    `${ms(renderMs)}`,
 );
 console.log(`headless chromium, medians of ${rounds} (min-max), load ${os.loadavg()[0]!.toFixed(1)}:`);
 for (const [what, xs] of Object.entries(times)) console.log(`  ${what.padEnd(7)} ${ms(xs)}`);

@@ -213,7 +213,8 @@ for (const [name, list] of Object.entries(samples)) {
   const ms = median(list.map((s) => s.ms));
   const rel = name === "raw" ? "—" : `${median(list.map((s) => s.releaseMs)).toFixed(1)} ms`;
   console.log(
-    `| ${name} | ${(ms / 1000).toFixed(2)} s | ${(ms / rawMs).toFixed(2)}× | ${((ms * JOBS) / FILES).toFixed(1)} ms | ${rel} |`,
+    `| ${name} | ${(ms / 1000).toFixed(2)} s | ${(ms / rawMs).toFixed(2)}× | ${((ms * JOBS) / FILES).toFixed(1)} ` +
+      `ms | ${rel} |`,
   );
 }
 rmSync(dir, { recursive: true, force: true });

@@ -125,7 +125,8 @@ for (const mode of ["plain", "flag", "connect"] as const) {
   for (let i = 0; i < RUNS; i++) times.push((await run(mode, TRIVIAL)).ms);
   times.sort((a, b) => a - b);
   console.log(
-    `  ${mode.padEnd(8)} ${times[Math.floor(RUNS / 2)]!.toFixed(1)} (min ${times[0]!.toFixed(1)}, max ${times[RUNS - 1]!.toFixed(1)})`,
+    `  ${mode.padEnd(8)} ${times[Math.floor(RUNS / 2)]!.toFixed(1)} (min ${times[0]!.toFixed(1)}, max ` +
+      `${times[RUNS - 1]!.toFixed(1)})`,
   );
 }
 rmSync(dir, { recursive: true, force: true });

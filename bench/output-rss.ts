@@ -100,7 +100,9 @@ function row(label: string, m: Measurement): string {
 }
 
 await comparePeaks({
-  title: `shardguard output-rss bench: one shard printing ${BYTES} bytes (${mib(BYTES)} MiB); limit ${LIMIT_MIB} MiB runner peak RSS`,
+  title:
+    `shardguard output-rss bench: one shard printing ${BYTES} bytes (${mib(BYTES)} MiB); limit ${LIMIT_MIB} ` +
+    `MiB runner peak RSS`,
   baselineBytes: BASELINE_BYTES,
   bytes: BYTES,
   limitMib: LIMIT_MIB,

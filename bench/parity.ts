@@ -73,13 +73,15 @@ try {
   const sg = run([BUN, CLI, "run", "--jobs", JOBS, "--timeout", TIMEOUT_S, "--out", out], dir, false);
   const sgStatuses = shardguardView(path.join(out, "report.json"));
   console.log(
-    `exit codes: plain bun test ${whole[0]!.code} and ${whole[1]!.code}, shardguard ${sg.code}; ${whole[0]!.statuses.size} tests in Bun's JUnit, ${sgStatuses.size} in shardguard's report`,
+    `exit codes: plain bun test ${whole[0]!.code} and ${whole[1]!.code}, shardguard ${sg.code}; ` +
+      `${whole[0]!.statuses.size} tests in Bun's JUnit, ${sgStatuses.size} in shardguard's report`,
   );
   // Tests that differ between two plain runs are the suite's own flakiness.
   const flaky = new Set(
     differences(whole[0]!.statuses, whole[1]!.statuses).map((d) => d.slice(0, d.lastIndexOf(": "))),
   );
-  // Bun's JUnit leaves out tests that never ran (under a failed beforeAll, after --bail): absent there is never-started.
+  // Bun's JUnit leaves out tests that never ran (under a failed beforeAll, after --bail): absent there is
+  // never-started.
   const neverRan = (d: string) => d.endsWith(": absent vs never-started");
   const raw = differences(whole[0]!.statuses, sgStatuses, (k) => !flaky.has(k)).filter((d) => !neverRan(d));
   const files = [...new Set(raw.map(fileOf))];

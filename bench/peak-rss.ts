@@ -182,7 +182,8 @@ export async function comparePeaks<M extends PeakMeasurement>(o: {
   const target = await o.measure(o.bytes);
   console.log(o.row("target", target));
   console.log(
-    `runner peak RSS: ${mib(target.runnerPeak)} MiB vs ${mib(baseline.runnerPeak)} MiB baseline (× ${(target.runnerPeak / baseline.runnerPeak).toFixed(2)})`,
+    `runner peak RSS: ${mib(target.runnerPeak)} MiB vs ` +
+      `${mib(baseline.runnerPeak)} MiB baseline (× ${(target.runnerPeak / baseline.runnerPeak).toFixed(2)})`,
   );
   const problems: string[] = [];
   if (target.runnerPeak >= o.limitMib * MiB)

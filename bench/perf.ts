@@ -73,7 +73,10 @@ interface Sample {
   cpuMs?: number;
   /** CPU time of the shardguard runner process alone, ms; 0 when not measured. */
   runnerCpuMs?: number;
-  /** For a floor: test ends its event channel received, over all its children (a child that exits first loses the rest). */
+  /**
+   * For a floor: test ends its event channel received, over all its children (a child that exits first loses the
+   * rest).
+   */
   ends?: number;
 }
 
@@ -98,7 +101,8 @@ function countingSink(): { sink: { found(): void; start(): void; end(): void }; 
  * exit. Written into a temp dir by {@link timedCpu}; bench only.
  */
 const CPU_SHIM =
-  'process.on("exit", () => { const u = process.cpuUsage(); require("fs").writeFileSync(process.env.SG_BENCH_CPU_OUT, String((u.user + u.system) / 1000)); });\n';
+  'process.on("exit", () => { const u = process.cpuUsage(); ' +
+  'require("fs").writeFileSync(process.env.SG_BENCH_CPU_OUT, String((u.user + u.system) / 1000)); });\n';
 
 /**
  * Runs a shardguard command line (`[BUN, CLI, ...args]`) to completion with
@@ -346,7 +350,8 @@ const sg = (dir: string, ...args: string[]) => [
 const other = (argv: string[]) => [BUN, COMPARE_CLI!, ...argv.slice(2)];
 /** Wall and CPU figures of a timedCpu variant, for the per-case CPU lines. */
 const cpuLine = (name: string, m: { ms: number; cpuMs: number; runnerCpuMs: number; all: number[] }) =>
-  `${name}: wall ${m.all.map((ms) => s(ms)).join(", ")}; median CPU ${s(m.cpuMs)} in all (runner ${s(m.runnerCpuMs)}, shard children and guardian ${s(m.cpuMs - m.runnerCpuMs)})\n`;
+  `${name}: wall ${m.all.map((ms) => s(ms)).join(", ")}; median CPU ${s(m.cpuMs)} in all (runner ` +
+  `${s(m.runnerCpuMs)}, shard children and guardian ${s(m.cpuMs - m.runnerCpuMs)})\n`;
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const rows: string[] = [];
 let failed = false;
@@ -392,28 +397,38 @@ if (CASES.includes("p1")) {
     if (m[name]) process.stderr.write(cpuLine(`p1 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.raw!.ms;
   rows.push(
-    `| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 2.5× ${verdict(r <= 2.5)} |`,
+    `| P1 200 one-test files, jobs 2, events on | raw \`bun test FILE\` ×200, 2 at a time: ${s(m.raw!.ms)} | ` +
+      `${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 2.5× ${verdict(r <= 2.5)} |`,
   );
   const ends = (n: number) => `${n} of 200 test ends arrived (fewest in a round)`;
   rows.push(
-    `| P1 bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | same raw baseline | ${s(m.floor!.ms)} (${(m.floor!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.floor!.ends)} | (context) |`,
+    `| P1 bare \`bun --inspect-wait=unix:\` child dialing the runner's channel + handshake per file, jobs 2 | ` +
+      `same raw baseline | ${s(m.floor!.ms)} ` +
+      `(${(m.floor!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.floor!.ends)} | (context) |`,
   );
   rows.push(
-    `| P1 floor: the shard child alone, events on (the runner's command line and environment: preload, marks, JUnit; the runner's event channel: handshake, release, end-of-run barrier), no supervision, jobs 2 | same raw baseline | ${s(m.childFloorEvents!.ms)} (${(m.childFloorEvents!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.childFloorEvents!.ends)} | (context) |`,
+    `| P1 floor: the shard child alone, events on (the runner's command line and environment: preload, marks, ` +
+      `JUnit; the runner's event channel: handshake, release, end-of-run barrier), no supervision, jobs 2 | ` +
+      `same raw baseline | ${s(m.childFloorEvents!.ms)} ` +
+      `(${(m.childFloorEvents!.ms / m.raw!.ms).toFixed(2)}×), ${ends(m.childFloorEvents!.ends)} | (context) |`,
   );
   rows.push(
-    `| P1 floor: the shard child alone, events off, no supervision, jobs 2 | same raw baseline | ${s(m.childFloor!.ms)} (${(m.childFloor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
+    `| P1 floor: the shard child alone, events off, no supervision, jobs 2 | same raw baseline | ` +
+      `${s(m.childFloor!.ms)} (${(m.childFloor!.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
   );
   rows.push(
-    `| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} (${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | ≤ 1.5× ${verdict(m.noEvents!.ms / m.raw!.ms <= 1.5)} |`,
+    `| P1 same, --no-test-events | same raw baseline | ${s(m.noEvents!.ms)} ` +
+      `(${(m.noEvents!.ms / m.raw!.ms).toFixed(2)}×) | ≤ 1.5× ${verdict(m.noEvents!.ms / m.raw!.ms <= 1.5)} |`,
   );
   if (m.other)
     rows.push(
-      `| P1 events on, --compare-cli ${COMPARE_CLI} | same raw baseline | ${s(m.other.ms)} (${(m.other.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
+      `| P1 events on, --compare-cli ${COMPARE_CLI} | same raw baseline | ${s(m.other.ms)} ` +
+        `(${(m.other.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
     );
   if (m.otherNoEvents)
     rows.push(
-      `| P1 --no-test-events, --compare-cli | same raw baseline | ${s(m.otherNoEvents.ms)} (${(m.otherNoEvents.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
+      `| P1 --no-test-events, --compare-cli | same raw baseline | ${s(m.otherNoEvents.ms)} ` +
+        `(${(m.otherNoEvents.ms / m.raw!.ms).toFixed(2)}×) | (context) |`,
     );
   rmSync(dir, { recursive: true, force: true });
 }
@@ -439,11 +454,13 @@ if (CASES.includes("p3")) {
   for (const name of ["shardguard", "other"]) if (m[name]) process.stderr.write(cpuLine(`p3 ${name}`, m[name]));
   const r = m.shardguard!.ms / m.parallel!.ms;
   rows.push(
-    `| P3 300 files × 10 tests, --files-per-shard 50, jobs 2 | \`bun test --parallel=2\`: ${s(m.parallel!.ms)} | ${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.3× ${verdict(r <= 1.3)} |`,
+    `| P3 300 files × 10 tests, --files-per-shard 50, jobs 2 | \`bun test --parallel=2\`: ${s(m.parallel!.ms)} | ` +
+      `${s(m.shardguard!.ms)} (${r.toFixed(2)}×) | ≤ 1.3× ${verdict(r <= 1.3)} |`,
   );
   if (m.other)
     rows.push(
-      `| P3 --compare-cli ${COMPARE_CLI} | same | ${s(m.other.ms)} (${(m.other.ms / m.parallel!.ms).toFixed(2)}×) | (context) |`,
+      `| P3 --compare-cli ${COMPARE_CLI} | same | ${s(m.other.ms)} ` +
+        `(${(m.other.ms / m.parallel!.ms).toFixed(2)}×) | (context) |`,
     );
   rmSync(dir, { recursive: true, force: true });
 }
@@ -466,7 +483,10 @@ const P8_SHAPES: Record<string, { label: string; body: () => string; tests: () =
     label: "1,000 describes × tests",
     body: () => {
       const per = Math.max(1, Math.ceil(P8_TESTS / 1000));
-      return `for (let d = 0; d < 1000; d++) describe("suite " + d, () => {\n  for (let i = 0; i < ${per}; i++) { const n = d * ${per} + i; if (n < ${P8_TESTS}) test("t" + i, () => { expect(n).toBe(n); }); }\n});\n`;
+      return (
+        `for (let d = 0; d < 1000; d++) describe("suite " + d, () => {\n  for (let i = 0; i < ${per}; i++) { ` +
+        `const n = d * ${per} + i; if (n < ${P8_TESTS}) test("t" + i, () => { expect(n).toBe(n); }); }\n});\n`
+      );
     },
     tests: () => P8_TESTS,
   },
@@ -477,7 +497,8 @@ const P8_SHAPES: Record<string, { label: string; body: () => string; tests: () =
       return [
         `function level(chain: number, depth: number) {`,
         `  describe(depth === 0 ? "chain " + chain : "level " + depth, () => {`,
-        `    for (let i = 0; i < 10; i++) test("t" + i, () => { expect(chain * 100 + depth * 10 + i).toBeGreaterThanOrEqual(0); });`,
+        `    for (let i = 0; i < 10; i++) test("t" + i, () => { expect(chain * 100 + depth * 10 + ` +
+          `i).toBeGreaterThanOrEqual(0); });`,
         `    if (depth < 9) level(chain, depth + 1);`,
         `  });`,
         `}`,
@@ -550,7 +571,10 @@ for (const [key, shape] of Object.entries(P8_SHAPES)) {
   const rss = m.shardguard!.peakMiB;
   const P = key.toUpperCase();
   rows.push(
-    `| ${P} one file, ${tests.toLocaleString("en")} tests, ${shape.label}, events on | \`bun test --reporter=junit\`: ${s(base)}, CPU ${s(m.junit!.cpuMs)} | ${ratio(m.shardguard!.ms)}, runner peak ${rss.toFixed(0)} MiB, ${cpu(m.shardguard!)} | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`,
+    `| ${P} one file, ${tests.toLocaleString("en")} tests, ${shape.label}, events on | \`bun test ` +
+      `--reporter=junit\`: ${s(base)}, CPU ${s(m.junit!.cpuMs)} | ${ratio(m.shardguard!.ms)}, runner peak ` +
+      `${rss.toFixed(0)} MiB, ` +
+      `${cpu(m.shardguard!)} | ≤ 4× ${verdict(r <= 4)}, ≤ 300 MiB ${verdict(rss <= 300)} |`,
   );
   // The shard child's own floor must have every event, or it is no floor (the bare child's is not).
   if (m.childFloorEvents!.ends !== tests)
@@ -558,21 +582,28 @@ for (const [key, shape] of Object.entries(P8_SHAPES)) {
   const ends = (n: number) =>
     `${n.toLocaleString("en")} of ${tests.toLocaleString("en")} test ends arrived (fewest in a round)`;
   rows.push(
-    `| ${P} floor: the shard child alone, events on (the runner's command line, environment and event channel: preload hold, handshake, release, end-of-run barrier; JUnit), events parsed and discarded, no supervision | same | ${ratio(m.childFloorEvents!.ms)}, ${ends(m.childFloorEvents!.ends)} | (context) |`,
+    `| ${P} floor: the shard child alone, events on (the runner's command line, environment and event channel: ` +
+      `preload hold, handshake, release, end-of-run barrier; JUnit), events parsed and discarded, no ` +
+      `supervision | same | ${ratio(m.childFloorEvents!.ms)}, ${ends(m.childFloorEvents!.ends)} | (context) |`,
   );
   rows.push(
-    `| ${P} bare \`bun --inspect-wait=unix:\` child + handshake, events parsed and discarded: no floor, the child exits before Bun has sent most events | same | ${ratio(m.floor!.ms)}, ${ends(m.floor!.ends)} | (context) |`,
+    `| ${P} bare \`bun --inspect-wait=unix:\` child + handshake, events parsed and discarded: no floor, the child ` +
+      `exits before Bun has sent most events | same | ${ratio(m.floor!.ms)}, ${ends(m.floor!.ends)} | ` +
+      `(context) |`,
   );
   rows.push(
-    `| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`,
+    `| ${P} same, --no-test-events | same | ${ratio(m.noEvents!.ms)}, runner peak ` +
+      `${m.noEvents!.peakMiB.toFixed(0)} MiB, ${cpu(m.noEvents!)} | (context) |`,
   );
   if (m.other)
     rows.push(
-      `| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`,
+      `| ${P} events on, --compare-cli ${COMPARE_CLI} | same | ${ratio(m.other.ms)}, runner peak ` +
+        `${m.other.peakMiB.toFixed(0)} MiB, ${cpu(m.other)} | (context) |`,
     );
   if (m.otherNoEvents)
     rows.push(
-      `| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`,
+      `| ${P} --no-test-events, --compare-cli | same | ${ratio(m.otherNoEvents.ms)}, runner peak ` +
+        `${m.otherNoEvents.peakMiB.toFixed(0)} MiB, ${cpu(m.otherNoEvents)} | (context) |`,
     );
   rmSync(dir, { recursive: true, force: true });
 }
@@ -604,7 +635,9 @@ if (CASES.includes("p5")) {
   const ideal = Math.max(3000, (3000 + 6 * 500) / 2) + m.startup!.ms;
   const r = m.recorded!.ms / ideal;
   rows.push(
-    `| P5 one 3 s + six 0.5 s files, jobs 2 | ideal max(3 s, 6 s / 2) + start-up ${s(m.startup!.ms)} = ${s(ideal)} | with --timings ${s(m.recorded!.ms)} (${r.toFixed(3)}×); plan order ${s(m.planOrder!.ms)} | ≤ 1.05× ${verdict(r <= 1.05)} |`,
+    `| P5 one 3 s + six 0.5 s files, jobs 2 | ideal max(3 s, 6 s / 2) + start-up ${s(m.startup!.ms)} = ` +
+      `${s(ideal)} | with --timings ${s(m.recorded!.ms)} ` +
+      `(${r.toFixed(3)}×); plan order ${s(m.planOrder!.ms)} | ≤ 1.05× ${verdict(r <= 1.05)} |`,
   );
   rmSync(dir, { recursive: true, force: true });
 }

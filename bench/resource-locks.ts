@@ -67,16 +67,19 @@ const withExclusive = span();
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 console.log(
-  `suite: 1 × ${longMs} ms, ${shortCount} × ${shortMs} ms, 1 × ${exclusiveMs} ms exclusive; --jobs ${jobs}; load ${os.loadavg()[0]!.toFixed(2)}`,
+  `suite: 1 × ${longMs} ms, ${shortCount} × ${shortMs} ms, 1 × ${exclusiveMs} ms exclusive; --jobs ${jobs}; load ` +
+    `${os.loadavg()[0]!.toFixed(2)}`,
 );
 console.log(
-  `planned makespan: ${s(plannedWith)} with --exclusive, ${s(plannedWithout)} without: cost ${s(plannedWith - plannedWithout)}`,
+  `planned makespan: ${s(plannedWith)} with --exclusive, ${s(plannedWithout)} without: cost ` +
+    `${s(plannedWith - plannedWithout)}`,
 );
 console.log(
   `measured span:    ${s(withExclusive)} with --exclusive, ${s(without)} without: cost ${s(withExclusive - without)}`,
 );
 console.log(
-  `measured / planned: with ${(withExclusive / plannedWith).toFixed(3)}, without ${(without / plannedWithout).toFixed(3)}`,
+  `measured / planned: with ${(withExclusive / plannedWith).toFixed(3)}, without ` +
+    `${(without / plannedWithout).toFixed(3)}`,
 );
 if (!argv.includes("--keep")) rmSync(dir, { recursive: true, force: true });
 else console.log(`kept ${dir}`);

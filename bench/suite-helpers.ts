@@ -32,7 +32,10 @@ export function run(
   return { code: r.exitCode ?? -1, ms, cpuMs, out };
 }
 
-/** Clones SOURCE (a git URL or directory) at COMMIT into a temp dir without the blobs the source lacks, and installs its dependencies. */
+/**
+ * Clones SOURCE (a git URL or directory) at COMMIT into a temp dir without the blobs the source lacks, and installs
+ * its dependencies.
+ */
 export function setUp(SOURCE: string, COMMIT: string): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), "sg-whole-suite-"));
   run(["git", "clone", "-q", "--no-checkout", SOURCE, dir], os.tmpdir());
@@ -107,7 +110,9 @@ export function add(map: Statuses, key: string, status: string): void {
   map.set(key, list);
 }
 
-/** Keys whose statuses differ between a and b (a key missing on one side counts), optionally only keys `keep` accepts. */
+/**
+ * Keys whose statuses differ between a and b (a key missing on one side counts), optionally only keys `keep` accepts.
+ */
 export function differences(a: Statuses, b: Statuses, keep: (key: string) => boolean = () => true): string[] {
   const keys = new Set([...a.keys(), ...b.keys()]);
   return [...keys]

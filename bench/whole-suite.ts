@@ -39,7 +39,8 @@ const files = run(["git", "ls-files", "*.test.ts", "*.test.tsx", "*.spec.ts", "*
   .split("\n")
   .filter(Boolean);
 console.log(
-  `suite: ${SOURCE} @ ${COMMIT.slice(0, 12)}, ${files.length} test files; Bun ${Bun.version}; jobs ${JOBS}; load ${os.loadavg()[0]!.toFixed(1)}`,
+  `suite: ${SOURCE} @ ${COMMIT.slice(0, 12)}, ${files.length} test files; Bun ${Bun.version}; jobs ${JOBS}; load ` +
+    `${os.loadavg()[0]!.toFixed(1)}`,
 );
 try {
   const base: number[] = [];
@@ -102,7 +103,8 @@ try {
       throw new Error(`round ${r + 1}: a run wrote no report:\n${b.out.slice(-2000)}\n${s.out.slice(-2000)}`);
     const bs = bunStatuses(xml);
     const ss = shardguardStatuses(path.join(out, "report.json"));
-    // A test whose status differs between two runs of the same tool is the suite's own flakiness, not a difference of the tools.
+    // A test whose status differs between two runs of the same tool is the suite's own flakiness, not a difference of
+    // the tools.
     if (baseStatuses) for (const d of differences(baseStatuses, bs)) flaky.add(d.slice(0, d.lastIndexOf(": ")));
     if (sgStatuses) for (const d of differences(sgStatuses, ss)) flaky.add(d.slice(0, d.lastIndexOf(": ")));
     baseStatuses ??= bs;
@@ -115,17 +117,30 @@ try {
     timedStatuses ??= ts;
     const diff = differences(bs, ss);
     console.log(
-      `round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x), with --timings ${(t.ms / 1000).toFixed(2)} s (${(t.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ${os.loadavg()[0]!.toFixed(1)}`,
+      `round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ` +
+        `${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x), with --timings ` +
+        `${(t.ms / 1000).toFixed(2)} s (${(t.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} ` +
+        `status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ` +
+        `${os.loadavg()[0]!.toFixed(1)}`,
     );
   }
   const stable = (k: string) => !flaky.has(k);
   const diffs = differences(baseStatuses!, sgStatuses!, stable);
   console.log(
-    `median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x); with --timings (${recorded} files recorded) ${(median(timed) / 1000).toFixed(2)} s: ${(median(timed) / median(base)).toFixed(2)}x; CPU ${(median(cpu.base) / 1000).toFixed(2)} s vs ${(median(cpu.sg) / 1000).toFixed(2)} s (${(median(cpu.sg) / median(cpu.base)).toFixed(2)}x); wall range ${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`,
+    `median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ` +
+      `${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x); ` +
+      `with --timings (${recorded} files recorded) ${(median(timed) / 1000).toFixed(2)} s: ` +
+      `${(median(timed) / median(base)).toFixed(2)}x; CPU ${(median(cpu.base) / 1000).toFixed(2)} s vs ` +
+      `${(median(cpu.sg) / 1000).toFixed(2)} s (${(median(cpu.sg) / median(cpu.base)).toFixed(2)}x); wall ` +
+      `range ` +
+      `${Math.min(...sg.map((x, i) => x / base[i]!)).toFixed(2)}-` +
+      `${Math.max(...sg.map((x, i) => x / base[i]!)).toFixed(2)}x`,
   );
   const timedDiffs = differences(baseStatuses!, timedStatuses!, stable);
   console.log(
-    `statuses: ${diffs.length} difference(s) between the tools in round 1 (${timedDiffs.length} with --timings) outside ${flaky.size} test(s) that changed between rounds of one tool${[...diffs, ...timedDiffs].length ? `: ${[...diffs, ...timedDiffs].join("; ")}` : ""}`,
+    `statuses: ${diffs.length} difference(s) between the tools in round 1 (${timedDiffs.length} with --timings) ` +
+      `outside ${flaky.size} test(s) that changed between rounds of one ` +
+      `tool${[...diffs, ...timedDiffs].length ? `: ${[...diffs, ...timedDiffs].join("; ")}` : ""}`,
   );
 
   // One wedged file: its test is killed at the timeout, every other test keeps its status.
@@ -157,7 +172,9 @@ try {
   const ws = shardguardStatuses(path.join(out, "report.json"));
   const others = differences(sgStatuses!, ws, (k) => !k.startsWith(`${wedge} >`) && stable(k));
   console.log(
-    `wedge: ${(w.ms / 1000).toFixed(2)} s with --timeout ${TIMEOUT_S}; the spinning test: ${(ws.get(`${wedge} > spins`) ?? ["absent"]).join(",")}; ${others.length} other test(s) changed status${others.length ? `: ${others.slice(0, 10).join("; ")}` : ""}`,
+    `wedge: ${(w.ms / 1000).toFixed(2)} s with --timeout ${TIMEOUT_S}; the spinning test: ` +
+      `${(ws.get(`${wedge} > spins`) ?? ["absent"]).join(",")}; ${others.length} other test(s) changed ` +
+      `status${others.length ? `: ${others.slice(0, 10).join("; ")}` : ""}`,
   );
 } finally {
   if (KEEP) console.log(`kept ${dir}`);

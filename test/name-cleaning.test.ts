@@ -49,7 +49,8 @@ describe("names with control characters", () => {
     ["events on, killed shard", ["--timeout", "2", "--grace", "0.5"], true, SHOWN],
     ["events off, normal end (Bun 1.4's JUnit dropped them)", ["--no-test-events"], false, FROM_BUN_JUNIT],
   ] as const) {
-    test(`${label}: report.json, ctrf.json and junit.xml name the test the same, nothing dropped silently`, async () => {
+    test(`${label}: report.json, ctrf.json and junit.xml ` +
+      `name the test the same, nothing dropped silently`, async () => {
       const dir = makeSuite(suite(spin));
       const run = await runCli(["run", "--root", dir, ...args]);
       expect(run.code).toBe(spin ? 1 : 0);

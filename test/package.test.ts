@@ -172,48 +172,58 @@ describe("installed from the tarball into a fresh project", () => {
     expect(plain.stderr).toContain("shardguard preset gstack-paid resolves");
   });
 
-  test("bun test --preset refused after its settings are valid (preflight command fails): the earlier reports are removed", () => {
-    const out = path.join(project, ".shardguard");
-    expect(existsSync(path.join(out, "report.json"))).toBe(true);
-    // The file's path contains the preset name, so Bun's filter lets the preload run.
-    writeFileSync(
-      path.join(project, "test", "broken-check.test.ts"),
-      `import { test } from "bun:test";\ntest("never runs", () => {});\n`,
-    );
-    const bunfig = path.join(project, "bunfig.toml");
-    const before = readFileSync(bunfig, "utf8");
-    writeFileSync(
-      bunfig,
-      `${before}\n[shardguard.presets.broken]\nglobs = ["test/broken-check.test.ts"]\n[shardguard.presets.broken.preflight]\ncommand = ["sh", "-c", "exit 4"]\n`,
-    );
-    try {
-      const r = run(["bun", "test", "--preset", "broken"], project);
-      expect(r.code).toBe(2);
-      expect(r.stderr).toContain("exited 4; no shard started");
-      for (const f of ["junit.xml", "report.json", "ctrf.json"]) expect(existsSync(path.join(out, f))).toBe(false);
-    } finally {
-      writeFileSync(bunfig, before);
-      rmSync(path.join(project, "test", "broken-check.test.ts"));
-    }
-    // The next run writes them again.
-    expect(
-      run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project).code,
-    ).toBe(0);
-  });
+  test(
+    "bun test --preset refused after its settings are valid " +
+      "(preflight command fails): the earlier reports are removed",
+    () => {
+      const out = path.join(project, ".shardguard");
+      expect(existsSync(path.join(out, "report.json"))).toBe(true);
+      // The file's path contains the preset name, so Bun's filter lets the preload run.
+      writeFileSync(
+        path.join(project, "test", "broken-check.test.ts"),
+        `import { test } from "bun:test";\ntest("never runs", () => {});\n`,
+      );
+      const bunfig = path.join(project, "bunfig.toml");
+      const before = readFileSync(bunfig, "utf8");
+      writeFileSync(
+        bunfig,
+        `${before}\n[shardguard.presets.broken]\nglobs = ` +
+          `["test/broken-check.test.ts"]\n[shardguard.presets.broken.preflight]\ncommand = ["sh", "-c", "exit 4"]\n`,
+      );
+      try {
+        const r = run(["bun", "test", "--preset", "broken"], project);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toContain("exited 4; no shard started");
+        for (const f of ["junit.xml", "report.json", "ctrf.json"]) expect(existsSync(path.join(out, f))).toBe(false);
+      } finally {
+        writeFileSync(bunfig, before);
+        rmSync(path.join(project, "test", "broken-check.test.ts"));
+      }
+      // The next run writes them again.
+      expect(
+        run([path.join(project, "node_modules", ".bin", "shardguard"), "run", "test/math.test.ts"], project).code,
+      ).toBe(0);
+    },
+  );
 
   test('import { … } from "shardguard": run, render and validate', () => {
     writeFileSync(
       path.join(project, "api.ts"),
       [
-        `import { main, executeRun, Run, RunReportSchema, renderJUnit, renderJson, renderCtrf, githubAnnotations, EXIT } from "shardguard";`,
+        `import { main, executeRun, Run, RunReportSchema, renderJUnit, renderJson, renderCtrf, githubAnnotations, ` +
+          `EXIT } from "shardguard";`,
         `import { readFileSync } from "node:fs";`,
         `const report = RunReportSchema.parse(JSON.parse(readFileSync(".shardguard/report.json", "utf8")));`,
         `const lines: string[] = [];`,
-        `const code = await main(["list", "test/math.test.ts"], { env: process.env, cwd: process.cwd(), stdout: (t) => lines.push(t), stderr: (t) => lines.push(t), onSignal: () => {} });`,
+        `const code = await main(["list", "test/math.test.ts"], { env: process.env, cwd: process.cwd(), stdout: ` +
+          `(t) => lines.push(t), stderr: (t) => lines.push(t), onSignal: () => {} });`,
         `console.log(JSON.stringify({`,
-        `  main: typeof main, executeRun: typeof executeRun, Run: typeof Run, code, ok: EXIT.ok, listed: lines.join("\\n").includes("test/math.test.ts"),`,
-        `  junit: renderJUnit(report).startsWith("<?xml"), json: JSON.parse(renderJson(report)).runId === report.runId,`,
-        `  ctrf: JSON.parse(renderCtrf(report)).reportFormat, annotations: githubAnnotations(report, { repoRoot: process.cwd() }).length,`,
+        `  main: typeof main, executeRun: typeof executeRun, Run: typeof Run, code, ok: EXIT.ok, listed: ` +
+          `lines.join("\\n").includes("test/math.test.ts"),`,
+        `  junit: renderJUnit(report).startsWith("<?xml"), json: JSON.parse(renderJson(report)).runId === ` +
+          `report.runId,`,
+        `  ctrf: JSON.parse(renderCtrf(report)).reportFormat, annotations: githubAnnotations(report, { repoRoot: ` +
+          `process.cwd() }).length,`,
         `}));`,
         ``,
       ].join("\n"),
@@ -234,15 +244,19 @@ describe("installed from the tarball into a fresh project", () => {
     });
   });
 
-  test("docs/api.md's example, unchanged, prints what the page says; under Node the import is one line saying shardguard needs Bun", () => {
-    const { program, output } = apiExample();
-    writeFileSync(path.join(project, "api-example.ts"), program);
-    const r = run(["bun", "api-example.ts"], project);
-    expect(r.stderr).toBe("");
-    expect(r.stdout).toBe(output);
-    writeFileSync(path.join(project, "node-import.mjs"), `import { main } from "shardguard";\n`);
-    const node = run(["node", "node-import.mjs"], project);
-    expect(node.code).toBe(1);
-    expect(node.stderr).toContain("Error: shardguard runs under Bun (1.3.13 or newer) only");
-  });
+  test(
+    "docs/api.md's example, unchanged, prints what the page says; under Node the import is one line saying " +
+      "shardguard needs Bun",
+    () => {
+      const { program, output } = apiExample();
+      writeFileSync(path.join(project, "api-example.ts"), program);
+      const r = run(["bun", "api-example.ts"], project);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toBe(output);
+      writeFileSync(path.join(project, "node-import.mjs"), `import { main } from "shardguard";\n`);
+      const node = run(["node", "node-import.mjs"], project);
+      expect(node.code).toBe(1);
+      expect(node.stderr).toContain("Error: shardguard runs under Bun (1.3.13 or newer) only");
+    },
+  );
 });

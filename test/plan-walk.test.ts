@@ -107,7 +107,8 @@ describe("walkTestFiles", () => {
   });
 
   test("planRun gives the same plan whichever way a directory is searched", () => {
-    // Plain directories and DIR/** ignores are walked; an ignore with a glob character sends every pattern to fast-glob.
+    // Plain directories and DIR/** ignores are walked; an ignore with a glob character sends every pattern to
+    // fast-glob.
     const walked = planRun({ root, patterns: ["sub", "outside", "."], filesPerShard: 5, ignore: ["out/**"] });
     const globbed = planRun({ root, patterns: ["sub", "outside", "."], filesPerShard: 5, ignore: ["ou[t]/**"] });
     expect(walked.shards).toEqual(globbed.shards);
@@ -157,38 +158,43 @@ describe("symbolic links: the plan runs what plain `bun test` runs", () => {
     return { root, outside };
   }
 
-  test("Bun 1.4.4 runs each linked file once under its real path; the plan has the same files inside the root and names the rest", () => {
-    const { root, outside } = linkTree();
-    const junit = path.join(root, "..", "junit.xml");
-    const bun = spawnSync(process.execPath, ["test", "--reporter=junit", `--reporter-outfile=${junit}`], {
-      cwd: root,
-      encoding: "utf8",
-      env: { ...process.env, CI: "" },
-    });
-    expect(bun.status).toBe(0);
-    const ran = [
-      ...new Set([...readFileSync(junit, "utf8").matchAll(/<testsuite name="([^"]+)"[^>]*file=/g)].map((m) => m[1]!)),
-    ].sort();
-    // What Bun did (measured, docs/bun-behaviour.md): followed every link, real paths (absolute outside the root), once each.
-    expect(ran).toEqual([
-      path.join(outside, "dir", "d.test.ts"),
-      path.join(outside, "out.test.ts"),
-      "lib/helper.ts",
-      "node_modules/pkg/nm.test.ts",
-      "real/a.test.ts",
-      "shared/s.test.ts",
-      "t/loop/l.test.ts",
-    ]);
-    for (const patterns of [[], ["t/**/*.test.ts", "real", "shared", "lib/helper.ts", "t/loop"]]) {
-      const plan = planRun({ root, patterns, filesPerShard: 1 });
-      expect([...plan.included.keys()].sort()).toEqual(ran.filter((f) => !path.isAbsolute(f)));
-      const left = plan.excluded
-        .filter((e) => e.reason.includes("outside --root"))
-        .map((e) => e.file)
-        .sort();
-      expect(left).toEqual([path.join(outside, "dir", "d.test.ts"), path.join(outside, "out.test.ts")]);
-    }
-  });
+  test(
+    "Bun 1.4.4 runs each linked file once under its real path; the plan has the same files inside the root and " +
+      "names the rest",
+    () => {
+      const { root, outside } = linkTree();
+      const junit = path.join(root, "..", "junit.xml");
+      const bun = spawnSync(process.execPath, ["test", "--reporter=junit", `--reporter-outfile=${junit}`], {
+        cwd: root,
+        encoding: "utf8",
+        env: { ...process.env, CI: "" },
+      });
+      expect(bun.status).toBe(0);
+      const ran = [
+        ...new Set([...readFileSync(junit, "utf8").matchAll(/<testsuite name="([^"]+)"[^>]*file=/g)].map((m) => m[1]!)),
+      ].sort();
+      // What Bun did (measured, docs/bun-behaviour.md): followed every link, real paths (absolute outside the root),
+      // once each.
+      expect(ran).toEqual([
+        path.join(outside, "dir", "d.test.ts"),
+        path.join(outside, "out.test.ts"),
+        "lib/helper.ts",
+        "node_modules/pkg/nm.test.ts",
+        "real/a.test.ts",
+        "shared/s.test.ts",
+        "t/loop/l.test.ts",
+      ]);
+      for (const patterns of [[], ["t/**/*.test.ts", "real", "shared", "lib/helper.ts", "t/loop"]]) {
+        const plan = planRun({ root, patterns, filesPerShard: 1 });
+        expect([...plan.included.keys()].sort()).toEqual(ran.filter((f) => !path.isAbsolute(f)));
+        const left = plan.excluded
+          .filter((e) => e.reason.includes("outside --root"))
+          .map((e) => e.file)
+          .sort();
+        expect(left).toEqual([path.join(outside, "dir", "d.test.ts"), path.join(outside, "out.test.ts")]);
+      }
+    },
+  );
 
   test("a PATTERN that is a link to a file outside the root is refused by name, not as a missing file", () => {
     const { root } = linkTree();

@@ -52,25 +52,29 @@ describe("planRun", () => {
     );
   });
 
-  test("an existing file or directory whose name holds glob characters is meant as written (route files such as [id].test.ts)", () => {
-    const root = makeSuite({
-      "t/[id].test.ts": "",
-      "t/i.test.ts": "",
-      "t/a{b,c}.test.ts": "",
-      "t/ab.test.ts": "",
-      "r/(group)/x.test.ts": "",
-      "r/y.test.ts": "",
-    });
-    const files = (pattern: string) =>
-      planRun({ root, patterns: [pattern], filesPerShard: 10 }).shards.flatMap((s) => s.files);
-    expect(files("t/[id].test.ts")).toEqual(["t/[id].test.ts"]);
-    expect(files("./t/a{b,c}.test.ts")).toEqual(["t/a{b,c}.test.ts"]);
-    expect(files(`${root}/t/[id].test.ts`)).toEqual(["t/[id].test.ts"]);
-    expect(files("r/(group)")).toEqual(["r/(group)/x.test.ts"]);
-    // A glob that names no existing path stays a glob.
-    expect(files("t/[i].test.ts")).toEqual(["t/i.test.ts"]);
-    expect(files("t/a{b,x}.test.ts")).toEqual(["t/ab.test.ts"]);
-  });
+  test(
+    "an existing file or directory whose name holds glob characters is meant as written (route files such as " +
+      "[id].test.ts)",
+    () => {
+      const root = makeSuite({
+        "t/[id].test.ts": "",
+        "t/i.test.ts": "",
+        "t/a{b,c}.test.ts": "",
+        "t/ab.test.ts": "",
+        "r/(group)/x.test.ts": "",
+        "r/y.test.ts": "",
+      });
+      const files = (pattern: string) =>
+        planRun({ root, patterns: [pattern], filesPerShard: 10 }).shards.flatMap((s) => s.files);
+      expect(files("t/[id].test.ts")).toEqual(["t/[id].test.ts"]);
+      expect(files("./t/a{b,c}.test.ts")).toEqual(["t/a{b,c}.test.ts"]);
+      expect(files(`${root}/t/[id].test.ts`)).toEqual(["t/[id].test.ts"]);
+      expect(files("r/(group)")).toEqual(["r/(group)/x.test.ts"]);
+      // A glob that names no existing path stays a glob.
+      expect(files("t/[i].test.ts")).toEqual(["t/i.test.ts"]);
+      expect(files("t/a{b,x}.test.ts")).toEqual(["t/ab.test.ts"]);
+    },
+  );
 });
 
 describe("shards and slugs", () => {

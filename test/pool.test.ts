@@ -14,32 +14,35 @@ afterAll(removeSuites);
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
 describe("runPool", () => {
-  test("items added by work run after the given ones, and a worker that found the queue empty still takes them", async () => {
-    let running = 0;
-    let peak = 0;
-    const order: string[] = [];
-    const results = await runPool(
-      ["a", "b"],
-      3,
-      async (item, enqueue) => {
-        running++;
-        peak = Math.max(peak, running);
-        order.push(item);
-        // "a" ends later than "b" and adds two items after the idle workers have waited.
-        for (let i = 0; i < (item === "a" ? 5 : 1); i++) await tick();
-        if (item === "a") {
-          enqueue("a1");
-          enqueue("a2");
-        }
-        running--;
-        return item.toUpperCase();
-      },
-      () => false,
-    );
-    expect(results).toEqual(["A", "B", "A1", "A2"]);
-    expect(order).toEqual(["a", "b", "a1", "a2"]);
-    expect(peak).toBeLessThanOrEqual(3);
-  });
+  test(
+    "items added by work run after the given ones, and " + "a worker that found the queue empty still takes them",
+    async () => {
+      let running = 0;
+      let peak = 0;
+      const order: string[] = [];
+      const results = await runPool(
+        ["a", "b"],
+        3,
+        async (item, enqueue) => {
+          running++;
+          peak = Math.max(peak, running);
+          order.push(item);
+          // "a" ends later than "b" and adds two items after the idle workers have waited.
+          for (let i = 0; i < (item === "a" ? 5 : 1); i++) await tick();
+          if (item === "a") {
+            enqueue("a1");
+            enqueue("a2");
+          }
+          running--;
+          return item.toUpperCase();
+        },
+        () => false,
+      );
+      expect(results).toEqual(["A", "B", "A1", "A2"]);
+      expect(order).toEqual(["a", "b", "a1", "a2"]);
+      expect(peak).toBeLessThanOrEqual(3);
+    },
+  );
 
   test("never more than jobs at once; nothing starts once stopped, and those items stay undefined", async () => {
     let running = 0;

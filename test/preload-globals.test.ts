@@ -51,7 +51,8 @@ test("under --bail, files with fake or swapped timers pass at once, as with plai
   expect(report.shards.map((s) => s.files[0]).sort()).toEqual(Object.keys(FILES).sort());
 }, 40_000);
 
-test("a file that breaks Symbol, Promise.withResolvers, Promise.race and setTimeout passes, as with plain bun test", async () => {
+test("a file that breaks Symbol, Promise.withResolvers, " +
+  "Promise.race and setTimeout passes, as with plain bun test", async () => {
   const dir = makeSuite({
     "breaks-globals.test.ts": `import { test } from "bun:test";
 test("breaks them", () => {

@@ -28,89 +28,108 @@ beforeAll(() => {
 afterAll(() => repo?.remove());
 
 describe("command lines that name no tier keep their tierless meaning", () => {
-  test("a failing tierless line fails under shardguard as under plain bun test: no tier, nothing left out, EVALS_TIER not set", () => {
-    const line = [BUN, "test", "test/skill-e2e-gamma.test.ts"];
-    const env = { EVALS: "1", EVALS_ALL: "1", FIXTURE_FAIL: "gamma-nightly" };
-    repo.clean();
-    const plain = repo.run(line, { ...env, ...PLAIN });
-    expect(plain.code).toBe(1);
-    expect(repo.ranTests().map((t) => t.name)).toEqual(["gamma-nightly"]);
+  test(
+    "a failing tierless line fails under shardguard as under plain bun test: no tier, nothing left out, " +
+      "EVALS_TIER not set",
+    () => {
+      const line = [BUN, "test", "test/skill-e2e-gamma.test.ts"];
+      const env = { EVALS: "1", EVALS_ALL: "1", FIXTURE_FAIL: "gamma-nightly" };
+      repo.clean();
+      const plain = repo.run(line, { ...env, ...PLAIN });
+      expect(plain.code).toBe(1);
+      expect(repo.ranTests().map((t) => t.name)).toEqual(["gamma-nightly"]);
 
-    repo.clean();
-    const r = repo.run(line, env);
-    expect(r.code).toBe(plain.code);
-    expect(r.stdout).toContain("no tier (none named: EVALS_TIER not set for shards, no file left out by tier)");
-    const rep = report();
-    expect(rep.preset).toMatchObject({ tier: null });
-    expect(rep.shards.map((s) => [s.files[0], s.status])).toEqual([["test/skill-e2e-gamma.test.ts", "failed"]]);
-    // The line had no --retry, so the failing test ran once, as under plain bun test; no flag of the preset's was added.
-    const ran = repo.ranTests();
-    expect(ran.map((t) => t.name)).toEqual(["gamma-nightly"]);
-    for (const t of ran) expect(t).toMatchObject({ SHARDGUARD_SHARD: "1", EVALS_TIER: null });
-    expect(r.stdout).toContain("shardguard: shard flags: (none)");
-    expect(r.stdout).toContain("no max-concurrency (the bun test line sets none)");
-  });
+      repo.clean();
+      const r = repo.run(line, env);
+      expect(r.code).toBe(plain.code);
+      expect(r.stdout).toContain("no tier (none named: EVALS_TIER not set for shards, no file left out by tier)");
+      const rep = report();
+      expect(rep.preset).toMatchObject({ tier: null });
+      expect(rep.shards.map((s) => [s.files[0], s.status])).toEqual([["test/skill-e2e-gamma.test.ts", "failed"]]);
+      // The line had no --retry, so the failing test ran once, as under plain bun test; no flag of the preset's was
+      // added.
+      const ran = repo.ranTests();
+      expect(ran.map((t) => t.name)).toEqual(["gamma-nightly"]);
+      for (const t of ran) expect(t).toMatchObject({ SHARDGUARD_SHARD: "1", EVALS_TIER: null });
+      expect(r.stdout).toContain("shardguard: shard flags: (none)");
+      expect(r.stdout).toContain("no max-concurrency (the bun test line sets none)");
+    },
+  );
 
-  test("a paid file named without EVALS=1 runs as plain bun test runs it: its tests skip, no agent ping, nothing taken over", () => {
-    const line = [BUN, "test", "test/skill-e2e-alpha.test.ts"];
-    repo.clean();
-    const plain = repo.run(line, PLAIN);
-    repo.clean();
-    const r = repo.run(line);
-    expect(r.code).toBe(plain.code);
-    expect(r.code).toBe(0);
-    expect(shardguardLines(r.stdout + r.stderr)).toEqual([]);
-    expect(repo.ranTests()).toEqual([]);
-    expect(repo.agentPings()).toBe(0);
-    expect(existsSync(path.join(out(), "report.json"))).toBe(false);
-  });
+  test(
+    "a paid file named without EVALS=1 runs as plain bun test runs it: its tests skip, no agent ping, nothing " +
+      "taken over",
+    () => {
+      const line = [BUN, "test", "test/skill-e2e-alpha.test.ts"];
+      repo.clean();
+      const plain = repo.run(line, PLAIN);
+      repo.clean();
+      const r = repo.run(line);
+      expect(r.code).toBe(plain.code);
+      expect(r.code).toBe(0);
+      expect(shardguardLines(r.stdout + r.stderr)).toEqual([]);
+      expect(repo.ranTests()).toEqual([]);
+      expect(repo.agentPings()).toBe(0);
+      expect(existsSync(path.join(out(), "report.json"))).toBe(false);
+    },
+  );
 
-  test("`bun run test:evals` plans every paid file, the periodic-only ones included, and agrees with plain bun test", () => {
-    repo.clean();
-    const plain = repo.run([BUN, "run", "test:evals"], PLAIN);
-    const plainRan = repo
-      .ranTests()
-      .map((t) => t.name)
-      .sort();
-    repo.clean();
-    const r = repo.run([BUN, "run", "test:evals"]);
-    expect(r.code).toBe(plain.code);
-    expect(r.code).toBe(0);
-    expect(report().shards.map((s) => s.files[0])).toEqual([
-      "test/codex-e2e.test.ts",
-      "test/skill-e2e-alpha.test.ts",
-      "test/skill-e2e-beta.test.ts",
-      "test/skill-e2e-gamma.test.ts",
-      "test/skill-llm-eval.test.ts",
-    ]);
-    expect(
-      repo
+  test(
+    "`bun run test:evals` plans every paid file, the " + "periodic-only ones included, and agrees with plain bun test",
+    () => {
+      repo.clean();
+      const plain = repo.run([BUN, "run", "test:evals"], PLAIN);
+      const plainRan = repo
         .ranTests()
         .map((t) => t.name)
-        .sort(),
-    ).toEqual(plainRan);
-    expect(plainRan).toContain("gamma-nightly");
-  });
+        .sort();
+      repo.clean();
+      const r = repo.run([BUN, "run", "test:evals"]);
+      expect(r.code).toBe(plain.code);
+      expect(r.code).toBe(0);
+      expect(report().shards.map((s) => s.files[0])).toEqual([
+        "test/codex-e2e.test.ts",
+        "test/skill-e2e-alpha.test.ts",
+        "test/skill-e2e-beta.test.ts",
+        "test/skill-e2e-gamma.test.ts",
+        "test/skill-llm-eval.test.ts",
+      ]);
+      expect(
+        repo
+          .ranTests()
+          .map((t) => t.name)
+          .sort(),
+      ).toEqual(plainRan);
+      expect(plainRan).toContain("gamma-nightly");
+    },
+  );
 
-  test("`bun run test:codex` runs its file as before init (its tests skip themselves outside the periodic tier)", () => {
-    repo.clean();
-    const plain = repo.run([BUN, "run", "test:codex"], PLAIN);
-    repo.clean();
-    const r = repo.run([BUN, "run", "test:codex"]);
-    expect(r.code).toBe(plain.code);
-    expect(r.code).toBe(0);
-    const rep = report();
-    expect(rep.shards.map((s) => [s.files[0], s.status])).toEqual([["test/codex-e2e.test.ts", "passed"]]);
-    expect(rep.summary.tests).toMatchObject({ skipped: 1 });
-  });
+  test(
+    "`bun run test:codex` runs its file as before init " + "(its tests skip themselves outside the periodic tier)",
+    () => {
+      repo.clean();
+      const plain = repo.run([BUN, "run", "test:codex"], PLAIN);
+      repo.clean();
+      const r = repo.run([BUN, "run", "test:codex"]);
+      expect(r.code).toBe(plain.code);
+      expect(r.code).toBe(0);
+      const rep = report();
+      expect(rep.shards.map((s) => [s.files[0], s.status])).toEqual([["test/codex-e2e.test.ts", "passed"]]);
+      expect(rep.summary.tests).toMatchObject({ skipped: 1 });
+    },
+  );
 
-  test("naming the tier still narrows: EVALS_TIER=gate with only periodic files has nothing to run (exit 2, nothing spent)", () => {
-    repo.clean();
-    const r = repo.run([BUN, "test", "test/codex-e2e.test.ts"], { EVALS: "1", EVALS_TIER: "gate" });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("nothing to run in tier gate");
-    expect(repo.agentPings()).toBe(0);
-  });
+  test(
+    "naming the tier still narrows: EVALS_TIER=gate with only periodic files has nothing to run (exit 2, " +
+      "nothing spent)",
+    () => {
+      repo.clean();
+      const r = repo.run([BUN, "test", "test/codex-e2e.test.ts"], { EVALS: "1", EVALS_TIER: "gate" });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("nothing to run in tier gate");
+      expect(repo.agentPings()).toBe(0);
+    },
+  );
 });
 
 describe("another sharded runner's bun test children are never taken over", () => {
@@ -141,7 +160,8 @@ describe("one agent preflight per run", () => {
     const r = repo.run([BUN, "test", "--preset", "gstack-paid"], { FIXTURE_AGENT_EXIT: "1" });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(
-      'shardguard: preflight "test/helpers/anthropic-preflight.ts preflightAnthropicApi(env)" exited 1; no shard started',
+      'shardguard: preflight "test/helpers/anthropic-preflight.ts ' +
+        'preflightAnthropicApi(env)" exited 1; no shard started',
     );
     expect(r.stdout).toContain("agent preflight failed: exit 1");
     expect(repo.agentPings()).toBe(1);
@@ -172,7 +192,8 @@ describe("one agent preflight per run", () => {
       const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain(
-        "shardguard: preflight: none (no test/helpers/anthropic-preflight.ts in this repository): each shard does its own check, if any",
+        "shardguard: preflight: none (no test/helpers/anthropic-preflight.ts in this repository): each shard does " +
+          "its own check, if any",
       );
     } finally {
       writeFileSync(module, saved);
@@ -223,7 +244,8 @@ describe("an edit to the touchfiles data module never selects less than the map 
     const r = repo.run([BUN, "test", "--preset", "gstack-paid"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
-      "selection: 1 of 3 tests selected (diff vs main: 1 changed file (test/helpers/touchfiles-data.ts); map diff of test/helpers/touchfiles-data.ts: 1 entry changed (beta-flow)); running 2 of 3 shards",
+      "selection: 1 of 3 tests selected (diff vs main: 1 changed file (test/helpers/touchfiles-data.ts); map diff " +
+        "of test/helpers/touchfiles-data.ts: 1 entry changed (beta-flow)); running 2 of 3 shards",
     );
     expect(
       repo
@@ -253,7 +275,8 @@ describe("an edit to the touchfiles data module never selects less than the map 
     );
     const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
     expect(r.stdout).toContain(
-      "selection: 3 of 3 tests selected (run all (the touchfiles source test/helpers/touchfiles-data.ts changed: its global touchfiles differ from main))",
+      "selection: 3 of 3 tests selected (run all (the touchfiles source test/helpers/touchfiles-data.ts changed: " +
+        "its global touchfiles differ from main))",
     );
     repo.git("checkout", "-q", "--", "test/helpers/touchfiles-data.ts");
   });
@@ -278,7 +301,8 @@ describe("the selection line names the changed files that mattered", () => {
       "selection: 1 of 3 tests selected (diff vs main: 4 changed files (src/alpha.ts, a-notes.md, b-notes.md, …)); running 2 of 3 shards",
     );
     expect(r.stdout).toContain(
-      "shardguard: changed files (4, those that selected something first): src/alpha.ts, a-notes.md, b-notes.md, bunfig-notes.md",
+      "shardguard: changed files (4, those that selected something first): src/alpha.ts, a-notes.md, b-notes.md, " +
+        "bunfig-notes.md",
     );
   });
 });

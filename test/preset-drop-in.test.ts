@@ -63,114 +63,123 @@ function stableReport(r: RunReport): unknown {
 const stableJUnit = (xml: string) => xml.replace(/ (time|timestamp)="[^"]*"/g, ` $1="…"`).replace(/ line="\d+"/g, "");
 
 describe("gstack-paid drop-in on a clean main branch", () => {
-  test("plain `bun test` is untouched: every file runs in-process, paid tests self-skip, shardguard writes nothing", () => {
-    repo.clean();
-    const r = repo.run([BUN, "test"]);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toContain("(pass) a free unit test");
-    expect(r.stderr).toContain("(pass) shardguard preset gstack-paid resolves and matches at least one file");
-    expect(r.stderr).toContain("(skip) skill-e2e-beta > beta-flow");
-    expect(shardguardLines(r.stdout + r.stderr)).toEqual([]);
-    expect(existsSync(out())).toBe(false);
-    expect(repo.ranTests()).toEqual([]);
-  });
+  test(
+    "plain `bun test` is untouched: every file runs " + "in-process, paid tests self-skip, shardguard writes nothing",
+    () => {
+      repo.clean();
+      const r = repo.run([BUN, "test"]);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain("(pass) a free unit test");
+      expect(r.stderr).toContain("(pass) shardguard preset gstack-paid resolves and matches at least one file");
+      expect(r.stderr).toContain("(skip) skill-e2e-beta > beta-flow");
+      expect(shardguardLines(r.stdout + r.stderr)).toEqual([]);
+      expect(existsSync(out())).toBe(false);
+      expect(repo.ranTests()).toEqual([]);
+    },
+  );
 
-  test("`bun test --preset gstack-paid` and the legacy `bun run test:gate` run the same plan and write the same reports", () => {
-    repo.clean();
-    const viaPreset = repo.run([BUN, "test", "--preset", "gstack-paid"]);
-    expect(viaPreset.code).toBe(0);
-    const presetReport = report();
-    const presetJUnit = junit();
-    const presetRan = repo.ranTests();
-    expect(repo.agentPings()).toBe(1);
+  test(
+    "`bun test --preset gstack-paid` and the legacy `bun run " +
+      "test:gate` run the same plan and write the same reports",
+    () => {
+      repo.clean();
+      const viaPreset = repo.run([BUN, "test", "--preset", "gstack-paid"]);
+      expect(viaPreset.code).toBe(0);
+      const presetReport = report();
+      const presetJUnit = junit();
+      const presetRan = repo.ranTests();
+      expect(repo.agentPings()).toBe(1);
 
-    repo.clean();
-    const viaLegacy = repo.run([BUN, "run", "test:gate"]);
-    expect(viaLegacy.code).toBe(0);
-    const legacyReport = report();
-    const legacyRan = repo.ranTests();
-    expect(repo.agentPings()).toBe(1);
+      repo.clean();
+      const viaLegacy = repo.run([BUN, "run", "test:gate"]);
+      expect(viaLegacy.code).toBe(0);
+      const legacyReport = report();
+      const legacyRan = repo.ranTests();
+      expect(repo.agentPings()).toBe(1);
 
-    // What each run printed about its plan, apart from how the preset was chosen and the run id.
-    const planOf = (text: string) =>
-      shardguardLines(text)
-        .filter(
-          (l) =>
-            !l.startsWith("shardguard: preset ") &&
-            !l.startsWith("shardguard: run ") &&
-            !l.startsWith("shardguard: shard flags: "),
-        )
-        .map((l) =>
-          l
-            .replace(/\(bun test --max-concurrency 15 shared by 4 jobs\)/, "(preset gstack-paid)")
-            .replace(/passed in [\d.]+s$/, "passed in …s"),
-        );
-    expect(planOf(viaLegacy.stdout)).toEqual(planOf(viaPreset.stdout));
-    expect(viaPreset.stdout).toContain("tier gate (from default)");
-    expect(viaLegacy.stdout).toContain("tier gate (from EVALS_TIER)");
-    expect(viaLegacy.stdout).toContain("max-concurrency 4 per shard (bun test --max-concurrency 15 shared by 4 jobs)");
-    // The shard flags differ by what the old line did not have: the preset's per-test --timeout.
-    expect(viaPreset.stdout).toContain(
-      "shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4 --timeout=1800000\n",
-    );
-    expect(viaLegacy.stdout).toContain("shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4\n");
+      // What each run printed about its plan, apart from how the preset was chosen and the run id.
+      const planOf = (text: string) =>
+        shardguardLines(text)
+          .filter(
+            (l) =>
+              !l.startsWith("shardguard: preset ") &&
+              !l.startsWith("shardguard: run ") &&
+              !l.startsWith("shardguard: shard flags: "),
+          )
+          .map((l) =>
+            l
+              .replace(/\(bun test --max-concurrency 15 shared by 4 jobs\)/, "(preset gstack-paid)")
+              .replace(/passed in [\d.]+s$/, "passed in …s"),
+          );
+      expect(planOf(viaLegacy.stdout)).toEqual(planOf(viaPreset.stdout));
+      expect(viaPreset.stdout).toContain("tier gate (from default)");
+      expect(viaLegacy.stdout).toContain("tier gate (from EVALS_TIER)");
+      expect(viaLegacy.stdout).toContain(
+        "max-concurrency 4 per shard (bun test --max-concurrency 15 shared by 4 jobs)",
+      );
+      // The shard flags differ by what the old line did not have: the preset's per-test --timeout.
+      expect(viaPreset.stdout).toContain(
+        "shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4 --timeout=1800000\n",
+      );
+      expect(viaLegacy.stdout).toContain("shardguard: shard flags: --retry=1 --concurrent --max-concurrency=4\n");
 
-    // The reports agree on everything but how the preset was reached.
-    expect(presetReport.preset).toEqual({
-      name: "gstack-paid",
-      via: "--preset",
-      tier: "gate",
-      selection: "run all (no changes vs main)",
-    });
-    expect(legacyReport.preset?.via).not.toBe("--preset");
-    const sameFlags = (r: RunReport) => ({
-      ...r,
-      preset: null,
-      settings: { ...r.settings, bunArgs: r.settings.bunArgs.filter((a) => !a.startsWith("--timeout=")) },
-    });
-    expect(stableReport(sameFlags(legacyReport))).toEqual(stableReport(sameFlags(presetReport)));
-    expect(stableJUnit(junit())).toBe(stableJUnit(presetJUnit));
+      // The reports agree on everything but how the preset was reached.
+      expect(presetReport.preset).toEqual({
+        name: "gstack-paid",
+        via: "--preset",
+        tier: "gate",
+        selection: "run all (no changes vs main)",
+      });
+      expect(legacyReport.preset?.via).not.toBe("--preset");
+      const sameFlags = (r: RunReport) => ({
+        ...r,
+        preset: null,
+        settings: { ...r.settings, bunArgs: r.settings.bunArgs.filter((a) => !a.startsWith("--timeout=")) },
+      });
+      expect(stableReport(sameFlags(legacyReport))).toEqual(stableReport(sameFlags(presetReport)));
+      expect(stableJUnit(junit())).toBe(stableJUnit(presetJUnit));
 
-    // Every paid file of the gate tier ran in its own process; gamma (periodic only) was left out.
-    expect(presetReport.shards.map((s) => [s.files, s.status])).toEqual([
-      [["test/skill-e2e-alpha.test.ts"], "passed"],
-      [["test/skill-e2e-beta.test.ts"], "passed"],
-      [["test/skill-llm-eval.test.ts"], "passed"],
-    ]);
-    expect(presetReport.settings.bunArgs).toEqual([
-      "--retry=1",
-      "--concurrent",
-      "--max-concurrency=4",
-      "--timeout=1800000",
-    ]);
-    for (const [ran, flags] of [
-      [presetRan, ["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=1800000"]],
-      [legacyRan, ["--retry=1", "--concurrent", "--max-concurrency=4"]],
-    ] as const) {
-      expect(ran.map((t) => t.name).sort()).toEqual(["alpha-basic", "beta-flow", "llm-judge"]);
-      expect(new Set(ran.map((t) => t.pid)).size).toBe(3);
-      for (const t of ran) {
-        // Where gstack's own sharded runner puts it: the project's eval directory, one per file stem.
-        const slug = t.file;
-        // One agent preflight in the parent (gstack's test/helpers/anthropic-preflight.ts); shards skip theirs.
-        expect(t).toMatchObject({ EVALS: "1", EVALS_TIER: "gate", SHARDGUARD_SHARD: "1", EVALS_PREFLIGHT_OK: "1" });
-        expect(t.GSTACK_EVAL_DIR).toBe(
-          path.join(repo.dir, ".evals-home", "projects", "fixture", "evals", "shards", slug),
-        );
-        expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({
-          version: 1,
-          selected: null,
-          reason: "run all (no changes vs main)",
-        });
-        if (process.platform === "linux") {
-          expect(t.argv).toContain(path.join(repo.dir, "test", `${t.file}.test.ts`));
-          expect(
-            t.argv.filter((a) => flags.some((f) => a.split("=")[0] === f.split("=")[0]) || a.startsWith("--timeout")),
-          ).toEqual([...flags]);
+      // Every paid file of the gate tier ran in its own process; gamma (periodic only) was left out.
+      expect(presetReport.shards.map((s) => [s.files, s.status])).toEqual([
+        [["test/skill-e2e-alpha.test.ts"], "passed"],
+        [["test/skill-e2e-beta.test.ts"], "passed"],
+        [["test/skill-llm-eval.test.ts"], "passed"],
+      ]);
+      expect(presetReport.settings.bunArgs).toEqual([
+        "--retry=1",
+        "--concurrent",
+        "--max-concurrency=4",
+        "--timeout=1800000",
+      ]);
+      for (const [ran, flags] of [
+        [presetRan, ["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=1800000"]],
+        [legacyRan, ["--retry=1", "--concurrent", "--max-concurrency=4"]],
+      ] as const) {
+        expect(ran.map((t) => t.name).sort()).toEqual(["alpha-basic", "beta-flow", "llm-judge"]);
+        expect(new Set(ran.map((t) => t.pid)).size).toBe(3);
+        for (const t of ran) {
+          // Where gstack's own sharded runner puts it: the project's eval directory, one per file stem.
+          const slug = t.file;
+          // One agent preflight in the parent (gstack's test/helpers/anthropic-preflight.ts); shards skip theirs.
+          expect(t).toMatchObject({ EVALS: "1", EVALS_TIER: "gate", SHARDGUARD_SHARD: "1", EVALS_PREFLIGHT_OK: "1" });
+          expect(t.GSTACK_EVAL_DIR).toBe(
+            path.join(repo.dir, ".evals-home", "projects", "fixture", "evals", "shards", slug),
+          );
+          expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({
+            version: 1,
+            selected: null,
+            reason: "run all (no changes vs main)",
+          });
+          if (process.platform === "linux") {
+            expect(t.argv).toContain(path.join(repo.dir, "test", `${t.file}.test.ts`));
+            expect(
+              t.argv.filter((a) => flags.some((f) => a.split("=")[0] === f.split("=")[0]) || a.startsWith("--timeout")),
+            ).toEqual([...flags]);
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   test("`shardguard list --preset gstack-paid` prints the plan and the tier exclusion, and runs nothing", () => {
     repo.clean();
@@ -186,21 +195,25 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     expect(periodic.stdout).toContain("shard 3/4 [test-skill-e2e-gamma]");
   });
 
-  test("GSTACK_EVAL_DIR set by the caller is the base of every shard's directory; the project's function is not called", () => {
-    repo.clean();
-    const base = path.join(repo.dir, "given-evals");
-    const r = repo.run([BUN, "test", "--preset", "gstack-paid"], {
-      GSTACK_EVAL_DIR: base,
-      FIXTURE_EVAL_STORE_FAIL: "1",
-    });
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain(
-      `shardguard: shard directories: GSTACK_EVAL_DIR=${path.join(base, "shards")}/<file name>`,
-    );
-    const ran = repo.ranTests();
-    expect(ran.length).toBe(3);
-    for (const t of ran) expect(t.GSTACK_EVAL_DIR).toBe(path.join(base, "shards", t.file));
-  });
+  test(
+    "GSTACK_EVAL_DIR set by the caller is the base of every " +
+      "shard's directory; the project's function is not called",
+    () => {
+      repo.clean();
+      const base = path.join(repo.dir, "given-evals");
+      const r = repo.run([BUN, "test", "--preset", "gstack-paid"], {
+        GSTACK_EVAL_DIR: base,
+        FIXTURE_EVAL_STORE_FAIL: "1",
+      });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(
+        `shardguard: shard directories: GSTACK_EVAL_DIR=${path.join(base, "shards")}/<file name>`,
+      );
+      const ran = repo.ranTests();
+      expect(ran.length).toBe(3);
+      for (const t of ran) expect(t.GSTACK_EVAL_DIR).toBe(path.join(base, "shards", t.file));
+    },
+  );
 
   test("the command line's own bun test flags become the flags of every shard", () => {
     repo.clean();
@@ -235,13 +248,17 @@ describe("gstack-paid drop-in on a clean main branch", () => {
     ).toEqual(["alpha-basic", "beta-flow"]);
   });
 
-  test("EVALS_CONCURRENCY sets --max-concurrency inside each shard and EVALS_JOBS the shard processes, never each other", () => {
-    repo.clean();
-    const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"], { EVALS_CONCURRENCY: "15", EVALS_JOBS: "2" });
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain("jobs 2 (EVALS_JOBS), max-concurrency 15 per shard (EVALS_CONCURRENCY)");
-    expect(r.stdout).toContain("shard flags: --retry=1 --concurrent --max-concurrency=15 --timeout=1800000");
-  });
+  test(
+    "EVALS_CONCURRENCY sets --max-concurrency inside each " +
+      "shard and EVALS_JOBS the shard processes, never each other",
+    () => {
+      repo.clean();
+      const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"], { EVALS_CONCURRENCY: "15", EVALS_JOBS: "2" });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("jobs 2 (EVALS_JOBS), max-concurrency 15 per shard (EVALS_CONCURRENCY)");
+      expect(r.stdout).toContain("shard flags: --retry=1 --concurrent --max-concurrency=15 --timeout=1800000");
+    },
+  );
 });
 
 describe("gstack-paid fails closed before spending anything", () => {
@@ -303,7 +320,8 @@ describe("gstack-paid with a preflight command", () => {
     before = repo.git("rev-parse", "HEAD").trim();
     appendFileSync(
       path.join(repo.dir, "bunfig.toml"),
-      `\n[shardguard.presets.gstack-paid.preflight]\ncommand = [${JSON.stringify(BUN)}, "scripts/preflight.ts"]\ntimeout = 30\n`,
+      `\n[shardguard.presets.gstack-paid.preflight]\ncommand = [${JSON.stringify(BUN)}, ` +
+        `"scripts/preflight.ts"]\ntimeout = 30\n`,
     );
     repo.commitAll("preflight");
   });
@@ -347,45 +365,50 @@ describe("gstack-paid diff-based selection", () => {
     repo.git("branch", "-q", "-D", "feature");
   });
 
-  test("a change touching one test's dependencies: the other e2e shards are skipped by diff, the exit code is 0", () => {
-    repo.clean();
-    const r = repo.run([BUN, "test", "--preset", "gstack-paid"]);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain(
-      "selection: 1 of 3 tests selected (diff vs main: 1 changed file (src/alpha.ts)); running 2 of 3 shards",
-    );
-    const rep = report();
-    expect(rep.exitCode).toBe(0);
-    expect(rep.summary.shards).toMatchObject({ total: 3, passed: 2, "skipped-by-diff": 1, "never-started": 0 });
-    const beta = rep.shards.find((s) => s.files[0] === "test/skill-e2e-beta.test.ts")!;
-    expect(beta.status).toBe("skipped-by-diff");
-    expect(beta.reason).toContain("none of its 1 mapped test (beta-flow) selected");
-    expect(junit()).toContain(`<skipped type="skipped-by-diff" message="${beta.reason}"/>`);
-    // llm-eval is outside the skill-e2e naming: always kept (fail open).
-    expect(
-      repo
-        .ranTests()
-        .map((t) => t.name)
-        .sort(),
-    ).toEqual(["alpha-basic", "llm-judge"]);
-    for (const t of repo.ranTests()) {
-      expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({
-        version: 1,
-        selected: ["alpha-basic"],
-        reason: "diff vs main: 1 changed file (src/alpha.ts)",
-      });
-    }
-  });
+  test(
+    "a change touching one test's dependencies: the other " + "e2e shards are skipped by diff, the exit code is 0",
+    () => {
+      repo.clean();
+      const r = repo.run([BUN, "test", "--preset", "gstack-paid"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(
+        "selection: 1 of 3 tests selected (diff vs main: 1 changed file (src/alpha.ts)); running 2 of 3 shards",
+      );
+      const rep = report();
+      expect(rep.exitCode).toBe(0);
+      expect(rep.summary.shards).toMatchObject({ total: 3, passed: 2, "skipped-by-diff": 1, "never-started": 0 });
+      const beta = rep.shards.find((s) => s.files[0] === "test/skill-e2e-beta.test.ts")!;
+      expect(beta.status).toBe("skipped-by-diff");
+      expect(beta.reason).toContain("none of its 1 mapped test (beta-flow) selected");
+      expect(junit()).toContain(`<skipped type="skipped-by-diff" message="${beta.reason}"/>`);
+      // llm-eval is outside the skill-e2e naming: always kept (fail open).
+      expect(
+        repo
+          .ranTests()
+          .map((t) => t.name)
+          .sort(),
+      ).toEqual(["alpha-basic", "llm-judge"]);
+      for (const t of repo.ranTests()) {
+        expect(JSON.parse(t.EVALS_SELECTION_JSON!)).toEqual({
+          version: 1,
+          selected: ["alpha-basic"],
+          reason: "diff vs main: 1 changed file (src/alpha.ts)",
+        });
+      }
+    },
+  );
 
   test("`list` shows which shard would be skipped and why", () => {
     const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(
-      "shard 2/3 [test-skill-e2e-beta]  [would skip: not selected by the diff (diff vs main: 1 changed file (src/alpha.ts)): none of its 1 mapped test (beta-flow) selected]",
+      "shard 2/3 [test-skill-e2e-beta]  [would skip: not selected by the diff (diff vs main: 1 changed file " +
+        "(src/alpha.ts)): none of its 1 mapped test (beta-flow) selected]",
     );
     expect(r.stdout).toContain("test/skill-e2e-alpha.test.ts  (declares tier gate; selected: alpha-basic)");
     expect(r.stdout).toContain(
-      "test/skill-llm-eval.test.ts  (no whole-file tier guard: its tests decide at run time; outside the skippable naming pattern: always runs)",
+      "test/skill-llm-eval.test.ts  (no whole-file tier guard: its tests decide at run time; outside the " +
+        "skippable naming pattern: always runs)",
     );
   });
 
@@ -404,13 +427,16 @@ describe("gstack-paid diff-based selection", () => {
     expect(all.stdout).toContain("selection: all tests selected (run all (EVALS_ALL is set)); running 3 of 3 shards");
   });
 
-  test("`bun test --preset` from a subdirectory (no bunfig, no preload) fails instead of passing on the entry test", () => {
-    repo.clean();
-    const r = repo.run([BUN, "test", "--preset", "gstack-paid"], {}, path.join(repo.dir, "test"));
-    expect(r.code).not.toBe(0);
-    expect(r.stdout + r.stderr).toContain("ran without shardguard's preload, so no paid test ran");
-    expect(repo.ranTests()).toEqual([]);
-  });
+  test(
+    "`bun test --preset` from a subdirectory (no bunfig, " + "no preload) fails instead of passing on the entry test",
+    () => {
+      repo.clean();
+      const r = repo.run([BUN, "test", "--preset", "gstack-paid"], {}, path.join(repo.dir, "test"));
+      expect(r.code).not.toBe(0);
+      expect(r.stdout + r.stderr).toContain("ran without shardguard's preload, so no paid test ran");
+      expect(repo.ranTests()).toEqual([]);
+    },
+  );
 
   test("a preset run with nothing left to run exits 2 (it must not look like a pass)", () => {
     repo.clean();
@@ -428,7 +454,8 @@ describe("gstack-paid diff-based selection", () => {
       const r = repo.run([BUN, CLI, "list", "--preset", "gstack-paid"]);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain(
-        "selection: all tests selected (run all (no touchfiles module test/helpers/touchfiles.ts: diff-based selection is off)); running 3 of 3 shards",
+        "selection: all tests selected (run all (no touchfiles module test/helpers/touchfiles.ts: diff-based " +
+          "selection is off)); running 3 of 3 shards",
       );
     } finally {
       writeFileSync(module, saved);
@@ -444,7 +471,9 @@ describe("an intercepted run is cancellable", () => {
       mkdirSync(path.join(dir, "test"));
       writeFileSync(
         path.join(dir, "bunfig.toml"),
-        `[test]\npreload = [${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\ntimeout = 60\ngrace = 1\n`,
+        `[test]\npreload = ` +
+          `[${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs ` +
+          `= ["e2e/*.test.ts"]\ntimeout = 60\ngrace = 1\n`,
       );
       for (const n of ["a", "b"]) {
         writeFileSync(

@@ -82,7 +82,8 @@ describe("shardguard init", () => {
     expect(readFileSync(path.join(dir, "bunfig.toml"), "utf8")).toBe(`[test]\npreload = ["${SPEC}"]\n`);
     const pkg = readFileSync(path.join(dir, "package.json"), "utf8");
     expect(pkg).toBe(
-      `{\n    "name": "x",\n    "scripts": {\n        "test": "bun test",\n        "test:gate": "bun test --preset gstack-paid"\n    }\n}\n`,
+      `{\n    "name": "x",\n    "scripts": {\n        "test": "bun test",\n        "test:gate": "bun test ` +
+        `--preset gstack-paid"\n    }\n}\n`,
     );
     const entry = readFileSync(path.join(dir, "test", "shardguard.gstack-paid.test.ts"), "utf8");
     expect(entry).toContain(`from "shardguard/preset/entry.ts"`);
@@ -104,30 +105,33 @@ describe("shardguard init", () => {
     expect(plain.stderr).toContain("1 pass");
   });
 
-  test(".shardguard/ goes into .gitignore: created when missing, appended once, an existing entry in any form kept", () => {
-    const fresh = project({});
-    expect(init(fresh).stdout).toContain("shardguard init: .gitignore: created: ignores .shardguard/");
-    expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
-    expect(init(fresh).stdout).toContain("shardguard init: .gitignore: unchanged");
-    expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
+  test(
+    ".shardguard/ goes into .gitignore: created when missing, " + "appended once, an existing entry in any form kept",
+    () => {
+      const fresh = project({});
+      expect(init(fresh).stdout).toContain("shardguard init: .gitignore: created: ignores .shardguard/");
+      expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
+      expect(init(fresh).stdout).toContain("shardguard init: .gitignore: unchanged");
+      expect(readFileSync(path.join(fresh, ".gitignore"), "utf8")).toBe(".shardguard/\n");
 
-    const noNewline = project({ ".gitignore": "node_modules/\n# built\ndist" });
-    init(noNewline);
-    init(noNewline);
-    expect(readFileSync(path.join(noNewline, ".gitignore"), "utf8")).toBe(
-      "node_modules/\n# built\ndist\n.shardguard/\n",
-    );
+      const noNewline = project({ ".gitignore": "node_modules/\n# built\ndist" });
+      init(noNewline);
+      init(noNewline);
+      expect(readFileSync(path.join(noNewline, ".gitignore"), "utf8")).toBe(
+        "node_modules/\n# built\ndist\n.shardguard/\n",
+      );
 
-    for (const form of ["/.shardguard", ".shardguard", "  /.shardguard/  "]) {
-      const had = project({ ".gitignore": `dist\n${form}\n` });
-      expect(init(had).stdout).toContain(".gitignore: unchanged");
-      expect(readFileSync(path.join(had, ".gitignore"), "utf8")).toBe(`dist\n${form}\n`);
-    }
-    // A commented-out line does not count.
-    const commented = project({ ".gitignore": "# .shardguard/\n" });
-    init(commented);
-    expect(readFileSync(path.join(commented, ".gitignore"), "utf8")).toBe("# .shardguard/\n.shardguard/\n");
-  });
+      for (const form of ["/.shardguard", ".shardguard", "  /.shardguard/  "]) {
+        const had = project({ ".gitignore": `dist\n${form}\n` });
+        expect(init(had).stdout).toContain(".gitignore: unchanged");
+        expect(readFileSync(path.join(had, ".gitignore"), "utf8")).toBe(`dist\n${form}\n`);
+      }
+      // A commented-out line does not count.
+      const commented = project({ ".gitignore": "# .shardguard/\n" });
+      init(commented);
+      expect(readFileSync(path.join(commented, ".gitignore"), "utf8")).toBe("# .shardguard/\n.shardguard/\n");
+    },
+  );
 
   test("--dry-run prints the changes and writes nothing", () => {
     const dir = project({ "bunfig.toml": `[test]\nroot = "tests"\n`, "tests/skill-e2e-a.test.ts": "" });
@@ -154,18 +158,25 @@ describe("shardguard init", () => {
     expect(readdirSync(bare).sort()).toEqual([".gitignore", "bunfig.toml", "node_modules"]);
   });
 
-  test("an unknown preset exits 2 and writes nothing; a project without node_modules/shardguard gets a path to this copy", () => {
-    const dir = project({}, false);
-    const bad = init(dir, "--preset", "gstack-pad");
-    expect(bad.code).toBe(2);
-    expect(bad.stderr.trim()).toBe('shardguard: invalid --preset "gstack-pad": no such preset; accepted: gstack-paid');
-    expect(existsSync(path.join(dir, "bunfig.toml"))).toBe(false);
-    const ok = init(dir);
-    expect(ok.stdout).toContain("has no shardguard");
-    const preload = (parseToml(readFileSync(path.join(dir, "bunfig.toml"), "utf8")) as { test: { preload: string[] } })
-      .test.preload[0]!;
-    expect(path.resolve(dir, preload)).toBe(path.join(REPO, "preset", "preload.ts"));
-  });
+  test(
+    "an unknown preset exits 2 and writes nothing; a project without node_modules/shardguard gets a path to " +
+      "this copy",
+    () => {
+      const dir = project({}, false);
+      const bad = init(dir, "--preset", "gstack-pad");
+      expect(bad.code).toBe(2);
+      expect(bad.stderr.trim()).toBe(
+        'shardguard: invalid --preset "gstack-pad": no such preset; accepted: gstack-paid',
+      );
+      expect(existsSync(path.join(dir, "bunfig.toml"))).toBe(false);
+      const ok = init(dir);
+      expect(ok.stdout).toContain("has no shardguard");
+      const preload = (
+        parseToml(readFileSync(path.join(dir, "bunfig.toml"), "utf8")) as { test: { preload: string[] } }
+      ).test.preload[0]!;
+      expect(path.resolve(dir, preload)).toBe(path.join(REPO, "preset", "preload.ts"));
+    },
+  );
 });
 
 describe("editing bunfig.toml", () => {
@@ -174,8 +185,10 @@ describe("editing bunfig.toml", () => {
       [`[test]\npreload = "./setup.ts"\n`, `[test]\npreload = ["./setup.ts", "${SPEC}"]\n`],
       [`[test]\npreload = []\n`, `[test]\npreload = ["${SPEC}"]\n`],
       [
-        `# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts"] # trailing\n\n[run]\nbun = true\n`,
-        `# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts", "${SPEC}"] # trailing\n\n[run]\nbun = true\n`,
+        `# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts"] # ` +
+          `trailing\n\n[run]\nbun = true\n`,
+        `# top\n[install]\nexact = true\n\n[test] # ours\nroot = "test" # keep\npreload = ["./a.ts", "${SPEC}"] # ` +
+          `trailing\n\n[run]\nbun = true\n`,
       ],
       [
         `[test]\npreload = [\n  "./a.ts", # first\n  './b.ts',\n]\n`,

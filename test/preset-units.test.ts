@@ -84,7 +84,9 @@ describe("preset schema and extension", () => {
 
   test("a table named like a built-in extends it; nested tables merge, arrays replace", () => {
     const dir = tree({
-      "bunfig.toml": `[shardguard.presets.gstack-paid]\njobs = 2\nglobs = ["test/paid/*.test.ts"]\n\n[shardguard.presets.gstack-paid.tier]\ndefault = "periodic"\n`,
+      "bunfig.toml":
+        `[shardguard.presets.gstack-paid]\njobs = 2\nglobs = ` +
+        `["test/paid/*.test.ts"]\n\n[shardguard.presets.gstack-paid.tier]\ndefault = "periodic"\n`,
     });
     const p = getPreset(loadPresets(dir), "gstack-paid");
     expect(p.jobs).toBe(2);
@@ -96,7 +98,9 @@ describe("preset schema and extension", () => {
 
   test("user presets extend other presets, and come before built-ins", () => {
     const dir = tree({
-      "bunfig.toml": `[shardguard.presets.base]\nglobs = ["e2e/*.test.ts"]\njobs = 3\n\n[shardguard.presets.child]\nextends = "base"\nmax-concurrency = 2\n`,
+      "bunfig.toml":
+        `[shardguard.presets.base]\nglobs = ["e2e/*.test.ts"]\njobs = ` +
+        `3\n\n[shardguard.presets.child]\nextends = "base"\nmax-concurrency = 2\n`,
     });
     const catalog = loadPresets(dir);
     expect([...catalog.presets.keys()]).toEqual(["base", "child", "gstack-paid"]);
@@ -222,22 +226,26 @@ describe("bun test flags", () => {
     expect(r.positionals).toEqual(["3", "f.test.ts"]);
   });
 
-  test("merging: the command line replaces the preset's flag in place, in one --name=value token; extras are appended", () => {
-    const preset = expandFlagTemplates(
-      ["--retry=1", "--concurrent", "--max-concurrency={max-concurrency}", "--timeout={timeout-ms}"],
-      { maxConcurrency: 4, timeoutMs: 90_000 },
-    );
-    expect(preset).toEqual(["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=90000"]);
-    const line = splitBunTestArgs(["--retry", "3", "-t", "smoke", "--no-orphans", "--bail=2"]).flags;
-    expect(mergeShardFlags(preset, line)).toEqual([
-      "--retry=3",
-      "--concurrent",
-      "--max-concurrency=4",
-      "--timeout=90000",
-      "--test-name-pattern=smoke",
-      "--bail=2",
-    ]);
-  });
+  test(
+    "merging: the command line replaces the preset's flag in place, in one --name=value token; extras are " +
+      "appended",
+    () => {
+      const preset = expandFlagTemplates(
+        ["--retry=1", "--concurrent", "--max-concurrency={max-concurrency}", "--timeout={timeout-ms}"],
+        { maxConcurrency: 4, timeoutMs: 90_000 },
+      );
+      expect(preset).toEqual(["--retry=1", "--concurrent", "--max-concurrency=4", "--timeout=90000"]);
+      const line = splitBunTestArgs(["--retry", "3", "-t", "smoke", "--no-orphans", "--bail=2"]).flags;
+      expect(mergeShardFlags(preset, line)).toEqual([
+        "--retry=3",
+        "--concurrent",
+        "--max-concurrency=4",
+        "--timeout=90000",
+        "--test-name-pattern=smoke",
+        "--bail=2",
+      ]);
+    },
+  );
 
   test("flags shardguard cannot pass on are refused with the reason", () => {
     expect(configError(() => checkShardFlags(splitBunTestArgs(["--reporter", "junit"]).flags, "bun test"))).toContain(
@@ -325,25 +333,28 @@ describe("interception decisions", () => {
     expect(await decide(["bun", "test", "--preset"])).toMatchObject({ action: "refuse" });
   });
 
-  test("--preset or --tier given twice is refused, on the legacy command line too, never the last one taken", async () => {
-    const twice = (flag: string) => ({
-      action: "refuse" as const,
-      message: `bun test: flag ${flag} was given twice; give it once`,
-    });
-    expect(await decide(["bun", "test", "--preset", "gstack-paid", "--preset=other"])).toEqual(twice("--preset"));
-    expect(await decide(["bun", "test", "--preset=gstack-paid", "--preset=gstack-paid"])).toEqual(twice("--preset"));
-    expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate", "--tier=periodic"])).toEqual(
-      twice("--tier"),
-    );
-    expect(await decide(["bun", "test", "--tier=gate", "test/skill-e2e-a.test.ts", "--tier=periodic"], ON)).toEqual(
-      twice("--tier"),
-    );
-    // Once each still takes over.
-    expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate"])).toMatchObject({
-      action: "take-over",
-      tier: "gate",
-    });
-  });
+  test(
+    "--preset or --tier given twice is refused, on the " + "legacy command line too, never the last one taken",
+    async () => {
+      const twice = (flag: string) => ({
+        action: "refuse" as const,
+        message: `bun test: flag ${flag} was given twice; give it once`,
+      });
+      expect(await decide(["bun", "test", "--preset", "gstack-paid", "--preset=other"])).toEqual(twice("--preset"));
+      expect(await decide(["bun", "test", "--preset=gstack-paid", "--preset=gstack-paid"])).toEqual(twice("--preset"));
+      expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate", "--tier=periodic"])).toEqual(
+        twice("--tier"),
+      );
+      expect(await decide(["bun", "test", "--tier=gate", "test/skill-e2e-a.test.ts", "--tier=periodic"], ON)).toEqual(
+        twice("--tier"),
+      );
+      // Once each still takes over.
+      expect(await decide(["bun", "test", "--preset", "gstack-paid", "--tier=gate"])).toMatchObject({
+        action: "take-over",
+        tier: "gate",
+      });
+    },
+  );
 
   test("file arguments that are all files of a preset take over (the legacy command line)", async () => {
     expect(
@@ -362,48 +373,63 @@ describe("interception decisions", () => {
     });
   });
 
-  test("a legacy line without the preset's environment (gstack: EVALS=1) is left alone: its files ran switched off, a take-over would switch them on", async () => {
-    const line = ["bun", "test", "test/skill-e2e-a.test.ts"];
-    const none = {
-      action: "none" as const,
-      why: "preset gstack-paid's EVALS=1 is not in the environment: its files run as plain bun test runs them",
-    };
-    expect(await decide(line)).toEqual(none);
-    expect(await decide(line, { EVALS: "0" })).toEqual(none);
-    expect(await decide([...line, "--tier=gate"], { EVALS_TIER: "gate" })).toEqual(none);
-    // With --parallel its workers leave it alone too (plain bun test ran it so).
-    expect(
-      await decide(["bun", "test", "--test-worker", "--isolate"], {}, ["bun", "test", "--parallel", ...line.slice(2)]),
-    ).toMatchObject({ action: "none" });
-    // An explicit --preset is a request to run the preset, environment or not.
-    expect(await decide(["bun", "test", "--preset", "gstack-paid"])).toMatchObject({ action: "take-over" });
-  });
+  test(
+    "a legacy line without the preset's environment (gstack: EVALS=1) is left alone: its files ran switched " +
+      "off, a take-over would switch them on",
+    async () => {
+      const line = ["bun", "test", "test/skill-e2e-a.test.ts"];
+      const none = {
+        action: "none" as const,
+        why: "preset gstack-paid's EVALS=1 is not in the environment: its files run as plain bun test runs them",
+      };
+      expect(await decide(line)).toEqual(none);
+      expect(await decide(line, { EVALS: "0" })).toEqual(none);
+      expect(await decide([...line, "--tier=gate"], { EVALS_TIER: "gate" })).toEqual(none);
+      // With --parallel its workers leave it alone too (plain bun test ran it so).
+      expect(
+        await decide(["bun", "test", "--test-worker", "--isolate"], {}, [
+          "bun",
+          "test",
+          "--parallel",
+          ...line.slice(2),
+        ]),
+      ).toMatchObject({ action: "none" });
+      // An explicit --preset is a request to run the preset, environment or not.
+      expect(await decide(["bun", "test", "--preset", "gstack-paid"])).toMatchObject({ action: "take-over" });
+    },
+  );
 
-  test("a bun test started as a shard by another sharded runner (its selection or preflight-ok variable set) is left alone", async () => {
-    const line = [
-      "bun",
-      "test",
-      path.join(repo, "test/skill-e2e-a.test.ts"),
-      "--retry",
-      "1",
-      "--concurrent",
-      "--max-concurrency=4",
-      "--timeout=60000",
-    ];
-    expect(await decide(line, { ...ON, EVALS_SELECTION_JSON: '{"version":1,"selected":null,"reason":"x"}' })).toEqual({
-      action: "none",
-      why: "started as a shard by another sharded runner (EVALS_SELECTION_JSON is set)",
-    });
-    expect(await decide(line, { ...ON, EVALS_PREFLIGHT_OK: "1" })).toMatchObject({
-      action: "none",
-      why: expect.stringContaining("EVALS_PREFLIGHT_OK is set"),
-    });
-    // Empty counts as unset; an explicit --preset is a request to run the preset.
-    expect(await decide(line, { ...ON, EVALS_PREFLIGHT_OK: "" })).toMatchObject({ action: "take-over" });
-    expect(await decide(["bun", "test", "--preset", "gstack-paid"], { EVALS_PREFLIGHT_OK: "1" })).toMatchObject({
-      action: "take-over",
-    });
-  });
+  test(
+    "a bun test started as a shard by another sharded runner (its selection or preflight-ok variable set) is " +
+      "left alone",
+    async () => {
+      const line = [
+        "bun",
+        "test",
+        path.join(repo, "test/skill-e2e-a.test.ts"),
+        "--retry",
+        "1",
+        "--concurrent",
+        "--max-concurrency=4",
+        "--timeout=60000",
+      ];
+      expect(await decide(line, { ...ON, EVALS_SELECTION_JSON: '{"version":1,"selected":null,"reason":"x"}' })).toEqual(
+        {
+          action: "none",
+          why: "started as a shard by another sharded runner (EVALS_SELECTION_JSON is set)",
+        },
+      );
+      expect(await decide(line, { ...ON, EVALS_PREFLIGHT_OK: "1" })).toMatchObject({
+        action: "none",
+        why: expect.stringContaining("EVALS_PREFLIGHT_OK is set"),
+      });
+      // Empty counts as unset; an explicit --preset is a request to run the preset.
+      expect(await decide(line, { ...ON, EVALS_PREFLIGHT_OK: "" })).toMatchObject({ action: "take-over" });
+      expect(await decide(["bun", "test", "--preset", "gstack-paid"], { EVALS_PREFLIGHT_OK: "1" })).toMatchObject({
+        action: "take-over",
+      });
+    },
+  );
 
   test("anything else leaves bun test alone", async () => {
     expect(await decide(["bun", "test"])).toMatchObject({ action: "none" });
@@ -525,7 +551,8 @@ describe("diff decisions", () => {
     expect(r.runnable.map((s) => s.index)).toEqual([1]);
     expect(r.skipped.map((s) => s.shard.index)).toEqual([2]);
     expect(r.skipped[0]!.reason).toStartWith(
-      "not selected by the diff (diff vs main: 1 changed file (src/alpha/x.ts)): none of its 1 mapped test (beta-flow) selected",
+      "not selected by the diff (diff vs main: 1 changed file (src/alpha/x.ts)): none of its 1 mapped test " +
+        "(beta-flow) selected",
     );
     expect(
       partitionShards([shard(1, ["test/skill-e2e-beta.test.ts"])], { selected: null, reason: "run all", total: 2 }, ctx)
@@ -555,7 +582,11 @@ describe("settings of a preset run", () => {
     "e2e/a.test.ts": "",
     "e2e/b.test.ts": "",
     "other/c.test.ts": "",
-    "bunfig.toml": `[shardguard]\ngrace = 2\n\n[shardguard.presets.p]\nglobs = ["e2e/*.test.ts"]\njobs = 3\ntimeout = 100\nshard-flags = ["--max-concurrency={max-concurrency}", "--timeout={timeout-ms}"]\nknobs = { jobs = "P_JOBS", max-concurrency = "P_CONC", timeout-ms = "P_TIMEOUT_MS" }\n`,
+    "bunfig.toml":
+      `[shardguard]\ngrace = 2\n\n[shardguard.presets.p]\nglobs = ["e2e/*.test.ts"]\njobs = ` +
+      `3\ntimeout = 100\nshard-flags = ["--max-concurrency={max-concurrency}", ` +
+      `"--timeout={timeout-ms}"]\nknobs = { jobs = "P_JOBS", max-concurrency = "P_CONC", timeout-ms = ` +
+      `"P_TIMEOUT_MS" }\n`,
   });
   const prepare = (
     argv: string[],

@@ -38,30 +38,35 @@ test("a child that exits by itself: running → sweeping → finished, output sp
   expect(readFileSync(log, "utf8").split("\n").sort()).toEqual(["", "err", "out"]);
 });
 
-test("at the deadline the whole group gets SIGTERM; one that ignores it gets SIGKILL after the grace period", async () => {
-  const states: ProcessState[] = [];
-  const dir = tmp();
-  // The shell ignores TERM and so does its grandchild; both must die.
-  const script = `trap '' TERM; sh -c "trap '' TERM; echo $$ > ${dir}/gc.pid; while :; do sleep 0.05; done" & while :; do sleep 0.05; done`;
-  const proc = startProcess({
-    argv: ["sh", "-c", script],
-    cwd: dir,
-    env: process.env,
-    logPath: path.join(dir, "b.log"),
-    timeoutMs: 500,
-    graceMs: 400,
-    onState: (s) => states.push(s),
-  });
-  const t0 = performance.now();
-  const outcome = await proc.done;
-  const took = performance.now() - t0;
-  expect(outcome).toMatchObject({ killedBy: "timeout", escalated: true, signal: "SIGKILL", exitCode: null });
-  expect(states).toEqual(["running", "terminating", "killing", "sweeping", "finished"]);
-  expect(took).toBeGreaterThanOrEqual(850);
-  expect(took).toBeLessThan(2_500);
-  const grandchild = Number(readFileSync(path.join(dir, "gc.pid"), "utf8"));
-  expect(await waitFor(() => !alive(grandchild), 1_000)).toBe(true);
-});
+test(
+  "at the deadline the whole group gets SIGTERM; one " + "that ignores it gets SIGKILL after the grace period",
+  async () => {
+    const states: ProcessState[] = [];
+    const dir = tmp();
+    // The shell ignores TERM and so does its grandchild; both must die.
+    const script =
+      `trap '' TERM; sh -c "trap '' TERM; echo $$ > ${dir}/gc.pid; while :; do sleep 0.05; done" & ` +
+      `while :; do sleep 0.05; done`;
+    const proc = startProcess({
+      argv: ["sh", "-c", script],
+      cwd: dir,
+      env: process.env,
+      logPath: path.join(dir, "b.log"),
+      timeoutMs: 500,
+      graceMs: 400,
+      onState: (s) => states.push(s),
+    });
+    const t0 = performance.now();
+    const outcome = await proc.done;
+    const took = performance.now() - t0;
+    expect(outcome).toMatchObject({ killedBy: "timeout", escalated: true, signal: "SIGKILL", exitCode: null });
+    expect(states).toEqual(["running", "terminating", "killing", "sweeping", "finished"]);
+    expect(took).toBeGreaterThanOrEqual(850);
+    expect(took).toBeLessThan(2_500);
+    const grandchild = Number(readFileSync(path.join(dir, "gc.pid"), "utf8"));
+    expect(await waitFor(() => !alive(grandchild), 1_000)).toBe(true);
+  },
+);
 
 test("a child that honours SIGTERM ends within the grace period, not escalated", async () => {
   const proc = startProcess({

@@ -6,7 +6,8 @@ import { makeSuite, runCli, removeSuites } from "./helpers/cli.ts";
 test("without a TTY, a long-running shard gets heartbeat lines naming the test in flight", async () => {
   const dir = makeSuite({
     "agent.test.ts":
-      'import { test } from "bun:test";\ntest("quick", () => {});\ntest("waits on the agent", async () => { await Bun.sleep(2600); });\n',
+      'import { test } from "bun:test";\ntest("quick", () => {});\ntest("waits on the agent", async () => { await ' +
+      "Bun.sleep(2600); });\n",
   });
   const run = await runCli(["run", "--root", dir, "--heartbeat", "1", "--timeout", "20"]);
   expect(run.code).toBe(0);

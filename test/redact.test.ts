@@ -107,19 +107,23 @@ describe("makeRedactor", () => {
     expect(redact(`token=${KEY};`)).toBe("token=[redacted:FILE_TOKEN];");
   });
 
-  test("a secret with quotes, backslashes or URL-special characters is redacted as written, inside a JSON string and percent-encoded", () => {
-    const value = 'pa"ss\\wo rd/+?&=token';
-    const redact = makeRedactor({ API_TOKEN: value });
-    const asJson = JSON.stringify({ auth: value });
-    const inUrl = `https://x.example/?t=${encodeURIComponent(value)}`;
-    for (const text of [value, asJson, inUrl]) {
-      const out = redact(`sent ${text} twice ${text}`);
-      expect(out).toContain("[redacted:API_TOKEN]");
-      expect(out).not.toContain("wo rd");
-      expect(out).not.toContain("wo%20rd");
-    }
-    expect(redact(asJson)).toBe('{"auth":"[redacted:API_TOKEN]"}');
-  });
+  test(
+    "a secret with quotes, backslashes or URL-special characters is redacted as written, inside a JSON string " +
+      "and percent-encoded",
+    () => {
+      const value = 'pa"ss\\wo rd/+?&=token';
+      const redact = makeRedactor({ API_TOKEN: value });
+      const asJson = JSON.stringify({ auth: value });
+      const inUrl = `https://x.example/?t=${encodeURIComponent(value)}`;
+      for (const text of [value, asJson, inUrl]) {
+        const out = redact(`sent ${text} twice ${text}`);
+        expect(out).toContain("[redacted:API_TOKEN]");
+        expect(out).not.toContain("wo rd");
+        expect(out).not.toContain("wo%20rd");
+      }
+      expect(redact(asJson)).toBe('{"auth":"[redacted:API_TOKEN]"}');
+    },
+  );
   test("the marker text itself is never redacted again", () => {
     const redact = makeRedactor({ A_KEY: "redacted:", B_PASSWORD: "12345678" });
     expect(redact("12345678")).toBe("[redacted:B_PASSWORD]");
@@ -233,7 +237,9 @@ describe("console lines are redacted before they are cut", () => {
   test("a secret past the 160-character cut of a failure message leaks no prefix", async () => {
     const secret = "sk-live-ABCDEFGHIJKLMNOPQRSTUV";
     const dir = makeSuite({
-      "long.test.ts": `import { test } from "bun:test";\ntest("leaks late", () => { throw new Error("x".repeat(140) + " token=" + process.env.SG_LONG_API_KEY); });\n`,
+      "long.test.ts":
+        `import { test } from "bun:test";\ntest("leaks late", () => { throw new ` +
+        `Error("x".repeat(140) + " token=" + process.env.SG_LONG_API_KEY); });\n`,
     });
     const run = await runCli(["run", "--root", dir], { env: { SG_LONG_API_KEY: secret } });
     expect(run.code).toBe(1);

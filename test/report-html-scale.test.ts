@@ -61,7 +61,8 @@ describe(`report.html of a real run of ${TESTS.toLocaleString("en-US")} tests`, 
     expect(readFileSync(htmlPath, "utf8").match(/<\/script/gi)?.length).toBe(2);
   });
 
-  test("opens without an error, with only the rows in view in the DOM; the filters and the search reach every test", async () => {
+  test("opens without an error, with only the rows in view in " +
+    "the DOM; the filters and the search reach every test", async () => {
     const { page, errors, requests } = await openReport(browser, htmlPath);
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);
@@ -105,7 +106,8 @@ describe("report.html of a merged two-slice run", () => {
     const files: Record<string, string> = {};
     for (let i = 1; i <= 6; i++)
       files[`t${i}.test.ts`] =
-        `import { test, expect } from "bun:test";\ntest("t${i} a", () => { expect(${i}).toBe(${i === 4 ? 0 : i}); });\ntest("t${i} b", async () => { await Bun.sleep(${20 * i}); });\n`;
+        `import { test, expect } from "bun:test";\ntest("t${i} a", () => { expect(${i}).toBe(${i === 4 ? 0 : i}); ` +
+        `});\ntest("t${i} b", async () => { await Bun.sleep(${20 * i}); });\n`;
     dir = makeSuite(files, "sg-html-merge-");
     for (const slice of ["1/2", "2/2"]) {
       const run = await runCli([

@@ -111,19 +111,22 @@ describe("the html setting", () => {
     throw new Error("accepted");
   };
 
-  test("default OUT/report.html; bunfig.toml (from the root) < SHARDGUARD_HTML < --html (from the working directory)", () => {
-    const plain = resolve([]);
-    expect(plain.settings.html).toBe(path.join(plain.dir, ".shardguard", "report.html"));
-    const out = resolve(["--out", "o"]);
-    expect(out.settings.html).toBe(path.join(out.dir, "o", "report.html"));
-    const toml = '[shardguard]\nhtml = "t/page.html"\n';
-    const fromToml = resolve([], {}, toml);
-    expect(fromToml.settings.html).toBe(path.join(fromToml.dir, "t", "page.html"));
-    const fromEnv = resolve([], { SHARDGUARD_HTML: "e.html" }, toml);
-    expect(fromEnv.settings.html).toBe(path.join(fromEnv.dir, "e.html"));
-    const fromFlag = resolve(["--html", "f.html"], { SHARDGUARD_HTML: "e.html" }, toml);
-    expect(fromFlag.settings.html).toBe(path.join(fromFlag.dir, "f.html"));
-  });
+  test(
+    "default OUT/report.html; bunfig.toml (from the root) < SHARDGUARD_HTML < --html (from the working " + "directory)",
+    () => {
+      const plain = resolve([]);
+      expect(plain.settings.html).toBe(path.join(plain.dir, ".shardguard", "report.html"));
+      const out = resolve(["--out", "o"]);
+      expect(out.settings.html).toBe(path.join(out.dir, "o", "report.html"));
+      const toml = '[shardguard]\nhtml = "t/page.html"\n';
+      const fromToml = resolve([], {}, toml);
+      expect(fromToml.settings.html).toBe(path.join(fromToml.dir, "t", "page.html"));
+      const fromEnv = resolve([], { SHARDGUARD_HTML: "e.html" }, toml);
+      expect(fromEnv.settings.html).toBe(path.join(fromEnv.dir, "e.html"));
+      const fromFlag = resolve(["--html", "f.html"], { SHARDGUARD_HTML: "e.html" }, toml);
+      expect(fromFlag.settings.html).toBe(path.join(fromFlag.dir, "f.html"));
+    },
+  );
 
   test("bad values: one line naming the source and what is accepted", () => {
     expect(refusal(["--html", ""])).toBe('invalid --html "": expected a non-empty path');
@@ -263,60 +266,67 @@ describe("report.html's text", () => {
     expect(data.shards[1]).toMatchObject({ locks: [], exclusive: false, waited: null });
   });
 
-  test("the timeline: a lane per job slot, a shard without timeline data on the lowest free slot, the chain is the lane that ends last", () => {
-    const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
-    const layout = layoutTimeline(
-      reportOf([
-        shard({
-          index: 1,
-          startedAt: at(0),
-          durationMs: 1000,
-          timeline: { slot: 2, sigtermMs: null, sigkillMs: null, goneMs: 1010 },
-        }),
-        shard({
-          index: 2,
-          startedAt: at(0),
-          durationMs: 3000,
-          status: "timed-out",
-          timeline: { slot: 1, sigtermMs: 2000, sigkillMs: 2900, goneMs: 3020 },
-        }),
-        shard({ index: 3, startedAt: at(1.5), durationMs: 500 }),
-        shard({ index: 4, startedAt: null, durationMs: 0, status: "never-started" }),
-      ]),
-    );
-    expect(layout.lanes.map((l) => [l.slot, l.bars.map((b) => b.shard)])).toEqual([
-      [1, [1]],
-      [2, [0, 2]],
-    ]);
-    expect(layout.chain).toEqual({ lane: 0, shards: [1], busyMs: 3020 });
-    expect(layout.lanes[0]!.bars[0]).toMatchObject({ sigtermMs: 2000, sigkillMs: 2900, endMs: 3020 });
-    // Lane 2 is busy 1010 + 500 ms of the machine's 3020.
-    expect(layout.lanes[1]!.idleMs).toBe(3020 - 1510);
-  });
+  test(
+    "the timeline: a lane per job slot, a shard without timeline data on the lowest free slot, the chain is " +
+      "the lane that ends last",
+    () => {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
+      const layout = layoutTimeline(
+        reportOf([
+          shard({
+            index: 1,
+            startedAt: at(0),
+            durationMs: 1000,
+            timeline: { slot: 2, sigtermMs: null, sigkillMs: null, goneMs: 1010 },
+          }),
+          shard({
+            index: 2,
+            startedAt: at(0),
+            durationMs: 3000,
+            status: "timed-out",
+            timeline: { slot: 1, sigtermMs: 2000, sigkillMs: 2900, goneMs: 3020 },
+          }),
+          shard({ index: 3, startedAt: at(1.5), durationMs: 500 }),
+          shard({ index: 4, startedAt: null, durationMs: 0, status: "never-started" }),
+        ]),
+      );
+      expect(layout.lanes.map((l) => [l.slot, l.bars.map((b) => b.shard)])).toEqual([
+        [1, [1]],
+        [2, [0, 2]],
+      ]);
+      expect(layout.chain).toEqual({ lane: 0, shards: [1], busyMs: 3020 });
+      expect(layout.lanes[0]!.bars[0]).toMatchObject({ sigtermMs: 2000, sigkillMs: 2900, endMs: 3020 });
+      // Lane 2 is busy 1010 + 500 ms of the machine's 3020.
+      expect(layout.lanes[1]!.idleMs).toBe(3020 - 1510);
+    },
+  );
 
-  test("the timeline draws the slots a plan could fill: an unused one among them, none past the number of shards", () => {
-    const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
-    const one = shard({
-      index: 1,
-      startedAt: at(0),
-      durationMs: 1000,
-      timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
-    });
-    const two = shard({
-      index: 2,
-      startedAt: at(2),
-      durationMs: 1000,
-      timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
-    });
-    const withJobs = (jobs: number, shards: ShardResult[]) =>
-      layoutTimeline({ ...reportOf(shards), settings: { ...reportOf(shards).settings, jobs } });
-    // Two shards, one after the other, with --jobs 4: slot 2 could have run one of them, slots 3 and 4 nothing.
-    expect(withJobs(4, [one, two]).lanes.map((l) => [l.slot, l.bars.length, l.idleMs])).toEqual([
-      [1, 2, 1000],
-      [2, 0, 3000],
-    ]);
-    expect(withJobs(1, [one, two]).lanes.map((l) => l.slot)).toEqual([1]);
-  });
+  test(
+    "the timeline draws the slots a plan could fill: an " + "unused one among them, none past the number of shards",
+    () => {
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
+      const one = shard({
+        index: 1,
+        startedAt: at(0),
+        durationMs: 1000,
+        timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
+      });
+      const two = shard({
+        index: 2,
+        startedAt: at(2),
+        durationMs: 1000,
+        timeline: { slot: 1, sigtermMs: null, sigkillMs: null, goneMs: 1000 },
+      });
+      const withJobs = (jobs: number, shards: ShardResult[]) =>
+        layoutTimeline({ ...reportOf(shards), settings: { ...reportOf(shards).settings, jobs } });
+      // Two shards, one after the other, with --jobs 4: slot 2 could have run one of them, slots 3 and 4 nothing.
+      expect(withJobs(4, [one, two]).lanes.map((l) => [l.slot, l.bars.length, l.idleMs])).toEqual([
+        [1, 2, 1000],
+        [2, 0, 3000],
+      ]);
+      expect(withJobs(1, [one, two]).lanes.map((l) => l.slot)).toEqual([1]);
+    },
+  );
 });
 
 describe("report.html of the hostile suite, in headless Chromium", () => {

@@ -360,8 +360,10 @@ describe("renderJUnit structure", () => {
     expect(renderJUnit(report)).toBe(
       [
         `<?xml version="1.0" encoding="UTF-8"?>`,
-        `<testsuites name="shardguard" tests="2" failures="1" errors="0" skipped="0" time="1.235" timestamp="2025-01-02T03:04:00.000Z">`,
-        `  <testsuite name="t/x.test.ts" tests="2" failures="1" errors="0" skipped="0" time="0.004" timestamp="2025-01-02T03:04:05.000Z" file="t/x.test.ts">`,
+        `<testsuites name="shardguard" tests="2" failures="1" errors="0" skipped="0" time="1.235" ` +
+          `timestamp="2025-01-02T03:04:00.000Z">`,
+        `  <testsuite name="t/x.test.ts" tests="2" failures="1" errors="0" skipped="0" time="0.004" ` +
+          `timestamp="2025-01-02T03:04:05.000Z" file="t/x.test.ts">`,
         `    <testcase name="a &gt; works" classname="t/x.test.ts" file="t/x.test.ts" line="2" time="0.002"/>`,
         `    <testcase name="a &gt; breaks" classname="t/x.test.ts" file="t/x.test.ts" line="3" time="0.002">`,
         `      <failure type="AssertionError" message="expected 1&#10;to be 2">at t/x.test.ts:3</failure>`,

@@ -82,22 +82,25 @@ function writerIn(dir: string, errors: string[] = []): ReportWriter {
 }
 
 describe("streamed reports are the non-streamed reports, byte for byte", () => {
-  test("a varied report of 200 tests: the golden files; the run's copies are the same; secrets redacted; JUnit valid", async () => {
-    const dir = tempDir();
-    const errors: string[] = [];
-    await writerIn(dir, errors).write(true, () => variedReport(200));
-    expect(errors).toEqual([]);
-    for (const name of FORMATS) {
-      const written = readFileSync(join(dir, name), "utf8");
-      expect(written).toBe(readFileSync(join(GOLDEN, name), "utf8"));
-      expect(readFileSync(join(dir, "run", name), "utf8")).toBe(written);
-      expect(written).not.toContain(VARIED_SECRET.value);
-    }
-    const xsd = await validateJUnitXml(readFileSync(join(dir, "junit.xml"), "utf8"));
-    expect(xsd.errors).toEqual([]);
-    expect(xsd.valid).toBe(true);
-    expect(readdirSync(dir).sort()).toEqual(["ctrf.json", "junit.xml", "report.json", "run"]);
-  });
+  test(
+    "a varied report of 200 tests: the golden files; the " + "run's copies are the same; secrets redacted; JUnit valid",
+    async () => {
+      const dir = tempDir();
+      const errors: string[] = [];
+      await writerIn(dir, errors).write(true, () => variedReport(200));
+      expect(errors).toEqual([]);
+      for (const name of FORMATS) {
+        const written = readFileSync(join(dir, name), "utf8");
+        expect(written).toBe(readFileSync(join(GOLDEN, name), "utf8"));
+        expect(readFileSync(join(dir, "run", name), "utf8")).toBe(written);
+        expect(written).not.toContain(VARIED_SECRET.value);
+      }
+      const xsd = await validateJUnitXml(readFileSync(join(dir, "junit.xml"), "utf8"));
+      expect(xsd.errors).toEqual([]);
+      expect(xsd.valid).toBe(true);
+      expect(readdirSync(dir).sort()).toEqual(["ctrf.json", "junit.xml", "report.json", "run"]);
+    },
+  );
 
   test("a varied report of 20,000 tests: the same digests through the writer and the string renderers", async () => {
     const dir = tempDir();
@@ -228,35 +231,40 @@ describe("per-entry shortcuts are what they stand for", () => {
     expect(accepted).toBeGreaterThan(400);
   });
 
-  test("sharedTestChecks: readers in step get validTest's copy, checked once; a reader out of step checks on its own; a bad entry throws where validTest does", () => {
-    const report = variedReport(200);
-    const tests = report.shards.flatMap((shard, s) => shard.tests.map((test, t) => ({ test, s, t })));
-    const [a, b] = sharedTestChecks(2);
-    for (const { test, s, t } of tests) {
-      const first = a!(test, s, t);
-      expect(first).toEqual(validTest(test, s, t));
-      expect(b!(test, s, t)).toBe(first);
-    }
-    // Out of step: b asks for other entries than a checked at those positions.
-    const [c, d] = sharedTestChecks(2);
-    c!(tests[0]!.test, 0, 0);
-    c!(tests[1]!.test, 0, 1);
-    expect(d!(tests[1]!.test, 0, 1)).toEqual(validTest(tests[1]!.test, 0, 1));
-    expect(d!(tests[1]!.test, 0, 1)).not.toBe(c!(tests[2]!.test, 0, 2));
-    const bad = { ...tests[5]!.test, durationMs: -1 };
-    const [e] = sharedTestChecks(1);
-    let caught: unknown;
-    try {
-      e!(bad, 1, 7);
-    } catch (error) {
-      caught = error;
-    }
-    expect((caught as ZodError).issues.map((i) => i.path)).toEqual([["shards", 1, "tests", 7, "durationMs"]]);
-  });
+  test(
+    "sharedTestChecks: readers in step get validTest's copy, checked once; a reader out of step checks on its " +
+      "own; a bad entry throws where validTest does",
+    () => {
+      const report = variedReport(200);
+      const tests = report.shards.flatMap((shard, s) => shard.tests.map((test, t) => ({ test, s, t })));
+      const [a, b] = sharedTestChecks(2);
+      for (const { test, s, t } of tests) {
+        const first = a!(test, s, t);
+        expect(first).toEqual(validTest(test, s, t));
+        expect(b!(test, s, t)).toBe(first);
+      }
+      // Out of step: b asks for other entries than a checked at those positions.
+      const [c, d] = sharedTestChecks(2);
+      c!(tests[0]!.test, 0, 0);
+      c!(tests[1]!.test, 0, 1);
+      expect(d!(tests[1]!.test, 0, 1)).toEqual(validTest(tests[1]!.test, 0, 1));
+      expect(d!(tests[1]!.test, 0, 1)).not.toBe(c!(tests[2]!.test, 0, 2));
+      const bad = { ...tests[5]!.test, durationMs: -1 };
+      const [e] = sharedTestChecks(1);
+      let caught: unknown;
+      try {
+        e!(bad, 1, 7);
+      } catch (error) {
+        caught = error;
+      }
+      expect((caught as ZodError).issues.map((i) => i.path)).toEqual([["shards", 1, "tests", 7, "durationMs"]]);
+    },
+  );
 });
 
 describe("a failure half way leaves the previous reports intact", () => {
-  test("a test entry that fails the schema in the middle of 20,000: no report changes, no temp file, the error is told", async () => {
+  test("a test entry that fails the schema in the middle of " +
+    "20,000: no report changes, no temp file, the error is told", async () => {
     const dir = tempDir();
     const errors: string[] = [];
     const writer = writerIn(dir, errors);
@@ -294,44 +302,51 @@ describe("a failure half way leaves the previous reports intact", () => {
     ).toThrow(ZodError);
   });
 
-  test("writeChunksAtomic: chunks that throw after several flushes leave every target as it was and no temp file", async () => {
-    const dir = tempDir();
-    const targets = [join(dir, "run", "a.txt"), join(dir, "a.txt")];
-    mkdirSync(join(dir, "run"));
-    for (const target of targets) writeFileSync(target, "previous\n");
-    function* chunks(): Generator<string> {
-      for (let i = 0; i < 5; i++) yield "x".repeat(FLUSH_BYTES);
-      throw new Error("render failed half way");
-    }
-    await expect(writeChunksAtomic(targets, chunks())).rejects.toThrow("render failed half way");
-    for (const target of targets) expect(readFileSync(target, "utf8")).toBe("previous\n");
-    expect(readdirSync(dir).sort()).toEqual(["a.txt", "run"]);
-    expect(readdirSync(join(dir, "run"))).toEqual(["a.txt"]);
-  });
-  test("writeDocumentsAtomic: one document that throws after the others are complete leaves every document's targets as they were", async () => {
-    const dir = tempDir();
-    const names = ["a.json", "b.xml", "c.json"];
-    for (const name of names) writeFileSync(join(dir, name), "previous\n");
-    // Rendered side by side: "c" fails only once "a" and "b" have yielded everything.
-    function* failsLate(): Generator<string> {
-      for (let i = 0; i < 8; i++) yield "z".repeat(FLUSH_BYTES / 2);
-      throw new Error("schema check failed late");
-    }
-    const documents = [
-      { targets: [join(dir, "run", "a.json"), join(dir, "a.json")], chunks: ["x".repeat(FLUSH_BYTES), "y"] },
-      { targets: [join(dir, "b.xml")], chunks: ["<b/>\n"] },
-      { targets: [join(dir, "run", "c.json"), join(dir, "c.json")], chunks: failsLate() },
-    ];
-    await expect(writeDocumentsAtomic(documents)).rejects.toThrow("schema check failed late");
-    for (const name of names) expect(readFileSync(join(dir, name), "utf8")).toBe("previous\n");
-    expect(readdirSync(dir).sort()).toEqual([...names, "run"].sort());
-    expect(readdirSync(join(dir, "run"))).toEqual([]);
-    // And when nothing throws, every document lands whole.
-    await writeDocumentsAtomic(documents.slice(0, 2));
-    expect(readFileSync(join(dir, "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
-    expect(readFileSync(join(dir, "run", "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
-    expect(readFileSync(join(dir, "b.xml"), "utf8")).toBe("<b/>\n");
-  });
+  test(
+    "writeChunksAtomic: chunks that throw after several " + "flushes leave every target as it was and no temp file",
+    async () => {
+      const dir = tempDir();
+      const targets = [join(dir, "run", "a.txt"), join(dir, "a.txt")];
+      mkdirSync(join(dir, "run"));
+      for (const target of targets) writeFileSync(target, "previous\n");
+      function* chunks(): Generator<string> {
+        for (let i = 0; i < 5; i++) yield "x".repeat(FLUSH_BYTES);
+        throw new Error("render failed half way");
+      }
+      await expect(writeChunksAtomic(targets, chunks())).rejects.toThrow("render failed half way");
+      for (const target of targets) expect(readFileSync(target, "utf8")).toBe("previous\n");
+      expect(readdirSync(dir).sort()).toEqual(["a.txt", "run"]);
+      expect(readdirSync(join(dir, "run"))).toEqual(["a.txt"]);
+    },
+  );
+  test(
+    "writeDocumentsAtomic: one document that throws after the others are complete leaves every document's " +
+      "targets as they were",
+    async () => {
+      const dir = tempDir();
+      const names = ["a.json", "b.xml", "c.json"];
+      for (const name of names) writeFileSync(join(dir, name), "previous\n");
+      // Rendered side by side: "c" fails only once "a" and "b" have yielded everything.
+      function* failsLate(): Generator<string> {
+        for (let i = 0; i < 8; i++) yield "z".repeat(FLUSH_BYTES / 2);
+        throw new Error("schema check failed late");
+      }
+      const documents = [
+        { targets: [join(dir, "run", "a.json"), join(dir, "a.json")], chunks: ["x".repeat(FLUSH_BYTES), "y"] },
+        { targets: [join(dir, "b.xml")], chunks: ["<b/>\n"] },
+        { targets: [join(dir, "run", "c.json"), join(dir, "c.json")], chunks: failsLate() },
+      ];
+      await expect(writeDocumentsAtomic(documents)).rejects.toThrow("schema check failed late");
+      for (const name of names) expect(readFileSync(join(dir, name), "utf8")).toBe("previous\n");
+      expect(readdirSync(dir).sort()).toEqual([...names, "run"].sort());
+      expect(readdirSync(join(dir, "run"))).toEqual([]);
+      // And when nothing throws, every document lands whole.
+      await writeDocumentsAtomic(documents.slice(0, 2));
+      expect(readFileSync(join(dir, "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
+      expect(readFileSync(join(dir, "run", "a.json"), "utf8")).toBe(`${"x".repeat(FLUSH_BYTES)}y`);
+      expect(readFileSync(join(dir, "b.xml"), "utf8")).toBe("<b/>\n");
+    },
+  );
 });
 
 describe("writeChunksAtomic", () => {
@@ -374,29 +389,32 @@ describe("writeChunksAtomic", () => {
 });
 
 describe("redactReport copies only what it changes", () => {
-  test("entries without a secret are the input's own objects; entries with one are copies; the input is untouched", () => {
-    const report = variedReport(200);
-    const redact = makeRedactor({ [VARIED_SECRET.name]: VARIED_SECRET.value });
-    const safe = redactReport(report, redact);
-    let same = 0;
-    let copied = 0;
-    for (const [s, shard] of report.shards.entries()) {
-      for (const [t, test] of shard.tests.entries()) {
-        const out = safe.shards[s]!.tests[t]!;
-        if (JSON.stringify(test).includes(VARIED_SECRET.value)) {
-          expect(out).not.toBe(test);
-          expect(JSON.stringify(out)).not.toContain(VARIED_SECRET.value);
-          copied += 1;
-        } else {
-          expect(out).toBe(test);
-          same += 1;
+  test(
+    "entries without a secret are the input's own objects; " + "entries with one are copies; the input is untouched",
+    () => {
+      const report = variedReport(200);
+      const redact = makeRedactor({ [VARIED_SECRET.name]: VARIED_SECRET.value });
+      const safe = redactReport(report, redact);
+      let same = 0;
+      let copied = 0;
+      for (const [s, shard] of report.shards.entries()) {
+        for (const [t, test] of shard.tests.entries()) {
+          const out = safe.shards[s]!.tests[t]!;
+          if (JSON.stringify(test).includes(VARIED_SECRET.value)) {
+            expect(out).not.toBe(test);
+            expect(JSON.stringify(out)).not.toContain(VARIED_SECRET.value);
+            copied += 1;
+          } else {
+            expect(out).toBe(test);
+            same += 1;
+          }
         }
       }
-    }
-    expect(copied).toBeGreaterThan(0);
-    expect(same).toBeGreaterThan(copied);
-    expect(JSON.stringify(report)).toContain(VARIED_SECRET.value);
-    // A shard without any secret is handed back as it is.
-    expect(safe.shards[3]).toBe(report.shards[3]!);
-  });
+      expect(copied).toBeGreaterThan(0);
+      expect(same).toBeGreaterThan(copied);
+      expect(JSON.stringify(report)).toContain(VARIED_SECRET.value);
+      // A shard without any secret is handed back as it is.
+      expect(safe.shards[3]).toBe(report.shards[3]!);
+    },
+  );
 });

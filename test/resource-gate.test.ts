@@ -45,18 +45,22 @@ describe("ResourceGate.pick", () => {
     expect(gate.pick(items.slice(2))).toBe(0);
   });
 
-  test("a waiting shard reserves what it waits for: a later shard needing one of them may not take it (no starvation)", () => {
-    const gate = gateOf();
-    const holdsB = { name: "holdsB", locks: ["b"] };
-    const wantsAB = { name: "wantsAB", locks: ["a", "b"] };
-    const wantsA = { name: "wantsA", locks: ["a"] };
-    const free = { name: "free" };
-    gate.start(holdsB);
-    // "a" is free, but wantsAB (earlier) waits for it together with "b".
-    expect(gate.pick([wantsAB, wantsA, free])).toBe(2);
-    gate.end(holdsB);
-    expect(gate.pick([wantsAB, wantsA])).toBe(0);
-  });
+  test(
+    "a waiting shard reserves what it waits for: a later shard needing one of them may not take it (no " +
+      "starvation)",
+    () => {
+      const gate = gateOf();
+      const holdsB = { name: "holdsB", locks: ["b"] };
+      const wantsAB = { name: "wantsAB", locks: ["a", "b"] };
+      const wantsA = { name: "wantsA", locks: ["a"] };
+      const free = { name: "free" };
+      gate.start(holdsB);
+      // "a" is free, but wantsAB (earlier) waits for it together with "b".
+      expect(gate.pick([wantsAB, wantsA, free])).toBe(2);
+      gate.end(holdsB);
+      expect(gate.pick([wantsAB, wantsA])).toBe(0);
+    },
+  );
 
   test("an exclusive shard that is next waits for the drain and nothing new starts; then it runs alone", () => {
     const gate = gateOf();
@@ -139,18 +143,22 @@ describe("ResourceGate.pick", () => {
 });
 
 describe("simulateMakespan", () => {
-  test("an exclusive shard last adds its own duration to the parallel phase; two holders of one lock run one after the other", () => {
-    const ms = (i: Item) => ({ long: 10_000, ex: 3_000 })[i.name as "long" | "ex"] ?? 2_000;
-    const parallel: Item[] = [{ name: "long" }, { name: "s1" }, { name: "s2" }, { name: "s3" }];
-    expect(simulateMakespan(parallel, 4, ms, needs, new Map())).toBe(10_000);
-    expect(simulateMakespan([...parallel, { name: "ex", exclusive: true }], 4, ms, needs, new Map())).toBe(13_000);
-    const locked: Item[] = [
-      { name: "l1", locks: ["port"] },
-      { name: "l2", locks: ["port"] },
-    ];
-    expect(simulateMakespan(locked, 4, ms, needs, new Map())).toBe(4_000);
-    expect(simulateMakespan(locked, 4, ms, needs, new Map([["port", 2]]))).toBe(2_000);
-  });
+  test(
+    "an exclusive shard last adds its own duration to the parallel phase; two holders of one lock run one " +
+      "after the other",
+    () => {
+      const ms = (i: Item) => ({ long: 10_000, ex: 3_000 })[i.name as "long" | "ex"] ?? 2_000;
+      const parallel: Item[] = [{ name: "long" }, { name: "s1" }, { name: "s2" }, { name: "s3" }];
+      expect(simulateMakespan(parallel, 4, ms, needs, new Map())).toBe(10_000);
+      expect(simulateMakespan([...parallel, { name: "ex", exclusive: true }], 4, ms, needs, new Map())).toBe(13_000);
+      const locked: Item[] = [
+        { name: "l1", locks: ["port"] },
+        { name: "l2", locks: ["port"] },
+      ];
+      expect(simulateMakespan(locked, 4, ms, needs, new Map())).toBe(4_000);
+      expect(simulateMakespan(locked, 4, ms, needs, new Map([["port", 2]]))).toBe(2_000);
+    },
+  );
 });
 
 describe("runPool with a gate", () => {
@@ -230,35 +238,44 @@ describe("plan side", () => {
     expect(resourcePlan({ exclusive: [], resources: {} }).active).toBe(false);
   });
 
-  test("a plain path naming a directory holds every file under it, as a pattern does; a file path only that file", () => {
-    const plan = resourcePlan({
-      exclusive: ["test/gen/"],
-      resources: { db: { files: ["test/db", "test/one.test.ts"], capacity: 1 } },
-    });
-    expect(plan.needsOf(["test/db/a.test.ts"])).toEqual({ locks: ["db"], exclusive: false });
-    expect(plan.needsOf(["test/db-other/a.test.ts", "test/one.test.ts.bak"])).toEqual({ locks: [], exclusive: false });
-    expect(plan.needsOf(["test/gen/deep/x.test.ts"])).toEqual({ locks: [], exclusive: true });
-  });
+  test(
+    "a plain path naming a directory holds every file " + "under it, as a pattern does; a file path only that file",
+    () => {
+      const plan = resourcePlan({
+        exclusive: ["test/gen/"],
+        resources: { db: { files: ["test/db", "test/one.test.ts"], capacity: 1 } },
+      });
+      expect(plan.needsOf(["test/db/a.test.ts"])).toEqual({ locks: ["db"], exclusive: false });
+      expect(plan.needsOf(["test/db-other/a.test.ts", "test/one.test.ts.bak"])).toEqual({
+        locks: [],
+        exclusive: false,
+      });
+      expect(plan.needsOf(["test/gen/deep/x.test.ts"])).toEqual({ locks: [], exclusive: true });
+    },
+  );
 
-  test("--files-per-shard never batches an exclusive file with another; the others are batched as if it were absent", () => {
-    const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
-    const alone = (f: string) => f.startsWith("c") || f.startsWith("gen");
-    const shards = groupIntoShards(files, 2, { alone });
-    expect(shards.map((s) => s.files)).toEqual([
-      ["a.test.ts", "b.test.ts"],
-      ["c.test.ts"],
-      ["d.test.ts", "z.test.ts"],
-      ["gen.test.ts"],
-    ]);
-    expect(shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
-    expect(groupIntoShards(files, 4).map((s) => s.files.length)).toEqual([4, 2]);
-    // --files-per-shard auto too: the exclusive files alone, the rest batched among themselves.
-    const auto = groupIntoShards(files, "auto", { alone, batching: { durations: new Map(), jobs: 2 } }).map(
-      (s) => s.files,
-    );
-    expect(auto.filter((g) => g.some(alone))).toEqual([["c.test.ts"], ["gen.test.ts"]]);
-    expect(auto.flat().sort()).toEqual([...files].sort());
-  });
+  test(
+    "--files-per-shard never batches an exclusive file with " + "another; the others are batched as if it were absent",
+    () => {
+      const files = ["a.test.ts", "b.test.ts", "c.test.ts", "d.test.ts", "gen.test.ts", "z.test.ts"];
+      const alone = (f: string) => f.startsWith("c") || f.startsWith("gen");
+      const shards = groupIntoShards(files, 2, { alone });
+      expect(shards.map((s) => s.files)).toEqual([
+        ["a.test.ts", "b.test.ts"],
+        ["c.test.ts"],
+        ["d.test.ts", "z.test.ts"],
+        ["gen.test.ts"],
+      ]);
+      expect(shards.map((s) => s.index)).toEqual([1, 2, 3, 4]);
+      expect(groupIntoShards(files, 4).map((s) => s.files.length)).toEqual([4, 2]);
+      // --files-per-shard auto too: the exclusive files alone, the rest batched among themselves.
+      const auto = groupIntoShards(files, "auto", { alone, batching: { durations: new Map(), jobs: 2 } }).map(
+        (s) => s.files,
+      );
+      expect(auto.filter((g) => g.some(alone))).toEqual([["c.test.ts"], ["gen.test.ts"]]);
+      expect(auto.flat().sort()).toEqual([...files].sort());
+    },
+  );
 
   test("exclusive shards are dispatched last, each group in its order", () => {
     const plan = resourcePlan({ exclusive: ["x*"], resources: {} });

@@ -174,24 +174,27 @@ describe("list, notes and bad input", () => {
       "test/c.test.ts": file("c", 1),
     });
 
-  test("list shows each shard's locks and exclusive flag; --files-per-shard never batches an exclusive file", async () => {
-    const dir = suite();
-    const run = await runCli([
-      "list",
-      "--root",
-      dir,
-      "--files-per-shard",
-      "2",
-      "--exclusive",
-      "test/gen-*.test.ts",
-      "--resources",
-      "docs@2=test/gen-*.test.ts,test/a.test.ts;port=test/c.test.ts",
-    ]);
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain("shard 1/3 [test-a-and-1-more]  (locks docs)");
-    expect(run.stdout).toContain("shard 2/3 [test-c]  (locks port)");
-    expect(run.stdout).toContain("shard 3/3 [test-gen-x]  (exclusive; locks docs)");
-  });
+  test(
+    "list shows each shard's locks and exclusive flag; " + "--files-per-shard never batches an exclusive file",
+    async () => {
+      const dir = suite();
+      const run = await runCli([
+        "list",
+        "--root",
+        dir,
+        "--files-per-shard",
+        "2",
+        "--exclusive",
+        "test/gen-*.test.ts",
+        "--resources",
+        "docs@2=test/gen-*.test.ts,test/a.test.ts;port=test/c.test.ts",
+      ]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain("shard 1/3 [test-a-and-1-more]  (locks docs)");
+      expect(run.stdout).toContain("shard 2/3 [test-c]  (locks port)");
+      expect(run.stdout).toContain("shard 3/3 [test-gen-x]  (exclusive; locks docs)");
+    },
+  );
 
   test("with recorded durations, list says the makespan the exclusive file costs", async () => {
     const dir = makeSuite({
@@ -247,21 +250,24 @@ describe("list, notes and bad input", () => {
     expect(all).toContain("[test-gen-x]  (exclusive)");
   });
 
-  test("a glob that matches no file at all gets one note; one naming a file left out of the plan gets none", async () => {
-    const dir = suite();
-    const run = await runCli([
-      "list",
-      "--root",
-      dir,
-      "test/a.test.ts",
-      "--resources",
-      "docs=test/nope-*.test.ts,test/b.test.ts",
-    ]);
-    expect(run.code).toBe(0);
-    expect(run.stderr.trim().split("\n")).toEqual([
-      `shardguard: note: resource docs glob "test/nope-*.test.ts" matches no file under ${dir}`,
-    ]);
-  });
+  test(
+    "a glob that matches no file at all gets one note; " + "one naming a file left out of the plan gets none",
+    async () => {
+      const dir = suite();
+      const run = await runCli([
+        "list",
+        "--root",
+        dir,
+        "test/a.test.ts",
+        "--resources",
+        "docs=test/nope-*.test.ts,test/b.test.ts",
+      ]);
+      expect(run.code).toBe(0);
+      expect(run.stderr.trim().split("\n")).toEqual([
+        `shardguard: note: resource docs glob "test/nope-*.test.ts" matches no file under ${dir}`,
+      ]);
+    },
+  );
 
   const refused: [string, string[], Record<string, string>, string, RegExp][] = [
     [
@@ -331,7 +337,10 @@ describe("sources: flag > SHARDGUARD_* > [shardguard] > preset", () => {
   const dir = () =>
     makeSuite({
       ...Object.fromEntries(["a", "b", "c", "d"].map((n) => [`test/${n}.test.ts`, file(n, 1)])),
-      "bunfig.toml": `[shardguard]\nexclusive = ["test/b.test.ts"]\n\n[shardguard.presets.mine]\nglobs = ["test/*.test.ts"]\nexclusive = ["test/a.test.ts"]\nresources = { db = { files = ["test/c.test.ts", "test/d.test.ts"], capacity = 2 } }\n`,
+      "bunfig.toml":
+        `[shardguard]\nexclusive = ["test/b.test.ts"]\n\n[shardguard.presets.mine]\nglobs = ` +
+        `["test/*.test.ts"]\nexclusive = ["test/a.test.ts"]\nresources = { db = { files = ["test/c.test.ts", ` +
+        `"test/d.test.ts"], capacity = 2 } }\n`,
     });
   const exclusiveIn = (stdout: string) => [...stdout.matchAll(/\[(test-[a-d])\] {2}\(exclusive/g)].map((m) => m[1]);
 

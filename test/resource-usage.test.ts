@@ -23,9 +23,11 @@ const spinner = (then: string) =>
 
 const FILES = (marker: string) => ({
   // The grandchild stays in the tree and exits; the test waits for it.
-  "busy.test.ts": `import { test } from "bun:test";
+  "busy.test.ts":
+    `import { test } from "bun:test";
 test("a grandchild burns 1 s of CPU", async () => {
-  const child = Bun.spawn([process.execPath, "-e", ${JSON.stringify(spinner(""))}], { stdio: ["ignore", "ignore", "ignore"] });
+  const child = Bun.spawn([process.execPath, "-e", ${JSON.stringify(spinner(""))}], { stdio: ["ignore", "ignore", ` +
+    `"ignore"] });
   await child.exited;
 }, 120_000);
 `,
@@ -34,14 +36,16 @@ test("a grandchild burns 1 s of CPU", async () => {
   // until the sweep kills it. Both run without Bun's no-orphans flag, which
   // every Bun below a shard inherits from its environment: with it the
   // parent would take the spinner down as it exits.
-  "escapee.test.ts": `import { test } from "bun:test";
+  "escapee.test.ts":
+    `import { test } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 const env = { ...process.env };
 delete env.BUN_FEATURE_FLAG_NO_ORPHANS;
 test("an escapee burns 1 s of CPU and spins on", async () => {
   const spin = ${JSON.stringify(spinner(`require("fs").writeFileSync(${JSON.stringify(marker)}, "1"); for (;;) {}`))};
-  spawn(process.execPath, ["-e", "require('child_process').spawn(process.execPath, ['-e', process.argv[1]], { detached: true, stdio: 'ignore' }).unref()", spin], { stdio: "ignore", env });
+  spawn(process.execPath, ["-e", "require('child_process').spawn(process.execPath, ['-e', process.argv[1]], { ` +
+    `detached: true, stdio: 'ignore' }).unref()", spin], { stdio: "ignore", env });
   while (!existsSync(${JSON.stringify(marker)})) await Bun.sleep(20);
 }, 120_000);
 `,
@@ -120,11 +124,13 @@ describe.each(METHODS)("$method", ({ method, env, skip, floorMs }) => {
     async () => {
       const pidFile = path.join(makeSuite({}, "sg-marker-"), "cleared.pid");
       const dir = makeSuite({
-        "cleared.test.ts": `import { test } from "bun:test";
+        "cleared.test.ts":
+          `import { test } from "bun:test";
 import { existsSync } from "node:fs";
 test("leaves a spinner without an environment", async () => {
   // Double fork: Bun's no-orphans kills its own children by pid, whatever their session.
-  Bun.spawn(["sh", "-c", "setsid env -i sh -c 'echo $$ > ${pidFile}; while :; do :; done' &"], { stdio: ["ignore", "ignore", "ignore"] });
+  Bun.spawn(["sh", "-c", "setsid env -i sh -c 'echo $$ > ${pidFile}; while :; do :; done' &"], { stdio: ["ignore", ` +
+          `"ignore", "ignore"] });
   while (!existsSync("${pidFile}")) await Bun.sleep(20);
   await Bun.sleep(50);
 });

@@ -76,44 +76,45 @@ function recorder(attempt: () => ShardAttempt) {
 }
 
 describe("a shard attempt", () => {
-  test("with events: forward through its states, the slot freed once with the group gone, the gate held until the handshake", async () => {
-    const { ctx, shard, gate } = setUp();
-    let attempt: ShardAttempt | null = null;
-    const { seen, live, hooks } = recorder(() => attempt!);
-    attempt = new ShardAttempt({
-      ctx,
-      shard,
-      paths: shardPaths(ctx, shard),
-      withEvents: true,
-      hooks,
-      cancelled: () => null,
-    });
-    expect(attempt.state).toBe("preparing");
-    const ending = attempt.run();
-    // Counted from its start, before the child exists.
-    const waiting = gate.settled(60_000);
-    expect(await settledYet(waiting)).toBe(false);
-    await waiting;
-    expect(["tests-running", "child-exited", "group-gone", "evidence-collected"]).toContain(attempt.state);
-    const end = await ending;
-    expect(seen).toEqual(["register spawned", "start spawned", "unregister finished", "slot free group-gone"]);
-    expect(attempt.state).toBe("evidence-collected");
-    expect(live.size).toBe(0);
-    if (end.kind !== "ran") throw new Error(`stopped: ${end.problem}`);
-    const { record } = end;
-    expect([record.outcome.exitCode, record.outcome.killedBy]).toEqual([1, null]);
-    expect(record.events?.tests.map((t) => [t.name, t.status])).toEqual([
-      ["one", "passed"],
-      ["two", "failed"],
-    ]);
-    expect([record.marks.testsStarted, record.marks.finishedNormally, record.flushed, record.requestProblem]).toEqual([
-      2,
-      true,
-      true,
-      null,
-    ]);
-    expect(record.failedEnds).toBe(1);
-  });
+  test(
+    "with events: forward through its states, the slot freed once with the group gone, the gate held until the " +
+      "handshake",
+    async () => {
+      const { ctx, shard, gate } = setUp();
+      let attempt: ShardAttempt | null = null;
+      const { seen, live, hooks } = recorder(() => attempt!);
+      attempt = new ShardAttempt({
+        ctx,
+        shard,
+        paths: shardPaths(ctx, shard),
+        withEvents: true,
+        hooks,
+        cancelled: () => null,
+      });
+      expect(attempt.state).toBe("preparing");
+      const ending = attempt.run();
+      // Counted from its start, before the child exists.
+      const waiting = gate.settled(60_000);
+      expect(await settledYet(waiting)).toBe(false);
+      await waiting;
+      expect(["tests-running", "child-exited", "group-gone", "evidence-collected"]).toContain(attempt.state);
+      const end = await ending;
+      expect(seen).toEqual(["register spawned", "start spawned", "unregister finished", "slot free group-gone"]);
+      expect(attempt.state).toBe("evidence-collected");
+      expect(live.size).toBe(0);
+      if (end.kind !== "ran") throw new Error(`stopped: ${end.problem}`);
+      const { record } = end;
+      expect([record.outcome.exitCode, record.outcome.killedBy]).toEqual([1, null]);
+      expect(record.events?.tests.map((t) => [t.name, t.status])).toEqual([
+        ["one", "passed"],
+        ["two", "failed"],
+      ]);
+      expect([record.marks.testsStarted, record.marks.finishedNormally, record.flushed, record.requestProblem]).toEqual(
+        [2, true, true, null],
+      );
+      expect(record.failedEnds).toBe(1);
+    },
+  );
 
   test("without events: no channel, running from the spawn, nothing enters the gate", async () => {
     const { ctx, shard, gate } = setUp();

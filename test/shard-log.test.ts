@@ -38,37 +38,41 @@ function expectEveryLine(log: string): void {
 }
 
 for (const exitNow of [false, true]) {
-  test(`stdout and stderr of a bun test child are all in the log (mode 0600) ${exitNow ? "after process.exit(0)" : "on a normal exit"}`, async () => {
-    const dir = makeSuite({ "prints.test.ts": PRINTS }, "sg-log-");
-    const logPath = path.join(dir, "shard.log");
-    const proc = startProcess({
-      argv: [BUN, "test", path.join(dir, "prints.test.ts")],
-      cwd: dir,
-      env: { ...process.env, SG_EXIT_NOW: exitNow ? "1" : "" },
-      logPath,
-      timeoutMs: 30_000,
-      graceMs: 1_000,
-    });
-    // The runner holds one descriptor of the log while the child runs (to put back a log a
-    // test deleted, exec/log-check.ts), and none once the outcome is known.
-    const ours = () =>
-      readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          return readlinkSync(`/proc/self/fd/${fd}`) === logPath;
-        } catch {
-          return false;
-        }
+  test(
+    `stdout and stderr of a bun test child are all in the log (mode 0600) ` +
+      `${exitNow ? "after process.exit(0)" : "on a normal exit"}`,
+    async () => {
+      const dir = makeSuite({ "prints.test.ts": PRINTS }, "sg-log-");
+      const logPath = path.join(dir, "shard.log");
+      const proc = startProcess({
+        argv: [BUN, "test", path.join(dir, "prints.test.ts")],
+        cwd: dir,
+        env: { ...process.env, SG_EXIT_NOW: exitNow ? "1" : "" },
+        logPath,
+        timeoutMs: 30_000,
+        graceMs: 1_000,
       });
-    expect(ours()).toHaveLength(1);
-    const outcome = await proc.done;
-    expect(ours()).toEqual([]);
-    expect(outcome).toMatchObject({ exitCode: 0, signal: null, logError: null });
-    const log = readFileSync(logPath, "utf8");
-    expectEveryLine(log);
-    if (!exitNow) expect(log).toContain("1 pass");
-    expect(outcome.logBytes).toBe(statSync(logPath).size);
-    expect(statSync(logPath).mode & 0o777).toBe(0o600);
-  });
+      // The runner holds one descriptor of the log while the child runs (to put back a log a
+      // test deleted, exec/log-check.ts), and none once the outcome is known.
+      const ours = () =>
+        readdirSync("/proc/self/fd").filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`) === logPath;
+          } catch {
+            return false;
+          }
+        });
+      expect(ours()).toHaveLength(1);
+      const outcome = await proc.done;
+      expect(ours()).toEqual([]);
+      expect(outcome).toMatchObject({ exitCode: 0, signal: null, logError: null });
+      const log = readFileSync(logPath, "utf8");
+      expectEveryLine(log);
+      if (!exitNow) expect(log).toContain("1 pass");
+      expect(outcome.logBytes).toBe(statSync(logPath).size);
+      expect(statSync(logPath).mode & 0o777).toBe(0o600);
+    },
+  );
 }
 
 test("output written before a group kill is all in the log", async () => {
@@ -108,41 +112,45 @@ test("output written before a group kill is all in the log", async () => {
 const ESCAPES =
   'import { test } from "bun:test";\nimport { writeFileSync } from "node:fs";\n' +
   'test("escapes", () => {\n' +
-  '  const p = Bun.spawn(["setsid", "sh", "-c", "echo $$ > \\"$SG_PID\\"; sleep 0.5; echo late-line; exec sleep 30"], { stdout: "inherit", stderr: "inherit" });\n' +
+  ('  const p = Bun.spawn(["setsid", "sh", "-c", "echo $$ > \\"$SG_PID\\"; sleep 0.5; echo late-line; exec sleep ' +
+    '30"], { stdout: "inherit", stderr: "inherit" });\n') +
   "  p.unref();\n" +
   '  while (!require("node:fs").existsSync(process.env.SG_PID!)) Bun.sleepSync(5);\n' +
   '  console.log("test-done");\n});\n';
 
-test("a grandchild that left the group holding the log does not delay the shard's end, and later writes still land", async () => {
-  const dir = makeSuite({ "escapes.test.ts": ESCAPES }, "sg-log-");
-  const logPath = path.join(dir, "shard.log");
-  const pidFile = path.join(dir, "gc.pid");
-  // No cookie: nothing sweeps this escapee, so it holds the log for 30 s.
-  const proc = startProcess({
-    argv: [BUN, "test", path.join(dir, "escapes.test.ts")],
-    cwd: dir,
-    env: { ...process.env, SG_PID: pidFile },
-    logPath,
-    timeoutMs: 20_000,
-    graceMs: 500,
-  });
-  const t0 = performance.now();
-  const outcome = await proc.done;
-  const took = performance.now() - t0;
-  const grandchild = Number(readFileSync(pidFile, "utf8"));
-  try {
-    expect(outcome.exitCode).toBe(0);
-    expect(alive(grandchild)).toBe(true);
-    expect(readlinkSync(`/proc/${grandchild}/fd/1`)).toBe(logPath);
-    // Exit to outcome without waiting for the descriptor's last holder (30 s
-    // away); the pipes of old waited up to 500 ms here.
-    expect(took - outcome.durationMs).toBeLessThan(250);
-    expect(readFileSync(logPath, "utf8")).toContain("test-done");
-    expect(await waitFor(() => readFileSync(logPath, "utf8").includes("late-line"), 3_000)).toBe(true);
-  } finally {
-    process.kill(grandchild, "SIGKILL");
-  }
-});
+test(
+  "a grandchild that left the group holding the log does " + "not delay the shard's end, and later writes still land",
+  async () => {
+    const dir = makeSuite({ "escapes.test.ts": ESCAPES }, "sg-log-");
+    const logPath = path.join(dir, "shard.log");
+    const pidFile = path.join(dir, "gc.pid");
+    // No cookie: nothing sweeps this escapee, so it holds the log for 30 s.
+    const proc = startProcess({
+      argv: [BUN, "test", path.join(dir, "escapes.test.ts")],
+      cwd: dir,
+      env: { ...process.env, SG_PID: pidFile },
+      logPath,
+      timeoutMs: 20_000,
+      graceMs: 500,
+    });
+    const t0 = performance.now();
+    const outcome = await proc.done;
+    const took = performance.now() - t0;
+    const grandchild = Number(readFileSync(pidFile, "utf8"));
+    try {
+      expect(outcome.exitCode).toBe(0);
+      expect(alive(grandchild)).toBe(true);
+      expect(readlinkSync(`/proc/${grandchild}/fd/1`)).toBe(logPath);
+      // Exit to outcome without waiting for the descriptor's last holder (30 s
+      // away); the pipes of old waited up to 500 ms here.
+      expect(took - outcome.durationMs).toBeLessThan(250);
+      expect(readFileSync(logPath, "utf8")).toContain("test-done");
+      expect(await waitFor(() => readFileSync(logPath, "utf8").includes("late-line"), 3_000)).toBe(true);
+    } finally {
+      process.kill(grandchild, "SIGKILL");
+    }
+  },
+);
 
 test("the same grandchild with the shard's cookie is found and killed by the sweep", async () => {
   const dir = makeSuite({ "escapes.test.ts": ESCAPES }, "sg-log-");
@@ -175,12 +183,16 @@ function outcomeUnder(
   const dir = makeSuite(
     {
       "fills.test.ts":
-        'import { test } from "bun:test";\nconst line = "y".repeat(1023);\ntest("fills", () => { for (let i = 0; i < 2048; i++) console.log(line); });\n',
+        'import { test } from "bun:test";\nconst line = "y".repeat(1023);\ntest("fills", () => { for (let i = 0; ' +
+        "i < 2048; i++) console.log(line); });\n",
       "supervise.ts":
-        `import { statSync } from "node:fs";\nimport { startProcess } from ${JSON.stringify(path.join(REPO, "runner", "exec", "process.ts"))};\n` +
+        `import { statSync } from "node:fs";\nimport { startProcess } from ` +
+        `${JSON.stringify(path.join(REPO, "runner", "exec", "process.ts"))};\n` +
         "const [logPath, file] = process.argv.slice(2);\n" +
-        'const o = await startProcess({ argv: [process.execPath, "test", file!], cwd: import.meta.dir, env: process.env, logPath: logPath!, timeoutMs: 20_000, graceMs: 500 }).done;\n' +
-        "console.log(JSON.stringify({ exitCode: o.exitCode, signal: o.signal, logError: o.logError, logBytes: o.logBytes, size: statSync(logPath!).size }));\n",
+        ('const o = await startProcess({ argv: [process.execPath, "test", file!], cwd: import.meta.dir, env: ' +
+          "process.env, logPath: logPath!, timeoutMs: 20_000, graceMs: 500 }).done;\n") +
+        "console.log(JSON.stringify({ exitCode: o.exitCode, signal: o.signal, logError: o.logError, logBytes: " +
+        "o.logBytes, size: statSync(logPath!).size }));\n",
     },
     "sg-log-",
   );
@@ -193,14 +205,17 @@ function outcomeUnder(
   return JSON.parse(run.stdout.trim().split("\n").pop()!);
 }
 
-test("a log that reaches the file size limit (RLIMIT_FSIZE) is marked incomplete; the outcome is still the child's", () => {
-  const logDir = makeSuite({}, "sg-log-");
-  // 1024 blocks of 512 or 1024 bytes, by shell: under the 2 MiB printed either way.
-  const o = outcomeUnder((command) => `ulimit -f 1024 && ${command}`, logDir);
-  expect(o.exitCode).toBe(0);
-  expect(o.size).toBeLessThan(2 * 1024 * 1024);
-  expect(o.logError).toMatch(/EFBIG: the log reached the file size limit/);
-});
+test(
+  "a log that reaches the file size limit (RLIMIT_FSIZE) " + "is marked incomplete; the outcome is still the child's",
+  () => {
+    const logDir = makeSuite({}, "sg-log-");
+    // 1024 blocks of 512 or 1024 bytes, by shell: under the 2 MiB printed either way.
+    const o = outcomeUnder((command) => `ulimit -f 1024 && ${command}`, logDir);
+    expect(o.exitCode).toBe(0);
+    expect(o.size).toBeLessThan(2 * 1024 * 1024);
+    expect(o.logError).toMatch(/EFBIG: the log reached the file size limit/);
+  },
+);
 
 /** True where this user may mount a tmpfs in a namespace of its own. */
 const canMountTmpfs =
@@ -220,17 +235,20 @@ test.skipIf(!canMountTmpfs)(
   },
 );
 
-test("a log that cannot be opened: the child still runs (output to /dev/null) and the log is marked incomplete", async () => {
-  const outcome = await startProcess({
-    argv: ["sh", "-c", "echo out; exit 4"],
-    cwd: "/",
-    env: process.env,
-    logPath: path.join(makeSuite({}, "sg-log-"), "no-such-dir", "x.log"),
-    timeoutMs: 5_000,
-    graceMs: 100,
-  }).done;
-  expect(outcome.exitCode).toBe(4);
-  expect(outcome.logError).toMatch(/ENOENT/);
-});
+test(
+  "a log that cannot be opened: the child still runs " + "(output to /dev/null) and the log is marked incomplete",
+  async () => {
+    const outcome = await startProcess({
+      argv: ["sh", "-c", "echo out; exit 4"],
+      cwd: "/",
+      env: process.env,
+      logPath: path.join(makeSuite({}, "sg-log-"), "no-such-dir", "x.log"),
+      timeoutMs: 5_000,
+      graceMs: 100,
+    }).done;
+    expect(outcome.exitCode).toBe(4);
+    expect(outcome.logError).toMatch(/ENOENT/);
+  },
+);
 
 afterAll(removeSuites);

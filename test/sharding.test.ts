@@ -177,7 +177,8 @@ describe("--shard on the command line", () => {
     expect(list.stdout).not.toContain("a.test.ts");
   });
 
-  test("list --shard I/N: every N from 1 to files+2 gives disjoint slices that cover the plan, one hash per N", async () => {
+  test("list --shard I/N: every N from 1 to files+2 gives " +
+    "disjoint slices that cover the plan, one hash per N", async () => {
     const names = ["a", "b", "c", "d", "e"].map((n) => `${n}.test.ts`);
     const dir = makeSuite(Object.fromEntries(names.map((n) => [n, pass])));
     for (let n = 1; n <= names.length + 2; n++) {
@@ -197,7 +198,8 @@ describe("--shard on the command line", () => {
     }
   }, 60_000);
 
-  test("--timings balances the slices by recorded duration; merge --update-timings writes what the slices measured", async () => {
+  test("--timings balances the slices by recorded duration; " +
+    "merge --update-timings writes what the slices measured", async () => {
     const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": pass, "c.test.ts": pass, "d.test.ts": pass });
     // a is as long as the three others together: alone in one slice. By file count it would share.
     writeFileSync(
@@ -246,47 +248,50 @@ describe("--shard on the command line", () => {
     expect(after.files["b.test.ts"]).toBe(1000);
   }, 60_000);
 
-  test("a bad I/N, or --shard with --last-failed (with or without --preset), exits 2 before anything runs", async () => {
-    const dir = makeSuite({ "a.test.ts": pass });
-    // shardguard's own flags and --shard after "--" would reach every shard, which ignores or misapplies them.
-    for (const [after, says] of [
-      ["--shard=2/2", `--shard=2/2 after "--" would slice each shard's own files`],
-      ["--last-failed", `--last-failed after "--" is a flag of shardguard run, not of bun test`],
-      ["--jobs=1", `--jobs=1 after "--" is a flag of shardguard run`],
-    ] as const) {
-      for (const command of ["run", "bg"]) {
-        const r = await runCli([command, "--root", dir, "--", after]);
-        expect(r.code).toBe(2);
-        expect(r.stderr).toContain(says);
+  test(
+    "a bad I/N, or --shard with --last-failed (with " + "or without --preset), exits 2 before anything runs",
+    async () => {
+      const dir = makeSuite({ "a.test.ts": pass });
+      // shardguard's own flags and --shard after "--" would reach every shard, which ignores or misapplies them.
+      for (const [after, says] of [
+        ["--shard=2/2", `--shard=2/2 after "--" would slice each shard's own files`],
+        ["--last-failed", `--last-failed after "--" is a flag of shardguard run, not of bun test`],
+        ["--jobs=1", `--jobs=1 after "--" is a flag of shardguard run`],
+      ] as const) {
+        for (const command of ["run", "bg"]) {
+          const r = await runCli([command, "--root", dir, "--", after]);
+          expect(r.code).toBe(2);
+          expect(r.stderr).toContain(says);
+        }
       }
-    }
-    // A combination bun test itself refuses (every shard would end as a load error): exit 2, nothing started.
-    const both = await runCli(["run", "--root", dir, "--", "--retry", "1", "--rerun-each", "2"]);
-    expect(both.code).toBe(2);
-    expect(both.stderr).toContain("--retry 1 and --rerun-each 2 cannot be used together");
-    expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
-    // A file or filter after "--" would run in every shard beside its own files, its tests
-    // blamed on them; `--bail 1` is such a filter to Bun 1.4.4 ("1"), `--bail=1` the flag.
-    for (const after of [["./extra/zz.test.ts"], ["--bail", "1"]]) {
-      const r = await runCli(["run", "--root", dir, "--", ...after]);
-      expect(r.code).toBe(2);
-      expect(r.stderr).toContain(
-        `bun test flags after "--" cannot include files or filters (${JSON.stringify(after.at(-1))})`,
-      );
-    }
-    expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
-    // --shard twice: one line, as for shardguard's other flags, never the last one silently.
-    const twice = await runCli(["run", "--root", dir, "--shard", "1/3", "--shard", "2/3"]);
-    expect(twice.code).toBe(2);
-    expect(twice.stderr).toContain("flag --shard was given twice");
-    const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');
-    expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed"])).code).toBe(2);
-    expect(
-      (await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed", "--preset", "gstack-paid"])).code,
-    ).toBe(2);
-  });
+      // A combination bun test itself refuses (every shard would end as a load error): exit 2, nothing started.
+      const both = await runCli(["run", "--root", dir, "--", "--retry", "1", "--rerun-each", "2"]);
+      expect(both.code).toBe(2);
+      expect(both.stderr).toContain("--retry 1 and --rerun-each 2 cannot be used together");
+      expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+      // A file or filter after "--" would run in every shard beside its own files, its tests
+      // blamed on them; `--bail 1` is such a filter to Bun 1.4.4 ("1"), `--bail=1` the flag.
+      for (const after of [["./extra/zz.test.ts"], ["--bail", "1"]]) {
+        const r = await runCli(["run", "--root", dir, "--", ...after]);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toContain(
+          `bun test flags after "--" cannot include files or filters (${JSON.stringify(after.at(-1))})`,
+        );
+      }
+      expect(existsSync(path.join(dir, ".shardguard"))).toBe(false);
+      // --shard twice: one line, as for shardguard's other flags, never the last one silently.
+      const twice = await runCli(["run", "--root", dir, "--shard", "1/3", "--shard", "2/3"]);
+      expect(twice.code).toBe(2);
+      expect(twice.stderr).toContain("flag --shard was given twice");
+      const bad = await runCli(["run", "--root", dir, "--shard", "3/2"]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('invalid --shard "3/2": expected I/N');
+      expect((await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed"])).code).toBe(2);
+      expect(
+        (await runCli(["run", "--root", dir, "--shard", "1/2", "--last-failed", "--preset", "gstack-paid"])).code,
+      ).toBe(2);
+    },
+  );
 
   test("a preset's plan is sliced the same way, and its slices merge", async () => {
     const dir = makeSuite({
@@ -318,7 +323,10 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
   /** A suite whose bunfig loads the preset preload, with preset "slow" over e2e/. */
   const presetSuite = () =>
     makeSuite({
-      "bunfig.toml": `[test]\npreload = [${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n`,
+      "bunfig.toml":
+        `[test]\npreload = ` +
+        `[${JSON.stringify(path.join(REPO, "preset", "preload.ts"))}]\n\n[shardguard.presets.slow]\nglobs = ` +
+        `["e2e/*.test.ts"]\n`,
       "test/shardguard.slow.test.ts": pass,
       "e2e/a.test.ts": pass,
       "e2e/b.test.ts": pass,
@@ -336,7 +344,8 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     });
   };
 
-  test("--shard=I/N cannot be taken over: Bun slices its files before the preload, so slice 1 is refused (exit 2) naming shardguard's --shard and slice 2 never reaches shardguard", () => {
+  test("--shard=I/N cannot be taken over: Bun slices its files before the preload, so slice 1 is refused (exit 2) " +
+    "naming shardguard's --shard and slice 2 never reaches shardguard", () => {
     const dir = presetSuite();
     const first = bunTest(dir, ["--preset", "slow", "--shard=1/2"]);
     expect(first.status).toBe(2);
@@ -366,7 +375,8 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     for (const f of ["e2e/a.test.ts", "e2e/b.test.ts", "e2e/c.test.ts"]) expect(after.files[f]).toBeGreaterThan(0);
   }, 60_000);
 
-  test("--update-timings without --timings, and these flags after -- of shardguard run, exit 2 before anything runs", async () => {
+  test("--update-timings without --timings, and these flags " +
+    "after -- of shardguard run, exit 2 before anything runs", async () => {
     const dir = presetSuite();
     // Bun refuses this one itself, before the preload (exit 1, its own line); nothing of ours runs.
     // The preset's own --retry and the line's --rerun-each: bun test refuses the pair, so exit 2 before anything runs.
@@ -394,12 +404,14 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
     const after = await runCli(["run", "--preset", "slow", "--", "--timings=t.json"], { cwd: dir });
     expect(after.code).toBe(2);
     expect(after.stderr).toContain(
-      `--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings FILE before "--"`,
+      `--timings=t.json cannot be used with a preset: it orders the whole run: give shardguard's own --timings ` +
+        `FILE before "--"`,
     );
     expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
   }, 60_000);
 
-  test("shardguard run's own flags on the bun test line (--last-failed, --jobs) exit 2 before anything runs, instead of a whole run that ignored them", () => {
+  test("shardguard run's own flags on the bun test line (--last-failed, --jobs) exit 2 before anything runs, " +
+    "instead of a whole run that ignored them", () => {
     const dir = presetSuite();
     for (const [args, said] of [
       [["--preset", "slow", "--last-failed"], "bun test: --last-failed is a flag of shardguard run, not of bun test"],
@@ -427,7 +439,8 @@ describe("bun test --preset NAME with Bun's own plan flags", () => {
 });
 
 describe("--last-failed", () => {
-  test("reruns exactly the failed, timed-out, crashed and never-started files of the newest run, and says of which run", async () => {
+  test("reruns exactly the failed, timed-out, crashed and never-started files of the newest run, and says of " +
+    "which run", async () => {
     const dir = makeSuite({
       ...fixtureFiles("pass", "fail", "spin", "exit0"),
       "skips.test.ts": 'import { test } from "bun:test";\ntest.skip("later", () => {});\n',
@@ -492,12 +505,15 @@ describe("--last-failed", () => {
     );
   }, 60_000);
 
-  test("with --preset: reruns the preset's failed files whole, with its settings; a file no longer in the preset is named and not rerun", async () => {
+  test("with --preset: reruns the preset's failed files whole, with its settings; a file no longer in the preset " +
+    "is named and not rerun", async () => {
     const dir = makeSuite({
       "bunfig.toml":
         '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.env]\nSLOW_MARK = "on"\n',
       "e2e/a.test.ts": pass,
-      "e2e/b.test.ts": `import { test, expect } from "bun:test";\ntest("needs the preset's env", () => { expect(process.env.SLOW_MARK).toBe("on"); });\ntest("fails", () => { expect(1).toBe(2); });\n`,
+      "e2e/b.test.ts":
+        `import { test, expect } from "bun:test";\ntest("needs the preset's env", () => { ` +
+        `expect(process.env.SLOW_MARK).toBe("on"); });\ntest("fails", () => { expect(1).toBe(2); });\n`,
       "e2e/c.test.ts": fail,
     });
     const first = await runCli(["run", "--preset", "slow"], { cwd: dir });
@@ -537,19 +553,22 @@ describe("--last-failed", () => {
       );
       expect(none.code).toBe(2);
       expect(none.stderr).toContain(
-        `--last-failed: nothing left to run: none of the 1 files that did not pass in run ${newest} can run now (e2e/b.test.ts is not one of preset slow's files)`,
+        `--last-failed: nothing left to run: none of the 1 files that did not pass in run ${newest} can run now ` +
+          `(e2e/b.test.ts is not one of preset slow's files)`,
       );
     }
     // Nothing started: no run directory was added (ids of one second do not sort by time, so compare the sets).
     expect(readdirSync(path.join(dir, ".shardguard", "runs")).sort()).toEqual(runsBefore);
   }, 60_000);
 
-  test("with --preset and no tier named: reruns in the tier of the run it reruns, not the preset's default", async () => {
+  test("with --preset and no tier named: reruns in the " +
+    "tier of the run it reruns, not the preset's default", async () => {
     const tiered = (tier: string, body: string) =>
       `// TIER=${tier}\nimport { test, expect } from "bun:test";\ntest("t", () => { ${body} });\n`;
     const dir = makeSuite({
       "bunfig.toml":
-        '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.tier]\nenv = "SLOW_TIER"\nvalues = ["gate", "periodic"]\ndefault = "gate"\nguards = ["TIER={tier}"]\n',
+        '[shardguard.presets.slow]\nglobs = ["e2e/*.test.ts"]\n[shardguard.presets.slow.tier]\nenv = "SLOW_TIER"\n' +
+        'values = ["gate", "periodic"]\ndefault = "gate"\nguards = ["TIER={tier}"]\n',
       "e2e/g.test.ts": tiered("gate", "expect(process.env.SLOW_TIER).toBe(process.env.SLOW_TIER);"),
       "e2e/p.test.ts": tiered("periodic", "expect(process.env.SLOW_TIER).toBe('gate');"),
     });
@@ -569,7 +588,8 @@ describe("--last-failed", () => {
     expect(gate.stderr).toContain("e2e/p.test.ts is not one of preset slow's files in tier gate");
   }, 60_000);
 
-  test("two runs started in the same second: the one that started last is the newest, whatever the random part of their ids", async () => {
+  test("two runs started in the same second: the one that started last is the newest, whatever the random part of " +
+    "their ids", async () => {
     const dir = makeSuite({ "a.test.ts": pass, "b.test.ts": fail });
     const first = await runCli(["run", "--root", dir]);
     expect(first.code).toBe(1);
@@ -652,34 +672,37 @@ describe("examples/github/sharded-tests.yml", () => {
     expect(String(upload.with!.path)).toContain(".shardguard/report.json");
   });
 
-  test("one merge job downloads them all, merges, publishes the merged JUnit, and fails when a slice is missing", async () => {
-    expect(merge.needs).toBe("slice");
-    expect(merge.if).toContain("always()");
-    expect(merge.steps.find((s) => s.uses?.startsWith("actions/download-artifact@"))!.with).toMatchObject({
-      pattern: "shardguard-slice-*",
-      path: "slices",
-    });
-    expect(merge.steps.some((s) => s.run?.includes("shardguard merge slices/*"))).toBe(true);
-    expect(merge.steps.find((s) => s.uses?.startsWith("dorny/test-reporter@"))!.with).toMatchObject({
-      path: "merged/junit.xml",
-      "fail-on-empty": true,
-    });
-    // The check step's own shell, on a download where slice 2 is missing.
-    const check = merge.steps.find((s) => s.id === "slices")!.run!;
-    const dir = makeSuite({
-      "slices/shardguard-slice-1/report.json": "{}",
-      "slices/shardguard-slice-3/report.json": "{}",
-      "slices/shardguard-slice-4/report.json": "{}",
-      "out.txt": "",
-    });
-    const proc = Bun.spawnSync(["bash", "-e", "-c", check], {
-      cwd: dir,
-      env: { ...process.env, SLICES: "4", GITHUB_OUTPUT: path.join(dir, "out.txt") },
-    });
-    expect(proc.exitCode).toBe(0);
-    expect(proc.stdout.toString()).toContain("::error title=slice 2/4 missing::");
-    expect(readFileSync(path.join(dir, "out.txt"), "utf8")).toBe("missing=1\n");
-    const failStep = merge.steps.find((s) => s.if?.includes("steps.slices.outputs.missing == '1'"))!;
-    expect(failStep.run).toContain("exit 1");
-  });
+  test(
+    "one merge job downloads them all, merges, publishes " + "the merged JUnit, and fails when a slice is missing",
+    async () => {
+      expect(merge.needs).toBe("slice");
+      expect(merge.if).toContain("always()");
+      expect(merge.steps.find((s) => s.uses?.startsWith("actions/download-artifact@"))!.with).toMatchObject({
+        pattern: "shardguard-slice-*",
+        path: "slices",
+      });
+      expect(merge.steps.some((s) => s.run?.includes("shardguard merge slices/*"))).toBe(true);
+      expect(merge.steps.find((s) => s.uses?.startsWith("dorny/test-reporter@"))!.with).toMatchObject({
+        path: "merged/junit.xml",
+        "fail-on-empty": true,
+      });
+      // The check step's own shell, on a download where slice 2 is missing.
+      const check = merge.steps.find((s) => s.id === "slices")!.run!;
+      const dir = makeSuite({
+        "slices/shardguard-slice-1/report.json": "{}",
+        "slices/shardguard-slice-3/report.json": "{}",
+        "slices/shardguard-slice-4/report.json": "{}",
+        "out.txt": "",
+      });
+      const proc = Bun.spawnSync(["bash", "-e", "-c", check], {
+        cwd: dir,
+        env: { ...process.env, SLICES: "4", GITHUB_OUTPUT: path.join(dir, "out.txt") },
+      });
+      expect(proc.exitCode).toBe(0);
+      expect(proc.stdout.toString()).toContain("::error title=slice 2/4 missing::");
+      expect(readFileSync(path.join(dir, "out.txt"), "utf8")).toBe("missing=1\n");
+      const failStep = merge.steps.find((s) => s.if?.includes("steps.slices.outputs.missing == '1'"))!;
+      expect(failStep.run).toContain("exit 1");
+    },
+  );
 });

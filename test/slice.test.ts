@@ -9,22 +9,26 @@ const ids = (slice: readonly PlannedShard[]) => slice.map((s) => s.index);
 
 describe("sliceShards", () => {
   for (const perShard of [1, 3]) {
-    test(`slices are disjoint, cover the plan and keep plan order, for N from 1 to shards+2 (files per shard ${perShard})`, () => {
-      const shards = groupIntoShards(files(7), perShard);
-      for (let n = 1; n <= shards.length + 2; n++) {
-        const slices = sliceShards(shards, n);
-        expect(slices).toHaveLength(n);
-        const all = slices.flatMap(ids);
-        expect(new Set(all).size).toBe(all.length); // disjoint
-        expect([...all].sort((a, b) => a - b)).toEqual(shards.map((s) => s.index)); // covering
-        for (const slice of slices) expect(ids(slice)).toEqual([...ids(slice)].sort((a, b) => a - b));
-        const empty = slices.filter((s) => s.length === 0).length;
-        expect(empty).toBe(Math.max(0, n - shards.length)); // none empty while N <= shards
-        // Balanced by file count: slices differ by at most one shard's files.
-        const sizes = slices.filter((s) => s.length > 0).map((s) => s.flatMap((x) => x.files).length);
-        expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(perShard);
-      }
-    });
+    test(
+      `slices are disjoint, cover the plan and keep plan order, for N from 1 to shards+2 (files per shard ` +
+        `${perShard})`,
+      () => {
+        const shards = groupIntoShards(files(7), perShard);
+        for (let n = 1; n <= shards.length + 2; n++) {
+          const slices = sliceShards(shards, n);
+          expect(slices).toHaveLength(n);
+          const all = slices.flatMap(ids);
+          expect(new Set(all).size).toBe(all.length); // disjoint
+          expect([...all].sort((a, b) => a - b)).toEqual(shards.map((s) => s.index)); // covering
+          for (const slice of slices) expect(ids(slice)).toEqual([...ids(slice)].sort((a, b) => a - b));
+          const empty = slices.filter((s) => s.length === 0).length;
+          expect(empty).toBe(Math.max(0, n - shards.length)); // none empty while N <= shards
+          // Balanced by file count: slices differ by at most one shard's files.
+          const sizes = slices.filter((s) => s.length > 0).map((s) => s.flatMap((x) => x.files).length);
+          expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(perShard);
+        }
+      },
+    );
   }
 
   test("with durations: longest first into the lightest slice", () => {

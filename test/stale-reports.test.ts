@@ -55,19 +55,22 @@ describe("a refused run after an earlier one", () => {
     for (const f of STABLE) expect(existsSync(path.join(firstRunDir, f))).toBe(true);
   });
 
-  test("a failing preset preflight command (run --preset): removed, and a GitHub annotation and summary say why", async () => {
-    const summary = path.join(dir, "summary.md");
-    const r = await runCli(["run", "--root", dir, "--preset", "checked"], {
-      env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary, GITHUB_WORKSPACE: dir },
-    });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("exited 3; no shard started");
-    expect(stableLeft()).toEqual([]);
-    expect(r.stdout).toMatch(
-      /^::error title=shardguard refused the run \(exit 2\)::preflight .*exited 3; no shard started/m,
-    );
-    expect(readFileSync(summary, "utf8")).toContain("## shardguard: refused the run (exit 2)");
-  });
+  test(
+    "a failing preset preflight command (run --preset): " + "removed, and a GitHub annotation and summary say why",
+    async () => {
+      const summary = path.join(dir, "summary.md");
+      const r = await runCli(["run", "--root", dir, "--preset", "checked"], {
+        env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summary, GITHUB_WORKSPACE: dir },
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("exited 3; no shard started");
+      expect(stableLeft()).toEqual([]);
+      expect(r.stdout).toMatch(
+        /^::error title=shardguard refused the run \(exit 2\)::preflight .*exited 3; no shard started/m,
+      );
+      expect(readFileSync(summary, "utf8")).toContain("## shardguard: refused the run (exit 2)");
+    },
+  );
 
   test("a usage error before any setting is valid leaves the files alone", async () => {
     for (const argv of [
@@ -116,7 +119,8 @@ describe("a run that cannot write its reports (a full disk) after a passing one"
     () => {
       const dir = makeSuite({
         "a.test.ts":
-          'import { expect, test } from "bun:test";\ntest("a", () => { expect(process.env.SG_B === "1").toBe(false); });\n',
+          'import { expect, test } from "bun:test";\ntest("a", () => { expect(process.env.SG_B === ' +
+          '"1").toBe(false); });\n',
       });
       const host = makeSuite({}, "sg-enospc-host-");
       const out = path.join(dir, "out");

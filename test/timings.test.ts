@@ -69,78 +69,86 @@ describe("timings files", () => {
     expect(JSON.parse(text)).toEqual({ version: 1, files: { "a.test.ts": 13, "m.test.ts": 3, "z.test.ts": 5 } });
     expect(Object.keys(JSON.parse(text).files)).toEqual(["a.test.ts", "m.test.ts", "z.test.ts"]);
   });
-  test("measuredDurations: one-file shards take the shard's time; batched ones split by test time; never-started ones add nothing", () => {
-    const base = {
-      slug: "s",
-      status: "passed" as const,
-      exitCode: 0,
-      signal: null,
-      killedBy: null,
-      logPath: null,
-      logIncomplete: false,
-      reason: "",
-      leftovers: [],
-      testSource: "junit" as const,
-    };
-    const t = (file: string, durationMs: number) => ({
-      name: "t",
-      file,
-      status: "passed" as const,
-      durationMs,
-      retries: 0,
-      flaky: false,
-      attemptFailures: [],
-      synthetic: false,
-    });
-    const shards: ShardResult[] = [
-      { ...base, index: 1, files: ["a"], durationMs: 500, startedAt: "x", tests: [t("a", 1)] },
-      { ...base, index: 2, files: ["b", "c"], durationMs: 400, startedAt: "x", tests: [t("b", 30), t("c", 10)] },
-      { ...base, index: 3, files: ["d"], durationMs: 0, startedAt: null, tests: [] },
-    ];
-    expect([...measuredDurations(shards)]).toEqual([
-      ["a", 500],
-      ["b", 300],
-      ["c", 100],
-    ]);
-  });
-  test("measuredDurations: a shard cut short (timeout, cancel, crash) never lowers a recorded duration; a finished one replaces it", () => {
-    const base = {
-      slug: "s",
-      exitCode: null,
-      signal: "SIGTERM",
-      logPath: null,
-      logIncomplete: false,
-      reason: "",
-      leftovers: [],
-      testSource: "junit" as const,
-      startedAt: "x",
-      tests: [],
-    };
-    const shards: ShardResult[] = [
-      { ...base, index: 1, files: ["timed"], status: "timed-out", killedBy: "timeout", durationMs: 4_000 },
-      { ...base, index: 2, files: ["cancelled"], status: "crashed", killedBy: "cancel", durationMs: 1_800 },
-      { ...base, index: 3, files: ["crashed"], status: "crashed", killedBy: null, durationMs: 700 },
-      { ...base, index: 4, files: ["new-timed"], status: "timed-out", killedBy: "timeout", durationMs: 4_000 },
-      {
-        ...base,
-        index: 5,
-        files: ["finished"],
-        status: "passed",
-        killedBy: null,
+  test(
+    "measuredDurations: one-file shards take the shard's time; batched ones split by test time; never-started " +
+      "ones add nothing",
+    () => {
+      const base = {
+        slug: "s",
+        status: "passed" as const,
         exitCode: 0,
         signal: null,
-        durationMs: 900,
-      },
-    ];
-    const previous = { timed: 30_000, cancelled: 30_000, crashed: 500, finished: 5_000 };
-    expect(Object.fromEntries(measuredDurations(shards, previous))).toEqual({
-      timed: 30_000,
-      cancelled: 30_000,
-      crashed: 700,
-      "new-timed": 4_000,
-      finished: 900,
-    });
-  });
+        killedBy: null,
+        logPath: null,
+        logIncomplete: false,
+        reason: "",
+        leftovers: [],
+        testSource: "junit" as const,
+      };
+      const t = (file: string, durationMs: number) => ({
+        name: "t",
+        file,
+        status: "passed" as const,
+        durationMs,
+        retries: 0,
+        flaky: false,
+        attemptFailures: [],
+        synthetic: false,
+      });
+      const shards: ShardResult[] = [
+        { ...base, index: 1, files: ["a"], durationMs: 500, startedAt: "x", tests: [t("a", 1)] },
+        { ...base, index: 2, files: ["b", "c"], durationMs: 400, startedAt: "x", tests: [t("b", 30), t("c", 10)] },
+        { ...base, index: 3, files: ["d"], durationMs: 0, startedAt: null, tests: [] },
+      ];
+      expect([...measuredDurations(shards)]).toEqual([
+        ["a", 500],
+        ["b", 300],
+        ["c", 100],
+      ]);
+    },
+  );
+  test(
+    "measuredDurations: a shard cut short (timeout, cancel, crash) never lowers a recorded duration; a " +
+      "finished one replaces it",
+    () => {
+      const base = {
+        slug: "s",
+        exitCode: null,
+        signal: "SIGTERM",
+        logPath: null,
+        logIncomplete: false,
+        reason: "",
+        leftovers: [],
+        testSource: "junit" as const,
+        startedAt: "x",
+        tests: [],
+      };
+      const shards: ShardResult[] = [
+        { ...base, index: 1, files: ["timed"], status: "timed-out", killedBy: "timeout", durationMs: 4_000 },
+        { ...base, index: 2, files: ["cancelled"], status: "crashed", killedBy: "cancel", durationMs: 1_800 },
+        { ...base, index: 3, files: ["crashed"], status: "crashed", killedBy: null, durationMs: 700 },
+        { ...base, index: 4, files: ["new-timed"], status: "timed-out", killedBy: "timeout", durationMs: 4_000 },
+        {
+          ...base,
+          index: 5,
+          files: ["finished"],
+          status: "passed",
+          killedBy: null,
+          exitCode: 0,
+          signal: null,
+          durationMs: 900,
+        },
+      ];
+      const previous = { timed: 30_000, cancelled: 30_000, crashed: 500, finished: 5_000 };
+      expect(Object.fromEntries(measuredDurations(shards, previous))).toEqual({
+        timed: 30_000,
+        cancelled: 30_000,
+        crashed: 700,
+        "new-timed": 4_000,
+        finished: 900,
+      });
+    },
+  );
 });
 
 describe("the CLI", () => {
@@ -152,7 +160,8 @@ describe("the CLI", () => {
     const run = await runCli(["run", "--root", dir, "--timings", path.join(dir, "bad.json"), "t"]);
     expect(run.code).toBe(2);
     expect(run.stderr.trim().split("\n")).toEqual([
-      `shardguard: invalid --timings "${path.join(dir, "bad.json")}": expected Bun's timings format {"version":1,"files":{"<path>":<ms>}}`,
+      `shardguard: invalid --timings "${path.join(dir, "bad.json")}": expected Bun's timings format ` +
+        `{"version":1,"files":{"<path>":<ms>}}`,
     ]);
     expect(existsSync(path.join(dir, ".shardguard", "runs"))).toBe(false);
   });

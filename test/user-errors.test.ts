@@ -44,7 +44,9 @@ function unprivileged(): { prefix: string[] } | { skip: string } {
   );
   if (probe.error || probe.status !== 0)
     return {
-      skip: `running as root and cannot run Bun as nobody through setpriv (${probe.error?.message ?? probe.stderr.trim()})`,
+      skip:
+        `running as root and cannot run Bun as nobody through setpriv ` +
+        `(${probe.error?.message ?? probe.stderr.trim()})`,
     };
   return { prefix };
 }
@@ -137,7 +139,9 @@ describe("--out among the tested files", () => {
       const r = await runCli([command, "--out", "test"], { cwd: dir });
       expect(r.code).toBe(2);
       expect(r.stderr.trim()).toBe(
-        `shardguard: --out ${path.join(dir, "test")} holds 2 planned test files: test/deep/b.test.ts, test/pass.test.ts; reports and logs go to --out, so it must hold no test file (choose another, e.g. the default .shardguard)`,
+        `shardguard: --out ${path.join(dir, "test")} holds 2 planned test files: test/deep/b.test.ts, ` +
+          `test/pass.test.ts; reports and logs go to --out, so it must hold no test file (choose another, ` +
+          `e.g. the default .shardguard)`,
       );
       expect(r.stdout).toBe("");
       expect(existsSync(path.join(dir, "test", "report.json"))).toBe(false);
@@ -177,7 +181,8 @@ test("${name} fails", async () => {
 test("waits", async () => { await Bun.sleep(Math.max(0, Number(process.env.END_AT) - Date.now())); });
 `;
 
-  test("end line, failing tests, log path and excerpt are contiguous for every failed shard, in several runs", async () => {
+  test("end line, failing tests, log path and excerpt are " +
+    "contiguous for every failed shard, in several runs", async () => {
     const files: Record<string, string> = {};
     const names = ["f0", "f1", "f2", "f3"];
     for (const n of names) files[`${n}.test.ts`] = failing(n);

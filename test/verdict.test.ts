@@ -124,7 +124,8 @@ test("a killed multi-file shard: the hook or file in flight is timed-out, files 
   expect(withRunning.tests.map((t) => t.status)).toEqual(["timed-out", "never-started"]);
 });
 
-test("a killed shard of a million tests is decided: the time in flight is the least since a test ended (no spread of a million arguments)", () => {
+test("a killed shard of a million tests is decided: the time in flight is the least since a test ended (no spread " +
+  "of a million arguments)", () => {
   // Math.min(...ends) overflowed the stack at about 700,000 ended tests (Bun 1.4.4).
   const tests: EventTest[] = [];
   for (let i = 0; i < 1_000_000; i++) tests.push({ ...evTest(`t${i}`, "ended", "passed"), sinceEndMs: 2_000_000 - i });
@@ -184,12 +185,15 @@ describe("exit status without Bun's JUnit", () => {
       ).status,
     ).toBe("passed");
   });
-  test("exit 0, nothing found, no end mark: crashed even with --pass-with-no-tests (process.exit(0) before any test)", () => {
-    const events = { connected: true, looseErrors: [], tests: [] };
-    const result = decideShard(evidence({ events, testsStarted: 0, finishedNormally: false, passWithNoTests: true }));
-    expect(result.status).toBe("crashed");
-    expect(result.tests.every((t) => t.status === "crashed")).toBe(true);
-  });
+  test(
+    "exit 0, nothing found, no end mark: crashed even with " + "--pass-with-no-tests (process.exit(0) before any test)",
+    () => {
+      const events = { connected: true, looseErrors: [], tests: [] };
+      const result = decideShard(evidence({ events, testsStarted: 0, finishedNormally: false, passWithNoTests: true }));
+      expect(result.status).toBe("crashed");
+      expect(result.tests.every((t) => t.status === "crashed")).toBe(true);
+    },
+  );
   test("exit 0 with events lost but the preload's marks showing a test start: crashed, not 'no tests'", () => {
     const events = { connected: true, looseErrors: [], tests: [] };
     const result = decideShard(evidence({ events, testsStarted: 2, finishedNormally: false }));
@@ -333,20 +337,24 @@ describe("Bun's JUnit is trusted only when the rest of the evidence agrees (docs
     );
     expect(result.tests.map((t) => t.status)).toEqual(["crashed"]);
   });
-  test("end mark present, JUnit unusable for another reason than the read limit (malformed): crashed, and the reason does not claim the run ended early", () => {
-    const events = connected(evTest("one", "ended", "passed"), evTest("two", "ended", "passed"));
-    const junitProblem = "Bun's JUnit report is unreadable: malformed JUnit XML at line 3, column 1: unexpected end";
-    const result = decideShard(evidence({ junitProblem, finishedNormally: true, testsStarted: 2, events }));
-    expect(result.status).toBe("crashed");
-    expect(result.reason).toContain(`exited 0 after reaching the end of the run, but ${junitProblem}`);
-    expect(result.reason).not.toContain("process.exit");
-    // One entry carries the shard's status into every report; no hook was in flight (Bun reached the end).
-    expect(names(result)).toEqual([
-      ["one", "passed"],
-      ["two", "passed"],
-      ["(Bun's JUnit report)", "crashed"],
-    ]);
-  });
+  test(
+    "end mark present, JUnit unusable for another reason than the read limit (malformed): crashed, and the " +
+      "reason does not claim the run ended early",
+    () => {
+      const events = connected(evTest("one", "ended", "passed"), evTest("two", "ended", "passed"));
+      const junitProblem = "Bun's JUnit report is unreadable: malformed JUnit XML at line 3, column 1: unexpected end";
+      const result = decideShard(evidence({ junitProblem, finishedNormally: true, testsStarted: 2, events }));
+      expect(result.status).toBe("crashed");
+      expect(result.reason).toContain(`exited 0 after reaching the end of the run, but ${junitProblem}`);
+      expect(result.reason).not.toContain("process.exit");
+      // One entry carries the shard's status into every report; no hook was in flight (Bun reached the end).
+      expect(names(result)).toEqual([
+        ["one", "passed"],
+        ["two", "passed"],
+        ["(Bun's JUnit report)", "crashed"],
+      ]);
+    },
+  );
   test("more tests listed as run than the preload counted starts: crashed", () => {
     const junit = bunFile(bunCase("one", "passed", 1), bunCase("two", "passed", 2));
     const result = decideShard(evidence({ junit, finishedNormally: true, testsStarted: 1 }));
@@ -363,16 +371,20 @@ describe("Bun's JUnit is trusted only when the rest of the evidence agrees (docs
       ["two", "never-started"],
     ]);
   });
-  test("a lost tail of events is no disagreement (measured under load: the last end, or a start, lost in a finished run)", () => {
-    const junit = bunFile(bunCase("one", "passed", 1), bunCase("two", "passed", 2));
-    const events = connected(evTest("one", "running"), evTest("two", "found"));
-    const result = decideShard(evidence({ junit, finishedNormally: true, testsStarted: 2, events }));
-    expect(result.status).toBe("passed");
-    expect(names(result)).toEqual([
-      ["one", "passed"],
-      ["two", "passed"],
-    ]);
-  });
+  test(
+    "a lost tail of events is no disagreement (measured under load: the last end, or a start, lost in a " +
+      "finished run)",
+    () => {
+      const junit = bunFile(bunCase("one", "passed", 1), bunCase("two", "passed", 2));
+      const events = connected(evTest("one", "running"), evTest("two", "found"));
+      const result = decideShard(evidence({ junit, finishedNormally: true, testsStarted: 2, events }));
+      expect(result.status).toBe("passed");
+      expect(names(result)).toEqual([
+        ["one", "passed"],
+        ["two", "passed"],
+      ]);
+    },
+  );
   test("--bail after a failure skips the end mark: the JUnit stays trusted, unreached tests never-started", () => {
     const junit = bunFile(bunCase("ok", "passed", 1), bunCase("bad", "failed", 2));
     const events = connected(evTest("ok", "ended", "passed"), evTest("bad", "running"), evTest("unreached", "found"));
@@ -464,168 +476,193 @@ describe("hooks, .only and the found plan (docs/reports.md)", () => {
       decideShard(evidence({ junit: bunFile(bunCase("p", "passed", 1), bunCase("s", "skipped", 2)) })).reason,
     ).toBe("all tests passed");
   });
-  test("names keep escape sequences, ESC shown: from events (ended or killed); without them, what Bun's JUnit kept", () => {
-    const raw = "\x1b[31mred\x1b[0m passes";
-    const fromJUnitOnly = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)) }));
-    const withEvents = decideShard(
-      evidence({
-        junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)),
-        events: connected(evTest(raw, "ended", "passed")),
-        testsStarted: 1,
-      }),
+  test(
+    "names keep escape sequences, ESC shown: from events " + "(ended or killed); without them, what Bun's JUnit kept",
+    () => {
+      const raw = "\x1b[31mred\x1b[0m passes";
+      const fromJUnitOnly = decideShard(evidence({ junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)) }));
+      const withEvents = decideShard(
+        evidence({
+          junit: bunFile(bunCase("[31mred[0m passes", "passed", 1)),
+          events: connected(evTest(raw, "ended", "passed")),
+          testsStarted: 1,
+        }),
+      );
+      const killed = decideShard(
+        evidence({
+          process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
+          events: connected(evTest(raw, "running")),
+        }),
+      );
+      const shown = "\u241b[31mred\u241b[0m passes";
+      expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual([
+        "[31mred[0m passes",
+        shown,
+        shown,
+      ]);
+    },
+  );
+});
+
+test(
+  "exit 1, end mark, no JUnit, found tests none ran (a throw after test(), test.only under CI): failed load, " +
+    "not a crash",
+  () => {
+    const events = {
+      connected: true,
+      looseErrors: [{ file: "a.test.ts", message: ".only is disabled in CI environments", type: "Error" }],
+      tests: [evTest("a", "found")],
+    };
+    const result = decideShard(
+      evidence({ process: ran({ exitCode: 1 }), events, finishedNormally: true, testsStarted: 0 }),
     );
-    const killed = decideShard(
+    expect(result.status).toBe("failed");
+    expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
+      ["(whole file)", "failed", "load-error"],
+      ["a", "never-started", "never-started"],
+    ]);
+    // Without the end mark the same evidence is a process that ended early.
+    expect(
+      decideShard(evidence({ process: ran({ exitCode: 1 }), events, finishedNormally: false, testsStarted: 0 })).status,
+    ).toBe("crashed");
+  },
+);
+
+test(
+  "a killed shard whose in-flight test lost its start event: " +
+    "the preload's start count names it, no hook is blamed",
+  () => {
+    // Found order as Bun sends it (declaration order); the run order (events/run-order.ts) decides, not the line.
+    const events = {
+      connected: true,
+      looseErrors: [],
+      tests: [
+        { ...evTest("forges", "found"), line: 16, runOrder: 0 },
+        { ...evTest("fails", "found"), line: 17, runOrder: 1 },
+      ],
+    };
+    const result = decideShard(evidence({ events, testsStarted: 1, finishedNormally: false }));
+    expect(names(result)).toEqual([
+      ["forges", "crashed"],
+      ["fails", "never-started"],
+    ]);
+    // With the counts agreeing, nothing had started: code outside tests was in flight.
+    expect(names(decideShard(evidence({ events, testsStarted: 0, finishedNormally: false })))).toEqual([
+      ["forges", "never-started"],
+      ["fails", "never-started"],
+      ["beforeAll hook", "crashed"],
+    ]);
+  },
+);
+
+test(
+  "a killed shard whose channel could not read a frame says a test may be missing, failed, in the file in " +
+    "flight; the notes are the shard's",
+  () => {
+    const result = decideShard(
       evidence({
         process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
-        events: connected(evTest(raw, "running")),
+        events: {
+          connected: true,
+          looseErrors: [],
+          tests: [evTest("before", "ended", "passed"), evTest("spin", "running"), evTest("after", "found")],
+          unreadFrames: 1,
+        },
+        notes: [
+          "1 inspector frame was too large to read even with its strings cut; a test it described may be missing " +
+            "from the entries",
+        ],
       }),
     );
-    const shown = "\u241b[31mred\u241b[0m passes";
-    expect([fromJUnitOnly, withEvents, killed].map((r) => r.tests[0]!.name)).toEqual([
-      "[31mred[0m passes",
-      shown,
-      shown,
+    expect(result.status).toBe("timed-out");
+    expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
+      ["before", "passed", undefined],
+      ["spin", "timed-out", "timeout"],
+      ["after", "never-started", "never-started"],
+      ["(unreadable inspector event)", "failed", "unreadable-event"],
     ]);
-  });
-});
+    expect(result.tests[3]!.failure!.message).toBe(
+      "an inspector event was too large to read: a test of this shard may be missing from its entries (killed after " +
+        "3 s wall-clock timeout)",
+    );
+    expect(result.notes).toEqual([
+      "1 inspector frame was too large to read even with its strings cut; a test it described may be missing from " +
+        "the entries",
+    ]);
+    // No notes: no field.
+    expect("notes" in decideShard(evidence({ junit: passedJUnit, finishedNormally: true, testsStarted: 1 }))).toBe(
+      false,
+    );
+  },
+);
 
-test("exit 1, end mark, no JUnit, found tests none ran (a throw after test(), test.only under CI): failed load, not a crash", () => {
-  const events = {
-    connected: true,
-    looseErrors: [{ file: "a.test.ts", message: ".only is disabled in CI environments", type: "Error" }],
-    tests: [evTest("a", "found")],
-  };
-  const result = decideShard(
-    evidence({ process: ran({ exitCode: 1 }), events, finishedNormally: true, testsStarted: 0 }),
-  );
-  expect(result.status).toBe("failed");
-  expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
-    ["(whole file)", "failed", "load-error"],
-    ["a", "never-started", "never-started"],
-  ]);
-  // Without the end mark the same evidence is a process that ended early.
-  expect(
-    decideShard(evidence({ process: ran({ exitCode: 1 }), events, finishedNormally: false, testsStarted: 0 })).status,
-  ).toBe("crashed");
-});
-
-test("a killed shard whose in-flight test lost its start event: the preload's start count names it, no hook is blamed", () => {
-  // Found order as Bun sends it (declaration order); the run order (events/run-order.ts) decides, not the line.
-  const events = {
-    connected: true,
-    looseErrors: [],
-    tests: [
-      { ...evTest("forges", "found"), line: 16, runOrder: 0 },
-      { ...evTest("fails", "found"), line: 17, runOrder: 1 },
-    ],
-  };
-  const result = decideShard(evidence({ events, testsStarted: 1, finishedNormally: false }));
-  expect(names(result)).toEqual([
-    ["forges", "crashed"],
-    ["fails", "never-started"],
-  ]);
-  // With the counts agreeing, nothing had started: code outside tests was in flight.
-  expect(names(decideShard(evidence({ events, testsStarted: 0, finishedNormally: false })))).toEqual([
-    ["forges", "never-started"],
-    ["fails", "never-started"],
-    ["beforeAll hook", "crashed"],
-  ]);
-});
-
-test("a killed shard whose channel could not read a frame says a test may be missing, failed, in the file in flight; the notes are the shard's", () => {
-  const result = decideShard(
-    evidence({
-      process: ran({ killedBy: "timeout", exitCode: null, signal: "SIGTERM" }),
-      events: {
-        connected: true,
-        looseErrors: [],
-        tests: [evTest("before", "ended", "passed"), evTest("spin", "running"), evTest("after", "found")],
-        unreadFrames: 1,
-      },
-      notes: [
-        "1 inspector frame was too large to read even with its strings cut; a test it described may be missing from the entries",
-      ],
-    }),
-  );
-  expect(result.status).toBe("timed-out");
-  expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
-    ["before", "passed", undefined],
-    ["spin", "timed-out", "timeout"],
-    ["after", "never-started", "never-started"],
-    ["(unreadable inspector event)", "failed", "unreadable-event"],
-  ]);
-  expect(result.tests[3]!.failure!.message).toBe(
-    "an inspector event was too large to read: a test of this shard may be missing from its entries (killed after 3 s wall-clock timeout)",
-  );
-  expect(result.notes).toEqual([
-    "1 inspector frame was too large to read even with its strings cut; a test it described may be missing from the entries",
-  ]);
-  // No notes: no field.
-  expect("notes" in decideShard(evidence({ junit: passedJUnit, finishedNormally: true, testsStarted: 1 }))).toBe(false);
-});
-
-test("Bun's JUnit past the read limit after a normal end: failed (failed to read it), the events' statuses kept; any other unusable JUnit stays crashed", () => {
-  const over =
-    "failed to read Bun's JUnit report: over 17084416 bytes even with long texts cut, past the read limit (16.3 MiB: …)";
-  const tests = [evTest("a", "ended", "passed"), evTest("b", "ended", "failed")];
-  const result = decideShard(
-    evidence({
-      finishedNormally: true,
-      testsStarted: 2,
-      junitProblem: over,
-      junitOverLimit: true,
-      events: { connected: true, looseErrors: [], tests },
-    }),
-  );
-  expect([result.status, result.reason]).toEqual([
-    "failed",
-    `exited 0 after reaching the end of the run, but ${over}: per-test results are the events' where they have them`,
-  ]);
-  expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
-    ["a", "passed", undefined],
-    ["b", "failed", "failure"],
-    ["(Bun's JUnit report)", "failed", "junit-unreadable"],
-  ]);
-  // A test whose end was lost is failed too, and not said to be in flight.
-  const lost = decideShard(
-    evidence({
-      finishedNormally: true,
-      testsStarted: 2,
-      junitProblem: over,
-      junitOverLimit: true,
-      events: { connected: true, looseErrors: [], tests: [tests[0]!, evTest("c", "running")] },
-    }),
-  );
-  expect(lost.tests.map((t) => [t.name, t.status, t.failure?.message])).toEqual([
-    ["a", "passed", undefined],
-    [
-      "c",
-      "failed",
-      `its end event never arrived: exited 0 after reaching the end of the run, but ${over}: per-test results are the events' where they have them`,
-    ],
-  ]);
-  // Malformed (not past the limit): still crashed; past the limit with an exit code other than 0/1: crashed.
-  expect(
-    decideShard(
+test(
+  "Bun's JUnit past the read limit after a normal end: failed (failed to read it), the events' statuses kept; " +
+    "any other unusable JUnit stays crashed",
+  () => {
+    const over =
+      "failed to read Bun's JUnit report: over 17084416 bytes even with long texts cut, past the read limit (16.3 MiB: …)";
+    const tests = [evTest("a", "ended", "passed"), evTest("b", "ended", "failed")];
+    const result = decideShard(
       evidence({
         finishedNormally: true,
-        junitProblem: "Bun's JUnit report is unreadable: malformed",
-        events: { connected: true, looseErrors: [], tests },
-      }),
-    ).status,
-  ).toBe("crashed");
-  expect(
-    decideShard(
-      evidence({
-        process: ran({ exitCode: 3 }),
-        finishedNormally: true,
+        testsStarted: 2,
         junitProblem: over,
         junitOverLimit: true,
         events: { connected: true, looseErrors: [], tests },
       }),
-    ).status,
-  ).toBe("crashed");
-});
+    );
+    expect([result.status, result.reason]).toEqual([
+      "failed",
+      `exited 0 after reaching the end of the run, but ${over}: per-test results are the events' where they have them`,
+    ]);
+    expect(result.tests.map((t) => [t.name, t.status, t.failure?.type])).toEqual([
+      ["a", "passed", undefined],
+      ["b", "failed", "failure"],
+      ["(Bun's JUnit report)", "failed", "junit-unreadable"],
+    ]);
+    // A test whose end was lost is failed too, and not said to be in flight.
+    const lost = decideShard(
+      evidence({
+        finishedNormally: true,
+        testsStarted: 2,
+        junitProblem: over,
+        junitOverLimit: true,
+        events: { connected: true, looseErrors: [], tests: [tests[0]!, evTest("c", "running")] },
+      }),
+    );
+    expect(lost.tests.map((t) => [t.name, t.status, t.failure?.message])).toEqual([
+      ["a", "passed", undefined],
+      [
+        "c",
+        "failed",
+        `its end event never arrived: exited 0 after reaching the end of the run, but ${over}: per-test results are ` +
+          `the events' where they have them`,
+      ],
+    ]);
+    // Malformed (not past the limit): still crashed; past the limit with an exit code other than 0/1: crashed.
+    expect(
+      decideShard(
+        evidence({
+          finishedNormally: true,
+          junitProblem: "Bun's JUnit report is unreadable: malformed",
+          events: { connected: true, looseErrors: [], tests },
+        }),
+      ).status,
+    ).toBe("crashed");
+    expect(
+      decideShard(
+        evidence({
+          process: ran({ exitCode: 3 }),
+          finishedNormally: true,
+          junitProblem: over,
+          junitOverLimit: true,
+          events: { connected: true, looseErrors: [], tests },
+        }),
+      ).status,
+    ).toBe("crashed");
+  },
+);
 
 test("every way a shard ends without Bun's verdict: its status, reason and failure kind (one table, ENDINGS)", () => {
   const shard = { index: 1, slug: "a", files: ["a.test.ts"] };
@@ -666,12 +703,14 @@ test("every way a shard ends without Bun's verdict: its status, reason and failu
     ["crashed", "killed by SIGSEGV, a signal shardguard did not send", [["crashed", "crash"]]],
     [
       "failed",
-      "exited 0 after reaching the end of the run, but Bun's JUnit report is unreadable: malformed: per-test results are the events' where they have them",
+      "exited 0 after reaching the end of the run, but Bun's JUnit report is unreadable: malformed: per-test " +
+        "results are the events' where they have them",
       [["failed", "junit-unreadable"]],
     ],
     [
       "crashed",
-      "exited 2 after reaching the end of the run, but Bun's JUnit report is unreadable: malformed: per-test results are the events' where they have them",
+      "exited 2 after reaching the end of the run, but Bun's JUnit report is unreadable: malformed: per-test " +
+        "results are the events' where they have them",
       [["crashed", "crash"]],
     ],
     [

@@ -37,7 +37,10 @@ const FILES = readdirSync(DIR)
 const parse = (file: string) =>
   Bun.YAML.parse(readFileSync(path.join(DIR, file), "utf8")) as { jobs: Record<string, Job> };
 
-/** Minutes docs/ci.md budgets before the shardguard step (checkout, set-up, install) and after it (uploads, publishing). */
+/**
+ * Minutes docs/ci.md budgets before the shardguard step (checkout, set-up, install) and after it (uploads,
+ * publishing).
+ */
 const BEFORE_MINUTES = 10;
 const AFTER_MINUTES = 7;
 /** `shardguard bg --dispatch` follows a CI run for at most this long (its default cap, docs/background.md). */
@@ -64,26 +67,29 @@ describe.each(FILES)("examples/github/%s", (file) => {
     for (const [, job] of jobs) for (const step of job.steps) if (step.run) expect(step.run).not.toContain("${{");
   });
 
-  test("every job has a limit; a step that runs shardguard has a deadline below its step's and its job's limits", () => {
-    for (const [name, job] of jobs) {
-      const jobLimit = job["timeout-minutes"];
-      expect(jobLimit, `job ${name}`).toBeNumber();
-      for (const step of job.steps) {
-        if (!step.run || !RUNS_SHARDGUARD.test(step.run) || /shardguard merge/.test(step.run)) continue;
-        const m = DEADLINE.exec(step.run.trim());
-        expect(m, `${name}: ${step.run}`).not.toBeNull();
-        const [, killAfter, variable] = m!;
-        const deadline = Number(step.env?.[variable!]);
-        expect(deadline).toBeGreaterThan(0);
-        // After SIGTERM shardguard stops its shards within the grace period and writes the reports;
-        // `timeout` kills it kill-after minutes later at the latest, and the step's own limit backs that up.
-        const stepLimit = step["timeout-minutes"]!;
-        expect(stepLimit).toBeGreaterThanOrEqual(deadline + Number(killAfter));
-        expect(jobLimit!).toBeGreaterThanOrEqual(BEFORE_MINUTES + stepLimit + AFTER_MINUTES);
-        if (file === "shardguard-bg.yml") expect(jobLimit!).toBeLessThan(FOLLOWER_CAP_MINUTES);
+  test(
+    "every job has a limit; a step that runs shardguard " + "has a deadline below its step's and its job's limits",
+    () => {
+      for (const [name, job] of jobs) {
+        const jobLimit = job["timeout-minutes"];
+        expect(jobLimit, `job ${name}`).toBeNumber();
+        for (const step of job.steps) {
+          if (!step.run || !RUNS_SHARDGUARD.test(step.run) || /shardguard merge/.test(step.run)) continue;
+          const m = DEADLINE.exec(step.run.trim());
+          expect(m, `${name}: ${step.run}`).not.toBeNull();
+          const [, killAfter, variable] = m!;
+          const deadline = Number(step.env?.[variable!]);
+          expect(deadline).toBeGreaterThan(0);
+          // After SIGTERM shardguard stops its shards within the grace period and writes the reports;
+          // `timeout` kills it kill-after minutes later at the latest, and the step's own limit backs that up.
+          const stepLimit = step["timeout-minutes"]!;
+          expect(stepLimit).toBeGreaterThanOrEqual(deadline + Number(killAfter));
+          expect(jobLimit!).toBeGreaterThanOrEqual(BEFORE_MINUTES + stepLimit + AFTER_MINUTES);
+          if (file === "shardguard-bg.yml") expect(jobLimit!).toBeLessThan(FOLLOWER_CAP_MINUTES);
+        }
       }
-    }
-  });
+    },
+  );
 
   test("the reports and logs are uploaded whatever the outcome", () => {
     for (const [, job] of jobs) {
