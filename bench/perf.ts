@@ -42,7 +42,7 @@ import path from "node:path";
 import { listenForTestEvents } from "../runner/events/inspector.ts";
 import { buildCompiledCli, freshCompiledCli } from "../runner/cli/compiled.ts";
 import { inspectorEnv, SHARD_ENV, shardArgv } from "../runner/exec/bun-command.ts";
-import { prepareStartCount } from "../runner/exec/marks.ts";
+import { acknowledgeEndOfRun, prepareStartCount } from "../runner/exec/marks.ts";
 
 const opt = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -280,6 +280,8 @@ async function childFloor(files: string[], jobs: number, cwd: string, events: bo
         connectTimeoutMs: 10_000,
         onEvent: () => {},
         sink: counted.sink,
+        // As the runner does: the preload waits for this acknowledgement at the end of the run.
+        onEndOfRun: () => acknowledgeEndOfRun(marks),
       });
       const exited = timed(argv, cwd, [0], {
         ...env,
