@@ -9,6 +9,7 @@
  */
 import {
   summarize,
+  TEST_STATUSES,
   type RunReport,
   type ShardResult,
   type TestResult,
@@ -19,16 +20,7 @@ import { makeReport, makeShard, makeTest } from "./report-fixtures.ts";
 /** The secret value the fixture's texts contain, and the variable that holds it. */
 export const VARIED_SECRET = { name: "SG_FIXTURE_TOKEN", value: "tok-0123456789abcdef" };
 
-const STATUSES: TestStatus[] = [
-  "passed",
-  "failed",
-  "skipped",
-  "todo",
-  "timed-out",
-  "crashed",
-  "never-started",
-  "skipped-by-diff",
-];
+const STATUSES: readonly TestStatus[] = TEST_STATUSES;
 const NAMES = [
   "\x1b[31mred\x1b[0m name",
   "controls \x00\x01\x1f end",
