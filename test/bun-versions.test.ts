@@ -6,7 +6,7 @@
  * as Bun 1.3.13 writes it; then the example suite on a real Bun 1.3.13.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, cpSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { bunCapabilities, missingFeatures, unsupportedBun } from "../runner/results/bun-capabilities.ts";
 import { decideShard, type EventTest, type ShardEvidence } from "../runner/results/verdict.ts";
@@ -14,7 +14,7 @@ import { NO_MESSAGE } from "../runner/results/from-junit.ts";
 import type { TestResult } from "../runner/results/report-model.ts";
 import { makeSuite, readReport, REPO, removeSuites, runCli, survivors, waitFor } from "./helpers/cli.ts";
 import { retryCount, shardArgv } from "../runner/exec/bun-command.ts";
-import { bunBinary } from "./helpers/bun-versions.ts";
+import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
 
 afterAll(removeSuites);
 
@@ -407,3 +407,8 @@ test("on a real Bun 1.3.13 (no --no-orphans): kill -9 of the " +
   );
   expect(clean).toBe(true);
 }, 40_000);
+
+test("every supported Bun has its differential table file, and no other Bun has one", () => {
+  const files = readdirSync(path.join(REPO, "test")).filter((f) => /^differential-.*\.test\.ts$/.test(f));
+  expect(files.sort()).toEqual(SUPPORTED_BUNS.map((v) => `differential-${v}.test.ts`).sort());
+});

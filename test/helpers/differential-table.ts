@@ -1,5 +1,6 @@
 /**
- * Differential test (docs/reports.md): a table of small fixture files whose truth was
+ * The differential table (docs/reports.md), one test file per Bun (test/differential-VERSION.test.ts), so
+ * `bun test --parallel` runs the versions side by side: a table of small fixture files whose truth was
  * decided once by hand, run through the real CLI with events on and off. For
  * every file it asserts the per-test statuses in report.json, that junit.xml
  * and ctrf.json say the same, and, where Bun ended normally, that every test
@@ -8,7 +9,7 @@
  * Fixtures are batched into five runs per event mode (plain, `--bail` with
  * two files per shard, `--retry 2`, `--rerun-each 2`, tests longer than 2.2 s),
  * and the whole table runs once per supported Bun (test/helpers/bun-versions.ts,
- * installed from the npm registry; `SG_DIFF_BUNS=1.4.4,1.3.13` picks some): the
+ * installed from the npm registry; `SG_DIFF_BUNS=1.4.4,1.3.13` skips the others): the
  * truth is the same for every Bun, except where a row's `byBun` says what a Bun
  * gives instead because it knows more or less (docs/bun-behaviour.md).
  */
@@ -16,12 +17,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli } from "./helpers/cli.ts";
-import { validateJUnitXml } from "./helpers/xsd.ts";
-import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
-import { readBunJUnit } from "../runner/results/bun-junit.ts";
-import type { RunReport, TestStatus } from "../runner/results/report-model.ts";
-import { parseJUnit } from "./helpers/junit-xml.ts";
+import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli } from "./cli.ts";
+import { validateJUnitXml } from "./xsd.ts";
+import { bunBinary, SUPPORTED_BUNS } from "./bun-versions.ts";
+import { readBunJUnit } from "../../runner/results/bun-junit.ts";
+import type { RunReport, TestStatus } from "../../runner/results/report-model.ts";
+import { parseJUnit } from "./junit-xml.ts";
 
 const DIR = path.join(REPO, "test", "fixtures", "differential");
 
@@ -52,8 +53,9 @@ function expected(truth: Truth, version: string, mode: "on" | "off"): [string, T
  */
 const junitListsAttempts = (version: string) => version.startsWith("1.3.");
 
-/** The Buns the table runs on. */
-const VERSIONS: readonly string[] = process.env.SG_DIFF_BUNS ? process.env.SG_DIFF_BUNS.split(",") : SUPPORTED_BUNS;
+/** Whether the table runs on Bun `version`: every supported Bun, or those `SG_DIFF_BUNS` names. */
+const picked = (version: string) =>
+  (process.env.SG_DIFF_BUNS?.split(",") ?? (SUPPORTED_BUNS as readonly string[])).includes(version);
 
 const WHOLE = "(whole file)";
 const TRUTH: Record<string, Record<string, Truth>> = {
@@ -432,7 +434,6 @@ async function runTable(version: string): Promise<void> {
     })(),
   ]);
 }
-afterAll(removeSuites);
 
 /** Status of a testcase as our JUnit encodes it (docs/reports.md). */
 function junitStatus(tc: Record<string, unknown>): string {
@@ -457,9 +458,10 @@ function junitCases(text: string, file: string): [string, string][] {
   return (suite?.testcase ?? []).map((tc) => [String(tc["@_name"]).replace(/ \(\d+\)$/, ""), junitStatus(tc)]);
 }
 
-for (const version of VERSIONS) {
-  describe(`Bun ${version}`, () => {
-    // One Bun after the other: each table's spinning fixtures need the cores their timeouts assume.
+/** The whole table on Bun `version`, as one describe block; call it once at a test file's top level. */
+export function defineDifferentialTable(version: string): void {
+  afterAll(removeSuites);
+  (picked(version) ? describe : describe.skip)(`Bun ${version}`, () => {
     beforeAll(() => runTable(version), 120_000);
     for (const [run, files] of Object.entries(TRUTH)) {
       for (const mode of MODES) {
