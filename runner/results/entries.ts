@@ -7,7 +7,7 @@ import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
 export const WHOLE_FILE = "(whole file)";
 
 /** A shard result without its verdict fields. */
-export type Base = Omit<ShardResult, "status" | "reason" | "testSource" | "tests">;
+export type ShardResultWithoutVerdict = Omit<ShardResult, "status" | "reason" | "testSource" | "tests">;
 
 /** `1.5 s`, for reasons and messages. */
 export { seconds } from "../util/format.ts";

@@ -4,7 +4,15 @@
  */
 import type { Failure, ShardResult, ShardStatus, TestResult } from "./report-model.ts";
 import type { BunJUnitFile } from "./bun-junit.ts";
-import { count, emptyFile, emptyFilesNote, fromEvent, loadFailure, synthetic, type Base } from "./entries.ts";
+import {
+  count,
+  emptyFile,
+  emptyFilesNote,
+  fromEvent,
+  loadFailure,
+  synthetic,
+  type ShardResultWithoutVerdict,
+} from "./entries.ts";
 import { cleanEventName, cleanJUnitName } from "./text.ts";
 import type { EventTest, ShardEvidence } from "./verdict-evidence.ts";
 
@@ -135,7 +143,12 @@ const bunFailed = (junit: BunJUnitFile[]) => junit.some((f) => f.tests.some((t) 
  * Takes over `junit`'s entries (not copied): do not read `junit` again.
  * @param code the child's exit code (0 or 1 lead to passed/failed; anything else is crashed)
  */
-export function fromJUnit(ev: ShardEvidence, base: Base, code: number, junit: BunJUnitFile[]): ShardResult {
+export function fromJUnit(
+  ev: ShardEvidence,
+  base: ShardResultWithoutVerdict,
+  code: number,
+  junit: BunJUnitFile[],
+): ShardResult {
   const byFile = new Map(junit.map((f) => [f.file, f.tests]));
   // Before the entries are renamed: a proof by name counts Bun's names.
   const sources = eventSources(ev, junit);

@@ -4,7 +4,7 @@
  * then inspector events (survive a kill, may lose their tail); console text is never evidence.
  */
 import type { BunJUnitFile } from "./bun-junit.ts";
-import { emptyFile, emptyFilesNote, emptyFilesPass, type Base } from "./entries.ts";
+import { emptyFile, emptyFilesNote, emptyFilesPass, type ShardResultWithoutVerdict } from "./entries.ts";
 import { hookEntry, fromEvent, loadFailure, seconds, synthetic, WHOLE_FILE } from "./entries.ts";
 import { endingOf, oomSentence, type Interruption } from "./endings.ts";
 import { fromJUnit, isHook } from "./from-junit.ts";
@@ -46,7 +46,7 @@ export function decideShard(ev: ShardEvidence): ShardResult {
 }
 
 /** The fields of a shard's result that come from its evidence as they are, whatever its verdict. */
-function shardBase(ev: ShardEvidence): Base {
+function shardBase(ev: ShardEvidence): ShardResultWithoutVerdict {
   const p = ev.process;
   return {
     index: ev.index,
@@ -96,7 +96,7 @@ function foldedJUnit(ev: ShardEvidence, code: number): BunJUnitFile[] | null {
 const anyFound = (ev: ShardEvidence) => (ev.events?.tests ?? []).length > 0 || (ev.testsStarted ?? 0) > 0;
 
 /** Exit 1 without Bun's JUnit before any test ran: a file failed to load; null otherwise (docs/reports.md). */
-function loadFailedShard(ev: ShardEvidence, base: Base, code: number): ShardResult | null {
+function loadFailedShard(ev: ShardEvidence, base: ShardResultWithoutVerdict, code: number): ShardResult | null {
   const eventTests = ev.events?.tests ?? [];
   if (code === 1 && !anyFound(ev)) {
     // Under --bail Bun stopped at the first file (plan order), so the others never started.
@@ -177,7 +177,7 @@ function junitDisagreement(ev: ShardEvidence, junit: BunJUnitFile[], code: numbe
  * A shard that did not end normally: events' per-test data where there is some, one synthetic entry per file
  * elsewhere; the entry in flight gets the ending's status (docs/reports.md, "What was in flight when a shard ended").
  */
-function interrupted(ev: ShardEvidence, base: Base, how: Interruption): ShardResult {
+function interrupted(ev: ShardEvidence, base: ShardResultWithoutVerdict, how: Interruption): ShardResult {
   const ending = endingOf(how);
   const { status, reason } = ending;
   const tests: TestResult[] = [];
@@ -242,7 +242,12 @@ interface Flight {
 }
 
 /** The {@link Flight} of a shard that did not end normally. */
-function flightOf(ev: ShardEvidence, base: Base, ending: EndingFacts, byFile: ReadonlyMap<string, unknown>): Flight {
+function flightOf(
+  ev: ShardEvidence,
+  base: ShardResultWithoutVerdict,
+  ending: EndingFacts,
+  byFile: ReadonlyMap<string, unknown>,
+): Flight {
   const eventTests = ev.events?.tests ?? [];
   // A loop, not Math.min(...ends): a spread of a million arguments overflows the stack.
   let idleMs = base.durationMs;
@@ -360,7 +365,7 @@ function hookInFlight(
 }
 
 /** A shard that reached its end having registered no test: every file an empty file (docs/reports.md). */
-function noTests(ev: ShardEvidence, base: Base): ShardResult {
+function noTests(ev: ShardEvidence, base: ShardResultWithoutVerdict): ShardResult {
   const tests = ev.files.map((file) => emptyFile(ev, file));
   const note = emptyFilesNote(ev, ev.files);
   const passes = emptyFilesPass(ev);
