@@ -4,8 +4,7 @@
  * run from its log and record.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { computeCap, MAX_CAP_SECONDS, SETUP_SECONDS, UNRECORDED_FILE_MS } from "../runner/commands/bg/cap.ts";
 import { dispatchBlockers, githubRepoOf, testedRevision, type CheckoutFacts } from "../runner/commands/bg/checkout.ts";
@@ -13,6 +12,7 @@ import { conclusionCode, dedupeKey, findDuplicate, makeNonce, runForNonce } from
 import { bgState, sentinelCode, sentinelLine, type BgRecord } from "../runner/commands/bg/record.ts";
 import { parsePreset } from "../runner/presets/preset-schema.ts";
 import { BUILTIN_PRESETS } from "../runner/presets/builtin.ts";
+import { tempDir } from "./helpers/cli.ts";
 
 describe("cap", () => {
   test("ceil(1.5 x serial seconds / jobs) + 20 min, unrecorded files at 10 min, at most 4 h", () => {
@@ -247,7 +247,7 @@ describe("examples/github/shardguard-bg.yml", () => {
 describe("lane holder", () => {
   test("lockHolderNow names the live holder and nothing once it released", async () => {
     const { acquireRunLock, lockHolderNow } = await import("../runner/engine/lock.ts");
-    const dir = mkdtempSync(path.join(tmpdir(), "sg-lane-"));
+    const dir = tempDir("sg-lane-");
     try {
       expect(await lockHolderNow("lane", dir)).toBeNull();
       const lock = await acquireRunLock("lane", { dir, onWait: () => {} });

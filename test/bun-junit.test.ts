@@ -4,11 +4,11 @@
  * binary that runs this test.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BunJUnitParseError, readBunJUnit, type BunJUnitFile } from "../runner/results/bun-junit.ts";
 import type { TestResult } from "../runner/results/report-model.ts";
+import { tempDir } from "./helpers/cli.ts";
 
 // Line numbers matter: the assertions below refer to them.
 const MIXED = `import { describe, expect, test } from "bun:test";
@@ -67,7 +67,7 @@ function byName(file: BunJUnitFile | undefined, name: string): TestResult {
 }
 
 beforeAll(() => {
-  dir = realpathSync(mkdtempSync(join(tmpdir(), "shardguard-bun-junit-")));
+  dir = realpathSync(tempDir("shardguard-bun-junit-"));
   mkdirSync(join(dir, "t", "sub"), { recursive: true });
   writeFileSync(join(dir, "t", "mixed.test.ts"), MIXED);
   writeFileSync(join(dir, "t", "sub", "describes.test.ts"), ONLY_DESCRIBES);

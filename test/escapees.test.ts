@@ -15,11 +15,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { sweepCookie } from "../runner/exec/process.ts";
-import { makeSuite, readReport, removeSuites, REPO, runCli, shardOf, waitFor } from "./helpers/cli.ts";
+import { makeSuite, readReport, removeSuites, REPO, runCli, shardOf, waitFor, tempDir } from "./helpers/cli.ts";
 
 const SOURCES = path.join(REPO, "test", "fixtures", "escapees");
 let bin = "";
@@ -27,7 +26,7 @@ let bin = "";
 const toKill: { pids: number[]; groups: number[] } = { pids: [], groups: [] };
 
 beforeAll(() => {
-  bin = mkdtempSync(path.join(os.tmpdir(), "sg-escapees-"));
+  bin = tempDir("sg-escapees-");
   for (const [name, flags] of [
     ["leader-exits", ["-pthread"]],
     ["fork-relay", []],

@@ -10,10 +10,9 @@
 import { acknowledgeEndOfRun, prepareStartCount } from "../runner/exec/marks.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { once } from "node:events";
 import { connect as netConnect, createServer as netServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CompactReader, type CompactSink } from "../runner/events/compact.ts";
 import { encodeFrame, FrameReader } from "../runner/events/frames.ts";
@@ -26,6 +25,7 @@ import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
 import { capJsonStrings } from "../runner/util/text-cap.ts";
 import { listenForAllEvents } from "./helpers/event-channel.ts";
 import { testStates } from "./helpers/model-states.ts";
+import { tempDir } from "./helpers/cli.ts";
 
 const BUN = process.execPath;
 
@@ -170,7 +170,7 @@ let sockDir: string;
 let counter = 0;
 
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), "sg-compact-"));
+  root = tempDir("sg-compact-");
   sockDir = socketDirFor(root);
   writeFileSync(
     join(root, "mixed.test.ts"),

@@ -9,8 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
 import { encodeFrame, FrameReader, type FrameLimits } from "../runner/events/frames.ts";
@@ -19,6 +18,7 @@ import { acknowledgeEndOfRun, prepareStartCount } from "../runner/exec/marks.ts"
 import { socketDirFor, socketPathFor } from "../runner/events/socket-dir.ts";
 import { JsonStreamCapper } from "../runner/util/json-stream-cap.ts";
 import { capJsonStrings } from "../runner/util/text-cap.ts";
+import { tempDir } from "./helpers/cli.ts";
 
 const NAME = "grüße ✓ 日本語 😀";
 let root = "";
@@ -27,7 +27,7 @@ let recorded = Buffer.alloc(0);
 let reads = 0;
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "sg-frames-"));
+  root = tempDir("sg-frames-");
   writeFileSync(
     join(root, "names.test.ts"),
     `import { expect, test } from "bun:test";\ntest(${JSON.stringify(NAME)}, () => { throw new Error("ü".repeat(50 * 1024) + "END"); });\ntest("plain", () => expect(1).toBe(1));\n`,

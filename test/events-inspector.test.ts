@@ -18,7 +18,6 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -29,6 +28,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { tempDir } from "./helpers/cli.ts";
 import { connect as netConnect } from "node:net";
 import { encodeFrame } from "../runner/events/frames.ts";
 import { SHARD_PRELOAD } from "../runner/exec/bun-command.ts";
@@ -95,6 +95,7 @@ test("tail", async () => { await Bun.sleep(100); });
 `,
   "short-flaky.test.ts": `
 import { expect, test } from "bun:test";
+import { tempDir } from "./helpers/cli.ts";
 let attempt = 0;
 test("flaky", () => { attempt += 1; expect(attempt).toBe(2); });
 `,
@@ -105,7 +106,7 @@ setInterval(() => {}, 1000);
 };
 
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), "sg-events-"));
+  root = tempDir("sg-events-");
   for (const [name, text] of Object.entries(FIXTURES)) writeFileSync(join(root, name), text);
   sockDir = socketDirFor(join(root, "run"));
 });

@@ -4,8 +4,7 @@
  * Event sequences follow what Bun 1.4.4 was measured to send (docs/bun-behaviour.md).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseInspectorMessage, type TestEvent } from "../runner/events/wire.ts";
 import { CompactReader } from "../runner/events/compact.ts";
@@ -16,6 +15,7 @@ import { foundCount, testStates, unfinishedTests, type TestState } from "./helpe
 import { toEventEvidence } from "../runner/events/event-evidence.ts";
 import { decideShard } from "../runner/results/verdict.ts";
 import { TestResultSchema } from "../runner/results/report-model.ts";
+import { tempDir } from "./helpers/cli.ts";
 
 const ROOT = "/project";
 const FILE = `${ROOT}/test/a.test.ts`;
@@ -404,7 +404,7 @@ describe("the compact reader's start and end (compact.ts, the byte-level path)",
 });
 
 describe("journal", () => {
-  const dir = mkdtempSync(join(tmpdir(), "sg-journal-"));
+  const dir = tempDir("sg-journal-");
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   test("journalPathFor puts the journal next to the log", () => {

@@ -8,8 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import os from "node:os";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import type { RunReport, ShardStatus, TestStatus } from "../runner/results/report-model.ts";
 import {
@@ -22,6 +21,7 @@ import {
   shardOf,
   survivors,
   type CliRun,
+  tempDir,
 } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import { alive } from "./helpers/processes.ts";
@@ -68,7 +68,7 @@ describe(`the hostile suite, all at once: --jobs 2 --timeout ${TIMEOUT_S} --grac
 
   beforeAll(async () => {
     dir = makeSuite(fixtureFilesIn(HOSTILE_FIXTURES), "sg-hostile-");
-    pidDir = mkdtempSync(path.join(os.tmpdir(), "sg-hostile-pids-"));
+    pidDir = tempDir("sg-hostile-pids-");
     run = await runCli(
       ["run", "--root", dir, "--jobs", "2", "--timeout", String(TIMEOUT_S), "--grace", String(GRACE_S)],
       {

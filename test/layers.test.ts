@@ -4,16 +4,16 @@
  * import cycle exists, type imports included.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { checkLayers, codeLines, functionSizes } from "./helpers/layers.ts";
+import { tempDir } from "./helpers/cli.ts";
 
 const repo = path.resolve(import.meta.dir, "..");
 
 describe("layers", () => {
   test("the checker finds an upward import and a cycle made of type imports", () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "sg-layers-"));
+    const dir = tempDir("sg-layers-");
     try {
       const put = (rel: string, text: string) => {
         mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
@@ -103,4 +103,34 @@ describe("layers", () => {
       .filter((x) => x.lines > 400);
     expect(long).toEqual([]);
   });
+});
+
+describe("shared test helpers", () => {
+  /** The test/ files whose code (comments left out) matches `pattern`. */
+  const filesUsing = (pattern: RegExp): string[] =>
+    [...new Bun.Glob("test/**/*.ts").scanSync({ cwd: repo })]
+      .filter((f) => !f.startsWith("test/fixtures/"))
+      .filter((f) => pattern.test(readFileSync(path.join(repo, f), "utf8").replace(/^\s*(\/\/|\*).*$/gm, "")))
+      .sort();
+
+  test.each([
+    ["temp dirs", /\bmkdtempSync\(/, ["test/helpers/cli.ts"]],
+    ["alive(pid)", /function alive\(/, ["test/helpers/processes.ts"]],
+    ["JUnit XML parsing", /new XMLParser\(/, ["test/helpers/junit-xml.ts"]],
+  ])("%s have one helper", (_what, pattern, owners) => {
+    expect(filesUsing(pattern)).toEqual(owners);
+  });
+});
+
+test("exported type names in runner/ and preset/ are unique and say what they hold", () => {
+  const owners = new Map<string, string[]>();
+  for (const f of new Bun.Glob("{runner,preset}/**/*.ts").scanSync({ cwd: repo })) {
+    const text = readFileSync(path.join(repo, f), "utf8");
+    for (const m of text.matchAll(/^export (?:type|interface) (\w+)/gm))
+      owners.set(m[1]!, [...(owners.get(m[1]!) ?? []), f]);
+  }
+  expect([...owners].filter(([, files]) => files.length > 1)).toEqual([]);
+  const vague = ["Base", "Out", "Cap", "Data", "Info", "Thing", "Stuff", "RunRunner"];
+  expect(vague.filter((name) => owners.has(name))).toEqual([]);
+  expect(owners.size).toBeGreaterThan(50);
 });

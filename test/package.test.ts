@@ -7,12 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { RunReportSchema, type RunReport } from "../runner/results/report-model.ts";
 import { COMPILED_CLI, freshCompiledCli } from "../runner/cli/compiled.ts";
-import { REPO } from "./helpers/cli.ts";
+import { REPO, tempDir } from "./helpers/cli.ts";
 import { apiExample } from "./helpers/api-doc.ts";
 import { OLDEST_SUPPORTED_BUN } from "../runner/results/bun-capabilities.ts";
 
@@ -38,7 +37,7 @@ const report = (): RunReport =>
   RunReportSchema.parse(JSON.parse(readFileSync(path.join(project, ".shardguard", "report.json"), "utf8")));
 
 beforeAll(() => {
-  base = mkdtempSync(path.join(os.tmpdir(), "sg-pack-"));
+  base = tempDir("sg-pack-");
   // The npm package of Bun names its binary bun.exe: a `bun` on PATH for the
   // bin's `#!/usr/bin/env bun` and for package scripts.
   const bin = path.join(base, "bin");

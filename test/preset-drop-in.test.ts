@@ -9,11 +9,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { RunReportSchema, type RunReport } from "../runner/results/report-model.ts";
 import { BUN, buildGstackRepo, CLI, REPO, type GstackRepo } from "./helpers/gstack-repo.ts";
+import { tempDir } from "./helpers/cli.ts";
 
 let repo: GstackRepo;
 const out = () => path.join(repo.dir, ".shardguard");
@@ -465,7 +465,7 @@ describe("gstack-paid diff-based selection", () => {
 
 describe("an intercepted run is cancellable", () => {
   test("SIGINT to `bun test --preset NAME` cancels the shards and exits 130 with the reports written", async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "sg-preset-cancel-"));
+    const dir = tempDir("sg-preset-cancel-");
     try {
       mkdirSync(path.join(dir, "e2e"));
       mkdirSync(path.join(dir, "test"));

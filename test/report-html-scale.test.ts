@@ -6,14 +6,13 @@
  * per slot of each slice. Timings of opening it: bench/html-report.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser } from "puppeteer-core";
 import { renderHtml } from "../runner/report/html.ts";
 import { REPORT_SCHEMA_VERSION, summarize, type RunReport, type ShardResult } from "../runner/results/report-model.ts";
 import { clickFilter, launchBrowser, openReport, renderedStatuses, searchFor, shownCount } from "./helpers/browser.ts";
-import { makeSuite, readReport, runCli } from "./helpers/cli.ts";
+import { makeSuite, readReport, runCli, tempDir } from "./helpers/cli.ts";
 
 const TESTS = 100_000;
 const FAIL_EVERY = 10_000;
@@ -159,7 +158,7 @@ describe("report.html of 500 shards on 8 slots", () => {
   let dir: string;
 
   beforeAll(() => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "sg-html-500-"));
+    dir = tempDir("sg-html-500-");
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -3,8 +3,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { pollForTornReads } from "./helpers/torn-reads.ts";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ZodError } from "zod";
 import { RunReportSchema, type RunReport } from "../runner/results/report-model.ts";
@@ -12,16 +11,10 @@ import { writeFileAtomic } from "../runner/util/atomic.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { REPORT_SCHEMA_PATH, reportJsonSchema, reportJsonSchemaText } from "../runner/report/json-schema.ts";
 import { failedShard, makeReport, makeShard, makeTest } from "./helpers/report-fixtures.ts";
+import { removeSuites, tempDir as makeTempDir } from "./helpers/cli.ts";
 
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "shardguard-report-json-"));
-  tempDirs.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(removeSuites);
+const tempDir = () => makeTempDir("sg-report-json-");
 
 const HOSTILE_NAME = "n\x00\x1b[31mame \uD800 \u{1F600} ]]> <&>";
 

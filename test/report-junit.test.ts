@@ -3,7 +3,7 @@
  * committed JUnit XSD (through libxml2, see helpers/xsd.ts).
  */
 import { describe, expect, test } from "bun:test";
-import { XMLParser } from "fast-xml-parser";
+import { parseJUnit } from "./helpers/junit-xml.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
 import { formatSeconds, renderJUnit, WHOLE_FILE_TESTCASE } from "../runner/report/junit.ts";
 import { capText, escapeXmlAttr, escapeXmlText, replaceIllegalXmlChars, stripAnsi } from "../runner/report/sanitize.ts";
@@ -139,22 +139,15 @@ function fullReport(): RunReport {
   ]);
 }
 
-// Its own parser, not parseJUnit: failure, error and skipped are arrays too, so a test can count them.
+// failure, error and skipped are arrays too, so a test can count them.
 const COUNTED = ["testsuite", "testcase", "failure", "error", "skipped", "flakyFailure"];
-const parser = new XMLParser({
-  ignoreAttributes: false,
-  attributeNamePrefix: "@_",
-  parseAttributeValue: false,
-  htmlEntities: true,
-  isArray: (name) => COUNTED.includes(name),
-});
 
 type El = Record<string, unknown>;
 const list = (el: El, key: string): El[] => (Array.isArray(el[key]) ? (el[key] as El[]) : []);
 const attr = (el: El, key: string): string | undefined => el[`@_${key}`] as string | undefined;
 
 function parse(xml: string): { root: El; suites: El[] } {
-  const root = (parser.parse(xml) as { testsuites: El }).testsuites;
+  const root = (parseJUnit(xml, { htmlEntities: true, arrays: COUNTED }) as { testsuites: El }).testsuites;
   return { root, suites: list(root, "testsuite") };
 }
 

@@ -15,8 +15,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { pollForTornReads } from "./helpers/torn-reads.ts";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ZodError } from "zod";
 import { ReportWriter } from "../runner/engine/report-writer.ts";
@@ -36,6 +35,7 @@ import { sharedTestChecks } from "../runner/results/shared-checks.ts";
 import { makeRedactor, redactReport } from "../runner/results/redact.ts";
 import { variedReport, VARIED_SECRET } from "./helpers/varied-report.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
+import { removeSuites, tempDir as makeTempDir } from "./helpers/cli.ts";
 
 const FORMATS = ["junit.xml", "report.json", "ctrf.json"] as const;
 const GOLDEN = join(import.meta.dir, "fixtures", "report-golden");
@@ -55,15 +55,8 @@ const DIGESTS_20K = {
   },
 };
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "shardguard-report-stream-"));
-  dirs.push(dir);
-  return dir;
-}
+afterAll(removeSuites);
+const tempDir = () => makeTempDir("sg-report-stream-");
 
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 

@@ -4,14 +4,13 @@
  * the final write never waits out that spacing.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { INTERIM_WRITE_COST_FACTOR, INTERIM_WRITE_GAP_MS, ReportWriter } from "../runner/engine/report-writer.ts";
 import { validReport, type RunReport } from "../runner/results/report-model.ts";
 import { renderJson } from "../runner/report/json.ts";
 import { makeReport, makeShard } from "./helpers/report-fixtures.ts";
-import { makeSuite, removeSuites, runCli } from "./helpers/cli.ts";
+import { makeSuite, removeSuites, runCli, tempDir } from "./helpers/cli.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -20,7 +19,7 @@ afterAll(() => {
 });
 
 function writerIn(): { writer: ReportWriter; dir: string; errors: string[] } {
-  const dir = mkdtempSync(join(tmpdir(), "shardguard-report-writer-"));
+  const dir = tempDir("shardguard-report-writer-");
   dirs.push(dir);
   const errors: string[] = [];
   const writer = new ReportWriter(

@@ -8,10 +8,18 @@
  * included, in the one precedence order.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
-import os from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
-import { makeSuite, readReport, removeSuites, runCli, shardOf, survivors, type CliRun } from "./helpers/cli.ts";
+import {
+  makeSuite,
+  readReport,
+  removeSuites,
+  runCli,
+  shardOf,
+  survivors,
+  type CliRun,
+  tempDir,
+} from "./helpers/cli.ts";
 import type { RunReport, ShardResult } from "../runner/results/report-model.ts";
 
 afterAll(removeSuites);
@@ -55,7 +63,7 @@ describe("a run with a shared resource and an exclusive file, --jobs 3", () => {
       "test/e.test.ts": file("e", 300, true),
       "test/f.test.ts": file("f", 500),
     });
-    const alive = mkdtempSync(path.join(os.tmpdir(), "sg-alive-"));
+    const alive = tempDir("sg-alive-");
     run = await runCli(
       [
         "run",
@@ -140,7 +148,7 @@ describe("SIGINT while a shard waits for its resource", () => {
       "test/b.test.ts": file("b", 100),
       "test/c.test.ts": file("c", 100),
     });
-    const alive = mkdtempSync(path.join(os.tmpdir(), "sg-alive-"));
+    const alive = tempDir("sg-alive-");
     const run = await runCli(
       ["run", "--root", dir, "--jobs", "2", "--resources", "port-3000=test/a.test.ts,test/b.test.ts", "--grace", "1"],
       {

@@ -13,7 +13,6 @@ import {
   copyFileSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -21,8 +20,8 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import os from "node:os";
 import path from "node:path";
+import { tempDir } from "./cli.ts";
 
 export const REPO = path.resolve(import.meta.dir, "..", "..");
 export const BUN = process.execPath;
@@ -81,8 +80,9 @@ let bunBin: string | null = null;
  * agent CLI the fixture's preflight calls (exits with FIXTURE_AGENT_EXIT, default 0).
  */
 function bunBinDir(): string {
-  if (bunBin) return bunBin;
-  bunBin = mkdtempSync(path.join(os.tmpdir(), "sg-bunbin-"));
+  // tempDir dirs go with a test file's removeSuites: make it again for the next file.
+  if (bunBin && existsSync(bunBin)) return bunBin;
+  bunBin = tempDir("sg-bunbin-");
   symlinkSync(BUN, path.join(bunBin, "bun"));
   writeFileSync(path.join(bunBin, "fixture-agent"), '#!/bin/sh\nexit "${FIXTURE_AGENT_EXIT:-0}"\n', { mode: 0o755 });
   return bunBin;
@@ -125,7 +125,7 @@ function copyTree(from: string, to: string): void {
  * second commit (the setup a user would commit).
  */
 export function buildGstackRepo(): GstackRepo {
-  const base = mkdtempSync(path.join(os.tmpdir(), "sg-gstack-"));
+  const base = tempDir("sg-gstack-");
   const dir = path.join(base, "repo");
   const markers = path.join(base, "markers");
   copyTree(FIXTURE, dir);

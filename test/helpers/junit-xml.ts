@@ -10,6 +10,8 @@ const ARRAYS = ["testsuite", "testcase", "property"];
 export interface ParseJUnitOptions {
   /** Decode numeric character references such as `&#10;` as well as XML's five named entities. */
   htmlEntities?: boolean;
+  /** Element names always read as arrays (default `testsuite`, `testcase`, `property`), e.g. to count failures. */
+  arrays?: readonly string[];
 }
 
 /** Parses JUnit XML into `{ testsuites: { testsuite: [{ testcase: [...] }] } }`, attributes as `@_name`. */
@@ -18,6 +20,6 @@ export function parseJUnit(xml: string, options: ParseJUnitOptions = {}): any {
   return new XMLParser({
     ignoreAttributes: false,
     htmlEntities: options.htmlEntities ?? false,
-    isArray: (name) => ARRAYS.includes(name),
+    isArray: (name) => (options.arrays ?? ARRAYS).includes(name),
   }).parse(xml);
 }

@@ -5,16 +5,16 @@
  *   bun test/helpers/same-build.ts REV [FOLDER...]      (default folders: runner preset test bench)
  */
 import { execSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { tempDir } from "./cli.ts";
 const [rev = "main", ...folders] = process.argv.slice(2);
 const where = folders.length > 0 ? folders : ["runner", "preset", "test", "bench"];
 const changed = execSync(`git diff --name-only ${rev} -- ${where.join(" ")}`, { encoding: "utf8" })
   .trim()
   .split("\n")
   .filter((f) => /\.(ts|js|mjs)$/.test(f));
-const dir = mkdtempSync(path.join(os.tmpdir(), "same-build-"));
+const dir = tempDir("same-build-");
 async function built(name: string, text: string): Promise<string> {
   const file = path.join(dir, name.replace(/\//g, "__"));
   writeFileSync(file, text);
