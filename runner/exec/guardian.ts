@@ -1,6 +1,7 @@
 /**
  * The run's guardian: a process in its own session that outlives a SIGKILLed runner just long enough to
  * sweep the run's cookie and kill the groups and cgroups it was told of (docs/architecture.md, "Runner death").
+ * Kills: only the guardian process itself when it outstays its release; its sweeps call process.ts.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";

@@ -2,6 +2,7 @@
  * What one shard's process tree cost (CPU user and system, peak RSS, wall time), by `cgroup` (the child
  * moved into a cgroup v2 group of its own, which descendants cannot leave), `proc-sampling` where no
  * cgroup can be made, or `none` off Linux (docs/architecture.md, "Resource accounting").
+ * Kills: `killRest` / `killAllCgroups` empty a shard's cgroup (cgroups.ts `killCgroup`), called only from process.ts.
  */
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
