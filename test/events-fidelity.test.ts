@@ -191,11 +191,11 @@ describe("lostEventsNote (events/event-evidence.ts): a shard whose events were l
 
 describe("tests over 2^31 ns in a shard killed at its timeout (durations from the events alone)", () => {
   for (const version of SUPPORTED_BUNS) {
-    test(`Bun ${version}: a 2.3 s test keeps its duration`, async () => {
+    test(`Bun ${version}: a 2.8 s test keeps its duration`, async () => {
       const dir = makeSuite({
         "slow.test.ts":
           'import { describe, test } from "bun:test";\n' +
-          'describe("checkout", () => {\n  test("pays in 2.3 s", async () => { await Bun.sleep(2300); });\n' +
+          'describe("checkout", () => {\n  test("pays in 2.8 s", async () => { await Bun.sleep(2800); });\n' +
           '  test("hangs", async () => { await new Promise(() => {}); }, 60_000);\n});\n',
       });
       const run = await runCli([
@@ -211,12 +211,12 @@ describe("tests over 2^31 ns in a shard killed at its timeout (durations from th
       ]);
       expect(run.code).toBe(1);
       const tests = readReport(dir).shards[0]!.tests;
-      const paid = tests.find((t) => t.name === "checkout > pays in 2.3 s")!;
+      const paid = tests.find((t) => t.name === "checkout > pays in 2.8 s")!;
       expect(paid.status).toBe("passed");
-      // On 1.3.13 the runner's receive interval is the duration; a start read late under load shortens it a little
-      // (2286 ms seen in CI), never to 2^31 ns (2147.48 ms).
-      expect(paid.durationMs).toBeGreaterThan(2200);
-      expect(paid.durationMs).toBeLessThan(3300);
+      // On 1.3.13 the runner's receive interval is the duration; a start read late under load shortens it by up to
+      // a few hundred ms, which must stay clear of 2^31 ns (2147.48 ms), the wrapped value.
+      expect(paid.durationMs).toBeGreaterThan(2300);
+      expect(paid.durationMs).toBeLessThan(3800);
       expect(tests.find((t) => t.name === "checkout > hangs")!.status).toBe("timed-out");
     }, 60_000);
   }
