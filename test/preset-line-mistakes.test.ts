@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { makeSuite, readReport, REPO, removeSuites, withoutCiVariables } from "./helpers/cli.ts";
 import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
@@ -92,6 +92,13 @@ describe("an unknown flag on a bun test --preset line", () => {
 });
 
 describe("an unknown preset name", () => {
+  test("README.md and docs/presets.md say so with Bun's message, since the preload never sees it", () => {
+    for (const doc of ["README.md", path.join("docs", "presets.md")]) {
+      const text = readFileSync(path.join(REPO, doc), "utf8").replace(/\s+/g, " ");
+      expect(text).toContain(`"The following filters did not match any test files: nosuch"`);
+    }
+  });
+
   for (const version of SUPPORTED_BUNS) {
     test(
       `Bun ${version} stops with its filter message and exit 1 before the preload runs`,
