@@ -3,7 +3,8 @@
  * tarball into a fresh project (dependencies come from the npm registry, as
  * in CI), then, in that project, `shardguard run`, `shardguard init --preset
  * gstack-paid`, `bun test --preset gstack-paid`, and `import … from
- * "shardguard"`. One install, reused by every test.
+ * "shardguard"`. One install, reused by every test; a second project made by
+ * `bun init -y` checks that the package passes the user's own type check.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
@@ -258,4 +259,26 @@ describe("installed from the tarball into a fresh project", () => {
       expect(node.stderr).toContain("Error: shardguard runs under Bun (1.3.13 or newer) only");
     },
   );
+});
+
+describe("a project made by bun init -y, with the tarball added", () => {
+  test("tsc --noEmit (bun init's strict tsconfig) passes with the entry test init writes and docs/api.md's example", () => {
+    const fresh = path.join(base, "fresh");
+    mkdirSync(fresh);
+    const init = run([process.execPath, "init", "-y"], fresh);
+    expect(init.code).toBe(0);
+    const tsconfig = readFileSync(path.join(fresh, "tsconfig.json"), "utf8");
+    expect(tsconfig).toContain(`"strict": true`);
+    expect(run([process.execPath, "add", "-d", tarball], fresh).code).toBe(0);
+    const bin = path.join(fresh, "node_modules", ".bin", "shardguard");
+    expect(run([bin, "init", "--preset", "gstack-paid"], fresh).code).toBe(0);
+    const entry = path.join(fresh, "test", "shardguard.gstack-paid.test.ts");
+    expect(readFileSync(entry, "utf8")).toContain(`from "shardguard/preset/entry.ts"`);
+    writeFileSync(path.join(fresh, "api-example.ts"), apiExample().program);
+    // Our TypeScript, not the one bun init pinned: the check does not move with the registry's newest.
+    const tsc = path.join(REPO, "node_modules", "typescript", "bin", "tsc");
+    const r = run(["node", tsc, "--noEmit", "-p", "."], fresh, 180_000);
+    expect(r.stdout + r.stderr).toBe("");
+    expect(r.code).toBe(0);
+  }, 300_000);
 });

@@ -6,6 +6,7 @@
 import { RUN_FLAGS } from "../config/args.ts";
 import { BOOLEAN_FLAGS, ConfigError, SETTINGS } from "../config/settings-schema.ts";
 import { bunFlagConflict, splitBunTestArgs, type CommandFlag } from "../presets/flags.ts";
+import { unknownBunFlag } from "../presets/unknown-flags.ts";
 
 /**
  * Flags of `shardguard run` that `bun test` lacks. Bun ignores an unknown flag and so would every shard
@@ -29,12 +30,42 @@ export interface TakenPlanFlags {
 const BOOLEAN_RUN_FLAGS: ReadonlySet<string> = new Set([...Object.keys(BOOLEAN_FLAGS), ...RUN_FLAGS.boolean]);
 
 /**
+ * Refuses a long flag Bun does not know: Bun ignored it (and took its value for a path filter), every shard would.
+ * @throws ConfigError naming the flag and the closest known one
+ */
+function refuseUnknownFlags(flags: readonly CommandFlag[], helpFlags?: () => ReadonlySet<string>): void {
+  const unknown = unknownBunFlag(
+    flags.map((f) => f.name),
+    SHARDGUARD_ONLY_FLAGS,
+    helpFlags,
+  );
+  if (!unknown) return;
+  const { flag, suggestion } = unknown;
+  const where =
+    suggestion !== null && SHARDGUARD_ONLY_FLAGS.has(suggestion)
+      ? ` (a shardguard run flag: shardguard run --preset NAME ${suggestion}` +
+        `${BOOLEAN_RUN_FLAGS.has(suggestion) ? "" : " VALUE"})`
+      : "";
+  throw new ConfigError(
+    `bun test: unknown flag ${flag}` +
+      (suggestion === null
+        ? "; Bun and every shard would ignore it (bun test --help lists Bun's flags)"
+        : `; did you mean ${suggestion}${where}? Bun and every shard would ignore ${flag}`),
+  );
+}
+
+/**
  * Takes `--timings` and `--update-timings` out of a `bun test` command line's flags.
  *
  * @throws ConfigError (exit 2, nothing started) for a `--timings` without a file, `--update-timings` with a value
- *   or without a `--timings` file, or a flag only `shardguard run` has ({@link SHARDGUARD_ONLY_FLAGS})
+ *   or without a `--timings` file, a flag only `shardguard run` has ({@link SHARDGUARD_ONLY_FLAGS}), or a flag Bun
+ *   does not know
  */
-export function takeOverBunPlanFlags(flags: readonly CommandFlag[]): TakenPlanFlags {
+export function takeOverBunPlanFlags(
+  flags: readonly CommandFlag[],
+  helpFlags?: () => ReadonlySet<string>,
+): TakenPlanFlags {
+  refuseUnknownFlags(flags, helpFlags);
   const shardFlags: CommandFlag[] = [];
   const timings: string[] = [];
   let update = false;

@@ -1,7 +1,20 @@
 // One glob dialect, micromatch's (fast-glob's, plan/plan.ts): checks without a walk never disagree with the plan.
-import micromatch from "micromatch";
 
-const OPTIONS: micromatch.Options = { dot: false };
+interface MatchOptions {
+  dot?: boolean;
+  strictBrackets?: boolean;
+}
+
+/** The part of micromatch used here, typed locally: its types are not a dependency a user's type check can find. */
+interface Micromatch {
+  isMatch(file: string, glob: string, options: MatchOptions): boolean;
+  matcher(glob: string, options: MatchOptions): (file: string) => boolean;
+  makeRe(glob: string, options: MatchOptions): RegExp;
+}
+
+const micromatch = require("micromatch") as Micromatch;
+
+const OPTIONS: MatchOptions = { dot: false };
 
 /** True when root-relative `file` (forward slashes) matches `glob`, or equals it. */
 export function matchesGlob(file: string, glob: string): boolean {
