@@ -5,7 +5,7 @@
  * measured by bench/perf.ts, not here.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { buildCompiledCli, COMPILED_CLI, freshCompiledCli, sourcesFingerprint } from "../runner/cli/compiled.ts";
 import { fixtureFiles, makeSuite, readReport, removeSuites, REPO, runCli, tempDir } from "./helpers/cli.ts";
@@ -79,6 +79,13 @@ describe("which CLI `shardguard` runs", () => {
 });
 
 describe("the compiled CLI of this checkout", () => {
+  test("names no path of the machine that built it (it ships in the tarball)", async () => {
+    const compiled = freshCompiledCli(REPO) ?? (await buildCompiledCli(REPO));
+    const text = readFileSync(compiled, "utf8");
+    expect(text).toContain("__shardguardBundleUrl");
+    expect(text.includes(REPO)).toBe(false);
+  }, 60_000);
+
   test("decides what the sources decide: a pass, a failure " +
     "and a killed spinning file, with events, leftovers swept", async () => {
     const compiled = freshCompiledCli(REPO) ?? (await buildCompiledCli(REPO));

@@ -10,7 +10,9 @@ import path from "node:path";
 export const COMPILED_CLI = path.join("dist", "shardguard.cjs");
 
 /** Its first line: the package root from the file's own place, since the bundler inlines `import.meta.dir`. */
-const BANNER = 'globalThis.__shardguardPackageRoot ??= require("node:path").resolve(__dirname, "..");';
+const BANNER =
+  'globalThis.__shardguardPackageRoot ??= require("node:path").resolve(__dirname, "..");' +
+  'var __shardguardBundleDir = __dirname, __shardguardBundleUrl = require("node:url").pathToFileURL(__filename).href;';
 
 /** The files the bundle is built from: TypeScript, and report.html's script and style sheet (imported as text). */
 const SOURCE_FILE = /\.(ts|js|css)$/;
@@ -74,6 +76,8 @@ export async function buildCompiledCli(root: string): Promise<string> {
     outdir: path.join(root, path.dirname(COMPILED_CLI)),
     naming: path.basename(COMPILED_CLI),
     banner: BANNER,
+    // Bundled, these would be the build machine's paths (fdir's createRequire among them): the bundle's own instead.
+    define: { "import.meta.dir": "__shardguardBundleDir", "import.meta.url": "__shardguardBundleUrl" },
   });
   if (!result.success)
     throw new Error(`could not build the compiled CLI: ${result.logs.map((log) => String(log)).join("; ")}`);
