@@ -91,6 +91,28 @@ describe("an unknown flag on a bun test --preset line", () => {
   );
 });
 
+describe("a preset's numbers read as [shardguard]'s", () => {
+  const tables = { preset: "", "[shardguard]": "\n[shardguard]\n" } as const;
+  for (const [name, table] of Object.entries(tables)) {
+    test(
+      `timeout = "10" in the ${name} table is 10 s; "abc" is one line naming the table, value and what is accepted`,
+      () => {
+        const ok = project(`${table}timeout = "10"\n`);
+        const r = bunTest(ok, ["--preset", "integration"]);
+        expect(r.code).toBe(0);
+        expect(r.stdout).toContain(", timeout 10s (");
+        const bad = bunTest(project(`${table}timeout = "abc"\n`), ["--preset", "integration"]);
+        expect(bad.code).toBe(2);
+        const where = name === "preset" ? "[shardguard.presets.integration]" : "[shardguard]";
+        expect(ownLines(bad)).toEqual([
+          `shardguard: invalid bunfig.toml ${where} timeout "abc": expected a number of seconds from 0.001 to 2147483`,
+        ]);
+      },
+      { timeout: 60_000 },
+    );
+  }
+});
+
 describe("an unknown preset name", () => {
   test("README.md and docs/presets.md say so with Bun's message, since the preload never sees it", () => {
     for (const doc of ["README.md", path.join("docs", "presets.md")]) {
