@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeSuite, readReport, REPO, removeSuites, withoutCiVariables } from "./helpers/cli.ts";
+import { makeSuite, readReport, REPO, removeSuites, runCli, withoutCiVariables } from "./helpers/cli.ts";
 import { bunBinary, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
 
 afterAll(removeSuites);
@@ -86,6 +86,49 @@ describe("an unknown flag on a bun test --preset line", () => {
       expect(r.code).toBe(0);
       expect(r.stdout).toContain("shardguard: shard flags: --smol --only-failures");
       expect(readReport(dir).summary.tests.passed).toBe(1);
+    },
+    { timeout: 60_000 },
+  );
+});
+
+describe("a preset's numbers read as [shardguard]'s", () => {
+  const tables = { preset: "", "[shardguard]": "\n[shardguard]\n" } as const;
+  for (const [name, table] of Object.entries(tables)) {
+    test(
+      `timeout = "10" in the ${name} table is 10 s; "abc" is one line naming the table, value and what is accepted`,
+      () => {
+        const ok = project(`${table}timeout = "10"\n`);
+        const r = bunTest(ok, ["--preset", "integration"]);
+        expect(r.code).toBe(0);
+        expect(r.stdout).toContain(", timeout 10s (");
+        const bad = bunTest(project(`${table}timeout = "abc"\n`), ["--preset", "integration"]);
+        expect(bad.code).toBe(2);
+        const where = name === "preset" ? "[shardguard.presets.integration]" : "[shardguard]";
+        expect(ownLines(bad)).toEqual([
+          `shardguard: invalid bunfig.toml ${where} timeout "abc": expected a number of seconds from 0.001 to 2147483`,
+        ]);
+      },
+      { timeout: 60_000 },
+    );
+  }
+});
+
+describe("list --preset shows only what reaches the shards", () => {
+  test(
+    "no max-concurrency for a preset whose shard flags never use it; a line's --max-concurrency is passed on",
+    async () => {
+      const dir = project();
+      const listed = await runCli(["list", "--preset", "integration"], { cwd: dir });
+      expect(listed.code).toBe(0);
+      expect(listed.stdout).toContain("shardguard: shard flags: (none)");
+      expect(listed.stdout).not.toContain("max-concurrency");
+      const r = bunTest(dir, ["--preset", "integration", "--max-concurrency", "8"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("max-concurrency 2 per shard (bun test --max-concurrency 8 shared by 4 jobs)");
+      expect(r.stdout).toContain("shardguard: shard flags: --max-concurrency=2");
+      const used = project(`shard-flags = ["--max-concurrency={max-concurrency}"]\n`);
+      const shown = await runCli(["list", "--preset", "integration"], { cwd: used });
+      expect(shown.stdout).toContain("max-concurrency 4 per shard (preset integration)");
     },
     { timeout: 60_000 },
   );

@@ -123,7 +123,19 @@ describe("preset schema and extension", () => {
       /^invalid bunfig\.toml \[shardguard\.presets\.x\] jobs 0: /,
     );
     expect(err(`[shardguard.presets.x]\njobs = 2\n`)).toBe(
-      "invalid bunfig.toml [shardguard.presets.x] globs (missing): Invalid input: expected array, received undefined",
+      "invalid bunfig.toml [shardguard.presets.x] globs (missing): expected an array of globs, at least one (e.g. " +
+        '["test/e2e/**/*.test.ts"])',
+    );
+    // The run's numbers read as [shardguard]'s do: "10" is 10 s; zod's own words never show.
+    expect(
+      getPreset(loadPresets(tree({ "bunfig.toml": `[shardguard.presets.x]\nglobs = ["a"]\ntimeout = "10"\n` })), "x")
+        .timeoutMs,
+    ).toBe(10_000);
+    expect(err(`[shardguard.presets.x]\nglobs = ["a"]\ngrace = "soon"\n`)).toBe(
+      'invalid bunfig.toml [shardguard.presets.x] grace "soon": expected a number of seconds from 0 to 2147483',
+    );
+    expect(err(`[shardguard.presets.x]\nglobs = ["a"]\nshard-dir = { env = "X", base = "b", slug = "nope" }\n`)).toBe(
+      'invalid bunfig.toml [shardguard.presets.x] shard-dir.slug "nope": expected plan or file-stem',
     );
     expect(err(`[shardguard.presets.x]\nextends = "nope"\n`)).toContain(
       'extends "nope": no such preset; accepted: x, gstack-paid',

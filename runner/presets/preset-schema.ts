@@ -12,12 +12,6 @@ const name = z.string().min(1);
 const envName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-const posint = z.number().int().positive().max(10_000);
-const seconds = z
-  .number()
-  .positive()
-  .max(MAX_MS / 1000);
-
 /** Placeholder for the tier name inside a tier guard pattern. */
 export const TIER_PLACEHOLDER = "{tier}";
 
@@ -101,8 +95,8 @@ const PreflightSchema = z.strictObject({
   module: z.string().min(1).optional(),
   /** The function export of `module` to call. */
   export: name.default("default"),
-  /** Wall-clock limit of the command, seconds. */
-  timeout: seconds.default(120),
+  /** Wall-clock limit of the command, seconds (read as `[shardguard] timeout` is, in convert). */
+  timeout: z.unknown().optional(),
   /** Environment variable set to "1" in every child after the command passed. */
   "ok-env": envName.optional(),
 });
@@ -127,18 +121,15 @@ export const PresetSchema = z
     globs: z.array(z.string().min(1)).min(1),
     /** Whether `bun test FILE...` with only this preset's files is taken over (the legacy command line). */
     "intercept-files": z.boolean().default(true),
-    "files-per-shard": z.union([posint, z.literal("auto")]).default(1),
-    jobs: posint.default(4),
+    // The run's numbers take what `[shardguard]` takes ("10" too), by its rules and messages (convert).
+    "files-per-shard": z.unknown().optional(),
+    jobs: z.unknown().optional(),
     /** Shard wall-clock timeout, seconds. */
-    timeout: seconds.default(1800),
+    timeout: z.unknown().optional(),
     /** SIGTERM → SIGKILL delay, seconds. */
-    grace: z
-      .number()
-      .nonnegative()
-      .max(MAX_MS / 1000)
-      .default(5),
+    grace: z.unknown().optional(),
     /** `--max-concurrency` inside each shard, unless a knob or the command line says otherwise. */
-    "max-concurrency": posint.default(4),
+    "max-concurrency": z.unknown().optional(),
     /** `bun test` flags for every shard; `{max-concurrency}` and `{timeout-ms}` take the run's values. */
     "shard-flags": z.array(z.string().min(1)).default([]),
     /** Environment added to every child. */
@@ -269,6 +260,20 @@ export interface Preset {
   emptyFiles: "pass" | "fail" | null;
 }
 
+/**
+ * A count or time of a preset by the rule of the `[shardguard]` setting `key` (times come back in ms); `fallback`
+ * (seconds for times) when unset. `max-concurrency` is a count as `jobs` is.
+ */
+function numberSetting(
+  key: "jobs" | "timeout" | "grace" | "filesPerShard",
+  raw: unknown,
+  fallback: number,
+  where: string,
+): number | string {
+  const spec = SETTINGS.find((x) => x.key === key)!;
+  return parseSettingValue(spec, raw === undefined ? fallback : raw, where) as number | string;
+}
+
 function convert(name: string, raw: Raw, source: string, where: string): Preset {
   const s = raw.selection;
   // The same rules, and messages, as the settings themselves (config/settings-schema.ts).
@@ -279,11 +284,13 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
     description: raw.description,
     globs: raw.globs,
     interceptFiles: raw["intercept-files"],
-    filesPerShard: raw["files-per-shard"],
-    jobs: raw.jobs,
-    timeoutMs: Math.round(raw.timeout * 1000),
-    graceMs: Math.round(raw.grace * 1000),
-    maxConcurrency: raw["max-concurrency"],
+    filesPerShard: numberSetting("filesPerShard", raw["files-per-shard"], 1, `${where} files-per-shard`) as
+      | number
+      | "auto",
+    jobs: numberSetting("jobs", raw.jobs, 4, `${where} jobs`) as number,
+    timeoutMs: numberSetting("timeout", raw.timeout, 1800, `${where} timeout`) as number,
+    graceMs: numberSetting("grace", raw.grace, 5, `${where} grace`) as number,
+    maxConcurrency: numberSetting("jobs", raw["max-concurrency"], 4, `${where} max-concurrency`) as number,
     shardFlags: raw["shard-flags"],
     env: raw.env,
     knobs: {
@@ -318,7 +325,7 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
       ? {
           command: raw.preflight.command ?? null,
           module: raw.preflight.module ? { path: raw.preflight.module, export: raw.preflight.export } : null,
-          timeoutMs: Math.round(raw.preflight.timeout * 1000),
+          timeoutMs: numberSetting("timeout", raw.preflight.timeout, 120, `${where} preflight.timeout`) as number,
           okEnv: raw.preflight["ok-env"] ?? null,
         }
       : null,
@@ -359,7 +366,39 @@ function describeIssue(error: z.ZodError, raw: unknown, where: string): string {
   const key = issue.path.map(String).join(".");
   const value = valueAt(raw, issue.path);
   const shown = value === undefined ? "(missing)" : showValue(value);
-  return `invalid ${where} ${key || "(table)"} ${shown}: ${issue.message}`;
+  return `invalid ${where} ${key || "(table)"} ${shown}: ${acceptedBy(issue)}`;
+}
+
+/** zod's names of types, as the other messages say them. */
+const TYPE_WORDS: Readonly<Record<string, string>> = {
+  array: "an array",
+  string: "a string",
+  number: "a number",
+  boolean: "true or false",
+  object: "a table",
+  record: "a table",
+};
+
+/** What the issue's rule accepts, worded as the settings' messages are ("expected …"); our own messages as is. */
+function acceptedBy(issue: z.core.$ZodIssue): string {
+  if (issue.path.length === 1 && issue.path[0] === "globs")
+    return 'expected an array of globs, at least one (e.g. ["test/e2e/**/*.test.ts"])';
+  switch (issue.code) {
+    case "invalid_type":
+      return `expected ${TYPE_WORDS[issue.expected] ?? issue.expected}`;
+    case "too_small":
+      return issue.origin === "array"
+        ? `expected at least ${issue.minimum} entr${issue.minimum === 1 ? "y" : "ies"}`
+        : issue.origin === "string"
+          ? "expected a non-empty string"
+          : `expected at least ${issue.minimum}`;
+    case "invalid_value":
+      return `expected ${issue.values.map(String).join(" or ")}`;
+    case "invalid_key":
+      return issue.issues[0] ? acceptedBy(issue.issues[0]) : issue.message;
+    default:
+      return issue.message;
+  }
 }
 
 function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {

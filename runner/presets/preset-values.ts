@@ -157,9 +157,14 @@ export function shardFlagsOf(
       ),
     );
   }
+  // A line's own --max-concurrency reaches every shard, as its share, even where the preset's flags name none.
+  const asked: CommandFlag[] =
+    line.concurrency && values.maxConcurrency !== null
+      ? [{ name: "--max-concurrency", value: String(values.maxConcurrency), tokens: line.concurrency.tokens }]
+      : [];
   return mergeShardFlags(
     expandFlagTemplates(preset.shardFlags, { maxConcurrency: values.maxConcurrency!, timeoutMs: values.timeoutMs }),
-    [...splitBunTestArgs([...values.bunArgs]).flags, ...line.passOn],
+    [...splitBunTestArgs([...values.bunArgs]).flags, ...asked, ...line.passOn],
   );
 }
 

@@ -374,6 +374,13 @@ function toRootRelative(root: string, cwd: string, file: string): string {
   return path.relative(root, path.resolve(cwd, file)).split(path.sep).join("/");
 }
 
+/** The header's max-concurrency, only when the shard flags carry it: a value no shard gets is not shown. */
+function concurrencyPart(p: PreparedPresetRun): string {
+  if (p.maxConcurrency === null) return "no max-concurrency (the bun test line sets none), ";
+  const used = splitBunTestArgs(p.settings.bunArgs).flags.some((f) => f.name === "--max-concurrency");
+  return used ? `max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from}), ` : "";
+}
+
 /** Header lines: which preset, tier, values and selection, each with its source. */
 export function presetHeaderLines(p: PreparedPresetRun): string[] {
   const s = p.settings;
@@ -390,11 +397,7 @@ export function presetHeaderLines(p: PreparedPresetRun): string[] {
     `shardguard: ${p.plan.included.size} of ${p.matchedFiles} files${p.tier ? ` in tier ${p.tier.name}` : ""}, ` +
       `${total} shard${total === 1 ? "" : "s"}; ` +
       `jobs ${p.jobs.value} (${p.jobs.from}), ` +
-      `${
-        p.maxConcurrency
-          ? `max-concurrency ${p.maxConcurrency.value} per shard (${p.maxConcurrency.from})`
-          : "no max-concurrency (the bun test line sets none)"
-      }, ` +
+      concurrencyPart(p) +
       `timeout ${s.timeoutMs / 1000}s (${p.timeoutMs.from}), grace ${s.graceMs / 1000}s`,
   ];
   if (p.selection) {
