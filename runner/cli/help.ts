@@ -68,6 +68,18 @@ Prints the state of a background run (running, passed, failed, cancelled, incomp
 counts so far and the test in flight per running shard; without an argument, the newest run
 under OUT/bg. A CI run id (digits) is asked of gh. --follow streams until the run ends and
 exits with its code (0 passed, 1 failed, 130 cancelled, 2 other or incomplete).`;
+export const HISTORY_HELP = `shardguard history [--flaky | --failing | --slow | --cost | --runs | --test NAME]
+                   [--json] [--branch NAME] [--last N] [--since DATE] [--history URL] [--root DIR] [--out DIR]
+shardguard history import DIR|report.json...
+shardguard history prune --keep N
+
+Answers questions over the runs in the history (default OUT/history.sqlite; --history
+postgres://... or SHARDGUARD_HISTORY_URL for PostgreSQL): --flaky (both outcomes: flip
+rate per kind, last flip, first seen), --failing (failing now, since which run), --slow and
+--cost (largest and fastest-growing), --test NAME (its outcomes), --runs (default). --last N
+runs (default 20), --branch, --since an ISO date. import adds the runs of report.json files
+(CI artifacts); prune keeps the newest N runs. docs/history.md.`;
+
 export const MERGE_HELP = `shardguard merge DIR... [--out DIR] [--update-timings FILE]
 
 Merges the reports of the slices of one plan (each DIR is the OUT of a

@@ -10,7 +10,7 @@ import type { WorkerSpec } from "../commands/bg/worker.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { EXIT } from "../results/codes.ts";
 import { processHost } from "./process-host.ts";
-import { BG_HELP, flagHelp, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
+import { BG_HELP, flagHelp, HISTORY_HELP, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
 /**
  * Runs the CLI with `argv` (without the executable and script), as the
  * `shardguard` command would, but returns the exit code instead of exiting.
@@ -28,7 +28,7 @@ export async function main(argv: readonly string[], host: Host = processHost()):
     const handler = COMMANDS.get(command);
     if (handler === undefined) {
       throw new ConfigError(
-        `unknown command ${JSON.stringify(command)}; accepted: run, list, merge, bg, status, init, help`,
+        `unknown command ${JSON.stringify(command)}; accepted: run, list, merge, history, bg, status, init, help`,
       );
     }
     return await handler(command, rest, host);
@@ -126,6 +126,20 @@ async function mergeFromArgs(_command: string | undefined, rest: readonly string
   return await mergeCommand(inputs, host);
 }
 
+/** `shardguard history ...`: questions over many runs, import and prune. */
+async function historyFromArgs(_command: string | undefined, rest: readonly string[], host: Host): Promise<number> {
+  const [{ parseHistoryArgs }, { historyCommand }] = await Promise.all([
+    import("./history-args.ts"),
+    import("../commands/history-command.ts"),
+  ]);
+  const inputs = parseHistoryArgs(rest, host);
+  if (inputs === null) {
+    host.stdout(HISTORY_HELP);
+    return EXIT.ok;
+  }
+  return await historyCommand(inputs, host);
+}
+
 /** Every command by the names it answers to; any other is a usage error. */
 const COMMANDS: ReadonlyMap<string | undefined, CommandHandler> = new Map<string | undefined, CommandHandler>([
   [undefined, helpCommand],
@@ -141,6 +155,7 @@ const COMMANDS: ReadonlyMap<string | undefined, CommandHandler> = new Map<string
   ["status", statusFromArgs],
   ["__bg-worker", bgWorkerFromArgs],
   ["merge", mergeFromArgs],
+  ["history", historyFromArgs],
 ]);
 
 /** `shardguard init [--preset NAME] [--dry-run] [--root DIR]`; throws ConfigError for usage errors. */

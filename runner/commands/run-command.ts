@@ -12,7 +12,6 @@ import { oneLine, secs } from "../util/format.ts";
 import { plural } from "../report/console.ts";
 import { EXIT } from "../results/codes.ts";
 import { refuseRunFlagsAfterDash } from "./bun-plan-flags.ts";
-import { executeRun } from "../engine/execute.ts";
 import { planLastFailed } from "./last-failed.ts";
 import { presetCommand } from "./preset-run.ts";
 import { sliceHeader, sliceProvenance } from "./slice-run.ts";
@@ -21,6 +20,9 @@ import type { Host } from "../engine/host.ts";
 import { preflight } from "./preflight-checks.ts";
 import { plannedMakespan } from "../engine/run-resources.ts";
 import { removeStaleReports } from "../engine/refused.ts";
+import { readBunfigTable } from "../config/load.ts";
+import { resolveHistorySettings } from "../config/history-settings.ts";
+import { executeWithHistory } from "./history-run.ts";
 
 /**
  * Runs or lists what `args` asks for; `--preset` goes to {@link presetCommand}.
@@ -31,6 +33,12 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   const { spec, lastFailed } = planFlags(args);
   if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec, lastFailed);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
+  const historySettings = resolveHistorySettings(args, host.env, {
+    cwd: host.cwd,
+    root: settings.root,
+    out: settings.out,
+    bunfig: readBunfigTable(settings.root),
+  });
   // Malformed timings are exit 2 before anything runs; a missing file is a suite's first run.
   const timings = readTimings(settings.timings);
   if (settings.updateTimings) readTimingsFile(settings.updateTimings, "--update-timings");
@@ -85,7 +93,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
   const shardEnv = isolates(settings.bunArgs)
     ? { shardEnv: (shard: PlannedShard) => isolateEnv(settings.bunArgs, shard.files.length) }
     : {};
-  const result = await executeRun(
+  return await executeWithHistory(
     {
       settings,
       plan,
@@ -95,9 +103,9 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
       provenance,
       ...shardEnv,
     },
+    historySettings,
     host,
   );
-  return result.exitCode;
 }
 
 /**

@@ -28,8 +28,8 @@ export interface ExtraFlags {
 
 /** Flags `run` and `list` take beyond the settings table: `--preset`, `--tier`, `--shard I/N`, `--last-failed`. */
 export const RUN_FLAGS = {
-  valued: ["--preset", "--tier", "--shard"],
-  boolean: ["--last-failed"],
+  valued: ["--preset", "--tier", "--shard", "--history"],
+  boolean: ["--last-failed", "--no-history"],
 } as const satisfies ExtraFlags;
 
 /** Result of {@link parseArgs} with the extra flags a command declared. */

@@ -20,7 +20,7 @@ import {
 } from "./settings-schema.ts";
 
 /** Keys of `[shardguard]` that are not plain settings. */
-const TABLE_KEYS = ["patterns", "bun-args", "presets"] as const;
+const TABLE_KEYS = ["patterns", "bun-args", "presets", "history", "quarantine"] as const;
 
 /** Setting keys as in the settings table (`timeout` is the wall-clock limit, in ms once parsed). */
 export type SettingKey = SettingSpec["key"];

@@ -59,6 +59,8 @@ export interface RunInputs {
    * reruns (`--last-failed`).
    */
   provenance?: Partial<Pick<RunReport, "plan" | "slice" | "rerunOf">>;
+  /** Keys (`file > name`) of quarantined tests: marked in every report, their failures not the run's. */
+  quarantine?: ReadonlySet<string>;
 }
 
 /** Result of a finished run. */
@@ -434,7 +436,10 @@ export class Run {
   /** The report of the run as it stands. */
   private buildReport(final: boolean): RunReport {
     const { settings } = this.inputs;
-    const shards = this.shardResults(final).map((r) => this.locks.annotate(r));
+    const shards = markQuarantined(
+      this.shardResults(final).map((r) => this.locks.annotate(r)),
+      this.inputs.quarantine,
+    );
     const summary = summarize(shards);
     const verdict = decideRun(shards, summary, {
       final,
@@ -475,6 +480,19 @@ export class Run {
       shards,
     };
   }
+}
+
+/** Shards with each test of `quarantine` marked; the same objects when nothing is quarantined. */
+function markQuarantined(shards: ShardResult[], quarantine: ReadonlySet<string> | undefined): ShardResult[] {
+  if (!quarantine || quarantine.size === 0) return shards;
+  return shards.map((shard) =>
+    shard.tests.some((t) => quarantine.has(`${t.file} > ${t.name}`))
+      ? {
+          ...shard,
+          tests: shard.tests.map((t) => (quarantine.has(`${t.file} > ${t.name}`) ? { ...t, quarantined: true } : t)),
+        }
+      : shard,
+  );
 }
 
 const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));

@@ -63,7 +63,7 @@ function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTex
   const message = `${shown.text}${linesLeftOut && !shown.cut ? " …" : ""}${
     cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : ""
   }`;
-  const flaky = test.flaky ? " (flaky)" : "";
+  const flaky = (test.flaky ? " (flaky)" : "") + (test.quarantined ? " (quarantined)" : "");
   // A line break in a name would start a console line of its own, which CI log readers may obey.
   const name = cutTo(oneLine(test.name), NAME_WIDTH).text;
   return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${first ? `: ${message}` : ""}`;

@@ -58,6 +58,8 @@ export interface CtrfTest {
     synthetic: boolean;
     /** The failure's `errorName` where Bun gave one, else its `type` (as in JUnit); absent without a failure. */
     failureType?: string;
+    /** Quarantined (docs/history.md): its failure does not fail the run; absent otherwise. */
+    quarantined?: true;
   };
 }
 
@@ -229,5 +231,6 @@ function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {
     failure !== undefined
       ? { shard, synthetic: test.synthetic, failureType: failure.errorName ?? failure.type }
       : { shard, synthetic: test.synthetic };
+  if (test.quarantined) out.extra.quarantined = true;
   return out;
 }

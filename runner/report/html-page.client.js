@@ -11,10 +11,10 @@
 
 /**
  * One test, as html.ts's `data` writes it: [shard, file, name, status, durationMs, retries,
- * flaky, failureType, failureMessage, failureDetails, attempts, line]. shard, file and status
+ * flaky, failureType, failureMessage, failureDetails, attempts, line, quarantined]. shard, file and status
  * are positions in `shards`, `files` and `run.statuses`; 0 stands for an absent text or line.
  * @typedef {[number, number, string, number, number, number, 0 | 1, string | 0, string | 0, string | 0,
- *   string | 0, number]} TestRow
+ *   string | 0, number, 0 | 1]} TestRow
  */
 
 /**
@@ -307,6 +307,10 @@
       cell.appendChild(document.createTextNode(" "));
       cell.appendChild(el("span", "badge flaky", "flaky"));
     }
+    if (t[12]) {
+      cell.appendChild(document.createTextNode(" "));
+      cell.appendChild(el("span", "badge quarantined", "quarantined"));
+    }
     row.appendChild(cell);
     row.appendChild(el("span", "num", dur(t[4])));
     row.appendChild(el("span", "num", String(t[5])));
@@ -373,6 +377,7 @@
     const retries = `${t[5]} retr${t[5] === 1 ? "y" : "ies"}`;
     const facts = [at(files, t[1]) + (t[11] ? `:${t[11]}` : ""), dur(t[4]), retries];
     if (t[6]) facts.push("flaky");
+    if (t[12]) facts.push("quarantined: its failure does not fail the run");
     return facts.join(" · ");
   }
 

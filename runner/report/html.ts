@@ -182,7 +182,7 @@ function tableSkeleton(): string {
 /**
  * The page's data: `{"run", "shards", "tests", "files"}`. Each test is a row
  * `[shard, file, name, status, durationMs, retries, flaky, failureType,
- * failureMessage, failureDetails, attempts, line]` (shard: its position in
+ * failureMessage, failureDetails, attempts, line, quarantined]` (shard: its position in
  * `shards`; file: its position in `files`; status: its position in
  * TEST_STATUSES; 0 for an absent text or line), so 100,000 tests are a few
  * MB and no key is repeated per test.
@@ -248,6 +248,7 @@ function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, u
         f?.details !== undefined ? reportText(f.details, note) : 0,
         attempts,
         test.line ?? 0,
+        test.quarantined ? 1 : 0,
       ];
       rows.push((first ? "" : ",") + JSON.stringify(row));
       first = false;

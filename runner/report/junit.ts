@@ -207,6 +207,9 @@ function uniqueNames(tests: readonly TestResult[]): string[] {
 /** Testcases rendered into one piece of {@link junitChunks}, unless their text reaches BATCH_CHARS first. */
 const TESTCASE_BATCH = 256;
 
+/** A quarantined test's mark (docs/history.md): a testcase property, as Jenkins and GitLab read them. */
+const QUARANTINED_PROPERTY = '      <properties><property name="quarantined" value="true"/></properties>\n';
+
 /** One indented `<testcase>`; `name` is sanitized, `fileAttrs` the suite's escaped ` classname="…" file="…"`. */
 function renderTestcase(
   test: TestResult,
@@ -220,7 +223,8 @@ function renderTestcase(
     test.line === undefined ? "" : ` line="${typeof test.line === "number" ? test.line : xmlAttr(String(test.line))}"`;
   const open = `    <testcase name="${xmlAttr(name)}"${fileAttrs}${line} time="${formatSeconds(test.durationMs)}"`;
   // A pass without flaky attempts (nearly every testcase) has no children.
-  if (test.status === "passed" && !test.flaky) return `${open}/>\n`;
+  const quarantine = test.quarantined ? QUARANTINED_PROPERTY : "";
+  if (test.status === "passed" && !test.flaky && !quarantine) return `${open}/>\n`;
   const note = shard.logPath === null ? "no log was written" : `full log: ${shard.logPath}`;
   const cap = (text: string) => capText(xmlSafe(text), maxBytes, note);
   const outcomes = outcomesOf(test, shard);
@@ -233,6 +237,7 @@ function renderTestcase(
       ? `      ${head}/>\n`
       : `      ${head}>${xmlText(cap(o.body))}</${o.element}>\n`;
   });
+  if (quarantine) children.unshift(quarantine);
   return children.length === 0 ? `${open}/>\n` : `${open}>\n${children.join("")}    </testcase>\n`;
 }
 

@@ -76,6 +76,8 @@ export const TestResultSchema = z.object({
   attemptFailures: z.array(AttemptFailureSchema).default([]),
   /** Stands for a whole file without per-test data. */
   synthetic: z.boolean().default(false),
+  /** Listed in quarantine (docs/history.md): its real status is kept, its failure does not fail the run. */
+  quarantined: z.boolean().optional(),
 });
 export type TestResult = z.infer<typeof TestResultSchema>;
 
@@ -347,6 +349,7 @@ export const PLAIN_TEST_KEYS = [
   "flaky",
   "attemptFailures",
   "synthetic",
+  "quarantined",
 ] as const;
 
 const TEST_STATUS_SET: ReadonlySet<unknown> = new Set(TEST_STATUSES);
@@ -358,10 +361,8 @@ const isCount = (value: unknown) => typeof value === "number" && Number.isSafeIn
  */
 function plainTestCopy(test: unknown): TestResult | null {
   if (typeof test !== "object" || test === null || Object.getPrototypeOf(test) !== Object.prototype) return null;
-  const { name, file, line, status, durationMs, failure, retries, flaky, attemptFailures, synthetic } = test as Record<
-    string,
-    unknown
-  >;
+  const { name, file, line, status, durationMs, failure, retries, flaky, attemptFailures, synthetic, quarantined } =
+    test as Record<string, unknown>;
   if (typeof name !== "string" || typeof file !== "string" || !TEST_STATUS_SET.has(status)) return null;
   if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs < Infinity)) return null;
   if ((line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;
@@ -369,7 +370,8 @@ function plainTestCopy(test: unknown): TestResult | null {
   if (failure !== undefined && failureCopy === undefined) return null;
   if (
     (flaky !== undefined && typeof flaky !== "boolean") ||
-    (synthetic !== undefined && typeof synthetic !== "boolean")
+    (synthetic !== undefined && typeof synthetic !== "boolean") ||
+    (quarantined !== undefined && typeof quarantined !== "boolean")
   )
     return null;
   if (attemptFailures !== undefined && !(Array.isArray(attemptFailures) && attemptFailures.length === 0)) return null;
@@ -383,6 +385,7 @@ function plainTestCopy(test: unknown): TestResult | null {
   copy.flaky = (flaky as boolean | undefined) ?? false;
   copy.attemptFailures = [];
   copy.synthetic = (synthetic as boolean | undefined) ?? false;
+  if ("quarantined" in (test as object)) copy.quarantined = quarantined as boolean;
   return copy;
 }
 

@@ -1,0 +1,220 @@
+/**
+ * The history in a run (docs/history.md, "Use in runs"): read before it (durations, flaky tests, the automatic
+ * quarantine), appended after it. Never at the run's expense: any failure is one note and the run goes on.
+ */
+import type { HistorySettings } from "../config/history-settings.ts";
+import { executeRun } from "../engine/execute.ts";
+import type { Host } from "../engine/host.ts";
+import { autoQuarantined, passedLast, passOrFail } from "../history/classify.ts";
+import { flakyAnswers, loadOutcomes, type TestOutcomes } from "../history/queries.ts";
+import { gitInfo, runRow, testKey, testRows } from "../history/rows.ts";
+import { openStore } from "../history/open.ts";
+import type { HistoryStore } from "../history/store.ts";
+import type { RunReport } from "../results/report-model.ts";
+import { plural } from "../report/console.ts";
+import { oneLine } from "../util/format.ts";
+
+/** Runs the history reads for scheduling and flakiness. */
+const WINDOW = 20;
+/** `quarantine = "auto"`: a flip rate at least this over the window on the default branch. */
+export const AUTO_QUARANTINE_RATE = 0.2;
+/** Passes in a row after which a quarantined test is ready to leave quarantine. */
+export const READY_TO_LEAVE = 5;
+/** Test names a console line lists before "and N more". */
+const LISTED = 5;
+
+/** What the run takes from the history before it starts. */
+export interface HistoryBefore {
+  /** Per-file durations of the newest run that had the file, ms. */
+  durations: Map<string, number>;
+  /** The keys quarantined for this run. */
+  quarantine: Set<string>;
+}
+
+/** The history of one run; every method swallows its failure into one note (the first only). */
+export class RunHistory {
+  private tests: TestOutcomes[] = [];
+  private noted = false;
+
+  private constructor(
+    private store: HistoryStore | null,
+    private readonly where: string,
+    private readonly note: (line: string) => void,
+  ) {}
+
+  /** Opens the history of `settings`; a failure is a note and a history that does nothing. */
+  static async open(settings: HistorySettings, note: (line: string) => void): Promise<RunHistory> {
+    const target = settings.target;
+    const where = target === null ? "" : target.kind === "sqlite" ? target.path : "the PostgreSQL history";
+    const history = new RunHistory(null, where, note);
+    if (target === null) return history;
+    try {
+      history.store = await openStore(target);
+    } catch (error) {
+      history.fail(error);
+    }
+    return history;
+  }
+
+  /** Reads what the run uses; `quarantine` comes from the settings or, for "auto", from the flip rates. */
+  async before(settings: HistorySettings): Promise<HistoryBefore> {
+    const configured = settings.quarantine === "auto" ? [] : settings.quarantine;
+    const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured) };
+    if (!this.store) return result;
+    try {
+      this.tests = await loadOutcomes(this.store, { last: WINDOW });
+    } catch (error) {
+      this.fail(error);
+      return result;
+    }
+    result.durations = fileDurations(this.tests);
+    if (settings.quarantine === "auto")
+      for (const t of this.tests) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
+    return result;
+  }
+
+  /** Appends the final report and returns the console's history lines (new failures, known flaky ones). */
+  async after(report: RunReport, env: Record<string, string | undefined>): Promise<string[]> {
+    if (!this.store) return [];
+    try {
+      await this.store.append(runRow(report, gitInfo(report.root, env), "run"), testRows(report));
+    } catch (error) {
+      this.fail(error);
+    }
+    return endLines(report, this.tests);
+  }
+
+  /** The tests' outcomes read by {@link before}, oldest first. */
+  get pastTests(): readonly TestOutcomes[] {
+    return this.tests;
+  }
+
+  async close(): Promise<void> {
+    const store = this.store;
+    this.store = null;
+    await store?.close().catch(() => {});
+  }
+
+  private fail(error: unknown): void {
+    if (!this.noted)
+      this.note(
+        `shardguard: note: run history ${this.where} not used: ${oneLine((error as Error).message ?? String(error))}; ` +
+          "the run goes on without it",
+      );
+    this.noted = true;
+    void this.close();
+  }
+}
+
+/** Per-file durations: the sum of each test's newest duration, by file. */
+export function fileDurations(tests: readonly TestOutcomes[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const t of tests) {
+    const last = t.outcomes[t.outcomes.length - 1];
+    if (last) out.set(t.file, (out.get(t.file) ?? 0) + last.durationMs);
+  }
+  return out;
+}
+
+/** "a, b, c and 2 more". */
+function listed(names: readonly string[]): string {
+  const shown = names.slice(0, LISTED).map((n) => oneLine(n));
+  return names.length > LISTED ? `${shown.join(", ")} and ${names.length - LISTED} more` : shown.join(", ");
+}
+
+/** The console's end from the history: failures new since the test's last pass, known flaky failures. */
+export function endLines(report: RunReport, before: readonly TestOutcomes[]): string[] {
+  const past = new Map(before.map((t) => [t.key, t]));
+  const flaky = new Map(flakyAnswers(before).map((f) => [f.test, f]));
+  const fresh: string[] = [];
+  const old: string[] = [];
+  const known: string[] = [];
+  for (const shard of report.shards)
+    for (const test of shard.tests) {
+      if (passOrFail(test.status) !== "fail") continue;
+      const key = testKey(test.file, test.name);
+      const f = flaky.get(key);
+      if (f) known.push(`${key} (flip rate ${Math.round(f.flipRate * 100)}%)`);
+      const last = past
+        .get(key)
+        ?.outcomes.filter((o) => passOrFail(o.status) !== null)
+        .at(-1);
+      (last === undefined || last.status === "passed" ? fresh : old).push(key);
+    }
+  const lines: string[] = [];
+  if (fresh.length > 0)
+    lines.push(`shardguard: new since their last pass: ${plural(fresh.length, "failure")}: ${listed(fresh)}`);
+  if (old.length > 0) lines.push(`shardguard: failing before this run too: ${listed(old)}`);
+  if (known.length > 0) lines.push(`shardguard: known flaky (history): ${listed(known)}`);
+  return lines;
+}
+
+/** The console's quarantine lines: what ran quarantined, what failed so, what is ready to leave. */
+export function quarantineLines(report: RunReport, before: readonly TestOutcomes[] = []): string[] {
+  const past = new Map(before.map((t) => [t.key, t]));
+  const ran: string[] = [];
+  const failed: string[] = [];
+  const ready: string[] = [];
+  for (const shard of report.shards)
+    for (const test of shard.tests) {
+      if (!test.quarantined) continue;
+      const key = testKey(test.file, test.name);
+      ran.push(key);
+      if (passOrFail(test.status) === "fail") failed.push(`${key} (${test.status})`);
+      const outcomes = [
+        ...(past.get(key)?.outcomes ?? []),
+        { status: test.status } as TestOutcomes["outcomes"][number],
+      ];
+      if (passedLast(outcomes, READY_TO_LEAVE)) ready.push(key);
+    }
+  if (ran.length === 0) return [];
+  const lines = [`shardguard: quarantined: ${plural(ran.length, "test")} ran; their failures do not fail the run`];
+  if (failed.length > 0) lines.push(`shardguard: quarantined and failed: ${listed(failed)}`);
+  if (ready.length > 0)
+    lines.push(`shardguard: ready to leave quarantine (passed ${READY_TO_LEAVE} runs in a row): ${listed(ready)}`);
+  return lines;
+}
+
+/** Entries of the quarantine naming a file the plan does not hold: a note each (tests move; not an error). */
+export function quarantineNotes(entries: readonly string[], plannedFiles: ReadonlySet<string>): string[] {
+  return entries
+    .filter((e) => !plannedFiles.has(e.slice(0, e.indexOf(" > "))))
+    .map((e) => `shardguard: note: quarantine entry ${JSON.stringify(e)} names no planned test`);
+}
+
+/** Quarantine entries whose file ran but no test of that name did: a note each. */
+export function unmatchedQuarantineNotes(entries: readonly string[], report: RunReport): string[] {
+  const files = new Set(report.shards.flatMap((s) => s.files));
+  const keys = new Set(report.shards.flatMap((s) => s.tests.map((t) => testKey(t.file, t.name))));
+  return entries
+    .filter((e) => files.has(e.slice(0, e.indexOf(" > "))) && !keys.has(e))
+    .map((e) => `shardguard: note: quarantine entry ${JSON.stringify(e)} names no test that ran`);
+}
+
+/**
+ * {@link executeRun} with the history around it: its durations order the shards when no timings were given, its
+ * quarantine marks tests, and the final report is appended; prints the history's and quarantine's lines.
+ * @returns the run's exit code
+ */
+export async function executeWithHistory(
+  inputs: Parameters<typeof executeRun>[0],
+  settings: HistorySettings,
+  host: Host,
+): Promise<number> {
+  const history = await RunHistory.open(settings, host.stdout);
+  try {
+    const before = await history.before(settings);
+    const entries = settings.quarantine === "auto" ? [] : settings.quarantine;
+    for (const note of quarantineNotes(entries, new Set(inputs.plan.included.keys()))) host.stdout(note);
+    const timings = inputs.settings.timings.length > 0 ? inputs.timings : before.durations;
+    const result = await executeRun({ ...inputs, timings, quarantine: before.quarantine }, host);
+    if (result.report) {
+      const lines = await history.after(result.report, host.env);
+      for (const line of [...lines, ...quarantineLines(result.report, history.pastTests)]) host.stdout(line);
+      for (const note of unmatchedQuarantineNotes(entries, result.report)) host.stdout(note);
+    }
+    return result.exitCode;
+  } finally {
+    await history.close();
+  }
+}
