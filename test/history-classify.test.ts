@@ -8,13 +8,13 @@ import {
   onDefaultBranch,
   passedLast,
   type Outcome,
-  type RunFacts,
+  type HistoryRunFacts,
 } from "../runner/history/classify.ts";
 import { forgivenByQuarantine } from "../runner/results/run-verdict.ts";
 
 let n = 0;
 /** A run on `sha` of `branch` (main by default) where `bad` of 10 tests did not pass. */
-function run(sha: string | null, branch: string | null = "main", bad = 1): RunFacts {
+function run(sha: string | null, branch: string | null = "main", bad = 1): HistoryRunFacts {
   n++;
   return {
     runId: `r${n}`,
@@ -26,7 +26,7 @@ function run(sha: string | null, branch: string | null = "main", bad = 1): RunFa
     testsBad: bad,
   };
 }
-const outcome = (r: RunFacts, status: string, attempts = 1): Outcome => ({
+const outcome = (r: HistoryRunFacts, status: string, attempts = 1): Outcome => ({
   run: r,
   status,
   attempts,

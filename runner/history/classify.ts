@@ -6,7 +6,7 @@
 import { BAD_STATUSES } from "./rows.ts";
 
 /** One run as the rules see it. */
-export interface RunFacts {
+export interface HistoryRunFacts {
   runId: string;
   startedAt: string;
   sha: string | null;
@@ -18,7 +18,7 @@ export interface RunFacts {
 
 /** One test's outcome in one run. */
 export interface Outcome {
-  run: RunFacts;
+  run: HistoryRunFacts;
   status: string;
   attempts: number;
   durationMs: number;
@@ -48,17 +48,17 @@ export interface FlakyFacts {
   /** Share of decisive outcomes of each failure kind. */
   rateByKind: Record<(typeof FAIL_KINDS)[number], number>;
   /** The run of the first and of the last flip; null without one. */
-  firstFlip: RunFacts | null;
-  lastFlip: RunFacts | null;
+  firstFlip: HistoryRunFacts | null;
+  lastFlip: HistoryRunFacts | null;
 }
 
 /** True when the run's share of bad tests says the infrastructure failed (an outage). */
-export function isOutage(run: RunFacts, share = OUTAGE_SHARE): boolean {
+export function isOutage(run: HistoryRunFacts, share = OUTAGE_SHARE): boolean {
   return run.testsTotal > 0 && run.testsBad / run.testsTotal > share;
 }
 
 /** True when the run tested the default branch; a run with no branch known (no git) counts as one. */
-export function onDefaultBranch(run: RunFacts): boolean {
+export function onDefaultBranch(run: HistoryRunFacts): boolean {
   if (run.branch === null) return true;
   return run.defaultBranch === null
     ? run.branch === "main" || run.branch === "master"

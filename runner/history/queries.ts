@@ -1,7 +1,7 @@
 /** The history's questions (docs/history.md, "Questions"): rows read through the store, answers from classify.ts. */
 import type { Cell } from "./schema.ts";
 import type { HistoryStore, Row } from "./store.ts";
-import { failingSince, flakiness, isFlaky, type FlakyFacts, type Outcome, type RunFacts } from "./classify.ts";
+import { failingSince, flakiness, isFlaky, type FlakyFacts, type Outcome, type HistoryRunFacts } from "./classify.ts";
 import { testKey } from "./rows.ts";
 
 /** Which runs a question looks at. */
@@ -25,7 +25,7 @@ const num = (v: Cell | undefined) => (v == null ? null : Number(v));
 const str = (v: Cell | undefined) => (v == null ? null : String(v));
 
 /** A `runs` row as the rules see it. */
-function runFacts(r: Row): RunFacts {
+function runFacts(r: Row): HistoryRunFacts {
   return {
     runId: String(r.run_id),
     startedAt: String(r.started_at),
@@ -83,7 +83,7 @@ export async function loadOutcomes(
 }
 
 /** A `tests` row as an outcome of `run`. */
-function outcomeOf(row: Row, run: RunFacts): Outcome {
+function outcomeOf(row: Row, run: HistoryRunFacts): Outcome {
   return {
     run,
     status: String(row.status),
@@ -105,7 +105,8 @@ export interface FlakyAnswer extends Omit<FlakyFacts, "firstFlip" | "lastFlip"> 
   firstSeen: { runId: string; startedAt: string } | null;
 }
 
-const runRef = (run: RunFacts | null | undefined) => (run ? { runId: run.runId, startedAt: run.startedAt } : null);
+const runRef = (run: HistoryRunFacts | null | undefined) =>
+  run ? { runId: run.runId, startedAt: run.startedAt } : null;
 
 /** The flaky tests (certain or likely), highest flip rate first. */
 export function flakyAnswers(tests: readonly TestOutcomes[]): FlakyAnswer[] {

@@ -38,6 +38,11 @@ export function makeSuite(files: Record<string, string>, prefix = "sg-suite-"): 
   return dir;
 }
 
+/** Creates an empty temp dir named `prefix…` that the caller removes (a server's data dir, stopped first). */
+export function ownedTempDir(prefix: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
 /** Creates an empty temp dir named `prefix…`, removed with the others by {@link removeSuites}. */
 export function tempDir(prefix = "sg-tmp-"): string {
   return makeSuite({}, prefix);

@@ -3,8 +3,8 @@
  * on a unix socket only, run as the `postgres` OS user when the tests run as root (initdb refuses root).
  */
 import { spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import os from "node:os";
+import { chownSync, existsSync, readdirSync, rmSync } from "node:fs";
+import { ownedTempDir } from "./cli.ts";
 import path from "node:path";
 
 /** A running server, or why there is none. */
@@ -34,7 +34,7 @@ export function startPostgres(): Postgres {
   const asPostgres = process.getuid?.() === 0;
   if (asPostgres && spawnSync("id", ["postgres"]).status !== 0)
     return { skip: "running as root and there is no postgres OS user to run the server as" };
-  const dir = mkdtempSync(path.join(os.tmpdir(), "sg-pg-"));
+  const dir = ownedTempDir("sg-pg-");
   const uid = Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout.trim());
   if (asPostgres) chownSync(dir, uid, Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout));
   const data = path.join(dir, "data");
