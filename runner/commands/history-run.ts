@@ -7,7 +7,7 @@ import type { HistorySettings } from "../config/history-settings.ts";
 import { executeRun } from "../engine/execute.ts";
 import type { Host } from "../engine/host.ts";
 import { autoQuarantined, passedLast, passOrFail } from "../history/classify.ts";
-import { flakyAnswers, loadOutcomes, type TestOutcomes } from "../history/queries.ts";
+import { flakyAnswers, loadOutcomes, recentFileDurations, type TestOutcomes } from "../history/queries.ts";
 import { gitInfo, runRow, testKey, testRows } from "../history/rows.ts";
 import { openStore } from "../history/open.ts";
 import type { HistoryStore } from "../history/store.ts";
@@ -35,6 +35,8 @@ export interface HistoryBefore {
 /** The history of one run; every method swallows its failure into one note (the first only). */
 export class RunHistory {
   private tests: TestOutcomes[] = [];
+  /** Every test's past was read (quarantine = "auto" needs it); else only the named ones', after the run. */
+  private loadedAll = false;
   private noted = false;
 
   private constructor(
@@ -63,22 +65,35 @@ export class RunHistory {
     const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured) };
     if (!this.store) return result;
     try {
-      this.tests = await loadOutcomes(this.store, { last: WINDOW });
+      if (settings.quarantine !== "auto") result.durations = await recentFileDurations(this.store, { last: WINDOW });
+      else {
+        this.tests = await loadOutcomes(this.store, { last: WINDOW });
+        this.loadedAll = true;
+        result.durations = fileDurations(this.tests);
+      }
     } catch (error) {
       this.fail(error);
       return result;
     }
-    result.durations = fileDurations(this.tests);
-    if (settings.quarantine === "auto")
-      for (const t of this.tests) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
+    for (const t of this.tests) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
     return result;
+  }
+
+  /** The past of the tests the console's end names (failed or quarantined ones), read before this run is added. */
+  private async loadNamed(report: RunReport): Promise<void> {
+    if (this.loadedAll || !this.store) return;
+    const named = report.shards.flatMap((s) => s.tests.filter((t) => t.quarantined || passOrFail(t.status) === "fail"));
+    if (named.length === 0) return;
+    const keys = new Set(named.map((t) => testKey(t.file, t.name)));
+    this.tests = await loadOutcomes(this.store, { last: WINDOW }, keys, [...new Set(named.map((t) => t.file))]);
   }
 
   /** Appends the final report and returns the console's history lines (new failures, known flaky ones). */
   async after(report: RunReport, env: Record<string, string | undefined>): Promise<string[]> {
     if (!this.store) return [];
     try {
-      await this.store.append(runRow(report, gitInfo(report.root, env), "run"), testRows(report));
+      await this.loadNamed(report);
+      await this.store!.append(runRow(report, gitInfo(report.root, env), "run"), testRows(report));
     } catch (error) {
       this.fail(error);
     }
@@ -133,7 +148,7 @@ export async function batchDurations(
   let store: HistoryStore | null = null;
   try {
     store = await openStore(target);
-    return fileDurations(await loadOutcomes(store, { last: WINDOW }));
+    return await recentFileDurations(store, { last: WINDOW });
   } catch {
     return timings;
   } finally {

@@ -56,20 +56,26 @@ export async function selectRuns(store: HistoryStore, filter: RunFilter): Promis
   return rows.reverse();
 }
 
-/** Every test's outcomes in the runs `filter` selects; `keys` limits them to some tests. */
+/**
+ * Every test's outcomes in the runs `filter` selects; `keys` limits them to some tests, read only from their
+ * files, so a run with few failures reads little of a large history.
+ */
 export async function loadOutcomes(
   store: HistoryStore,
   filter: RunFilter,
   keys?: ReadonlySet<string>,
+  files?: readonly string[],
 ): Promise<TestOutcomes[]> {
   const runs = await selectRuns(store, filter);
-  if (runs.length === 0) return [];
+  if (runs.length === 0 || files?.length === 0) return [];
   const facts = new Map(runs.map((r) => [String(r.run_id), runFacts(r)]));
   const order = new Map(runs.map((r, i) => [String(r.run_id), i]));
-  const rows = await store.all(
-    `SELECT * FROM tests WHERE run_id IN (${runs.map(() => "?").join(", ")})`,
-    runs.map((r) => String(r.run_id)),
-  );
+  const ids = runs.map((r) => String(r.run_id));
+  const byFile = files ? ` AND file IN (${files.map(() => "?").join(", ")})` : "";
+  const rows = await store.all(`SELECT * FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")})${byFile}`, [
+    ...ids,
+    ...(files ?? []),
+  ]);
   const byKey = new Map<string, TestOutcomes>();
   for (const row of rows) {
     const key = testKey(String(row.file), String(row.name));
@@ -80,6 +86,31 @@ export async function loadOutcomes(
   }
   for (const entry of byKey.values()) entry.outcomes.sort((a, b) => order.get(a.run.runId)! - order.get(b.run.runId)!);
   return [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/**
+ * Per-file durations (ms) of the runs `filter` selects: for each file, the sum of its tests' durations in the
+ * newest of those runs that had it. One row per run and file, so it stays cheap on runs of 100,000 tests.
+ */
+export async function recentFileDurations(store: HistoryStore, filter: RunFilter): Promise<Map<string, number>> {
+  const runs = await selectRuns(store, filter);
+  const out = new Map<string, number>();
+  if (runs.length === 0) return out;
+  const order = new Map(runs.map((r, i) => [String(r.run_id), i]));
+  const rows = await store.all(
+    `SELECT run_id, file, SUM(duration_ms) AS ms FROM tests WHERE run_id IN (${runs.map(() => "?").join(", ")}) ` +
+      "GROUP BY run_id, file",
+    runs.map((r) => String(r.run_id)),
+  );
+  const newest = new Map<string, number>();
+  for (const row of rows) {
+    const file = String(row.file);
+    const at = order.get(String(row.run_id))!;
+    if ((newest.get(file) ?? -1) > at) continue;
+    newest.set(file, at);
+    out.set(file, Number(row.ms));
+  }
+  return out;
 }
 
 /** A `tests` row as an outcome of `run`. */
