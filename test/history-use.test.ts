@@ -4,7 +4,12 @@
  * new since their last pass, those failing before, and the known flaky ones.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
+import { Database } from "bun:sqlite";
+import path from "node:path";
+import { openSqlite } from "../runner/history/sqlite.ts";
+import { HISTORY_SCHEMA_VERSION, MIGRATIONS } from "../runner/history/schema.ts";
+import { recentFileDurations } from "../runner/history/queries.ts";
+import { makeSuite, readReport, removeSuites, runCli, tempDir } from "./helpers/cli.ts";
 import { flakySuite, runSuite } from "./helpers/history-suite.ts";
 
 afterAll(removeSuites);
@@ -71,4 +76,28 @@ describe("run history in runs", () => {
     expect(outs[3]).toContain("known flaky (history): a.test.ts > flaky (flip rate 100%)");
     expect(outs[3]).not.toContain("known flaky (history): a.test.ts > stable failure");
   }, 240_000);
+
+  test("a version 1 history is migrated in place: its per-file sums are filled from its tests", async () => {
+    const file = path.join(tempDir("sg-hist-migrate-"), "history.sqlite");
+    const db = new Database(file, { create: true });
+    for (const sql of MIGRATIONS[0]!) db.exec(sql);
+    db.exec("INSERT INTO meta VALUES ('schema_version', '1')");
+    db.exec(
+      "INSERT INTO runs VALUES ('r1', '2026-12-01T00:00:00Z', NULL, 0, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '{}', 2, 0, 'run')",
+    );
+    db.exec(
+      "INSERT INTO tests (run_id, file, name, status, attempts, duration_ms, quarantined) VALUES " +
+        "('r1', 'a.test.ts', 'x', 'passed', 1, 30, 0), ('r1', 'a.test.ts', 'y', 'passed', 1, 12, 0)",
+    );
+    db.close();
+    const store = openSqlite(file);
+    try {
+      expect([...(await recentFileDurations(store, { last: 20 }))]).toEqual([["a.test.ts", 42]]);
+      expect(await store.all("SELECT value FROM meta WHERE key = 'schema_version'")).toEqual([
+        { value: String(HISTORY_SCHEMA_VERSION) },
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
 });

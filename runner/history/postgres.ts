@@ -1,6 +1,7 @@
 /** The history on a PostgreSQL server through Bun's built-in SQL client: the schema and queries of SQLite. */
 import { SQL } from "bun";
-import { HISTORY_SCHEMA_VERSION, numberedParams, pendingMigrations, RUN_COLUMNS, TEST_COLUMNS } from "./schema.ts";
+import { FILE_COLUMNS, fileRows, HISTORY_SCHEMA_VERSION, numberedParams, pendingMigrations } from "./schema.ts";
+import { RUN_COLUMNS, TEST_COLUMNS } from "./schema.ts";
 import type { Cell, RunRow, TestRow } from "./schema.ts";
 import {
   flatCells,
@@ -60,6 +61,11 @@ class PostgresStore implements HistoryStore {
         const batch = tests.slice(i, i + INSERT_BATCH);
         await tx.unsafe(numberedParams(insertSql("tests", TEST_COLUMNS, batch.length)), flatCells(batch, TEST_COLUMNS));
       }
+      const files = fileRows(tests);
+      for (let i = 0; i < files.length; i += INSERT_BATCH) {
+        const batch = files.slice(i, i + INSERT_BATCH);
+        await tx.unsafe(numberedParams(insertSql("files", FILE_COLUMNS, batch.length)), flatCells(batch, FILE_COLUMNS));
+      }
       return true;
     });
   }
@@ -75,6 +81,7 @@ class PostgresStore implements HistoryStore {
       const ids = [...gone].map((r) => (r as { run_id: string }).run_id);
       if (ids.length === 0) return 0;
       await tx.unsafe("DELETE FROM tests WHERE run_id = ANY($1)", [ids]);
+      await tx.unsafe("DELETE FROM files WHERE run_id = ANY($1)", [ids]);
       await tx.unsafe("DELETE FROM runs WHERE run_id = ANY($1)", [ids]);
       return ids.length;
     });

@@ -4,7 +4,7 @@
  */
 
 /** Version a history written by this code has; an older one is migrated in place, a newer one refused. */
-export const HISTORY_SCHEMA_VERSION = 1;
+export const HISTORY_SCHEMA_VERSION = 2;
 
 /** Statements of each migration, index 0 taking an empty database to version 1. */
 export const MIGRATIONS: readonly (readonly string[])[] = [
@@ -47,6 +47,18 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     "CREATE INDEX IF NOT EXISTS tests_by_test ON tests (file, name)",
     "CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at)",
   ],
+  // Version 2: per-file sums, so a run's scheduling reads one row per file, not one per test.
+  [
+    `CREATE TABLE IF NOT EXISTS files (
+      run_id TEXT NOT NULL,
+      file TEXT NOT NULL,
+      duration_ms DOUBLE PRECISION NOT NULL,
+      tests BIGINT NOT NULL
+    )`,
+    "CREATE INDEX IF NOT EXISTS files_by_run ON files (run_id)",
+    "INSERT INTO files (run_id, file, duration_ms, tests) " +
+      "SELECT run_id, file, SUM(duration_ms), COUNT(*) FROM tests GROUP BY run_id, file",
+  ],
 ];
 
 /** Columns of `runs` in insert order. */
@@ -86,12 +98,30 @@ export const TEST_COLUMNS = [
   "quarantined",
 ] as const;
 
+/** Columns of `files` in insert order. */
+export const FILE_COLUMNS = ["run_id", "file", "duration_ms", "tests"] as const;
+
 /** A value a column holds. */
 export type Cell = string | number | null;
 /** One `runs` row, by column. */
 export type RunRow = Record<(typeof RUN_COLUMNS)[number], Cell>;
 /** One `tests` row, by column. */
 export type TestRow = Record<(typeof TEST_COLUMNS)[number], Cell>;
+/** One `files` row, by column. */
+export type FileRow = Record<(typeof FILE_COLUMNS)[number], Cell>;
+
+/** The `files` rows of a run's tests: each file's summed duration (ms) and test count. */
+export function fileRows(tests: readonly TestRow[]): FileRow[] {
+  const byFile = new Map<string, FileRow>();
+  for (const t of tests) {
+    const file = String(t.file);
+    const row = byFile.get(file) ?? { run_id: t.run_id, file, duration_ms: 0, tests: 0 };
+    row.duration_ms = Number(row.duration_ms) + Number(t.duration_ms);
+    row.tests = Number(row.tests) + 1;
+    byFile.set(file, row);
+  }
+  return [...byFile.values()];
+}
 
 /**
  * The migrations a database at `version` still needs.

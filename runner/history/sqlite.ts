@@ -2,17 +2,10 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { pendingMigrations, RUN_COLUMNS, TEST_COLUMNS, type Cell, type RunRow, type TestRow } from "./schema.ts";
+import { FILE_COLUMNS, fileRows, pendingMigrations, RUN_COLUMNS, TEST_COLUMNS } from "./schema.ts";
+import type { Cell, RunRow, TestRow } from "./schema.ts";
 import { HISTORY_SCHEMA_VERSION } from "./schema.ts";
-import {
-  flatCells,
-  INSERT_BATCH,
-  insertSql,
-  LOCK_WAIT_MS,
-  PRUNED_RUNS_SQL,
-  type HistoryStore,
-  type Row,
-} from "./store.ts";
+import { flatCells, insertSql, LOCK_WAIT_MS, PRUNED_RUNS_SQL, type HistoryStore, type Row } from "./store.ts";
 
 type Params = Cell[];
 
@@ -56,10 +49,11 @@ class SqliteStore implements HistoryStore {
       .transaction(() => {
         if (this.db.query("SELECT 1 FROM runs WHERE run_id = ?").get(run.run_id as string)) return false;
         this.db.query(insertSql("runs", RUN_COLUMNS, 1)).run(...flatCells([run], RUN_COLUMNS));
-        for (let i = 0; i < tests.length; i += INSERT_BATCH) {
-          const batch = tests.slice(i, i + INSERT_BATCH);
-          this.db.query(insertSql("tests", TEST_COLUMNS, batch.length)).run(...flatCells(batch, TEST_COLUMNS));
-        }
+        // One prepared statement run per row: faster in bun:sqlite than multi-row statements of many parameters.
+        const test = this.db.prepare(insertSql("tests", TEST_COLUMNS, 1));
+        for (const row of tests) test.run(...flatCells([row], TEST_COLUMNS));
+        const file = this.db.prepare(insertSql("files", FILE_COLUMNS, 1));
+        for (const row of fileRows(tests)) file.run(...flatCells([row], FILE_COLUMNS));
         return true;
       })
       .immediate();
@@ -75,6 +69,7 @@ class SqliteStore implements HistoryStore {
         const gone = this.db.query(PRUNED_RUNS_SQL).all(keep) as { run_id: string }[];
         for (const { run_id } of gone) {
           this.db.query("DELETE FROM tests WHERE run_id = ?").run(run_id);
+          this.db.query("DELETE FROM files WHERE run_id = ?").run(run_id);
           this.db.query("DELETE FROM runs WHERE run_id = ?").run(run_id);
         }
         return gone.length;
