@@ -6,7 +6,14 @@ import type { HistorySettings } from "../config/history-settings.ts";
 import { executeRun } from "../engine/execute.ts";
 import type { Host } from "../engine/host.ts";
 import { autoQuarantined, passedLast, passOrFail } from "../history/classify.ts";
-import { flakyAnswers, loadOutcomes, type TestOutcomes } from "../history/queries.ts";
+import {
+  fileDurationsOf,
+  flakyAnswers,
+  flakyCandidates,
+  loadOutcomes,
+  type TestOutcomes,
+  type TestRef,
+} from "../history/queries.ts";
 import { gitInfo, runRow, testKey, testRows } from "../history/rows.ts";
 import { openStore } from "../history/open.ts";
 import type { HistoryStore } from "../history/store.ts";
@@ -62,21 +69,29 @@ export class RunHistory {
     const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured) };
     if (!this.store) return result;
     try {
-      this.tests = await loadOutcomes(this.store, { last: WINDOW });
+      result.durations = await fileDurationsOf(this.store, { last: WINDOW });
+      if (settings.quarantine === "auto") {
+        const past = await loadOutcomes(
+          this.store,
+          { last: WINDOW },
+          await flakyCandidates(this.store, { last: WINDOW }),
+        );
+        for (const t of past) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
+      }
     } catch (error) {
       this.fail(error);
-      return result;
     }
-    result.durations = fileDurations(this.tests);
-    if (settings.quarantine === "auto")
-      for (const t of this.tests) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
     return result;
   }
 
-  /** Appends the final report and returns the console's history lines (new failures, known flaky ones). */
+  /**
+   * Reads the past of the tests the console's end speaks of (this run's failures and quarantined tests), then
+   * appends the final report; returns the console's history lines (new failures, known flaky ones).
+   */
   async after(report: RunReport, env: Record<string, string | undefined>): Promise<string[]> {
     if (!this.store) return [];
     try {
+      this.tests = await loadOutcomes(this.store, { last: WINDOW }, spokenOf(report));
       await this.store.append(runRow(report, gitInfo(report.root, env), "run"), testRows(report));
     } catch (error) {
       this.fail(error);
@@ -84,7 +99,7 @@ export class RunHistory {
     return endLines(report, this.tests);
   }
 
-  /** The tests' outcomes read by {@link before}, oldest first. */
+  /** The outcomes {@link after} read of the tests the console's end speaks of, oldest first. */
   get pastTests(): readonly TestOutcomes[] {
     return this.tests;
   }
@@ -106,13 +121,12 @@ export class RunHistory {
   }
 }
 
-/** Per-file durations: the sum of each test's newest duration, by file. */
-export function fileDurations(tests: readonly TestOutcomes[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const t of tests) {
-    const last = t.outcomes[t.outcomes.length - 1];
-    if (last) out.set(t.file, (out.get(t.file) ?? 0) + last.durationMs);
-  }
+/** The tests of `report` the console's end looks up in the history: the failed and the quarantined. */
+function spokenOf(report: RunReport): TestRef[] {
+  const out: TestRef[] = [];
+  for (const shard of report.shards)
+    for (const test of shard.tests)
+      if (test.quarantined || passOrFail(test.status) === "fail") out.push({ file: test.file, name: test.name });
   return out;
 }
 
