@@ -2,6 +2,7 @@
  * The history in a run (docs/history.md, "Use in runs"): read before it (durations, flaky tests, the automatic
  * quarantine), appended after it. Never at the run's expense: any failure is one note and the run goes on.
  */
+import { existsSync } from "node:fs";
 import type { HistorySettings } from "../config/history-settings.ts";
 import { executeRun } from "../engine/execute.ts";
 import type { Host } from "../engine/host.ts";
@@ -128,6 +129,30 @@ function spokenOf(report: RunReport): TestRef[] {
     for (const test of shard.tests)
       if (test.quarantined || passOrFail(test.status) === "fail") out.push({ file: test.file, name: test.name });
   return out;
+}
+
+/**
+ * Per-file durations for sizing `--files-per-shard auto` batches before the plan exists: the history's when the
+ * run has no `--timings` and a history is there, else `timings` unchanged. Read-only: a SQLite history that does
+ * not exist yet is not created; a failure is silent here, since the run's own open says it in one note.
+ */
+export async function batchDurations(
+  run: { filesPerShard: number | "auto"; timings: readonly string[] },
+  settings: HistorySettings,
+  timings: ReadonlyMap<string, number>,
+): Promise<ReadonlyMap<string, number>> {
+  const target = settings.target;
+  if (run.filesPerShard !== "auto" || run.timings.length > 0 || target === null) return timings;
+  if (target.kind === "sqlite" && !existsSync(target.path)) return timings;
+  let store: HistoryStore | null = null;
+  try {
+    store = await openStore(target);
+    return await fileDurationsOf(store, { last: WINDOW });
+  } catch {
+    return timings;
+  } finally {
+    await store?.close().catch(() => {});
+  }
 }
 
 /** "a, b, c and 2 more". */

@@ -22,7 +22,7 @@ import { plannedMakespan } from "../engine/run-resources.ts";
 import { removeStaleReports } from "../engine/refused.ts";
 import { readBunfigTable } from "../config/load.ts";
 import { resolveHistorySettings } from "../config/history-settings.ts";
-import { executeWithHistory } from "./history-run.ts";
+import { batchDurations, executeWithHistory } from "./history-run.ts";
 
 /**
  * Runs or lists what `args` asks for; `--preset` goes to {@link presetCommand}.
@@ -62,7 +62,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
       root: settings.root,
       patterns: settings.patterns,
       filesPerShard: settings.filesPerShard,
-      batching: { durations: timings.durations, jobs: settings.jobs },
+      batching: { durations: await batchDurations(settings, historySettings, timings.durations), jobs: settings.jobs },
       out: settings.out,
       exclusive: settings.exclusive,
     });
