@@ -293,6 +293,7 @@ export class Run {
     const { slot, giveBack } = this.takeSlot();
     const seen: { proc: ShardProcess | null } = { proc: null };
     const release = () => {
+      this.console.onShardExited(shard);
       giveBack();
       poolRelease();
     };
