@@ -14,6 +14,14 @@ export const REPO = path.resolve(import.meta.dir, "..");
 export const CLI = path.join(REPO, "runner", "cli-entry.ts");
 export const BUN = process.execPath;
 
+/** The positive whole number after `--NAME` on the command line, else `fallback`; throws naming the flag. */
+export function intArg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} needs a positive integer`);
+  return value;
+}
+
 /**
  * Runs a command to its end; throws with its output when it fails and `check` is set.
  * `cpuMs`: user + system time of the process and the descendants it reaped (wait4's rusage).

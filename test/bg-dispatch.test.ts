@@ -308,4 +308,20 @@ describe("dispatch", () => {
     });
     expect(followed.code).toBe(0);
   }, 60_000);
+
+  test("where CI was not asked for (no --repo, --workflow or preset dispatch) it runs locally and says nothing of CI", async () => {
+    const c = checkout();
+    writeFileSync(path.join(c.dir, "new.txt"), "x");
+    const started = await bg(c);
+    expect(started.code).toBe(0);
+    expect(started.stdout).not.toContain("not on CI");
+    expect(started.stdout).not.toContain("gh ");
+    expect(readFileSync(logOf(started.stdout), "utf8")).toContain("backend=local");
+    const followed = await runCli(["status", logOf(started.stdout), "--follow"], {
+      cwd: c.dir,
+      env: c.env,
+      limitMs: 30_000,
+    });
+    expect(followed.code).toBe(0);
+  }, 60_000);
 });

@@ -6,7 +6,7 @@
  * SIGTERM, SIGKILL → incomplete), the lane lock, and the run id the tests see.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
@@ -62,6 +62,8 @@ describe("bg --local", () => {
     expect(followed.code).toBe(0);
     expect(lastLine(log)).toBe("### shardguard EXIT=0 ###");
     expect(readFileSync(path.join(dir, "run-id.txt"), "utf8")).toBe(id);
+    // One id: the tests' SHARDGUARD_RUN_ID, the log's name and the run's directory under OUT/runs.
+    expect(readdirSync(path.join(dir, ".shardguard", "runs"))).toEqual([id]);
     const done = await runCli(["status", id], { cwd: dir });
     expect(done.stdout).toContain(`${id}: passed (exit 0)`);
     expect(done.stdout).toContain("shards: 3 of 3 ended (3 passed");

@@ -47,12 +47,43 @@ describe("a failure message on the console", () => {
     expect(endLine(shardFailing(long), 1)).toContain("\n    full log: .shardguard/logs/1.log");
   });
 
-  test("with lines after the first: the first line, then an ellipsis and the log", () => {
-    const [end, closing] = failureLines("expect(received).toBe(expected)\n\nExpected: 2\nReceived: 1\n");
-    expect(end).toEndWith("rejects bad statuses: expect(received).toBe(expected) …");
-    expect(closing).toEndWith(
-      "rejects bad statuses: expect(received).toBe(expected) … (full text: .shardguard/logs/1.log)",
+  test("with Expected/Received after the first line: those lines under it, whole, no ellipsis", () => {
+    const shard = shardFailing("expect(received).toBe(expected)\n\nExpected: 2\nReceived: 1\n");
+    for (const block of [endLine(shard, 1), summaryLines(makeReport([shard]), PATHS).join("\n")]) {
+      expect(block).toContain(
+        "rejects bad statuses: expect(received).toBe(expected)\n        | Expected: 2\n        | Received: 1\n",
+      );
+      expect(block).not.toContain("…");
+    }
+  });
+
+  test("more lines than the bound: the first ones, then an ellipsis and the log", () => {
+    const message = ["first", ...Array.from({ length: 14 }, (_, i) => `line ${i + 1}`)].join("\n");
+    const closing = summaryLines(makeReport([shardFailing(message)]), PATHS).join("\n");
+    expect(closing).toContain("rejects bad statuses: first\n        | line 1\n");
+    expect(closing).toContain("        | line 10 … (full text: .shardguard/logs/1.log)\n");
+    expect(closing).not.toContain("line 11");
+  });
+
+  test("Bun's JUnit failure text as details: its Expected/Received shown, its stack frames not", () => {
+    const shard = failedShard(1, [
+      makeTest({
+        name: "rejects bad statuses",
+        file: FILE,
+        status: "failed",
+        failure: {
+          type: "failure",
+          message: "expect(received).toBe(expected)",
+          details:
+            "expect(received).toBe(expected)\n\nExpected: 2\nReceived: 1\n\n      at <anonymous> (/x/a.test.ts:3:13)\n",
+        },
+      }),
+    ]);
+    const end = endLine(shard, 1);
+    expect(end).toContain(
+      ": expect(received).toBe(expected)\n        | Expected: 2\n        | Received: 1\n    full log:",
     );
+    expect(end).not.toContain("<anonymous>");
   });
 
   test("shown whole: no ellipsis, no log path", () => {

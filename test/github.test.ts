@@ -341,6 +341,22 @@ describe("githubAnnotations on a report model", () => {
     expect(commands(githubAnnotations(report).join("\n"))[0]!.props.file).toBe("a.test.ts");
   });
 
+  test("the summary's Reports line names every report, report.html too", () => {
+    const report = makeReport([crashed], { root: "/repo" });
+    const reports = {
+      junit: "/repo/.shardguard/junit.xml",
+      json: "/repo/.shardguard/report.json",
+      ctrf: "/repo/.shardguard/ctrf.json",
+      html: "/repo/.shardguard/report.html",
+    };
+    const line = githubStepSummary(report, { repoRoot: "/repo", reports })
+      .split("\n")
+      .find((l) => l.startsWith("Reports:"));
+    // Markdown-escaped, as GitHub renders the cell.
+    for (const name of ["junit", "report\\.json", "ctrf", "HTML \\.shardguard\\/report\\.html"])
+      expect(line).toContain(name);
+  });
+
   test("a passing run has no annotations and a short summary", () => {
     const report = makeReport([makeShard({ index: 1, tests: [makeTest({ name: "ok", file: "c.test.ts" })] })], {
       exitCode: 0,

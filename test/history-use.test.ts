@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import path from "node:path";
 import { openSqlite } from "../runner/history/sqlite.ts";
 import { HISTORY_SCHEMA_VERSION, MIGRATIONS } from "../runner/history/schema.ts";
-import { recentFileDurations } from "../runner/history/queries.ts";
+import { fileDurationsOf } from "../runner/history/queries.ts";
 import { makeSuite, readReport, removeSuites, runCli, tempDir } from "./helpers/cli.ts";
 import { flakySuite, runSuite } from "./helpers/history-suite.ts";
 
@@ -92,7 +92,7 @@ describe("run history in runs", () => {
     db.close();
     const store = openSqlite(file);
     try {
-      expect([...(await recentFileDurations(store, { last: 20 }))]).toEqual([["a.test.ts", 42]]);
+      expect([...(await fileDurationsOf(store, { last: 20 }))]).toEqual([["a.test.ts", 42]]);
       expect(await store.all("SELECT value FROM meta WHERE key = 'schema_version'")).toEqual([
         { value: String(HISTORY_SCHEMA_VERSION) },
       ]);

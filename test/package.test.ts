@@ -105,6 +105,7 @@ describe("npm pack", () => {
     const pkg = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8"));
     expect(pkg.private).toBeUndefined();
     expect(pkg.license).toBe("MIT");
+    expect(pkg.repository).toEqual({ type: "git", url: "git+https://github.com/shardguard/shardguard.git" });
     expect(readFileSync(path.join(REPO, "LICENSE"), "utf8")).toStartWith("MIT License");
     // Bun (and TypeScript) get the sources; any other runtime a one-line error saying shardguard needs Bun.
     expect(pkg.exports["."]).toEqual({

@@ -18,10 +18,14 @@ const CLI = path.join(REPO, "runner", "cli-entry.ts");
 const SPEC = "shardguard/preset/preload.ts";
 afterAll(removeSuites);
 
-/** A project dir with `files`, and shardguard installed as node_modules/shardguard (a symlink to this checkout). */
-function project(files: Record<string, string>, installed = true): string {
+/**
+ * A project dir with `files` (a package.json `{}` unless given; null: none), and shardguard installed as
+ * node_modules/shardguard (a symlink to this checkout).
+ */
+function project(files: Record<string, string | null>, installed = true): string {
   const dir = tempDir("sg-init-");
-  for (const [rel, text] of Object.entries(files)) {
+  for (const [rel, text] of Object.entries({ "package.json": "{}\n", ...files })) {
+    if (text === null) continue;
     mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
     writeFileSync(path.join(dir, rel), text);
   }
@@ -133,6 +137,18 @@ describe("shardguard init", () => {
     },
   );
 
+  test("where there is no package.json: one line naming it, exit 2, nothing written", () => {
+    const dir = project({ "package.json": null, "bunfig.toml": "[test]\n" });
+    const before = snapshot(dir);
+    const r = init(dir);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.trim().split("\n")).toEqual([
+      `shardguard: init: ${dir} has no package.json; run it in the project's root (where package.json is) or pass --root DIR`,
+    ]);
+    expect(snapshot(dir)).toEqual(before);
+  });
+
   test("--dry-run prints the changes and writes nothing", () => {
     const dir = project({ "bunfig.toml": `[test]\nroot = "tests"\n`, "tests/skill-e2e-a.test.ts": "" });
     const before = snapshot(dir);
@@ -141,7 +157,7 @@ describe("shardguard init", () => {
     expect(r.stdout).toContain(`shardguard init: bunfig.toml: would update: added "${SPEC}" to [test] preload`);
     expect(r.stdout).toContain(`    preload = ["${SPEC}"]`);
     expect(r.stdout).toContain("shardguard init: tests/shardguard.gstack-paid.test.ts: would create");
-    expect(r.stdout).toContain("shardguard init: package.json: kept: no package.json");
+    expect(r.stdout).toContain("shardguard init: package.json: would update: added script");
     expect(r.stdout).toContain("shardguard init: dry run, nothing written");
     expect(snapshot(dir)).toEqual(before);
   });
@@ -155,7 +171,7 @@ describe("shardguard init", () => {
     );
     const bare = project({});
     expect(init(bare).code).toBe(0);
-    expect(readdirSync(bare).sort()).toEqual([".gitignore", "bunfig.toml", "node_modules"]);
+    expect(readdirSync(bare).sort()).toEqual([".gitignore", "bunfig.toml", "node_modules", "package.json"]);
   });
 
   test(

@@ -2,7 +2,11 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigError } from "../runner/config/settings-schema.ts";
 import { groupIntoShards, type PlannedShard } from "../runner/plan/plan.ts";
-import { parseSliceSpec, sliceManifest, sliceShards } from "../runner/plan/slice.ts";
+import { MAX_SLICES, parseSliceSpec, sliceManifest, sliceShards } from "../runner/plan/slice.ts";
+import { CI_SLICE_VARS, sliceFromCiEnv } from "../runner/plan/ci-slice.ts";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { makeSuite, readReport, runCli } from "./helpers/cli.ts";
 
 const files = (n: number) => Array.from({ length: n }, (_, i) => `t/${String(i).padStart(2, "0")}.test.ts`);
 const ids = (slice: readonly PlannedShard[]) => slice.map((s) => s.index);
@@ -105,4 +109,103 @@ describe("parseSliceSpec", () => {
     }
     expect(() => parseSliceSpec("4/3")).toThrow('invalid --shard "4/3": expected I/N');
   });
+});
+
+describe("--shard auto: the slice from the CI's parallel-job variables", () => {
+  const ok: [string, Record<string, string>, { index: number; count: number }][] = [
+    ["GitLab counts from 1", { CI_NODE_INDEX: "1", CI_NODE_TOTAL: "3" }, { index: 1, count: 3 }],
+    ["GitLab, the last job", { CI_NODE_INDEX: "3", CI_NODE_TOTAL: "3" }, { index: 3, count: 3 }],
+    [
+      "Buildkite counts from 0",
+      { BUILDKITE_PARALLEL_JOB: "0", BUILDKITE_PARALLEL_JOB_COUNT: "4" },
+      { index: 1, count: 4 },
+    ],
+    [
+      "Buildkite, the last job",
+      { BUILDKITE_PARALLEL_JOB: "3", BUILDKITE_PARALLEL_JOB_COUNT: "4" },
+      { index: 4, count: 4 },
+    ],
+    ["CircleCI counts from 0", { CIRCLE_NODE_INDEX: "1", CIRCLE_NODE_TOTAL: "2" }, { index: 2, count: 2 }],
+    ["one job", { CIRCLE_NODE_INDEX: "0", CIRCLE_NODE_TOTAL: "1" }, { index: 1, count: 1 }],
+  ];
+  for (const [what, env, slice] of ok) {
+    test(what, () => {
+      expect(sliceFromCiEnv(env, MAX_SLICES)).toEqual(slice);
+      expect(parseSliceSpec("auto", env)).toEqual(slice);
+    });
+  }
+
+  const bad: [string, Record<string, string>, string][] = [
+    [
+      "nothing set (GitHub Actions sets none)",
+      {},
+      "--shard auto: no CI parallel-job variables are set; it reads GitLab",
+    ],
+    ["GitLab's index 0 (it counts from 1)", { CI_NODE_INDEX: "0", CI_NODE_TOTAL: "3" }, 'CI_NODE_INDEX="0"'],
+    [
+      "Buildkite's index = count",
+      { BUILDKITE_PARALLEL_JOB: "4", BUILDKITE_PARALLEL_JOB_COUNT: "4" },
+      "counts BUILDKITE_PARALLEL_JOB from 0",
+    ],
+    ["a total of 0", { CIRCLE_NODE_INDEX: "0", CIRCLE_NODE_TOTAL: "0" }, 'CIRCLE_NODE_TOTAL="0" are not a slice'],
+    ["not a number", { CI_NODE_INDEX: "two", CI_NODE_TOTAL: "3" }, 'CI_NODE_INDEX="two"'],
+    ["a negative index", { CIRCLE_NODE_INDEX: "-1", CIRCLE_NODE_TOTAL: "2" }, 'CIRCLE_NODE_INDEX="-1"'],
+    ["over the largest total", { CI_NODE_INDEX: "1", CI_NODE_TOTAL: String(MAX_SLICES + 1) }, `<= ${MAX_SLICES}`],
+    ["the index without the total", { CI_NODE_INDEX: "1" }, "CI_NODE_INDEX is set but CI_NODE_TOTAL is not"],
+    [
+      "the total without the index",
+      { CIRCLE_NODE_TOTAL: "2" },
+      "CIRCLE_NODE_TOTAL is set but CIRCLE_NODE_INDEX is not",
+    ],
+    [
+      "two CIs",
+      { CI_NODE_INDEX: "1", CI_NODE_TOTAL: "2", CIRCLE_NODE_INDEX: "0", CIRCLE_NODE_TOTAL: "2" },
+      "GitLab and CircleCI",
+    ],
+  ];
+  for (const [what, env, message] of bad) {
+    test(`refused in one line: ${what}`, () => {
+      expect(() => sliceFromCiEnv(env, MAX_SLICES)).toThrow(ConfigError);
+      expect(() => sliceFromCiEnv(env, MAX_SLICES)).toThrow(message);
+      try {
+        sliceFromCiEnv(env, MAX_SLICES);
+      } catch (error) {
+        expect((error as Error).message).not.toContain("\n");
+      }
+    });
+  }
+  test("the message where none is set says GitHub Actions has none", () => {
+    expect(() => sliceFromCiEnv({}, MAX_SLICES)).toThrow("GitHub Actions sets none: give each matrix job --shard I/N");
+  });
+});
+
+describe("shardguard run --shard auto", () => {
+  // The host's own CI variables must not decide what these runs read.
+  const none = Object.fromEntries(
+    CI_SLICE_VARS.flatMap((v) => [
+      [v.index, undefined],
+      [v.total, undefined],
+    ]),
+  );
+  const passing = `import { test } from "bun:test";\ntest("ok", () => {});\n`;
+
+  test("runs CircleCI's slice (CIRCLE_NODE_INDEX 1 of 2: slice 2/2); none set or a bad value: one line, exit 2", async () => {
+    const dir = makeSuite({ "a.test.ts": passing, "b.test.ts": passing, "c.test.ts": passing, "d.test.ts": passing });
+    const run = await runCli(["run", "--root", dir, "--shard", "auto", "--jobs", "2"], {
+      env: { ...none, CIRCLE_NODE_INDEX: "1", CIRCLE_NODE_TOTAL: "2" },
+    });
+    expect(run.code).toBe(0);
+    const report = readReport(dir);
+    expect(report.slice).toMatchObject({ index: 2, count: 2 });
+    expect(report.shards).toHaveLength(2);
+
+    const fresh = makeSuite({ "a.test.ts": passing });
+    for (const env of [none, { ...none, CIRCLE_NODE_INDEX: "2", CIRCLE_NODE_TOTAL: "2" }]) {
+      const refused = await runCli(["run", "--root", fresh, "--shard", "auto"], { env });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+      expect(refused.stderr).toStartWith("shardguard: --shard auto: ");
+      expect(existsSync(path.join(fresh, ".shardguard"))).toBe(false);
+    }
+  }, 60_000);
 });

@@ -14,8 +14,9 @@ const PRESET_FLAG_HELP = [
   `  ${"--preset NAME".padEnd(24)} run or list preset NAME (built-in gstack-paid, or [shardguard.presets.NAME] in ` +
     `bunfig.toml); PATTERNs then limit it to some of its files`,
   `  ${"--tier NAME".padEnd(24)} the preset's tier (gstack-paid: gate or periodic; default from EVALS_TIER, else gate)`,
-  `  ${"--shard I/N".padEnd(24)} CI matrix: plan everything, run only slice I of N (a slice is a set of whole ` +
-    `shards; not --files-per-shard); merge with shardguard merge (docs/sharding.md)`,
+  `  ${"--shard I/N|auto".padEnd(24)} CI matrix: plan everything, run only slice I of N (a slice is a set of whole ` +
+    `shards; not --files-per-shard); auto: from GitLab, Buildkite or CircleCI parallel-job variables; merge with ` +
+    `shardguard merge (docs/sharding.md)`,
 ];
 
 /** Help row of --last-failed (run and list). */

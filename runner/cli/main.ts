@@ -20,9 +20,11 @@ import { BG_HELP, flagHelp, HISTORY_HELP, INIT_HELP, MERGE_HELP, PRESET_FLAGS, S
  *   process ({@link processHost}). Pass your own to capture output or run elsewhere.
  * @returns the exit code (docs/configuration.md, "Exit codes"); usage and configuration
  *   errors print one line on `host.stderr` and return 2
- * @throws anything else that went wrong (an internal error); the command prints it as one line
+ * @throws TypeError naming what is expected when `host` is not a {@link Host} (e.g. `processHost` itself);
+ *   anything else that went wrong (an internal error); the command prints it as one line
  */
 export async function main(argv: readonly string[], host: Host = processHost()): Promise<number> {
+  checkHost(host);
   const [command, ...rest] = argv;
   try {
     const handler = COMMANDS.get(command);
@@ -40,6 +42,24 @@ export async function main(argv: readonly string[], host: Host = processHost()):
       return EXIT.usage;
     }
     throw error;
+  }
+}
+
+/** The members every command reads; a host without them would fail deep inside a command instead. */
+const HOST_MEMBERS = { env: "object", cwd: "string", stdout: "function", stderr: "function", onSignal: "function" };
+
+/** Refuses a `host` that is not a {@link Host}, naming what is expected (an embedder's mistake, not a usage error). */
+function checkHost(host: unknown): void {
+  const expected = "a Host: { env, cwd, stdout, stderr, onSignal }, such as the result of processHost()";
+  if (typeof host === "function") {
+    throw new TypeError(`main(argv, host): host is a function; expected ${expected} (call it: processHost())`);
+  }
+  if (typeof host !== "object" || host === null) throw new TypeError(`main(argv, host): expected ${expected}`);
+  const record = host as Record<string, unknown>;
+  const wrong = Object.entries(HOST_MEMBERS).filter(([k, t]) => typeof record[k] !== t || record[k] === null);
+  if (wrong.length > 0) {
+    const named = wrong.map(([k, t]) => `${k} (${t})`).join(", ");
+    throw new TypeError(`main(argv, host): host lacks ${named}; expected ${expected}`);
   }
 }
 

@@ -7,7 +7,14 @@ import type { HistorySettings } from "../config/history-settings.ts";
 import { executeRun } from "../engine/execute.ts";
 import type { Host } from "../engine/host.ts";
 import { autoQuarantined, passedLast, passOrFail } from "../history/classify.ts";
-import { flakyAnswers, loadOutcomes, recentFileDurations, type TestOutcomes } from "../history/queries.ts";
+import {
+  fileDurationsOf,
+  flakyAnswers,
+  flakyCandidates,
+  loadOutcomes,
+  type TestOutcomes,
+  type TestRef,
+} from "../history/queries.ts";
 import { gitInfo, runRow, testKey, testRows } from "../history/rows.ts";
 import { openStore } from "../history/open.ts";
 import type { HistoryStore } from "../history/store.ts";
@@ -35,8 +42,6 @@ export interface HistoryBefore {
 /** The history of one run; every method swallows its failure into one note (the first only). */
 export class RunHistory {
   private tests: TestOutcomes[] = [];
-  /** Every test's past was read (quarantine = "auto" needs it); else only the named ones', after the run. */
-  private loadedAll = false;
   private noted = false;
 
   private constructor(
@@ -65,42 +70,37 @@ export class RunHistory {
     const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured) };
     if (!this.store) return result;
     try {
-      if (settings.quarantine !== "auto") result.durations = await recentFileDurations(this.store, { last: WINDOW });
-      else {
-        this.tests = await loadOutcomes(this.store, { last: WINDOW });
-        this.loadedAll = true;
-        result.durations = fileDurations(this.tests);
+      result.durations = await fileDurationsOf(this.store, { last: WINDOW });
+      if (settings.quarantine === "auto") {
+        const past = await loadOutcomes(
+          this.store,
+          { last: WINDOW },
+          await flakyCandidates(this.store, { last: WINDOW }),
+        );
+        for (const t of past) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
       }
     } catch (error) {
       this.fail(error);
-      return result;
     }
-    for (const t of this.tests) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
     return result;
   }
 
-  /** The past of the tests the console's end names (failed or quarantined ones), read before this run is added. */
-  private async loadNamed(report: RunReport): Promise<void> {
-    if (this.loadedAll || !this.store) return;
-    const named = report.shards.flatMap((s) => s.tests.filter((t) => t.quarantined || passOrFail(t.status) === "fail"));
-    if (named.length === 0) return;
-    const keys = new Set(named.map((t) => testKey(t.file, t.name)));
-    this.tests = await loadOutcomes(this.store, { last: WINDOW }, keys, [...new Set(named.map((t) => t.file))]);
-  }
-
-  /** Appends the final report and returns the console's history lines (new failures, known flaky ones). */
+  /**
+   * Reads the past of the tests the console's end speaks of (this run's failures and quarantined tests), then
+   * appends the final report; returns the console's history lines (new failures, known flaky ones).
+   */
   async after(report: RunReport, env: Record<string, string | undefined>): Promise<string[]> {
     if (!this.store) return [];
     try {
-      await this.loadNamed(report);
-      await this.store!.append(runRow(report, gitInfo(report.root, env), "run"), testRows(report));
+      this.tests = await loadOutcomes(this.store, { last: WINDOW }, spokenOf(report));
+      await this.store.append(runRow(report, gitInfo(report.root, env), "run"), testRows(report));
     } catch (error) {
       this.fail(error);
     }
     return endLines(report, this.tests);
   }
 
-  /** The tests' outcomes read by {@link before}, oldest first. */
+  /** The outcomes {@link after} read of the tests the console's end speaks of, oldest first. */
   get pastTests(): readonly TestOutcomes[] {
     return this.tests;
   }
@@ -122,13 +122,12 @@ export class RunHistory {
   }
 }
 
-/** Per-file durations: the sum of each test's newest duration, by file. */
-export function fileDurations(tests: readonly TestOutcomes[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const t of tests) {
-    const last = t.outcomes[t.outcomes.length - 1];
-    if (last) out.set(t.file, (out.get(t.file) ?? 0) + last.durationMs);
-  }
+/** The tests of `report` the console's end looks up in the history: the failed and the quarantined. */
+function spokenOf(report: RunReport): TestRef[] {
+  const out: TestRef[] = [];
+  for (const shard of report.shards)
+    for (const test of shard.tests)
+      if (test.quarantined || passOrFail(test.status) === "fail") out.push({ file: test.file, name: test.name });
   return out;
 }
 
@@ -148,7 +147,7 @@ export async function batchDurations(
   let store: HistoryStore | null = null;
   try {
     store = await openStore(target);
-    return await recentFileDurations(store, { last: WINDOW });
+    return await fileDurationsOf(store, { last: WINDOW });
   } catch {
     return timings;
   } finally {

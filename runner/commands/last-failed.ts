@@ -9,8 +9,8 @@ import { readTimings } from "../plan/timings.ts";
 import { RunReportSchema, type RerunOf, type RunReport } from "../results/report-model.ts";
 import { filesToRerun } from "../results/rerun.ts";
 
-/** A run directory's name: the run id (engine/run.ts newRunId), `20261130T160515Z-9e4169`. */
-const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]+$/;
+/** A run directory's name: the run id (engine/run.ts newRunId), `20261130T160515Z-9e4169`, a bg run's with its label. */
+const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]+(-[A-Za-z0-9._-]+)?$/;
 
 /**
  * The newest run's report under `out/runs/<run id>/report.json`, with its path; null when none. Ids sort to the

@@ -17,7 +17,7 @@ import { plural } from "../util/format.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import type { Host } from "../engine/host.ts";
 import { removeStaleReports } from "../engine/refused.ts";
-import { newRunId } from "../engine/run.ts";
+import { newRunId } from "../engine/run-id.ts";
 import { measuredDurations } from "../engine/timings-update.ts";
 
 /** What `shardguard merge` was asked to do; paths absolute. */

@@ -30,7 +30,7 @@ import { batchDurations, executeWithHistory } from "./history-run.ts";
  * @throws ConfigError (exit 2) for any usage or configuration error, before any child starts
  */
 export async function runCommand(command: "run" | "list", args: ParsedWithExtras, host: Host): Promise<number> {
-  const { spec, lastFailed } = planFlags(args);
+  const { spec, lastFailed } = planFlags(args, host.env);
   if (args.extras.has("--preset")) return await presetCommand(command, args, host, spec, lastFailed);
   const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
   const historySettings = resolveHistorySettings(args, host.env, {
@@ -110,15 +110,18 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
 
 /**
  * The flags that change what a run plans (`--shard`, `--last-failed`, `--tier`), shared by run, list and bg so a
- * background run refuses what a run refuses.
+ * background run refuses what a run refuses; `env` is read for `--shard auto`.
  * @throws ConfigError (exit 2) for a bad `--shard`, a combination
  *   the run cannot honour, or our own flag (or `--shard`) after "--"
  */
-export function planFlags(args: ParsedWithExtras): { spec: SliceSpec | null; lastFailed: boolean } {
+export function planFlags(
+  args: ParsedWithExtras,
+  env: Record<string, string | undefined>,
+): { spec: SliceSpec | null; lastFailed: boolean } {
   refuseRunFlagsAfterDash(args.bunArgs);
   const shardFlag = args.extras.get("--shard");
   const lastFailed = args.extras.get("--last-failed") === true;
-  const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag) : null;
+  const spec = typeof shardFlag === "string" ? parseSliceSpec(shardFlag, env) : null;
   if (!args.extras.has("--preset") && args.extras.has("--tier"))
     throw new ConfigError(`flag --tier needs --preset NAME (tiers belong to a preset)`);
   if (spec && lastFailed) throw new ConfigError(`--last-failed reruns this machine's last report; it takes no --shard`);

@@ -53,7 +53,7 @@ export function publishToGithub(
   const options = {
     repoRoot: repositoryRoot(settings.root, env),
     redact,
-    reports: { junit: settings.junit, json: settings.json, ctrf: settings.ctrf },
+    reports: { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html },
   };
   for (const line of githubAnnotations(report, options)) stdout(line);
   appendSummary(githubStepSummary(report, options), env, stdout);

@@ -16,3 +16,9 @@ export interface Host {
   isTTY?: boolean;
   columns?: number;
 }
+
+/**
+ * Carries a `shardguard bg` run's id into the run it starts, so SHARDGUARD_RUN_ID, the bg log and OUT/runs/ share
+ * one id (docs/background.md); no shard child sees it, so a shardguard inside a test makes its own.
+ */
+export const BG_RUN_ID_ENV = "SHARDGUARD_BG_RUN_ID";

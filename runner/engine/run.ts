@@ -2,6 +2,8 @@
  * The run: plan in, reports out (docs/architecture.md, "The flow of one run"). Dispatches and re-dispatches
  * shards, handles cancellation and sweeps, and tells the console and the report writer.
  */
+import { BG_RUN_ID_ENV } from "./host.ts";
+import { runIdFrom } from "./run-id.ts";
 import { rm } from "node:fs/promises";
 import type { RunSettings } from "../config/settings-schema.ts";
 import { socketDirFor } from "../events/socket-dir.ts";
@@ -22,7 +24,6 @@ import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
-import { randomHex } from "../util/random.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
@@ -69,20 +70,12 @@ export interface RunResult {
   report: RunReport;
 }
 
-/** Makes a sortable, unique run id: `20261130T154226Z-1a2b3c`. */
-export function newRunId(now = new Date()): string {
-  return `${now
-    .toISOString()
-    .replace(/[-:]/g, "")
-    .replace(/\.\d+Z$/, "Z")}-${randomHex(3)}`;
-}
-
 /**
  * One run of a plan. Call {@link Run.start} once; {@link Run.cancel} stops it (SIGTERM, SIGKILL after the grace);
  * a second cancel kills at once.
  */
 export class Run {
-  readonly runId = newRunId();
+  readonly runId: string;
   private cancelledBy: "SIGINT" | "SIGTERM" | null = null;
   private readonly live = new Set<ShardProcess>();
   /** Job slots (1-based) held by running shards, for each shard's `timeline.slot`. */
@@ -121,6 +114,11 @@ export class Run {
   private readonly locks: RunResources;
 
   constructor(private readonly inputs: RunInputs) {
+    this.runId = runIdFrom(inputs.env);
+    if (inputs.env[BG_RUN_ID_ENV] !== undefined) {
+      const { [BG_RUN_ID_ENV]: _bg, ...env } = inputs.env;
+      this.inputs = { ...inputs, env };
+    }
     this.locks = new RunResources(inputs.settings);
     this.console = new ConsoleReporter(inputs.out, inputs.redact);
     this.capabilities = bunCapabilities(inputs.bunVersion);
@@ -293,6 +291,7 @@ export class Run {
     const { slot, giveBack } = this.takeSlot();
     const seen: { proc: ShardProcess | null } = { proc: null };
     const release = () => {
+      this.console.onShardExited(shard);
       giveBack();
       poolRelease();
     };

@@ -3,6 +3,7 @@ import { readTimingsFile, renderTimings } from "../plan/timings.ts";
 import type { ConsoleOut } from "../report/console.ts";
 import type { ShardResult } from "../results/report-model.ts";
 import { writeFileAtomic } from "../util/atomic.ts";
+import { plural } from "../util/format.ts";
 
 /**
  * Per-file wall time (ms) of the shards that ran, start-up included; a batch split by its files' test durations.
@@ -34,7 +35,9 @@ export function measuredDurations(
 export async function updateTimingsFile(file: string, shards: readonly ShardResult[], out: ConsoleOut): Promise<void> {
   try {
     const previous = readTimingsFile(file, "--update-timings");
-    await writeFileAtomic(file, renderTimings(previous, measuredDurations(shards, previous?.files)));
+    const measured = measuredDurations(shards, previous?.files);
+    await writeFileAtomic(file, renderTimings(previous, measured));
+    out.line(`shardguard: timings of ${plural(measured.size, "file")} merged into ${file}`);
   } catch (error) {
     out.line(`shardguard: could not update the timings file ${file}: ${(error as Error).message}`);
   }

@@ -56,30 +56,53 @@ export async function selectRuns(store: HistoryStore, filter: RunFilter): Promis
   return rows.reverse();
 }
 
+/** A test named by file and name, as the `tests` table keys it. */
+export interface TestRef {
+  file: string;
+  name: string;
+}
+
+/** Tests per query of {@link loadOutcomes}' `only`: two parameters each, within both backends' limits. */
+const REFS_PER_QUERY = 400;
+
+/** The `tests` rows of `runIds`, all of them or only those of the tests `only` names (fetched in chunks). */
+async function testRowsOf(store: HistoryStore, runIds: string[], only?: readonly TestRef[]): Promise<Row[]> {
+  const inRuns = `run_id IN (${runIds.map(() => "?").join(", ")})`;
+  if (only === undefined) return store.all(`SELECT * FROM tests WHERE ${inRuns}`, runIds);
+  const rows: Row[] = [];
+  for (let i = 0; i < only.length; i += REFS_PER_QUERY) {
+    const chunk = only.slice(i, i + REFS_PER_QUERY);
+    const pairs = chunk.map(() => "(?, ?)").join(", ");
+    const params = [...runIds, ...chunk.flatMap((t) => [t.file, t.name])];
+    rows.push(
+      ...(await store.all(`SELECT * FROM tests WHERE ${inRuns} AND (file, name) IN (VALUES ${pairs})`, params)),
+    );
+  }
+  return rows;
+}
+
 /**
- * Every test's outcomes in the runs `filter` selects; `keys` limits them to some tests, read only from their
- * files, so a run with few failures reads little of a large history.
+ * Every test's outcomes in the runs `filter` selects; `only` limits them to some tests, read by the database's
+ * index rather than all rows (a run of 100,000 tests reads only the few it asks about).
  */
 export async function loadOutcomes(
   store: HistoryStore,
   filter: RunFilter,
-  keys?: ReadonlySet<string>,
-  files?: readonly string[],
+  only?: readonly TestRef[],
 ): Promise<TestOutcomes[]> {
+  if (only?.length === 0) return [];
   const runs = await selectRuns(store, filter);
-  if (runs.length === 0 || files?.length === 0) return [];
+  if (runs.length === 0) return [];
   const facts = new Map(runs.map((r) => [String(r.run_id), runFacts(r)]));
   const order = new Map(runs.map((r, i) => [String(r.run_id), i]));
-  const ids = runs.map((r) => String(r.run_id));
-  const byFile = files ? ` AND file IN (${files.map(() => "?").join(", ")})` : "";
-  const rows = await store.all(`SELECT * FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")})${byFile}`, [
-    ...ids,
-    ...(files ?? []),
-  ]);
+  const rows = await testRowsOf(
+    store,
+    runs.map((r) => String(r.run_id)),
+    only,
+  );
   const byKey = new Map<string, TestOutcomes>();
   for (const row of rows) {
     const key = testKey(String(row.file), String(row.name));
-    if (keys && !keys.has(key)) continue;
     let entry = byKey.get(key);
     if (!entry) byKey.set(key, (entry = { key, file: String(row.file), name: String(row.name), outcomes: [] }));
     entry.outcomes.push(outcomeOf(row, facts.get(String(row.run_id))!));
@@ -89,18 +112,19 @@ export async function loadOutcomes(
 }
 
 /**
- * Per-file durations (ms) of the runs `filter` selects: for each file, the sum of its tests' durations in the
- * newest of those runs that had it, from the `files` table: one row per run and file, cheap on 100,000 tests.
+ * Per-file durations for scheduling: each file's summed test durations in the newest selected run that had it, ms.
+ * From the `files` table (one row per run and file, summed at append), so the rows read are files × runs.
  */
-export async function recentFileDurations(store: HistoryStore, filter: RunFilter): Promise<Map<string, number>> {
+export async function fileDurationsOf(store: HistoryStore, filter: RunFilter): Promise<Map<string, number>> {
   const runs = await selectRuns(store, filter);
   const out = new Map<string, number>();
   if (runs.length === 0) return out;
-  const order = new Map(runs.map((r, i) => [String(r.run_id), i]));
+  const ids = runs.map((r) => String(r.run_id));
   const rows = await store.all(
-    `SELECT run_id, file, duration_ms AS ms FROM files WHERE run_id IN (${runs.map(() => "?").join(", ")})`,
-    runs.map((r) => String(r.run_id)),
+    `SELECT run_id, file, duration_ms AS ms FROM files WHERE run_id IN (${ids.map(() => "?").join(", ")})`,
+    ids,
   );
+  const order = new Map(ids.map((id, i) => [id, i]));
   const newest = new Map<string, number>();
   for (const row of rows) {
     const file = String(row.file);
@@ -110,6 +134,22 @@ export async function recentFileDurations(store: HistoryStore, filter: RunFilter
     out.set(file, Number(row.ms));
   }
   return out;
+}
+
+/**
+ * The tests that could be flaky in the selected runs: any outcome other than a first-attempt pass. Every other test
+ * passed each time, so the flakiness rules need no more of its rows.
+ */
+export async function flakyCandidates(store: HistoryStore, filter: RunFilter): Promise<TestRef[]> {
+  const runs = await selectRuns(store, filter);
+  if (runs.length === 0) return [];
+  const ids = runs.map((r) => String(r.run_id));
+  const rows = await store.all(
+    `SELECT DISTINCT file, name FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")}) ` +
+      "AND (status <> 'passed' OR attempts > 1)",
+    ids,
+  );
+  return rows.map((r) => ({ file: String(r.file), name: String(r.name) }));
 }
 
 /** A `tests` row as an outcome of `run`. */

@@ -4,6 +4,7 @@
  */
 import { ConfigError } from "../config/settings-schema.ts";
 import { sha256Hex } from "../util/random.ts";
+import { sliceFromCiEnv } from "./ci-slice.ts";
 import type { Plan, PlannedShard } from "./plan.ts";
 
 /** `--shard I/N`: slice `index` (1-based) of `count`. */
@@ -33,15 +34,19 @@ export interface SliceManifest {
 /** Largest N accepted by `--shard I/N`. */
 export const MAX_SLICES = 10_000;
 
-/** Parses `I/N`. @throws ConfigError naming the value and what is accepted */
-export function parseSliceSpec(raw: string): SliceSpec {
+/**
+ * Parses `I/N`, or `auto`: the slice from the CI's parallel-job variables in `env` (plan/ci-slice.ts).
+ * @throws ConfigError naming the value and what is accepted
+ */
+export function parseSliceSpec(raw: string, env: Record<string, string | undefined> = {}): SliceSpec {
+  if (raw.trim() === "auto") return sliceFromCiEnv(env, MAX_SLICES);
   const m = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(raw);
   const index = m ? Number(m[1]) : NaN;
   const count = m ? Number(m[2]) : NaN;
   if (!m || index < 1 || count < 1 || index > count || count > MAX_SLICES) {
     throw new ConfigError(
       `invalid --shard ${JSON.stringify(raw)}: expected I/N, the slice I of N machines, with 1 <= I <= N <= ` +
-        `${MAX_SLICES} (e.g. --shard 2/3)`,
+        `${MAX_SLICES} (e.g. --shard 2/3), or auto (from the CI's parallel-job variables)`,
     );
   }
   return { index, count };

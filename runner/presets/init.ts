@@ -241,9 +241,15 @@ export function addScript(
 
 /**
  * Works out what init would change in `root`; reads only.
- * @throws ConfigError for an unknown preset, an unusable preset name, or files init cannot edit safely
+ * @throws ConfigError where `root` has no package.json (init edits a project; elsewhere its paths would point
+ *   wrong), for an unknown preset, an unusable preset name, or files init cannot edit safely
  */
 export function planInit(root: string, presetName: string | null): { changes: InitChange[]; ref: ShardguardRef } {
+  if (!existsSync(path.join(root, "package.json"))) {
+    throw new ConfigError(
+      `init: ${root} has no package.json; run it in the project's root (where package.json is) or pass --root DIR`,
+    );
+  }
   const ref = shardguardRef(root);
   // 1. bunfig.toml and .gitignore, with or without a preset.
   const bunfig = bunfigChange(root, ref);
@@ -318,13 +324,6 @@ function entryChange(root: string, presetName: string, testRoot: string, ref: Sh
 /** Step 3 of docs/presets.md "What `shardguard init` does": never replaces an existing script. */
 function scriptChange(root: string, script: string, command: string): InitChange {
   const pkgPath = path.join(root, "package.json");
-  if (!existsSync(pkgPath)) {
-    return {
-      file: "package.json",
-      action: "kept",
-      detail: `no package.json: add the script "${script}": "${command}" yourself if you want one`,
-    };
-  }
   const added = addScript(readFileSync(pkgPath, "utf8"), script, command);
   if (added.text !== null) {
     return {

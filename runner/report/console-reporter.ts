@@ -36,6 +36,8 @@ export interface RunReporter {
   /** @param waited what the shard waited for before it started ("waited 41.2 s for resource X"), or "" */
   onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string, waited?: string): void;
   onShardWarning(shard: PlannedShard, total: number, message: string): void;
+  /** A shard's processes are gone and its slot is free; its verdict (onShardEnd) follows once its evidence is read. */
+  onShardExited(shard: PlannedShard): void;
   /** After a shard's result is decided; resolves once its lines (and log tail) are printed, as one block. */
   onShardEnd(result: ShardResult, total: number): Promise<void>;
   onCancel(signal: "SIGINT" | "SIGTERM", running: number): void;
@@ -57,6 +59,10 @@ const describe = (list: readonly KilledProcess[], redact: (text: string) => stri
 /** The plain-line console reporter (the TTY status area, report/progress.ts, draws around these lines). */
 export class ConsoleReporter implements RunReporter {
   private readonly redact: (text: string) => string;
+  /** Shards whose processes are gone but whose end block is not printed yet. */
+  private readonly ending = new Set<number>();
+  /** START lines of shards that began while another's end block was pending: printed after it, the real order. */
+  private held: string[] = [];
 
   constructor(
     private readonly out: ConsoleOut,
@@ -88,7 +94,13 @@ export class ConsoleReporter implements RunReporter {
   }
 
   onShardStart(shard: PlannedShard, total: number, timeoutMs: number, logPath: string, waited = ""): void {
-    this.out.line(startLine(shard, total, timeoutMs, logPath, waited));
+    const line = startLine(shard, total, timeoutMs, logPath, waited);
+    if (this.ending.size > 0) this.held.push(line);
+    else this.out.line(line);
+  }
+
+  onShardExited(shard: PlannedShard): void {
+    this.ending.add(shard.index);
   }
 
   onShardWarning(shard: PlannedShard, total: number, message: string): void {
@@ -117,6 +129,15 @@ export class ConsoleReporter implements RunReporter {
           .join("\n"),
       );
     this.out.line(block.join("\n"));
+    this.ending.delete(result.index);
+    if (this.ending.size === 0) this.flushHeld();
+  }
+
+  /** Prints the START lines held behind end blocks (a shard's end can come without its exit: our own failure). */
+  private flushHeld(): void {
+    const held = this.held;
+    this.held = [];
+    for (const line of held) this.out.line(line);
   }
 
   onCancel(signal: "SIGINT" | "SIGTERM", running: number): void {
@@ -131,6 +152,8 @@ export class ConsoleReporter implements RunReporter {
     filterMatchedNothing: boolean,
     runCopy: string | null = null,
   ): void {
+    this.ending.clear();
+    this.flushHeld();
     if (filterMatchedNothing)
       this.out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
     for (const line of summaryLines(redactReport(report, this.redact), paths, runCopy)) this.out.line(line);

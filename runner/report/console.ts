@@ -28,9 +28,30 @@ export { plural } from "../util/format.ts";
  */
 export function startLine(shard: PlannedShard, total: number, timeoutMs: number, logPath: string, waited = ""): string {
   return (
-    `[${shard.index}/${total}] START ${oneLine(shard.files.join(" "))} (timeout ` +
+    `[${shard.index}/${total}] START ${filesLabel(shard.files)} (timeout ` +
     `${secs(timeoutMs)})${waited ? ` (${waited})` : ""} log: ${shortPath(logPath)}`
   );
+}
+
+/** Most characters a batched shard's file list takes on one console line; its log and the reports list them all. */
+const FILES_WIDTH = 100;
+
+/**
+ * A shard's files for one console line: the one path, or `15 files: a.test.ts, b.test.ts, … +13`, as many paths
+ * (relative to the current directory) as fit in {@link FILES_WIDTH} characters, always the first.
+ */
+export function filesLabel(files: readonly string[]): string {
+  if (files.length <= 1) return oneLine(files[0] ?? "");
+  let text = `${files.length} files: ${cutTo(oneLine(shortPath(files[0]!)), FILES_WIDTH / 2).text}`;
+  let shown = 1;
+  for (const file of files.slice(1)) {
+    const next = `${text}, ${oneLine(shortPath(file))}`;
+    const more = files.length - shown - 1;
+    if ((more > 0 ? `${next}, … +${more}` : next).length > FILES_WIDTH) break;
+    text = next;
+    shown++;
+  }
+  return shown < files.length ? `${text}, … +${files.length - shown}` : text;
 }
 
 /** Test statuses worth naming on the console: anything that is not a pass or a planned skip. */
@@ -52,21 +73,47 @@ function cutTo(text: string, width: number): { text: string; cut: boolean } {
   return { text: `${points.slice(0, width).join("")}…`, cut: true };
 }
 
-/** A test's console line; a message shown in part ends with "…" and names `fullTextIn`: never read as whole. */
+/** Most lines of a failure after its first (Bun's Expected/Received) the console shows under a test's line. */
+const MAX_FAILURE_LINES = 10;
+
+/** Prefix of a failure's further lines: never blank-led, as a line a CI log reader could obey (`::error::`) is. */
+const FAILURE_INDENT = `${" ".repeat(8)}| `;
+
+/**
+ * A failure's lines as the console shows them: its message's lines, then the lines of its details (Bun's JUnit
+ * failure text: Expected/Received) not already in the message, blank lines dropped, up to the first stack frame.
+ */
+function failureText(failure: ShardResult["tests"][number]["failure"]): string[] {
+  if (!failure) return [];
+  // Split at line feeds only: a carriage return is shown (oneLine), never obeyed.
+  const message = failure.message.trimEnd().split(/\r?\n/);
+  const seen = new Set(message.map((l) => l.trim()));
+  const details = (failure.details ?? "").split(/\r?\n/);
+  const stack = details.findIndex((l) => /^\s*at\s/.test(l));
+  // Bun's JUnit text repeats the message after the error's name ("Error: bad value"): shown once.
+  const repeats = (l: string) => seen.has(l.trim()) || (l.trim() !== "" && l.trim().endsWith(`: ${message[0]}`));
+  const extra = details.slice(0, stack === -1 ? undefined : stack).filter((l) => !repeats(l));
+  return [message[0] ?? "", ...[...message.slice(1), ...extra].filter((l) => l.trim() !== "")];
+}
+
+/**
+ * A test's console lines: its status, name and failure's first line, then up to {@link MAX_FAILURE_LINES} more of
+ * the failure, each cut to its width; a failure shown in part ends with "…" and names `fullTextIn`.
+ */
 function testLine(test: ShardResult["tests"][number], withFile: boolean, fullTextIn?: string | null): string {
   const where = withFile ? `${test.file} > ` : "";
-  // Split at line feeds only: a carriage return is shown (oneLine), never obeyed.
-  const [first = "", ...rest] = (test.failure?.message ?? "").trimEnd().split(/\r?\n/);
-  const shown = cutTo(oneLine(first), MESSAGE_WIDTH);
-  const linesLeftOut = rest.some((l) => l.trim() !== "");
-  const cut = shown.cut || linesLeftOut;
-  const message = `${shown.text}${linesLeftOut && !shown.cut ? " …" : ""}${
-    cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : ""
-  }`;
+  const [first = "", ...rest] = failureText(test.failure);
+  const shownRest = rest.slice(0, MAX_FAILURE_LINES).map((l) => cutTo(oneLine(l), MESSAGE_WIDTH));
+  const shown = [cutTo(oneLine(first), MESSAGE_WIDTH), ...shownRest];
+  const cut = shown.some((l) => l.cut) || rest.length > MAX_FAILURE_LINES;
+  const last = shown.length - 1;
+  const full = cut && fullTextIn ? ` (full text: ${shortPath(fullTextIn)})` : "";
+  const texts = shown.map((l, i) => (i === last && cut ? `${l.text}${l.cut ? "" : " …"}${full}` : l.text));
   const flaky = (test.flaky ? " (flaky)" : "") + (test.quarantined ? " (quarantined)" : "");
   // A line break in a name would start a console line of its own, which CI log readers may obey.
   const name = cutTo(oneLine(test.name), NAME_WIDTH).text;
-  return `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${first ? `: ${message}` : ""}`;
+  const head = `    ${test.status.padEnd(13)} ${oneLine(where)}${name}${flaky}${first ? `: ${texts[0]}` : ""}`;
+  return [head, ...texts.slice(1).map((t) => `${FAILURE_INDENT}${t}`)].join("\n");
 }
 
 /** A shard at least this long (wall time, ms) shows its cost on its end line: Jest's default slow-test threshold. */
@@ -87,7 +134,7 @@ export function costText(result: ShardResult): string {
 export function endLine(result: ShardResult, total: number): string {
   const head =
     `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ` +
-    `${oneLine(result.files.join(" "))}: ${oneLine(result.reason)}${costText(result)}`;
+    `${filesLabel(result.files)}: ${oneLine(result.reason)}${costText(result)}`;
   if (result.status === "passed" || result.status === "skipped-by-diff") return head;
   const notable = result.tests.filter(
     (t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"),
@@ -102,15 +149,38 @@ export function endLine(result: ShardResult, total: number): string {
   return lines.join("\n");
 }
 
-/** The last `maxBytes` of a log in whole lines, without Bun's inspector banner, printable (util/terminal.ts);
- * "" when it cannot be read: a lost tail must never turn a verdict into an exception. */
-export async function logTail(logPath: string, maxBytes = 4096, maxLines = 30): Promise<string> {
-  const tail = await readFileTail(logPath, maxBytes);
+/** The last whole lines of a log, at most `maxLines` and `keepBytes`, without Bun's inspector banner and coverage
+ * table, printable (util/terminal.ts); `readBytes` of the log are read so a long coverage table cannot fill the
+ * excerpt. "" when it cannot be read: a lost tail must never turn a verdict into an exception. */
+export async function logTail(logPath: string, keepBytes = 4096, maxLines = 30, readBytes = 65_536): Promise<string> {
+  const tail = await readFileTail(logPath, Math.max(readBytes, keepBytes));
   let text = consoleLines(tail.text);
   if (tail.cut) text = text.slice(text.indexOf("\n") + 1);
   // Bun's banner when a flag starts its inspector (a user's own --inspect): noise beside the test's output.
   text = text.replace(INSPECTOR_BANNER, "");
-  return text.split("\n").slice(-maxLines).join("\n").trimEnd();
+  const lines = withoutCoverageTable(text.split("\n")).slice(-maxLines);
+  while (lines.length > 1 && lines.join("\n").length > keepBytes) lines.shift();
+  return lines.join("\n").trimEnd();
+}
+
+/** Lines of Bun's text coverage table (`File | % Funcs | % Lines | Uncovered Line #s`, its rows and rules). */
+const COVERAGE_LINE = [/^-+(\|-+)+\s*$/, /^File\s+\|\s*% Funcs\s*\|/, /^[^|]*\|\s*\d+\.\d\d\s*\|\s*\d+\.\d\d\s*\|/];
+
+/** `lines` with each run of coverage-table lines replaced by one line saying so: the table hid the failure. */
+function withoutCoverageTable(lines: readonly string[]): string[] {
+  const out: string[] = [];
+  let dropped = 0;
+  for (const line of [...lines, ""]) {
+    if (COVERAGE_LINE.some((re) => re.test(line))) {
+      dropped++;
+      continue;
+    }
+    if (dropped > 0) out.push(`(Bun's coverage table, ${plural(dropped, "line")}, left out: see the full log)`);
+    dropped = 0;
+    out.push(line);
+  }
+  out.pop();
+  return out;
 }
 
 /** Bun's three-line inspector banner, in any order: its listening line goes through another buffer than the dashes. */
@@ -120,6 +190,61 @@ const INSPECTOR_BANNER = new RegExp(
   `^(?:${DASHES}${DASHES}${LISTENING}|${DASHES}${LISTENING}${DASHES}|${LISTENING}${DASHES}${DASHES})`,
   "gm",
 );
+
+/** How many tests the closing lists name before "and N more". */
+const MAX_LISTED = 30;
+
+/** Like Playwright's closing list: every test that needs a look, by name, never-started ones included. */
+function notableLines(report: RunReport): string[] {
+  const notable = report.shards.flatMap((s) =>
+    s.tests.filter((t) => NOTABLE.has(t.status)).map((t) => ({ t, log: s.logPath })),
+  );
+  if (notable.length === 0) return [];
+  const lines = ["shardguard: tests that did not pass:"];
+  for (const { t, log } of notable.slice(0, MAX_LISTED)) lines.push(testLine(t, true, log));
+  if (notable.length > MAX_LISTED) lines.push(`    … and ${notable.length - MAX_LISTED} more (see the reports)`);
+  return lines;
+}
+
+/** Every test that passed only on a retry, by name (Playwright's "flaky" list): a pass that needs a look. */
+function flakyLines(report: RunReport): string[] {
+  const flaky = report.shards.flatMap((s) => s.tests.filter((t) => t.flaky));
+  if (flaky.length === 0) return [];
+  const lines = [`shardguard: flaky tests (an attempt failed, a retry passed):`];
+  for (const t of flaky.slice(0, MAX_LISTED)) {
+    const tries = t.retries > 0 ? ` (${plural(t.retries + 1, "attempt")})` : "";
+    lines.push(`    ${oneLine(t.file)} > ${cutTo(oneLine(t.name), NAME_WIDTH).text}${tries}`);
+  }
+  if (flaky.length > MAX_LISTED) lines.push(`    … and ${flaky.length - MAX_LISTED} more (see the reports)`);
+  return lines;
+}
+
+/** How many files the closing "slowest files" list names. */
+const SLOWEST_SHOWN = 5;
+
+/**
+ * Wall time (ms) per file of the shards that ran: a one-file shard's duration, a batch's files by the sum of their
+ * tests' durations (its start-up is not split).
+ */
+function fileDurations(report: RunReport): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const shard of report.shards) {
+    if (shard.startedAt === null) continue;
+    if (shard.files.length === 1) out.set(shard.files[0]!, shard.durationMs);
+    else for (const t of shard.tests) out.set(t.file, (out.get(t.file) ?? 0) + t.durationMs);
+  }
+  return out;
+}
+
+/** The five slowest files of the run, slowest first (the step summary's list); none for a run of one file. */
+function slowestLines(report: RunReport): string[] {
+  const durations = [...fileDurations(report)].sort((a, b) => b[1] - a[1]);
+  if (durations.length < 2) return [];
+  return [
+    `shardguard: slowest files:`,
+    ...durations.slice(0, SLOWEST_SHOWN).map(([f, ms]) => `  ${secs(ms).padStart(7)}  ${oneLine(shortPath(f))}`),
+  ];
+}
 
 /** The closing summary; `paths` null: reports not written (`runCopy`: the run's own report.json, when final). */
 export function summaryLines(
@@ -145,17 +270,9 @@ export function summaryLines(
       `${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
   ];
   for (const shard of report.shards) {
-    lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${oneLine(shard.files.join(" "))}`);
+    lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${filesLabel(shard.files)}`);
   }
-  // Like Playwright's closing list: every test that needs a look, by name.
-  const notable = report.shards.flatMap((s) =>
-    s.tests.filter((t) => NOTABLE.has(t.status) && t.status !== "never-started").map((t) => ({ t, log: s.logPath })),
-  );
-  if (notable.length > 0) {
-    lines.push(`shardguard: tests that did not pass:`);
-    for (const { t, log } of notable.slice(0, 30)) lines.push(testLine(t, true, log));
-    if (notable.length > 30) lines.push(`    … and ${notable.length - 30} more (see the reports)`);
-  }
+  lines.push(...notableLines(report), ...flakyLines(report), ...slowestLines(report));
   if (paths)
     lines.push(
       `shardguard: JUnit ${paths.junit}`,

@@ -17,7 +17,7 @@ export interface GithubOptions {
   /** The run's secret redactor, applied to every text taken from a test. Default: none. */
   redact?: (text: string) => string;
   /** The stable report paths, listed in the summary. */
-  reports?: { junit: string; json: string; ctrf: string };
+  reports?: { junit: string; json: string; ctrf: string; html: string };
 }
 
 /** Test statuses that get an `::error` annotation, most telling first (GitHub shows only the first few per step). */
@@ -287,7 +287,7 @@ function reportPaths(repoRoot: string, reports: GithubOptions["reports"]): strin
   return [
     `Reports: JUnit ${markdownCell(shown(repoRoot, reports.junit), 1000)}, JSON ` +
       `${markdownCell(shown(repoRoot, reports.json), 1000)}, CTRF ` +
-      `${markdownCell(shown(repoRoot, reports.ctrf), 1000)}.`,
+      `${markdownCell(shown(repoRoot, reports.ctrf), 1000)}, HTML ${markdownCell(shown(repoRoot, reports.html), 1000)}.`,
     "",
   ];
 }

@@ -9,6 +9,7 @@ import { ConfigError } from "../../config/settings-schema.ts";
 import { startDetached } from "../../exec/detach.ts";
 import { ghRunner } from "../../exec/gh.ts";
 import { EXIT } from "../../results/codes.ts";
+import { BG_RUN_ID_ENV } from "../../engine/host.ts";
 import type { Host } from "../../engine/host.ts";
 import { lockHolderNow, lockWaitMessage, validateLockName } from "../../engine/lock.ts";
 import { readTimings } from "../../plan/timings.ts";
@@ -75,6 +76,7 @@ export async function bgCommand(o: BgOptions, host: Host, follow: (log: string) 
   const runIdVars = ["SHARDGUARD_RUN_ID", ...(preset?.runIdEnv ? [preset.runIdEnv] : [])];
   const env: Record<string, string | undefined> = { ...host.env };
   for (const name of runIdVars) if (!env[name]) env[name] = id;
+  env[BG_RUN_ID_ENV] = id;
   // 6. The log's first lines and the record.
   const dispatch = backend === "dispatch" ? dispatchSpecOf(o, plan, lock, facts) : null;
   const lines = [
@@ -138,7 +140,9 @@ function chooseBackend(o: BgOptions, plan: BgPlan, host: Host): { facts: Checkou
     throw new ConfigError(`cannot dispatch: ${blockers.join("; ")} (or run it here with --local)`);
   }
   const backend = o.mode !== "local" && blockers.length === 0 ? "dispatch" : "local";
-  if (o.mode === "auto" && backend === "local")
+  // Why it is not on CI is news only to who asked for CI (--repo, --workflow, a preset's dispatch).
+  const asked = o.repo !== null || o.workflow !== null || Boolean(preset?.dispatch);
+  if (o.mode === "auto" && backend === "local" && asked)
     for (const why of blockers) host.stdout(`shardguard bg: running locally, not on CI: ${why}`);
   return { facts, backend };
 }

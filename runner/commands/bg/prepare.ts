@@ -36,7 +36,7 @@ export interface BgPlan {
 export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Promise<BgPlan> {
   const name = args.extras.get("--preset");
   // What `run` refuses, refused before anything starts; with --shard, the cap and the count are this slice's.
-  const { spec, lastFailed } = planFlags(args);
+  const { spec, lastFailed } = planFlags(args, host.env);
   if (name === undefined) {
     const settings = resolveSettings({ args, env: host.env, cwd: host.cwd, defaultBun: process.execPath });
     const timings = readTimings(settings.timings);

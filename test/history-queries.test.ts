@@ -1,0 +1,81 @@
+/**
+ * The history's reads a run makes (runner/history/queries.ts): durations summed by the database, flaky candidates
+ * and outcomes of named tests only, so a history of many 100,000-test runs is not read whole before each run.
+ */
+import { afterAll, expect, test } from "bun:test";
+import path from "node:path";
+import { fileDurationsOf, flakyCandidates, loadOutcomes } from "../runner/history/queries.ts";
+import type { RunRow, TestRow } from "../runner/history/schema.ts";
+import { openSqlite } from "../runner/history/sqlite.ts";
+import { removeSuites, tempDir } from "./helpers/cli.ts";
+
+afterAll(() => removeSuites());
+
+const run = (id: string, at: string): RunRow => ({
+  run_id: id,
+  started_at: at,
+  finished_at: at,
+  exit_code: 0,
+  completed: 1,
+  bun_version: "1.4.4",
+  git_sha: "abc",
+  git_branch: "main",
+  default_branch: "main",
+  slice: null,
+  preset: null,
+  tier: null,
+  settings: "{}",
+  tests_total: 3,
+  tests_bad: 0,
+  source: "run",
+});
+
+const row = (runId: string, file: string, name: string, status: string, ms: number, attempts = 1): TestRow => ({
+  run_id: runId,
+  file,
+  name,
+  status,
+  attempts,
+  duration_ms: ms,
+  failure_kind: null,
+  failure_line: null,
+  shard_wall_ms: null,
+  shard_cpu_ms: null,
+  shard_peak_rss: null,
+  cost_usd: null,
+  quarantined: 0,
+});
+
+test("durations from the newest run that had each file; candidates and named outcomes only", async () => {
+  const store = await openSqlite(path.join(tempDir(), "history.sqlite"));
+  try {
+    await store.append(run("r1", "2026-01-01T00:00:00Z"), [
+      row("r1", "a.test.ts", "one", "passed", 100),
+      row("r1", "a.test.ts", "two", "passed", 50),
+      row("r1", "b.test.ts", "flips", "failed", 10),
+    ]);
+    await store.append(run("r2", "2026-01-02T00:00:00Z"), [
+      row("r2", "b.test.ts", "flips", "passed", 30),
+      row("r2", "b.test.ts", "retried", "passed", 5, 2),
+    ]);
+    const durations = await fileDurationsOf(store, { last: 20 });
+    // a.test.ts only ran in r1 (150 ms there); b.test.ts's newest run is r2 (30 + 5), not r1's 10.
+    expect(Object.fromEntries(durations)).toEqual({ "a.test.ts": 150, "b.test.ts": 35 });
+    const candidates = await flakyCandidates(store, { last: 20 });
+    expect(candidates.map((c) => `${c.file} > ${c.name}`).sort()).toEqual(["b.test.ts > flips", "b.test.ts > retried"]);
+    const flips = await loadOutcomes(store, { last: 20 }, [{ file: "b.test.ts", name: "flips" }]);
+    expect(flips.map((t) => [t.key, t.outcomes.map((o) => o.status)])).toEqual([
+      ["b.test.ts > flips", ["failed", "passed"]],
+    ]);
+    // Past one query's worth of named tests, the chunks together still find each named one once.
+    const many = [...Array.from({ length: 450 }, (_, i) => ({ file: "c.test.ts", name: `absent ${i}` })), flips[0]!];
+    expect((await loadOutcomes(store, { last: 20 }, many)).map((t) => t.outcomes.length)).toEqual([2]);
+    expect(await loadOutcomes(store, { last: 20 }, [])).toEqual([]);
+    expect((await loadOutcomes(store, { last: 1 })).map((t) => t.key)).toEqual([
+      "b.test.ts > flips",
+      "b.test.ts > retried",
+    ]);
+  } finally {
+    await store.close();
+  }
+});
