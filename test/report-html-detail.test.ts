@@ -142,3 +142,21 @@ test("a 26 ms shard of a 60 s run has a visible bar, not covered by the longest-
   expect(bar.paint).toStartWith("stroke");
   await page.close();
 });
+
+test("grouped by file: a heading row per file with its tally before its tests; the count stays the tests'", async () => {
+  const { page, errors } = await openReport(browser, htmlPath, NARROW);
+  await page.click("#group");
+  expect(await shownCount(page)).toEqual({ shown: 32, total: 32 });
+  const rows = await page.$$eval("#rows .row", (es) =>
+    es
+      .map((e) => ({ top: Number.parseFloat((e as HTMLElement).style.top), group: e.classList.contains("group") }))
+      .sort((a, b) => a.top - b.top),
+  );
+  expect(rows[0]!.group).toBe(true);
+  expect(rows.slice(1, 31).every((r) => !r.group)).toBe(true);
+  await searchFor(page, "settles");
+  const heading = await page.$eval("#rows .row.group", (e) => e.textContent);
+  expect(heading).toBe(`${LONG_FILE}1 test, 1 not passed`);
+  expect(errors).toEqual([]);
+  await page.close();
+});

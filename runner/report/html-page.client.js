@@ -80,6 +80,8 @@
   const NEVER_RAN = new Set(["never-started", "skipped-by-diff", "skipped", "todo"]);
   /** The URL fragment that opens a test's detail: `#test=` and its file and name, URI-encoded. */
   const LINK_PREFIX = "#test=";
+  /** Statuses a file's heading does not count as "not passed". */
+  const PASSING = new Set(["passed", "skipped", "todo", "skipped-by-diff"]);
   /** The height of a table row in px, as the style sheet's `.row`. */
   const ROW_HEIGHT = 26;
   /** Rows drawn beyond each edge of the view, so a short scroll shows no gap. */
@@ -99,6 +101,7 @@
   const shardFilterEl = element("#shard-filter");
   const tip = element("#tip");
   const filterButtons = document.querySelectorAll("#filters .filter");
+  const groupBox = /** @type {HTMLInputElement} */ (element("#group"));
   const counts = statusCounts();
 
   /** The status filters chosen ("flaky" among them); none chosen shows every status. @type {Set<string>} */
@@ -107,8 +110,17 @@
   let query = "";
   /** The shard whose tests alone are shown (a position in `shards`), or -1 for every shard. */
   let shardFilter = -1;
-  /** The tests the filters let through, as positions in `tests`, in order. @type {number[]} */
+  /** Whether the table groups its tests by file, each file under a heading row. */
+  let grouped = false;
+  /**
+   * The table's rows: the tests the filters let through, as positions in `tests`, in order; grouped by file, each
+   * file's heading before its tests as `-1 - position in files`.
+   * @type {number[]}
+   */
   let visible = [];
+  /** Per file (a position in `files`), when grouped: its tests shown and how many of them did not pass. */
+  /** @type {Map<number, { shown: number, notPassed: number }>} */
+  const tallies = new Map();
   /** The test whose detail is open (a position in `tests`), or -1. */
   let openRow = -1;
   /** Each test's file, name and failure text in lower case, built at the first search. @type {string[] | null} */
@@ -122,6 +134,10 @@
     requestAnimationFrame(() => draw(false));
   });
   rowsBox.addEventListener("click", (e) => openFrom(e.target));
+  groupBox.addEventListener("change", () => {
+    grouped = groupBox.checked;
+    apply();
+  });
   rowsBox.addEventListener("keydown", (e) => {
     if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
@@ -287,16 +303,56 @@
 
   /** Filters the tests again and draws the table from its top. */
   function apply() {
-    visible = [];
+    /** @type {number[]} */
+    const through = [];
     tests.forEach((t, i) => {
-      if (matches(t, i)) visible.push(i);
+      if (matches(t, i)) through.push(i);
     });
+    visible = grouped ? byFile(through) : through;
     spacer.style.height = `${visible.length * ROW_HEIGHT}px`;
     // As tall as its rows, up to the style sheet's max-height: a filter leaving 3 rows leaves no empty box.
     rowsBox.style.height = `${Math.max(1, visible.length) * ROW_HEIGHT}px`;
-    countEl.textContent = `showing ${count(visible.length)} of ${count(tests.length)} tests`;
+    countEl.textContent = `showing ${count(through.length)} of ${count(tests.length)} tests`;
     rowsBox.scrollTop = 0;
     draw(true);
+  }
+
+  /**
+   * `list` (positions in `tests`) by file, in the order files first appear, each file's heading (`-1 - file`) first.
+   * @param {number[]} list
+   */
+  function byFile(list) {
+    /** @type {Map<number, number[]>} */
+    const groups = new Map();
+    for (const i of list) {
+      const f = at(tests, i)[COL.file];
+      const group = groups.get(f);
+      if (group) group.push(i);
+      else groups.set(f, [i]);
+    }
+    tallies.clear();
+    for (const [f, members] of groups) {
+      const notPassed = members.filter((i) => !PASSING.has(statusOf(at(tests, i)))).length;
+      tallies.set(f, { shown: members.length, notPassed });
+    }
+    return [...groups].flatMap(([f, members]) => [-1 - f, ...members]);
+  }
+
+  /**
+   * A file's heading row when grouped: its path, and how many of its tests are shown and did not pass.
+   * @param {number} f a position in `files`
+   */
+  function groupEl(f) {
+    const { shown, notPassed } = tallies.get(f) ?? { shown: 0, notPassed: 0 };
+    const row = el("div", "row group");
+    row.setAttribute("role", "row");
+    const file = at(files, f);
+    const label = row.appendChild(el("span", "file"));
+    label.title = file;
+    label.appendChild(el("span", "path", file)).dir = "ltr";
+    const tally = `${count(shown)} test${shown === 1 ? "" : "s"}`;
+    row.appendChild(el("span", "tally", notPassed ? `${tally}, ${count(notPassed)} not passed` : tally));
+    return row;
   }
 
   /**
@@ -320,7 +376,8 @@
     }
     for (let p = from; p < to; p++) {
       if (drawn.has(p)) continue;
-      const row = rowEl(at(visible, p));
+      const item = at(visible, p);
+      const row = item < 0 ? groupEl(-1 - item) : rowEl(item);
       row.style.top = `${p * ROW_HEIGHT}px`;
       spacer.appendChild(row);
       drawn.set(p, row);
