@@ -48,6 +48,11 @@ describe("the closing summary", () => {
   ];
   const lines = summaryLines(makeReport(shards), PATHS);
 
+  test("a passed shard's end line counts its flaky tests", () => {
+    expect(endLine(shards[0]!, 8)).toEndWith(": exited 0 (1 flaky test)");
+    expect(endLine(shards[3]!, 8)).toEndWith(": exited 0");
+  });
+
   test("names every flaky test, with its attempts", () => {
     const at = lines.indexOf("shardguard: flaky tests (an attempt failed, a retry passed):");
     expect(at).toBeGreaterThan(-1);

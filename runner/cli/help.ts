@@ -69,6 +69,12 @@ Prints the state of a background run (running, passed, failed, cancelled, incomp
 counts so far and the test in flight per running shard; without an argument, the newest run
 under OUT/bg. A CI run id (digits) is asked of gh. --follow streams until the run ends and
 exits with its code (0 passed, 1 failed, 130 cancelled, 2 other or incomplete).`;
+export const SHOW_REPORT_HELP = `shardguard show-report [OUT]
+
+Prints the path of OUT/report.html (OUT: the run's --out directory, default .shardguard, or a
+report.html itself) and opens it in a browser: with open on macOS, with xdg-open where a display
+is set (DISPLAY or WAYLAND_DISPLAY); elsewhere (CI, SSH) it only prints the path. Exit 2 when
+there is no report.html there.`;
 export const HISTORY_HELP = `shardguard history [--flaky | --failing | --slow | --cost | --runs | --test NAME]
                    [--json] [--branch NAME] [--last N] [--since DATE] [--history URL] [--root DIR] [--out DIR]
 shardguard history import DIR|report.json...
@@ -108,6 +114,7 @@ Usage:
   `(docs/sharding.md)
   shardguard merge DIR... [--out DIR] [--update-timings FILE]   merge the slices' reports, checked against the plan
   shardguard init [--preset NAME] [--dry-run]                   add the bun test preload (and a preset's entry file)
+  shardguard show-report [OUT]                                  print report.html's path and open it in a browser
   shardguard help | --help | --version
 
 Run "shardguard run --help" for the flags.`;

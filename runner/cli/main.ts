@@ -10,7 +10,17 @@ import type { WorkerSpec } from "../commands/bg/worker.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { EXIT } from "../results/codes.ts";
 import { processHost } from "./process-host.ts";
-import { BG_HELP, flagHelp, HISTORY_HELP, INIT_HELP, MERGE_HELP, PRESET_FLAGS, STATUS_HELP, USAGE } from "./help.ts";
+import {
+  BG_HELP,
+  flagHelp,
+  HISTORY_HELP,
+  INIT_HELP,
+  MERGE_HELP,
+  PRESET_FLAGS,
+  SHOW_REPORT_HELP,
+  STATUS_HELP,
+  USAGE,
+} from "./help.ts";
 /**
  * Runs the CLI with `argv` (without the executable and script), as the
  * `shardguard` command would, but returns the exit code instead of exiting.
@@ -30,7 +40,8 @@ export async function main(argv: readonly string[], host: Host = processHost()):
     const handler = COMMANDS.get(command);
     if (handler === undefined) {
       throw new ConfigError(
-        `unknown command ${JSON.stringify(command)}; accepted: run, list, merge, history, bg, status, init, help`,
+        `unknown command ${JSON.stringify(command)}; accepted: run, list, merge, history, bg, status, init, ` +
+          `show-report, help`,
       );
     }
     return await handler(command, rest, host);
@@ -176,7 +187,21 @@ const COMMANDS: ReadonlyMap<string | undefined, CommandHandler> = new Map<string
   ["__bg-worker", bgWorkerFromArgs],
   ["merge", mergeFromArgs],
   ["history", historyFromArgs],
+  ["show-report", showReportFromArgs],
 ]);
+
+/** `shardguard show-report [OUT]`: report.html's path, opened where a browser can be. */
+async function showReportFromArgs(_command: string | undefined, rest: readonly string[], host: Host): Promise<number> {
+  if (rest.includes("--help") || rest.includes("-h")) {
+    host.stdout(SHOW_REPORT_HELP);
+    return EXIT.ok;
+  }
+  const flag = rest.find((a) => a.startsWith("-"));
+  if (flag !== undefined || rest.length > 1)
+    throw new ConfigError(`shardguard show-report takes one OUT directory or report.html, not ${rest.join(" ")}`);
+  const { showReport } = await import("../commands/show-report.ts");
+  return showReport(rest[0], host);
+}
 
 /** `shardguard init [--preset NAME] [--dry-run] [--root DIR]`; throws ConfigError for usage errors. */
 async function initFromArgs(argv: readonly string[], host: Host): Promise<number> {

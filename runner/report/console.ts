@@ -135,7 +135,10 @@ export function endLine(result: ShardResult, total: number): string {
   const head =
     `[${result.index}/${total}] ${result.status.toUpperCase()} ${secs(result.durationMs)} ` +
     `${filesLabel(result.files)}: ${oneLine(result.reason)}${costText(result)}`;
-  if (result.status === "passed" || result.status === "skipped-by-diff") return head;
+  const flaky = result.tests.filter((t) => t.flaky).length;
+  // "all tests passed" must not hide a test that passed only on a retry; the summary names each.
+  if (result.status === "passed" || result.status === "skipped-by-diff")
+    return flaky > 0 ? `${head} (${plural(flaky, "flaky test")})` : head;
   const notable = result.tests.filter(
     (t) => NOTABLE.has(t.status) && !(t.status === "never-started" && result.status !== "never-started"),
   );

@@ -12,7 +12,8 @@
 /**
  * One test, as html.ts's `data` writes it: [shard, file, name, status, durationMs, retries,
  * flaky, failureType, failureMessage, failureDetails, attempts, line, quarantined]. shard, file and status
- * are positions in `shards`, `files` and `run.statuses`; 0 stands for an absent text or line.
+ * are positions in `shards`, `files` and `run.statuses`; 0 stands for an absent text or line. Read by the names of
+ * COL, never by bare positions, so a field added at the end (html.ts) changes nothing here.
  * @typedef {[number, number, string, number, number, number, 0 | 1, string | 0, string | 0, string | 0,
  *   string | 0, number, 0 | 1]} TestRow
  */
@@ -59,6 +60,28 @@
  */
 
 (() => {
+  /** A TestRow's fields by name: their positions in html.ts's row. */
+  const COL = /** @type {const} */ ({
+    shard: 0,
+    file: 1,
+    name: 2,
+    status: 3,
+    durationMs: 4,
+    retries: 5,
+    flaky: 6,
+    failureType: 7,
+    failureMessage: 8,
+    failureDetails: 9,
+    attempts: 10,
+    line: 11,
+    quarantined: 12,
+  });
+  /** Statuses of tests that never ran: no duration is shown for them ("—"), since none was measured. */
+  const NEVER_RAN = new Set(["never-started", "skipped-by-diff", "skipped", "todo"]);
+  /** The URL fragment that opens a test's detail: `#test=` and its file and name, URI-encoded. */
+  const LINK_PREFIX = "#test=";
+  /** Statuses a file's heading does not count as "not passed". */
+  const PASSING = new Set(["passed", "skipped", "todo", "skipped-by-diff"]);
   /** The height of a table row in px, as the style sheet's `.row`. */
   const ROW_HEIGHT = 26;
   /** Rows drawn beyond each edge of the view, so a short scroll shows no gap. */
@@ -78,6 +101,7 @@
   const shardFilterEl = element("#shard-filter");
   const tip = element("#tip");
   const filterButtons = document.querySelectorAll("#filters .filter");
+  const groupBox = /** @type {HTMLInputElement} */ (element("#group"));
   const counts = statusCounts();
 
   /** The status filters chosen ("flaky" among them); none chosen shows every status. @type {Set<string>} */
@@ -86,11 +110,20 @@
   let query = "";
   /** The shard whose tests alone are shown (a position in `shards`), or -1 for every shard. */
   let shardFilter = -1;
-  /** The tests the filters let through, as positions in `tests`, in order. @type {number[]} */
+  /** Whether the table groups its tests by file, each file under a heading row. */
+  let grouped = false;
+  /**
+   * The table's rows: the tests the filters let through, as positions in `tests`, in order; grouped by file, each
+   * file's heading before its tests as `-1 - position in files`.
+   * @type {number[]}
+   */
   let visible = [];
+  /** Per file (a position in `files`), when grouped: its tests shown and how many of them did not pass. */
+  /** @type {Map<number, { shown: number, notPassed: number }>} */
+  const tallies = new Map();
   /** The test whose detail is open (a position in `tests`), or -1. */
   let openRow = -1;
-  /** Each test's file and name in lower case, built at the first search. @type {string[] | null} */
+  /** Each test's file, name and failure text in lower case, built at the first search. @type {string[] | null} */
   let haystack = null;
   /** The row elements drawn, by their position in `visible`. @type {Map<number, HTMLElement>} */
   const drawn = new Map();
@@ -101,6 +134,10 @@
     requestAnimationFrame(() => draw(false));
   });
   rowsBox.addEventListener("click", (e) => openFrom(e.target));
+  groupBox.addEventListener("change", () => {
+    grouped = groupBox.checked;
+    apply();
+  });
   rowsBox.addEventListener("keydown", (e) => {
     if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
@@ -115,7 +152,12 @@
     }, 120);
   });
   for (const bar of /** @type {NodeListOf<SVGElement>} */ (document.querySelectorAll("#timeline .bar"))) wireBar(bar);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") closeDetail();
+  });
+  window.addEventListener("hashchange", openFromLink);
   apply();
+  openFromLink();
   document.body.setAttribute("data-ready", "1");
 
   /**
@@ -168,6 +210,14 @@
     return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
   }
 
+  /**
+   * A test's duration, or "—" for a test that never ran (its 0 was never measured).
+   * @param {TestRow} t
+   */
+  function ranFor(t) {
+    return NEVER_RAN.has(statusOf(t)) ? "—" : dur(t[COL.durationMs]);
+  }
+
   /** @param {number} n */
   function bytes(n) {
     return n >= 1048576 ? `${(n / 1048576).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
@@ -190,7 +240,7 @@
 
   /** @param {TestRow} t */
   function statusOf(t) {
-    return at(statuses, t[3]);
+    return at(statuses, t[COL.status]);
   }
 
   /**
@@ -203,7 +253,7 @@
     const add = (key) => byStatus.set(key, (byStatus.get(key) ?? 0) + 1);
     for (const t of tests) {
       add(statusOf(t));
-      if (t[6]) add("flaky");
+      if (t[COL.flaky]) add("flaky");
     }
     return byStatus;
   }
@@ -234,27 +284,75 @@
    * @param {number} i
    */
   function matches(t, i) {
-    if (shardFilter >= 0 && t[0] !== shardFilter) return false;
-    if (selected.size > 0 && !selected.has(statusOf(t)) && !(t[6] === 1 && selected.has("flaky"))) return false;
+    if (shardFilter >= 0 && t[COL.shard] !== shardFilter) return false;
+    if (selected.size > 0 && !selected.has(statusOf(t)) && !(t[COL.flaky] === 1 && selected.has("flaky"))) return false;
     return !query || searchText(i).includes(query);
   }
 
   /** @param {number} i */
   function searchText(i) {
-    if (!haystack) haystack = tests.map((t) => `${at(files, t[1])}\u0000${t[2]}`.toLowerCase());
+    if (!haystack) {
+      haystack = tests.map((t) =>
+        [at(files, t[COL.file]), t[COL.name], t[COL.failureMessage] || "", t[COL.failureDetails] || ""]
+          .join("\u0000")
+          .toLowerCase(),
+      );
+    }
     return at(haystack, i);
   }
 
   /** Filters the tests again and draws the table from its top. */
   function apply() {
-    visible = [];
+    /** @type {number[]} */
+    const through = [];
     tests.forEach((t, i) => {
-      if (matches(t, i)) visible.push(i);
+      if (matches(t, i)) through.push(i);
     });
+    visible = grouped ? byFile(through) : through;
     spacer.style.height = `${visible.length * ROW_HEIGHT}px`;
-    countEl.textContent = `showing ${count(visible.length)} of ${count(tests.length)} tests`;
+    // As tall as its rows, up to the style sheet's max-height: a filter leaving 3 rows leaves no empty box.
+    rowsBox.style.height = `${Math.max(1, visible.length) * ROW_HEIGHT}px`;
+    countEl.textContent = `showing ${count(through.length)} of ${count(tests.length)} tests`;
     rowsBox.scrollTop = 0;
     draw(true);
+  }
+
+  /**
+   * `list` (positions in `tests`) by file, in the order files first appear, each file's heading (`-1 - file`) first.
+   * @param {number[]} list
+   */
+  function byFile(list) {
+    /** @type {Map<number, number[]>} */
+    const groups = new Map();
+    for (const i of list) {
+      const f = at(tests, i)[COL.file];
+      const group = groups.get(f);
+      if (group) group.push(i);
+      else groups.set(f, [i]);
+    }
+    tallies.clear();
+    for (const [f, members] of groups) {
+      const notPassed = members.filter((i) => !PASSING.has(statusOf(at(tests, i)))).length;
+      tallies.set(f, { shown: members.length, notPassed });
+    }
+    return [...groups].flatMap(([f, members]) => [-1 - f, ...members]);
+  }
+
+  /**
+   * A file's heading row when grouped: its path, and how many of its tests are shown and did not pass.
+   * @param {number} f a position in `files`
+   */
+  function groupEl(f) {
+    const { shown, notPassed } = tallies.get(f) ?? { shown: 0, notPassed: 0 };
+    const row = el("div", "row group");
+    row.setAttribute("role", "row");
+    const file = at(files, f);
+    const label = row.appendChild(el("span", "file"));
+    label.title = file;
+    label.appendChild(el("span", "path", file)).dir = "ltr";
+    const tally = `${count(shown)} test${shown === 1 ? "" : "s"}`;
+    row.appendChild(el("span", "tally", notPassed ? `${tally}, ${count(notPassed)} not passed` : tally));
+    return row;
   }
 
   /**
@@ -278,7 +376,8 @@
     }
     for (let p = from; p < to; p++) {
       if (drawn.has(p)) continue;
-      const row = rowEl(at(visible, p));
+      const item = at(visible, p);
+      const row = item < 0 ? groupEl(-1 - item) : rowEl(item);
       row.style.top = `${p * ROW_HEIGHT}px`;
       spacer.appendChild(row);
       drawn.set(p, row);
@@ -292,28 +391,31 @@
   function rowEl(i) {
     const t = at(tests, i);
     const status = statusOf(t);
-    const file = at(files, t[1]);
-    const name = parts(t[2]);
+    const file = at(files, t[COL.file]);
+    const name = parts(t[COL.name]);
     const row = el("div", i === openRow ? "row open" : "row");
     row.setAttribute("role", "row");
     row.tabIndex = 0;
     row.setAttribute("data-test", String(i));
-    row.appendChild(el("span", "file", file)).title = file;
+    // Cut from the left (the style sheet's rtl cell), the inner span keeping the path's own order: the name stays.
+    const fileCell = row.appendChild(el("span", "file"));
+    fileCell.title = file;
+    fileCell.appendChild(el("span", "path", file)).dir = "ltr";
     row.appendChild(el("span", "describe", name.describe)).title = name.describe;
     row.appendChild(el("span", "name", name.test)).title = name.test;
     const cell = el("span", "status");
     cell.appendChild(el("span", `badge st-${status}`, status));
-    if (t[6]) {
+    if (t[COL.flaky]) {
       cell.appendChild(document.createTextNode(" "));
       cell.appendChild(el("span", "badge flaky", "flaky"));
     }
-    if (t[12]) {
+    if (t[COL.quarantined]) {
       cell.appendChild(document.createTextNode(" "));
       cell.appendChild(el("span", "badge quarantined", "quarantined"));
     }
     row.appendChild(cell);
-    row.appendChild(el("span", "num", dur(t[4])));
-    row.appendChild(el("span", "num", String(t[5])));
+    row.appendChild(el("span", "num", ranFor(t)));
+    row.appendChild(el("span", "num", String(t[COL.retries])));
     return row;
   }
 
@@ -339,34 +441,89 @@
   }
 
   /**
-   * Shows test `i` below the table: its facts, failure, failed attempts and its shard's log tail.
+   * Shows test `i` in the side panel (always in view): its facts, failure, failed attempts and its shard's log tail;
+   * the URL's fragment becomes the test's link.
    * @param {number} i
    */
   function showDetail(i) {
     const t = at(tests, i);
-    const shard = at(shards, t[0]);
+    const shard = at(shards, t[COL.shard]);
     const status = statusOf(t);
     openRow = i;
     for (const row of drawn.values()) row.classList.toggle("open", Number(row.getAttribute("data-test")) === i);
     detail.textContent = "";
     const close = el("button", "close", "close");
     close.type = "button";
-    close.addEventListener("click", () => {
-      detail.hidden = true;
-      openRow = -1;
-      draw(true);
-    });
+    close.title = "close (Escape)";
+    close.addEventListener("click", closeDetail);
     detail.appendChild(close);
-    detail.appendChild(el("h3", "", t[2]));
+    detail.appendChild(el("h3", "", t[COL.name]));
     const meta = el("p");
     meta.appendChild(el("span", `badge st-${status}`, status));
     meta.appendChild(document.createTextNode(` ${testFacts(t)}`));
     detail.appendChild(meta);
-    if (t[7]) detail.appendChild(section(`Failure (${t[7]})`, `${t[8]}${t[9] ? `\n\n${t[9]}` : ""}`));
-    if (t[10]) detail.appendChild(section("Failed attempts", t[10]));
+    const link = el("a", "link", "link to this test");
+    link.href = linkOf(t);
+    detail.appendChild(link);
+    if (t[COL.failureType]) detail.appendChild(section(`Failure (${t[COL.failureType]})`, failureText(t)));
+    const attempts = t[COL.attempts];
+    if (attempts) detail.appendChild(section("Failed attempts", attempts));
     detail.appendChild(el("p", "", `Shard ${shard.index} (${shard.status}): ${shard.reason}`));
     detail.appendChild(logPart(shard));
     detail.hidden = false;
+    if (location.hash !== link.getAttribute("href")) history.replaceState(null, "", linkOf(t));
+    close.focus({ preventScroll: true });
+  }
+
+  /** Closes the side panel and drops the test's link from the URL; the open row gets the focus back. */
+  function closeDetail() {
+    if (detail.hidden) return;
+    detail.hidden = true;
+    const was = openRow;
+    openRow = -1;
+    if (location.hash.startsWith(LINK_PREFIX)) history.replaceState(null, "", location.pathname + location.search);
+    draw(true);
+    const row = spacer.querySelector(`.row[data-test="${was}"]`);
+    if (row instanceof HTMLElement) row.focus({ preventScroll: true });
+  }
+
+  /**
+   * A test's link: `#test=` and its file and name, URI-encoded.
+   * @param {TestRow} t
+   */
+  function linkOf(t) {
+    return LINK_PREFIX + encodeURIComponent(`${at(files, t[COL.file])} > ${t[COL.name]}`);
+  }
+
+  /** Opens the test the URL's fragment names (its first row of that file and name), scrolling its row into view. */
+  function openFromLink() {
+    if (!location.hash.startsWith(LINK_PREFIX)) return;
+    let key = "";
+    try {
+      key = decodeURIComponent(location.hash.slice(LINK_PREFIX.length));
+    } catch {
+      return;
+    }
+    const i = tests.findIndex((t) => `${at(files, t[COL.file])} > ${t[COL.name]}` === key);
+    if (i < 0) return;
+    const p = visible.indexOf(i);
+    if (p >= 0) {
+      rowsBox.scrollTop = Math.max(0, p * ROW_HEIGHT - rowsBox.clientHeight / 2);
+      draw(false);
+    }
+    showDetail(i);
+  }
+
+  /**
+   * A test's failure text, once: Bun's JUnit text (details) usually repeats the message, so it alone is shown then.
+   * @param {TestRow} t
+   */
+  function failureText(t) {
+    const message = t[COL.failureMessage] || "";
+    const details = t[COL.failureDetails] || "";
+    const first = message.split("\n", 1)[0] ?? "";
+    if (!details) return message;
+    return details.includes(first) ? details : `${message}\n\n${details}`;
   }
 
   /**
@@ -374,10 +531,10 @@
    * @param {TestRow} t
    */
   function testFacts(t) {
-    const retries = `${t[5]} retr${t[5] === 1 ? "y" : "ies"}`;
-    const facts = [at(files, t[1]) + (t[11] ? `:${t[11]}` : ""), dur(t[4]), retries];
-    if (t[6]) facts.push("flaky");
-    if (t[12]) facts.push("quarantined: its failure does not fail the run");
+    const retries = `${t[COL.retries]} retr${t[COL.retries] === 1 ? "y" : "ies"}`;
+    const facts = [at(files, t[COL.file]) + (t[COL.line] ? `:${t[COL.line]}` : ""), ranFor(t), retries];
+    if (t[COL.flaky]) facts.push("flaky");
+    if (t[COL.quarantined]) facts.push("quarantined: its failure does not fail the run");
     return facts.join(" · ");
   }
 

@@ -149,6 +149,8 @@ const LANE_PX = 26;
 const BAR_PX = 18;
 const LABEL_PX = 120;
 const WIDTH = 1000;
+/** The narrowest bar, in viewBox units (4 px on a 1,000 px timeline): a 26 ms shard of a long run stays visible. */
+const MIN_BAR = 4;
 
 /** A round step for about eight axis ticks over `spanMs`, ms. */
 function tickStep(spanMs: number): number {
@@ -201,7 +203,7 @@ export function timelineSvg(report: RunReport, layout: TimelineLayout): string {
     for (const b of l.bars) {
       const shard = report.shards[b.shard]!;
       const x0 = x(b.startMs);
-      const w = Math.max(1.5, x(b.endMs) - x0);
+      const w = Math.max(MIN_BAR, x(b.endMs) - x0);
       const label =
         `shard ${shard.index}, ${shard.status}, ${secondsText(b.endMs - b.startMs)}: ` + `${shard.files.join(", ")}`;
       out.push(

@@ -167,7 +167,8 @@ function tableSkeleton(): string {
     `<section id="tests-section" aria-labelledby="tests-h"><h2 id="tests-h">Tests</h2>` +
     `<div id="controls"><div id="filters" role="group" aria-label="status filters"><button type="button" ` +
     `class="filter" data-status="all" aria-pressed="true">all <span class="n"></span></button>${filters}</div>` +
-    `<input id="search" type="search" placeholder="search file or test name" aria-label="search tests"><span ` +
+    `<input id="search" type="search" placeholder="search file, test or failure" aria-label="search tests">` +
+    `<label id="group-label"><input id="group" type="checkbox"> group by file</label><span ` +
     `id="shard-filter" hidden></span><span id="count" aria-live="polite"></span></div>` +
     `<div id="table" role="table" aria-label="tests"><div class="row head" role="row"><span ` +
     `role="columnheader">file</span><span role="columnheader">describe</span><span ` +
