@@ -84,23 +84,33 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
     }
   }
   const version = bunVersionOf(settings.bun);
+  const which = bunNamed(settings.bun, version);
   const refused = unsupportedBun(version);
-  if (refused)
-    throw new ConfigError(
-      `invalid --bun ${JSON.stringify(settings.bun)}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`,
-    );
+  if (refused) throw new ConfigError(`${which.refusal}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
   if (settings.testEvents && isolates(settings.bunArgs) && !bunCapabilities(version).isolateWithEvents) {
     const why =
       settings.filesPerShard === "auto"
         ? "--files-per-shard auto runs its batches with --isolate"
         : "the bun test flags hold --isolate";
     throw new ConfigError(
-      `invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} loses the end of an --isolate run under the ` +
-        `test events and ${why}; use --no-test-events, another Bun (1.3.13, 1.4.4 or later), or a number of files ` +
-        `per shard without --isolate`,
+      `${which.refusal}: Bun ${version} loses the end of an --isolate run under the test events and ${why}; use ` +
+        `--no-test-events, ${which.other} (1.3.13, 1.4.4 or later), or a number of files per shard without --isolate`,
     );
   }
   return { bunVersion: version };
+}
+
+/**
+ * How a refusal names the Bun it means: the `--bun` given, or, when none was (the default is the Bun running
+ * shardguard), that one by version and path, since no `--bun` is there to blame.
+ */
+function bunNamed(bun: string, version: string): { refusal: string; other: string } {
+  return bun === process.execPath
+    ? {
+        refusal: `the Bun running shardguard (Bun ${version}, ${bun}) cannot run this`,
+        other: "--bun with another Bun",
+      }
+    : { refusal: `invalid --bun ${JSON.stringify(bun)}`, other: "another Bun" };
 }
 
 /**
