@@ -300,7 +300,9 @@ describe("what a file that changes the process leaves to the next file of its ba
     });
     expect(own.status).toBe(2);
     expect(own.stderr.trim().split("\n")).toHaveLength(1);
-    expect(own.stderr).toStartWith(`shardguard: the Bun running shardguard (Bun 1.3.14, ${realpathSync(bun)}) cannot run this: `);
+    expect(own.stderr).toStartWith(
+      `shardguard: the Bun running shardguard (Bun 1.3.14, ${realpathSync(bun)}) cannot run this: `,
+    );
     expect(own.stderr).not.toContain('--bun "');
     expect(own.stdout).not.toContain("START");
     const run = await runCli(
