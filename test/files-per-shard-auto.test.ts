@@ -280,6 +280,21 @@ describe("what a file that changes the process leaves to the next file of its ba
     });
   }, 120_000);
 
+  test("Bun 1.3.3 has no --isolate: auto is refused with one line naming the Bun and the flag (exit 2)", async () => {
+    const dir = makeSuite(leaking);
+    const bun = await bunBinary("1.3.3");
+    const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], {
+      env: { SG_ROOT: dir },
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split("\n")).toEqual([
+      `shardguard: invalid --bun ${JSON.stringify(bun)}: Bun 1.3.3 has no bun test flag --isolate (files would share ` +
+        "one global object) (--files-per-shard auto runs its batches with --isolate); drop it, or use another Bun " +
+        "(1.3.13 or later)",
+    ]);
+    expect(refused.stdout).not.toContain("START");
+  }, 60_000);
+
   test("Bun 1.3.14: auto with test events is refused with " +
     "one line (exit 2); with --no-test-events it runs", async () => {
     const dir = makeSuite(leaking);

@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
-import { bunCapabilities, OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
+import { bunCapabilities, lackedFlags, OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
 import { isolates } from "../exec/bun-command.ts";
 
 /** Oldest Bun shardguard supports (results/bun-capabilities.ts; package.json `engines` says the same). */
@@ -87,6 +87,14 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
   const which = bunNamed(settings.bun, version);
   const refused = unsupportedBun(version);
   if (refused) throw new ConfigError(`${which.refusal}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
+  const lacked = lackedFlags(bunCapabilities(version), settings.bunArgs);
+  if (lacked.length > 0) {
+    const auto = settings.filesPerShard === "auto" ? " (--files-per-shard auto runs its batches with --isolate)" : "";
+    throw new ConfigError(
+      `${which.refusal}: Bun ${version} has no bun test flag ${lacked.join(", ")}${auto}; drop it, or use ` +
+        `${which.other} (1.3.13 or later)`,
+    );
+  }
   if (settings.testEvents && isolates(settings.bunArgs) && !bunCapabilities(version).isolateWithEvents) {
     const why =
       settings.filesPerShard === "auto"
