@@ -21,6 +21,32 @@ afterAll(removeSuites);
 describe("capabilities by version", () => {
   test.each([
     [
+      "1.3.3",
+      {
+        junitListsAttempts: true,
+        junitFailureText: false,
+        noOrphans: false,
+        newerThanMeasured: false,
+        isolateWithEvents: true,
+        isolateFlag: false,
+        retryFlag: false,
+        junitUnderBail: false,
+      },
+    ],
+    [
+      "1.3.10",
+      {
+        junitListsAttempts: true,
+        junitFailureText: false,
+        noOrphans: false,
+        newerThanMeasured: false,
+        isolateWithEvents: true,
+        isolateFlag: false,
+        retryFlag: true,
+        junitUnderBail: true,
+      },
+    ],
+    [
       "1.3.13",
       {
         junitListsAttempts: true,
@@ -28,6 +54,9 @@ describe("capabilities by version", () => {
         noOrphans: false,
         newerThanMeasured: false,
         isolateWithEvents: true,
+        isolateFlag: true,
+        retryFlag: true,
+        junitUnderBail: true,
       },
     ],
     [
@@ -38,6 +67,9 @@ describe("capabilities by version", () => {
         noOrphans: true,
         newerThanMeasured: false,
         isolateWithEvents: false,
+        isolateFlag: true,
+        retryFlag: true,
+        junitUnderBail: true,
       },
     ],
     [
@@ -48,6 +80,9 @@ describe("capabilities by version", () => {
         noOrphans: true,
         newerThanMeasured: false,
         isolateWithEvents: true,
+        isolateFlag: true,
+        retryFlag: true,
+        junitUnderBail: true,
       },
     ],
     [
@@ -58,6 +93,9 @@ describe("capabilities by version", () => {
         noOrphans: true,
         newerThanMeasured: false,
         isolateWithEvents: true,
+        isolateFlag: true,
+        retryFlag: true,
+        junitUnderBail: true,
       },
     ],
     [
@@ -68,6 +106,9 @@ describe("capabilities by version", () => {
         noOrphans: true,
         newerThanMeasured: false,
         isolateWithEvents: true,
+        isolateFlag: true,
+        retryFlag: true,
+        junitUnderBail: true,
       },
     ],
     [
@@ -78,6 +119,9 @@ describe("capabilities by version", () => {
         noOrphans: true,
         newerThanMeasured: true,
         isolateWithEvents: true,
+        isolateFlag: true,
+        retryFlag: true,
+        junitUnderBail: true,
       },
     ],
     // A canary is read as its base version.
@@ -89,17 +133,21 @@ describe("capabilities by version", () => {
         noOrphans: true,
         newerThanMeasured: false,
         isolateWithEvents: true,
+        isolateFlag: true,
+        retryFlag: true,
+        junitUnderBail: true,
       },
     ],
   ])("Bun %s", (version, want) => {
     expect(bunCapabilities(version)).toEqual({ version, ...want });
   });
 
-  test("the range: 1.3.13 and later; older or unreadable versions are refused with one sentence", () => {
+  test("the range: 1.3.3 and later; older or unreadable versions are refused with one sentence", () => {
+    expect(unsupportedBun("1.3.3")).toBeNull();
     expect(unsupportedBun("1.3.13")).toBeNull();
     expect(unsupportedBun("1.4.5")).toBeNull();
-    expect(unsupportedBun("1.3.12")).toBe("Bun 1.3.12 is older than 1.3.13, the oldest supported");
-    expect(unsupportedBun("1.2.23")).toBe("Bun 1.2.23 is older than 1.3.13, the oldest supported");
+    expect(unsupportedBun("1.3.2")).toBe("Bun 1.3.2 is older than 1.3.3, the oldest supported");
+    expect(unsupportedBun("1.2.23")).toBe("Bun 1.2.23 is older than 1.3.3, the oldest supported");
     expect(unsupportedBun("banana")).toBe("Bun banana is not a version shardguard can read");
   });
 
@@ -296,16 +344,16 @@ describe("Bun 1.3.x's JUnit: one test, one entry", () => {
 });
 
 describe("Bun outside the range", () => {
-  test("a Bun older than 1.3.13 is refused: exit 2, one line, no child started", async () => {
+  test("a Bun older than 1.3.3 is refused: exit 2, one line, no child started", async () => {
     const dir = makeSuite({ "a.test.ts": `import { test } from "bun:test";\ntest("x", () => {});\n` }, "sg-oldbun-");
     const fake = path.join(dir, "old-bun");
-    writeFileSync(fake, "#!/bin/sh\necho 1.3.12\n");
+    writeFileSync(fake, "#!/bin/sh\necho 1.3.2\n");
     chmodSync(fake, 0o755);
     const r = await runCli(["run", "--root", dir, "--bun", fake]);
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe(
-      `shardguard: invalid --bun ${JSON.stringify(fake)}: Bun 1.3.12 is ` +
-        `older than 1.3.13, the oldest supported (supported: 1.3.13 and later)`,
+      `shardguard: invalid --bun ${JSON.stringify(fake)}: Bun 1.3.2 is ` +
+        `older than 1.3.3, the oldest supported (supported: 1.3.3 and later)`,
     );
   });
 });

@@ -6,9 +6,11 @@
  * Bun's --isolate, the hostile fixtures batched, and bad values refused with one line.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { spawnSync } from "node:child_process";
 import {
+  CLI,
   fixtureFilesIn,
   HOSTILE_FIXTURES,
   makeSuite,
@@ -278,6 +280,21 @@ describe("what a file that changes the process leaves to the next file of its ba
     });
   }, 120_000);
 
+  test("Bun 1.3.3 has no --isolate: auto is refused with one line naming the Bun and the flag (exit 2)", async () => {
+    const dir = makeSuite(leaking);
+    const bun = await bunBinary("1.3.3");
+    const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], {
+      env: { SG_ROOT: dir },
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split("\n")).toEqual([
+      `shardguard: invalid --bun ${JSON.stringify(bun)}: Bun 1.3.3 has no bun test flag --isolate (files would share ` +
+        "one global object) (--files-per-shard auto runs its batches with --isolate); drop it, or use another Bun " +
+        "(1.3.13 or later)",
+    ]);
+    expect(refused.stdout).not.toContain("START");
+  }, 60_000);
+
   test("Bun 1.3.14: auto with test events is refused with " +
     "one line (exit 2); with --no-test-events it runs", async () => {
     const dir = makeSuite(leaking);
@@ -288,7 +305,21 @@ describe("what a file that changes the process leaves to the next file of its ba
     expect(refused.code).toBe(2);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
     expect(refused.stderr).toContain("Bun 1.3.14 loses the end of an --isolate run under the test events");
+    expect(refused.stderr).toStartWith(`shardguard: invalid --bun ${JSON.stringify(bun)}: `);
     expect(refused.stdout).not.toContain("START");
+    // Without --bun (shardguard itself under 1.3.14, as a project pinning it runs it) the refusal names that Bun.
+    const own = spawnSync(bun, [CLI, "run", "--root", dir, "--files-per-shard", "auto", "t"], {
+      encoding: "utf8",
+      env: { ...process.env, NO_COLOR: "1", SG_ROOT: dir },
+      timeout: 60_000,
+    });
+    expect(own.status).toBe(2);
+    expect(own.stderr.trim().split("\n")).toHaveLength(1);
+    expect(own.stderr).toStartWith(
+      `shardguard: the Bun running shardguard (Bun 1.3.14, ${realpathSync(bun)}) cannot run this: `,
+    );
+    expect(own.stderr).not.toContain('--bun "');
+    expect(own.stdout).not.toContain("START");
     const run = await runCli(
       ["run", "--root", dir, "--files-per-shard", "auto", "--no-test-events", "--bun", bun, "t"],
       { env: { SG_ROOT: dir } },

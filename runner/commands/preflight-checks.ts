@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
-import { bunCapabilities, OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
+import { bunCapabilities, lackedFlags, OLDEST_SUPPORTED_BUN, unsupportedBun } from "../results/bun-capabilities.ts";
 import { isolates } from "../exec/bun-command.ts";
 
 /** Oldest Bun shardguard supports (results/bun-capabilities.ts; package.json `engines` says the same). */
@@ -84,23 +84,41 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
     }
   }
   const version = bunVersionOf(settings.bun);
+  const which = bunNamed(settings.bun, version);
   const refused = unsupportedBun(version);
-  if (refused)
+  if (refused) throw new ConfigError(`${which.refusal}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
+  const lacked = lackedFlags(bunCapabilities(version), settings.bunArgs);
+  if (lacked.length > 0) {
+    const auto = settings.filesPerShard === "auto" ? " (--files-per-shard auto runs its batches with --isolate)" : "";
     throw new ConfigError(
-      `invalid --bun ${JSON.stringify(settings.bun)}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`,
+      `${which.refusal}: Bun ${version} has no bun test flag ${lacked.join(", ")}${auto}; drop it, or use ` +
+        `${which.other} (1.3.13 or later)`,
     );
+  }
   if (settings.testEvents && isolates(settings.bunArgs) && !bunCapabilities(version).isolateWithEvents) {
     const why =
       settings.filesPerShard === "auto"
         ? "--files-per-shard auto runs its batches with --isolate"
         : "the bun test flags hold --isolate";
     throw new ConfigError(
-      `invalid --bun ${JSON.stringify(settings.bun)}: Bun ${version} loses the end of an --isolate run under the ` +
-        `test events and ${why}; use --no-test-events, another Bun (1.3.13, 1.4.4 or later), or a number of files ` +
-        `per shard without --isolate`,
+      `${which.refusal}: Bun ${version} loses the end of an --isolate run under the test events and ${why}; use ` +
+        `--no-test-events, ${which.other} (1.3.13, 1.4.4 or later), or a number of files per shard without --isolate`,
     );
   }
   return { bunVersion: version };
+}
+
+/**
+ * How a refusal names the Bun it means: the `--bun` given, or, when none was (the default is the Bun running
+ * shardguard), that one by version and path, since no `--bun` is there to blame.
+ */
+function bunNamed(bun: string, version: string): { refusal: string; other: string } {
+  return bun === process.execPath
+    ? {
+        refusal: `the Bun running shardguard (Bun ${version}, ${bun}) cannot run this`,
+        other: "--bun with another Bun",
+      }
+    : { refusal: `invalid --bun ${JSON.stringify(bun)}`, other: "another Bun" };
 }
 
 /**

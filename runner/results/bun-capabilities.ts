@@ -1,7 +1,10 @@
 /** What each supported Bun can do (docs/bun-behaviour.md, "Per Bun version"): nothing else compares versions. */
 
-/** Oldest Bun shardguard supports: gstack's pinned 1.3.13. */
-export const OLDEST_SUPPORTED_BUN = "1.3.13";
+/**
+ * Oldest Bun shardguard supports: bknd's pinned 1.3.3 (1.3.0 and 1.3.1 have no hook timeout argument, which the
+ * child preload uses; docs/bun-behaviour.md, "Older than 1.3.13").
+ */
+export const OLDEST_SUPPORTED_BUN = "1.3.3";
 
 /** Newest Bun whose behaviour was measured. */
 export const NEWEST_MEASURED_BUN = "1.4.5";
@@ -20,6 +23,12 @@ export interface BunCapabilities {
   newerThanMeasured: boolean;
   /** `--isolate` works with the event channel: 1.3.14 ends such children without the end mark. */
   isolateWithEvents: boolean;
+  /** `bun test --isolate` exists (1.3.13 on); before, it is ignored and files share one global object. */
+  isolateFlag: boolean;
+  /** `bun test --retry N` exists (1.3.10 on); before, it is ignored and nothing is retried. */
+  retryFlag: boolean;
+  /** Bun writes its JUnit when `--bail` stops the run (1.3.10 on); before, it writes none. */
+  junitUnderBail: boolean;
 }
 
 /** Order of two versions, negative when a < b; a pre-release or build suffix is ignored (canaries behave as base). */
@@ -43,13 +52,16 @@ export function bunCapabilities(version: string): BunCapabilities {
     noOrphans: order(version, "1.3.14") >= 0,
     newerThanMeasured: order(version, NEWEST_MEASURED_BUN) > 0,
     isolateWithEvents: order(version, "1.3.14") !== 0,
+    isolateFlag: order(version, "1.3.13") >= 0,
+    retryFlag: order(version, "1.3.10") >= 0,
+    junitUnderBail: order(version, "1.3.10") >= 0,
   };
 }
 
 /** The capabilities of the first measured Bun, for callers that read no version (tests, embedders). */
 export const PINNED_CAPABILITIES: BunCapabilities = bunCapabilities("1.4.4");
 
-/** Why Bun `version` is refused, or null when it is in the supported range (1.3.13 and later). */
+/** Why Bun `version` is refused, or null when it is in the supported range ({@link OLDEST_SUPPORTED_BUN} on). */
 export function unsupportedBun(version: string): string | null {
   if (!/^\d+\.\d+\.\d+/.test(version)) return `Bun ${version} is not a version shardguard can read`;
   if (order(version, OLDEST_SUPPORTED_BUN) < 0)
@@ -76,5 +88,18 @@ export function missingFeatures(caps: BunCapabilities, events: boolean): string[
   }
   if (caps.newerThanMeasured)
     out.push(`${v} is newer than ${NEWEST_MEASURED_BUN}, the newest measured: it is read as ${NEWEST_MEASURED_BUN} is`);
+  return out;
+}
+
+/**
+ * The `bun test` flags in `bunArgs` this Bun lacks, each with what it would do instead (Bun ignores unknown flags
+ * silently, so a run would look right and be wrong); empty when it has them all.
+ */
+export function lackedFlags(caps: BunCapabilities, bunArgs: readonly string[]): string[] {
+  const has = (flag: string) => bunArgs.some((a) => a === flag || a.startsWith(`${flag}=`));
+  const out: string[] = [];
+  if (has("--retry") && !caps.retryFlag) out.push("--retry (it would retry nothing)");
+  if (has("--bail") && !caps.junitUnderBail) out.push("--bail (its JUnit would be lost when it stops the run)");
+  if (has("--isolate") && !caps.isolateFlag) out.push("--isolate (files would share one global object)");
   return out;
 }

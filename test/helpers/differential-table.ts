@@ -22,6 +22,7 @@ import { validateJUnitXml } from "./xsd.ts";
 import { bunBinary, SUPPORTED_BUNS } from "./bun-versions.ts";
 import { readBunJUnit } from "../../runner/results/bun-junit.ts";
 import type { RunReport, TestStatus } from "../../runner/results/report-model.ts";
+import { bunCapabilities } from "../../runner/results/bun-capabilities.ts";
 import { parseJUnit } from "./junit-xml.ts";
 
 const DIR = path.join(REPO, "test", "fixtures", "differential");
@@ -387,7 +388,18 @@ const RUNS: Record<string, { folder: string; args: string[] }> = {
 };
 
 const MODES = ["on", "off"] as const;
+
+/** The `bun test` flag of a run this Bun lacks (results/bun-capabilities.ts): such a run is refused, exit 2. */
+function lackedFlag(version: string, run: string): string | null {
+  const caps = bunCapabilities(version);
+  if (run === "bail" && !caps.junitUnderBail) return "--bail";
+  if (run === "retry" && !caps.retryFlag) return "--retry";
+  return null;
+}
+
 interface Outcome {
+  /** The refusal's stderr, when the run was refused. */
+  refused?: string;
   dir: string;
   report: RunReport;
   junit: string;
@@ -408,7 +420,7 @@ async function runTable(version: string): Promise<void> {
     const split = args.indexOf("--");
     const ours = split < 0 ? args : args.slice(0, split);
     const bunFlags = split < 0 ? [] : args.slice(split);
-    await runCli(
+    const r = await runCli(
       ["run", "--root", dir, "--bun", bun, ...ours, ...(mode === "off" ? ["--no-test-events"] : []), ...bunFlags],
       {
         limitMs: 30_000,
@@ -416,6 +428,10 @@ async function runTable(version: string): Promise<void> {
         env: { CI: "false" },
       },
     );
+    if (r.code === 2) {
+      outcomes.set(`${version}/${run}/${mode}`, { refused: r.stderr, dir } as Outcome);
+      return;
+    }
     const out = path.join(dir, ".shardguard");
     outcomes.set(`${version}/${run}/${mode}`, {
       dir,
@@ -465,6 +481,15 @@ export function defineDifferentialTable(version: string): void {
     beforeAll(() => runTable(version), 120_000);
     for (const [run, files] of Object.entries(TRUTH)) {
       for (const mode of MODES) {
+        const lacked = lackedFlag(version, run);
+        if (lacked !== null) {
+          test(`${run} run, events ${mode}: refused, exit 2, one line naming ${lacked}`, () => {
+            const { refused } = outcomes.get(`${version}/${run}/${mode}`)!;
+            expect(refused?.trim().split("\n")).toHaveLength(1);
+            expect(refused).toContain(`Bun ${version} has no bun test flag ${lacked} (`);
+          });
+          continue;
+        }
         describe(`${run} run, events ${mode}`, () => {
           for (const [file, truth] of Object.entries(files)) {
             const want = expected(truth, version, mode);
@@ -577,7 +602,8 @@ export function defineDifferentialTable(version: string): void {
       }
     });
 
-    test(
+    // Refused above where this Bun has no --retry.
+    (lackedFlag(version, "retry") === null ? test : test.skip)(
       "retries: flaky with one retry under events; without " + "them, only where Bun's JUnit lists attempts (1.3.x)",
       () => {
         const flaky = (mode: string) =>
