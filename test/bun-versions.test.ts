@@ -142,12 +142,12 @@ describe("capabilities by version", () => {
     expect(bunCapabilities(version)).toEqual({ version, ...want });
   });
 
-  test("the range: 1.3.3 and later; older or unreadable versions are refused with one sentence", () => {
+  test("the range: 1.3.0 and later; older or unreadable versions are refused with one sentence", () => {
+    expect(unsupportedBun("1.3.0")).toBeNull();
     expect(unsupportedBun("1.3.3")).toBeNull();
     expect(unsupportedBun("1.3.13")).toBeNull();
     expect(unsupportedBun("1.4.5")).toBeNull();
-    expect(unsupportedBun("1.3.2")).toBe("Bun 1.3.2 is older than 1.3.3, the oldest supported");
-    expect(unsupportedBun("1.2.23")).toBe("Bun 1.2.23 is older than 1.3.3, the oldest supported");
+    expect(unsupportedBun("1.2.23")).toBe("Bun 1.2.23 is older than 1.3.0, the oldest supported");
     expect(unsupportedBun("banana")).toBe("Bun banana is not a version shardguard can read");
   });
 
@@ -344,16 +344,16 @@ describe("Bun 1.3.x's JUnit: one test, one entry", () => {
 });
 
 describe("Bun outside the range", () => {
-  test("a Bun older than 1.3.3 is refused: exit 2, one line, no child started", async () => {
+  test("a Bun older than 1.3.0 is refused: exit 2, one line, no child started", async () => {
     const dir = makeSuite({ "a.test.ts": `import { test } from "bun:test";\ntest("x", () => {});\n` }, "sg-oldbun-");
     const fake = path.join(dir, "old-bun");
-    writeFileSync(fake, "#!/bin/sh\necho 1.3.2\n");
+    writeFileSync(fake, "#!/bin/sh\necho 1.2.23\n");
     chmodSync(fake, 0o755);
     const r = await runCli(["run", "--root", dir, "--bun", fake]);
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe(
-      `shardguard: invalid --bun ${JSON.stringify(fake)}: Bun 1.3.2 is ` +
-        `older than 1.3.3, the oldest supported (supported: 1.3.3 and later)`,
+      `shardguard: invalid --bun ${JSON.stringify(fake)}: Bun 1.2.23 is ` +
+        `older than 1.3.0, the oldest supported (supported: 1.3.0 and later)`,
     );
   });
 });

@@ -257,7 +257,7 @@ describe("installed from the tarball into a fresh project", () => {
       writeFileSync(path.join(project, "node-import.mjs"), `import { main } from "shardguard";\n`);
       const node = run(["node", "node-import.mjs"], project);
       expect(node.code).toBe(1);
-      expect(node.stderr).toContain("Error: shardguard runs under Bun (1.3.3 or newer) only");
+      expect(node.stderr).toContain("Error: shardguard runs under Bun (1.3.0 or newer) only");
     },
   );
 });

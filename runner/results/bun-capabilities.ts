@@ -1,10 +1,10 @@
 /** What each supported Bun can do (docs/bun-behaviour.md, "Per Bun version"): nothing else compares versions. */
 
 /**
- * Oldest Bun shardguard supports: bknd's pinned 1.3.3 (1.3.0 and 1.3.1 have no hook timeout argument, which the
- * child preload uses; docs/bun-behaviour.md, "Older than 1.3.13").
+ * Oldest Bun shardguard supports: the first 1.3 release, run through the differential table (docs/bun-behaviour.md,
+ * "Older than 1.3.13"); before it, the inspector's test events were not measured.
  */
-export const OLDEST_SUPPORTED_BUN = "1.3.3";
+export const OLDEST_SUPPORTED_BUN = "1.3.0";
 
 /** Newest Bun whose behaviour was measured. */
 export const NEWEST_MEASURED_BUN = "1.4.5";

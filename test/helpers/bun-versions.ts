@@ -21,12 +21,12 @@ const REPO = path.resolve(import.meta.dir, "..", "..");
 export const PINNED_BUN = "1.4.4";
 
 /**
- * Every Bun the differential table runs on, oldest first: bknd's pinned 1.3.3
- * (the oldest supported), gstack's pinned 1.3.13, the last 1.3 release, the
+ * Every Bun the differential table runs on, oldest first: 1.3.0 (the oldest
+ * supported), bknd's pinned 1.3.3, gstack's pinned 1.3.13, the last 1.3 release, the
  * pinned one, the newest on the registry.
  * The support range (results/bun-capabilities.ts) spans them.
  */
-export const SUPPORTED_BUNS = ["1.3.3", "1.3.13", "1.3.14", PINNED_BUN, "1.4.5"] as const;
+export const SUPPORTED_BUNS = ["1.3.0", "1.3.3", "1.3.13", "1.3.14", PINNED_BUN, "1.4.5"] as const;
 
 /**
  * Where installed versions live: `node_modules/.cache/shardguard-bun` (gone with node_modules), or
