@@ -1,0 +1,105 @@
+/**
+ * Cost per test and per shard (docs/cost.md): a fake-agent suite records spend through `shardguard/cost` and
+ * through raw lines with no name; one file spends, then wedges and is killed. Real CLI, real `bun test` children.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
+import path from "node:path";
+import { CostLedger } from "../runner/cost/ledger.ts";
+import { readCostLine } from "../runner/cost/lines.ts";
+import { COST_FILE_ENV, recordCost } from "../runner/cost/record.ts";
+import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli, shardOf, tempDir } from "./helpers/cli.ts";
+
+afterAll(removeSuites);
+
+const SUITE = path.join(REPO, "test", "fixtures", "cost-suite");
+
+/** The fake-agent suite in a temp project that has this checkout installed as `shardguard`. */
+function costSuite(): string {
+  const dir = makeSuite(fixtureFilesIn(SUITE), "sg-cost-");
+  mkdirSync(path.join(dir, "node_modules"));
+  symlinkSync(REPO, path.join(dir, "node_modules", "shardguard"));
+  return dir;
+}
+
+describe("cost lines", () => {
+  test("a line is read with its optional fields; bad ones say why", () => {
+    expect(readCostLine('{"usd":0.5,"test":"a > b","inputTokens":3,"outputTokens":4,"model":"m","x":1}')).toEqual({
+      ok: true,
+      cost: { usd: 0.5, test: "a > b", inputTokens: 3, outputTokens: 4, model: "m" },
+    });
+    expect(readCostLine("nope")).toEqual({ ok: false, problem: "not JSON" });
+    expect(readCostLine("[1]")).toEqual({ ok: false, problem: "not a JSON object" });
+    expect(readCostLine('{"usd":-1}')).toEqual({ ok: false, problem: "usd is not a number >= 0" });
+    expect(readCostLine('{"usd":"1"}')).toEqual({ ok: false, problem: "usd is not a number >= 0" });
+    expect(readCostLine('{"usd":1,"inputTokens":1.5}')).toEqual({
+      ok: false,
+      problem: "inputTokens is not a whole number >= 0",
+    });
+  });
+
+  test("the ledger charges a named line to its test, an unnamed one to the test in flight, else to the shard", () => {
+    const ledger = new CostLedger();
+    ledger.add('{"usd":0.1,"model":"m"}', "t1");
+    ledger.add('{"usd":0.2,"model":"n","test":"t2"}', "t1");
+    ledger.add('{"usd":0.3}', null);
+    ledger.add("{", "t1");
+    ledger.add("", "t1");
+    const spend = ledger.current;
+    expect(spend.total).toEqual({ usd: 0.6, model: "mixed" });
+    expect([...spend.perTest]).toEqual([
+      ["t1", { usd: 0.1, model: "m" }],
+      ["t2", { usd: 0.2, model: "n" }],
+    ]);
+    expect(spend.unattributedUsd).toBe(0.3);
+    expect([spend.lines, spend.badLines, spend.badNamed]).toEqual([4, 1, ["line 4: not JSON"]]);
+  });
+
+  test("recordCost appends one line where SHARDGUARD_COST_FILE says, and nothing outside a shard", () => {
+    const file = path.join(tempDir("sg-cost-"), "c.jsonl");
+    expect(recordCost({ usd: 1.5, test: "x", model: "m" }, { [COST_FILE_ENV]: file })).toBe(true);
+    expect(recordCost({ usd: 0 }, { [COST_FILE_ENV]: file })).toBe(true);
+    expect(readFileSync(file, "utf8")).toBe('{"usd":1.5,"test":"x","model":"m"}\n{"usd":0}\n');
+    expect(recordCost({ usd: 1 }, {})).toBe(false);
+    expect(() => recordCost({ usd: Number.NaN }, { [COST_FILE_ENV]: file })).toThrow("usd must be a finite number");
+  });
+});
+
+describe("a fake-agent suite", () => {
+  test("shows each test's, each shard's spend in report.json, the wedged shard's before its kill", async () => {
+    const dir = costSuite();
+    const run = await runCli(["run", "--root", dir, "--jobs", "3", "--timeout", "8", "--grace", "1"], {
+      limitMs: 90_000,
+    });
+    expect(run.code).toBe(1);
+    const report = readReport(dir);
+    const costs = (file: string) => shardOf(report, file).tests.map((t) => [t.name, t.status, t.cost]);
+    expect(costs("helper.test.ts")).toEqual([
+      ["agent a", "passed", { usd: 0.25, inputTokens: 1000, outputTokens: 200, model: "model-x", source: "cost-file" }],
+      [
+        "group > agent b",
+        "passed",
+        { usd: 0.5, inputTokens: 3000, outputTokens: 600, model: "model-x", source: "cost-file" },
+      ],
+    ]);
+    expect(costs("raw.test.ts")).toEqual([
+      ["raw one", "passed", { usd: 1.125, source: "cost-file" }],
+      ["raw two", "passed", undefined],
+    ]);
+    expect(costs("wedged.test.ts")).toEqual([
+      ["spends then spins", "timed-out", { usd: 2, model: "model-y", source: "cost-file" }],
+    ]);
+    expect(shardOf(report, "helper.test.ts").cost).toEqual({
+      usd: 0.75,
+      inputTokens: 4000,
+      outputTokens: 800,
+      unattributedUsd: 0,
+      lines: 2,
+      badLines: 0,
+    });
+    const raw = shardOf(report, "raw.test.ts");
+    expect(raw.cost).toEqual({ usd: 1.125, unattributedUsd: 0, lines: 3, badLines: 1 });
+    expect(raw.notes).toContain("1 cost line refused (line 2: not JSON), the rest counted");
+    expect(shardOf(report, "wedged.test.ts").cost?.usd).toBe(2);
+  }, 120_000);
+});
