@@ -7,7 +7,11 @@ import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { CostLedger } from "../runner/cost/ledger.ts";
 import { readCostLine } from "../runner/cost/lines.ts";
+import { summarizeCost, usdText } from "../runner/results/cost-apply.ts";
+import type { ShardStatus } from "../runner/results/report-model.ts";
 import { COST_FILE_ENV, recordCost } from "../runner/cost/record.ts";
+import { parseJUnit } from "./helpers/junit-xml.ts";
+import { validateJUnitXml } from "./helpers/xsd.ts";
 import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli, shardOf, tempDir } from "./helpers/cli.ts";
 
 afterAll(removeSuites);
@@ -65,11 +69,75 @@ describe("cost lines", () => {
   });
 });
 
+/** ctrf.json and junit.xml carry the same costs as report.json. */
+function expectOtherReports(out: string): void {
+  const ctrf = JSON.parse(readFileSync(path.join(out, "ctrf.json"), "utf8"));
+  const byName = (name: string) => ctrf.results.tests.find((t: { name: string }) => t.name === name)?.extra.cost;
+  expect(byName("raw one")).toEqual({ usd: 1.125, source: "cost-file" });
+  expect(byName("spends then spins")).toEqual({ usd: 2, model: "model-y", source: "cost-file" });
+  expect(byName("raw two")).toBeUndefined();
+  expect(ctrf.results.extra.cost).toEqual({ usd: 3.875, usdInUnfinished: 2 });
+  expect(ctrf.results.extra.shards.map((s: { cost?: { usd: number } }) => s.cost?.usd)).toEqual([0.75, 1.125, 2]);
+  const cases = parseJUnit(readFileSync(path.join(out, "junit.xml"), "utf8")).testsuites.testsuite.flatMap(
+    (s: { testcase: Record<string, unknown>[] }) => s.testcase,
+  ) as Record<string, unknown>[];
+  const props = (name: string) => {
+    const found = cases.find((c) => c["@_name"] === name)?.properties as { property: unknown } | undefined;
+    const list = found ? [found.property].flat() : [];
+    return (list as Record<string, string>[]).map((p) => [p["@_name"], p["@_value"]]);
+  };
+  expect(props("group > agent b")).toEqual([
+    ["cost.usd", "0.5"],
+    ["cost.inputTokens", "3000"],
+    ["cost.outputTokens", "600"],
+    ["cost.model", "model-x"],
+    ["cost.source", "cost-file"],
+  ]);
+  expect(props("spends then spins")).toEqual([
+    ["cost.usd", "2"],
+    ["cost.model", "model-y"],
+    ["cost.source", "cost-file"],
+  ]);
+  expect(props("raw two")).toEqual([]);
+}
+
+describe("run totals", () => {
+  test("summary.cost sums shards (as merge sums its slices'); timed-out, crashed and cancelled ones are unfinished", () => {
+    const shard = (status: ShardStatus, usd: number, killedBy: "timeout" | "cancel" | null = null) => ({
+      status,
+      killedBy,
+      cost: { usd, unattributedUsd: 0, lines: 1, badLines: 0 },
+    });
+    expect(
+      summarizeCost([
+        shard("passed", 0.1),
+        shard("timed-out", 0.2, "timeout"),
+        shard("crashed", 0.3),
+        shard("failed", 0.4, "cancel"),
+        { status: "never-started", killedBy: null },
+      ]),
+    ).toEqual({ usd: 1, usdInUnfinished: 0.9 });
+    expect(summarizeCost([{ status: "passed", killedBy: null }])).toBeUndefined();
+  });
+
+  test("dollars print as cents, more places only when cents would round", () => {
+    expect([usdText(4.12), usdText(1.125), usdText(20, true), usdText(20), usdText(0.000001)]).toEqual([
+      "$4.12",
+      "$1.125",
+      "$20",
+      "$20.00",
+      "$0.000001",
+    ]);
+  });
+});
+
 describe("a fake-agent suite", () => {
   test("shows each test's, each shard's spend in report.json, the wedged shard's before its kill", async () => {
     const dir = costSuite();
+    const summaryFile = path.join(tempDir("sg-cost-"), "step-summary.md");
     const run = await runCli(["run", "--root", dir, "--jobs", "3", "--timeout", "8", "--grace", "1"], {
       limitMs: 90_000,
+      env: { GITHUB_ACTIONS: "true", GITHUB_STEP_SUMMARY: summaryFile },
     });
     expect(run.code).toBe(1);
     const report = readReport(dir);
@@ -101,5 +169,12 @@ describe("a fake-agent suite", () => {
     expect(raw.cost).toEqual({ usd: 1.125, unattributedUsd: 0, lines: 3, badLines: 1 });
     expect(raw.notes).toContain("1 cost line refused (line 2: not JSON), the rest counted");
     expect(shardOf(report, "wedged.test.ts").cost?.usd).toBe(2);
+    expect(report.summary.cost).toEqual({ usd: 3.875, usdInUnfinished: 2 });
+    expect(run.stdout).toContain("shardguard: spent $3.875; $2.00 in shards that did not finish\n");
+    expect(readFileSync(summaryFile, "utf8")).toContain("Spent $3.875, $2.00 of it in shards that did not finish.");
+    expectOtherReports(path.join(dir, ".shardguard"));
+    expect((await validateJUnitXml(readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8"))).errors).toEqual(
+      [],
+    );
   }, 120_000);
 });

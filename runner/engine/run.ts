@@ -19,6 +19,7 @@ import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts
 import { bunCapabilities, missingFeatures, type BunCapabilities } from "../results/bun-capabilities.ts";
 import type { ProgressSource } from "../report/progress.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
+import { summarizeCost } from "../results/cost-apply.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
@@ -440,7 +441,8 @@ export class Run {
       this.shardResults(final).map((r) => this.locks.annotate(r)),
       this.inputs.quarantine,
     );
-    const summary = summarize(shards);
+    const cost = summarizeCost(shards);
+    const summary = { ...summarize(shards), ...(cost ? { cost } : {}) };
     const verdict = decideRun(shards, summary, {
       final,
       cancelledBy: this.cancelledBy,

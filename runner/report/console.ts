@@ -1,4 +1,5 @@
 /** Console reporter: plain lines, one per event that matters, so a CI log reads as a timeline. */
+import { usdText } from "../results/cost-apply.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import path from "node:path";
@@ -121,6 +122,14 @@ const INSPECTOR_BANNER = new RegExp(
   "gm",
 );
 
+/** The summary's spend line (docs/cost.md): "spent $4.12; $1.03 in shards that did not finish"; none without costs. */
+export function costLines(report: RunReport): string[] {
+  const cost = report.summary.cost;
+  if (!cost) return [];
+  const unfinished = cost.usdInUnfinished > 0 ? `; ${usdText(cost.usdInUnfinished)} in shards that did not finish` : "";
+  return [`shardguard: spent ${usdText(cost.usd)}${unfinished}`];
+}
+
 /** The closing summary; `paths` null: reports not written (`runCopy`: the run's own report.json, when final). */
 export function summaryLines(
   report: RunReport,
@@ -143,6 +152,7 @@ export function summaryLines(
     `shardguard: ${plural(s.shards.total, "shard")}: ${shardCounts || "none"}`,
     `shardguard: ${plural(s.tests.total, "test")}: ` +
       `${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
+    ...costLines(report),
   ];
   for (const shard of report.shards) {
     lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${oneLine(shard.files.join(" "))}`);

@@ -1,6 +1,6 @@
 /** Puts a shard's recorded spend on its result: each test's part on its entry, the rest on the shard (pure). */
 import { roundUsd, type CostSum, type ShardSpend } from "../cost/ledger.ts";
-import type { TestCost } from "./cost-model.ts";
+import type { RunCost, TestCost } from "./cost-model.ts";
 import type { ShardResult, TestResult } from "./report-model.ts";
 
 /**
@@ -48,4 +48,37 @@ function badLinesNote(spend: ShardSpend): string {
   const more = spend.badLines > spend.badNamed.length ? "; …" : "";
   const noun = spend.badLines === 1 ? "line" : "lines";
   return `${spend.badLines} cost ${noun} refused (${spend.badNamed.join("; ")}${more}), the rest counted`;
+}
+
+/** What {@link summarizeCost} reads of a shard. */
+interface CostedShard {
+  status: ShardResult["status"];
+  killedBy: ShardResult["killedBy"];
+  cost?: ShardResult["cost"];
+}
+
+/** `summary.cost` of `shards` (a merge sums its slices' shards the same way); undefined when none recorded a cost. */
+export function summarizeCost(shards: readonly CostedShard[]): RunCost | undefined {
+  let usd = 0;
+  let usdInUnfinished = 0;
+  let any = false;
+  for (const shard of shards) {
+    if (!shard.cost) continue;
+    any = true;
+    usd = roundUsd(usd + shard.cost.usd);
+    const unfinished = shard.status === "timed-out" || shard.status === "crashed" || shard.killedBy === "cancel";
+    if (unfinished) usdInUnfinished = roundUsd(usdInUnfinished + shard.cost.usd);
+  }
+  return any ? { usd, usdInUnfinished } : undefined;
+}
+
+/**
+ * Dollars as the console and summaries print them: cents ("$4.12"), more places only when cents would round
+ * ("$1.125"), whole dollars bare with `compact` ("$20").
+ */
+export function usdText(usd: number, compact = false): string {
+  if (compact && Number.isInteger(usd)) return `$${usd}`;
+  const cents = usd.toFixed(2);
+  if (Math.abs(Number(cents) - usd) < 1e-9) return `$${cents}`;
+  return `$${usd.toFixed(6).replace(/0+$/, "")}`;
 }

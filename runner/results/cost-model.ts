@@ -27,3 +27,11 @@ export const ShardCostSchema = z.object({
   badLines: z.number().int().nonnegative(),
 });
 export type ShardCost = z.infer<typeof ShardCostSchema>;
+
+/** What the run spent (`summary.cost`); present when any shard recorded a cost. */
+export const RunCostSchema = z.object({
+  usd: z.number().nonnegative(),
+  /** Dollars of the shards that did not finish: timed out, crashed or cancelled. */
+  usdInUnfinished: z.number().nonnegative(),
+});
+export type RunCost = z.infer<typeof RunCostSchema>;

@@ -3,7 +3,7 @@
  * docs/report.schema.json (runner/report/json-schema.ts). Durations in ms, timestamps ISO-8601 UTC.
  */
 import { z } from "zod";
-import { ShardCostSchema, TestCostSchema } from "./cost-model.ts";
+import { RunCostSchema, ShardCostSchema, TestCostSchema } from "./cost-model.ts";
 import { FAILURE_KINDS, REPORT_SCHEMA_VERSION, SHARD_STATUSES, TEST_STATUSES } from "./codes.ts";
 
 // Re-exported so importers of the model need not know codes.ts (which has them without zod).
@@ -231,6 +231,8 @@ export const SummarySchema = z.object({
     total: z.number().int().nonnegative(),
     flaky: z.number().int().nonnegative(),
   }),
+  /** What the run spent (docs/cost.md); absent when no shard recorded a cost. */
+  cost: RunCostSchema.optional(),
 });
 export type Summary = z.infer<typeof SummarySchema>;
 
