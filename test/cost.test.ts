@@ -178,3 +178,47 @@ describe("a fake-agent suite", () => {
     );
   }, 120_000);
 });
+
+/** Six files that spend $1 each, in plan order. */
+function sixDollarFiles(): string {
+  const file = `import { test } from "bun:test";
+import { appendFileSync } from "node:fs";
+test("spends a dollar", async () => {
+  appendFileSync(process.env.SHARDGUARD_COST_FILE!, '{"usd":1}\\n');
+  await Bun.sleep(100);
+});
+`;
+  return makeSuite(Object.fromEntries(["a", "b", "c", "d", "e", "f"].map((n) => [`${n}.test.ts`, file])), "sg-budget-");
+}
+
+describe("--budget-usd", () => {
+  test("with jobs 1 and six $1 files, a $2.50 budget runs three shards; three never start, named; exit 1", async () => {
+    const dir = sixDollarFiles();
+    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--timeout", "60", "--budget-usd", "2.5"], {
+      limitMs: 90_000,
+    });
+    expect(run.code).toBe(1);
+    const report = readReport(dir);
+    const reason = "budget of $2.50 reached ($3.00 spent)";
+    expect(report.shards.map((s) => [s.files[0], s.status, s.status === "never-started" ? s.reason : null])).toEqual([
+      ["a.test.ts", "passed", null],
+      ["b.test.ts", "passed", null],
+      ["c.test.ts", "passed", null],
+      ["d.test.ts", "never-started", reason],
+      ["e.test.ts", "never-started", reason],
+      ["f.test.ts", "never-started", reason],
+    ]);
+    expect(report.summary.cost).toEqual({ usd: 3, usdInUnfinished: 0, budgetUsd: 2.5, budgetReached: reason });
+    expect(run.stdout).toContain("shardguard: spent $3.00 (budget $2.50)\n");
+    expect(run.stdout).toContain(`shardguard: ${reason}: no further shard was started\n`);
+  }, 120_000);
+
+  test("a bad budget is one line and exit 2, before any child", async () => {
+    const dir = sixDollarFiles();
+    for (const bad of ["-1", "0", "abc"]) {
+      const run = await runCli(["run", "--root", dir, "--budget-usd", bad]);
+      expect([run.code, run.stderr.trim().split("\n").length]).toEqual([2, 1]);
+      expect(run.stderr).toContain("expected a number of dollars above 0");
+    }
+  }, 60_000);
+});

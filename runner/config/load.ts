@@ -219,6 +219,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     resources: pickedValue<ResourceTable>(r, "resources") ?? {},
     emptyFiles: pickedValue<"pass" | "fail">(r, "emptyFiles") ?? "pass",
     updateTimings: optionalPath(r, "updateTimings"),
+    budgetUsd: pickedValue<number>(r, "budgetUsd") ?? null,
   };
   // 3. Report paths.
   checkDistinctReports(settings);

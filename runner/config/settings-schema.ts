@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { splitGlobList } from "../util/glob-list.ts";
+import { COST_SETTINGS, USD_KIND } from "./cost-settings.ts";
 
 /** The glob matcher (micromatch), loaded only by a run that sets globs: a plain run's start-up never pays for it. */
 const globs = () => require("../util/glob-match.ts") as typeof import("../util/glob-match.ts");
@@ -64,6 +65,8 @@ export interface RunSettings {
    * keeps plain `bun test`'s exit code; "fail" makes it a failure (docs/reports.md).
    */
   emptyFiles: "pass" | "fail";
+  /** Dollars the run may spend (docs/cost.md, "Budget"): once reached no further shard starts; null: none. */
+  budgetUsd?: number | null;
 }
 
 /**
@@ -87,6 +90,7 @@ type Kind =
   | "filesPerShard"
   | "seconds"
   | "nonnegSeconds"
+  | "usd"
   | "path"
   | "bool"
   | "names"
@@ -154,6 +158,7 @@ export const SETTINGS: readonly SettingSpec[] = [
       "from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; " +
       "--shard I/N is another thing: a slice of the plan for one CI machine",
   },
+  ...COST_SETTINGS,
   {
     key: "out",
     flag: "--out",
@@ -337,6 +342,7 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
       .transform((s) => Math.round(s * 1000)),
     accepted: `a number of seconds from 0 to ${Math.floor(MAX_MS / 1000)}`,
   },
+  usd: USD_KIND,
   path: { schema: z.string().min(1), accepted: "a non-empty path" },
   paths: {
     schema: z

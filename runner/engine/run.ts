@@ -19,7 +19,7 @@ import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts
 import { bunCapabilities, missingFeatures, type BunCapabilities } from "../results/bun-capabilities.ts";
 import type { ProgressSource } from "../report/progress.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
-import { summarizeCost } from "../results/cost-apply.ts";
+import { budgetFor, type RunBudget, runCost, unstartedReason } from "./budget.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
@@ -110,6 +110,8 @@ export class Run {
   private readonly redispatched: PlannedShard[] = [];
   /** Set once the first report write is asked for: from then on each shard's start writes the reports. */
   private firstWriteAsked = false;
+  /** `--budget-usd` (engine/budget.ts); null without one. */
+  private budget: RunBudget | null = null;
 
   /** Every shard of the run: the plan's, then the re-dispatched ones. */
   private allShards(): PlannedShard[] {
@@ -244,11 +246,12 @@ export class Run {
       { runId: this.runId, env, shardEnv, preload: this.preload, capabilities: this.capabilities },
       { logDir, junitDir, socketDir, handshakes, ensureDirs: dirs.ensure },
     );
+    this.budget = budgetFor(settings.budgetUsd, this.results, this.running);
     const pool = runPool(
       toRun,
       settings.jobs,
       (shard, enqueue, poolRelease) => this.dispatch(shard, ctx, enqueue, poolRelease),
-      () => this.cancelledBy !== null,
+      () => this.cancelledBy !== null || (this.budget?.reached() ?? false),
       this.locks.gate,
     );
     // The first write waits for the first wave's handshakes (exec/handshake-gate.ts): its CPU would hold them.
@@ -403,11 +406,9 @@ export class Run {
       if (done) return done;
       const reason = this.cancelledBy
         ? `run cancelled (${this.cancelledBy}) before this shard started`
-        : final
-          ? "never started"
-          : this.running.has(shard.index)
-            ? "still running when this report was written"
-            : "queued: not started when this report was written";
+        : !final && this.running.has(shard.index)
+          ? "still running when this report was written"
+          : unstartedReason(this.budget, final);
       return neverStarted(shard, reason + this.locks.notStartedNote(shard));
     });
   }
@@ -441,7 +442,7 @@ export class Run {
       this.shardResults(final).map((r) => this.locks.annotate(r)),
       this.inputs.quarantine,
     );
-    const cost = summarizeCost(shards);
+    const cost = runCost(shards, this.budget);
     const summary = { ...summarize(shards), ...(cost ? { cost } : {}) };
     const verdict = decideRun(shards, summary, {
       final,

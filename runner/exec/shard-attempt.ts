@@ -388,7 +388,10 @@ export class ShardAttempt {
         const test = this.events?.model.running();
         return test ? { name: cleanEventName(test.fullName), startedAtMs: test.startedAtMs } : null;
       },
-      spentUsd: () => this.cost?.spend.total.usd ?? 0,
+      spentUsd: () => {
+        this.drainCost();
+        return this.cost?.spend.total.usd ?? 0;
+      },
     };
   }
 

@@ -126,8 +126,13 @@ const INSPECTOR_BANNER = new RegExp(
 export function costLines(report: RunReport): string[] {
   const cost = report.summary.cost;
   if (!cost) return [];
+  const budget = cost.budgetUsd === undefined ? "" : ` (budget ${usdText(cost.budgetUsd, true)})`;
   const unfinished = cost.usdInUnfinished > 0 ? `; ${usdText(cost.usdInUnfinished)} in shards that did not finish` : "";
-  return [`shardguard: spent ${usdText(cost.usd)}${unfinished}`];
+  const lines = [`shardguard: spent ${usdText(cost.usd)}${budget}${unfinished}`];
+  if (cost.budgetReached) lines.push(`shardguard: ${cost.budgetReached}: no further shard was started`);
+  const none = cost.budgetUsd !== undefined && report.shards.every((s) => s.cost === undefined);
+  if (none) lines.push("shardguard: a budget is set but no shard recorded a cost (docs/cost.md)");
+  return lines;
 }
 
 /** The closing summary; `paths` null: reports not written (`runCopy`: the run's own report.json, when final). */

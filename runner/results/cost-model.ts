@@ -33,5 +33,9 @@ export const RunCostSchema = z.object({
   usd: z.number().nonnegative(),
   /** Dollars of the shards that did not finish: timed out, crashed or cancelled. */
   usdInUnfinished: z.number().nonnegative(),
+  /** `--budget-usd`; absent without a budget. */
+  budgetUsd: z.number().positive().optional(),
+  /** "budget of $20.00 reached ($20.41 spent)" once it stopped shards from starting; absent otherwise. */
+  budgetReached: z.string().optional(),
 });
 export type RunCost = z.infer<typeof RunCostSchema>;
