@@ -213,6 +213,18 @@ describe("--budget-usd", () => {
     expect(run.stdout).toContain(`shardguard: ${reason}: no further shard was started\n`);
   }, 120_000);
 
+  test("a budget with no cost recorded is said once; the run's verdict is its tests'", async () => {
+    const dir = makeSuite(
+      { "free.test.ts": 'import { test } from "bun:test";\ntest("free", () => {});\n' },
+      "sg-budget-",
+    );
+    const run = await runCli(["run", "--root", dir, "--timeout", "60", "--budget-usd", "5"], { limitMs: 60_000 });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("shardguard: spent $0.00 (budget $5)\n");
+    expect(run.stdout.split("a budget is set but no shard recorded a cost").length).toBe(2);
+    expect(readReport(dir).summary.cost).toEqual({ usd: 0, usdInUnfinished: 0, budgetUsd: 5 });
+  }, 60_000);
+
   test("a bad budget is one line and exit 2, before any child", async () => {
     const dir = sixDollarFiles();
     for (const bad of ["-1", "0", "abc"]) {
