@@ -234,3 +234,30 @@ describe("--budget-usd", () => {
     }
   }, 60_000);
 });
+
+describe("--budget-kill", () => {
+  test("ends running shards once the budget is reached (SIGTERM, grace), their spend kept", async () => {
+    const sleeper = (spend: boolean) => `import { test } from "bun:test";
+import { appendFileSync } from "node:fs";
+test("works a long time", async () => {
+  await Bun.sleep(500);
+  ${spend ? `appendFileSync(process.env.SHARDGUARD_COST_FILE!, '{"usd":1}\\n');` : ""}
+  await Bun.sleep(60_000);
+});
+`;
+    const dir = makeSuite({ "a.test.ts": sleeper(true), "b.test.ts": sleeper(false) }, "sg-budget-");
+    const args = ["run", "--root", dir, "--jobs", "2", "--timeout", "120", "--grace", "1"];
+    const run = await runCli([...args, "--budget-usd", "1", "--budget-kill"], { limitMs: 90_000 });
+    expect(run.code).toBe(1);
+    // Far below the 60 s the tests sleep: the budget ended them.
+    expect(run.ms).toBeLessThan(40_000);
+    const report = readReport(dir);
+    const reason = "budget of $1.00 reached ($1.00 spent)";
+    expect(report.shards.map((s) => [s.files[0], s.killedBy, s.reason])).toEqual([
+      ["a.test.ts", "cancel", `run cancelled (${reason})`],
+      ["b.test.ts", "cancel", `run cancelled (${reason})`],
+    ]);
+    expect(shardOf(report, "a.test.ts").tests.map((t) => [t.status, t.cost?.usd])).toEqual([["crashed", 1]]);
+    expect(report.summary.cost).toMatchObject({ usd: 1, usdInUnfinished: 1, budgetUsd: 1 });
+  }, 120_000);
+});

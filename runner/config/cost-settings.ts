@@ -26,3 +26,16 @@ export const COST_SETTINGS = [
     help: "dollars the run may spend (docs/cost.md): once the recorded cost reaches it, no further shard starts",
   },
 ] as const;
+
+/** `--budget-kill`: a flag with no value (`SHARDGUARD_BUDGET_KILL` 1 or true, `budget-kill = true`). */
+export const COST_BOOLEAN_FLAGS = {
+  "--budget-kill": { env: "SHARDGUARD_BUDGET_KILL", toml: "budget-kill" },
+} as const;
+
+/** The cost settings' values in RunSettings. */
+export interface CostSettingValues {
+  /** Dollars the run may spend (docs/cost.md, "Budget"): once reached no further shard starts; null: none. */
+  budgetUsd?: number | null;
+  /** At the budget, running shards are ended too (SIGTERM, grace, SIGKILL). */
+  budgetKill?: boolean;
+}

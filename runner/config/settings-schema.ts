@@ -4,13 +4,13 @@
  */
 import { z } from "zod";
 import { splitGlobList } from "../util/glob-list.ts";
-import { COST_SETTINGS, USD_KIND } from "./cost-settings.ts";
+import { COST_BOOLEAN_FLAGS, COST_SETTINGS, type CostSettingValues, USD_KIND } from "./cost-settings.ts";
 
 /** The glob matcher (micromatch), loaded only by a run that sets globs: a plain run's start-up never pays for it. */
 const globs = () => require("../util/glob-match.ts") as typeof import("../util/glob-match.ts");
 
 /** Final, validated settings of one run. Times are milliseconds, paths absolute. */
-export interface RunSettings {
+export interface RunSettings extends CostSettingValues {
   /** Directory test files are discovered in and children run in. */
   root: string;
   /** Shard processes running at once. */
@@ -65,8 +65,6 @@ export interface RunSettings {
    * keeps plain `bun test`'s exit code; "fail" makes it a failure (docs/reports.md).
    */
   emptyFiles: "pass" | "fail";
-  /** Dollars the run may spend (docs/cost.md, "Budget"): once reached no further shard starts; null: none. */
-  budgetUsd?: number | null;
 }
 
 /**
@@ -296,6 +294,7 @@ export const SETTINGS: readonly SettingSpec[] = [
 /** Boolean flags (no value). `--no-test-events` turns the inspector channel off. */
 export const BOOLEAN_FLAGS = {
   "--no-test-events": { env: "SHARDGUARD_NO_TEST_EVENTS", toml: "test-events" },
+  ...COST_BOOLEAN_FLAGS,
 } as const;
 
 export const DEFAULTS = {

@@ -4,6 +4,9 @@ import { summarizeCost, usdText } from "../results/cost-apply.ts";
 import type { RunCost } from "../results/cost-model.ts";
 import type { ShardResult } from "../results/report-model.ts";
 
+/** How often `--budget-kill` checks the spend while shards run, ms: each check reads every running cost file. */
+export const BUDGET_CHECK_MS = 250;
+
 /** What the budget reads: the shards decided, and the live spend of those running. */
 export interface SpendSources {
   decided: { values(): Iterable<ShardResult> };
@@ -24,6 +27,7 @@ export function budgetFor(
 export class RunBudget {
   /** The spend when the budget was first seen reached; null while it is not. */
   private reachedAt: number | null = null;
+  private killed = false;
 
   constructor(
     readonly limitUsd: number,
@@ -44,6 +48,25 @@ export class RunBudget {
     const spent = this.spent();
     if (spent >= this.limitUsd) this.reachedAt = spent;
     return this.reachedAt !== null;
+  }
+
+  /**
+   * With `kill`, checks the spend every {@link BUDGET_CHECK_MS} and, once reached, calls `end` on each running
+   * shard's process (the normal SIGTERM, grace, SIGKILL of exec/process.ts). Returns the stop of the check.
+   */
+  watch(kill: boolean, running: () => Iterable<{ process: { terminate(reason: "cancel"): void } }>): () => void {
+    if (!kill) return () => {};
+    const timer = setInterval(() => {
+      if (!this.reached()) return;
+      this.killed = true;
+      for (const shard of running()) shard.process.terminate("cancel");
+    }, BUDGET_CHECK_MS);
+    return () => clearInterval(timer);
+  }
+
+  /** Why a shard was ended at the budget (`--budget-kill`), as its cancel reason; null until then. */
+  killReason(): string | null {
+    return this.killed ? this.stopReason() : null;
   }
 
   /** "budget of $20.00 reached ($20.41 spent)": the reason of shards left unstarted; null while not reached. */

@@ -33,6 +33,7 @@ import { afterFailedFinalWrite, removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 import { RunResources } from "./run-resources.ts";
 import { shardContextFor } from "./shard-inputs.ts";
+import { markQuarantined } from "./quarantine-marks.ts";
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -247,6 +248,7 @@ export class Run {
       { logDir, junitDir, socketDir, handshakes, ensureDirs: dirs.ensure },
     );
     this.budget = budgetFor(settings.budgetUsd, this.results, this.running);
+    const unwatch = this.budget?.watch(settings.budgetKill === true, () => this.running.values());
     const pool = runPool(
       toRun,
       settings.jobs,
@@ -261,7 +263,7 @@ export class Run {
       void this.writeReports(false);
       pruning = pruneRuns(settings.out, this.runId);
     });
-    await pool;
+    await pool.finally(unwatch);
     await firstWrite;
 
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
@@ -305,7 +307,7 @@ export class Run {
       ctx,
       shard,
       hooks: this.shardHooks(shard, seen, release),
-      cancelled: () => this.cancelledBy,
+      cancelled: () => this.cancelledBy ?? this.budget?.killReason() ?? null,
     }).catch((error: unknown) => ({
       // 3. Our own failure costs this shard, not the run.
       result: this.ownFailure(shard, error, seen.proc),
@@ -483,19 +485,6 @@ export class Run {
       shards,
     };
   }
-}
-
-/** Shards with each test of `quarantine` marked; the same objects when nothing is quarantined. */
-function markQuarantined(shards: ShardResult[], quarantine: ReadonlySet<string> | undefined): ShardResult[] {
-  if (!quarantine || quarantine.size === 0) return shards;
-  return shards.map((shard) =>
-    shard.tests.some((t) => quarantine.has(`${t.file} > ${t.name}`))
-      ? {
-          ...shard,
-          tests: shard.tests.map((t) => (quarantine.has(`${t.file} > ${t.name}`) ? { ...t, quarantined: true } : t)),
-        }
-      : shard,
-  );
 }
 
 const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));
