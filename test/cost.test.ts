@@ -12,6 +12,7 @@ import type { ShardStatus } from "../runner/results/report-model.ts";
 import { COST_FILE_ENV, recordCost } from "../runner/cost/record.ts";
 import { parseJUnit } from "./helpers/junit-xml.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
+import { bunBinary, PINNED_BUN, SUPPORTED_BUNS } from "./helpers/bun-versions.ts";
 import { fixtureFilesIn, makeSuite, readReport, REPO, removeSuites, runCli, shardOf, tempDir } from "./helpers/cli.ts";
 
 afterAll(removeSuites);
@@ -260,4 +261,26 @@ test("works a long time", async () => {
     expect(shardOf(report, "a.test.ts").tests.map((t) => [t.status, t.cost?.usd])).toEqual([["crashed", 1]]);
     expect(report.summary.cost).toMatchObject({ usd: 1, usdInUnfinished: 1, budgetUsd: 1 });
   }, 120_000);
+});
+
+describe("on every supported Bun", () => {
+  for (const version of SUPPORTED_BUNS.filter((v) => v !== PINNED_BUN)) {
+    test(`Bun ${version}: the helper and raw lines reach their tests`, async () => {
+      const dir = makeSuite(fixtureFilesIn(SUITE, ["helper", "raw"]), "sg-cost-");
+      mkdirSync(path.join(dir, "node_modules"));
+      symlinkSync(REPO, path.join(dir, "node_modules", "shardguard"));
+      const bun = await bunBinary(version);
+      const run = await runCli(["run", "--root", dir, "--bun", bun, "--timeout", "60"], { limitMs: 90_000 });
+      expect(run.code).toBe(0);
+      const report = readReport(dir);
+      const usd = (file: string) => shardOf(report, file).tests.map((t) => [t.name, t.cost?.usd]);
+      expect([...usd("helper.test.ts"), ...usd("raw.test.ts")]).toEqual([
+        ["agent a", 0.25],
+        ["group > agent b", 0.5],
+        ["raw one", 1.125],
+        ["raw two", undefined],
+      ]);
+      expect(report.summary.cost).toEqual({ usd: 1.875, usdInUnfinished: 0 });
+    }, 120_000);
+  }
 });
