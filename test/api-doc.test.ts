@@ -79,7 +79,7 @@ describe("outside Bun", () => {
       const r = spawnSync(node!, [file], { cwd: dir, encoding: "utf8", timeout: 30_000 });
       expect(r.status).toBe(1);
       expect(r.stdout).toBe("");
-      expect(r.stderr).toMatch(/^Error: shardguard runs under Bun \(1\.3\.3 or newer\) only: .* \(this is node v\d+/m);
+      expect(r.stderr).toMatch(/^Error: shardguard runs under Bun \(1\.3\.0 or newer\) only: .* \(this is node v\d+/m);
       expect(r.stderr).not.toContain("ERR_UNKNOWN_FILE_EXTENSION");
     }
   });

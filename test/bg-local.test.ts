@@ -144,6 +144,19 @@ describe("bg --local", () => {
     );
   }, 60_000);
 
+  test("status shows what the run spent and its budget (docs/cost.md)", async () => {
+    const dir = makeSuite({
+      "paid.test.ts":
+        `import { test } from "bun:test";\nimport { appendFileSync } from "node:fs";\n` +
+        `test("paid", () => { appendFileSync(process.env.SHARDGUARD_COST_FILE!, '{"usd":0.5}\\n'); });\n`,
+    });
+    const started = await runCli(["bg", "--local", "--budget-usd", "3"], { cwd: dir });
+    expect(started.code).toBe(0);
+    expect((await follow(logOf(started.stdout), dir)).code).toBe(0);
+    const st = await runCli(["status", path.basename(logOf(started.stdout), ".log")], { cwd: dir });
+    expect(st.stdout).toMatch(/^ {2}spent: \$0\.50 \(budget \$3\)$/m);
+  }, 60_000);
+
   test("SIGTERM to the run ends EXIT=130; SIGKILL leaves no sentinel and status says incomplete", async () => {
     const dir = makeSuite(fixtureFiles("slow-pass"));
     const a = await runCli(["bg", "--local", "--lock", `sg-test-${process.pid}-a`], { cwd: dir });

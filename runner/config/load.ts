@@ -219,6 +219,11 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     resources: pickedValue<ResourceTable>(r, "resources") ?? {},
     emptyFiles: pickedValue<"pass" | "fail">(r, "emptyFiles") ?? "pass",
     updateTimings: optionalPath(r, "updateTimings"),
+    budgetUsd: pickedValue<number>(r, "budgetUsd") ?? null,
+    budgetKill:
+      args.booleans.has("--budget-kill") ||
+      ["1", "true"].includes(env.SHARDGUARD_BUDGET_KILL ?? "") ||
+      bunfig.table["budget-kill"] === true,
   };
   // 3. Report paths.
   checkDistinctReports(settings);

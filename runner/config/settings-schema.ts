@@ -4,12 +4,13 @@
  */
 import { z } from "zod";
 import { splitGlobList } from "../util/glob-list.ts";
+import { COST_BOOLEAN_FLAGS, COST_SETTINGS, type CostSettingValues, USD_KIND } from "./cost-settings.ts";
 
 /** The glob matcher (micromatch), loaded only by a run that sets globs: a plain run's start-up never pays for it. */
 const globs = () => require("../util/glob-match.ts") as typeof import("../util/glob-match.ts");
 
 /** Final, validated settings of one run. Times are milliseconds, paths absolute. */
-export interface RunSettings {
+export interface RunSettings extends CostSettingValues {
   /** Directory test files are discovered in and children run in. */
   root: string;
   /** Shard processes running at once. */
@@ -87,6 +88,7 @@ type Kind =
   | "filesPerShard"
   | "seconds"
   | "nonnegSeconds"
+  | "usd"
   | "path"
   | "bool"
   | "names"
@@ -154,6 +156,7 @@ export const SETTINGS: readonly SettingSpec[] = [
       "from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; " +
       "--shard I/N is another thing: a slice of the plan for one CI machine",
   },
+  ...COST_SETTINGS,
   {
     key: "out",
     flag: "--out",
@@ -291,6 +294,7 @@ export const SETTINGS: readonly SettingSpec[] = [
 /** Boolean flags (no value). `--no-test-events` turns the inspector channel off. */
 export const BOOLEAN_FLAGS = {
   "--no-test-events": { env: "SHARDGUARD_NO_TEST_EVENTS", toml: "test-events" },
+  ...COST_BOOLEAN_FLAGS,
 } as const;
 
 export const DEFAULTS = {
@@ -337,6 +341,7 @@ const kindSchemas: Record<Kind, { schema: z.ZodType; accepted: string }> = {
       .transform((s) => Math.round(s * 1000)),
     accepted: `a number of seconds from 0 to ${Math.floor(MAX_MS / 1000)}`,
   },
+  usd: USD_KIND,
   path: { schema: z.string().min(1), accepted: "a non-empty path" },
   paths: {
     schema: z

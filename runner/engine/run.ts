@@ -21,6 +21,7 @@ import { ConsoleReporter, type RunReporter } from "../report/console-reporter.ts
 import { bunCapabilities, missingFeatures, type BunCapabilities } from "../results/bun-capabilities.ts";
 import type { ProgressSource } from "../report/progress.ts";
 import { EXIT, REPORT_SCHEMA_VERSION, summarize } from "../results/codes.ts";
+import { budgetFor, type RunBudget, runCost, unstartedReason } from "./budget.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
@@ -33,6 +34,7 @@ import { afterFailedFinalWrite, removeStaleReports } from "./refused.ts";
 import { updateTimingsFile } from "./timings-update.ts";
 import { RunResources } from "./run-resources.ts";
 import { shardContextFor } from "./shard-inputs.ts";
+import { markQuarantined } from "./quarantine-marks.ts";
 
 /** Inputs of a run. */
 export interface RunInputs {
@@ -102,6 +104,8 @@ export class Run {
   private readonly redispatched: PlannedShard[] = [];
   /** Set once the first report write is asked for: from then on each shard's start writes the reports. */
   private firstWriteAsked = false;
+  /** `--budget-usd` (engine/budget.ts); null without one. */
+  private budget: RunBudget | null = null;
 
   /** Every shard of the run: the plan's, then the re-dispatched ones. */
   private allShards(): PlannedShard[] {
@@ -241,11 +245,13 @@ export class Run {
       { runId: this.runId, env, shardEnv, preload: this.preload, capabilities: this.capabilities },
       { logDir, junitDir, socketDir, handshakes, ensureDirs: dirs.ensure },
     );
+    this.budget = budgetFor(settings.budgetUsd, this.results, this.running);
+    const unwatch = this.budget?.watch(settings.budgetKill === true, () => this.running.values());
     const pool = runPool(
       toRun,
       settings.jobs,
       (shard, enqueue, poolRelease) => this.dispatch(shard, ctx, enqueue, poolRelease),
-      () => this.cancelledBy !== null,
+      () => this.cancelledBy !== null || (this.budget?.reached() ?? false),
       this.locks.gate,
     );
     // The first write waits for the first wave's handshakes (exec/handshake-gate.ts): its CPU would hold them.
@@ -255,7 +261,7 @@ export class Run {
       void this.writeReports(false);
       pruning = pruneRuns(settings.out, this.runId);
     });
-    await pool;
+    await pool.finally(unwatch);
     await firstWrite;
 
     // Anything of this run still alive (a shard's sweep raced a fork) dies now.
@@ -300,7 +306,7 @@ export class Run {
       ctx,
       shard,
       hooks: this.shardHooks(shard, seen, release),
-      cancelled: () => this.cancelledBy,
+      cancelled: () => this.cancelledBy ?? this.budget?.killReason() ?? null,
     }).catch((error: unknown) => ({
       // 3. Our own failure costs this shard, not the run.
       result: this.ownFailure(shard, error, seen.proc),
@@ -401,11 +407,9 @@ export class Run {
       if (done) return done;
       const reason = this.cancelledBy
         ? `run cancelled (${this.cancelledBy}) before this shard started`
-        : final
-          ? "never started"
-          : this.running.has(shard.index)
-            ? "still running when this report was written"
-            : "queued: not started when this report was written";
+        : !final && this.running.has(shard.index)
+          ? "still running when this report was written"
+          : unstartedReason(this.budget, final);
       return neverStarted(shard, reason + this.locks.notStartedNote(shard));
     });
   }
@@ -439,7 +443,8 @@ export class Run {
       this.shardResults(final).map((r) => this.locks.annotate(r)),
       this.inputs.quarantine,
     );
-    const summary = summarize(shards);
+    const cost = runCost(shards, this.budget);
+    const summary = { ...summarize(shards), ...(cost ? { cost } : {}) };
     const verdict = decideRun(shards, summary, {
       final,
       cancelledBy: this.cancelledBy,
@@ -479,19 +484,6 @@ export class Run {
       shards,
     };
   }
-}
-
-/** Shards with each test of `quarantine` marked; the same objects when nothing is quarantined. */
-function markQuarantined(shards: ShardResult[], quarantine: ReadonlySet<string> | undefined): ShardResult[] {
-  if (!quarantine || quarantine.size === 0) return shards;
-  return shards.map((shard) =>
-    shard.tests.some((t) => quarantine.has(`${t.file} > ${t.name}`))
-      ? {
-          ...shard,
-          tests: shard.tests.map((t) => (quarantine.has(`${t.file} > ${t.name}`) ? { ...t, quarantined: true } : t)),
-        }
-      : shard,
-  );
 }
 
 const strip = (list: Escapee[]) => list.map(({ pid, command, leftGroup }) => ({ pid, command, leftGroup }));

@@ -17,6 +17,8 @@ import { startProcess, type ProcessOutcome, type ProcessState, type ShardProcess
 import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
 import type { RunningShard, ShardContext, ShardHooks, ShardPaths } from "./shard-context.ts";
 import type { AttemptRecord } from "./shard-evidence.ts";
+import { CostFile } from "./cost-file.ts";
+import { COST_FILE_ENV } from "../cost/record.ts";
 
 /** The attempt could not be prepared (run directories not made again): the shard never started. */
 export class ShardNotStartedError extends Error {}
@@ -94,6 +96,7 @@ export class ShardAttempt {
   private arrivedAtMs = performance.now();
   private held: HeldMarks = { marks: null, count: null };
   private acks: StartAcks | null = null;
+  private cost: CostFile | null = null;
 
   constructor(private readonly o: AttemptOptions) {}
 
@@ -110,6 +113,7 @@ export class ShardAttempt {
       this.leaveGate();
       releaseMarks(this.held);
       this.acks?.close();
+      this.cost?.close();
     }
   }
 
@@ -141,6 +145,8 @@ export class ShardAttempt {
     const { paths, ctx, shard } = this.o;
     try {
       ctx.ensureDirs?.();
+      this.cost?.close();
+      this.cost = new CostFile(paths.cost);
     } catch (error) {
       throw new ShardNotStartedError((error as Error).message ?? String(error));
     }
@@ -168,6 +174,7 @@ export class ShardAttempt {
         socketPath,
         connectTimeoutMs: CONNECT_TIMEOUT_MS,
         onEvent: (event, message) => {
+          if (event.method === "TestReporter.end") this.drainCost();
           if (event.method === "TestReporter.found") acks.found();
           else if (event.method === "TestReporter.start") acks.start();
           model.apply(event);
@@ -185,6 +192,7 @@ export class ShardAttempt {
             journal.appendLine(message);
           },
           end: (id, status, elapsedNs, message) => {
+            this.drainCost();
             model.end(id, status, elapsedNs);
             journal.appendLine(message);
           },
@@ -234,6 +242,7 @@ export class ShardAttempt {
       [SHARD_ENV.inShard]: "1",
       [SHARD_ENV.runnerPid]: String(process.pid),
       [SHARD_ENV.marks]: paths.marks,
+      [COST_FILE_ENV]: paths.cost,
       // With --bail Bun ends the run without the afterAll flush: the preload then waits once before the first test.
       [SHARD_ENV.yieldEvents]: socketPath ? (bails(ctx.bunArgs) ? "bail" : "1") : "0",
       // Reverse connect: the runner listens first and the child dials in (events/inspector.ts).
@@ -317,6 +326,7 @@ export class ShardAttempt {
     const model = this.events?.model ?? null;
     // Tests defined through helper modules: mapped to their files by the preload's file records.
     model?.applyFileStarts(marks.filesStarted);
+    const cost = this.cost?.finish(() => this.testInFlight()) ?? null;
     const { unreadFrames, ...fromChannel } = channel;
     const record: AttemptRecord = {
       outcome,
@@ -327,6 +337,7 @@ export class ShardAttempt {
       ...fromChannel,
       listedAtEnd: this.listedAtEnd,
       marksDeleted: marksDeleted(this.held),
+      cost,
     };
     // Let the collector have the model's records before the verdict builds its entries.
     this.events = null;
@@ -354,6 +365,20 @@ export class ShardAttempt {
     };
   }
 
+  /**
+   * Reads the cost lines appended so far, before an `end` takes its test out of flight: a line read then is the
+   * ending test's even when the next test's `start` is still unread (docs/cost.md, "Which test a line is charged to").
+   */
+  private drainCost(): void {
+    this.cost?.drain(() => this.testInFlight());
+  }
+
+  /** The full name of the test in flight, as the reports name it (results/text.ts); null when none or no events. */
+  private testInFlight(): string | null {
+    const test = this.events?.model.running();
+    return test ? cleanEventName(test.fullName) : null;
+  }
+
   private view(proc: ShardProcess): RunningShard {
     return {
       shard: this.o.shard,
@@ -361,8 +386,11 @@ export class ShardAttempt {
       logPath: this.o.paths.log,
       inFlight: () => {
         const test = this.events?.model.running();
-        // Named as the reports will name it (results/text.ts).
         return test ? { name: cleanEventName(test.fullName), startedAtMs: test.startedAtMs } : null;
+      },
+      spentUsd: () => {
+        this.drainCost();
+        return this.cost?.spend.total.usd ?? 0;
       },
     };
   }

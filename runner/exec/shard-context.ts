@@ -43,6 +43,8 @@ export interface RunningShard {
   logPath: string;
   /** The test in flight by the events, with its start (performance.now() ms); null when none or no events. */
   inFlight(): { name: string; startedAtMs: number | undefined } | null;
+  /** Dollars its cost lines recorded so far (docs/cost.md). */
+  spentUsd(): number;
 }
 
 /** Hooks the caller gets while a shard runs. */
@@ -59,11 +61,13 @@ export interface ShardHooks {
   onSlotFree?: () => void;
 }
 
-/** The paths of one shard's run: its log, Bun's JUnit, the preload's marks. */
+/** The paths of one shard's run: its log, Bun's JUnit, the preload's marks, its cost file. */
 export interface ShardPaths {
   log: string;
   junit: string;
   marks: string;
+  /** `SHARDGUARD_COST_FILE` of its child (docs/cost.md). */
+  cost: string;
 }
 
 /** The paths of `shard` in the run's directories. */
@@ -72,5 +76,6 @@ export function shardPaths(ctx: ShardContext, shard: PlannedShard): ShardPaths {
     log: path.join(ctx.logDir, `shard-${shard.index}-${shard.slug}.log`),
     junit: path.join(ctx.junitDir, `shard-${shard.index}.xml`),
     marks: path.join(ctx.junitDir, `shard-${shard.index}.marks`),
+    cost: path.join(ctx.junitDir, `shard-${shard.index}.cost.jsonl`),
   };
 }

@@ -1,4 +1,5 @@
 /** A shard's evidence once its last attempt is over, and the pure step from it to its {@link ShardResult}. */
+import type { ShardSpend } from "../cost/ledger.ts";
 import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { KEPT_ERRORS_AT_EACH_END } from "../events/test-model.ts";
@@ -32,6 +33,8 @@ export interface AttemptRecord {
   listedAtEnd: ListedDescendant[];
   /** The marks file was deleted while the child ran, and read through the runner's descriptor. */
   marksDeleted?: boolean;
+  /** What its cost file recorded (docs/cost.md); null when the attempt had none. */
+  cost?: ShardSpend | null;
 }
 
 /** Bun's JUnit as read for a verdict. */

@@ -3,6 +3,7 @@ import type { PlannedShard } from "../plan/plan.ts";
 import { PINNED_CAPABILITIES } from "../results/bun-capabilities.ts";
 import type { ShardResult } from "../results/report-model.ts";
 import { neverStarted } from "../results/verdict.ts";
+import { withCost } from "../results/cost-apply.ts";
 import { bails, filtersByName, passesWithNoTests, retryCount } from "./bun-command.ts";
 import { ShardAttempt } from "./shard-attempt.ts";
 import { shardPaths, type ShardContext, type ShardHooks, type ShardPaths } from "./shard-context.ts";
@@ -88,7 +89,7 @@ class ShardRun {
     const junit = await readShardJUnit(this.paths.junit, shard, ctx.root, record);
     const consoleError = await consoleErrorOf(this.paths.log, record, junit);
     const filesStarted = await filesMarkedStarted(ctx.root, shard.files, record);
-    const result = decideShardResult({
+    const decided = decideShardResult({
       shard,
       record,
       junit,
@@ -99,6 +100,7 @@ class ShardRun {
       logPath: this.paths.log,
       settings: this.verdictSettings(),
     });
+    const result = withCost(decided, record.cost);
     return { result, filesNotStarted: filesNotStarted(shard.files, record, filesStarted) };
   }
 

@@ -69,7 +69,7 @@ export function testRows(report: RunReport): TestRow[] {
 function testRow(runId: string, shard: ShardResult, test: TestResult): TestRow {
   const r = shard.resources;
   const cpu = r && r.cpuUserMs !== null && r.cpuSystemMs !== null ? r.cpuUserMs + r.cpuSystemMs : null;
-  const cost = (test as { costUsd?: unknown }).costUsd;
+  const cost = test.cost?.usd;
   return {
     run_id: runId,
     file: test.file,

@@ -1,4 +1,5 @@
 /** Console reporter: plain lines, one per event that matters, so a CI log reads as a timeline. */
+import { usdText } from "../results/cost-apply.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import type { RunReport, ShardResult } from "../results/report-model.ts";
 import path from "node:path";
@@ -249,6 +250,19 @@ function slowestLines(report: RunReport): string[] {
   ];
 }
 
+/** The summary's spend line (docs/cost.md): "spent $4.12; $1.03 in shards that did not finish"; none without costs. */
+export function costLines(report: RunReport): string[] {
+  const cost = report.summary.cost;
+  if (!cost) return [];
+  const budget = cost.budgetUsd === undefined ? "" : ` (budget ${usdText(cost.budgetUsd, true)})`;
+  const unfinished = cost.usdInUnfinished > 0 ? `; ${usdText(cost.usdInUnfinished)} in shards that did not finish` : "";
+  const lines = [`shardguard: spent ${usdText(cost.usd)}${budget}${unfinished}`];
+  if (cost.budgetReached) lines.push(`shardguard: ${cost.budgetReached}: no further shard was started`);
+  const none = cost.budgetUsd !== undefined && report.shards.every((s) => s.cost === undefined);
+  if (none) lines.push("shardguard: a budget is set but no shard recorded a cost (docs/cost.md)");
+  return lines;
+}
+
 /** The closing summary; `paths` null: reports not written (`runCopy`: the run's own report.json, when final). */
 export function summaryLines(
   report: RunReport,
@@ -271,6 +285,7 @@ export function summaryLines(
     `shardguard: ${plural(s.shards.total, "shard")}: ${shardCounts || "none"}`,
     `shardguard: ${plural(s.tests.total, "test")}: ` +
       `${testCounts || "none"}${s.tests.flaky ? ` (${s.tests.flaky} flaky)` : ""}`,
+    ...costLines(report),
   ];
   for (const shard of report.shards) {
     lines.push(`  ${shard.status.padEnd(15)} ${secs(shard.durationMs).padStart(7)}  ${filesLabel(shard.files)}`);

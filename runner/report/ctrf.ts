@@ -60,6 +60,8 @@ export interface CtrfTest {
     failureType?: string;
     /** Quarantined (docs/history.md): its failure does not fail the run; absent otherwise. */
     quarantined?: true;
+    /** What it spent, as in report.json (docs/cost.md); absent when nothing was charged to it. */
+    cost?: TestResult["cost"];
   };
 }
 
@@ -103,7 +105,10 @@ export interface CtrfReport {
         logPath: string | null;
         notes?: string[];
         resources?: ShardResult["resources"];
+        cost?: ShardResult["cost"];
       }[];
+      /** `summary.cost` of report.json (docs/cost.md). */
+      cost?: RunReport["summary"]["cost"];
       /** `--shard I/N`: which slice of the plan this report covers. */
       slice?: { index: number; count: number };
       /** Hash of the sliced plan (sliced and merged reports). */
@@ -156,6 +161,7 @@ function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
         completed: valid.completed,
         cancelledBy: valid.cancelledBy,
         exitCode: valid.exitCode,
+        ...(valid.summary.cost ? { cost: valid.summary.cost } : {}),
         shards: valid.shards.map((s) => ({
           index: s.index,
           status: s.status,
@@ -163,6 +169,7 @@ function ctrfDocument(valid: RunReport, tests: CtrfTest[]): CtrfReport {
           logPath: s.logPath,
           ...(s.notes ? { notes: s.notes } : {}),
           ...(s.resources ? { resources: s.resources } : {}),
+          ...(s.cost ? { cost: s.cost } : {}),
         })),
         ...(valid.slice ? { slice: { index: valid.slice.index, count: valid.slice.count } } : {}),
         ...(valid.plan ? { planHash: valid.plan.hash } : {}),
@@ -232,5 +239,6 @@ function ctrfTest(test: TestResult, shard: number, note: string): CtrfTest {
       ? { shard, synthetic: test.synthetic, failureType: failure.errorName ?? failure.type }
       : { shard, synthetic: test.synthetic };
   if (test.quarantined) out.extra.quarantined = true;
+  if (test.cost) out.extra.cost = test.cost;
   return out;
 }

@@ -3,6 +3,7 @@
  * (cli/execute.ts decides, prints, appends). Text is made printable (util/terminal.ts), then escaped per GitHub's
  * "Workflow commands" format, so no test text can end a command early, add a property or start another command.
  */
+import { usdText } from "../results/cost-apply.ts";
 import path from "node:path";
 import type { RunReport, ShardResult, TestResult, TestStatus } from "../results/report-model.ts";
 import { redactReport } from "../results/redact.ts";
@@ -156,6 +157,7 @@ export function githubStepSummary(report: RunReport, options: GithubOptions = {}
   const repoRoot = options.repoRoot ?? report.root;
   const out = [
     ...summaryHeading(safe),
+    ...costSentence(safe),
     ...statusCountsTable(safe),
     ...notPassedTable(safe, repoRoot),
     ...flakyList(safe),
@@ -187,6 +189,15 @@ function summaryHeading(safe: RunReport): string[] {
     "",
   );
   return out;
+}
+
+/** The run's spend (docs/cost.md), a line and a blank one; none when no cost was recorded. */
+function costSentence(safe: RunReport): string[] {
+  const cost = safe.summary.cost;
+  if (!cost) return [];
+  const unfinished =
+    cost.usdInUnfinished > 0 ? `, ${usdText(cost.usdInUnfinished)} of it in shards that did not finish` : "";
+  return [`Spent ${usdText(cost.usd)}${unfinished}.`, ""];
 }
 
 /** The table of shard and test counts by status; a status no shard or test has gets no row. */

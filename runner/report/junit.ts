@@ -207,8 +207,23 @@ function uniqueNames(tests: readonly TestResult[]): string[] {
 /** Testcases rendered into one piece of {@link junitChunks}, unless their text reaches BATCH_CHARS first. */
 const TESTCASE_BATCH = 256;
 
-/** A quarantined test's mark (docs/history.md): a testcase property, as Jenkins and GitLab read them. */
-const QUARANTINED_PROPERTY = '      <properties><property name="quarantined" value="true"/></properties>\n';
+/**
+ * A testcase's one `<properties>` element, as Jenkins and GitLab read them: the quarantine mark (docs/history.md)
+ * and its cost (docs/cost.md, `cost.usd`, `cost.model`, …); "" when it has neither.
+ */
+function testcaseProperties(test: TestResult): string {
+  const props: [string, string][] = test.quarantined ? [["quarantined", "true"]] : [];
+  const cost = test.cost;
+  if (cost) {
+    props.push(["cost.usd", String(cost.usd)]);
+    if (cost.inputTokens !== undefined) props.push(["cost.inputTokens", String(cost.inputTokens)]);
+    if (cost.outputTokens !== undefined) props.push(["cost.outputTokens", String(cost.outputTokens)]);
+    if (cost.model !== undefined) props.push(["cost.model", cost.model]);
+    props.push(["cost.source", cost.source]);
+  }
+  if (props.length === 0) return "";
+  return `      <properties>${props.map(([name, value]) => `<property${attrs({ name, value })}/>`).join("")}</properties>\n`;
+}
 
 /** One indented `<testcase>`; `name` is sanitized, `fileAttrs` the suite's escaped ` classname="…" file="…"`. */
 function renderTestcase(
@@ -223,8 +238,8 @@ function renderTestcase(
     test.line === undefined ? "" : ` line="${typeof test.line === "number" ? test.line : xmlAttr(String(test.line))}"`;
   const open = `    <testcase name="${xmlAttr(name)}"${fileAttrs}${line} time="${formatSeconds(test.durationMs)}"`;
   // A pass without flaky attempts (nearly every testcase) has no children.
-  const quarantine = test.quarantined ? QUARANTINED_PROPERTY : "";
-  if (test.status === "passed" && !test.flaky && !quarantine) return `${open}/>\n`;
+  const properties = testcaseProperties(test);
+  if (test.status === "passed" && !test.flaky && !properties) return `${open}/>\n`;
   const note = shard.logPath === null ? "no log was written" : `full log: ${shard.logPath}`;
   const cap = (text: string) => capText(xmlSafe(text), maxBytes, note);
   const outcomes = outcomesOf(test, shard);
@@ -237,7 +252,7 @@ function renderTestcase(
       ? `      ${head}/>\n`
       : `      ${head}>${xmlText(cap(o.body))}</${o.element}>\n`;
   });
-  if (quarantine) children.unshift(quarantine);
+  if (properties) children.unshift(properties);
   return children.length === 0 ? `${open}/>\n` : `${open}>\n${children.join("")}    </testcase>\n`;
 }
 

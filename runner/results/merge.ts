@@ -1,4 +1,5 @@
 /** Merging slice reports of one plan (docs/sharding.md, "Merging"): every planned file once. Pure. */
+import { summarizeCost } from "./cost-apply.ts";
 import {
   EXIT,
   REPORT_SCHEMA_VERSION,
@@ -51,7 +52,8 @@ export function mergeSlices(inputs: readonly SliceReport[], options: MergeOption
     ? (finishes as string[]).sort().at(-1)!
     : options.now.toISOString();
   const allSlices = Array.from({ length: plan.slices }, (_, i) => i + 1);
-  const summary = summarize(ordered);
+  const cost = summarizeCost(ordered);
+  const summary = { ...summarize(ordered), ...(cost ? { cost } : {}) };
   return {
     schemaVersion: REPORT_SCHEMA_VERSION,
     runId: options.runId,

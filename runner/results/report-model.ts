@@ -3,6 +3,7 @@
  * docs/report.schema.json (runner/report/json-schema.ts). Durations in ms, timestamps ISO-8601 UTC.
  */
 import { z } from "zod";
+import { RunCostSchema, ShardCostSchema, TestCostSchema } from "./cost-model.ts";
 import { FAILURE_KINDS, REPORT_SCHEMA_VERSION, SHARD_STATUSES, TEST_STATUSES } from "./codes.ts";
 
 // Re-exported so importers of the model need not know codes.ts (which has them without zod).
@@ -78,6 +79,8 @@ export const TestResultSchema = z.object({
   synthetic: z.boolean().default(false),
   /** Listed in quarantine (docs/history.md): its real status is kept, its failure does not fail the run. */
   quarantined: z.boolean().optional(),
+  /** What it spent (docs/cost.md); absent when nothing was charged to it. */
+  cost: TestCostSchema.optional(),
 });
 export type TestResult = z.infer<typeof TestResultSchema>;
 
@@ -153,6 +156,8 @@ export const ShardResultSchema = z.object({
   waitedFor: z.array(z.string()).optional(),
   /** Where the per-test entries came from. */
   testSource: z.enum(["junit", "events", "junit+events", "synthetic"]),
+  /** What it spent (docs/cost.md); absent when no cost was recorded. */
+  cost: ShardCostSchema.optional(),
   tests: z.array(TestResultSchema),
 });
 export type ShardResult = z.infer<typeof ShardResultSchema>;
@@ -226,6 +231,8 @@ export const SummarySchema = z.object({
     total: z.number().int().nonnegative(),
     flaky: z.number().int().nonnegative(),
   }),
+  /** What the run spent (docs/cost.md); absent when no shard recorded a cost. */
+  cost: RunCostSchema.optional(),
 });
 export type Summary = z.infer<typeof SummarySchema>;
 
@@ -350,6 +357,7 @@ export const PLAIN_TEST_KEYS = [
   "attemptFailures",
   "synthetic",
   "quarantined",
+  "cost",
 ] as const;
 
 const TEST_STATUS_SET: ReadonlySet<unknown> = new Set(TEST_STATUSES);
@@ -363,6 +371,8 @@ function plainTestCopy(test: unknown): TestResult | null {
   if (typeof test !== "object" || test === null || Object.getPrototypeOf(test) !== Object.prototype) return null;
   const { name, file, line, status, durationMs, failure, retries, flaky, attemptFailures, synthetic, quarantined } =
     test as Record<string, unknown>;
+  // A cost is rare and nested: zod copies it.
+  if ((test as Record<string, unknown>).cost !== undefined) return null;
   if (typeof name !== "string" || typeof file !== "string" || !TEST_STATUS_SET.has(status)) return null;
   if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs < Infinity)) return null;
   if ((line !== undefined && !isCount(line)) || (retries !== undefined && !isCount(retries))) return null;

@@ -12,6 +12,7 @@ import { runTool } from "../../exec/detach.ts";
 import { ghRunView, ghRunner } from "../../exec/gh.ts";
 import { ConfigError } from "../../config/settings-schema.ts";
 import { EXIT, summarize, type RunReport } from "../../results/report-model.ts";
+import { usdText } from "../../results/cost-apply.ts";
 import { oneLine, plural } from "../../util/format.ts";
 import type { Host } from "../../engine/host.ts";
 import { githubRepoOf } from "./checkout.ts";
@@ -109,6 +110,14 @@ function readReportCopy(record: BgRecord): RunReport | null {
   }
 }
 
+/** "  spent so far: $1.20 (budget $20)" from the report's `summary.cost` (ended shards'); none without costs. */
+function spendLine(report: RunReport, running: boolean): string[] {
+  const cost = report.summary.cost;
+  if (!cost) return [];
+  const budget = cost.budgetUsd === undefined ? "" : ` (budget ${usdText(cost.budgetUsd, true)})`;
+  return [`  spent${running ? " so far" : ""}: ${usdText(cost.usd)}${budget}`];
+}
+
 /** Ended shards' counts and each running shard's test in flight; a dead run's open shards were in flight then. */
 async function progressLines(record: BgRecord, report: RunReport, running: boolean): Promise<string[]> {
   const logDir = path.join(record.out, "runs", record.runId!, "logs");
@@ -129,6 +138,7 @@ async function progressLines(record: BgRecord, report: RunReport, running: boole
         t.flaky ? `, ${t.flaky} flaky` : ""
       }`,
   ];
+  lines.push(...spendLine(report, running));
   for (const shard of open) {
     const log = path.join(logDir, `shard-${shard.index}-${shard.slug}.log`);
     if (!existsSync(log)) continue;
