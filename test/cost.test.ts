@@ -174,6 +174,9 @@ describe("a fake-agent suite", () => {
     expect(run.stdout).toContain("shardguard: spent $3.875; $2.00 in shards that did not finish\n");
     expect(readFileSync(summaryFile, "utf8")).toContain("Spent $3.875, $2.00 of it in shards that did not finish.");
     expectOtherReports(path.join(dir, ".shardguard"));
+    const html = readFileSync(path.join(dir, ".shardguard", "report.html"), "utf8");
+    expect(html).toContain('<span id="spent">spent $3.875, $2.00 in unfinished shards</span>');
+    expect(html.split('"cost":"$2.00"').length).toBe(2);
     expect((await validateJUnitXml(readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8"))).errors).toEqual(
       [],
     );
