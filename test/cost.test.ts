@@ -7,6 +7,8 @@ import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { CostLedger } from "../runner/cost/ledger.ts";
 import { readCostLine } from "../runner/cost/lines.ts";
+import { parsePreset } from "../runner/presets/preset-schema.ts";
+import { layersBelow } from "../runner/presets/preset-values.ts";
 import { summarizeCost, usdText } from "../runner/results/cost-apply.ts";
 import type { ShardStatus } from "../runner/results/report-model.ts";
 import { COST_FILE_ENV, recordCost } from "../runner/cost/record.ts";
@@ -174,6 +176,9 @@ describe("a fake-agent suite", () => {
     expect(run.stdout).toContain("shardguard: spent $3.875; $2.00 in shards that did not finish\n");
     expect(readFileSync(summaryFile, "utf8")).toContain("Spent $3.875, $2.00 of it in shards that did not finish.");
     expectOtherReports(path.join(dir, ".shardguard"));
+    const html = readFileSync(path.join(dir, ".shardguard", "report.html"), "utf8");
+    expect(html).toContain('<span id="spent">spent $3.875, $2.00 in unfinished shards</span>');
+    expect(html.split('"cost":"$2.00"').length).toBe(2);
     expect((await validateJUnitXml(readFileSync(path.join(dir, ".shardguard", "junit.xml"), "utf8"))).errors).toEqual(
       [],
     );
@@ -225,6 +230,13 @@ describe("--budget-usd", () => {
     expect(run.stdout.split("a budget is set but no shard recorded a cost").length).toBe(2);
     expect(readReport(dir).summary.cost).toEqual({ usd: 0, usdInUnfinished: 0, budgetUsd: 5 });
   }, 60_000);
+
+  test("a preset's budget-usd is a layer below [shardguard], checked by the setting's rule", () => {
+    const preset = parsePreset("paid", { globs: ["a.test.ts"], "budget-usd": "2.5" }, "bunfig.toml [x]");
+    expect(preset.budgetUsd).toBe(2.5);
+    expect(layersBelow(preset)[0]!.values).toMatchObject({ budgetUsd: 2.5 });
+    expect(parsePreset("free", { globs: ["a.test.ts"] }, "bunfig.toml [x]").budgetUsd).toBeNull();
+  });
 
   test("a bad budget is one line and exit 2, before any child", async () => {
     const dir = sixDollarFiles();

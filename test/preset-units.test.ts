@@ -155,6 +155,9 @@ describe("preset schema and extension", () => {
     expect(err(`[shardguard.presets.x]\nglobs = ["a"]\nempty-files = "no"\n`)).toBe(
       'invalid bunfig.toml [shardguard.presets.x] empty-files "no": expected pass or fail',
     );
+    expect(err(`[shardguard.presets.x]\nglobs = ["a"]\nbudget-usd = -2\n`)).toBe(
+      "invalid bunfig.toml [shardguard.presets.x] budget-usd -2: expected a number of dollars above 0, such as 20 or 2.5",
+    );
     expect(configError(() => getPreset(loadPresets(tree({})), "gstack-pad"))).toBe(
       'invalid --preset "gstack-pad": no such preset; accepted: gstack-paid',
     );

@@ -151,6 +151,8 @@ export const PresetSchema = z
     resources: z.unknown().optional(),
     /** A file that registers no tests: "pass" or "fail" (`empty-files`; checked by its rule in parsePreset). */
     "empty-files": z.unknown().optional(),
+    /** Dollars the run may spend (the `budget-usd` setting; checked by its rule in parsePreset). */
+    "budget-usd": z.unknown().optional(),
   })
   .superRefine((p, ctx) => {
     if (p.tier) {
@@ -258,6 +260,8 @@ export interface Preset {
   resources: ResourceTable;
   /** How a file that registers no tests is judged (`empty-files`, below `[shardguard]`); null: the default. */
   emptyFiles: "pass" | "fail" | null;
+  /** Dollars the run may spend (`budget-usd`, below `[shardguard]`, docs/cost.md); null: no budget. */
+  budgetUsd: number | null;
 }
 
 /**
@@ -277,7 +281,7 @@ function numberSetting(
 function convert(name: string, raw: Raw, source: string, where: string): Preset {
   const s = raw.selection;
   // The same rules, and messages, as the settings themselves (config/settings-schema.ts).
-  const setting = (key: "exclusive" | "resources" | "emptyFiles", rawKey: keyof Raw = key as keyof Raw) =>
+  const setting = (key: "exclusive" | "resources" | "emptyFiles" | "budgetUsd", rawKey: keyof Raw = key as keyof Raw) =>
     parseSettingValue(SETTINGS.find((x) => x.key === key)!, raw[rawKey], `${where} ${String(rawKey)}`);
   return {
     name,
@@ -338,6 +342,7 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
     exclusive: raw.exclusive === undefined ? [] : (setting("exclusive") as string[]),
     resources: raw.resources === undefined ? {} : (setting("resources") as ResourceTable),
     emptyFiles: raw["empty-files"] === undefined ? null : (setting("emptyFiles", "empty-files") as "pass" | "fail"),
+    budgetUsd: raw["budget-usd"] === undefined ? null : (setting("budgetUsd", "budget-usd") as number),
   };
 }
 

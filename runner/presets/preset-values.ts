@@ -91,6 +91,7 @@ export function layersBelow(preset: Preset): SettingLayer[] {
         ...(preset.exclusive.length > 0 ? { exclusive: preset.exclusive } : {}),
         ...(Object.keys(preset.resources).length > 0 ? { resources: preset.resources } : {}),
         ...(preset.emptyFiles ? { emptyFiles: preset.emptyFiles } : {}),
+        ...(preset.budgetUsd !== null ? { budgetUsd: preset.budgetUsd } : {}),
       },
     },
   ];

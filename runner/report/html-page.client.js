@@ -46,6 +46,7 @@
  * @property {{ ms: number, for: string[] } | null} waited
  * @property {string[]} notes
  * @property {number} leftovers
+ * @property {string | null} cost what it spent, as text ("$1.25"); null when it recorded no cost
  * @property {string | null} logPath
  * @property {string | null} tail
  */
@@ -640,6 +641,7 @@
       if (tl.sigkillMs !== null) facts.push(`SIGKILL at ${secs(tl.sigkillMs)}`);
     }
     facts.push(s.signal ? `signal ${s.signal}` : `exit ${s.exitCode}`);
+    if (s.cost !== null) facts.push(`spent ${s.cost}`);
     return facts;
   }
 

@@ -14,6 +14,7 @@
  */
 import type { RunReport, ShardResources, ShardResult, TestStatus } from "../results/report-model.ts";
 import { TEST_STATUSES } from "../results/report-model.ts";
+import { usdText } from "../results/cost-apply.ts";
 import { HTML_REPORT_MARK } from "./html-mark.ts";
 import { PAGE_CSS, PAGE_SCRIPT } from "./html-page.ts";
 import { escapeHtml, jsonForScript } from "./html-text.ts";
@@ -83,6 +84,15 @@ export function* htmlChunks(report: RunReport, extras: HtmlExtras = {}): Generat
   yield `</script>\n<script>${PAGE_SCRIPT}</script>\n</body>\n</html>\n`;
 }
 
+/** The run's spend in the header's facts (docs/cost.md): "spent $4.12 (budget $20), $1.03 in unfinished shards". */
+function costFacts(report: RunReport): string[] {
+  const cost = report.summary.cost;
+  if (!cost) return [];
+  const budget = cost.budgetUsd === undefined ? "" : ` (budget ${usdText(cost.budgetUsd, true)})`;
+  const unfinished = cost.usdInUnfinished > 0 ? `, ${usdText(cost.usdInUnfinished)} in unfinished shards` : "";
+  return [`<span id="spent">spent ${usdText(cost.usd)}${budget}${unfinished}</span>`];
+}
+
 function header(report: RunReport): string {
   const t = report.summary.tests;
   const counts: [string, string, number][] = [
@@ -123,6 +133,7 @@ function header(report: RunReport): string {
     );
     facts.push(`<span id="merged">merged from ${report.merged.slices.length} slices (${slices.join("; ")})</span>`);
   }
+  facts.push(...costFacts(report));
   if (report.preset)
     facts.push(
       `preset ${escapeHtml(report.preset.name)}${report.preset.tier ? `, tier ${escapeHtml(report.preset.tier)}` : ""}`,
@@ -215,6 +226,7 @@ function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, u
     waited: s.waitedMs !== undefined ? { ms: round(s.waitedMs), for: s.waitedFor ?? [] } : null,
     notes: s.notes ?? [],
     leftovers: s.leftovers.length,
+    cost: s.cost ? usdText(s.cost.usd) : null,
     logPath: s.logPath,
     logIncomplete: s.logIncomplete,
     tail: extras.logTails?.get(s.index) ?? null,
