@@ -190,6 +190,9 @@ describe("verdicts come from exit status, Bun's JUnit and events, never from pri
     const shard = readReport(solo).shards[0]!;
     expect(shard.status).toBe("crashed");
     expect(shard.tests.some((t) => t.status === "passed")).toBe(false);
+    // The batch's log opens with its whole file list, the file that never ran included.
+    const head = readFileSync(shard.logPath!, "utf8").split("\n")[0];
+    expect(head).toMatch(/^shardguard: shard \d+: a-exit\.test\.ts b-fail\.test\.ts$/);
   });
 
   test("an empty file alone exits 0, as plain bun test; --empty-files fail fails it, naming the setting", async () => {

@@ -1,5 +1,5 @@
 /** After a shard's child exited: did its log take every byte? Judged from the file and its file system only. */
-import { closeSync, fstatSync, readFileSync, statfsSync, statSync } from "node:fs";
+import { closeSync, fstatSync, readFileSync, statfsSync, statSync, writeSync } from "node:fs";
 import path from "node:path";
 import { openAppendRegularSync } from "../util/regular-file.ts";
 import { isUnlinked, restoreUnlinked } from "../util/unlinked.ts";
@@ -13,13 +13,26 @@ export interface ShardLog {
   error: string | null;
 }
 
-/** Opens the shard's log for appending, mode 0600; never blocks (a test may have put a FIFO there). */
-export function openShardLog(logPath: string): ShardLog {
+/**
+ * Opens the shard's log for appending, mode 0600; never blocks (a test may have put a FIFO there). `header`: a line
+ * the runner writes first (a batch's file list); a failed write of it (disk full) costs the run nothing.
+ */
+export function openShardLog(logPath: string, header?: string): ShardLog {
   try {
     const fd = openAppendRegularSync(logPath, 0o600);
-    return { fd, sizeAtOpen: fstatSync(fd).size, error: null };
+    const sizeAtOpen = fstatSync(fd).size;
+    if (header) writeHeader(fd, header);
+    return { fd, sizeAtOpen, error: null };
   } catch (error) {
     return { fd: null, sizeAtOpen: 0, error: (error as Error).message };
+  }
+}
+
+function writeHeader(fd: number, line: string): void {
+  try {
+    writeSync(fd, `${line}\n`);
+  } catch {
+    // The reports hold the same list.
   }
 }
 

@@ -25,6 +25,8 @@ export interface ProcessSpec {
   env: Record<string, string | undefined>;
   /** The child's stdout and stderr, one O_APPEND descriptor (mode 0600). */
   logPath: string;
+  /** A line the runner writes to the log before the child starts (a batch's full file list); none when absent. */
+  logHeader?: string;
   timeoutMs: number;
   /** SIGTERM → SIGKILL delay. */
   graceMs: number;
@@ -200,7 +202,7 @@ export class ShardProcess {
   private async run(): Promise<ProcessOutcome> {
     const [command, ...args] = this.spec.argv;
     // Opened synchronously so the log exists once startProcess returns; a failed open must not cost the run.
-    const log = openShardLog(this.spec.logPath);
+    const log = openShardLog(this.spec.logPath, this.spec.logHeader);
     const logFd = log.fd;
     let child: ChildProcess;
     // Made before the spawn, so the move right after it is one write.

@@ -266,6 +266,8 @@ export class ShardAttempt {
       cwd: ctx.root,
       env,
       logPath: paths.log,
+      // The console names a batch in one short line; its log keeps the whole list.
+      ...(shard.files.length > 1 ? { logHeader: `shardguard: shard ${shard.index}: ${shard.files.join(" ")}` } : {}),
       timeoutMs: ctx.timeoutMs,
       graceMs: ctx.graceMs,
       cookie: `${SHARD_ENV.cookie}=${cookie}`,
