@@ -83,6 +83,9 @@ function checkout(origin = "acme/widgets", extra: Record<string, string> = {}) {
 const bg = (c: ReturnType<typeof checkout>, ...args: string[]) =>
   runCli(["bg", ...args], { cwd: c.dir, env: c.env, limitMs: 30_000 });
 const logOf = (stdout: string) => /log (\/\S+\.log)/.exec(stdout)?.[1] ?? "";
+/** `status LOG --follow` of the run `bg` printed, to its end. */
+const followToEnd = (c: { dir: string; env: Record<string, string | undefined> }, stdout: string) =>
+  runCli(["status", logOf(stdout), "--follow"], { cwd: c.dir, env: c.env, limitMs: 30_000 });
 
 describe("dispatch", () => {
   test("passes expected_sha and the nonce, finds the run by nonce, and maps each conclusion", async () => {
@@ -101,11 +104,7 @@ describe("dispatch", () => {
       expect(started.stderr).toBe("");
       expect(started.code).toBe(0);
       expect(started.stdout).toContain(`backend=dispatch tested=${c.sha}`);
-      const followed = await runCli(["status", logOf(started.stdout), "--follow"], {
-        cwd: c.dir,
-        env: c.env,
-        limitMs: 30_000,
-      });
+      const followed = await followToEnd(c, started.stdout);
       expect(followed.code).toBe(code);
       const log = readFileSync(logOf(started.stdout), "utf8");
       expect(log.trimEnd().split("\n").at(-1)).toBe(`### shardguard EXIT=${code} ###`);
@@ -174,11 +173,7 @@ describe("dispatch", () => {
       const before = c.readCalls().length;
       const started = await bg(c, "--dispatch", "--repo", "acme/widgets", "--lock", "dedupe-lane");
       expect(started.code).toBe(0);
-      const followed = await runCli(["status", logOf(started.stdout), "--follow"], {
-        cwd: c.dir,
-        env: c.env,
-        limitMs: 30_000,
-      });
+      const followed = await followToEnd(c, started.stdout);
       const dispatchedAgain = c
         .readCalls()
         .slice(before)
@@ -202,9 +197,7 @@ describe("dispatch", () => {
     const started = await bg(c, "--dispatch", "--preset", "paid", "--tier", "periodic", "--lock", "paid-lane");
     expect(started.stderr).toBe("");
     expect(started.code).toBe(0);
-    expect(
-      (await runCli(["status", logOf(started.stdout), "--follow"], { cwd: c.dir, env: c.env, limitMs: 30_000 })).code,
-    ).toBe(0);
+    expect((await followToEnd(c, started.stdout)).code).toBe(0);
     const dispatched = c.readCalls().find((a) => a[0] === "workflow" && a[1] === "run")!;
     expect(dispatched.slice(0, 7)).toEqual(["workflow", "run", "paid.yml", "--repo", "acme/widgets", "--ref", "main"]);
     expect(dispatched).toContain("tier=periodic");
@@ -220,9 +213,7 @@ describe("dispatch", () => {
     const started = await bg(c, "--dispatch", "--repo", "acme/widgets");
     expect(started.stderr).toBe("");
     expect(started.code).toBe(0);
-    expect(
-      (await runCli(["status", logOf(started.stdout), "--follow"], { cwd: c.dir, env: c.env, limitMs: 30_000 })).code,
-    ).toBe(0);
+    expect((await followToEnd(c, started.stdout)).code).toBe(0);
   }, 60_000);
 
   test("status CI_RUN_ID asks gh; --follow waits for the conclusion and exits with its code", async () => {
@@ -301,11 +292,7 @@ describe("dispatch", () => {
     expect(started.code).toBe(0);
     expect(started.stdout).toContain("running locally, not on CI: 1 file is modified");
     expect(started.stdout).toContain("backend=local");
-    const followed = await runCli(["status", logOf(started.stdout), "--follow"], {
-      cwd: c.dir,
-      env: c.env,
-      limitMs: 30_000,
-    });
+    const followed = await followToEnd(c, started.stdout);
     expect(followed.code).toBe(0);
   }, 60_000);
 
@@ -317,11 +304,7 @@ describe("dispatch", () => {
     expect(started.stdout).not.toContain("not on CI");
     expect(started.stdout).not.toContain("gh ");
     expect(readFileSync(logOf(started.stdout), "utf8")).toContain("backend=local");
-    const followed = await runCli(["status", logOf(started.stdout), "--follow"], {
-      cwd: c.dir,
-      env: c.env,
-      limitMs: 30_000,
-    });
+    const followed = await followToEnd(c, started.stdout);
     expect(followed.code).toBe(0);
   }, 60_000);
 });
