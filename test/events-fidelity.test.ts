@@ -5,7 +5,7 @@
  * docs/bun-behaviour.md), bounded error lists, and the note of a shard whose
  * events were lost.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ELAPSED_WRAP_NS, testDurationNs } from "../runner/events/elapsed.ts";
 import { TestEventModel } from "../runner/events/test-model.ts";
 import { parseInspectorMessage } from "../runner/events/wire.ts";
@@ -190,27 +190,41 @@ describe("lostEventsNote (events/event-evidence.ts): a shard whose events were l
 });
 
 describe("tests over 2^31 ns in a shard killed at its timeout (durations from the events alone)", () => {
+  /** One shard on Bun `version`: a 2.8 s test, then one that hangs until the 5 s timeout. */
+  const runOn = async (version: string) => {
+    const dir = makeSuite({
+      "slow.test.ts":
+        'import { describe, test } from "bun:test";\n' +
+        'describe("checkout", () => {\n  test("pays in 2.8 s", async () => { await Bun.sleep(2800); });\n' +
+        '  test("hangs", async () => { await new Promise(() => {}); }, 60_000);\n});\n',
+    });
+    const run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--bun",
+      await bunBinary(version),
+      "--timeout",
+      "5",
+      "--grace",
+      "1",
+    ]);
+    return { code: run.code, tests: readReport(dir).shards[0]!.tests };
+  };
+  // Every Bun at once: each run waits on a sleep and its timeout, not on a core. One that threw fails its own test.
+  const runs = new Map<string, Awaited<ReturnType<typeof runOn>> | Error>();
+  beforeAll(async () => {
+    await Promise.all(
+      SUPPORTED_BUNS.map(async (version) => runs.set(version, await runOn(version).catch((e: Error) => e))),
+    );
+  }, 90_000);
+
   for (const version of SUPPORTED_BUNS) {
-    test(`Bun ${version}: a 2.8 s test keeps its duration`, async () => {
-      const dir = makeSuite({
-        "slow.test.ts":
-          'import { describe, test } from "bun:test";\n' +
-          'describe("checkout", () => {\n  test("pays in 2.8 s", async () => { await Bun.sleep(2800); });\n' +
-          '  test("hangs", async () => { await new Promise(() => {}); }, 60_000);\n});\n',
-      });
-      const run = await runCli([
-        "run",
-        "--root",
-        dir,
-        "--bun",
-        await bunBinary(version),
-        "--timeout",
-        "5",
-        "--grace",
-        "1",
-      ]);
-      expect(run.code).toBe(1);
-      const tests = readReport(dir).shards[0]!.tests;
+    test(`Bun ${version}: a 2.8 s test keeps its duration`, () => {
+      const run = runs.get(version)!;
+      if (run instanceof Error) throw run;
+      const { code, tests } = run;
+      expect(code).toBe(1);
       const paid = tests.find((t) => t.name === "checkout > pays in 2.8 s")!;
       expect(paid.status).toBe("passed");
       // On 1.3.13 the runner's receive interval is the duration; a start read late under load shortens it by up to
@@ -218,6 +232,6 @@ describe("tests over 2^31 ns in a shard killed at its timeout (durations from th
       expect(paid.durationMs).toBeGreaterThan(2300);
       expect(paid.durationMs).toBeLessThan(3800);
       expect(tests.find((t) => t.name === "checkout > hangs")!.status).toBe("timed-out");
-    }, 60_000);
+    });
   }
 });
