@@ -6,10 +6,12 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { readReport, runCli, survivors, waitFor, removeSuites } from "./helpers/cli.ts";
+import { readReport, runCli, runIdOfRunner, survivors, waitFor, removeSuites } from "./helpers/cli.ts";
 import { makeSuite } from "./helpers/cli.ts";
 import { validateJUnitXml } from "./helpers/xsd.ts";
 import { alive } from "./helpers/processes.ts";
+import { makeTestCgroup } from "./helpers/test-cgroup.ts";
+import { removeCgroupTree, TEST_CGROUP_ENV } from "../runner/exec/cgroups.ts";
 
 test("kill -9 of the runner mid-run: no shard process alive within 2 s, reports valid and honest", async () => {
   const slow = 'import { test } from "bun:test";\ntest("slow", async () => { await Bun.sleep(20_000); });\n';
@@ -121,7 +123,8 @@ test("kill -9 of the runner while a shard has a setsid'd " +
       match: /START escape\.test\.ts/,
       act: (pid) =>
         void waitFor(() => existsSync(pidFile), 10_000).then(() => {
-          runId = readReport(dir).runId;
+          // From the shard child's cookie: report.json may not be written yet on a loaded machine.
+          runId = runIdOfRunner(pid) ?? "";
           guardians = guardiansOf(runId);
           const stat = readFileSync(`/proc/${readFileSync(pidFile, "utf8").trim()}/stat`, "utf8");
           escapeeSid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
@@ -131,6 +134,7 @@ test("kill -9 of the runner while a shard has a setsid'd " +
     },
   });
   expect(run.signal).toBe("SIGKILL");
+  expect(runId).not.toBe("");
   const escapee = Number(readFileSync(pidFile, "utf8"));
   // The guardian was there, and the grandchild really left the group and the session.
   expect(guardians.length).toBe(1);
@@ -154,6 +158,7 @@ test("kill -9 of the runner while a shard has a setsid'd " +
 async function killRunnerWithHermeticGrandchild(
   command: string,
   guardianToo = false,
+  env: Record<string, string> = {},
 ): Promise<{ pid: number; goneIn3s: boolean; cgroups: boolean }> {
   const dir = makeSuite({
     "hermetic.test.ts": grandchildTest(command, "env: {}, ", "grandchild.pid"),
@@ -162,6 +167,7 @@ async function killRunnerWithHermeticGrandchild(
   let killedAt = 0;
   let cgroups = false;
   const run = await runCli(["run", "--root", dir, "--timeout", "60"], {
+    env,
     onLine: {
       match: /START hermetic\.test\.ts/,
       act: (pid) =>
@@ -176,7 +182,8 @@ async function killRunnerWithHermeticGrandchild(
               return false;
             }
           });
-          if (guardianToo) for (const guardian of guardiansOf(readReport(dir).runId)) process.kill(guardian, "SIGKILL");
+          if (guardianToo)
+            for (const guardian of guardiansOf(runIdOfRunner(pid) ?? "")) process.kill(guardian, "SIGKILL");
           killedAt = performance.now();
           process.kill(pid, "SIGKILL");
         }),
@@ -205,17 +212,22 @@ test("kill -9 of the runner while a shard's grandchild has an empty environment 
 
 test("kill -9 of the runner and its guardian: the next run's stale-run " +
   "sweep kills what the dead run's shard cgroup still holds, cookie or not", async () => {
-  const { pid, cgroups } = await killRunnerWithHermeticGrandchild("/usr/bin/setsid /bin/sleep 60", true);
+  // Shard cgroups under a parent of this test's own: any other run on the machine (a parallel test
+  // file) sweeps dead runners' cgroups beside its own at its start, and would do this run's job first.
+  const cgroup = makeTestCgroup("sg-stale-test");
+  const env: Record<string, string> = cgroup ? { [TEST_CGROUP_ENV]: cgroup } : {};
+  const { pid, cgroups } = await killRunnerWithHermeticGrandchild("/usr/bin/setsid /bin/sleep 60", true, env);
   try {
     expect(alive(pid)).toBe(true);
     const dir = makeSuite({ "a.test.ts": 'import { test } from "bun:test";\ntest("quick", () => {});\n' });
-    const run = await runCli(["run", "--root", dir]);
+    const run = await runCli(["run", "--root", dir], { env });
     expect(run.code).toBe(0);
     // Without cgroups no sweep can find it (docs/architecture.md, "Runner death").
     expect(readReport(dir).sweeps.staleRuns.some((e) => e.pid === pid)).toBe(cgroups);
     expect(await waitFor(() => !alive(pid), 2_000)).toBe(cgroups);
   } finally {
     if (alive(pid)) process.kill(pid, "SIGKILL");
+    if (cgroup) await waitFor(() => removeCgroupTree(cgroup), 2_000);
   }
 }, 60_000);
 

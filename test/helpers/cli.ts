@@ -153,6 +153,32 @@ export function survivors(runId: string): number[] {
 }
 
 /**
+ * The run id of a live runner, read from the cookie (`SHARDGUARD_RUN=<run id>:<shard>`) in the
+ * environment of its shard children (Linux /proc): known as soon as a shard runs, unlike
+ * report.json, whose first write waits for the first wave's handshakes. Null when no child has one.
+ */
+export function runIdOfRunner(runnerPid: number): string | null {
+  let children: string[];
+  try {
+    children = readFileSync(`/proc/${runnerPid}/task/${runnerPid}/children`, "utf8").trim().split(/\s+/);
+  } catch {
+    return null;
+  }
+  for (const child of children) {
+    try {
+      const entry = readFileSync(`/proc/${child}/environ`, "utf8")
+        .split("\0")
+        .find((kv) => kv.startsWith("SHARDGUARD_RUN="));
+      const value = entry?.slice("SHARDGUARD_RUN=".length);
+      if (value?.includes(":")) return value.slice(0, value.lastIndexOf(":"));
+    } catch {
+      // The child ended while we looked.
+    }
+  }
+  return null;
+}
+
+/**
  * Pids of live, non-zombie processes with an environment entry starting with
  * `prefix` (e.g. `NAME=value`), read from Linux /proc. Independent of the
  * runner's own sweep code, so tests can check and clean up after it.
