@@ -40,6 +40,7 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
       base: "{out}/evals",
       slug: "file-stem",
     },
+    "cost-adapter": "gstack-eval",
     selection: {
       touchfiles: "test/helpers/touchfiles.ts",
       "touchfiles-export": "E2E_TOUCHFILES",
