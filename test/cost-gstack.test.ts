@@ -95,3 +95,55 @@ describe("gstack-paid reads gstack's eval results as the cost source", () => {
     else expect(shard.cost?.unattributedUsd).toBe(0.75);
   }, 60_000);
 });
+
+describe("gstack-paid's hard caps are its budget", () => {
+  const costs = JSON.stringify({ "alpha-basic": 0.25, "beta-flow": 1.5, "llm-judge": 0.125 });
+
+  test("EVALS_BUDGET_HARD_CAP_GATE stops the gate tier: after one shard no further one starts", () => {
+    repo.clean();
+    const r = repo.run([BUN, CLI, "run", "--preset", "gstack-paid"], {
+      FIXTURE_EVAL_COSTS: costs,
+      EVALS_PREFLIGHT_OK: "1",
+      EVALS_JOBS: "1",
+      EVALS_BUDGET_HARD_CAP_GATE: "0.1",
+      // Another tier's cap, and the umbrella, lose to the tier's own.
+      EVALS_BUDGET_HARD_CAP_PERIODIC: "50",
+      EVALS_BUDGET_HARD_CAP: "60",
+    });
+    expect(r.code).toBe(1);
+    const rep = report();
+    expect(rep.summary.cost?.budgetUsd).toBe(0.1);
+    const unstarted = rep.shards.filter((s) => s.status === "never-started");
+    expect(unstarted).toHaveLength(2);
+    for (const s of unstarted) expect(s.reason).toMatch(/^budget of \$0\.10 reached \(\$0\.\d+ spent\)$/);
+  }, 60_000);
+
+  test("the umbrella EVALS_BUDGET_HARD_CAP applies without the tier's; an explicit --budget-usd wins", () => {
+    repo.clean();
+    const env = { FIXTURE_EVAL_COSTS: costs, EVALS_PREFLIGHT_OK: "1", EVALS_JOBS: "1", EVALS_BUDGET_HARD_CAP: "70" };
+    const run = repo.run([BUN, CLI, "run", "--preset", "gstack-paid", "--budget-usd", "0.1"], env);
+    expect(run.code).toBe(1);
+    expect(report().summary.cost?.budgetUsd).toBe(0.1);
+    expect(report().shards.filter((s) => s.status === "never-started")).toHaveLength(2);
+    repo.clean();
+    const umbrella = repo.run([BUN, CLI, "run", "--preset", "gstack-paid"], env);
+    expect(umbrella.code).toBe(0);
+    expect(report().summary.cost?.budgetUsd).toBe(70);
+    expect(report().shards.filter((s) => s.status === "never-started")).toHaveLength(0);
+  }, 90_000);
+
+  test("a bad cap is one line naming the variable, exit 2, and nothing starts", () => {
+    repo.clean();
+    const r = repo.run([BUN, CLI, "run", "--preset", "gstack-paid"], {
+      FIXTURE_EVAL_COSTS: costs,
+      EVALS_PREFLIGHT_OK: "1",
+      EVALS_BUDGET_HARD_CAP_GATE: "lots",
+    });
+    expect(r.code).toBe(2);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("EVALS_BUDGET_HARD_CAP_GATE");
+    expect(lines[0]).toContain("a number of dollars above 0");
+    expect(repo.ranTests()).toEqual([]);
+  }, 30_000);
+});

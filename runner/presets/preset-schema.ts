@@ -155,6 +155,8 @@ export const PresetSchema = z
     "budget-usd": z.unknown().optional(),
     /** Reads the shards' spend from their shard directories too (docs/cost.md, "Adapters"); needs `shard-dir`. */
     "cost-adapter": z.enum(["gstack-eval"]).optional(),
+    /** Variables carrying the run's budget, by tier ("*": any tier), above SHARDGUARD_BUDGET_USD (docs/cost.md). */
+    "budget-env": z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]+)$/, "expected a tier name or *"), envName).default({}),
   })
   .superRefine((p, ctx) => {
     if (p["cost-adapter"] && !p["shard-dir"])
@@ -268,6 +270,8 @@ export interface Preset {
   budgetUsd: number | null;
   /** The adapter reading each shard directory's spend (docs/cost.md, "Adapters"); null: the cost file only. */
   costAdapter: "gstack-eval" | null;
+  /** Variables carrying the budget: a tier's own first, then "*" (gstack's EVALS_BUDGET_HARD_CAP_*). */
+  budgetEnv: Record<string, string>;
 }
 
 /**
@@ -350,6 +354,7 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
     emptyFiles: raw["empty-files"] === undefined ? null : (setting("emptyFiles", "empty-files") as "pass" | "fail"),
     budgetUsd: raw["budget-usd"] === undefined ? null : (setting("budgetUsd", "budget-usd") as number),
     costAdapter: raw["cost-adapter"] ?? null,
+    budgetEnv: raw["budget-env"],
   };
 }
 
