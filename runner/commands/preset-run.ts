@@ -207,6 +207,14 @@ export async function executePresetRun(
       predecided: p.skipped,
       preset: { name: p.preset.name, via: p.via, tier: p.tier?.name ?? null, selection: p.selection?.reason ?? null },
       ...(provenance ? { provenance } : {}),
+      ...(shardDir && p.preset.costAdapter
+        ? {
+            costAdapter: {
+              adapter: p.preset.costAdapter,
+              dirOf: (shard: PlannedShard) => path.join(shardDir.base, "shards", shardDirName(shardDir.spec, shard)),
+            },
+          }
+        : {}),
       ...(shardDir || isolates(p.settings.bunArgs)
         ? {
             shardEnv: (shard: PlannedShard) => ({

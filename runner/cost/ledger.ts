@@ -6,6 +6,8 @@ export interface CostSum {
   usd: number;
   inputTokens?: number;
   outputTokens?: number;
+  /** Tokens of a source that does not split input from output (gstack's `tokens_used`). */
+  tokens?: number;
   model?: string;
 }
 
@@ -37,6 +39,8 @@ export function addCost(into: CostSum | undefined, add: CostSum): CostSum {
   const outputTokens = tokens(into?.outputTokens, add.outputTokens);
   if (inputTokens !== undefined) sum.inputTokens = inputTokens;
   if (outputTokens !== undefined) sum.outputTokens = outputTokens;
+  const unsplit = tokens(into?.tokens, add.tokens);
+  if (unsplit !== undefined) sum.tokens = unsplit;
   const model = into === undefined ? add.model : into.model === add.model ? add.model : "mixed";
   if (model !== undefined) sum.model = model;
   return sum;

@@ -11,7 +11,7 @@ import { filtersByName, SHARD_ENV } from "../exec/bun-command.ts";
 import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, watchGroups, type Escapee, type ShardProcess } from "../exec/process.ts";
-import { runShard, type RunningShard, type ShardContext, type ShardHooks } from "../exec/shard.ts";
+import { runShard, type CostAdapter, type RunningShard, type ShardContext, type ShardHooks } from "../exec/shard.ts";
 import { ShardNotStartedError } from "../exec/shard-attempt.ts";
 import { FIRST_REPORT_WAIT_MS, HandshakeGate } from "../exec/handshake-gate.ts";
 import type { Plan, PlannedShard } from "../plan/plan.ts";
@@ -47,6 +47,8 @@ export interface RunInputs {
   out: ConsoleOut;
   /** Per-shard environment additions (presets). */
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
+  /** A preset's cost adapter: where it reads each shard's spend besides the cost file (docs/cost.md). */
+  costAdapter?: CostAdapter;
   /** Shards decided before the run (e.g. skipped-by-diff); they are not spawned. */
   predecided?: ShardResult[];
   /** Called once every shard has ended, before the summary is printed (stops live progress). */
@@ -239,10 +241,10 @@ export class Run {
     const handshakes = new HandshakeGate();
     const dirs = new RunDirsKeeper(settings.out, { runDir: this.runDir!, logDir, junitDir }, this.preload, out);
     let pruning: Promise<void> = Promise.resolve();
-    const { env, shardEnv } = this.inputs;
+    const { env, shardEnv, costAdapter } = this.inputs;
     const ctx = shardContextFor(
       settings,
-      { runId: this.runId, env, shardEnv, preload: this.preload, capabilities: this.capabilities },
+      { runId: this.runId, env, shardEnv, costAdapter, preload: this.preload, capabilities: this.capabilities },
       { logDir, junitDir, socketDir, handshakes, ensureDirs: dirs.ensure },
     );
     this.budget = budgetFor(settings.budgetUsd, this.results, this.running);

@@ -2,7 +2,7 @@
 import { readBunfigTable } from "../config/load.ts";
 import type { RunSettings } from "../config/settings-schema.ts";
 import { coverageThreshold } from "../exec/coverage.ts";
-import type { ShardContext } from "../exec/shard.ts";
+import type { CostAdapter, ShardContext } from "../exec/shard.ts";
 import type { PlannedShard } from "../plan/plan.ts";
 import type { BunCapabilities } from "../results/bun-capabilities.ts";
 
@@ -11,6 +11,7 @@ export interface ShardInputs {
   runId: string;
   env: Record<string, string | undefined>;
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
+  costAdapter?: CostAdapter | undefined;
   preload: string | undefined;
   capabilities: BunCapabilities;
 }
@@ -34,6 +35,7 @@ export function shardContextFor(
     socketDir: dirs.socketDir,
     env: run.env,
     ...(run.shardEnv ? { shardEnv: run.shardEnv } : {}),
+    ...(run.costAdapter ? { costAdapter: run.costAdapter } : {}),
     handshakes: dirs.handshakes,
     preload: run.preload,
     coverageThreshold: coverageThreshold(settings.root, settings.bunArgs),

@@ -18,6 +18,7 @@ import { VERDICT_WAIT_MS } from "./handshake-gate.ts";
 import type { RunningShard, ShardContext, ShardHooks, ShardPaths } from "./shard-context.ts";
 import type { AttemptRecord } from "./shard-evidence.ts";
 import { CostFile } from "./cost-file.ts";
+import { EvalDirReader } from "./eval-dir.ts";
 import { COST_FILE_ENV } from "../cost/record.ts";
 
 /** The attempt could not be prepared (run directories not made again): the shard never started. */
@@ -25,6 +26,9 @@ export class ShardNotStartedError extends Error {}
 
 /** Budget for the inspector handshake, ms. Past it the shard runs without events. */
 export const CONNECT_TIMEOUT_MS = 5_000;
+
+/** File times lag the wall clock by up to a kernel tick: an eval file this much older than the spawn still counts. */
+const MTIME_SLACK_MS = 100;
 
 /** The longest wait for the child's side of the channel to close once its group is gone, ms. */
 const CHANNEL_CLOSE_WAIT_MS = 1_000;
@@ -97,6 +101,7 @@ export class ShardAttempt {
   private held: HeldMarks = { marks: null, count: null };
   private acks: StartAcks | null = null;
   private cost: CostFile | null = null;
+  private evals: EvalDirReader | null = null;
 
   constructor(private readonly o: AttemptOptions) {}
 
@@ -147,6 +152,8 @@ export class ShardAttempt {
       ctx.ensureDirs?.();
       this.cost?.close();
       this.cost = new CostFile(paths.cost);
+      const adapter = ctx.costAdapter;
+      this.evals = adapter ? new EvalDirReader(adapter.dirOf(shard), Date.now() - MTIME_SLACK_MS) : null;
     } catch (error) {
       throw new ShardNotStartedError((error as Error).message ?? String(error));
     }
@@ -329,6 +336,7 @@ export class ShardAttempt {
     // Tests defined through helper modules: mapped to their files by the preload's file records.
     model?.applyFileStarts(marks.filesStarted);
     const cost = this.cost?.finish(() => this.testInFlight()) ?? null;
+    const evalCost = this.evals?.finish(() => this.testInFlight()) ?? null;
     const { unreadFrames, ...fromChannel } = channel;
     const record: AttemptRecord = {
       outcome,
@@ -340,6 +348,7 @@ export class ShardAttempt {
       listedAtEnd: this.listedAtEnd,
       marksDeleted: marksDeleted(this.held),
       cost,
+      evalCost,
     };
     // Let the collector have the model's records before the verdict builds its entries.
     this.events = null;
@@ -373,6 +382,7 @@ export class ShardAttempt {
    */
   private drainCost(): void {
     this.cost?.drain(() => this.testInFlight());
+    this.evals?.poll(() => this.testInFlight(), true);
   }
 
   /** The full name of the test in flight, as the reports name it (results/text.ts); null when none or no events. */
@@ -391,8 +401,10 @@ export class ShardAttempt {
         return test ? { name: cleanEventName(test.fullName), startedAtMs: test.startedAtMs } : null;
       },
       spentUsd: () => {
-        this.drainCost();
-        return this.cost?.spend.total.usd ?? 0;
+        this.cost?.drain(() => this.testInFlight());
+        // The adapter's files at a bounded rate (exec/eval-dir.ts EVAL_POLL_MS): they are whole JSON documents.
+        this.evals?.poll(() => this.testInFlight());
+        return (this.cost?.spend.total.usd ?? 0) + (this.evals?.spentUsd() ?? 0);
       },
     };
   }

@@ -20,6 +20,8 @@ export interface ShardContext {
   env: Record<string, string | undefined>;
   /** Per-shard environment additions (presets), merged over `env`. */
   shardEnv?: (shard: PlannedShard) => Record<string, string>;
+  /** A preset's cost adapter (docs/cost.md, "Adapters"): the eval directory it reads for each shard. */
+  costAdapter?: CostAdapter;
   /** The run's pending handshakes, which a shard's evidence and verdict wait for; none: they never wait. */
   handshakes?: HandshakeGate;
   /** The child preload the shards load (exec/coverage.ts); SHARD_PRELOAD when absent. */
@@ -34,6 +36,13 @@ export interface ShardContext {
   emptyFiles?: "pass" | "fail";
   /** Remakes run directories a test may have deleted, before each spawn and at a child's end of run. Throws. */
   ensureDirs?: () => void;
+}
+
+/** Which adapter reads a shard's spend besides its cost file, and where (a preset's `cost-adapter`). */
+export interface CostAdapter {
+  adapter: "gstack-eval";
+  /** The shard's eval directory (absolute): what the preset sets as its shard directory. */
+  dirOf: (shard: PlannedShard) => string;
 }
 
 /** Live view of a running shard, for progress displays. */

@@ -1,5 +1,6 @@
 /** A shard's evidence once its last attempt is over, and the pure step from it to its {@link ShardResult}. */
 import type { ShardSpend } from "../cost/ledger.ts";
+import type { EvalSpend } from "../cost/gstack-eval.ts";
 import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { KEPT_ERRORS_AT_EACH_END } from "../events/test-model.ts";
@@ -35,6 +36,8 @@ export interface AttemptRecord {
   marksDeleted?: boolean;
   /** What its cost file recorded (docs/cost.md); null when the attempt had none. */
   cost?: ShardSpend | null;
+  /** What the preset's cost adapter read of its eval directory (docs/cost.md, "Adapters"); null without one. */
+  evalCost?: EvalSpend | null;
 }
 
 /** Bun's JUnit as read for a verdict. */

@@ -18,7 +18,7 @@ import {
 } from "./shard-evidence.ts";
 
 export { CONNECT_TIMEOUT_MS } from "./shard-attempt.ts";
-export type { RunningShard, ShardContext, ShardHooks } from "./shard-context.ts";
+export type { CostAdapter, RunningShard, ShardContext, ShardHooks } from "./shard-context.ts";
 
 /** A shard's result, and the planned files in which no test started. */
 export interface ShardOutcome {
@@ -100,7 +100,7 @@ class ShardRun {
       logPath: this.paths.log,
       settings: this.verdictSettings(),
     });
-    const result = withCost(decided, record.cost);
+    const result = withCost(decided, record.cost, record.evalCost);
     return { result, filesNotStarted: filesNotStarted(shard.files, record, filesStarted) };
   }
 

@@ -40,6 +40,13 @@ export const BUILTIN_PRESETS: Readonly<Record<string, Record<string, unknown>>> 
       base: "{out}/evals",
       slug: "file-stem",
     },
+    "cost-adapter": "gstack-eval",
+    // gstack's own per-run caps (its test/skill-budget-regression.test.ts), here a budget that acts during the run.
+    "budget-env": {
+      gate: "EVALS_BUDGET_HARD_CAP_GATE",
+      periodic: "EVALS_BUDGET_HARD_CAP_PERIODIC",
+      "*": "EVALS_BUDGET_HARD_CAP",
+    },
     selection: {
       touchfiles: "test/helpers/touchfiles.ts",
       "touchfiles-export": "E2E_TOUCHFILES",

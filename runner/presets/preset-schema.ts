@@ -153,8 +153,14 @@ export const PresetSchema = z
     "empty-files": z.unknown().optional(),
     /** Dollars the run may spend (the `budget-usd` setting; checked by its rule in parsePreset). */
     "budget-usd": z.unknown().optional(),
+    /** Reads the shards' spend from their shard directories too (docs/cost.md, "Adapters"); needs `shard-dir`. */
+    "cost-adapter": z.enum(["gstack-eval"]).optional(),
+    /** Variables carrying the run's budget, by tier ("*": any tier), above SHARDGUARD_BUDGET_USD (docs/cost.md). */
+    "budget-env": z.record(z.string().regex(/^(\*|[A-Za-z0-9_-]+)$/, "expected a tier name or *"), envName).default({}),
   })
   .superRefine((p, ctx) => {
+    if (p["cost-adapter"] && !p["shard-dir"])
+      ctx.addIssue({ code: "custom", path: ["cost-adapter"], message: "reads the shard directories: set shard-dir" });
     if (p.tier) {
       if (!p.tier.values.includes(p.tier.default)) {
         ctx.addIssue({
@@ -262,6 +268,10 @@ export interface Preset {
   emptyFiles: "pass" | "fail" | null;
   /** Dollars the run may spend (`budget-usd`, below `[shardguard]`, docs/cost.md); null: no budget. */
   budgetUsd: number | null;
+  /** The adapter reading each shard directory's spend (docs/cost.md, "Adapters"); null: the cost file only. */
+  costAdapter: "gstack-eval" | null;
+  /** Variables carrying the budget: a tier's own first, then "*" (gstack's EVALS_BUDGET_HARD_CAP_*). */
+  budgetEnv: Record<string, string>;
 }
 
 /**
@@ -343,6 +353,8 @@ function convert(name: string, raw: Raw, source: string, where: string): Preset 
     resources: raw.resources === undefined ? {} : (setting("resources") as ResourceTable),
     emptyFiles: raw["empty-files"] === undefined ? null : (setting("emptyFiles", "empty-files") as "pass" | "fail"),
     budgetUsd: raw["budget-usd"] === undefined ? null : (setting("budgetUsd", "budget-usd") as number),
+    costAdapter: raw["cost-adapter"] ?? null,
+    budgetEnv: raw["budget-env"],
   };
 }
 

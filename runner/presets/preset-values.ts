@@ -60,8 +60,21 @@ export function splitLineFlags(flags: readonly CommandFlag[]): LineFlags {
  * The layers above `SHARDGUARD_*` (docs/presets.md, "Where values come from").
  * @throws ConfigError for a value that is not a valid count or millisecond figure
  */
-export function layersAbove(preset: Preset, req: LineRequest, line: LineFlags): SettingLayer[] {
+export function layersAbove(
+  preset: Preset,
+  req: LineRequest,
+  line: LineFlags,
+  tier: string | null = null,
+): SettingLayer[] {
   const above: SettingLayer[] = [];
+  const budgetVar = [tier === null ? undefined : preset.budgetEnv[tier], preset.budgetEnv["*"]].find(
+    (v) => v !== undefined && nonEmpty(req.env[v]) !== undefined,
+  );
+  if (budgetVar)
+    above.push({
+      from: budgetVar,
+      values: { budgetUsd: parseSettingValue(spec("budgetUsd"), req.env[budgetVar], budgetVar) as number },
+    });
   if (line.timeout)
     above.push({
       from: `${req.flagsWhere} --timeout`,

@@ -163,7 +163,7 @@ export async function preparePresetRun(req: PresetRequest): Promise<PreparedPres
   const line = splitLineFlags(req.commandFlags);
 
   // 3. Every value, with its source, and the shard flags.
-  const { settings, jobs, timeoutMs, maxConcurrency } = settleValues(preset, req, line);
+  const { settings, jobs, timeoutMs, maxConcurrency } = settleValues(preset, req, line, tier?.name ?? null);
 
   // 4. Files: the preset's, limited to the ones asked for; then tiers and shards.
   const files = presetRunFiles(preset, root, req, settings.out);
@@ -212,8 +212,9 @@ function settleValues(
   preset: Preset,
   req: PresetRequest,
   line: LineFlags,
+  tier: string | null,
 ): Pick<PreparedPresetRun, "settings" | "jobs" | "timeoutMs" | "maxConcurrency"> {
-  const above = layersAbove(preset, req, line);
+  const above = layersAbove(preset, req, line, tier);
   const below = layersBelow(preset);
   const concurrency = concurrencyInputs(preset, req, line);
   const { settings: resolved, sources } = resolveSettingsWithSources({

@@ -218,6 +218,7 @@ function testcaseProperties(test: TestResult): string {
     props.push(["cost.usd", String(cost.usd)]);
     if (cost.inputTokens !== undefined) props.push(["cost.inputTokens", String(cost.inputTokens)]);
     if (cost.outputTokens !== undefined) props.push(["cost.outputTokens", String(cost.outputTokens)]);
+    if (cost.tokens !== undefined) props.push(["cost.tokens", String(cost.tokens)]);
     if (cost.model !== undefined) props.push(["cost.model", cost.model]);
     props.push(["cost.source", cost.source]);
   }

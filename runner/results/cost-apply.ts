@@ -1,42 +1,77 @@
 /** Puts a shard's recorded spend on its result: each test's part on its entry, the rest on the shard (pure). */
-import { roundUsd, type CostSum, type ShardSpend } from "../cost/ledger.ts";
+import { addCost, roundUsd, type CostSum, type ShardSpend } from "../cost/ledger.ts";
+import { matchEvalEntry, type EvalEntry, type EvalSpend } from "../cost/gstack-eval.ts";
 import type { RunCost, TestCost } from "./cost-model.ts";
 import type { ShardResult, TestResult } from "./report-model.ts";
 
 /**
- * `result` with `spend` on it: per-test sums on the entries of the same name (the last such entry, so a retried
- * test of Bun 1.3.13's JUnit shows it once), sums for names no entry has added to the shard's unattributed part,
- * and a note for refused lines. `result` itself when nothing was recorded.
+ * `result` with `spend` (its cost file) and `evals` (a preset's adapter, docs/cost.md "Adapters") on it: per-test
+ * sums on the entries of the same name (the last such entry, so a retried test of Bun 1.3.13's JUnit shows it
+ * once), sums for names no entry has added to the shard's unattributed part, and a note for refused input.
+ * `result` itself when nothing was recorded.
  */
-export function withCost(result: ShardResult, spend: ShardSpend | null | undefined): ShardResult {
-  if (!spend || spend.lines === 0) return result;
+export function withCost(
+  result: ShardResult,
+  spend: ShardSpend | null | undefined,
+  evals?: EvalSpend | null,
+): ShardResult {
+  const fromFile = spend && spend.lines > 0 ? spend : null;
+  const fromEvals = evals && (evals.entries.length > 0 || evals.problems.length > 0) ? evals : null;
+  if (!fromFile && !fromEvals) return result;
   const last = new Map<string, number>();
   result.tests.forEach((test, i) => {
     last.set(test.name, i);
   });
   const costs = new Map<number, TestCost>();
-  let unattributedUsd = spend.unattributedUsd;
-  for (const [name, sum] of spend.perTest) {
-    const i = last.get(name);
+  let unattributedUsd = 0;
+  const charge = (name: string | null, sum: CostSum, source: TestCost["source"]) => {
+    const i = name === null ? undefined : last.get(name);
     if (i === undefined) unattributedUsd = roundUsd(unattributedUsd + sum.usd);
-    else costs.set(i, testCost(sum, "cost-file"));
+    else costs.set(i, { ...addCost(costs.get(i), sum), source });
+  };
+  let total: CostSum = { usd: 0 };
+  if (fromFile) {
+    unattributedUsd = fromFile.unattributedUsd;
+    total = fromFile.total;
+    for (const [name, sum] of fromFile.perTest) charge(name, sum, "cost-file");
+  }
+  if (fromEvals) {
+    const names = [...last.keys()];
+    fromEvals.entries.forEach(({ entry, inFlight }, i) => {
+      const sum = evalSum(entry);
+      total = addCost(fromFile || i > 0 ? total : undefined, sum);
+      charge(matchEvalEntry(entry, names) ?? inFlight, sum, fromEvals.adapter);
+    });
   }
   const tests = costs.size === 0 ? result.tests : result.tests.map((t, i) => withTestCost(t, costs.get(i)));
-  const { usd, inputTokens, outputTokens } = spend.total;
+  const { usd, inputTokens, outputTokens, tokens } = total;
   const cost = {
     usd,
     ...(inputTokens !== undefined ? { inputTokens } : {}),
     ...(outputTokens !== undefined ? { outputTokens } : {}),
+    ...(tokens !== undefined ? { tokens } : {}),
     unattributedUsd,
-    lines: spend.lines,
-    badLines: spend.badLines,
+    lines: fromFile?.lines ?? 0,
+    badLines: fromFile?.badLines ?? 0,
+    ...(fromEvals ? { adapter: fromEvals.adapter, evalEntries: fromEvals.entries.length } : {}),
   };
-  const notes = spend.badLines > 0 ? [...(result.notes ?? []), badLinesNote(spend)] : result.notes;
+  const added = [
+    ...(fromFile && fromFile.badLines > 0 ? [badLinesNote(fromFile)] : []),
+    ...(fromEvals && fromEvals.problems.length > 0
+      ? [`${fromEvals.adapter} results not read: ${fromEvals.problems.slice(0, 3).join("; ")}`]
+      : []),
+  ];
+  const notes = added.length > 0 ? [...(result.notes ?? []), ...added] : result.notes;
   return { ...result, tests, cost, ...(notes ? { notes } : {}) };
 }
 
-function testCost(sum: CostSum, source: TestCost["source"]): TestCost {
-  return { ...sum, source };
+/** An eval entry as a cost sum: gstack's `tokens_used` does not split input from output, so it is `tokens`. */
+function evalSum(entry: EvalEntry): CostSum {
+  return {
+    usd: entry.usd,
+    ...(entry.tokens !== undefined ? { tokens: entry.tokens } : {}),
+    ...(entry.model !== undefined ? { model: entry.model } : {}),
+  };
 }
 
 function withTestCost(test: TestResult, cost: TestCost | undefined): TestResult {

@@ -7,6 +7,8 @@ export const TestCostSchema = z.object({
   usd: z.number().nonnegative(),
   inputTokens: z.number().int().nonnegative().optional(),
   outputTokens: z.number().int().nonnegative().optional(),
+  /** Tokens of a source that does not split input from output (gstack's `tokens_used`). */
+  tokens: z.number().int().nonnegative().optional(),
   /** The model named by every line charged to it; "mixed" when they differ. */
   model: z.string().optional(),
   /** Where it came from: the shard's cost file, or a preset's adapter (gstack's eval results). */
@@ -19,12 +21,17 @@ export const ShardCostSchema = z.object({
   usd: z.number().nonnegative(),
   inputTokens: z.number().int().nonnegative().optional(),
   outputTokens: z.number().int().nonnegative().optional(),
+  tokens: z.number().int().nonnegative().optional(),
   /** Dollars charged to no test entry (no test in flight, events off, a name no entry has). */
   unattributedUsd: z.number().nonnegative(),
   /** Cost lines read, refused ones included. */
   lines: z.number().int().nonnegative(),
   /** Lines refused (not JSON, no usd, …), named in the shard's notes. */
   badLines: z.number().int().nonnegative(),
+  /** The preset's adapter that also read the shard's spend (docs/cost.md, "Adapters"). */
+  adapter: z.enum(["gstack-eval"]).optional(),
+  /** Entries the adapter read (gstack: test entries of the eval result files). */
+  evalEntries: z.number().int().nonnegative().optional(),
 });
 export type ShardCost = z.infer<typeof ShardCostSchema>;
 
