@@ -2,8 +2,9 @@
  * `--files-per-shard auto` (docs/sharding.md, "Batches of many small files"):
  * the batch rule (pure), long recorded files alone, a wedged file in a batch
  * costing only its own verdict, what a file that changes process.env, the
- * working directory or a global leaves to the next file of its batch under
- * Bun's --isolate, the hostile fixtures batched, and bad values refused with one line.
+ * working directory or a global leaves to the next file of its batch (shared
+ * as in plain `bun test`, or under Bun's --isolate given after `--`), the
+ * hostile fixtures batched, and bad values refused with one line.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
@@ -34,24 +35,40 @@ const wedged =
   `test("spins", () => { while (true) {} });\ntest("after", () => {});\n`;
 
 describe("the batch rule (plan/auto-batch.ts)", () => {
-  test("no timings: contiguous runs of the plan, as many as the assumed work needs, at least one", () => {
+  test("shared batches (the default): one per job, longest first with timings, capped in work", () => {
     const files = names(200);
-    const plan = autoBatches(files, { durations: new Map(), jobs: 2 });
+    // 200 × 50 ms = 10 s over 2 jobs → 5 s per batch → 2 contiguous batches of 100.
+    const plain = autoBatches(files, { durations: new Map(), jobs: 2 });
+    expect(plain.targetMs).toBe(5000);
+    expect(plain.groups).toEqual([files.slice(0, 100), files.slice(100)]);
+    // 7 s, 1 s and ten 0.2 s: 10 s over 2 → 5 s; the 7 s file alone, the 3 s rest in one batch.
+    const durations = new Map<string, number>(names(12).map((f, i) => [f, i === 0 ? 7000 : i === 1 ? 1000 : 200]));
+    const timed = autoBatches(names(12), { durations, jobs: 2 });
+    expect(timed.groups).toEqual([[names(12)[0]!], names(12).slice(1)]);
+    // 100 files of 1 s over 2 jobs: 50 s per job, past the cap → 4 batches of 25 s.
+    const long = autoBatches(names(100), { durations: new Map(names(100).map((f) => [f, 1000])), jobs: 2 });
+    expect(long.targetMs).toBe(AUTO_BATCH.maxSharedBatchMs);
+    expect(long.groups.map((g) => g.length)).toEqual([25, 25, 25, 25]);
+  });
+
+  test("--isolate, no timings: contiguous runs of the plan, as many as the assumed work needs, at least one", () => {
+    const files = names(200);
+    const plan = autoBatches(files, { durations: new Map(), jobs: 2, isolated: true });
     // 200 × 50 ms = 10 s over 2 jobs × 4 batches = 1.25 s per batch → 8 batches of 25.
     expect(plan.targetMs).toBe(1250);
     expect(plan.groups.map((g) => g.length)).toEqual(new Array(8).fill(25));
     expect(plan.groups.flat()).toEqual(files);
-    expect(autoBatches(names(3), { durations: new Map(), jobs: 4 }).groups).toEqual([names(3)]);
+    expect(autoBatches(names(3), { durations: new Map(), jobs: 4, isolated: true }).groups).toEqual([names(3)]);
   });
 
   test(
-    "a file whose recorded duration reaches the target is alone; " +
+    "--isolate: a file whose recorded duration reaches the target is alone; " +
       "the rest are balanced longest first, each batch in plan order",
     () => {
       const files = names(12);
       const durations = new Map<string, number>([[files[3]!, 9000]]);
       for (const [i, f] of files.entries()) if (i !== 3) durations.set(f, 100 * (i + 1));
-      const plan = autoBatches(files, { durations, jobs: 2 });
+      const plan = autoBatches(files, { durations, jobs: 2, isolated: true });
       // Total 9000 + 7400 = 16.4 s over 8 → 2050 ms per batch: the 9 s file alone, 7.4 s in 4 batches.
       expect(plan.targetMs).toBe(2050);
       expect(plan.alone).toEqual([files[3]!]);
@@ -65,16 +82,15 @@ describe("the batch rule (plan/auto-batch.ts)", () => {
     },
   );
 
-  test("unrecorded files cost the median of the recorded ones; the target stays in [min, max]", () => {
+  test("--isolate: unrecorded files cost the median of the recorded ones; the target stays in [min, max]", () => {
     const files = names(40);
     const durations = new Map(files.slice(0, 3).map((f, i) => [f, [10, 20, 900][i]!]));
-    const plan = autoBatches(files, { durations, jobs: 1 });
+    const plan = autoBatches(files, { durations, jobs: 1, isolated: true });
     // 37 × 20 + 930 = 1670 ms over 4 → 417 ms, raised to the 500 ms floor; 900 ms ≥ 500: alone.
     expect(plan.targetMs).toBe(AUTO_BATCH.minBatchMs);
     expect(plan.alone).toEqual([files[2]!]);
-    expect(autoBatches(files, { durations: new Map(files.map((f) => [f, 60_000])), jobs: 1 }).targetMs).toBe(
-      AUTO_BATCH.maxBatchMs,
-    );
+    const long = new Map(files.map((f) => [f, 60_000]));
+    expect(autoBatches(files, { durations: long, jobs: 1, isolated: true }).targetMs).toBe(AUTO_BATCH.maxBatchMs);
   });
 });
 
@@ -100,7 +116,7 @@ describe("shardguard list --files-per-shard auto --timings", () => {
     ]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("files per shard auto");
-    // Total 3.9 s over 8 → 500 ms floor: the 3 s file alone, the nine 100 ms files in two batches.
+    // Total 3.9 s over 2 jobs → 1.95 s: the 3 s file alone, the nine 100 ms files in one shared batch.
     const shards = run.stdout
       .split("\n  shard ")
       .slice(1)
@@ -111,13 +127,13 @@ describe("shardguard list --files-per-shard auto --timings", () => {
           .map((l) => l.trim().split(" ")[0])
           .filter((l) => l?.startsWith("t/")),
       );
-    expect(shards).toHaveLength(3);
+    expect(shards).toHaveLength(2);
     expect(shards).toContainEqual(["t/f004.test.ts"]);
     expect(shards.flat().sort()).toEqual(names(10));
   });
 });
 
-describe("a wedged file in an auto batch (--timeout 4)", () => {
+describe("a wedged file in an auto batch under --isolate (--timeout 4)", () => {
   let run: CliRun;
   let report: RunReport;
   beforeAll(async () => {
@@ -138,11 +154,13 @@ describe("a wedged file in an auto batch (--timeout 4)", () => {
       "--grace",
       "1",
       "t",
+      "--",
+      "--isolate",
     ]);
     report = readReport(dir);
   }, 90_000);
 
-  test("the run batches with --isolate and says so in the report", () => {
+  test("the run batches with the --isolate given and says so in the report", () => {
     expect(report.settings.filesPerShard).toBe("auto");
     expect(report.settings.bunArgs).toContain("--isolate");
     // 12 × 50 ms assumed, 500 ms per batch: two batches of six.
@@ -174,7 +192,7 @@ describe("a wedged file in an auto batch (--timeout 4)", () => {
   });
 });
 
-describe("a file of an auto batch that stops at its top level, before registering a test", () => {
+describe("a file of an auto batch under --isolate that stops at its top level, before registering a test", () => {
   /** One batch: two passing tests, a file without tests, the stopping file, one more passing file. */
   const batch = (stops: string) => ({
     "t/a.test.ts": `import { test } from "bun:test";\ntest("a1", () => {});\ntest("a2", async () => {});\n`,
@@ -206,6 +224,8 @@ describe("a file of an auto batch that stops at its top level, before registerin
         "--grace",
         "1",
         "t",
+        "--",
+        "--isolate",
       ]);
       expect(run.code).toBe(1);
       const report = readReport(dir);
@@ -226,7 +246,18 @@ describe("a file of an auto batch that stops at its top level, before registerin
 
   test("a batch that ends normally has no note about an end-of-run barrier (batches never wait at one)", async () => {
     const dir = makeSuite({ "t/a.test.ts": passing(1), "t/b.test.ts": passing(2), "t/c.test.ts": passing(3) });
-    const run = await runCli(["run", "--root", dir, "--jobs", "1", "--files-per-shard", "auto", "t"]);
+    const run = await runCli([
+      "run",
+      "--root",
+      dir,
+      "--jobs",
+      "1",
+      "--files-per-shard",
+      "auto",
+      "t",
+      "--",
+      "--isolate",
+    ]);
     expect(run.code).toBe(0);
     const report = readReport(dir);
     expect(report.shards).toHaveLength(1);
@@ -249,13 +280,23 @@ const leaking = {
     `test("cwd is the root", () => expect(process.cwd()).toBe(process.env.SG_ROOT));\n`,
 };
 
+/** What the files of `leaking` report when they share one process (plain `bun test`). */
+const sharedStatuses = {
+  "t/a.test.ts > changes the process": "passed",
+  "t/b.test.ts > env unchanged": "failed",
+  "t/b.test.ts > global unchanged": "failed",
+  "t/c.test.ts > cwd is the root": "failed",
+} as const;
+
 describe("what a file that changes the process leaves to the next file of its batch", () => {
   const statuses = (report: RunReport) =>
     Object.fromEntries(report.shards.flatMap((s) => s.tests).map((t) => [`${t.file} > ${t.name}`, t.status]));
 
-  test("auto (--isolate), pinned Bun: env, cwd and globals are as the batch started", async () => {
+  test("auto with --isolate, pinned Bun: env, cwd and globals are as the batch started", async () => {
     const dir = makeSuite(leaking);
-    const run = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "t"], { env: { SG_ROOT: dir } });
+    const run = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "t", "--", "--isolate"], {
+      env: { SG_ROOT: dir },
+    });
     const report = readReport(dir);
     expect(report.shards).toHaveLength(1);
     expect(statuses(report)).toEqual({
@@ -267,11 +308,13 @@ describe("what a file that changes the process leaves to the next file of its ba
     expect(run.code).toBe(0);
   }, 60_000);
 
-  test("auto on Bun 1.3.13: env and globals as the batch " +
+  test("auto with --isolate on Bun 1.3.13: env and globals as the batch " +
     "started, but the working directory stays changed", async () => {
     const dir = makeSuite(leaking);
     const bun = await bunBinary("1.3.13");
-    await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], { env: { SG_ROOT: dir } });
+    await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t", "--", "--isolate"], {
+      env: { SG_ROOT: dir },
+    });
     expect(statuses(readReport(dir))).toEqual({
       "t/a.test.ts > changes the process": "passed",
       "t/b.test.ts > env unchanged": "passed",
@@ -280,35 +323,42 @@ describe("what a file that changes the process leaves to the next file of its ba
     });
   }, 120_000);
 
-  test("Bun 1.3.3 has no --isolate: auto is refused with one line naming the Bun and the flag (exit 2)", async () => {
+  test("Bun 1.3.3 has no --isolate: auto with it is refused with one line naming the Bun and the flag (exit 2); " +
+    "auto without it runs, the files sharing the batch's process", async () => {
     const dir = makeSuite(leaking);
     const bun = await bunBinary("1.3.3");
-    const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], {
-      env: { SG_ROOT: dir },
-    });
+    const refused = await runCli(
+      ["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t", "--", "--isolate"],
+      { env: { SG_ROOT: dir } },
+    );
     expect(refused.code).toBe(2);
     expect(refused.stderr.trim().split("\n")).toEqual([
       `shardguard: invalid --bun ${JSON.stringify(bun)}: Bun 1.3.3 has no bun test flag --isolate (files would share ` +
-        "one global object) (--files-per-shard auto runs its batches with --isolate); drop it, or use another Bun " +
-        "(1.3.13 or later)",
+        "one global object); drop it, or use another Bun (1.3.13 or later)",
     ]);
     expect(refused.stdout).not.toContain("START");
+    const run = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], {
+      env: { SG_ROOT: dir },
+    });
+    expect(run.code).toBe(1);
+    expect(statuses(readReport(dir))).toEqual(sharedStatuses);
   }, 60_000);
 
-  test("Bun 1.3.14: auto with test events is refused with " +
+  test("Bun 1.3.14: auto with --isolate and test events is refused with " +
     "one line (exit 2); with --no-test-events it runs", async () => {
     const dir = makeSuite(leaking);
     const bun = await bunBinary("1.3.14");
-    const refused = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t"], {
-      env: { SG_ROOT: dir },
-    });
+    const refused = await runCli(
+      ["run", "--root", dir, "--files-per-shard", "auto", "--bun", bun, "t", "--", "--isolate"],
+      { env: { SG_ROOT: dir } },
+    );
     expect(refused.code).toBe(2);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
     expect(refused.stderr).toContain("Bun 1.3.14 loses the end of an --isolate run under the test events");
     expect(refused.stderr).toStartWith(`shardguard: invalid --bun ${JSON.stringify(bun)}: `);
     expect(refused.stdout).not.toContain("START");
     // Without --bun (shardguard itself under 1.3.14, as a project pinning it runs it) the refusal names that Bun.
-    const own = spawnSync(bun, [CLI, "run", "--root", dir, "--files-per-shard", "auto", "t"], {
+    const own = spawnSync(bun, [CLI, "run", "--root", dir, "--files-per-shard", "auto", "t", "--", "--isolate"], {
       encoding: "utf8",
       env: { ...process.env, NO_COLOR: "1", SG_ROOT: dir },
       timeout: 60_000,
@@ -321,7 +371,7 @@ describe("what a file that changes the process leaves to the next file of its ba
     expect(own.stderr).not.toContain('--bun "');
     expect(own.stdout).not.toContain("START");
     const run = await runCli(
-      ["run", "--root", dir, "--files-per-shard", "auto", "--no-test-events", "--bun", bun, "t"],
+      ["run", "--root", dir, "--files-per-shard", "auto", "--no-test-events", "--bun", bun, "t", "--", "--isolate"],
       { env: { SG_ROOT: dir } },
     );
     expect(statuses(readReport(dir))).toEqual({
@@ -333,19 +383,20 @@ describe("what a file that changes the process leaves to the next file of its ba
     expect(run.code).toBe(1);
   }, 120_000);
 
-  test("a fixed batch without --isolate (--files-per-shard 3): the next files see all three", async () => {
+  test("auto without --isolate and a fixed batch (--files-per-shard 3): the next files see all three, as in plain " +
+    "bun test", async () => {
     const dir = makeSuite(leaking);
     await runCli(["run", "--root", dir, "--files-per-shard", "3", "t"], { env: { SG_ROOT: dir } });
-    expect(statuses(readReport(dir))).toEqual({
-      "t/a.test.ts > changes the process": "passed",
-      "t/b.test.ts > env unchanged": "failed",
-      "t/b.test.ts > global unchanged": "failed",
-      "t/c.test.ts > cwd is the root": "failed",
-    });
+    expect(statuses(readReport(dir))).toEqual(sharedStatuses);
+    const auto = await runCli(["run", "--root", dir, "--files-per-shard", "auto", "t"], { env: { SG_ROOT: dir } });
+    const report = readReport(dir);
+    expect(report.settings.bunArgs).not.toContain("--isolate");
+    expect(statuses(report)).toEqual(sharedStatuses);
+    expect(auto.code).toBe(1);
   }, 60_000);
 });
 
-describe("the hostile fixtures (test/fixtures/hostile) batched by auto", () => {
+describe("the hostile fixtures (test/fixtures/hostile) batched by auto with --isolate", () => {
   test("every test has the status it has with one process per file", async () => {
     const dir = makeSuite(fixtureFilesIn(HOSTILE_FIXTURES));
     const pids = path.join(dir, "pids");
@@ -367,7 +418,7 @@ describe("the hostile fixtures (test/fixtures/hostile) batched by auto", () => {
         });
       const [, auto] = await Promise.all([
         run(path.join(dir, "one"), []),
-        run(path.join(dir, "auto"), ["--files-per-shard", "auto"]),
+        run(path.join(dir, "auto"), ["--files-per-shard", "auto", "--", "--isolate"]),
       ]);
       expect(readReport(dir, path.join(dir, "auto", "report.json")).shards.some((s) => s.files.length > 1)).toBe(true);
       expect(perTest(path.join(dir, "auto"))).toEqual(perTest(path.join(dir, "one")));
@@ -411,12 +462,6 @@ describe("bad values: one line, exit 2, nothing started", () => {
     );
   }, 60_000);
 
-  test("auto with the bun test flag --no-isolate", async () => {
-    expect(await refused(["--files-per-shard", "auto", "--", "--no-isolate"])).toContain(
-      "--files-per-shard auto with the bun test flag --no-isolate",
-    );
-  }, 30_000);
-
   test("SHARDGUARD_FILES_PER_SHARD=auto and a preset's " +
     'files-per-shard = "auto" are accepted like the flag', async () => {
     const dir = makeSuite({ "t/a.test.ts": passing(1), "t/b.test.ts": passing(2) });
@@ -429,7 +474,7 @@ describe("bad values: one line, exit 2, nothing started", () => {
     );
     const viaPreset = await runCli(["list", "--root", dir, "--preset", "small"], { cwd: dir });
     expect(viaPreset.code).toBe(0);
-    expect(viaPreset.stdout).toContain("shard flags: --isolate");
+    expect(viaPreset.stdout).not.toContain("--isolate");
     expect(viaPreset.stdout).toContain("1 shard;");
   }, 30_000);
 

@@ -8,6 +8,7 @@ import { groupIntoShards, type Plan } from "../plan/plan.ts";
 import { readTimings } from "../plan/timings.ts";
 import { RunReportSchema, type RerunOf, type RunReport } from "../results/report-model.ts";
 import { filesToRerun } from "../results/rerun.ts";
+import { isolates } from "../exec/bun-command.ts";
 
 /** A run directory's name: the run id (engine/run.ts newRunId), `20261130T160515Z-9e4169`, a bg run's with its label. */
 const RUN_ID = /^\d{8}T\d{6}Z-[0-9a-f]+(-[A-Za-z0-9._-]+)?$/;
@@ -134,7 +135,11 @@ export function planLastFailed(settings: RunSettings, patterns: readonly string[
       root: settings.root,
       patterns: [],
       shards: groupIntoShards(found.files, settings.filesPerShard, {
-        batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs },
+        batching: {
+          durations: readTimings(settings.timings).durations,
+          jobs: settings.jobs,
+          isolated: isolates(settings.bunArgs),
+        },
         alone: resourcePlan(settings).isExclusive,
       }),
       included: new Map(found.files.map((f) => [f, reason])),

@@ -89,20 +89,15 @@ export async function preflight(settings: RunSettings, plannedFiles: readonly st
   if (refused) throw new ConfigError(`${which.refusal}: ${refused} (supported: ${MIN_BUN_VERSION} and later)`);
   const lacked = lackedFlags(bunCapabilities(version), settings.bunArgs);
   if (lacked.length > 0) {
-    const auto = settings.filesPerShard === "auto" ? " (--files-per-shard auto runs its batches with --isolate)" : "";
     throw new ConfigError(
-      `${which.refusal}: Bun ${version} has no bun test flag ${lacked.join(", ")}${auto}; drop it, or use ` +
+      `${which.refusal}: Bun ${version} has no bun test flag ${lacked.join(", ")}; drop it, or use ` +
         `${which.other} (1.3.13 or later)`,
     );
   }
   if (settings.testEvents && isolates(settings.bunArgs) && !bunCapabilities(version).isolateWithEvents) {
-    const why =
-      settings.filesPerShard === "auto"
-        ? "--files-per-shard auto runs its batches with --isolate"
-        : "the bun test flags hold --isolate";
     throw new ConfigError(
-      `${which.refusal}: Bun ${version} loses the end of an --isolate run under the test events and ${why}; use ` +
-        `--no-test-events, ${which.other} (1.3.13, 1.4.4 or later), or a number of files per shard without --isolate`,
+      `${which.refusal}: Bun ${version} loses the end of an --isolate run under the test events and the bun test ` +
+        `flags hold --isolate; use --no-test-events, ${which.other} (1.3.13, 1.4.4 or later), or drop --isolate`,
     );
   }
   return { bunVersion: version };

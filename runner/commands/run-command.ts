@@ -62,7 +62,11 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
       root: settings.root,
       patterns: settings.patterns,
       filesPerShard: settings.filesPerShard,
-      batching: { durations: await batchDurations(settings, historySettings, timings.durations), jobs: settings.jobs },
+      batching: {
+        durations: await batchDurations(settings, historySettings, timings.durations),
+        jobs: settings.jobs,
+        isolated: isolates(settings.bunArgs),
+      },
       out: settings.out,
       exclusive: settings.exclusive,
     });

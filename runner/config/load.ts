@@ -208,7 +208,7 @@ export function resolveSettingsWithSources(inputs: ResolveInputs): ResolvedSetti
     html: pathSetting(r, "html", path.join(out, "report.html")),
     bun,
     patterns,
-    bunArgs: batchBunArgs(filesPerShard, bunArgs, r.sources.filesPerShard ?? "default"),
+    bunArgs: [...bunArgs],
     testEvents,
     heartbeatMs: pickedValue<number>(r, "heartbeat") ?? DEFAULTS.heartbeatSeconds * 1000,
     redact: pickedValue<string[]>(r, "redact") ?? [],
@@ -441,23 +441,6 @@ function checkDistinctReports(settings: RunSettings): void {
       }
     }
   }
-}
-
-/**
- * The shards' `bun test` flags: with `--files-per-shard auto` plus `--isolate`, so each file of a batch gets a fresh
- * global object.
- * @param source where the auto came from, for the error line
- * @throws ConfigError when the flags hold `--no-isolate`, which auto cannot honour
- */
-export function batchBunArgs(filesPerShard: number | "auto", bunArgs: readonly string[], source: string): string[] {
-  if (filesPerShard !== "auto") return [...bunArgs];
-  if (bunArgs.includes("--no-isolate")) {
-    throw new ConfigError(
-      `invalid ${source} auto with the bun test flag --no-isolate: auto batches run with --isolate; drop ` +
-        `--no-isolate or give a number of files per shard`,
-    );
-  }
-  return bunArgs.includes("--isolate") ? [...bunArgs] : [...bunArgs, "--isolate"];
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -4,7 +4,7 @@
  */
 import path from "node:path";
 import type { ParsedArgs, ParsedWithExtras } from "../config/args.ts";
-import { batchBunArgs, resolveRoot, resolveSettingsWithSources } from "../config/load.ts";
+import { resolveRoot, resolveSettingsWithSources } from "../config/load.ts";
 import { ConfigError, type RunSettings } from "../config/settings-schema.ts";
 import { needsTag, resourcePlan } from "../plan/resources.ts";
 import { groupIntoShards, planRun, refuseOutAmongTests, type Plan } from "../plan/plan.ts";
@@ -35,6 +35,7 @@ import {
   type LineFlags,
 } from "./preset-values.ts";
 import { chooseTier, filterByTier, type ChosenTier } from "./select-tier.ts";
+import { isolates } from "../exec/bun-command.ts";
 
 /** What a preset run was asked to do. */
 export interface PresetRequest {
@@ -238,7 +239,7 @@ function settleValues(
   const settings: RunSettings = {
     ...resolved,
     patterns: [...preset.globs],
-    bunArgs: batchBunArgs(resolved.filesPerShard, shardFlags, sources.filesPerShard ?? "default"),
+    bunArgs: [...shardFlags],
   };
   return { settings, jobs, timeoutMs, maxConcurrency };
 }
@@ -295,7 +296,11 @@ function planPresetShards(
       ? filterByTier(root, files, tier.name, preset.tier)
       : { selected: files, reasons: new Map<string, string>(), excluded: [] };
   const shards = groupIntoShards(inTier.selected, settings.filesPerShard, {
-    batching: { durations: readTimings(settings.timings).durations, jobs: settings.jobs },
+    batching: {
+      durations: readTimings(settings.timings).durations,
+      jobs: settings.jobs,
+      isolated: isolates(settings.bunArgs),
+    },
     alone: resourcePlan(settings).isExclusive,
   });
   const included = new Map(

@@ -17,6 +17,7 @@ import type { Host } from "../../engine/host.ts";
 import { lastFailedFiles, planLastFailed } from "../last-failed.ts";
 import { lastFailedScope } from "../preset-run.ts";
 import { planFlags } from "../run-command.ts";
+import { isolates } from "../../exec/bun-command.ts";
 
 /** The run a background run will start, as far as `bg` needs it. */
 export interface BgPlan {
@@ -54,7 +55,7 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
         root: settings.root,
         patterns: settings.patterns,
         filesPerShard: settings.filesPerShard,
-        batching: { durations: timings.durations, jobs: settings.jobs },
+        batching: { durations: timings.durations, jobs: settings.jobs, isolated: isolates(settings.bunArgs) },
         out: settings.out,
         exclusive: settings.exclusive,
       });
