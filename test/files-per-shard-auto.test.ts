@@ -412,7 +412,7 @@ describe("the hostile fixtures (test/fixtures/hostile) batched by auto with --is
     try {
       // Both runs at once: most of each is a wait on a 7 s timeout.
       const run = (out: string, extra: string[]) =>
-        runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "7", "--grace", "1", ...extra, "--out", out], {
+        runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "7", "--grace", "1", "--out", out, ...extra], {
           env,
           limitMs: 90_000,
         });
