@@ -6,7 +6,7 @@
  * SIGTERM, SIGKILL → incomplete), the lane lock, and the run id the tests see.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fixtureFiles, makeSuite, readReport, removeSuites, runCli, waitFor } from "./helpers/cli.ts";
@@ -155,6 +155,18 @@ describe("bg --local", () => {
     expect((await follow(logOf(started.stdout), dir)).code).toBe(0);
     const st = await runCli(["status", path.basename(logOf(started.stdout), ".log")], { cwd: dir });
     expect(st.stdout).toMatch(/^ {2}spent: \$0\.50 \(budget \$3\)$/m);
+    // The worker keeps the total in the record and the log, so it outlives the pruned report copy.
+    const log = logOf(started.stdout);
+    const record = readRecord(log);
+    expect(record.ending?.spentUsd).toBe(0.5);
+    expect(readFileSync(log, "utf8").trimEnd().split("\n").slice(-2)).toEqual([
+      "shardguard bg: spent $0.50",
+      "### shardguard EXIT=0 ###",
+    ]);
+    rmSync(path.join(record.out, "runs", record.runId!), { recursive: true });
+    const pruned = await runCli(["status", record.id], { cwd: dir });
+    expect(pruned.stdout).toContain("is gone (older runs are pruned)");
+    expect(pruned.stdout).toMatch(/^ {2}spent: \$0\.50$/m);
   }, 60_000);
 
   test("SIGTERM to the run ends EXIT=130; SIGKILL leaves no sentinel and status says incomplete", async () => {

@@ -23,6 +23,8 @@ export interface BgEnding {
   state: Exclude<BgState, "running" | "incomplete">;
   /** One line saying why, e.g. "cap of 600s reached". */
   why: string;
+  /** The run's total spend in dollars (its report's `summary.cost.usd`, docs/cost.md); absent when none was recorded. */
+  spentUsd?: number;
 }
 
 /** The record of one background run (`OUT/bg/<id>.json`). */
@@ -169,4 +171,18 @@ export function bgState(
   if (record.pid === null && now - Date.parse(record.startedAt) < startGraceMs)
     return { state: "running", code: null, why: null };
   return { state: "incomplete", code: null, why: null };
+}
+
+/** The run's total spend from its report copy (OUT/runs/<runId>/report.json), or null: none recorded, or no report. */
+export function reportSpend(record: Pick<BgRecord, "out" | "runId">): number | null {
+  if (!record.runId) return null;
+  try {
+    const report = JSON.parse(readRegularTextSync(path.join(record.out, "runs", record.runId, "report.json"))) as {
+      summary?: { cost?: { usd?: unknown } };
+    };
+    const usd = report.summary?.cost?.usd;
+    return typeof usd === "number" && Number.isFinite(usd) ? usd : null;
+  } catch {
+    return null;
+  }
 }

@@ -93,6 +93,8 @@ export async function describeRun(record: BgRecord, now = Date.now()): Promise<s
     lines.push(
       `  its report ${path.join(record.out, "runs", record.runId, "report.json")} is gone (older runs are pruned)`,
     );
+  // The total the worker recorded at the end stays when the report copy is gone.
+  if (!report && record.ending?.spentUsd !== undefined) lines.push(`  spent: ${usdText(record.ending.spentUsd)}`);
   else if (record.backend === "local")
     lines.push(
       state === "running" ? "  not started yet (waiting for its lane, or preparing)" : "  no report was written",

@@ -9,7 +9,17 @@ import { EXIT } from "../../results/codes.ts";
 import type { Host } from "../../engine/host.ts";
 import { acquireRunLock, LockAbortedError, lockWaitMessage, type RunLock } from "../../engine/lock.ts";
 import { followDispatch, type DispatchSpec } from "./dispatch.ts";
-import { BG_EXIT, procStartOf, readRecord, sentinelLine, stateForCode, writeRecord, type BgEnding } from "./record.ts";
+import { usdText } from "../../results/cost-apply.ts";
+import {
+  BG_EXIT,
+  procStartOf,
+  readRecord,
+  reportSpend,
+  sentinelLine,
+  stateForCode,
+  writeRecord,
+  type BgEnding,
+} from "./record.ts";
 
 /** What the foreground hands the worker (as one JSON argument). */
 export interface WorkerSpec {
@@ -39,13 +49,17 @@ export function pollMsFrom(env: Record<string, string | undefined>): number {
  * Writes how the run ended into its record, before the sentinel; a record that cannot be written only loses the
  * wording.
  */
-async function recordEnding(log: string, ending: BgEnding): Promise<void> {
+async function recordEnding(log: string, ending: BgEnding): Promise<number | null> {
   try {
     const record = readRecord(log);
-    record.ending = ending;
+    // The total outlives the report copy, which later runs prune (docs/background.md).
+    const spent = reportSpend(record);
+    record.ending = { ...ending, ...(spent !== null ? { spentUsd: spent } : {}) };
     await writeRecord(record);
+    return spent;
   } catch {
     // The sentinel alone still gives the code; status then names the state by the code.
+    return null;
   }
 }
 
@@ -136,7 +150,8 @@ class WorkerRun {
       await this.lock?.release().catch(() => {});
       unsubscribe?.();
       const state = this.capReached ? "timed-out" : (this.endState ?? stateForCode(this.code));
-      await recordEnding(this.log, { code: this.code, state, why: this.why });
+      const spent = await recordEnding(this.log, { code: this.code, state, why: this.why });
+      if (spent !== null) this.line(`shardguard bg: spent ${usdText(spent)}`);
       this.line(sentinelLine(this.code));
     }
   }
