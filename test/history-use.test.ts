@@ -75,6 +75,15 @@ describe("run history in runs", () => {
     // Run 4: after pass, fail, pass the history knows it as flaky.
     expect(outs[3]).toContain("known flaky (history): a.test.ts > flaky (flip rate 100%)");
     expect(outs[3]).not.toContain("known flaky (history): a.test.ts > stable failure");
+    // The exit line is the console's last: the history's lines come before it, never after.
+    for (const out of outs) {
+      const lines = out.trimEnd().split("\n");
+      expect(lines.at(-1)).toBe("shardguard: exit 1");
+      const historyLine = lines.findIndex((l) => l.startsWith("shardguard: new since their last pass"));
+      expect(
+        historyLine === -1 ? lines.findIndex((l) => l.startsWith("shardguard: failing before")) : historyLine,
+      ).toBeGreaterThan(lines.findIndex((l) => l.startsWith("shardguard: JSON ")));
+    }
   }, 240_000);
 
   test("a version 1 history is migrated in place: its per-file sums are filled from its tests", async () => {

@@ -15,7 +15,8 @@ import {
   type TestOutcomes,
   type TestRef,
 } from "../history/queries.ts";
-import { gitInfo, runRow, testKey, testRows } from "../history/rows.ts";
+import { type GitInfo, gitInfo, testKey } from "../history/rows.ts";
+import { AppendWorker } from "../history/append-job.ts";
 import { openStore } from "../history/open.ts";
 import type { HistoryStore } from "../history/store.ts";
 import type { RunReport } from "../results/report-model.ts";
@@ -39,33 +40,46 @@ export interface HistoryBefore {
   quarantine: Set<string>;
 }
 
-/** The history of one run; every method swallows its failure into one note (the first only). */
+/**
+ * The history of one run: read on the main thread before it, appended by a worker thread (history/append-job.ts)
+ * while the final reports are written. Every failure is one note (the first only) and a history that does nothing.
+ */
 export class RunHistory {
   private tests: TestOutcomes[] = [];
   private noted = false;
+  private git: GitInfo | null = null;
 
   private constructor(
     private store: HistoryStore | null,
+    private appender: AppendWorker | null,
     private readonly where: string,
     private readonly note: (line: string) => void,
   ) {}
 
-  /** Opens the history of `settings`; a failure is a note and a history that does nothing. */
+  /** Opens the history of `settings` and starts its append worker; a failure is a note. */
   static async open(settings: HistorySettings, note: (line: string) => void): Promise<RunHistory> {
     const target = settings.target;
     const where = target === null ? "" : target.kind === "sqlite" ? target.path : "the PostgreSQL history";
-    const history = new RunHistory(null, where, note);
+    const history = new RunHistory(null, null, where, note);
     if (target === null) return history;
     try {
       history.store = await openStore(target);
+      history.appender = new AppendWorker(target);
     } catch (error) {
-      history.fail(error);
+      history.say(history.fail(error));
     }
     return history;
   }
 
-  /** Reads what the run uses; `quarantine` comes from the settings or, for "auto", from the flip rates. */
-  async before(settings: HistorySettings): Promise<HistoryBefore> {
+  /**
+   * Reads what the run uses; `quarantine` comes from the settings or, for "auto", from the flip rates. The commit
+   * (git's answers in `root`, or CI's variables in `env`) is read here too, off the run's end.
+   */
+  async before(
+    settings: HistorySettings,
+    root: string,
+    env: Record<string, string | undefined>,
+  ): Promise<HistoryBefore> {
     const configured = settings.quarantine === "auto" ? [] : settings.quarantine;
     const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured) };
     if (!this.store) return result;
@@ -79,46 +93,69 @@ export class RunHistory {
         );
         for (const t of past) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
       }
+      this.git = gitInfo(root, env);
     } catch (error) {
-      this.fail(error);
+      this.say(this.fail(error));
     }
+    await this.closeStore();
     return result;
   }
 
-  /**
-   * Reads the past of the tests the console's end speaks of (this run's failures and quarantined tests), then
-   * appends the final report; returns the console's history lines (new failures, known flaky ones).
-   */
-  async after(report: RunReport, env: Record<string, string | undefined>): Promise<string[]> {
-    if (!this.store) return [];
-    try {
-      this.tests = await loadOutcomes(this.store, { last: WINDOW }, spokenOf(report));
-      await this.store.append(runRow(report, gitInfo(report.root, env), "run"), testRows(report));
-    } catch (error) {
-      this.fail(error);
-    }
-    return endLines(report, this.tests);
+  /** Hands the final report to the worker, which reads the spoken-of tests' past and appends it. */
+  handOver(report: RunReport): void {
+    const git = this.git ?? { sha: null, branch: null, defaultBranch: null };
+    this.appender?.start(report, git, spokenOf(report), WINDOW);
   }
 
-  /** The outcomes {@link after} read of the tests the console's end speaks of, oldest first. */
+  /**
+   * Waits for the worker's append, then gives the console's history lines (new failures, known flaky ones), the
+   * quarantine's, and the history's note if it failed.
+   */
+  async closingLines(report: RunReport): Promise<string[]> {
+    const lines: string[] = [];
+    if (this.appender) {
+      this.tests = await this.appender.past;
+      const error = await this.appender.done;
+      const line = error === null ? null : this.fail(new Error(error));
+      if (line !== null) lines.push(line);
+    }
+    return [...lines, ...endLines(report, this.tests), ...quarantineLines(report, this.tests)];
+  }
+
+  /** The outcomes the worker read of the tests the console's end speaks of, oldest first. */
   get pastTests(): readonly TestOutcomes[] {
     return this.tests;
   }
 
+  /** Closes the store and ends the worker (after {@link closingLines}, so no run is lost). */
   async close(): Promise<void> {
+    await this.closeStore();
+    this.appender?.terminate();
+    this.appender = null;
+  }
+
+  private async closeStore(): Promise<void> {
     const store = this.store;
     this.store = null;
     await store?.close().catch(() => {});
   }
 
-  private fail(error: unknown): void {
-    if (!this.noted)
-      this.note(
-        `shardguard: note: run history ${this.where} not used: ${oneLine((error as Error).message ?? String(error))}; ` +
-          "the run goes on without it",
-      );
+  private say(line: string | null): void {
+    if (line !== null) this.note(line);
+  }
+
+  /** The note of the history's first failure (null after it); the history does nothing from then on. */
+  private fail(error: unknown): string | null {
+    const first = !this.noted;
     this.noted = true;
-    void this.close();
+    void this.closeStore();
+    this.appender?.terminate();
+    this.appender = null;
+    if (!first) return null;
+    return (
+      `shardguard: note: run history ${this.where} not used: ${oneLine((error as Error).message ?? String(error))}; ` +
+      "the run goes on without it"
+    );
   }
 }
 
@@ -242,16 +279,23 @@ export async function executeWithHistory(
 ): Promise<number> {
   const history = await RunHistory.open(settings, host.stdout);
   try {
-    const before = await history.before(settings);
+    const before = await history.before(settings, inputs.settings.root, host.env);
     const entries = settings.quarantine === "auto" ? [] : settings.quarantine;
     for (const note of quarantineNotes(entries, new Set(inputs.plan.included.keys()))) host.stdout(note);
     const timings = inputs.settings.timings.length > 0 ? inputs.timings : before.durations;
-    const result = await executeRun({ ...inputs, timings, quarantine: before.quarantine }, host);
-    if (result.report) {
-      const lines = await history.after(result.report, host.env);
-      for (const line of [...lines, ...quarantineLines(result.report, history.pastTests)]) host.stdout(line);
-      for (const note of unmatchedQuarantineNotes(entries, result.report)) host.stdout(note);
-    }
+    const result = await executeRun(
+      {
+        ...inputs,
+        timings,
+        quarantine: before.quarantine,
+        onFinalReport: (report) => history.handOver(report),
+        closingLines: async (report) => [
+          ...(await history.closingLines(report)),
+          ...unmatchedQuarantineNotes(entries, report),
+        ],
+      },
+      host,
+    );
     return result.exitCode;
   } finally {
     await history.close();

@@ -66,6 +66,10 @@ export interface RunInputs {
   provenance?: Partial<Pick<RunReport, "plan" | "slice" | "rerunOf">>;
   /** Keys (`file > name`) of quarantined tests: marked in every report, their failures not the run's. */
   quarantine?: ReadonlySet<string>;
+  /** Told the final report once built, before it is written: the history's append runs beside the writes. */
+  onFinalReport?: (report: RunReport) => void;
+  /** Lines the console's end prints just before its exit line (the history's, the quarantine's); awaited. */
+  closingLines?: (report: RunReport) => Promise<string[]>;
 }
 
 /** Result of a finished run. */
@@ -278,13 +282,14 @@ export class Run {
     if (writeError !== null) report = afterFailedFinalWrite(report, settings, out);
     await pruning;
     if (settings.updateTimings) await updateTimingsFile(settings.updateTimings, report.shards, out);
+    const closing = await (this.inputs.closingLines?.(report) ?? Promise.resolve([]));
     this.inputs.beforeSummary?.();
     // Never names a file this run did not write.
     const paths =
       writeError === null
         ? { junit: settings.junit, json: settings.json, ctrf: settings.ctrf, html: settings.html }
         : null;
-    this.console.onRunEnd(report, paths, this.filterMatchedNothing, this.writer?.finalRunCopy ?? null);
+    this.console.onRunEnd(report, paths, this.filterMatchedNothing, this.writer?.finalRunCopy ?? null, closing);
     return { exitCode: report.exitCode ?? EXIT.failed, report };
   }
 
@@ -457,7 +462,7 @@ export class Run {
       filtersByName: filtersByName(settings.bunArgs),
     });
     this.filterMatchedNothing = verdict.filterMatchedNothing;
-    return {
+    const report: RunReport = {
       schemaVersion: REPORT_SCHEMA_VERSION,
       runId: this.runId,
       completed: final && this.cancelledBy === null,
@@ -489,6 +494,8 @@ export class Run {
       sweeps: { staleRuns: strip(this.sweeps.staleRuns), endOfRun: strip(this.sweeps.endOfRun) },
       shards,
     };
+    if (final) this.inputs.onFinalReport?.(report);
+    return report;
   }
 }
 

@@ -49,6 +49,7 @@ export interface RunReporter {
     paths: { junit: string; json: string; ctrf: string; html?: string } | null,
     filterMatchedNothing: boolean,
     runCopy?: string | null,
+    closing?: readonly string[],
   ): void;
 }
 
@@ -151,11 +152,13 @@ export class ConsoleReporter implements RunReporter {
     paths: { junit: string; json: string; ctrf: string; html?: string } | null,
     filterMatchedNothing: boolean,
     runCopy: string | null = null,
+    closing: readonly string[] = [],
   ): void {
     this.ending.clear();
     this.flushHeld();
     if (filterMatchedNothing)
       this.out.line("shardguard: the -t filter matched no test in any file: nothing was executed");
-    for (const line of summaryLines(redactReport(report, this.redact), paths, runCopy)) this.out.line(line);
+    for (const line of summaryLines(redactReport(report, this.redact), paths, runCopy, closing.map(this.redact)))
+      this.out.line(line);
   }
 }

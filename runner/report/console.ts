@@ -263,11 +263,15 @@ export function costLines(report: RunReport): string[] {
   return lines;
 }
 
-/** The closing summary; `paths` null: reports not written (`runCopy`: the run's own report.json, when final). */
+/**
+ * The closing summary; `paths` null: reports not written (`runCopy`: the run's own report.json, when final);
+ * `closing` goes just before the exit line, which is always the last.
+ */
 export function summaryLines(
   report: RunReport,
   paths: { junit: string; json: string; ctrf: string; html?: string } | null,
   runCopy: string | null = null,
+  closing: readonly string[] = [],
 ): string[] {
   const s = report.summary;
   const shardCounts = (["passed", "failed", "timed-out", "crashed", "never-started", "skipped-by-diff"] as const)
@@ -302,6 +306,7 @@ export function summaryLines(
     const at = "no report of this run at the report paths (see the write error above)";
     lines.push(`shardguard: ${at}; its complete JSON report: ${runCopy}`);
   } else lines.push("shardguard: no report was written for this run (see the write error above)");
+  lines.push(...closing);
   if (report.cancelledBy) lines.push(`shardguard: cancelled by ${report.cancelledBy}; exit ${report.exitCode}`);
   else lines.push(`shardguard: exit ${report.exitCode}`);
   return lines;
