@@ -1,12 +1,15 @@
 /**
- * A whole public suite under `--files-per-shard auto` against `bun test --parallel=N`
+ * A whole public suite under `--files-per-shard auto` against plain `bun test` and `bun test --parallel=N`
  * (issue 22, item 3): wall time of alternating rounds (medians, ratio in this
  * job; a third series with `--timings` from one `--update-timings` run before
  * the rounds), the per-test statuses of the two compared, and the same suite with one
  * `while (true) {}` test file added, where every other file's tests must keep
  * the status they had.
  *
- *     bun bench/whole-suite.ts [--source GIT] [--commit SHA] [--rounds 3] [--jobs 2] [--timeout 30] [--keep]
+ *     bun bench/whole-suite.ts [--source GIT] [--commit SHA] [--dir DIR] [--sub PATH] [--rounds 3] [--jobs 2]
+ *       [--timeout 30] [--keep]
+ *
+ * `--dir` takes a suite already set up; `--sub` runs in that folder of it (bknd's `app`).
  *
  * Set-up: clones GIT (default elysia's GitHub repository; any git URL or local
  * git directory) at SHA into a temp dir, leaving out blobs the source lacks
@@ -29,11 +32,14 @@ const COMMIT = opt("--commit", "8358ff9efbcedf9534995f5977f26b9ceab59329");
 const ROUNDS = Number(opt("--rounds", "3"));
 const JOBS = Number(opt("--jobs", "2"));
 const TIMEOUT_S = Number(opt("--timeout", "30"));
-const KEEP = argv.includes("--keep");
+const GIVEN = opt("--dir", "");
+const SUB = opt("--sub", ".");
+const KEEP = argv.includes("--keep") || GIVEN !== "";
 
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
 
-const dir = setUp(SOURCE, COMMIT);
+const top = GIVEN || setUp(SOURCE, COMMIT);
+const dir = path.join(top, SUB);
 const files = run(["git", "ls-files", "*.test.ts", "*.test.tsx", "*.spec.ts", "*.test.js"], dir)
   .out.trim()
   .split("\n")
@@ -43,6 +49,7 @@ console.log(
     `${os.loadavg()[0]!.toFixed(1)}`,
 );
 try {
+  const plain: number[] = [];
   const base: number[] = [];
   const sg: number[] = [];
   const timed: number[] = [];
@@ -73,6 +80,7 @@ try {
   let timedStatuses: Statuses | null = null;
   const flaky = new Set<string>();
   for (let r = 0; r < ROUNDS; r++) {
+    plain.push(run([BUN, "test"], dir, false).ms);
     const xml = path.join(dir, `.bench-base-${r}.xml`);
     const b = run([BUN, "test", `--parallel=${JOBS}`, "--reporter=junit", `--reporter-outfile=${xml}`], dir, false);
     const out = path.join(dir, `.bench-sg-${r}`);
@@ -117,7 +125,7 @@ try {
     timedStatuses ??= ts;
     const diff = differences(bs, ss);
     console.log(
-      `round ${r + 1}: bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ` +
+      `round ${r + 1}: plain ${(plain[r]! / 1000).toFixed(2)} s, bun test --parallel=${JOBS} ${(b.ms / 1000).toFixed(2)} s, shardguard auto ` +
         `${(s.ms / 1000).toFixed(2)} s (${(s.ms / b.ms).toFixed(2)}x), with --timings ` +
         `${(t.ms / 1000).toFixed(2)} s (${(t.ms / b.ms).toFixed(2)}x); ${bs.size} test names; ${diff.length} ` +
         `status difference(s)${diff.length ? `: ${diff.slice(0, 5).join("; ")}` : ""}; load ` +
@@ -126,6 +134,10 @@ try {
   }
   const stable = (k: string) => !flaky.has(k);
   const diffs = differences(baseStatuses!, sgStatuses!, stable);
+  console.log(
+    `median: plain bun test ${(median(plain) / 1000).toFixed(2)} s (shardguard auto ` +
+      `${(median(sg) / median(plain)).toFixed(2)}x, with --timings ${(median(timed) / median(plain)).toFixed(2)}x)`,
+  );
   console.log(
     `median: bun test --parallel=${JOBS} ${(median(base) / 1000).toFixed(2)} s, shardguard auto ` +
       `${(median(sg) / 1000).toFixed(2)} s: ${(median(sg) / median(base)).toFixed(2)}x (target <= 1.3x); ` +
@@ -178,5 +190,5 @@ try {
   );
 } finally {
   if (KEEP) console.log(`kept ${dir}`);
-  else rmSync(dir, { recursive: true, force: true });
+  else rmSync(top, { recursive: true, force: true });
 }

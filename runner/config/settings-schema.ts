@@ -20,8 +20,8 @@ export interface RunSettings extends CostSettingValues {
   /** Delay between SIGTERM and SIGKILL of a shard's process group, ms. */
   graceMs: number;
   /**
-   * Test files per shard, or "auto": batches of a useful amount of work from
-   * the timings, each run with Bun's `--isolate` (plan/auto-batch.ts, docs/sharding.md).
+   * Test files per shard, or "auto": about one batch per job from the timings, its files sharing one process as in
+   * plain `bun test` (plan/auto-batch.ts, docs/sharding.md).
    */
   filesPerShard: number | "auto";
   /** Directory holding junit.xml, report.json and logs/. */
@@ -151,9 +151,10 @@ export const SETTINGS: readonly SettingSpec[] = [
     toml: "files-per-shard",
     kind: "filesPerShard",
     help:
-      "test files per shard, i.e. per bun test process on this machine (default 1), or auto: batches of 0.5-5 s " +
-      "of work (aiming at 4 per job: the total over jobs × 4, within 0.5-5 s, so a small suite may get fewer) sized " +
-      "from --timings, each file in a fresh global object (bun test --isolate), files at least that long alone; " +
+      "test files per shard, i.e. per bun test process on this machine (default 1), or auto: about one batch per " +
+      "job (the total over jobs, within 0.5-30 s of work) sized from --timings, the files of a batch sharing one " +
+      "process as in plain bun test (-- --isolate: a fresh global per file, 4 batches per job of 0.5-5 s), files " +
+      "at least that long alone; " +
       "--shard I/N is another thing: a slice of the plan for one CI machine",
   },
   ...COST_SETTINGS,
