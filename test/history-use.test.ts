@@ -47,7 +47,8 @@ describe("run history in runs", () => {
     const files: Record<string, string> = { "heavy.test.ts": slow("heavy", 1200) };
     for (let i = 1; i <= 5; i++) files[`q${i}.test.ts`] = quick(`q${i}`);
     const dir = makeSuite(files);
-    const args = ["--files-per-shard", "auto"];
+    // --isolate batches: with one job, shared batches would be one batch whatever the durations.
+    const args = ["--files-per-shard", "auto", "--", "--isolate"];
     expect((await runOneJob(dir, args)).code).toBe(0);
     // Nothing recorded: six files of the assumed 50 ms make one batch.
     expect(readReport(dir).shards.map((s) => s.files.length)).toEqual([6]);

@@ -1,5 +1,5 @@
 /** An attempt at a shard: files reset to its {@link AttemptRecord} (docs/architecture.md, "One shard end to end"). */
-import { rmSync } from "node:fs";
+import { closeSync, rmSync } from "node:fs";
 import { toEventEvidence } from "../events/event-evidence.ts";
 import { channelNotes, listenForTestEvents, type EventChannel } from "../events/inspector.ts";
 import { journalPathFor, openJournal, type Journal } from "../events/journal.ts";
@@ -20,6 +20,17 @@ import type { AttemptRecord } from "./shard-evidence.ts";
 import { CostFile } from "./cost-file.ts";
 import { EvalDirReader } from "./eval-dir.ts";
 import { COST_FILE_ENV } from "../cost/record.ts";
+import { openRegularSync } from "../util/regular-file.ts";
+
+/** A descriptor of the shard's JUnit as the child left it, for the verdict to read and close; null when none. */
+function holdJUnit(junitPath: string): number | null {
+  try {
+    return openRegularSync(junitPath);
+  } catch {
+    // Missing or not a file: the verdict reads the path and says which.
+    return null;
+  }
+}
 
 /** The attempt could not be prepared (run directories not made again): the shard never started. */
 export class ShardNotStartedError extends Error {}
@@ -139,10 +150,17 @@ export class ShardAttempt {
       if (problem !== null) return this.stopChild(proc, channel, problem);
     } else this.advance("tests-running");
     const outcome = await proc.done;
+    // At once: a test of another shard may delete the output directory while this evidence is collected.
+    const junitFd = holdJUnit(this.o.paths.junit);
     this.advance("group-gone");
     this.unregister();
     this.o.hooks.onSlotFree?.();
-    return { kind: "ran", record: await this.collect(outcome) };
+    try {
+      return { kind: "ran", record: { ...(await this.collect(outcome)), junitFd } };
+    } catch (error) {
+      if (junitFd !== null) closeSync(junitFd);
+      throw error;
+    }
   }
 
   /** Remakes run directories a test may have deleted and resets the shard's files. Throws if they cannot be made. */

@@ -1,5 +1,6 @@
 /** A shard's evidence once its last attempt is over, and the pure step from it to its {@link ShardResult}. */
 import type { ShardSpend } from "../cost/ledger.ts";
+import { closeSync } from "node:fs";
 import type { EvalSpend } from "../cost/gstack-eval.ts";
 import { realpath } from "node:fs/promises";
 import path from "node:path";
@@ -34,6 +35,11 @@ export interface AttemptRecord {
   listedAtEnd: ListedDescendant[];
   /** The marks file was deleted while the child ran, and read through the runner's descriptor. */
   marksDeleted?: boolean;
+  /**
+   * A descriptor of Bun's JUnit opened as the child's group was gone (null: there was none), read through
+   * /proc/self/fd on Linux so a test deleting the output directory meanwhile loses nothing; the reader closes it.
+   */
+  junitFd?: number | null;
   /** What its cost file recorded (docs/cost.md); null when the attempt had none. */
   cost?: ShardSpend | null;
   /** What the preset's cost adapter read of its eval directory (docs/cost.md, "Adapters"); null without one. */
@@ -56,9 +62,11 @@ export async function readShardJUnit(
   record: AttemptRecord,
 ): Promise<JUnitReading> {
   const limit = junitByteLimit(record.marks.testsStarted, record.failedEnds);
+  const fd = record.junitFd ?? null;
+  const source = fd !== null && process.platform === "linux" ? `/proc/self/fd/${fd}` : junitPath;
   try {
     return {
-      files: alignJUnitFiles(await readBunJUnitFile(junitPath, limit, record.events?.tests), shard.files, root),
+      files: alignJUnitFiles(await readBunJUnitFile(source, limit, record.events?.tests), shard.files, root),
     };
   } catch (error) {
     const message = (error as Error).message;
@@ -75,7 +83,18 @@ export async function readShardJUnit(
         problem: `failed to read Bun's JUnit report: ${message}, past the read limit (${junitLimitText(limit)})`,
       };
     }
-    return { files: null, problem: `Bun's JUnit report is unreadable: ${message}` };
+    return { files: null, problem: `Bun's JUnit report is unreadable: ${message.replaceAll(source, junitPath)}` };
+  } finally {
+    if (fd !== null) closeFd(fd);
+  }
+}
+
+/** Closes a held descriptor; one already closed is no error of the verdict's. */
+function closeFd(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Nothing to release.
   }
 }
 
