@@ -47,11 +47,15 @@ describe("run history in runs", () => {
     const files: Record<string, string> = { "heavy.test.ts": slow("heavy", 1200) };
     for (let i = 1; i <= 5; i++) files[`q${i}.test.ts`] = quick(`q${i}`);
     const dir = makeSuite(files);
-    const args = ["--files-per-shard", "auto"];
-    expect((await runOneJob(dir, args)).code).toBe(0);
-    // Nothing recorded: six files of the assumed 50 ms make one batch.
+    // Two jobs: a shared batch's target is the total over the jobs, which one heavy file then reaches.
+    const twoJobs = () =>
+      runCli(["run", "--root", dir, "--jobs", "2", "--timeout", "60", "--files-per-shard", "auto"], {
+        limitMs: 90_000,
+      });
+    expect((await twoJobs()).code).toBe(0);
+    // Nothing recorded: six files of the assumed 50 ms make one batch (0.3 s, under the 0.5 s floor).
     expect(readReport(dir).shards.map((s) => s.files.length)).toEqual([6]);
-    expect((await runOneJob(dir, args)).code).toBe(0);
+    expect((await twoJobs()).code).toBe(0);
     // The heavy file's recorded duration is over the batch target: it runs alone, the quick ones together.
     const shards = readReport(dir).shards.map((s) => s.files);
     expect(shards).toContainEqual(["heavy.test.ts"]);
