@@ -17,7 +17,7 @@
  * registry with `bun install --frozen-lockfile --ignore-scripts`. The tests
  * then run offline. Linux; prints one line per round and a summary.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { BUN, bunStatuses, CLI, differences, run, setUp, shardguardStatuses, type Statuses } from "./suite-helpers.ts";
@@ -157,6 +157,7 @@ try {
 
   // One wedged file: its test is killed at the timeout, every other test keeps its status.
   const wedge = "test/zz-shardguard-wedge.test.ts";
+  mkdirSync(path.join(dir, "test"), { recursive: true });
   writeFileSync(
     path.join(dir, wedge),
     'import { test } from "bun:test";\ntest("spins", () => {\n  while (true) {}\n});\n',
