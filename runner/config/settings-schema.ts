@@ -7,6 +7,10 @@ import { splitGlobList } from "../util/glob-list.ts";
 import { COST_BOOLEAN_FLAGS, COST_SETTINGS, type CostSettingValues, USD_KIND } from "./cost-settings.ts";
 
 /** The glob matcher (micromatch), loaded only by a run that sets globs: a plain run's start-up never pays for it. */
+import { ConfigError, showValue } from "./config-error.ts";
+
+export { ConfigError, showValue };
+
 const globs = () => require("../util/glob-match.ts") as typeof import("../util/glob-match.ts");
 
 /** Final, validated settings of one run. Times are milliseconds, paths absolute. */
@@ -477,15 +481,4 @@ function parseResources(raw: unknown, source: string): ResourceTable {
     } else bad(where, value, 'an array of globs, or { files = ["GLOB", ...], capacity = N } (no other keys)');
   }
   return table;
-}
-
-/** A raw value for an error line: JSON, but numbers JSON cannot write (`inf`, `nan`, `1e400`) spelled as TOML does. */
-export function showValue(raw: unknown): string {
-  if (typeof raw === "number" && !Number.isFinite(raw)) return Number.isNaN(raw) ? "nan" : raw > 0 ? "inf" : "-inf";
-  return JSON.stringify(raw) ?? String(raw);
-}
-
-/** A usage or configuration error: one line, exit 2 before any child starts (docs/reports.md). */
-export class ConfigError extends Error {
-  override name = "ConfigError";
 }

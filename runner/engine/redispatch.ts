@@ -1,7 +1,18 @@
 /** Batching keeps kill isolation: a killed batch's never-started files leave its result and run again. */
+import type { RunSettings } from "../config/settings-schema.ts";
+import { isolates } from "../exec/bun-command.ts";
 import { shardSlug, type PlannedShard } from "../plan/plan.ts";
 import { plural } from "../report/console.ts";
 import type { ShardResult } from "../results/report-model.ts";
+
+/**
+ * How many shards a killed batch's unstarted files run again in: `--jobs` for shared `--files-per-shard auto`
+ * batches (one per file would load the suite's modules per file), else one per file.
+ */
+export function redispatchBatches(settings: Pick<RunSettings, "filesPerShard" | "bunArgs" | "jobs">): number {
+  const shared = settings.filesPerShard === "auto" && !isolates(settings.bunArgs);
+  return shared ? settings.jobs : Number.POSITIVE_INFINITY;
+}
 
 /**
  * A killed or crashed (not cancelled) shard of several files: its files without a start mark leave its result and

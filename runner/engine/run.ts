@@ -7,7 +7,7 @@ import { runIdFrom } from "./run-id.ts";
 import { rm } from "node:fs/promises";
 import type { RunSettings } from "../config/settings-schema.ts";
 import { socketDirFor } from "../events/socket-dir.ts";
-import { filtersByName, isolates, SHARD_ENV } from "../exec/bun-command.ts";
+import { filtersByName, SHARD_ENV } from "../exec/bun-command.ts";
 import { startGuardian, type Guardian } from "../exec/guardian.ts";
 import { runPool } from "../exec/pool.ts";
 import { sweepCookie, sweepStaleRuns, watchGroups, type Escapee, type ShardProcess } from "../exec/process.ts";
@@ -26,7 +26,7 @@ import type { RunReport, ShardResult } from "../results/report-model.ts";
 import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
-import { splitKilledBatch } from "./redispatch.ts";
+import { redispatchBatches, splitKilledBatch } from "./redispatch.ts";
 import type { ReportWriter } from "./report-writer.ts";
 import { prepareRunDirs, pruneRuns, RunDirsKeeper } from "./run-dirs.ts";
 import { coverageSafePreload } from "../exec/coverage.ts";
@@ -397,15 +397,12 @@ export class Run {
   /** Re-dispatch of a killed batched shard's unstarted files (engine/redispatch.ts); none once cancelled. */
   private redispatch(shard: PlannedShard, result: ShardResult, filesNotStarted: readonly string[]): PlannedShard[] {
     if (this.cancelledBy) return [];
-    const { settings } = this.inputs;
-    // Shared auto batches run again as batches: one per file would load the suite's modules per file.
-    const shared = settings.filesPerShard === "auto" && !isolates(settings.bunArgs);
     const added = splitKilledBatch(
       shard,
       result,
       filesNotStarted,
       this.inputs.plan.shards.length + this.redispatched.length + 1,
-      shared ? settings.jobs : Number.POSITIVE_INFINITY,
+      redispatchBatches(this.inputs.settings),
     );
     this.redispatched.push(...added);
     return added;
