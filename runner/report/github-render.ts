@@ -161,11 +161,25 @@ export function githubStepSummary(report: RunReport, options: GithubOptions = {}
     ...statusCountsTable(safe),
     ...notPassedTable(safe, repoRoot),
     ...flakyList(safe),
+    ...quarantinedTable(safe),
     ...slowestShardsTable(safe, repoRoot),
     ...failedShardLogs(safe, repoRoot),
     ...reportPaths(repoRoot, options.reports),
   ];
   return `${out.join("\n")}\n`;
+}
+
+/** The tests that ran quarantined (docs/history.md, "Quarantine"), each with its real status. */
+function quarantinedTable(safe: RunReport): string[] {
+  const tests = safe.shards.flatMap((s) => s.tests.filter((t) => t.quarantined));
+  if (tests.length === 0) return [];
+  const out = [`### Quarantined tests (${tests.length}): their failures do not fail the run`, "", "| test | status |"];
+  out.push("| --- | --- |");
+  for (const t of tests.slice(0, MAX_SUMMARY_ROWS))
+    out.push(`| ${markdownCell(`${t.file} > ${t.name}`)} | ${t.status} |`);
+  if (tests.length > MAX_SUMMARY_ROWS) out.push("", `… and ${tests.length - MAX_SUMMARY_ROWS} more.`);
+  out.push("");
+  return out;
 }
 
 /** The summary's heading (verdict and exit code), its preset and tier, and a line of run totals (docs/ci.md). */
