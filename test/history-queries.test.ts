@@ -4,7 +4,16 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import path from "node:path";
-import { fileDurationsOf, flakyCandidates, loadOutcomes } from "../runner/history/queries.ts";
+import {
+  ANSWER_CANDIDATES,
+  failingAnswers,
+  fileDurationsOf,
+  flakyAnswers,
+  flakyCandidates,
+  loadOutcomes,
+  testsHaving,
+  testsNamed,
+} from "../runner/history/queries.ts";
 import type { RunRow, TestRow } from "../runner/history/schema.ts";
 import { openSqlite } from "../runner/history/sqlite.ts";
 import { removeSuites, tempDir } from "./helpers/cli.ts";
@@ -75,6 +84,44 @@ test("durations from the newest run that had each file; candidates and named out
       "b.test.ts > flips",
       "b.test.ts > retried",
     ]);
+  } finally {
+    await store.close();
+  }
+});
+
+test("the database's candidates give the answers of every test's rows: --flaky, --failing, --test", async () => {
+  const store = await openSqlite(path.join(tempDir(), "history.sqlite"));
+  const statuses = ["passed", "failed", "timed-out", "crashed", "skipped"];
+  try {
+    for (let r = 0; r < 12; r++) {
+      const id = `r${String(r).padStart(2, "0")}`;
+      const rows: TestRow[] = [];
+      // Test t's status in run r cycles with a period of its own, so some flip, some fail always, some never.
+      for (let t = 0; t < 40; t++)
+        if ((t + r) % 7 !== 0)
+          rows.push(
+            row(
+              id,
+              `f${t % 3}.test.ts`,
+              `t ${t}`,
+              statuses[(t * r + t) % (1 + (t % 5))]!,
+              t,
+              1 + (t % 4 === 1 && r % 3 === 0 ? 1 : 0),
+            ),
+          );
+      await store.append({ ...run(id, `2026-01-01T00:${String(r).padStart(2, "0")}:00Z`), git_sha: `s${r % 4}` }, rows);
+    }
+    for (const filter of [{ last: 20 }, { last: 5 }, { last: 20, since: "2026-01-01T00:03:00Z" }]) {
+      const all = await loadOutcomes(store, filter);
+      const flaky = await loadOutcomes(store, filter, await testsHaving(store, filter, ANSWER_CANDIDATES.flaky));
+      const failing = await loadOutcomes(store, filter, await testsHaving(store, filter, ANSWER_CANDIDATES.failing));
+      expect(flakyAnswers(all).length).toBeGreaterThan(0);
+      expect(failingAnswers(all).length).toBeGreaterThan(0);
+      expect(flakyAnswers(flaky)).toEqual(flakyAnswers(all));
+      expect(failingAnswers(failing)).toEqual(failingAnswers(all));
+      const named = await loadOutcomes(store, filter, await testsNamed(store, (t) => t.name.includes("t 1")));
+      expect(named).toEqual(all.filter((t) => t.name.includes("t 1")));
+    }
   } finally {
     await store.close();
   }
