@@ -11,9 +11,12 @@ import {
   flakyAnswers,
   flakyCandidates,
   loadOutcomes,
-  testsHaving,
+  testsWhere,
   testsNamed,
+  trendAnswers,
 } from "../runner/history/queries.ts";
+import { trendCandidates } from "../runner/history/trend-candidates.ts";
+import type { Outcome } from "../runner/history/classify.ts";
 import type { RunRow, TestRow } from "../runner/history/schema.ts";
 import { openSqlite } from "../runner/history/sqlite.ts";
 import { removeSuites, tempDir } from "./helpers/cli.ts";
@@ -113,8 +116,8 @@ test("the database's candidates give the answers of every test's rows: --flaky, 
     }
     for (const filter of [{ last: 20 }, { last: 5 }, { last: 20, since: "2026-01-01T00:03:00Z" }]) {
       const all = await loadOutcomes(store, filter);
-      const flaky = await loadOutcomes(store, filter, await testsHaving(store, filter, ANSWER_CANDIDATES.flaky));
-      const failing = await loadOutcomes(store, filter, await testsHaving(store, filter, ANSWER_CANDIDATES.failing));
+      const flaky = await loadOutcomes(store, filter, await testsWhere(store, filter, ANSWER_CANDIDATES.flaky));
+      const failing = await loadOutcomes(store, filter, await testsWhere(store, filter, ANSWER_CANDIDATES.failing));
       expect(flakyAnswers(all).length).toBeGreaterThan(0);
       expect(failingAnswers(all).length).toBeGreaterThan(0);
       expect(flakyAnswers(flaky)).toEqual(flakyAnswers(all));
@@ -122,6 +125,41 @@ test("the database's candidates give the answers of every test's rows: --flaky, 
       const named = await loadOutcomes(store, filter, await testsNamed(store, (t) => t.name.includes("t 1")));
       expect(named).toEqual(all.filter((t) => t.name.includes("t 1")));
     }
+  } finally {
+    await store.close();
+  }
+});
+
+test("--slow and --cost from the database's candidates: the answers of every test's rows, ties and gaps included", async () => {
+  const store = await openSqlite(path.join(tempDir(), "history.sqlite"));
+  try {
+    for (let r = 0; r < 10; r++) {
+      const id = `r${r}`;
+      const rows: TestRow[] = [];
+      // Durations tie in pairs, some grow, one jumps from near 0; costs are missing in some runs and tests.
+      for (let t = 0; t < 30; t++)
+        if ((t + r) % 6 !== 0)
+          rows.push({
+            ...row(
+              id,
+              "a.test.ts",
+              `t ${t}`,
+              "passed",
+              t % 5 === 0 ? Math.floor(t / 2) : 0.1 * (t % 7) + r * (t % 3) * 0.37,
+            ),
+            cost_usd: t % 4 === 0 ? null : t === 7 && r === 9 ? 5 : t === 7 ? 1e-12 : (t % 9) * 0.001 + r * 1e-4,
+          });
+      await store.append(run(id, `2026-01-01T00:0${r}:00Z`), rows);
+    }
+    const measures = { duration_ms: (o: Outcome) => o.durationMs, cost_usd: (o: Outcome) => o.costUsd };
+    for (const filter of [{ last: 20 }, { last: 4 }])
+      for (const column of ["duration_ms", "cost_usd"] as const)
+        for (const top of [1, 3, 10, 50]) {
+          const all = trendAnswers(await loadOutcomes(store, filter), measures[column], top);
+          const only = await loadOutcomes(store, filter, await trendCandidates(store, filter, column, top));
+          if (top <= 3) expect(only.length).toBeLessThan(20);
+          expect(trendAnswers(only, measures[column], top)).toEqual(all);
+        }
   } finally {
     await store.close();
   }

@@ -12,13 +12,14 @@ import {
   flakyAnswers,
   loadOutcomes,
   selectRuns,
-  testsHaving,
+  testsWhere,
   testsNamed,
   trendAnswers,
   type RunFilter,
   type TestRef,
 } from "../history/queries.ts";
 import { runRow, testKey, testRows } from "../history/rows.ts";
+import { trendCandidates } from "../history/trend-candidates.ts";
 import { openStore } from "../history/open.ts";
 import type { HistoryStore } from "../history/store.ts";
 import { EXIT } from "../results/codes.ts";
@@ -101,16 +102,18 @@ function named(t: TestRef, name: string): boolean {
   return t.name === name || testKey(t.file, t.name) === name || t.name.includes(name);
 }
 
-/** The only tests whose rows the question needs (undefined: all); the others cannot be in its answer. */
-async function candidatesOf(store: HistoryStore, inputs: HistoryCommandInputs): Promise<TestRef[] | undefined> {
+/** The only tests whose rows the question (not `--runs`) needs; the others cannot be in its answer. */
+async function candidatesOf(store: HistoryStore, inputs: HistoryCommandInputs): Promise<TestRef[]> {
   switch (inputs.question) {
     case "flaky":
     case "failing":
-      return testsHaving(store, inputs.filter, ANSWER_CANDIDATES[inputs.question]);
-    case "test":
-      return testsNamed(store, (t) => named(t, inputs.testName!));
+      return testsWhere(store, inputs.filter, ANSWER_CANDIDATES[inputs.question]);
+    case "slow":
+      return trendCandidates(store, inputs.filter, "duration_ms", TOP);
+    case "cost":
+      return trendCandidates(store, inputs.filter, "cost_usd", TOP);
     default:
-      return undefined;
+      return testsNamed(store, (t) => named(t, inputs.testName!));
   }
 }
 

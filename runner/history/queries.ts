@@ -137,47 +137,34 @@ export async function fileDurationsOf(store: HistoryStore, filter: RunFilter): P
 }
 
 /**
- * The tests that could be flaky in the selected runs: any outcome other than a first-attempt pass. Every other test
- * passed each time, so the flakiness rules need no more of its rows.
+ * The SQL conditions on a test's rows of which every test in a question's answer has at least one: only the tests
+ * with such a row (few: most rows are first-attempt passes) are read into JavaScript and classified there.
  */
-export async function flakyCandidates(store: HistoryStore, filter: RunFilter): Promise<TestRef[]> {
+export const ANSWER_CANDIDATES = {
+  /** Flaky (certain or likely) needs a failure or a retried pass. */
+  flaky: "status <> 'passed' OR attempts > 1",
+  /** Failing now needs a failure. */
+  failing: "status IN ('failed', 'timed-out', 'crashed')",
+} as const;
+
+/** The tests with a row in the runs `filter` selects that meets `condition` (the database filters the rows). */
+export async function testsWhere(store: HistoryStore, filter: RunFilter, condition: string): Promise<TestRef[]> {
   const runs = await selectRuns(store, filter);
   if (runs.length === 0) return [];
   const ids = runs.map((r) => String(r.run_id));
   const rows = await store.all(
-    `SELECT DISTINCT file, name FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")}) ` +
-      "AND (status <> 'passed' OR attempts > 1)",
+    `SELECT DISTINCT file, name FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")}) AND (${condition})`,
     ids,
   );
   return rows.map((r) => ({ file: String(r.file), name: String(r.name) }));
 }
 
-/** A SQL count of a test's rows where `condition` holds (both backends: no boolean sums). */
-const countWhere = (condition: string) => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;
-const BAD = "status IN ('failed', 'timed-out', 'crashed')";
-
 /**
- * The SQL conditions over a test's rows in the selected runs that every answer of a question needs: a test outside
- * them cannot be in the answer, so only the others' rows are read into JavaScript and classified there.
+ * The tests that could be flaky in the selected runs: any outcome other than a first-attempt pass. Every other test
+ * passed each time, so the flakiness rules need no more of its rows.
  */
-export const ANSWER_CANDIDATES = {
-  /** Flaky needs a pass and either a failure or a retried pass (certain or likely). */
-  flaky: `${countWhere("status = 'passed'")} > 0 AND (${countWhere(BAD)} > 0 OR ${countWhere("status = 'passed' AND attempts > 1")} > 0)`,
-  /** Failing now needs a failure. */
-  failing: `${countWhere(BAD)} > 0`,
-} as const;
-
-/** The tests of the runs `filter` selects whose rows meet `having` (aggregated in the database, grouped by test). */
-export async function testsHaving(store: HistoryStore, filter: RunFilter, having: string): Promise<TestRef[]> {
-  const runs = await selectRuns(store, filter);
-  if (runs.length === 0) return [];
-  const ids = runs.map((r) => String(r.run_id));
-  const rows = await store.all(
-    `SELECT file, name FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")}) ` +
-      `GROUP BY file, name HAVING ${having}`,
-    ids,
-  );
-  return rows.map((r) => ({ file: String(r.file), name: String(r.name) }));
+export function flakyCandidates(store: HistoryStore, filter: RunFilter): Promise<TestRef[]> {
+  return testsWhere(store, filter, ANSWER_CANDIDATES.flaky);
 }
 
 /** Every test the history holds whose name or key `matches` (read from the (file, name) index, not the rows). */
