@@ -7,10 +7,26 @@ import { describe, expect, test } from "bun:test";
 import { parseArgs, RUN_FLAGS } from "../runner/config/args.ts";
 import { parseBgArgs } from "../runner/cli/bg-args.ts";
 import { parseMergeArgs } from "../runner/cli/merge-args.ts";
+import { flagHelp } from "../runner/cli/help.ts";
+import { BOOLEAN_FLAGS, SETTINGS } from "../runner/config/settings-schema.ts";
 
 const run = (argv: string[]) => parseArgs(argv, "run", RUN_FLAGS);
 
 describe("run and list", () => {
+  test("run --help names every flag run takes, each with a placeholder of its kind", () => {
+    const help = flagHelp("run");
+    const flags = [
+      ...SETTINGS.map((s) => s.flag),
+      ...Object.keys(BOOLEAN_FLAGS),
+      ...RUN_FLAGS.valued,
+      ...RUN_FLAGS.boolean,
+    ];
+    expect(flags.filter((f) => !new RegExp(`^  ${f}( |$)`, "m").test(help))).toEqual([]);
+    expect(help).toContain("--budget-usd DOLLARS");
+    const wrong = SETTINGS.filter((s) => !/seconds/i.test(s.kind) && help.includes(`${s.flag} SECONDS`));
+    expect(wrong.map((s) => s.flag)).toEqual([]);
+  });
+
   test("everything after -- goes to bun test unchanged, flags and all", () => {
     const args = run(["a.test.ts", "--jobs=2", "--", "--bail", "-t", "x", "--jobs", "9", "--"]);
     expect(args.patterns).toEqual(["a.test.ts"]);

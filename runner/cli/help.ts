@@ -135,6 +135,7 @@ export function flagHelp(command: "run" | "list"): string {
             paths: "PATHS",
             globs: "GLOBS",
             resources: "SPEC",
+            usd: "DOLLARS",
           } as Record<string, string>
         )[s.kind] ?? "SECONDS"
       }`.padEnd(24)} ${s.help}  [env ${s.env}]`,
@@ -144,6 +145,11 @@ export function flagHelp(command: "run" | "list"): string {
       ? [
           `  ${"--no-test-events".padEnd(24)} run without the inspector event channel ` +
             `(no per-test data in killed shards)`,
+          `  ${"--budget-kill".padEnd(24)} at the budget, end running shards too (SIGTERM, grace, SIGKILL)  ` +
+            "[env SHARDGUARD_BUDGET_KILL]",
+          `  ${"--history PATH|URL".padEnd(24)} run history: a SQLite file or postgres://… (default ` +
+            "OUT/history.sqlite; docs/history.md)  [env SHARDGUARD_HISTORY_URL]",
+          `  ${"--no-history".padEnd(24)} remember nothing of this run  [env SHARDGUARD_NO_HISTORY]`,
         ]
       : [];
   const what =
