@@ -18,6 +18,7 @@ import {
 import { type GitInfo, gitInfo, testKey } from "../history/rows.ts";
 import { AppendWorker } from "../history/append-job.ts";
 import { openStore } from "../history/open.ts";
+import { htmlHistory, loadStrips, type PastStrips } from "../history/strips.ts";
 import type { HistoryStore } from "../history/store.ts";
 import type { RunReport } from "../results/report-model.ts";
 import { plural } from "../report/console.ts";
@@ -38,6 +39,8 @@ export interface HistoryBefore {
   durations: Map<string, number>;
   /** The keys quarantined for this run. */
   quarantine: Set<string>;
+  /** report.html's strips' past (issue 36); null when the history failed or report.html is off. */
+  strips: PastStrips | null;
 }
 
 /**
@@ -79,9 +82,10 @@ export class RunHistory {
     settings: HistorySettings,
     root: string,
     env: Record<string, string | undefined>,
+    stripFiles: ReadonlySet<string> | null = null,
   ): Promise<HistoryBefore> {
     const configured = settings.quarantine === "auto" ? [] : settings.quarantine;
-    const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured) };
+    const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured), strips: null };
     if (!this.store) return result;
     try {
       result.durations = await fileDurationsOf(this.store, { last: WINDOW });
@@ -93,6 +97,8 @@ export class RunHistory {
         );
         for (const t of past) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
       }
+      // Only earlier runs are needed, so the strips are read now and this run's status is added at render.
+      if (stripFiles) result.strips = await loadStrips(this.store, stripFiles);
       this.git = gitInfo(root, env);
     } catch (error) {
       this.say(this.fail(error));
@@ -279,7 +285,9 @@ export async function executeWithHistory(
 ): Promise<number> {
   const history = await RunHistory.open(settings, host.stdout);
   try {
-    const before = await history.before(settings, inputs.settings.root, host.env);
+    const stripFiles = inputs.settings.html ? new Set(inputs.plan.included.keys()) : null;
+    const before = await history.before(settings, inputs.settings.root, host.env, stripFiles);
+    const strips = before.strips;
     const entries = settings.quarantine === "auto" ? [] : settings.quarantine;
     for (const note of quarantineNotes(entries, new Set(inputs.plan.included.keys()))) host.stdout(note);
     const timings = inputs.settings.timings.length > 0 ? inputs.timings : before.durations;
@@ -288,6 +296,7 @@ export async function executeWithHistory(
         ...inputs,
         timings,
         quarantine: before.quarantine,
+        ...(strips ? { htmlHistory: (report: RunReport) => htmlHistory(strips, report) } : {}),
         onFinalReport: (report) => history.handOver(report),
         closingLines: async (report) => [
           ...(await history.closingLines(report)),

@@ -7,7 +7,7 @@ import path from "node:path";
 import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
 import { logTail } from "../report/console.ts";
 import { ctrfChunks } from "../report/ctrf.ts";
-import { htmlChunks } from "../report/html.ts";
+import { type HtmlHistory, htmlChunks } from "../report/html.ts";
 import { jsonChunks } from "../report/json.ts";
 import { junitChunks } from "../report/junit.ts";
 import { SUCCESSFUL_SHARD_STATUSES, type RunReport } from "../results/report-model.ts";
@@ -34,6 +34,8 @@ export interface ReportTargets {
   html?: string;
   /** The run's own directory (OUT/runs/<id>), which gets a copy of each; null before it exists. */
   runDir: () => string | null;
+  /** report.html's run history for a report (history/strips.ts); none without a history. */
+  htmlHistory?: (report: RunReport) => HtmlHistory;
 }
 
 /** Serialized, coalescing report writer: {@link write}'s builder runs when the write does, so it shows every change. */
@@ -172,7 +174,12 @@ export class ReportWriter {
         ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe, ctrfCheck)],
       ];
       const html = this.targets.html;
-      if (html !== undefined) reports.push(["report.html", html, () => htmlChunks(safe, { logTails })]);
+      if (html !== undefined)
+        reports.push([
+          "report.html",
+          html,
+          () => htmlChunks(safe, { logTails, history: this.targets.htmlHistory?.(safe) }),
+        ]);
       await writeDocumentsAtomic(
         reports.map(([name, target, chunks]) => ({
           targets: runDir ? [path.join(runDir, name), target] : [target],

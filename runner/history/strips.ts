@@ -1,0 +1,100 @@
+/**
+ * report.html's outcome strips (issue 36): each planned test's outcomes in the newest runs before this one, read in
+ * one query before the run starts, and this run's status added in memory when the page is rendered.
+ */
+import type { RunReport } from "../results/report-model.ts";
+import { flakiness, type HistoryRunFacts, type Outcome } from "./classify.ts";
+import { selectRuns } from "./queries.ts";
+import { runRow, testKey } from "./rows.ts";
+import type { HistoryStore } from "./store.ts";
+
+/** Outcomes a strip shows at most: this run's and the newest before it. */
+export const STRIP_LENGTH = 20;
+
+/** The past the strips are drawn from: the runs read, oldest first, and each test's outcomes in them. */
+export interface PastStrips {
+  runs: HistoryRunFacts[];
+  /** By test key: its outcomes, oldest first, each with its run's position in `runs`. */
+  tests: Map<string, { at: number; outcome: Outcome }[]>;
+}
+
+/**
+ * The outcomes of the tests of `files` in the newest `STRIP_LENGTH` runs: one read of those runs' `tests` rows
+ * (only the columns a strip needs), kept for the planned files.
+ */
+export async function loadStrips(store: HistoryStore, files: ReadonlySet<string>): Promise<PastStrips> {
+  const rows = await selectRuns(store, { last: STRIP_LENGTH });
+  const runs = rows.map(
+    (r): HistoryRunFacts => ({
+      runId: String(r.run_id),
+      startedAt: String(r.started_at),
+      sha: r.git_sha == null ? null : String(r.git_sha),
+      branch: r.git_branch == null ? null : String(r.git_branch),
+      defaultBranch: r.default_branch == null ? null : String(r.default_branch),
+      testsTotal: Number(r.tests_total),
+      testsBad: Number(r.tests_bad),
+    }),
+  );
+  const tests: PastStrips["tests"] = new Map();
+  if (runs.length === 0) return { runs, tests };
+  const order = new Map(runs.map((r, i) => [r.runId, i]));
+  const ids = runs.map((r) => r.runId);
+  const found = await store.all(
+    `SELECT run_id, file, name, status, attempts FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")})`,
+    ids,
+  );
+  for (const row of found) {
+    const file = String(row.file);
+    if (!files.has(file)) continue;
+    const key = testKey(file, String(row.name));
+    const at = order.get(String(row.run_id))!;
+    const outcome = pastOutcome(runs[at]!, String(row.status), Number(row.attempts));
+    const list = tests.get(key);
+    if (list) list.push({ at, outcome });
+    else tests.set(key, [{ at, outcome }]);
+  }
+  for (const list of tests.values()) list.sort((a, b) => a.at - b.at);
+  return { runs, tests };
+}
+
+/** An outcome with only what the flip rate looks at (status, attempts, the run). */
+function pastOutcome(run: HistoryRunFacts, status: string, attempts: number): Outcome {
+  return {
+    run,
+    status,
+    attempts,
+    durationMs: 0,
+    failureKind: null,
+    failureLine: null,
+    costUsd: null,
+    quarantined: false,
+  };
+}
+
+/**
+ * The page's history for `report`: its strips are the past's outcomes plus the report's own status, the newest
+ * `STRIP_LENGTH`, and the flip rate is `history --flaky`'s ({@link flakiness}) over them.
+ */
+export function htmlHistory(past: PastStrips, report: RunReport) {
+  const row = runRow(report, { sha: null, branch: null, defaultBranch: null }, "run");
+  const now: HistoryRunFacts = {
+    ...{ runId: report.runId, startedAt: report.startedAt, sha: null, branch: null, defaultBranch: null },
+    ...{ testsTotal: Number(row.tests_total), testsBad: Number(row.tests_bad) },
+  };
+  const runs = [...past.runs.map((r) => r.runId), report.runId];
+  const strip = (file: string, name: string, status: string, attempts: number) => {
+    const seen = [
+      ...(past.tests.get(testKey(file, name)) ?? []),
+      { at: past.runs.length, outcome: pastOutcome(now, status, attempts) },
+    ];
+    const kept = seen.slice(-STRIP_LENGTH);
+    const facts = flakiness(kept.map((s) => s.outcome));
+    return {
+      at: kept.map((s) => s.at),
+      statuses: kept.map((s) => s.outcome.status),
+      flipRate: facts.flipRate,
+      runs: facts.runs,
+    };
+  };
+  return { runs, strip };
+}
