@@ -14,13 +14,16 @@ export const STRIP_LENGTH = 20;
 /** The past the strips are drawn from: the runs read, oldest first, and each test's outcomes in them. */
 export interface PastStrips {
   runs: HistoryRunFacts[];
-  /** By test key: its outcomes, oldest first, each with its run's position in `runs`. */
-  tests: Map<string, { at: number; outcome: Outcome }[]>;
+  /** By test key: its outcomes as the query aggregated them, "<run letter><status>" joined by ",", any order. */
+  tests: Map<string, string>;
 }
 
+/** The letter of the run at `i` in the query (a run's position in 20 letters), and back. */
+const runLetter = (i: number) => String.fromCharCode(97 + i);
+
 /**
- * The outcomes of the tests of `files` in the newest `STRIP_LENGTH` runs: one read of those runs' `tests` rows
- * (only the columns a strip needs), kept for the planned files.
+ * The outcomes of the tests of `files` in the newest `STRIP_LENGTH` runs: one query over those runs' `tests` rows that
+ * answers a row per test (its outcomes aggregated in one short string), so 100,000 tests are 100,000 rows, not 2M.
  */
 export async function loadStrips(store: HistoryStore, files: ReadonlySet<string>): Promise<PastStrips> {
   const rows = await selectRuns(store, { last: STRIP_LENGTH });
@@ -35,25 +38,21 @@ export async function loadStrips(store: HistoryStore, files: ReadonlySet<string>
       testsBad: Number(r.tests_bad),
     }),
   );
-  const tests: PastStrips["tests"] = new Map();
+  const tests = new Map<string, string>();
   if (runs.length === 0) return { runs, tests };
-  const order = new Map(runs.map((r, i) => [r.runId, i]));
   const ids = runs.map((r) => r.runId);
+  const letter = `CASE run_id ${ids.map((_, i) => `WHEN ? THEN '${runLetter(i)}'`).join(" ")} END`;
+  // Both backends aggregate text, under their own names; the order is not asked for (the letters say it).
+  const agg = store.kind === "postgres" ? "string_agg" : "group_concat";
   const found = await store.all(
-    `SELECT run_id, file, name, status, attempts FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")})`,
-    ids,
+    `SELECT file, name, ${agg}(${letter} || status, ',') AS past FROM tests ` +
+      `WHERE run_id IN (${ids.map(() => "?").join(", ")}) GROUP BY file, name`,
+    [...ids, ...ids],
   );
   for (const row of found) {
     const file = String(row.file);
-    if (!files.has(file)) continue;
-    const key = testKey(file, String(row.name));
-    const at = order.get(String(row.run_id))!;
-    const outcome = pastOutcome(runs[at]!, String(row.status), Number(row.attempts));
-    const list = tests.get(key);
-    if (list) list.push({ at, outcome });
-    else tests.set(key, [{ at, outcome }]);
+    if (files.has(file)) tests.set(testKey(file, String(row.name)), String(row.past));
   }
-  for (const list of tests.values()) list.sort((a, b) => a.at - b.at);
   return { runs, tests };
 }
 
@@ -71,6 +70,17 @@ function pastOutcome(run: HistoryRunFacts, status: string, attempts: number): Ou
   };
 }
 
+/** A test's past outcomes from {@link PastStrips.tests}, oldest first, each with its run's position. */
+function pastOf(past: PastStrips, key: string): { at: number; outcome: Outcome }[] {
+  const text = past.tests.get(key);
+  if (text === undefined) return [];
+  const out = text.split(",").map((part) => {
+    const at = part.charCodeAt(0) - 97;
+    return { at, outcome: pastOutcome(past.runs[at]!, part.slice(1), 1) };
+  });
+  return out.sort((a, b) => a.at - b.at);
+}
+
 /**
  * The page's history for `report`: its strips are the past's outcomes plus the report's own status, the newest
  * `STRIP_LENGTH`, and the flip rate is `history --flaky`'s ({@link flakiness}) over them.
@@ -84,7 +94,7 @@ export function htmlHistory(past: PastStrips, report: RunReport) {
   const runs = [...past.runs.map((r) => r.runId), report.runId];
   const strip = (file: string, name: string, status: string, attempts: number) => {
     const seen = [
-      ...(past.tests.get(testKey(file, name)) ?? []),
+      ...pastOf(past, testKey(file, name)),
       { at: past.runs.length, outcome: pastOutcome(now, status, attempts) },
     ];
     const kept = seen.slice(-STRIP_LENGTH);
