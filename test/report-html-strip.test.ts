@@ -4,17 +4,21 @@
  * run and status) and its detail the flip rate of `history --flaky`; without a history the page has neither.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "puppeteer-core";
 import { launchBrowser, openReport, searchFor } from "./helpers/browser.ts";
 import { removeSuites } from "./helpers/cli.ts";
-import { flakySuite, runSuite, threeRuns } from "./helpers/history-suite.ts";
+import { flakySuite, htmlRows, runSuite, threeRuns } from "./helpers/history-suite.ts";
+import { startPostgres } from "./helpers/postgres.ts";
 
 let browser: Browser;
 beforeAll(async () => {
   browser = await launchBrowser();
 });
+const pg = startPostgres();
 afterAll(async () => {
+  if ("url" in pg) pg.stop();
   await browser?.close();
   removeSuites();
 });
@@ -74,4 +78,31 @@ describe("report.html's outcome strips", () => {
       await plain.page.close();
     }
   }, 240_000);
+});
+
+/** The page's `history` of the suite's report.html, and its strip of the test named `name`. */
+function embeddedStrip(dir: string, name: string): { runs: string[]; strip: unknown } {
+  const html = readFileSync(path.join(dir, ".shardguard", "report.html"), "utf8");
+  const m = /<script type="application\/json" id="sg-data">([\s\S]*?)<\/script>/.exec(html);
+  const history = (JSON.parse(m![1]!) as { history: { runs: string[]; strips: unknown[] } }).history;
+  const i = htmlRows(dir).findIndex((row) => row[2] === name);
+  return { runs: history.runs, strip: history.strips[i] };
+}
+
+describe("report.html's outcome strips from PostgreSQL", () => {
+  test.skipIf("skip" in pg)(
+    "three runs against a server: the same strips as from SQLite",
+    async () => {
+      const url = (pg as { url: string }).url;
+      const dir = flakySuite(true);
+      const ids = await threeRuns(dir, ["--history", url]);
+      const { runs, strip } = embeddedStrip(dir, "flaky");
+      expect(runs).toEqual(ids);
+      // Statuses as positions in TEST_STATUSES: passed, failed, passed.
+      const { TEST_STATUSES } = await import("../runner/results/report-model.ts");
+      const code = (s: string) => TEST_STATUSES.indexOf(s as never).toString(36);
+      expect(strip).toEqual([`${code("passed")}${code("failed")}${code("passed")}`, 1, 3]);
+    },
+    240_000,
+  );
 });
