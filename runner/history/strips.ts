@@ -70,15 +70,22 @@ function pastOutcome(run: HistoryRunFacts, status: string, attempts: number): Ou
   };
 }
 
-/** A test's past outcomes from {@link PastStrips.tests}, oldest first, each with its run's position. */
-function pastOf(past: PastStrips, key: string): { at: number; outcome: Outcome }[] {
-  const text = past.tests.get(key);
-  if (text === undefined) return [];
+/** A test's past outcomes from its {@link PastStrips.tests} text, oldest first, each with its run's position. */
+function pastOf(past: PastStrips, text: string): { at: number; outcome: Outcome }[] {
+  if (text === "") return [];
   const out = text.split(",").map((part) => {
     const at = part.charCodeAt(0) - 97;
     return { at, outcome: pastOutcome(past.runs[at]!, part.slice(1), 1) };
   });
   return out.sort((a, b) => a.at - b.at);
+}
+
+/** The strip of a test's past (its {@link PastStrips.tests} text) and this run's outcome `now`. */
+function stripFrom(past: PastStrips, text: string, now: Outcome) {
+  const kept = [...pastOf(past, text), { at: past.runs.length, outcome: now }].slice(-STRIP_LENGTH);
+  const facts = flakiness(kept.map((s) => s.outcome));
+  const statuses = kept.map((s) => s.outcome.status);
+  return { at: kept.map((s) => s.at), statuses, flipRate: facts.flipRate, runs: facts.runs };
 }
 
 /**
@@ -92,19 +99,14 @@ export function htmlHistory(past: PastStrips, report: RunReport) {
     ...{ testsTotal: Number(row.tests_total), testsBad: Number(row.tests_bad) },
   };
   const runs = [...past.runs.map((r) => r.runId), report.runId];
+  // Most tests share a past (always passed): the strip of each distinct past and status is worked out once.
+  const memo = new Map<string, ReturnType<typeof stripFrom>>();
   const strip = (file: string, name: string, status: string, attempts: number) => {
-    const seen = [
-      ...pastOf(past, testKey(file, name)),
-      { at: past.runs.length, outcome: pastOutcome(now, status, attempts) },
-    ];
-    const kept = seen.slice(-STRIP_LENGTH);
-    const facts = flakiness(kept.map((s) => s.outcome));
-    return {
-      at: kept.map((s) => s.at),
-      statuses: kept.map((s) => s.outcome.status),
-      flipRate: facts.flipRate,
-      runs: facts.runs,
-    };
+    const text = past.tests.get(testKey(file, name)) ?? "";
+    const key = `${attempts}${status}|${text}`;
+    let found = memo.get(key);
+    if (found === undefined) memo.set(key, (found = stripFrom(past, text, pastOutcome(now, status, attempts))));
+    return found;
   };
   return { runs, strip };
 }

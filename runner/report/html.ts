@@ -304,11 +304,15 @@ function* historyData(report: RunReport, history: HtmlHistory): Generator<string
   yield jsonForScript(`,"history":{"runs":${JSON.stringify(history.runs)},"strips":[`);
   let strips: string[] = [];
   let first = true;
+  const encoded = new Map<TestStrip, string>();
   // The same order as `tests`: shard by shard, each shard's tests in order.
   for (const shard of report.shards)
     for (const test of shard.tests) {
       const strip = history.strip(test.file, test.name, test.status, test.retries + 1);
-      strips.push((first ? "" : ",") + stripEntry(strip, history.runs.length));
+      // A history may hand the same strip to many tests (history/strips.ts): encoded once.
+      let entry = encoded.get(strip);
+      if (entry === undefined) encoded.set(strip, (entry = stripEntry(strip, history.runs.length)));
+      strips.push((first ? "" : ",") + entry);
       first = false;
       if (strips.length >= ROW_BATCH) {
         yield jsonForScript(strips.join(""));
