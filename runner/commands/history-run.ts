@@ -18,7 +18,7 @@ import {
 import { type GitInfo, gitInfo, testKey } from "../history/rows.ts";
 import { AppendWorker } from "../history/append-job.ts";
 import { openStore } from "../history/open.ts";
-import { htmlHistory, loadStrips, type PastStrips } from "../history/strips.ts";
+import { htmlHistory, type PastStrips } from "../history/strips.ts";
 import type { HistoryStore } from "../history/store.ts";
 import type { RunReport } from "../results/report-model.ts";
 import { plural } from "../report/console.ts";
@@ -39,8 +39,8 @@ export interface HistoryBefore {
   durations: Map<string, number>;
   /** The keys quarantined for this run. */
   quarantine: Set<string>;
-  /** report.html's strips' past (issue 36); null when the history failed or report.html is off. */
-  strips: PastStrips | null;
+  /** report.html's strips' past (issue 36), read by the worker beside the run; null without a history or HTML. */
+  strips: Promise<PastStrips | null> | null;
 }
 
 /**
@@ -97,8 +97,8 @@ export class RunHistory {
         );
         for (const t of past) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
       }
-      // Only earlier runs are needed, so the strips are read now and this run's status is added at render.
-      if (stripFiles) result.strips = await loadStrips(this.store, stripFiles);
+      // Only earlier runs are needed: read beside the run, this run's status added at render.
+      if (stripFiles && this.appender) result.strips = this.appender.readStrips(stripFiles);
       this.git = gitInfo(root, env);
     } catch (error) {
       this.say(this.fail(error));
@@ -296,7 +296,9 @@ export async function executeWithHistory(
         ...inputs,
         timings,
         quarantine: before.quarantine,
-        ...(strips ? { htmlHistory: (report: RunReport) => htmlHistory(strips, report) } : {}),
+        ...(strips
+          ? { htmlHistory: strips.then((past) => past && ((report: RunReport) => htmlHistory(past, report))) }
+          : {}),
         onFinalReport: (report) => history.handOver(report),
         closingLines: async (report) => [
           ...(await history.closingLines(report)),
