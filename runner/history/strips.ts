@@ -1,6 +1,6 @@
 /**
  * report.html's outcome strips (issue 36): each planned test's outcomes in the newest runs before this one, read in
- * one query before the run starts, and this run's status added in memory when the page is rendered.
+ * one query by the append worker while the run goes, and this run's status added in memory when the page is rendered.
  */
 import type { RunReport } from "../results/report-model.ts";
 import { flakiness, type HistoryRunFacts, type Outcome } from "./classify.ts";
