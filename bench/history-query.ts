@@ -2,8 +2,8 @@
 /**
  * Whole-process benchmark: `shardguard history` questions over a large history (docs/history.md, "Questions").
  * Builds a SQLite history of RUNS runs × TESTS tests (a few flaky, a few failing, durations drifting) through the
- * store's own append, then times `history --flaky`, `--failing`, `--slow` and `--test NAME` as whole processes,
- * ROUNDS times each. Target (issue 36): every answer under 1 s.
+ * store's own append, then times `history --flaky`, `--failing`, `--slow`, `--cost`, `--test NAME` and `--runs`
+ * as whole processes, ROUNDS times each. Target (issue 36): every answer under 1 s.
  *
  * Usage: bun bench/history-query.ts [--runs 1000] [--tests 1000] [--rounds 3] [--last 1000]
  * Exits 1 when a median is over the target or a query exits other than 0.
@@ -61,7 +61,7 @@ await store.close();
 console.log(`built ${RUNS} runs × ${TESTS} tests in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const questions = [["--flaky"], ["--failing"], ["--slow"], ["--test", "f7.test.ts > test 57"], ["--runs"]];
+const questions = [["--flaky"], ["--failing"], ["--slow"], ["--cost"], ["--test", "f7.test.ts > test 57"], ["--runs"]];
 let over = false;
 try {
   for (const q of questions) {

@@ -22,4 +22,16 @@ try {
 } catch (error) {
   running = Promise.reject(error);
 }
-running.then((code) => process.exit(code), fail);
+/** Resolves once `stream` has handed every earlier write to the OS, or failed. Bun's write callback and
+ * `writableLength` say done while a pipe still holds the rest back; `end` waits for it. */
+const ended = (stream: NodeJS.WriteStream) =>
+  new Promise<void>((resolve) => {
+    if (stream.destroyed || !stream.writable) return resolve();
+    stream.once("error", () => resolve());
+    stream.end(() => resolve());
+  });
+// A reader slower than the output (`history --json | jq`) would otherwise get only the pipe's first 64 KiB.
+running.then(
+  (code) => Promise.all([ended(process.stdout), ended(process.stderr)]).then(() => process.exit(code)),
+  fail,
+);

@@ -7,14 +7,19 @@ import { readBunfigTable } from "../config/load.ts";
 import { ConfigError } from "../config/settings-schema.ts";
 import type { Host } from "../engine/host.ts";
 import {
+  ANSWER_CANDIDATES,
   failingAnswers,
   flakyAnswers,
   loadOutcomes,
   selectRuns,
+  testsWhere,
+  testsNamed,
   trendAnswers,
   type RunFilter,
+  type TestRef,
 } from "../history/queries.ts";
-import { runRow, testRows } from "../history/rows.ts";
+import { runRow, testKey, testRows } from "../history/rows.ts";
+import { trendCandidates } from "../history/trend-candidates.ts";
 import { openStore } from "../history/open.ts";
 import type { HistoryStore } from "../history/store.ts";
 import { EXIT } from "../results/codes.ts";
@@ -92,13 +97,33 @@ export async function historyCommand(inputs: HistoryCommandInputs, host: Host): 
   }
 }
 
+/** True when `NAME` of `--test NAME` names the test: its full name, its key, or part of its name. */
+function named(t: TestRef, name: string): boolean {
+  return t.name === name || testKey(t.file, t.name) === name || t.name.includes(name);
+}
+
+/** The only tests whose rows the question (not `--runs`) needs; the others cannot be in its answer. */
+async function candidatesOf(store: HistoryStore, inputs: HistoryCommandInputs): Promise<TestRef[]> {
+  switch (inputs.question) {
+    case "flaky":
+    case "failing":
+      return testsWhere(store, inputs.filter, ANSWER_CANDIDATES[inputs.question]);
+    case "slow":
+      return trendCandidates(store, inputs.filter, "duration_ms", TOP);
+    case "cost":
+      return trendCandidates(store, inputs.filter, "cost_usd", TOP);
+    default:
+      return testsNamed(store, (t) => named(t, inputs.testName!));
+  }
+}
+
 /** The answer of the question asked, as the JSON it prints. */
 async function answerOf(store: HistoryStore, inputs: HistoryCommandInputs): Promise<Record<string, unknown>> {
   const runs = await selectRuns(store, inputs.filter);
   const base = { runs: runs.length };
   if (inputs.question === "runs")
     return { ...base, list: runs.map((r) => ({ ...r, settings: JSON.parse(String(r.settings)) })) };
-  const tests = await loadOutcomes(store, inputs.filter);
+  const tests = await loadOutcomes(store, inputs.filter, await candidatesOf(store, inputs));
   switch (inputs.question) {
     case "flaky":
       return { ...base, flaky: flakyAnswers(tests) };
@@ -110,7 +135,7 @@ async function answerOf(store: HistoryStore, inputs: HistoryCommandInputs): Prom
       return { ...base, ...trendAnswers(tests, (o) => o.costUsd, TOP) };
     default: {
       const name = inputs.testName!;
-      const matching = tests.filter((t) => t.name === name || t.key === name || t.name.includes(name));
+      const matching = tests.filter((t) => named(t, name));
       return {
         ...base,
         tests: matching.map((t) => ({

@@ -137,19 +137,40 @@ export async function fileDurationsOf(store: HistoryStore, filter: RunFilter): P
 }
 
 /**
- * The tests that could be flaky in the selected runs: any outcome other than a first-attempt pass. Every other test
- * passed each time, so the flakiness rules need no more of its rows.
+ * The SQL conditions on a test's rows of which every test in a question's answer has at least one: only the tests
+ * with such a row (few: most rows are first-attempt passes) are read into JavaScript and classified there.
  */
-export async function flakyCandidates(store: HistoryStore, filter: RunFilter): Promise<TestRef[]> {
+export const ANSWER_CANDIDATES = {
+  /** Flaky (certain or likely) needs a failure or a retried pass. */
+  flaky: "status <> 'passed' OR attempts > 1",
+  /** Failing now needs a failure. */
+  failing: "status IN ('failed', 'timed-out', 'crashed')",
+} as const;
+
+/** The tests with a row in the runs `filter` selects that meets `condition` (the database filters the rows). */
+export async function testsWhere(store: HistoryStore, filter: RunFilter, condition: string): Promise<TestRef[]> {
   const runs = await selectRuns(store, filter);
   if (runs.length === 0) return [];
   const ids = runs.map((r) => String(r.run_id));
   const rows = await store.all(
-    `SELECT DISTINCT file, name FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")}) ` +
-      "AND (status <> 'passed' OR attempts > 1)",
+    `SELECT DISTINCT file, name FROM tests WHERE run_id IN (${ids.map(() => "?").join(", ")}) AND (${condition})`,
     ids,
   );
   return rows.map((r) => ({ file: String(r.file), name: String(r.name) }));
+}
+
+/**
+ * The tests that could be flaky in the selected runs: any outcome other than a first-attempt pass. Every other test
+ * passed each time, so the flakiness rules need no more of its rows.
+ */
+export function flakyCandidates(store: HistoryStore, filter: RunFilter): Promise<TestRef[]> {
+  return testsWhere(store, filter, ANSWER_CANDIDATES.flaky);
+}
+
+/** Every test the history holds whose name or key `matches` (read from the (file, name) index, not the rows). */
+export async function testsNamed(store: HistoryStore, matches: (ref: TestRef) => boolean): Promise<TestRef[]> {
+  const rows = await store.all("SELECT DISTINCT file, name FROM tests");
+  return rows.map((r) => ({ file: String(r.file), name: String(r.name) })).filter(matches);
 }
 
 /** A `tests` row as an outcome of `run`. */

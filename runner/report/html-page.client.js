@@ -11,11 +11,12 @@
 
 /**
  * One test, as html.ts's `data` writes it: [shard, file, name, status, durationMs, retries,
- * flaky, failureType, failureMessage, failureDetails, attempts, line, quarantined]. shard, file and status
- * are positions in `shards`, `files` and `run.statuses`; 0 stands for an absent text or line. Read by the names of
+ * flaky, failureType, failureMessage, failureDetails, attempts, line, quarantined, usd]. shard, file and status
+ * are positions in `shards`, `files` and `run.statuses`; 0 stands for an absent text or line; usd is the dollars
+ * the test spent, null when it recorded no cost. Read by the names of
  * COL, never by bare positions, so a field added at the end (html.ts) changes nothing here.
  * @typedef {[number, number, string, number, number, number, 0 | 1, string | 0, string | 0, string | 0,
- *   string | 0, number, 0 | 1]} TestRow
+ *   string | 0, number, 0 | 1, number | null]} TestRow
  */
 
 /**
@@ -86,6 +87,7 @@
     attempts: 10,
     line: 11,
     quarantined: 12,
+    usd: 13,
   });
   /** Statuses of tests that never ran: no duration is shown for them ("—"), since none was measured. */
   const NEVER_RAN = new Set(["never-started", "skipped-by-diff", "skipped", "todo"]);
@@ -97,6 +99,17 @@
   const ROW_HEIGHT = 26;
   /** Rows drawn beyond each edge of the view, so a short scroll shows no gap. */
   const OVERSCAN = 10;
+  /** Statuses from the best to the worst: the status column's ascending order; one not named sorts last. */
+  const STATUS_ORDER = [
+    "passed",
+    "skipped",
+    "todo",
+    "skipped-by-diff",
+    "never-started",
+    "failed",
+    "timed-out",
+    "crashed",
+  ];
   /** How many of a shard's files its tooltip lists. */
   const TIP_FILES = 20;
 
@@ -113,6 +126,9 @@
   const tip = element("#tip");
   const filterButtons = document.querySelectorAll("#filters .filter");
   const groupBox = /** @type {HTMLInputElement} */ (element("#group"));
+  const sortButtons = document.querySelectorAll("#table .row.head .sort");
+  /** Whether the table has a cost column: html.ts writes one when any test recorded a cost. */
+  const withCost = element("#table").classList.contains("with-cost");
   const counts = statusCounts();
   // The status column widens only when there are strips to hold (the style sheet's #table.has-history).
   if (data.history) element("#table").classList.add("has-history");
@@ -123,6 +139,13 @@
   let query = "";
   /** The shard whose tests alone are shown (a position in `shards`), or -1 for every shard. */
   let shardFilter = -1;
+  /** The column the table is sorted by (a header's `data-sort`), or "" for the run's order. */
+  let sortKey = "";
+  /** 1 ascending, -1 descending. */
+  let sortDir = 1;
+  /** Every test (positions in `tests`) in the sort's order, built once per sort; null in the run's order. */
+  /** @type {number[] | null} */
+  let order = null;
   /** Whether the table groups its tests by file, each file under a heading row. */
   let grouped = false;
   /**
@@ -143,6 +166,8 @@
   let searchTimer = 0;
 
   for (const button of filterButtons) wireFilter(button);
+  for (const button of sortButtons)
+    button.addEventListener("click", () => sortBy(button.getAttribute("data-sort") ?? ""));
   rowsBox.addEventListener("scroll", () => {
     requestAnimationFrame(() => draw(false));
   });
@@ -229,6 +254,18 @@
    */
   function ranFor(t) {
     return NEVER_RAN.has(statusOf(t)) ? "—" : dur(t[COL.durationMs]);
+  }
+
+  /**
+   * A test's cost as text, as results/cost-apply.ts's usdText writes dollars: cents, or finer when cents round it;
+   * "—" when it recorded none.
+   * @param {TestRow} t
+   */
+  function costOf(t) {
+    const usd = t[COL.usd];
+    if (usd === null || usd === undefined) return "—";
+    const cents = usd.toFixed(2);
+    return Math.abs(Number(cents) - usd) < 1e-9 ? `$${cents}` : `$${usd.toFixed(6).replace(/0+$/, "")}`;
   }
 
   /** @param {number} n */
@@ -318,9 +355,13 @@
   function apply() {
     /** @type {number[]} */
     const through = [];
-    tests.forEach((t, i) => {
-      if (matches(t, i)) through.push(i);
-    });
+    if (order) {
+      for (const i of order) if (matches(at(tests, i), i)) through.push(i);
+    } else {
+      tests.forEach((t, i) => {
+        if (matches(t, i)) through.push(i);
+      });
+    }
     visible = grouped ? byFile(through) : through;
     spacer.style.height = `${visible.length * ROW_HEIGHT}px`;
     // As tall as its rows, up to the style sheet's max-height: a filter leaving 3 rows leaves no empty box.
@@ -328,6 +369,59 @@
     countEl.textContent = `showing ${count(through.length)} of ${count(tests.length)} tests`;
     rowsBox.scrollTop = 0;
     draw(true);
+  }
+
+  /**
+   * Sorts the table by column `key`: a new column ascending, the same one descending, a third click the run's order.
+   * @param {string} key
+   */
+  function sortBy(key) {
+    if (key !== sortKey) {
+      sortKey = key;
+      sortDir = 1;
+    } else if (sortDir === 1) sortDir = -1;
+    else sortKey = "";
+    for (const button of sortButtons) {
+      const on = button.getAttribute("data-sort") === sortKey;
+      const header = button.parentElement;
+      if (on) header?.setAttribute("aria-sort", sortDir === 1 ? "ascending" : "descending");
+      else header?.removeAttribute("aria-sort");
+      element(".arrow", button).textContent = on ? (sortDir === 1 ? " ▲" : " ▼") : "";
+    }
+    order = sortKey ? sorted(sortKey, sortDir) : null;
+    apply();
+  }
+
+  /**
+   * Every test's position in the order of column `key` (`dir` 1 ascending, -1 descending), ties in the run's order;
+   * a test without a value (no cost; a duration never measured) last either way. One sort per click, keys read once.
+   * @param {string} key
+   * @param {number} dir
+   */
+  function sorted(key, dir) {
+    const keys = Float64Array.from(tests, (t) => sortValue(t, key));
+    return tests
+      .map((_, i) => i)
+      .sort((a, b) => {
+        const x = keys[a] ?? Number.NaN;
+        const y = keys[b] ?? Number.NaN;
+        if (Number.isNaN(x) || Number.isNaN(y))
+          return Number.isNaN(x) === Number.isNaN(y) ? a - b : Number.isNaN(x) ? 1 : -1;
+        return (x - y) * dir || a - b;
+      });
+  }
+
+  /**
+   * A test's value in column `key`; NaN when it has none.
+   * @param {TestRow} t
+   * @param {string} key
+   */
+  function sortValue(t, key) {
+    if (key === "cost") return t[COL.usd] ?? Number.NaN;
+    if (key === "duration") return NEVER_RAN.has(statusOf(t)) ? Number.NaN : t[COL.durationMs];
+    if (key === "retries") return t[COL.retries];
+    const rank = STATUS_ORDER.indexOf(statusOf(t));
+    return rank < 0 ? STATUS_ORDER.length : rank;
   }
 
   /**
@@ -431,6 +525,7 @@
     row.appendChild(cell);
     row.appendChild(el("span", "num", ranFor(t)));
     row.appendChild(el("span", "num", String(t[COL.retries])));
+    if (withCost) row.appendChild(el("span", "num cost", costOf(t)));
     return row;
   }
 
@@ -551,6 +646,7 @@
     const retries = `${t[COL.retries]} retr${t[COL.retries] === 1 ? "y" : "ies"}`;
     const facts = [at(files, t[COL.file]) + (t[COL.line] ? `:${t[COL.line]}` : ""), ranFor(t), retries];
     if (t[COL.flaky]) facts.push("flaky");
+    if (t[COL.usd] !== null && t[COL.usd] !== undefined) facts.push(`spent ${costOf(t)}`);
     if (t[COL.quarantined]) facts.push("quarantined: its failure does not fail the run");
     return facts.join(" · ");
   }

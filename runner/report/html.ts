@@ -96,7 +96,7 @@ export function* htmlChunks(report: RunReport, extras: HtmlExtras = {}): Generat
       }</ul></details>`;
   }
   yield `</section>\n`;
-  yield tableSkeleton();
+  yield tableSkeleton(report.shards.some((s) => s.tests.some((t) => t.cost !== undefined)));
   yield `<script type="application/json" id="sg-data">`;
   yield* data(report, extras);
   yield `</script>\n<script>${PAGE_SCRIPT}</script>\n</body>\n</html>\n`;
@@ -184,7 +184,16 @@ function legend(): string {
   );
 }
 
-function tableSkeleton(): string {
+/** A column header the page sorts by on a click (html-page.client.js): a button with its order's arrow. */
+function sortHeader(key: string, cls: string): string {
+  return (
+    `<span role="columnheader"${cls ? ` class="${cls}"` : ""}><button type="button" class="sort" data-sort="${key}" ` +
+    `title="sort by ${key}">${key}<span class="arrow" aria-hidden="true"></span></button></span>`
+  );
+}
+
+/** The test table's controls and header; `costs`: some test recorded a cost, so the table has a cost column. */
+function tableSkeleton(costs: boolean): string {
   const filters = [...TEST_STATUSES, "flaky"]
     .map(
       (s) =>
@@ -199,10 +208,10 @@ function tableSkeleton(): string {
     `<input id="search" type="search" placeholder="search file, test or failure" aria-label="search tests">` +
     `<label id="group-label"><input id="group" type="checkbox"> group by file</label><span ` +
     `id="shard-filter" hidden></span><span id="count" aria-live="polite"></span></div>` +
-    `<div id="table" role="table" aria-label="tests"><div class="row head" role="row"><span ` +
-    `role="columnheader">file</span><span role="columnheader">describe</span><span ` +
-    `role="columnheader">test</span><span role="columnheader">status</span><span role="columnheader" ` +
-    `class="num">duration</span><span role="columnheader" class="num">retries</span></div>` +
+    `<div id="table" role="table" aria-label="tests"${costs ? ` class="with-cost"` : ""}><div class="row head" ` +
+    `role="row"><span role="columnheader">file</span><span role="columnheader">describe</span><span ` +
+    `role="columnheader">test</span>${sortHeader("status", "")}${sortHeader("duration", "num")}` +
+    `${sortHeader("retries", "num")}${costs ? sortHeader("cost", "num") : ""}</div>` +
     `<div id="rows" tabindex="-1"><div id="spacer"></div></div></div>` +
     `<section id="detail" hidden aria-live="polite"></section><noscript>The test table needs ` +
     `JavaScript.</noscript></section>\n`
@@ -212,9 +221,10 @@ function tableSkeleton(): string {
 /**
  * The page's data: `{"run", "shards", "tests", "files"}` and, with a history, `"history"`
  * ({@link historyData}). Each test is a row `[shard, file, name, status, durationMs, retries, flaky, failureType,
- * failureMessage, failureDetails, attempts, line, quarantined]` (shard: its position in
+ * failureMessage, failureDetails, attempts, line, quarantined, usd]` (shard: its position in
  * `shards`; file: its position in `files`; status: its position in
- * TEST_STATUSES; 0 for an absent text or line), so 100,000 tests are a few
+ * TEST_STATUSES; 0 for an absent text or line; usd: dollars spent, null for no
+ * cost recorded), so 100,000 tests are a few
  * MB and no key is repeated per test.
  */
 function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, undefined> {
@@ -280,6 +290,7 @@ function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, u
         attempts,
         test.line ?? 0,
         test.quarantined ? 1 : 0,
+        test.cost ? test.cost.usd : null,
       ];
       rows.push((first ? "" : ",") + JSON.stringify(row));
       first = false;
