@@ -18,6 +18,7 @@ import {
 import { type GitInfo, gitInfo, testKey } from "../history/rows.ts";
 import { AppendWorker } from "../history/append-job.ts";
 import { openStore } from "../history/open.ts";
+import { htmlHistory, type PastStrips } from "../history/strips.ts";
 import type { HistoryStore } from "../history/store.ts";
 import type { RunReport } from "../results/report-model.ts";
 import { plural } from "../report/console.ts";
@@ -38,6 +39,8 @@ export interface HistoryBefore {
   durations: Map<string, number>;
   /** The keys quarantined for this run. */
   quarantine: Set<string>;
+  /** report.html's strips' past (issue 36), read by the worker beside the run; null without a history or HTML. */
+  strips: Promise<PastStrips | null> | null;
 }
 
 /**
@@ -79,9 +82,10 @@ export class RunHistory {
     settings: HistorySettings,
     root: string,
     env: Record<string, string | undefined>,
+    stripFiles: ReadonlySet<string> | null = null,
   ): Promise<HistoryBefore> {
     const configured = settings.quarantine === "auto" ? [] : settings.quarantine;
-    const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured) };
+    const result: HistoryBefore = { durations: new Map(), quarantine: new Set(configured), strips: null };
     if (!this.store) return result;
     try {
       result.durations = await fileDurationsOf(this.store, { last: WINDOW });
@@ -93,6 +97,8 @@ export class RunHistory {
         );
         for (const t of past) if (autoQuarantined(t.outcomes, AUTO_QUARANTINE_RATE)) result.quarantine.add(t.key);
       }
+      // Only earlier runs are needed: read beside the run, this run's status added at render.
+      if (stripFiles && this.appender) result.strips = this.appender.readStrips(stripFiles);
       this.git = gitInfo(root, env);
     } catch (error) {
       this.say(this.fail(error));
@@ -279,7 +285,9 @@ export async function executeWithHistory(
 ): Promise<number> {
   const history = await RunHistory.open(settings, host.stdout);
   try {
-    const before = await history.before(settings, inputs.settings.root, host.env);
+    const stripFiles = inputs.settings.html ? new Set(inputs.plan.included.keys()) : null;
+    const before = await history.before(settings, inputs.settings.root, host.env, stripFiles);
+    const strips = before.strips;
     const entries = settings.quarantine === "auto" ? [] : settings.quarantine;
     for (const note of quarantineNotes(entries, new Set(inputs.plan.included.keys()))) host.stdout(note);
     const timings = inputs.settings.timings.length > 0 ? inputs.timings : before.durations;
@@ -288,6 +296,9 @@ export async function executeWithHistory(
         ...inputs,
         timings,
         quarantine: before.quarantine,
+        ...(strips
+          ? { htmlHistory: strips.then((past) => past && ((report: RunReport) => htmlHistory(past, report))) }
+          : {}),
         onFinalReport: (report) => history.handOver(report),
         closingLines: async (report) => [
           ...(await history.closingLines(report)),

@@ -7,7 +7,7 @@ import path from "node:path";
 import { writeDocumentsAtomic } from "../report/atomic-stream.ts";
 import { logTail } from "../report/console.ts";
 import { ctrfChunks } from "../report/ctrf.ts";
-import { htmlChunks } from "../report/html.ts";
+import { type HtmlHistory, htmlChunks } from "../report/html.ts";
 import { jsonChunks } from "../report/json.ts";
 import { junitChunks } from "../report/junit.ts";
 import { SUCCESSFUL_SHARD_STATUSES, type RunReport } from "../results/report-model.ts";
@@ -34,6 +34,11 @@ export interface ReportTargets {
   html?: string;
   /** The run's own directory (OUT/runs/<id>), which gets a copy of each; null before it exists. */
   runDir: () => string | null;
+  /**
+   * report.html's run history for a report (history/strips.ts), once read; the final write waits for it, an interim
+   * one goes without until it is there; none without a history.
+   */
+  htmlHistory?: Promise<((report: RunReport) => HtmlHistory) | null>;
 }
 
 /** Serialized, coalescing report writer: {@link write}'s builder runs when the write does, so it shows every change. */
@@ -56,6 +61,8 @@ export class ReportWriter {
   finalRunCopy: string | null = null;
   /** Redacted log tails for report.html, by log path: a decided shard's log is read once. */
   private readonly tails = new Map<string, string>();
+  /** {@link ReportTargets.htmlHistory} once it is read. */
+  private historyOf: ((report: RunReport) => HtmlHistory) | null = null;
 
   /**
    * @param redact applied to every report before rendering (reports leave the machine; logs stay raw, mode 0600)
@@ -65,7 +72,9 @@ export class ReportWriter {
     private readonly targets: ReportTargets,
     private readonly redact: ((text: string) => string) | undefined,
     private readonly onError: (message: string) => void,
-  ) {}
+  ) {
+    void targets.htmlHistory?.then((of) => (this.historyOf = of));
+  }
 
   /**
    * Writes the run's own copies, then the stable paths. An interim write joins one queued and waits out the gap
@@ -99,6 +108,8 @@ export class ReportWriter {
         if (this.finalRequested) return null;
         this.lastInterimAt = performance.now();
       }
+      // The final page carries the history's strips: their read (begun with the run) is awaited.
+      if (final) await this.targets.htmlHistory;
       const began = process.cpuUsage();
       const report = build();
       const error = await this.writeNow(report);
@@ -172,7 +183,8 @@ export class ReportWriter {
         ["ctrf.json", this.targets.ctrf, () => ctrfChunks(safe, ctrfCheck)],
       ];
       const html = this.targets.html;
-      if (html !== undefined) reports.push(["report.html", html, () => htmlChunks(safe, { logTails })]);
+      if (html !== undefined)
+        reports.push(["report.html", html, () => htmlChunks(safe, { logTails, history: this.historyOf?.(safe) })]);
       await writeDocumentsAtomic(
         reports.map(([name, target, chunks]) => ({
           targets: runDir ? [path.join(runDir, name), target] : [target],

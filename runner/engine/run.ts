@@ -27,7 +27,7 @@ import { decideRun } from "../results/run-verdict.ts";
 import { neverStarted, supervisionFailed } from "../results/verdict.ts";
 import { TOOL_VERSION } from "../util/version.ts";
 import { redispatchBatches, splitKilledBatch } from "./redispatch.ts";
-import type { ReportWriter } from "./report-writer.ts";
+import type { ReportTargets, ReportWriter } from "./report-writer.ts";
 import { prepareRunDirs, pruneRuns, RunDirsKeeper } from "./run-dirs.ts";
 import { coverageSafePreload } from "../exec/coverage.ts";
 import { afterFailedFinalWrite, removeStaleReports } from "./refused.ts";
@@ -70,6 +70,8 @@ export interface RunInputs {
   onFinalReport?: (report: RunReport) => void;
   /** Lines the console's end prints just before its exit line (the history's, the quarantine's); awaited. */
   closingLines?: (report: RunReport) => Promise<string[]>;
+  /** report.html's run history for a report (its strips, issue 36); read before the run, none without a history. */
+  htmlHistory?: ReportTargets["htmlHistory"];
 }
 
 /** Result of a finished run. */
@@ -435,7 +437,7 @@ export class Run {
     this.writerLoaded ??= import("./report-writer.ts").then(({ ReportWriter }) => {
       const { junit, json, ctrf, html } = this.inputs.settings;
       this.writer = new ReportWriter(
-        { junit, json, ctrf, html, runDir: () => this.runDir },
+        { junit, json, ctrf, html, runDir: () => this.runDir, htmlHistory: this.inputs.htmlHistory },
         this.inputs.redact,
         (message) => this.inputs.out.line(message),
       );

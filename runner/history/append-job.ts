@@ -10,6 +10,7 @@ import type { TestOutcomes, TestRef } from "./queries.ts";
 import { type GitInfo, runRow, testRows } from "./rows.ts";
 import { type RunRow, TEST_COLUMNS } from "./schema.ts";
 import { flatCells, type HistoryTarget } from "./store.ts";
+import type { PastStrips } from "./strips.ts";
 
 /**
  * A source file beside the compiled CLI, as the guardian and the preload are (runner/cli/compiled.ts): the bundle
@@ -28,9 +29,16 @@ export interface AppendJob {
   window: number;
 }
 
-/** What the worker answers: "past" first, always; then "done" or "error". */
+/** The worker's other job, posted as the run starts: report.html's strips of the planned files (strips.ts). */
+export interface StripsJob {
+  target: HistoryTarget;
+  files: string[];
+}
+
+/** What the worker answers: "past" first, always; then "done" or "error"; "strips" to a {@link StripsJob}. */
 export type AppendReply =
   | { kind: "past"; past: TestOutcomes[] }
+  | { kind: "strips"; strips: PastStrips | null }
   | { kind: "done"; added: boolean }
   | { kind: "error"; message: string };
 
@@ -39,6 +47,7 @@ export class AppendWorker {
   private readonly worker: Worker;
   private pastSeen!: (past: TestOutcomes[]) => void;
   private finished!: (error: string | null) => void;
+  private stripsSeen: (strips: PastStrips | null) => void = () => {};
   /** The past of the spoken-of tests as read before the append; [] when the history failed. */
   readonly past = new Promise<TestOutcomes[]>((resolve) => (this.pastSeen = resolve));
   /** Settles once the worker is done: null, or the failure's message (the run's one note). */
@@ -50,6 +59,7 @@ export class AppendWorker {
     this.worker.onmessage = (event: MessageEvent<AppendReply>) => {
       const reply = event.data;
       if (reply.kind === "past") this.pastSeen(reply.past);
+      else if (reply.kind === "strips") this.stripsSeen(reply.strips);
       else this.finished(reply.kind === "error" ? reply.message : null);
     };
     this.worker.onerror = (event) => this.fail(event.message || "its worker failed");
@@ -66,9 +76,21 @@ export class AppendWorker {
     }
   }
 
+  /**
+   * Reads report.html's strips of `files` in the worker, beside the run (issue 36); null when the history failed
+   * (the append's own failure then says why).
+   */
+  readStrips(files: ReadonlySet<string>): Promise<PastStrips | null> {
+    const strips = new Promise<PastStrips | null>((resolve) => (this.stripsSeen = resolve));
+    const job: StripsJob = { target: this.target, files: [...files] };
+    this.worker.postMessage(job);
+    return strips;
+  }
+
   /** Gives up: the past is empty and `done` says why. */
   fail(message: string): void {
     this.pastSeen([]);
+    this.stripsSeen(null);
     this.finished(message);
   }
 

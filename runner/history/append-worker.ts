@@ -6,7 +6,8 @@
 import { openStore } from "./open.ts";
 import { loadOutcomes } from "./queries.ts";
 import { TEST_COLUMNS, type TestRow } from "./schema.ts";
-import type { AppendJob, AppendReply } from "./append-job.ts";
+import type { AppendJob, AppendReply, StripsJob } from "./append-job.ts";
+import { loadStrips } from "./strips.ts";
 
 declare const self: Worker;
 
@@ -42,4 +43,13 @@ async function run(job: AppendJob): Promise<void> {
   }
 }
 
-self.onmessage = (event: MessageEvent<AppendJob>) => void run(event.data);
+/** Reads report.html's strips; a failure is a null reply (the append, which opens the same history, says why). */
+async function strips(job: StripsJob): Promise<void> {
+  const store = await openStore(job.target).catch(() => null);
+  const read = store === null ? null : await loadStrips(store, new Set(job.files)).catch(() => null);
+  await store?.close().catch(() => {});
+  self.postMessage({ kind: "strips", strips: read } satisfies AppendReply);
+}
+
+self.onmessage = (event: MessageEvent<AppendJob | StripsJob>) =>
+  void ("files" in event.data ? strips(event.data) : run(event.data));

@@ -59,6 +59,16 @@
  * @property {Shard[]} shards
  * @property {TestRow[]} tests
  * @property {string[]} files
+ * @property {PageHistory} [history] present only when the run had a history
+ */
+
+/**
+ * The run history's strips (html.ts's historyData): the runs' ids, oldest first and this run last, and a strip per
+ * test in the order of `tests`: [cells, flipRate, runs], cells a character per run (a status's position in
+ * `run.statuses`, base 36, or "." for none).
+ * @typedef {object} PageHistory
+ * @property {string[]} runs
+ * @property {[string, number, number][]} strips
  */
 
 (() => {
@@ -120,6 +130,8 @@
   /** Whether the table has a cost column: html.ts writes one when any test recorded a cost. */
   const withCost = element("#table").classList.contains("with-cost");
   const counts = statusCounts();
+  // The status column widens only when there are strips to hold (the style sheet's #table.has-history).
+  if (data.history) element("#table").classList.add("has-history");
 
   /** The status filters chosen ("flaky" among them); none chosen shows every status. @type {Set<string>} */
   const selected = new Set();
@@ -508,6 +520,8 @@
       cell.appendChild(document.createTextNode(" "));
       cell.appendChild(el("span", "badge quarantined", "quarantined"));
     }
+    const strip = stripEl(i);
+    if (strip) cell.appendChild(strip);
     row.appendChild(cell);
     row.appendChild(el("span", "num", ranFor(t)));
     row.appendChild(el("span", "num", String(t[COL.retries])));
@@ -558,6 +572,8 @@
     meta.appendChild(el("span", `badge st-${status}`, status));
     meta.appendChild(document.createTextNode(` ${testFacts(t)}`));
     detail.appendChild(meta);
+    const past = historyPart(i);
+    if (past) detail.appendChild(past);
     const link = el("a", "link", "link to this test");
     link.href = linkOf(t);
     detail.appendChild(link);
@@ -633,6 +649,41 @@
     if (t[COL.usd] !== null && t[COL.usd] !== undefined) facts.push(`spent ${costOf(t)}`);
     if (t[COL.quarantined]) facts.push("quarantined: its failure does not fail the run");
     return facts.join(" · ");
+  }
+
+  /**
+   * Test `i`'s strip of outcomes, a cell per run it has one in, oldest first; null without a history.
+   * @param {number} i
+   */
+  function stripEl(i) {
+    const entry = data.history?.strips[i];
+    if (!entry || !data.history) return null;
+    const runs = data.history.runs;
+    const box = el("span", "strip");
+    box.setAttribute("aria-label", `last ${[...entry[0]].filter((c) => c !== ".").length} outcomes`);
+    [...entry[0]].forEach((c, n) => {
+      if (c === ".") return;
+      const status = at(statuses, Number.parseInt(c, 36));
+      const cell = box.appendChild(el("i", `st-${status}`));
+      cell.title = `run ${at(runs, n)}${n === runs.length - 1 ? " (this run)" : ""}: ${status}`;
+    });
+    return box;
+  }
+
+  /**
+   * The detail's history: test `i`'s strip and "flip rate 40% over 20 runs"; null without a history.
+   * @param {number} i
+   */
+  function historyPart(i) {
+    const entry = data.history?.strips[i];
+    const strip = stripEl(i);
+    if (!entry || !strip) return null;
+    const box = el("p", "history");
+    box.appendChild(strip);
+    const flip = el("span", "flip-rate", ` flip rate ${Math.round(entry[1] * 100)}% over ${count(entry[2])} run`);
+    if (entry[2] !== 1) flip.textContent += "s";
+    box.appendChild(flip);
+    return box;
   }
 
   /**

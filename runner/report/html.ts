@@ -30,6 +30,24 @@ export function shardResources(shard: ShardResult): ShardResources | null {
 export interface HtmlExtras {
   /** The (redacted) tail of a shard's log, by shard index; shown in a test's detail. */
   logTails?: ReadonlyMap<number, string>;
+  /** The run history's strips (issue 36); absent without a history, and then the page carries none. */
+  history?: HtmlHistory;
+}
+
+/** One test's strip: its newest outcomes, oldest first, and `history --flaky`'s flip rate over them. */
+export interface TestStrip {
+  /** Each outcome's run, as a position in {@link HtmlHistory.runs}. */
+  at: number[];
+  statuses: string[];
+  flipRate: number;
+  /** The outcomes the flip rate counted (decisive ones of runs that were not outages). */
+  runs: number;
+}
+
+/** What the page shows of the run history: the runs' ids (oldest first, this run last) and each test's strip. */
+export interface HtmlHistory {
+  runs: string[];
+  strip(file: string, name: string, status: string, attempts: number): TestStrip;
 }
 
 /** Test rows per piece of the document. */
@@ -201,8 +219,8 @@ function tableSkeleton(costs: boolean): string {
 }
 
 /**
- * The page's data: `{"run", "shards", "tests", "files"}`. Each test is a row
- * `[shard, file, name, status, durationMs, retries, flaky, failureType,
+ * The page's data: `{"run", "shards", "tests", "files"}` and, with a history, `"history"`
+ * ({@link historyData}). Each test is a row `[shard, file, name, status, durationMs, retries, flaky, failureType,
  * failureMessage, failureDetails, attempts, line, quarantined, usd]` (shard: its position in
  * `shards`; file: its position in `files`; status: its position in
  * TEST_STATUSES; 0 for an absent text or line; usd: dollars spent, null for no
@@ -283,5 +301,45 @@ function* data(report: RunReport, extras: HtmlExtras): Generator<string, void, u
     }
   }
   if (rows.length > 0) yield jsonForScript(rows.join(""));
-  yield jsonForScript(`],"files":${JSON.stringify([...files.keys()])}}`);
+  yield jsonForScript(`],"files":${JSON.stringify([...files.keys()])}`);
+  if (extras.history) yield* historyData(report, extras.history);
+  yield "}";
+}
+
+/**
+ * The page's `history`: `{"runs", "strips"}`, a strip per test in the order of `tests`, as `[cells, flipRate, runs]`:
+ * cells has a character per run of `runs`, the outcome's status as its position in TEST_STATUSES (base 36) or "."
+ * for none, so 100,000 strips of 20 runs are about 3 MB.
+ */
+function* historyData(report: RunReport, history: HtmlHistory): Generator<string, void, undefined> {
+  yield jsonForScript(`,"history":{"runs":${JSON.stringify(history.runs)},"strips":[`);
+  let strips: string[] = [];
+  let first = true;
+  const encoded = new Map<TestStrip, string>();
+  // The same order as `tests`: shard by shard, each shard's tests in order.
+  for (const shard of report.shards)
+    for (const test of shard.tests) {
+      const strip = history.strip(test.file, test.name, test.status, test.retries + 1);
+      // A history may hand the same strip to many tests (history/strips.ts): encoded once.
+      let entry = encoded.get(strip);
+      if (entry === undefined) encoded.set(strip, (entry = stripEntry(strip, history.runs.length)));
+      strips.push((first ? "" : ",") + entry);
+      first = false;
+      if (strips.length >= ROW_BATCH) {
+        yield jsonForScript(strips.join(""));
+        strips = [];
+      }
+    }
+  if (strips.length > 0) yield jsonForScript(strips.join(""));
+  yield "]}";
+}
+
+/** One strip's entry of {@link historyData}. */
+function stripEntry(strip: TestStrip, runs: number): string {
+  const cells = Array<string>(runs).fill(".");
+  strip.at.forEach((at, i) => {
+    const code = STATUS_CODE.get(strip.statuses[i] as TestStatus);
+    if (code !== undefined) cells[at] = code.toString(36);
+  });
+  return JSON.stringify([cells.join(""), Math.round(strip.flipRate * 1000) / 1000, strip.runs]);
 }
