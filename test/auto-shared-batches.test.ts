@@ -5,6 +5,8 @@
  * reached run again as a batch. Real children on the pinned Bun and on 1.3.3 (no `--isolate` there).
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
 import { makeSuite, readReport, removeSuites, runCli } from "./helpers/cli.ts";
 import { bunBinary } from "./helpers/bun-versions.ts";
 import type { RunReport } from "../runner/results/report-model.ts";
@@ -86,3 +88,29 @@ for (const version of ["pinned", "1.3.3"] as const) {
     }, 90_000);
   });
 }
+
+test("recorded work past the shard timeout is split into batches a quarter of it, so no passing file is killed", async () => {
+  const slow = (i: number) =>
+    `import { test } from "bun:test";\ntest("slow ${i}", async () => { await Bun.sleep(1200); });\n`;
+  const files: Record<string, string> = {};
+  const durations: Record<string, number> = {};
+  for (let i = 1; i <= 6; i++) {
+    files[`t/s${i}.test.ts`] = slow(i);
+    durations[`t/s${i}.test.ts`] = 1200;
+  }
+  const dir = makeSuite(files);
+  writeFileSync(path.join(dir, "timings.json"), JSON.stringify({ version: 1, files: durations }));
+  // 7.2 s over 2 jobs would be two 3.6 s batches under a 3 s timeout; capped at 0.75 s, each file runs alone.
+  const run = await runCli(
+    ["run", "--root", dir, "--jobs", "2", "--files-per-shard", "auto", "--timeout", "3", "--grace", "1"].concat([
+      "--timings",
+      path.join(dir, "timings.json"),
+      "--no-history",
+      "t",
+    ]),
+    { limitMs: 60_000 },
+  );
+  const report = readReport(dir);
+  expect(report.shards.map((s) => s.status)).toEqual(new Array(6).fill("passed"));
+  expect(run.code).toBe(0);
+}, 60_000);

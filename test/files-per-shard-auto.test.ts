@@ -51,6 +51,16 @@ describe("the batch rule (plan/auto-batch.ts)", () => {
     expect(long.groups.map((g) => g.length)).toEqual([25, 25, 25, 25]);
   });
 
+  test("a batch's work is at most a quarter of the shard timeout (the timeout covers the whole batch)", () => {
+    // 100 files of 1 s over 2 jobs would be 30 s batches; a 20 s timeout caps them at 5 s: 20 batches of 5.
+    const durations = new Map(names(100).map((f) => [f, 1000]));
+    const capped = autoBatches(names(100), { durations, jobs: 2, timeoutMs: 20_000 });
+    expect(capped.targetMs).toBe(5000);
+    expect(capped.groups.map((g) => g.length)).toEqual(new Array(20).fill(5));
+    const isolated = autoBatches(names(100), { durations, jobs: 2, isolated: true, timeoutMs: 8000 });
+    expect(isolated.targetMs).toBe(2000);
+  });
+
   test("--isolate, no timings: contiguous runs of the plan, as many as the assumed work needs, at least one", () => {
     const files = names(200);
     const plan = autoBatches(files, { durations: new Map(), jobs: 2, isolated: true });

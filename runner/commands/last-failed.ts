@@ -139,6 +139,7 @@ export function planLastFailed(settings: RunSettings, patterns: readonly string[
           durations: readTimings(settings.timings).durations,
           jobs: settings.jobs,
           isolated: isolates(settings.bunArgs),
+          timeoutMs: settings.timeoutMs,
         },
         alone: resourcePlan(settings).isExclusive,
       }),

@@ -66,6 +66,7 @@ export async function runCommand(command: "run" | "list", args: ParsedWithExtras
         durations: await batchDurations(settings, historySettings, timings.durations),
         jobs: settings.jobs,
         isolated: isolates(settings.bunArgs),
+        timeoutMs: settings.timeoutMs,
       },
       out: settings.out,
       exclusive: settings.exclusive,

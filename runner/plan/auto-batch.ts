@@ -17,6 +17,11 @@ export const AUTO_BATCH = {
   maxSharedBatchMs: 30_000,
   /** Cost of a file with no recorded duration when no file has one (with records: their median). */
   defaultFileMs: 50,
+  /**
+   * Most work per batch as a share of the shard timeout: the timeout covers the whole batch, so a batch of passing
+   * files sized near it is killed once load slows it down (its test in flight would read timed-out).
+   */
+  timeoutShare: 0.25,
   /** Most files in one batch: the event channel's per-file barriers stop past 10,000. */
   maxFiles: 10_000,
 } as const;
@@ -28,6 +33,8 @@ export interface AutoBatchInputs {
   jobs: number;
   /** Each batch runs with Bun's `--isolate` (a fresh global per file); else its files share one process. */
   isolated?: boolean;
+  /** The shard timeout, ms: a batch's work is at most {@link AUTO_BATCH.timeoutShare} of it. */
+  timeoutMs?: number;
 }
 
 /** What {@link autoBatches} decided, for `list` and the docs' worked examples. */
@@ -53,7 +60,8 @@ export function autoBatches(files: readonly string[], inputs: AutoBatchInputs): 
   const [perJob, maxMs] = inputs.isolated
     ? [AUTO_BATCH.batchesPerJob, AUTO_BATCH.maxBatchMs]
     : [AUTO_BATCH.sharedBatchesPerJob, AUTO_BATCH.maxSharedBatchMs];
-  const targetMs = Math.min(maxMs, Math.max(AUTO_BATCH.minBatchMs, total / (jobs * perJob)));
+  const capMs = Math.min(maxMs, (inputs.timeoutMs ?? Number.POSITIVE_INFINITY) * AUTO_BATCH.timeoutShare);
+  const targetMs = Math.min(capMs, Math.max(AUTO_BATCH.minBatchMs, total / (jobs * perJob)));
   const position = new Map(files.map((f, i) => [f, i]));
   const alone = files.filter((f) => inputs.durations.has(f) && inputs.durations.get(f)! >= targetMs);
   const isAlone = new Set(alone);

@@ -300,6 +300,7 @@ function planPresetShards(
       durations: readTimings(settings.timings).durations,
       jobs: settings.jobs,
       isolated: isolates(settings.bunArgs),
+      timeoutMs: settings.timeoutMs,
     },
     alone: resourcePlan(settings).isExclusive,
   });

@@ -55,7 +55,12 @@ export async function planBackgroundRun(args: ParsedWithExtras, host: Host): Pro
         root: settings.root,
         patterns: settings.patterns,
         filesPerShard: settings.filesPerShard,
-        batching: { durations: timings.durations, jobs: settings.jobs, isolated: isolates(settings.bunArgs) },
+        batching: {
+          durations: timings.durations,
+          jobs: settings.jobs,
+          isolated: isolates(settings.bunArgs),
+          timeoutMs: settings.timeoutMs,
+        },
         out: settings.out,
         exclusive: settings.exclusive,
       });
